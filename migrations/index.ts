@@ -1,0 +1,10 @@
+/**
+ * The ordered list of schema migrations. Add a new file `NNNN_name.ts` and register it here;
+ * never edit a migration that has been released.
+ */
+import type {Migration} from 'kysely'
+import * as m0001 from './0001_init.js'
+
+export const migrations: Record<string, Migration> = {
+  '0001_init': m0001,
+}

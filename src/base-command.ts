@@ -1,0 +1,99 @@
+/**
+ * The base of every `mb` command: shared flags (`--json`, `--config`, `--database-url`,
+ * `--data-dir`), configuration loading, database access, and exit codes
+ * (0 ok, 1 failure, 2 usage) that hold with and without `--json`.
+ */
+import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
+import {type Config as MbConfig, type LoadedConfig, loadConfig} from './lib/config/index.js'
+import {type Database, openDatabase, type OpenOptions} from './lib/db/index.js'
+import {MbError, errorMessage} from './lib/errors.js'
+
+export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
+
+export abstract class BaseCommand<T extends typeof Command> extends Command {
+  static override enableJsonFlag = true
+
+  static override baseFlags = {
+    config: Flags.string({description: 'YAML config file (env: MB_CONFIG)', helpGroup: 'GLOBAL'}),
+    'database-url': Flags.string({description: 'PostgreSQL URL (env: MB_DATABASE_URL); default: the embedded store', helpGroup: 'GLOBAL'}),
+    'data-dir': Flags.string({description: 'embedded store directory (env: MB_DATA_DIR; default ~/.local/share/mb)', helpGroup: 'GLOBAL'}),
+  }
+
+  protected flags!: BaseFlags<T>
+  protected args!: Interfaces.InferredArgs<T['args']>
+  private loaded?: LoadedConfig
+  private database?: Database
+
+  public override async init(): Promise<void> {
+    await super.init()
+    const {args, flags} = await this.parse({
+      flags: this.ctor.flags,
+      baseFlags: (super.ctor as typeof BaseCommand).baseFlags,
+      enableJsonFlag: this.ctor.enableJsonFlag,
+      args: this.ctor.args,
+      strict: this.ctor.strict,
+    })
+    this.flags = flags as BaseFlags<T>
+    this.args = args as Interfaces.InferredArgs<T['args']>
+  }
+
+  /**
+   * Config keys (dotted snake_case) that this command's flags set; override to map flags,
+   * e.g. `{root: this.flags.root}`. Undefined values are ignored.
+   */
+  protected configFlags(): Record<string, unknown> {
+    return {}
+  }
+
+  /** The effective configuration (loaded once). @throws UsageError on a bad setting */
+  protected get loadedConfig(): LoadedConfig {
+    this.loaded ??= loadConfig({
+      file: this.flags.config,
+      flags: {database_url: this.flags['database-url'], data_dir: this.flags['data-dir'], ...this.configFlags()},
+    })
+    return this.loaded
+  }
+
+  protected get mbConfig(): MbConfig {
+    return this.loadedConfig.config
+  }
+
+  /** Opens the configured database once per command run; closed in `finally()`. */
+  protected async openDb(options: Partial<OpenOptions> = {}): Promise<Database> {
+    if (!this.database) {
+      const config = this.mbConfig
+      this.database = await openDatabase({url: config.database_url, dataDir: config.data_dir, ...options})
+    }
+    return this.database
+  }
+
+  /** Prints human output unless `--json` is set (oclif prints the returned value then). */
+  protected print(text: string): void {
+    if (!this.jsonEnabled()) this.log(text)
+  }
+
+  public override async finally(error: Error | undefined): Promise<unknown> {
+    if (this.database) {
+      const database = this.database
+      this.database = undefined
+      await database.close().catch(() => {})
+    }
+    return super.finally(error)
+  }
+
+  /** Keeps exit code 2 for usage errors even under `--json`, and prints MbErrors plainly. */
+  protected override async catch(error: Error & {exitCode?: number; oclif?: {exit?: number}}): Promise<unknown> {
+    const exitCode = error instanceof MbError ? error.exitCode : error.oclif?.exit ?? error.exitCode ?? 1
+    const code = error instanceof MbError ? error.code : exitCode === 2 ? 'USAGE' : 'FAILED'
+    const message = errorMessage(error)
+    if (this.jsonEnabled()) {
+      this.logJson({error: {code, message}})
+    } else if (error instanceof MbError || exitCode === 2) {
+      process.stderr.write(`Error: ${message}\n`)
+    } else {
+      process.stderr.write(`Error: ${message}\n`)
+      if (process.env.MB_DEBUG) process.stderr.write(`${error.stack}\n`)
+    }
+    throw new Errors.ExitError(exitCode)
+  }
+}

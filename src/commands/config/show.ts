@@ -1,0 +1,25 @@
+import {BaseCommand} from '../../base-command.js'
+import {redactUrl} from '../../lib/db/index.js'
+import {renderTable} from '../../lib/output.js'
+
+export default class ConfigShow extends BaseCommand<typeof ConfigShow> {
+  static override description = 'Print the effective settings and where each came from (default, file, env, flag)'
+  static override examples = ['<%= config.bin %> config show', '<%= config.bin %> config show --config /etc/mb.yaml --json']
+
+  public async run(): Promise<{file: string | null; settings: Array<{key: string; value: unknown; source: string}>}> {
+    const {config, sources, file} = this.loadedConfig
+    const settings = Object.keys(sources)
+      .sort()
+      .map((key) => {
+        let value: unknown = key.split('.').reduce<any>((node, part) => node?.[part], config)
+        if (key === 'database_url' && typeof value === 'string') value = redactUrl(value)
+        return {key, value: value ?? null, source: sources[key]}
+      })
+    this.print(renderTable(settings, [
+      {header: 'setting', get: (s) => s.key},
+      {header: 'value', get: (s) => (typeof s.value === 'object' && s.value !== null && !Array.isArray(s.value) ? JSON.stringify(s.value) : s.value)},
+      {header: 'source', get: (s) => s.source},
+    ]))
+    return {file: file ?? null, settings}
+  }
+}

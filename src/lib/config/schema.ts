@@ -1,0 +1,48 @@
+/**
+ * The one zod schema for every setting, whatever layer (file, env, flag) it comes from.
+ * Each area owns its section schema in its own module; this file only assembles them.
+ */
+import {z} from 'zod'
+import {normalizeCidr} from '../net.js'
+import {SelectConfigSchema} from '../select/config.js'
+import {ScanConfigSchema} from '../scan/config.js'
+import {ProbeConfigSchema} from '../probe/config.js'
+import {ServeConfigSchema} from '../serve/config.js'
+import {StatsConfigSchema} from '../stats/config.js'
+
+/** A CIDR string, validated and normalised. */
+export const cidrString = z.string().transform((value, ctx) => {
+  try {
+    return normalizeCidr(value)
+  } catch (error) {
+    ctx.addIssue({code: z.ZodIssueCode.custom, message: (error as Error).message})
+    return z.NEVER
+  }
+})
+
+const stringList = z.union([z.string().transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)), z.array(z.string())])
+
+export const ConfigSchema = z
+  .object({
+    /** PostgreSQL URL; when absent, the embedded PGlite store in `data_dir` is used. */
+    database_url: z.string().url().optional(),
+    /** Embedded PGlite store directory (default `$XDG_DATA_HOME/mb`). */
+    data_dir: z.string().optional(),
+    /** The origin tree (master copy). */
+    root: z.string().optional(),
+    /** GeoIP City/Country mmdb files (MaxMind layout or @ip-location-db layout). */
+    geoip: stringList.default([]),
+    /** A MaxMind GeoLite2-ASN mmdb file. */
+    asn_db: z.string().optional(),
+    /** Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed. */
+    trusted_proxies: z.union([z.string().transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)), z.array(z.string())]).pipe(z.array(cidrString)).default([]),
+    log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    select: SelectConfigSchema.default({}),
+    scan: ScanConfigSchema.default({}),
+    probe: ProbeConfigSchema.default({}),
+    serve: ServeConfigSchema.default({}),
+    stats: StatsConfigSchema.default({}),
+  })
+  .strict()
+
+export type Config = z.infer<typeof ConfigSchema>

@@ -1,0 +1,53 @@
+/**
+ * Schema migrations with kysely's Migrator over the static list in `migrations/index.ts`.
+ * The same migrations run on PostgreSQL and on PGlite.
+ */
+import {type Kysely, type MigrationResult, Migrator, sql} from 'kysely'
+import {migrations} from '../../../migrations/index.js'
+import {MbError} from '../errors.js'
+
+/** One migration and whether it has been applied (and when, UTC). */
+export interface MigrationState {
+  name: string
+  applied: boolean
+  appliedAt?: Date
+}
+
+function migrator(db: Kysely<any>): Migrator {
+  return new Migrator({db, provider: {getMigrations: async () => migrations}})
+}
+
+/**
+ * Applies every pending migration in order, in one transaction each.
+ * @returns the names applied by this call (empty when already current)
+ * @throws MbError naming the migration that failed; nothing of that migration is kept
+ */
+export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
+  const {error, results} = await migrator(db).migrateToLatest()
+  const failed = results?.find((r: MigrationResult) => r.status === 'Error')
+  if (error) {
+    throw new MbError(`Migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? String(error)}`.replace('  ', ' '), {code: 'MIGRATION_FAILED', cause: error})
+  }
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
+}
+
+/** Every known migration with its applied state, in order. */
+export async function migrationStatus(db: Kysely<any>): Promise<MigrationState[]> {
+  const applied = await appliedMigrations(db)
+  return Object.keys(migrations)
+    .sort()
+    .map((name) => ({name, applied: applied.has(name), appliedAt: applied.get(name)}))
+}
+
+async function appliedMigrations(db: Kysely<any>): Promise<Map<string, Date>> {
+  const exists = await sql<{present: boolean}>`SELECT to_regclass('public.kysely_migration') IS NOT NULL AS present`.execute(db)
+  if (!exists.rows[0]?.present) return new Map()
+  const rows = await sql<{name: string; timestamp: string}>`SELECT name, timestamp FROM kysely_migration`.execute(db)
+  return new Map(rows.rows.map((r) => [r.name, new Date(r.timestamp)]))
+}
+
+/** Names of migrations not yet applied, in order. */
+export async function pendingMigrations(db: Kysely<any>): Promise<string[]> {
+  const applied = await appliedMigrations(db)
+  return Object.keys(migrations).sort().filter((name) => !applied.has(name))
+}

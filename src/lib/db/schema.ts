@@ -1,0 +1,98 @@
+/**
+ * Table types for kysely. The migrations in `migrations/` are the truth; keep these in step.
+ * Units: sizes in bytes, mtimes in Unix seconds (UTC), timestamps as `Date` (UTC).
+ */
+import type {ColumnType, Generated} from 'kysely'
+
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>
+
+export interface MirrorTable {
+  id: Generated<number>
+  identifier: string
+  http_url: string | null
+  https_url: string | null
+  rsync_url: string | null
+  ftp_url: string | null
+  country: string | null
+  continent: string | null
+  latitude: number | null
+  longitude: number | null
+  asn: number | null
+  /** Network prefixes (CIDR text) served best by this mirror. */
+  prefixes: ColumnType<string[], string[] | undefined, string[]>
+  score: ColumnType<number, number | undefined, number>
+  enabled: ColumnType<boolean, boolean | undefined, boolean>
+  country_only: ColumnType<boolean, boolean | undefined, boolean>
+  region_only: ColumnType<boolean, boolean | undefined, boolean>
+  as_only: ColumnType<boolean, boolean | undefined, boolean>
+  prefix_only: ColumnType<boolean, boolean | undefined, boolean>
+  fallback: ColumnType<boolean, boolean | undefined, boolean>
+  other_countries: ColumnType<string[], string[] | undefined, string[]>
+  exclude_countries: ColumnType<string[], string[] | undefined, string[]>
+  /** When non-empty, only clients inside these CIDRs may be sent to this mirror. */
+  client_prefixes: ColumnType<string[], string[] | undefined, string[]>
+  file_maxsize: number | null
+  /** Origin subtree this mirror carries at its base URL ('' = the whole tree). */
+  base_path: ColumnType<string, string | undefined, string>
+  include_patterns: ColumnType<string[], string[] | undefined, string[]>
+  exclude_patterns: ColumnType<string[], string[] | undefined, string[]>
+  admin: string | null
+  admin_email: string | null
+  comment: string | null
+  up: ColumnType<boolean, boolean | undefined, boolean>
+  /** null = unknown (not probed), true/false once probing has recorded it. */
+  ipv6: boolean | null
+  status: ColumnType<Record<string, unknown>, string | undefined, string>
+  status_reason: string | null
+  status_changed_at: Timestamp | null
+  needs_rescan: ColumnType<boolean, boolean | undefined, boolean>
+  last_scan_at: Timestamp | null
+  last_scan_ok_at: Timestamp | null
+  last_scan_error: string | null
+  last_scan_protocol: string | null
+  last_scan_files: number | null
+  last_scan_matched: number | null
+  last_scan_seconds: number | null
+  created_at: Generated<Date>
+  updated_at: Generated<Date>
+  txid: Generated<string>
+}
+
+export interface FileTable {
+  id: Generated<number>
+  path: string
+  size: number
+  mtime: number
+  /** Ids of the mirrors whose copy matched this size (and mtime) at their last scan. */
+  mirrors: ColumnType<number[], number[] | undefined, number[]>
+  md5: string | null
+  sha1: string | null
+  sha256: string | null
+  piece_size: number | null
+  piece_hash: string | null
+  pieces: string | null
+  hashed_size: number | null
+  hashed_mtime: number | null
+  indexed_at: Generated<Date>
+  txid: Generated<string>
+}
+
+export interface MirrorFileStaleTable {
+  mirror_id: number
+  file_id: number
+  size: number
+  mtime: number | null
+  seen_at: Generated<Date>
+}
+
+export interface FileTombstoneTable {
+  path: string
+  txid: Generated<string>
+}
+
+export interface DB {
+  mirror: MirrorTable
+  file: FileTable
+  mirror_file_stale: MirrorFileStaleTable
+  file_tombstone: FileTombstoneTable
+}

@@ -1,0 +1,65 @@
+/**
+ * Runs the compiled CLI (`bin/run.js`, from `npm run build`) as a child process, the way an
+ * operator or cron would.
+ */
+import {spawn, spawnSync} from 'node:child_process'
+import {fileURLToPath} from 'node:url'
+
+export const BIN = fileURLToPath(new URL('../../bin/run.js', import.meta.url))
+
+export interface CliResult {
+  code: number
+  stdout: string
+  stderr: string
+  /** stdout parsed as JSON (throws with the output when it is not JSON). */
+  json<T = any>(): T
+}
+
+/** Runs `mb ARGS…` with extra environment; never throws on a non-zero exit. */
+export async function mb(args: string[], options: {env?: Record<string, string | undefined>; input?: string; cwd?: string; timeoutMs?: number} = {}): Promise<CliResult> {
+  const env: NodeJS.ProcessEnv = {...process.env, ...options.env}
+  for (const [k, v] of Object.entries(options.env ?? {})) if (v === undefined) delete env[k]
+  // Keep tests hermetic: no config or DB leaks in from the developer's shell.
+  if (!options.env || !('MB_CONFIG' in options.env)) delete env.MB_CONFIG
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {env, cwd: options.cwd, stdio: ['pipe', 'pipe', 'pipe']})
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => (stdout += d))
+    child.stderr.on('data', (d) => (stderr += d))
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 120_000)
+    child.on('error', reject)
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({
+        code: code ?? -1,
+        stdout,
+        stderr,
+        json() {
+          try {
+            return JSON.parse(stdout)
+          } catch {
+            throw new Error(`mb ${args.join(' ')} did not print JSON (exit ${code}).\nstdout: ${stdout}\nstderr: ${stderr}`)
+          }
+        },
+      })
+    })
+    child.stdin.end(options.input ?? '')
+  })
+}
+
+/** True when `name` is on PATH. */
+export function hasBinary(name: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${name}`]).status === 0
+}
+
+/**
+ * Skips the current test or suite when a system binary is missing, except under CI=true,
+ * where a missing binary is a failure (`.ci/run` must install it).
+ */
+export function requireBinary(ctx: Mocha.Context, name: string, debianPackage: string): void {
+  if (hasBinary(name)) return
+  if (process.env.CI === 'true') throw new Error(`${name} is missing under CI: .ci/run must install the Debian package ${debianPackage}`)
+  console.warn(`    (skipped: ${name} not found; install it with: apt-get install ${debianPackage})`)
+  ctx.skip()
+}

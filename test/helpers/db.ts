@@ -1,0 +1,116 @@
+/**
+ * Test databases on either backend, chosen by the environment:
+ * - `MB_TEST_DATABASE_URL=postgres://…/test` → a fresh PostgreSQL database per call, cloned
+ *   from a migrated template database (CREATE DATABASE … TEMPLATE);
+ * - otherwise → a fresh PGlite data directory per call, copied from a migrated template
+ *   directory (initdb runs once per machine and migration set).
+ */
+import {createHash} from 'node:crypto'
+import {cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import pg from 'pg'
+import {openDatabase, type Database} from '../../src/lib/db/index.js'
+
+export const backend: 'postgres' | 'pglite' = process.env.MB_TEST_DATABASE_URL ? 'postgres' : 'pglite'
+
+function migrationsHash(): string {
+  const dir = new URL('../../migrations/', import.meta.url).pathname
+  const hash = createHash('sha256')
+  for (const name of readdirSync(dir).sort()) hash.update(name).update(readFileSync(join(dir, name)))
+  return hash.digest('hex').slice(0, 12)
+}
+
+export interface TestDatabase {
+  /** Environment for spawned `mb` processes (MB_DATABASE_URL or MB_DATA_DIR). */
+  env: Record<string, string>
+  /** Config values for in-process use. */
+  url?: string
+  dataDir?: string
+  /** Opens a connection (caller closes it). */
+  open(): Promise<Database>
+  /** Removes the database. */
+  drop(): Promise<void>
+}
+
+let counter = 0
+
+async function pgliteTemplate(): Promise<string> {
+  const dir = join(tmpdir(), `mb-test-template-${migrationsHash()}`)
+  if (existsSync(join(dir, 'PG_VERSION'))) return dir
+  const building = mkdtempSync(join(tmpdir(), 'mb-test-template-build-'))
+  const database = await openDatabase({dataDir: building, schema: 'auto'})
+  await database.close()
+  try {
+    renameSync(building, dir)
+  } catch {
+    rmSync(building, {recursive: true, force: true}) // another process won the race
+  }
+  return dir
+}
+
+async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({connectionString: process.env.MB_TEST_DATABASE_URL})
+  await client.connect()
+  try {
+    return await fn(client)
+  } finally {
+    await client.end()
+  }
+}
+
+function urlFor(name: string): string {
+  const url = new URL(process.env.MB_TEST_DATABASE_URL!)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+async function postgresTemplate(): Promise<string> {
+  const name = `mb_tpl_${migrationsHash()}`
+  const exists = await withAdmin(async (c) => (await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount! > 0)
+  if (exists) return name
+  const building = `${name}_b${process.pid}`
+  await withAdmin((c) => c.query(`CREATE DATABASE ${building}`))
+  const database = await openDatabase({url: urlFor(building), schema: 'auto'})
+  await database.close()
+  try {
+    await withAdmin((c) => c.query(`ALTER DATABASE ${building} RENAME TO ${name}`))
+  } catch {
+    await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${building}`))
+  }
+  return name
+}
+
+/** Creates an empty, migrated database on the configured test backend. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  counter += 1
+  if (backend === 'pglite') {
+    const template = await pgliteTemplate()
+    const dataDir = mkdtempSync(join(tmpdir(), 'mb-test-db-'))
+    cpSync(template, dataDir, {recursive: true})
+    return {
+      env: {MB_DATA_DIR: dataDir},
+      dataDir,
+      open: () => openDatabase({dataDir}),
+      drop: async () => rmSync(dataDir, {recursive: true, force: true}),
+    }
+  }
+  const template = await postgresTemplate()
+  const name = `mb_t_${process.pid}_${Date.now().toString(36)}_${counter}`
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await withAdmin((c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${template}`))
+      break
+    } catch (error) {
+      if (attempt > 50 || !/being accessed by other users/.test((error as Error).message)) throw error
+      await new Promise((r) => setTimeout(r, 100 + Math.random() * 200))
+    }
+  }
+  const url = urlFor(name)
+  return {
+    env: {MB_DATABASE_URL: url},
+    url,
+    open: () => openDatabase({url}),
+    drop: () => withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => {}),
+  }
+}
