@@ -96,3 +96,9 @@ export interface DB {
   mirror_file_stale: MirrorFileStaleTable
   file_tombstone: FileTombstoneTable
 }
+
+import type {Selectable} from 'kysely'
+/** A mirror row as read from the database. */
+export type MirrorRow = Selectable<MirrorTable>
+/** A file row as read from the database. */
+export type FileRow = Selectable<FileTable>

@@ -1,0 +1,125 @@
+/**
+ * The selection engine's contract, shared by `mb serve`, `mb file lookup`, metalinks and the
+ * mirror list. `select()` in `./index.ts` is a pure function of these shapes.
+ */
+import type {Cidr, IpAddress} from '../net.js'
+
+/** The pool a mirror was chosen from, most specific first (MirrorBrain's "realm"). */
+export type Realm = 'prefix' | 'as' | 'country' | 'continent' | 'world' | 'fallback'
+
+/** What is known about the requesting client. Coordinates in degrees (WGS84). */
+export interface ClientInfo {
+  /** Canonical address text (IPv4-mapped IPv6 already reduced to IPv4). */
+  ip: string
+  address?: IpAddress
+  /** ISO 3166-1 alpha-2, upper case, after country substitution is NOT yet applied. */
+  country?: string
+  continent?: string
+  latitude?: number
+  longitude?: number
+  asn?: number
+  /** The request arrived over HTTPS (directly or via a trusted proxy's X-Forwarded-Proto). */
+  https: boolean
+  userAgent?: string
+}
+
+/** The origin file as the index knows it. Size in bytes, mtime in Unix seconds (UTC). */
+export interface SelectFile {
+  path: string
+  size: number
+  mtime: number
+  /** Ids of mirrors whose scanned copy matches this size (and mtime). */
+  mirrors: ArrayLike<number>
+}
+
+/**
+ * A mirror compiled for selection (built once per snapshot from a `MirrorRow`, not per
+ * request). URLs are base URLs ending in `/`.
+ */
+export interface SelectMirror {
+  id: number
+  identifier: string
+  httpUrl: string | null
+  httpsUrl: string | null
+  country: string | null
+  continent: string | null
+  latitude: number | null
+  longitude: number | null
+  asn: number | null
+  prefixes: Cidr[]
+  /** When non-empty, only clients inside these prefixes may use this mirror. */
+  clientPrefixes: Cidr[]
+  excludeCountries: ReadonlySet<string>
+  otherCountries: ReadonlySet<string>
+  score: number
+  enabled: boolean
+  up: boolean
+  /** null until probing has recorded whether the mirror serves IPv6. */
+  ipv6: boolean | null
+  countryOnly: boolean
+  regionOnly: boolean
+  asOnly: boolean
+  prefixOnly: boolean
+  fallback: boolean
+  /** Largest file size in bytes this mirror should get; null = no limit. */
+  fileMaxsize: number | null
+  /** Origin subtree carried at the base URL ('' = whole tree, else e.g. `distribution/`). */
+  basePath: string
+  /** Unix seconds (UTC) of the last successful scan, or null. */
+  lastScanOkAt: number | null
+  /** Probing says it was down long enough that it needs a fresh scan before use. */
+  needsRescan: boolean
+}
+
+/** An eligible mirror in ranked order. */
+export interface Candidate {
+  mirror: SelectMirror
+  realm: Realm
+  /** 1-based rank over all candidates (winning pool first). */
+  rank: number
+  /** Full URL of the file on this mirror, scheme chosen for the client, path percent-encoded. */
+  url: string
+  /** Great-circle distance to the client in km, when both positions are known. */
+  distanceKm?: number
+}
+
+/** Why a mirror was passed over; stable codes for JSON, with a human detail. */
+export type ExclusionReason =
+  | 'disabled'
+  | 'down'
+  | 'zero_score'
+  | 'not_held'
+  | 'stale'
+  | 'scan_too_old'
+  | 'needs_rescan'
+  | 'too_large'
+  | 'no_https'
+  | 'no_http'
+  | 'no_ipv6'
+  | 'client_not_allowed'
+  | 'country_excluded'
+  | 'prefix_only'
+  | 'as_only'
+  | 'country_only'
+  | 'region_only'
+  | 'too_far'
+  | 'not_in_subtree'
+
+export interface Exclusion {
+  mirror: SelectMirror
+  reason: ExclusionReason
+  detail: string
+}
+
+/** Why the origin delivers the file itself instead of redirecting. */
+export type OriginReason = 'small_file' | 'origin_only' | 'excluded_agent' | 'excluded_client' | 'excluded_mime' | 'directory' | 'no_mirror'
+
+export interface Selection {
+  /** The winning pool, or null when the origin serves the file. */
+  realm: Realm | null
+  /** All eligible mirrors, winning pool first in weighted-rendezvous order, then later pools. */
+  ranked: Candidate[]
+  excluded: Exclusion[]
+  /** Set when the origin delivers the file. */
+  origin?: {reason: OriginReason; detail: string}
+}
