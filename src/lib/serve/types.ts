@@ -1,0 +1,54 @@
+/**
+ * What `mb serve` reports about each answered request, to observers (stats counting, the
+ * access log, metrics). Observers run synchronously on the hot path: they must only record
+ * in memory (never wait on I/O per request).
+ */
+import type {Realm} from '../select/types.js'
+
+/** How a request was answered. `download` kinds are `redirect` and `local` on GET. */
+export type Outcome =
+  | 'redirect' // 302 to a mirror
+  | 'local' // the origin delivered the file itself (200/206)
+  | 'not_modified' // 304 from the origin
+  | 'directory' // an autoindex page or a slash redirect
+  | 'meta4' // a Metalink 4 document
+  | 'metalink' // a Metalink 3 document
+  | 'hash' // a .sha256/.sha1/.md5 body
+  | 'mirrorlist' // the mirror list page or JSON
+  | 'not_found' // 404
+  | 'bad_request' // 4xx for bad input
+  | 'error' // 5xx
+  | 'other' // health, metrics, ...
+
+export interface RequestOutcome {
+  /** Request start, ms since the epoch (UTC). */
+  time: number
+  method: string
+  /** The raw request target as received (for the access log). */
+  target: string
+  /** Decoded origin-relative path, no leading '/', when it resolved to one. */
+  path?: string
+  httpVersion: string
+  status: number
+  outcome: Outcome
+  /** Chosen mirror for a redirect. */
+  mirrorId?: number
+  mirrorIdentifier?: string
+  realm?: Realm | null
+  /** Client address after trusted-proxy resolution, and its GeoIP country when known. */
+  clientIp: string
+  country?: string
+  /** Response body bytes sent by the origin itself (0 for redirects). */
+  bytesSent: number
+  /** File size in bytes, when the request was for a known file. */
+  fileSize?: number
+  /** First byte of a Range request, when there was one. */
+  rangeStart?: number
+  userAgent?: string
+  referer?: string
+  /** Time to produce the response, in seconds. */
+  durationSeconds: number
+}
+
+/** A function told about every answered request. */
+export type RequestObserver = (outcome: RequestOutcome) => void
