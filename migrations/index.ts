@@ -4,7 +4,9 @@
  */
 import type {Migration} from 'kysely'
 import * as m0001 from './0001_init.js'
+import * as m0002 from './0002_mirror_asn_bigint.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_init': m0001,
+  '0002_mirror_asn_bigint': m0002,
 }
