@@ -30,6 +30,12 @@ export interface SelectFile {
   mtime: number
   /** Ids of mirrors whose scanned copy matches this size (and mtime). */
   mirrors: ArrayLike<number>
+  /**
+   * Optional: copies known to differ from the origin (from `mirror_file_stale`), by mirror
+   * id, so that an exclusion can say "stale: 60000 bytes, origin 65536" instead of
+   * "not held". Size in bytes, mtime in Unix seconds (null when the listing had none).
+   */
+  stale?: ReadonlyMap<number, {size: number; mtime: number | null}>
 }
 
 /**

@@ -1,0 +1,306 @@
+/**
+ * The selection engine: MirrorBrain's pool cascade with a weighted, sticky, stateless choice.
+ *
+ * `select()` is a pure function of (client, file, mirrors, options): no I/O, no clock other
+ * than `options.now` (for scan ages), no randomness other than the stable rendezvous hash of
+ * (client network, mirror id). The rules are written out in README ("How a mirror is chosen").
+ */
+import mime from 'mime-types'
+import {continentOf} from '../geo/countries.js'
+import {distanceKm} from '../geo/distance.js'
+import {cidrContains, type IpAddress, parseIp} from '../net.js'
+import {clientNetworkKey, rendezvousKey} from './hash.js'
+import type {SelectOptions} from './options.js'
+import type {Candidate, ClientInfo, Exclusion, ExclusionReason, OriginReason, Realm, SelectFile, SelectMirror, Selection} from './types.js'
+import {encodePath, mirrorBase} from './url.js'
+
+export * from './types.js'
+export {compileSelectOptions, type SelectOptions} from './options.js'
+export {compileMirror, compileMirrors} from './mirror.js'
+export {encodePath, mirrorBase, mirrorUrl} from './url.js'
+export {clientNetworkKey, rendezvousKey, uniform} from './hash.js'
+
+const PREFIX = 0
+const AS = 1
+const COUNTRY = 2
+const CONTINENT = 3
+const WORLD = 4
+const FALLBACK = 5
+/** Pool names by index, most specific first. */
+export const REALMS: readonly Realm[] = ['prefix', 'as', 'country', 'continent', 'world', 'fallback']
+
+// Per-call marks of the mirrors that hold the file, by mirror id (smallint), stamped with a
+// generation number so that nothing is cleared between calls. select() is synchronous.
+const held = new Uint32Array(65536)
+let generation = 0
+
+function origin(reason: OriginReason, detail: string): Selection {
+  return {realm: null, ranked: [], excluded: [], origin: {reason, detail}}
+}
+
+function cidrList(list: readonly [IpAddress, number][]): string {
+  const shown = list.slice(0, 3).map(([a, b]) => `${a.toString()}/${b}`).join(', ')
+  return list.length > 3 ? `${shown}, … (${list.length})` : shown
+}
+
+function isoTime(seconds: number): string {
+  return new Date(seconds * 1000).toISOString().replace('.000Z', 'Z')
+}
+
+/** The most specific pool a mirror's flags allow it in. */
+function maxRealm(m: SelectMirror): number {
+  return m.prefixOnly ? PREFIX : m.asOnly ? AS : m.countryOnly ? COUNTRY : m.regionOnly ? CONTINENT : WORLD
+}
+
+function flagReason(limit: number): ExclusionReason {
+  return limit === PREFIX ? 'prefix_only' : limit === AS ? 'as_only' : limit === COUNTRY ? 'country_only' : 'region_only'
+}
+
+/**
+ * Chooses mirrors for one request.
+ *
+ * 1. Origin exceptions first (`origin` set, `realm` null, nothing ranked): files under
+ *    `minSize`, origin-only patterns, excluded User-Agents, client CIDRs and MIME types.
+ * 2. Eligibility of every mirror in `mirrors` (each failure is one {@link Exclusion}, first
+ *    failing check wins): enabled, up, score > 0, inside its subtree, holds this version
+ *    (`file.mirrors`; `stale` when `file.stale` knows a differing copy), size within
+ *    `fileMaxsize`, last scan within `maxScanAgeSeconds`, not `needsRescan`, an https_url for
+ *    HTTPS clients (an HTTP or HTTPS URL for others), IPv6 unless an IPv6 client meets a
+ *    mirror probed without IPv6, client inside `clientPrefixes` when set, client country not
+ *    in `excludeCountries`.
+ * 3. Each eligible mirror goes to its most specific pool: prefix (client address in its
+ *    prefixes) → AS → country (the client's country or its substitute; `otherCountries`
+ *    holding it only when no own-country mirror is usable) → continent → world. Fallback
+ *    mirrors form their own last pool. A mirror whose flags forbid its pool
+ *    (prefix_only/as_only/country_only/region_only) is excluded.
+ * 4. In each pool, with client coordinates known, mirrors farther than
+ *    `distanceFactor` × the nearest one's distance (and beyond `distanceFloorKm`) are
+ *    excluded as `too_far`; mirrors without coordinates stay.
+ * 5. Each pool is ordered by weighted rendezvous hashing of (client network, mirror id) with
+ *    the score as weight. The first non-empty pool of prefix…world wins (else fallback, else
+ *    the origin with `no_mirror`); `ranked` holds the winning pool, then the later pools,
+ *    then the fallback mirrors, with 1-based ranks.
+ *
+ * @param client    the resolved client (country before substitution); `address` is parsed
+ *                  from `ip` when absent
+ * @param file      the origin file (size in bytes, mtime in Unix seconds) and its mirror set
+ * @param mirrors   every mirror of the snapshot, compiled by `compileMirror()`
+ * @param options   the compiled `select:` section (`compileSelectOptions()`)
+ * @param explain   false skips building `excluded` (the redirect hot path needs only `ranked`)
+ */
+export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMap<number, SelectMirror>, options: SelectOptions, explain = true): Selection {
+  // 1. Files the origin always delivers itself.
+  if (file.size < options.minSize) return origin('small_file', `${file.size} bytes, below min_size ${options.minSize}`)
+  const pattern = options.originOnlyMatch(file.path)
+  if (pattern !== undefined) return origin('origin_only', `matches origin_only pattern ${pattern}`)
+  if (client.userAgent && options.excludeUserAgents.length > 0) {
+    for (const re of options.excludeUserAgents) if (re.test(client.userAgent)) return origin('excluded_agent', `User-Agent matches ${re.source}`)
+  }
+  const address = client.address ?? parseIp(client.ip)
+  if (address && options.excludeClients.length > 0) {
+    for (const cidr of options.excludeClients) if (cidrContains(cidr, address)) return origin('excluded_client', `client ${client.ip} is in excluded ${cidr[0].toString()}/${cidr[1]}`)
+  }
+  if (options.excludeMime.length > 0) {
+    const type = mime.lookup(file.path)
+    const glob = type ? options.excludeMimeMatch(type) : undefined
+    if (glob !== undefined) return origin('excluded_mime', `MIME type ${type} matches ${glob}`)
+  }
+
+  // 2. Eligibility.
+  generation = (generation + 1) >>> 0
+  if (generation === 0) {
+    held.fill(0)
+    generation = 1
+  }
+  const fileMirrors = file.mirrors
+  for (let i = 0; i < fileMirrors.length; i++) held[fileMirrors[i] & 0xffff] = generation
+
+  const country = client.country ? client.country.toUpperCase() : undefined
+  const substitute = country ? options.countrySubstitutions.get(country) : undefined
+  const continent = client.continent ?? (country ? continentOf(country) : undefined)
+  const asn = client.asn
+  const v6 = address !== undefined && address.kind() === 'ipv6'
+  const https = client.https
+  const maxAge = options.maxScanAgeSeconds
+  const now = maxAge === null ? 0 : options.now ? options.now() : Date.now() / 1000
+  const excluded: Exclusion[] = []
+  const eligible: SelectMirror[] = []
+
+  for (const m of mirrors.values()) {
+    let reason: ExclusionReason | undefined
+    let detail = ''
+    if (!m.enabled) {
+      reason = 'disabled'
+      if (explain) detail = 'disabled by the operator (`mb mirror enable` turns it back on)'
+    } else if (!m.up) {
+      reason = 'down'
+      if (explain) detail = 'down: the last probe failed'
+    } else if (!(m.score > 0)) {
+      reason = 'zero_score'
+      if (explain) detail = 'score is 0 (takes no traffic)'
+    } else if (m.basePath && !file.path.startsWith(m.basePath)) {
+      reason = 'not_in_subtree'
+      if (explain) detail = `carries only ${m.basePath}`
+    } else if (held[m.id & 0xffff] !== generation) {
+      const stale = file.stale?.get(m.id)
+      if (stale) {
+        reason = 'stale'
+        if (explain) {
+          detail =
+            stale.size !== file.size
+              ? `stale: ${stale.size} bytes, origin ${file.size}`
+              : `stale: mtime ${stale.mtime === null ? 'unknown' : isoTime(stale.mtime)}, origin ${isoTime(file.mtime)}`
+        }
+      } else {
+        reason = 'not_held'
+        if (explain) detail = m.lastScanOkAt === null ? 'not held: no successful scan yet' : 'not held: its last scan did not list this file'
+      }
+    } else if (m.fileMaxsize !== null && file.size > m.fileMaxsize) {
+      reason = 'too_large'
+      if (explain) detail = `${file.size} bytes, above its file_maxsize ${m.fileMaxsize}`
+    } else if (maxAge !== null && (m.lastScanOkAt === null || now - m.lastScanOkAt > maxAge)) {
+      reason = 'scan_too_old'
+      if (explain) detail = m.lastScanOkAt === null ? 'no successful scan' : `last successful scan ${Math.round(now - m.lastScanOkAt)} s ago, max_scan_age_seconds ${maxAge}`
+    } else if (m.needsRescan) {
+      reason = 'needs_rescan'
+      if (explain) detail = 'was down; needs a fresh scan before it is used again'
+    } else if (https && m.httpsUrl === null) {
+      reason = 'no_https'
+      if (explain) detail = 'HTTPS client and the mirror has no https_url'
+    } else if (!https && m.httpUrl === null && m.httpsUrl === null) {
+      reason = 'no_http'
+      if (explain) detail = 'the mirror has no http_url or https_url'
+    } else if (v6 && m.ipv6 === false) {
+      reason = 'no_ipv6'
+      if (explain) detail = 'IPv6 client and probing found no IPv6 on the mirror'
+    } else if (m.clientPrefixes.length > 0 && !(address && m.clientPrefixes.some((c) => cidrContains(c, address)))) {
+      reason = 'client_not_allowed'
+      if (explain) detail = `serves only clients in ${cidrList(m.clientPrefixes)}; client ${client.ip}`
+    } else if (country !== undefined && m.excludeCountries.size > 0 && m.excludeCountries.has(country)) {
+      reason = 'country_excluded'
+      if (explain) detail = `excludes clients from ${country}`
+    }
+    if (reason === undefined) eligible.push(m)
+    else if (explain) excluded.push({mirror: m, reason, detail})
+  }
+
+  // 3. Pools. realms[i] is the pool of eligible[i], or -1 when excluded by its flags.
+  const n = eligible.length
+  const realms = new Int8Array(n)
+  let ownCountryUsable = false
+  const OTHER = 6 // tentative: only other_countries ties it to the client's country
+  for (let i = 0; i < n; i++) {
+    const m = eligible[i]
+    let realm: number
+    if (m.fallback) realm = FALLBACK
+    else if (address !== undefined && m.prefixes.length > 0 && m.prefixes.some((c) => cidrContains(c, address))) realm = PREFIX
+    else if (asn !== undefined && m.asn !== null && m.asn === asn) realm = AS
+    else if (m.country !== null && country !== undefined && (m.country === country || m.country === substitute)) realm = COUNTRY
+    else if (country !== undefined && m.otherCountries.size > 0 && (m.otherCountries.has(country) || (substitute !== undefined && m.otherCountries.has(substitute)))) realm = OTHER
+    else if (continent !== undefined && m.continent === continent) realm = CONTINENT
+    else realm = WORLD
+    if (realm === COUNTRY && maxRealm(m) >= COUNTRY) ownCountryUsable = true
+    realms[i] = realm
+  }
+  const pools: SelectMirror[][] = [[], [], [], [], [], []]
+  for (let i = 0; i < n; i++) {
+    const m = eligible[i]
+    let realm = realms[i]
+    if (realm === OTHER) realm = ownCountryUsable ? (continent !== undefined && m.continent === continent ? CONTINENT : WORLD) : COUNTRY
+    const limit = realm === FALLBACK ? FALLBACK : maxRealm(m)
+    if (realm > limit) {
+      if (explain) excluded.push({mirror: m, reason: flagReason(limit), detail: flagDetail(m, limit, client, country, continent, realms[i] === OTHER)})
+      continue
+    }
+    pools[realm].push(m)
+  }
+
+  // 4 and 5. Distance rule and weighted rendezvous order in each pool.
+  const hasPosition = typeof client.latitude === 'number' && typeof client.longitude === 'number'
+  const networkKey = address ? clientNetworkKey(address, options.clientPrefixV4, options.clientPrefixV6) : hashText(client.ip)
+  const ranked: Candidate[] = []
+  let winner = -1
+  let encodedWhole: string | undefined
+  for (let p = 0; p <= FALLBACK; p++) {
+    const pool = pools[p]
+    if (pool.length === 0) continue
+    let distances: Float64Array | undefined
+    let members = pool
+    if (hasPosition) {
+      distances = new Float64Array(pool.length)
+      let nearest = Infinity
+      for (let i = 0; i < pool.length; i++) {
+        const m = pool[i]
+        const d = m.latitude !== null && m.longitude !== null ? distanceKm(client.latitude!, client.longitude!, m.latitude, m.longitude) : Number.NaN
+        distances[i] = d
+        if (d < nearest) nearest = d
+      }
+      if (nearest < Infinity && pool.length > 1) {
+        const limit = Math.max(nearest * options.distanceFactor, options.distanceFloorKm)
+        const kept: SelectMirror[] = []
+        const keptDistances: number[] = []
+        for (let i = 0; i < pool.length; i++) {
+          const d = distances[i]
+          if (d > limit) {
+            if (explain) excluded.push({mirror: pool[i], reason: 'too_far', detail: `${Math.round(d)} km away, beyond ${options.distanceFactor} x the nearest ${REALMS[p]} mirror's ${Math.round(nearest)} km`})
+          } else {
+            kept.push(pool[i])
+            keptDistances.push(d)
+          }
+        }
+        if (kept.length !== pool.length) {
+          members = kept
+          distances = Float64Array.from(keptDistances)
+        }
+      }
+    }
+    const count = members.length
+    const keys = new Float64Array(count)
+    const order: number[] = new Array(count)
+    for (let i = 0; i < count; i++) {
+      keys[i] = rendezvousKey(networkKey, members[i].id, members[i].score)
+      order[i] = i
+    }
+    if (count > 1) order.sort((a, b) => keys[a] - keys[b] || members[a].id - members[b].id)
+    if (winner < 0) winner = p
+    const realm = REALMS[p]
+    for (let k = 0; k < count; k++) {
+      const i = order[k]
+      const m = members[i]
+      let url: string
+      if (m.basePath) url = mirrorBase(m, https)! + encodePath(file.path.slice(m.basePath.length))
+      else url = mirrorBase(m, https)! + (encodedWhole ??= encodePath(file.path))
+      const candidate: Candidate = {mirror: m, realm, rank: ranked.length + 1, url}
+      if (distances !== undefined && !Number.isNaN(distances[i])) candidate.distanceKm = distances[i]
+      ranked.push(candidate)
+    }
+  }
+
+  if (winner < 0) {
+    const total = mirrors.size
+    return {realm: null, ranked, excluded, origin: {reason: 'no_mirror', detail: total === 0 ? 'no mirrors are registered' : `no eligible mirror holds this version (${total} mirror${total === 1 ? '' : 's'} checked)`}}
+  }
+  return {realm: REALMS[winner], ranked, excluded}
+}
+
+function flagDetail(m: SelectMirror, limit: number, client: ClientInfo, country: string | undefined, continent: string | undefined, other: boolean): string {
+  switch (limit) {
+    case PREFIX:
+      return `prefix_only: client ${client.ip} is outside its prefixes ${m.prefixes.length > 0 ? cidrList(m.prefixes) : '(none)'}`
+    case AS:
+      return `as_only: mirror in AS${m.asn ?? '?'}, client in ${client.asn === undefined ? 'an unknown AS' : `AS${client.asn}`}`
+    case COUNTRY:
+      return other
+        ? `country_only: mirror in ${m.country ?? '?'} serves ${country} only when ${country} has no mirror of its own`
+        : `country_only: mirror in ${m.country ?? '?'}, client in ${country ?? 'an unknown country'}`
+    default:
+      return `region_only: mirror in ${m.continent ?? '?'}, client in ${continent ?? 'an unknown continent'}`
+  }
+}
+
+/** FNV-1a of a string, for clients whose address text did not parse (never on the normal path). */
+function hashText(text: string): number {
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193)
+  return h >>> 0
+}

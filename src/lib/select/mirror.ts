@@ -1,0 +1,107 @@
+/**
+ * Compiles a mirror row into the shape the selection engine uses on the hot path: CIDRs
+ * parsed once, country lists as sets, base URLs ending in `/`, times as Unix seconds.
+ * Built once per snapshot, never per request.
+ */
+import type {MirrorRow} from '../db/schema.js'
+import {continentOf} from '../geo/countries.js'
+import {type Cidr, parseCidr} from '../net.js'
+import type {SelectMirror} from './types.js'
+
+/** Reads a PostgreSQL array that may arrive as a JS array or as `{a,b}` text. */
+function textArray(value: unknown): string[] {
+  if (Array.isArray(value)) return value.map(String)
+  if (typeof value === 'string') {
+    const inner = value.replace(/^\{|\}$/g, '').trim()
+    return inner ? inner.split(',').map((s) => s.trim().replace(/^"|"$/g, '')) : []
+  }
+  return []
+}
+
+function cidrs(value: unknown): Cidr[] {
+  const out: Cidr[] = []
+  for (const text of textArray(value)) {
+    if (text) out.push(parseCidr(text))
+  }
+  return out
+}
+
+function codes(value: unknown): Set<string> {
+  return new Set(textArray(value).map((s) => s.trim().toUpperCase()).filter(Boolean))
+}
+
+function baseUrl(url: string | null | undefined): string | null {
+  if (!url) return null
+  return url.endsWith('/') ? url : `${url}/`
+}
+
+function num(value: unknown): number | null {
+  if (value === null || value === undefined || value === '') return null
+  const n = Number(value)
+  return Number.isFinite(n) ? n : null
+}
+
+function unixSeconds(value: unknown): number | null {
+  if (value === null || value === undefined) return null
+  const ms = value instanceof Date ? value.getTime() : typeof value === 'number' ? value : Date.parse(String(value))
+  return Number.isFinite(ms) ? Math.floor(ms / 1000) : null
+}
+
+/**
+ * Compiles one `mirror` row (as read by kysely from `pg` or PGlite; bigint columns may be
+ * strings, arrays may be `{…}` text) into a {@link SelectMirror}.
+ *
+ * - `http_url` / `https_url` get a trailing `/`; `base_path` too (or stays '').
+ * - `prefixes` and `client_prefixes` are parsed into CIDRs.
+ * - `country`/`continent` are upper-cased; a missing continent is derived from the country.
+ * - `last_scan_ok_at` becomes Unix seconds (UTC).
+ *
+ * @throws UsageError when a stored CIDR is not valid (the database's `cidr` type prevents it)
+ */
+export function compileMirror(row: MirrorRow): SelectMirror {
+  const country = row.country ? row.country.trim().toUpperCase() || null : null
+  const continent = row.continent ? row.continent.trim().toUpperCase() || null : country ? continentOf(country) ?? null : null
+  const latitude = num(row.latitude)
+  const longitude = num(row.longitude)
+  const hasPosition = latitude !== null && longitude !== null
+  let basePath = (row.base_path ?? '').replace(/^\/+/, '')
+  if (basePath && !basePath.endsWith('/')) basePath += '/'
+  return {
+    id: Number(row.id),
+    identifier: row.identifier,
+    httpUrl: baseUrl(row.http_url),
+    httpsUrl: baseUrl(row.https_url),
+    country,
+    continent,
+    latitude: hasPosition ? latitude : null,
+    longitude: hasPosition ? longitude : null,
+    asn: num(row.asn),
+    prefixes: cidrs(row.prefixes),
+    clientPrefixes: cidrs(row.client_prefixes),
+    excludeCountries: codes(row.exclude_countries),
+    otherCountries: codes(row.other_countries),
+    score: num(row.score) ?? 0,
+    enabled: Boolean(row.enabled),
+    up: row.up !== false,
+    ipv6: row.ipv6 === null || row.ipv6 === undefined ? null : Boolean(row.ipv6),
+    countryOnly: Boolean(row.country_only),
+    regionOnly: Boolean(row.region_only),
+    asOnly: Boolean(row.as_only),
+    prefixOnly: Boolean(row.prefix_only),
+    fallback: Boolean(row.fallback),
+    fileMaxsize: num(row.file_maxsize),
+    basePath,
+    lastScanOkAt: unixSeconds(row.last_scan_ok_at),
+    needsRescan: Boolean(row.needs_rescan),
+  }
+}
+
+/** Compiles every row into a map keyed by mirror id, as `select()` takes it. */
+export function compileMirrors(rows: Iterable<MirrorRow>): Map<number, SelectMirror> {
+  const map = new Map<number, SelectMirror>()
+  for (const row of rows) {
+    const mirror = compileMirror(row)
+    map.set(mirror.id, mirror)
+  }
+  return map
+}
