@@ -90,11 +90,36 @@ export interface FileTombstoneTable {
   txid: Generated<string>
 }
 
+/** Daily download aggregates (migration 0006). `mirror_id` 0 = origin; `country` '--' = unknown. */
+export interface StatsDailyTable {
+  /** UTC day, 'YYYY-MM-DD' on write. */
+  day: ColumnType<Date, string, string>
+  path: string
+  mirror_id: number
+  country: string
+  downloads: number
+  bytes: number
+  other_requests: number
+}
+
+/** Monthly rollups of `stats_daily` (`month` = first day of the month, UTC). */
+export interface StatsMonthlyTable {
+  month: ColumnType<Date, string, string>
+  path: string
+  mirror_id: number
+  country: string
+  downloads: number
+  bytes: number
+  other_requests: number
+}
+
 export interface DB {
   mirror: MirrorTable
   file: FileTable
   mirror_file_stale: MirrorFileStaleTable
   file_tombstone: FileTombstoneTable
+  stats_daily: StatsDailyTable
+  stats_monthly: StatsMonthlyTable
 }
 
 import type {Selectable} from 'kysely'
