@@ -6,9 +6,11 @@ import type {Migration} from 'kysely'
 import * as m0001 from './0001_init.js'
 import * as m0002 from './0002_mirror_asn_bigint.js'
 import * as m0006 from './0006_stats.js'
+import * as m0004 from './0004_probe.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_init': m0001,
   '0002_mirror_asn_bigint': m0002,
   '0006_stats': m0006,
+  '0004_probe': m0004,
 }

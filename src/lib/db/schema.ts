@@ -113,6 +113,32 @@ export interface StatsMonthlyTable {
   other_requests: number
 }
 
+/** One probe check (issue 5): mirror x protocol x address family x time. */
+export interface MirrorProbeTable {
+  id: Generated<number>
+  mirror_id: number
+  at: ColumnType<Date, Date | string | undefined, Date | string>
+  protocol: 'http' | 'https'
+  family: 'ipv4' | 'ipv6'
+  ok: boolean
+  http_status: number | null
+  latency_ms: number | null
+  reason: string
+  url: string | null
+  detail: string | null
+}
+
+/** A probe state change: scope 'mirror' (the summary) or '<protocol>/<family>'. */
+export interface MirrorTransitionTable {
+  id: Generated<number>
+  mirror_id: number
+  at: ColumnType<Date, Date | string | undefined, Date | string>
+  scope: string
+  from_state: 'up' | 'down' | 'unknown'
+  to_state: 'up' | 'down'
+  reason: string
+}
+
 export interface DB {
   mirror: MirrorTable
   file: FileTable

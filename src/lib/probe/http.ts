@@ -1,0 +1,301 @@
+/**
+ * The HTTP side of probing: connection pools per mirror and address family, one checked
+ * request with a controlled redirect walk, and the classification of every outcome into a
+ * stable reason code.
+ *
+ * Requests go through `undici` 7 Agents. A {@link ProbeClient} holds one Agent per address
+ * family, whose connector resolves host names through the probe's resolver restricted to
+ * that family, so a check over IPv6 really connects over IPv6 while the URL (hence the Host
+ * header and the TLS SNI server name) keeps the mirror's host name. Agents keep connections
+ * alive, so repeated checks (background probing) reuse them.
+ *
+ * Sources: RFC 9110 §15.4 (redirections), §14 (range requests; `Content-Range`), RFC 6890
+ * and the IANA special-purpose address registries (what counts as non-global).
+ */
+import {lookup as dnsLookup} from 'node:dns/promises'
+import type {LookupAddress} from 'node:dns'
+import {isIP} from 'node:net'
+import ipaddr from 'ipaddr.js'
+import {Agent} from 'undici'
+import type {RedirectPolicy} from './config.js'
+
+/** Address family of one check. */
+export type Family = 'ipv4' | 'ipv6'
+
+/**
+ * Why a check ended as it did. `ok` is the only success. HTTP errors are `http_<status>`
+ * (e.g. `http_403`, `http_404`, `http_500`).
+ */
+export type ReasonCode =
+  | 'ok'
+  | 'timeout'
+  | 'refused'
+  | 'reset'
+  | 'unreachable'
+  | 'dns'
+  | 'no_address'
+  | 'tls_error'
+  | 'redirect_private'
+  | 'redirect_offsite'
+  | 'redirect_loop'
+  | 'bad_redirect'
+  | 'error'
+  | `http_${number}`
+
+/**
+ * Resolves a host name to addresses, like `dns.lookup(host, {all: true})`. Injectable so
+ * that tests can give a host name both a 127.0.0.1 and a ::1 address.
+ */
+export type Resolver = (hostname: string) => Promise<LookupAddress[]>
+
+/** The system resolver (getaddrinfo via `dns.lookup`, all addresses, both families). */
+export const systemResolver: Resolver = (hostname) => dnsLookup(hostname, {all: true, verbatim: true})
+
+/** Options of a {@link ProbeClient}. Times in seconds. */
+export interface ProbeClientOptions {
+  connectTimeout: number
+  timeout: number
+  insecureTls: boolean
+  userAgent: string
+  redirects: RedirectPolicy
+  maxRedirects: number
+  resolver?: Resolver
+}
+
+/** One HTTP answer (or failure) after the redirect walk. */
+export interface CheckOutcome {
+  ok: boolean
+  reason: ReasonCode
+  /** Status of the last response received, if any. */
+  httpStatus: number | null
+  /** Milliseconds from the first request to the last response's headers (or the failure). */
+  latencyMs: number
+  /** The URL requested last (after redirects). */
+  finalUrl: string
+  /** Total size of the resource in bytes: from `Content-Range` (206) or `Content-Length` (200). */
+  size: number | null
+  /** Human detail for failures (error message, redirect target). */
+  detail?: string
+}
+
+/** True for addresses outside the global unicast space (private, loopback, link-local, ULA, CGN, ...). */
+export function isNonGlobalAddress(address: string): boolean {
+  if (!ipaddr.isValid(address)) return false
+  let parsed = ipaddr.parse(address)
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address()
+  return parsed.range() !== 'unicast'
+}
+
+function stripBrackets(host: string): string {
+  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host
+}
+
+/** `scheme://host:port` with the default port made explicit, for same-origin comparisons. */
+function originKey(url: URL): string {
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80')
+  return `${url.protocol}//${url.hostname.toLowerCase()}:${port}`
+}
+
+/** Maps a thrown network/TLS error to a reason code. */
+export function classifyError(error: unknown): ReasonCode {
+  const e = error as {code?: string; name?: string; message?: string; cause?: unknown}
+  const code = e?.code ?? ''
+  const name = e?.name ?? ''
+  if (name === 'TimeoutError' || name === 'AbortError' || code === 'UND_ERR_ABORTED') return 'timeout'
+  if (['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT', 'ESOCKETTIMEDOUT'].includes(code)) return 'timeout'
+  if (code === 'ECONNREFUSED') return 'refused'
+  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED') return 'reset'
+  if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT') return 'unreachable'
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_FAIL' || code === 'ENODATA') return 'dns'
+  if (
+    code.startsWith('ERR_TLS') ||
+    code.startsWith('ERR_SSL') ||
+    /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|HOSTNAME_MISMATCH/.test(code) ||
+    /certificate|SSL routines|TLS/i.test(e?.message ?? '')
+  ) {
+    return 'tls_error'
+  }
+  if (e?.cause && e.cause !== error) {
+    const inner = classifyError(e.cause)
+    if (inner !== 'error') return inner
+  }
+  return 'error'
+}
+
+/** Reason code for a final HTTP status (2xx and 416 count as success: the file is there). */
+export function classifyStatus(status: number): ReasonCode {
+  if ((status >= 200 && status < 300) || status === 416) return 'ok'
+  return `http_${status}`
+}
+
+/**
+ * Total resource size from a response: the part after `/` in `Content-Range: bytes a-b/N`
+ * (RFC 9110 §14.4) for 206 and 416, else `Content-Length` for a 200. Null when unknown.
+ */
+export function sizeFromHeaders(status: number, headers: Record<string, string | string[] | undefined>): number | null {
+  const header = (key: string) => {
+    const value = headers[key]
+    return Array.isArray(value) ? value[0] : value
+  }
+  if (status === 206 || status === 416) {
+    const match = /\/(\d+)\s*$/.exec(header('content-range') ?? '')
+    return match ? Number(match[1]) : null
+  }
+  if (status === 200) {
+    const length = header('content-length')
+    return length !== undefined && /^\d+$/.test(length) ? Number(length) : null
+  }
+  return null
+}
+
+/**
+ * Connection pools and checks for one mirror. Create one per mirror, reuse it for every
+ * check of that mirror (each round of background probing), and `close()` it when done.
+ */
+export class ProbeClient {
+  private readonly agents = new Map<Family, Agent>()
+  readonly resolver: Resolver
+
+  constructor(readonly options: ProbeClientOptions) {
+    this.resolver = options.resolver ?? systemResolver
+  }
+
+  /** The Agent that connects over `family` only (created on first use). */
+  agent(family: Family): Agent {
+    let agent = this.agents.get(family)
+    if (!agent) {
+      const want = family === 'ipv4' ? 4 : 6
+      const resolver = this.resolver
+      agent = new Agent({
+        connections: 4,
+        keepAliveTimeout: 30_000,
+        headersTimeout: this.options.timeout * 1000,
+        bodyTimeout: this.options.timeout * 1000,
+        connect: {
+          timeout: this.options.connectTimeout * 1000,
+          rejectUnauthorized: !this.options.insecureTls,
+          family: want,
+          autoSelectFamily: false,
+          lookup(hostname: string, opts: {all?: boolean}, callback: (...args: any[]) => void) {
+            resolver(hostname).then(
+              (addresses) => {
+                const matching = addresses.filter((a) => a.family === want)
+                if (matching.length === 0) {
+                  const error = Object.assign(new Error(`${hostname} has no IPv${want} address`), {code: 'ENODATA'})
+                  callback(error)
+                } else if (opts?.all) {
+                  callback(null, matching)
+                } else {
+                  callback(null, matching[0].address, matching[0].family)
+                }
+              },
+              (error) => callback(error),
+            )
+          },
+        } as any,
+      })
+      this.agents.set(family, agent)
+    }
+    return agent
+  }
+
+  /** The families a host name resolves to, with one address each; IP literals give their own. */
+  async families(hostname: string): Promise<Map<Family, string>> {
+    const host = stripBrackets(hostname)
+    const literal = isIP(host)
+    if (literal) return new Map([[literal === 4 ? 'ipv4' : 'ipv6', host]])
+    const addresses = await this.resolver(host)
+    const result = new Map<Family, string>()
+    for (const a of addresses) {
+      const family: Family = a.family === 6 ? 'ipv6' : 'ipv4'
+      if (!result.has(family)) result.set(family, a.address)
+    }
+    return result
+  }
+
+  /**
+   * Requests `url` over `family` with `GET` and `Range: bytes=0-0` (RFC 9110 §14.2) rather
+   * than HEAD, which some mirrors reject; at most a byte of the body is read. Redirects are
+   * walked by hand under the configured policy. Never throws: failures become reason codes.
+   */
+  async check(url: string, family: Family, baseUrl: string): Promise<CheckOutcome> {
+    const started = performance.now()
+    const elapsed = () => Math.round(performance.now() - started)
+    const signal = AbortSignal.timeout(this.options.timeout * 1000)
+    const base = new URL(baseUrl)
+    const seen = new Set<string>()
+    let current = new URL(url)
+    let lastStatus: number | null = null
+    for (let hop = 0; ; hop++) {
+      seen.add(current.href)
+      let status: number
+      let headers: Record<string, string | string[] | undefined>
+      try {
+        const response = await this.agent(family).request({
+          origin: current.origin,
+          path: `${current.pathname}${current.search}`,
+          method: 'GET',
+          headers: {'user-agent': this.options.userAgent, range: 'bytes=0-0', accept: '*/*'},
+          signal,
+        })
+        status = response.statusCode
+        headers = response.headers
+        await response.body.dump({limit: 65536}).catch(() => {})
+      } catch (error) {
+        return {ok: false, reason: classifyError(error), httpStatus: lastStatus, latencyMs: elapsed(), finalUrl: current.href, size: null, detail: (error as Error).message}
+      }
+      lastStatus = status
+      if (status >= 300 && status < 400 && status !== 304) {
+        const location = Array.isArray(headers.location) ? headers.location[0] : headers.location
+        if (!location) return {ok: false, reason: `http_${status}`, httpStatus: status, latencyMs: elapsed(), finalUrl: current.href, size: null, detail: 'redirect without Location'}
+        let next: URL
+        try {
+          next = new URL(location, current)
+        } catch {
+          return {ok: false, reason: 'bad_redirect', httpStatus: status, latencyMs: elapsed(), finalUrl: current.href, size: null, detail: `unparsable Location: ${location}`}
+        }
+        const fail = (reason: ReasonCode, detail: string): CheckOutcome => ({ok: false, reason, httpStatus: status, latencyMs: elapsed(), finalUrl: current.href, size: null, detail})
+        if (next.protocol !== 'http:' && next.protocol !== 'https:') return fail('bad_redirect', `redirect to ${next.protocol} URL ${next.href}`)
+        if (seen.has(next.href) || hop >= this.options.maxRedirects) return fail('redirect_loop', `redirect to ${next.href} after ${hop + 1} hop(s)`)
+        if (originKey(next) !== originKey(base)) {
+          if (this.options.redirects === 'same_origin') return fail('redirect_offsite', `redirect to another host: ${next.href}`)
+          if (this.options.redirects === 'public') {
+            const host = stripBrackets(next.hostname)
+            let addresses: string[]
+            try {
+              addresses = isIP(host) ? [host] : (await this.resolver(host)).map((a) => a.address)
+            } catch (error) {
+              return fail('dns', `redirect target ${host} does not resolve: ${(error as Error).message}`)
+            }
+            const bad = addresses.find((a) => isNonGlobalAddress(a))
+            if (bad || host.toLowerCase() === 'localhost') return fail('redirect_private', `redirect to a private/loopback address: ${next.href}${bad && bad !== host ? ` (${bad})` : ''}`)
+          }
+        }
+        current = next
+        continue
+      }
+      const reason = classifyStatus(status)
+      return {ok: reason === 'ok', reason, httpStatus: status, latencyMs: elapsed(), finalUrl: current.href, size: sizeFromHeaders(status, headers), ...(reason === 'ok' ? {} : {detail: `HTTP ${status}`})}
+    }
+  }
+
+  /** Closes every pooled connection. */
+  async close(): Promise<void> {
+    const agents = [...this.agents.values()]
+    this.agents.clear()
+    await Promise.all(agents.map((a) => a.destroy().catch(() => {})))
+  }
+}
+
+/**
+ * The URL of origin path `path` on a mirror whose base URL is `baseUrl` and which carries
+ * the origin subtree `basePath` ('' = the whole tree). Path segments are percent-encoded.
+ */
+export function mirrorFileUrl(baseUrl: string, basePath: string, path: string): string {
+  let relative = path.replace(/^\/+/, '')
+  let prefix = basePath.replace(/^\/+/, '')
+  if (prefix && !prefix.endsWith('/')) prefix += '/'
+  if (prefix && relative.startsWith(prefix)) relative = relative.slice(prefix.length)
+  const base = baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`
+  return base + relative.split('/').map((segment) => encodeURIComponent(segment)).join('/')
+}
