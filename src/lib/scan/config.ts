@@ -1,10 +1,41 @@
 /**
  * Settings of the `scan:` section of the config file. Keys are snake_case.
+ *
+ * ```yaml
+ * scan:
+ *   include: ['**']            # picomatch globs on origin paths; empty = everything
+ *   exclude: ['**\/.~tmp~/**']  # origin paths never counted as held by any mirror
+ *   min_ratio: 0.5             # refuse a scan that matches fewer than this share of before
+ *   timeout: 3600              # per-mirror budget, seconds
+ *   connect_timeout: 20        # seconds
+ *   io_timeout: 120            # seconds without data before a listing is abandoned
+ *   jobs: 2                    # mirrors scanned in parallel
+ *   rsync_password_file: /etc/mb/rsync.secret
+ * ```
  */
 import {z} from 'zod'
 
+const globList = z.union([z.string().transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)), z.array(z.string())])
+
 export const ScanConfigSchema = z
-  .object({})
+  .object({
+    /** Globs (picomatch) on origin paths: when non-empty, only matching files count. */
+    include: globList.default([]),
+    /** Globs (picomatch) on origin paths that never count as held by a mirror. */
+    exclude: globList.default([]),
+    /** A scan matching fewer than this share of the files it matched before is refused. */
+    min_ratio: z.number().min(0).max(1).default(0.5),
+    /** Per-mirror time budget in seconds (all protocols together). */
+    timeout: z.number().positive().default(3600),
+    /** Connect timeout in seconds. */
+    connect_timeout: z.number().positive().default(20),
+    /** I/O timeout in seconds (no data for this long aborts a listing). */
+    io_timeout: z.number().positive().default(120),
+    /** Mirrors scanned in parallel by `mb scan --all`. */
+    jobs: z.number().int().min(1).max(64).default(2),
+    /** File holding the rsync daemon password (else RSYNC_PASSWORD from the environment). */
+    rsync_password_file: z.string().optional(),
+  })
   .strict()
 
 export type ScanConfig = z.infer<typeof ScanConfigSchema>

@@ -1,0 +1,163 @@
+/**
+ * The origin index: one `file` row per regular file of the master tree (path, size in bytes,
+ * mtime in Unix seconds UTC), kept in step with the tree incrementally.
+ *
+ * Freshness rule (DESIGN.md): when a file's size or mtime changes, its `mirrors` set is
+ * emptied and its `mirror_file_stale` rows are dropped, because the origin now holds a version
+ * no mirror has confirmed yet. The next scan of each mirror fills the set again.
+ *
+ * Writes are set-based (`unnest` batches), never one statement per file; the diff against the
+ * existing rows happens in memory.
+ */
+import {type Kysely, sql} from 'kysely'
+import type {DB} from '../db/schema.js'
+import {type OriginFile, walkOrigin} from './walk.js'
+
+export {type OriginFile, walkOrigin, type WalkOptions} from './walk.js'
+
+/** Rows per `unnest` statement. */
+const BATCH = 5000
+
+/** What an index run did. */
+export interface IndexResult {
+  /** Absolute path of the root as given. */
+  root: string
+  /** Subtree indexed ('' = the whole tree). */
+  subdir: string
+  /** Regular files found by the walk. */
+  files: number
+  added: number
+  /** Files whose size or mtime changed (their mirror sets were emptied). */
+  changed: number
+  removed: number
+  unchanged: number
+  /** Bytes in all files found. */
+  bytes: number
+  seconds: number
+  warnings: string[]
+}
+
+export interface IndexOptions {
+  /** Index only this subtree (relative to the root); rows outside it are left alone. */
+  subdir?: string
+  /** Receives each warning as it happens (they are also collected in the result). */
+  onWarning?: (message: string) => void
+}
+
+function normSubdir(subdir: string | undefined): string {
+  return (subdir ?? '').replace(/^\/+|\/+$/g, '')
+}
+
+/** SQL condition "path lies in the subtree `prefix`" ('' = everything). */
+function inSubtree(prefix: string) {
+  return prefix === '' ? sql<boolean>`true` : sql<boolean>`starts_with(path, ${prefix + '/'})`
+}
+
+/**
+ * Inserts new files and updates changed ones, by path. A changed size or mtime empties the
+ * file's mirror set and drops its stale records. Unchanged rows are not written.
+ * For callers that already know what changed (e.g. `mb serve --watch`).
+ *
+ * @param db     a Kysely handle (a transaction works too)
+ * @param files  files to record; paths relative to the root, '/'-separated
+ * @returns counts of rows added and changed
+ */
+export async function upsertOriginFiles(db: Kysely<DB>, files: OriginFile[]): Promise<{added: number; changed: number}> {
+  let added = 0
+  let changed = 0
+  for (let i = 0; i < files.length; i += BATCH) {
+    const chunk = files.slice(i, i + BATCH)
+    const paths = chunk.map((f) => f.path)
+    const sizes = chunk.map((f) => f.size)
+    const mtimes = chunk.map((f) => f.mtime)
+    const result = await sql<{inserted: boolean; id: number}>`
+      INSERT INTO file (path, size, mtime)
+      SELECT * FROM unnest(${paths}::text[], ${sizes}::bigint[], ${mtimes}::bigint[])
+      ON CONFLICT (path) DO UPDATE SET size = excluded.size, mtime = excluded.mtime, mirrors = '{}', indexed_at = now()
+        WHERE file.size <> excluded.size OR file.mtime <> excluded.mtime
+      RETURNING (xmax = 0) AS inserted, id`.execute(db)
+    const changedIds = result.rows.filter((r) => !r.inserted).map((r) => r.id)
+    added += result.rows.length - changedIds.length
+    changed += changedIds.length
+    if (changedIds.length > 0) await sql`DELETE FROM mirror_file_stale WHERE file_id = ANY(${changedIds}::int[])`.execute(db)
+  }
+  return {added, changed}
+}
+
+/**
+ * Removes files from the index by path (their stale records go by cascade; a tombstone is
+ * written by trigger for snapshot readers).
+ * @returns number of rows removed
+ */
+export async function removeOriginFiles(db: Kysely<DB>, paths: string[]): Promise<number> {
+  let removed = 0
+  for (let i = 0; i < paths.length; i += BATCH) {
+    const result = await sql`DELETE FROM file WHERE path = ANY(${paths.slice(i, i + BATCH)}::text[])`.execute(db)
+    removed += Number(result.numAffectedRows ?? 0)
+  }
+  return removed
+}
+
+/**
+ * Walks `root` and brings the `file` table in step with it in one transaction: adds new
+ * files, updates changed ones (emptying their mirror sets), and drops files that are gone.
+ * Files under a directory that could not be read are kept, not dropped.
+ *
+ * Memory: one Map entry per existing row (about 150 bytes each).
+ *
+ * @throws MbError ROOT_INVALID when the root or subdir is not a readable directory (nothing changes)
+ */
+export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOptions = {}): Promise<IndexResult> {
+  const started = performance.now()
+  const subdir = normSubdir(options.subdir)
+  const warnings: string[] = []
+  const unreadable: string[] = []
+  const onWarning = (message: string) => {
+    warnings.push(message)
+    options.onWarning?.(message)
+  }
+
+  const existing = new Map<string, {id: number; size: number; mtime: number}>()
+  const rows = await sql<{id: number; path: string; size: number; mtime: number}>`SELECT id, path, size, mtime FROM file WHERE ${inSubtree(subdir)}`.execute(db)
+  for (const row of rows.rows) existing.set(row.path, {id: row.id, size: Number(row.size), mtime: Number(row.mtime)})
+  rows.rows.length = 0
+
+  let files = 0
+  let bytes = 0
+  let added = 0
+  let changed = 0
+  let unchanged = 0
+  let removed = 0
+  await db.transaction().execute(async (trx) => {
+    let pending: OriginFile[] = []
+    const flush = async () => {
+      if (pending.length === 0) return
+      const result = await upsertOriginFiles(trx, pending)
+      added += result.added
+      changed += result.changed
+      pending = []
+    }
+    for await (const file of walkOrigin(root, {subdir, onWarning, onUnreadableDir: (p) => unreadable.push(p)})) {
+      files++
+      bytes += file.size
+      const old = existing.get(file.path)
+      if (old) {
+        existing.delete(file.path)
+        if (old.size === file.size && old.mtime === file.mtime) {
+          unchanged++
+          continue
+        }
+      }
+      pending.push(file)
+      if (pending.length >= BATCH) await flush()
+    }
+    await flush()
+    const gone: string[] = []
+    for (const path of existing.keys()) {
+      if (unreadable.some((dir) => dir === '' || path.startsWith(dir + '/'))) continue
+      gone.push(path)
+    }
+    removed = await removeOriginFiles(trx, gone)
+  })
+  return {root, subdir, files, added, changed, removed, unchanged, bytes, seconds: Math.round((performance.now() - started) / 10) / 100, warnings}
+}

@@ -1,0 +1,134 @@
+/**
+ * Walks the origin (master) tree the way a web server serves it.
+ *
+ * Symlinks are followed when their target lies inside the root: a symlinked file is recorded
+ * under the link's own path with the target's size and mtime, and a symlinked directory is
+ * descended under the link's path. This is the view clients get over HTTP, and the same view
+ * `rsync --copy-links` gives of a mirror, so origin and mirror paths compare one to one.
+ * A symlink that points outside the root, dangles, or loops back into its own ancestry is
+ * skipped with a warning. Sockets, FIFOs and devices are ignored.
+ */
+import {opendir, realpath, stat} from 'node:fs/promises'
+import {join, relative, sep} from 'node:path'
+import {MbError} from '../errors.js'
+
+/** One regular file of the origin tree. */
+export interface OriginFile {
+  /** Relative to the root, '/'-separated, no leading '/'. */
+  path: string
+  /** Bytes. */
+  size: number
+  /** Unix seconds (UTC), truncated. */
+  mtime: number
+}
+
+export interface WalkOptions {
+  /** Called for every skipped entry (symlink escaping the root, dangling link, loop, unreadable dir). */
+  onWarning?: (message: string) => void
+  /** Called with the relative path of every directory that could not be read (its files are unknown, not gone). */
+  onUnreadableDir?: (path: string) => void
+  /** Walk only this subtree (relative to the root). */
+  subdir?: string
+  /** Parallel stat() calls per directory (default 64). */
+  concurrency?: number
+}
+
+function isInside(rootReal: string, target: string): boolean {
+  return target === rootReal || target.startsWith(rootReal.endsWith(sep) ? rootReal : rootReal + sep)
+}
+
+/**
+ * Yields every regular file under `root` (see the module notes for symlinks), depth first,
+ * in directory order.
+ *
+ * @param root  the origin directory (absolute or relative to the cwd)
+ * @throws MbError when the root (or `subdir`) does not exist or is not a directory
+ */
+export async function* walkOrigin(root: string, options: WalkOptions = {}): AsyncGenerator<OriginFile> {
+  const warn = options.onWarning ?? (() => {})
+  const concurrency = options.concurrency ?? 64
+  let rootReal: string
+  try {
+    rootReal = await realpath(root)
+    if (!(await stat(rootReal)).isDirectory()) throw new Error('not a directory')
+  } catch (error) {
+    throw new MbError(`The origin root ${root} is not a readable directory (${(error as Error).message}). Pass --root DIR or set MB_ROOT.`, {code: 'ROOT_INVALID'})
+  }
+  const start = options.subdir ? options.subdir.replace(/^\/+|\/+$/g, '') : ''
+  let startReal = rootReal
+  if (start) {
+    try {
+      startReal = await realpath(join(rootReal, start))
+      if (!isInside(rootReal, startReal) || !(await stat(startReal)).isDirectory()) throw new Error('not a directory inside the root')
+    } catch (error) {
+      throw new MbError(`${start} is not a directory inside the origin root ${rootReal} (${(error as Error).message}).`, {code: 'ROOT_INVALID'})
+    }
+  }
+
+  // Depth-first stack of [relative path, real path, real paths of the ancestors].
+  const stack: Array<{rel: string; real: string; ancestors: Set<string>}> = [{rel: start, real: startReal, ancestors: new Set([startReal])}]
+  while (stack.length > 0) {
+    const dir = stack.pop()!
+    let handle
+    try {
+      handle = await opendir(dir.real)
+    } catch (error) {
+      warn(`skipped directory ${dir.rel || '.'}: ${(error as Error).message}`)
+      options.onUnreadableDir?.(dir.rel)
+      continue
+    }
+    const names: Array<{name: string; kind: 'file' | 'dir' | 'link' | 'other'}> = []
+    for await (const dirent of handle) {
+      names.push({name: dirent.name, kind: dirent.isFile() ? 'file' : dirent.isDirectory() ? 'dir' : dirent.isSymbolicLink() ? 'link' : 'other'})
+    }
+    names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    const subdirs: typeof stack = []
+    for (let i = 0; i < names.length; i += concurrency) {
+      const chunk = names.slice(i, i + concurrency)
+      const results = await Promise.all(
+        chunk.map(async (entry): Promise<OriginFile | {dir: (typeof stack)[number]} | null> => {
+          const rel = dir.rel ? `${dir.rel}/${entry.name}` : entry.name
+          const full = join(dir.real, entry.name)
+          if (entry.kind === 'other') return null
+          if (entry.kind === 'dir') return {dir: {rel, real: full, ancestors: new Set([...dir.ancestors, full])}}
+          let real = full
+          if (entry.kind === 'link') {
+            try {
+              real = await realpath(full)
+            } catch (error) {
+              warn(`skipped symlink ${rel}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'its target does not exist' : (error as Error).message}`)
+              return null
+            }
+            if (!isInside(rootReal, real)) {
+              warn(`skipped symlink ${rel}: it points outside the root (${real})`)
+              return null
+            }
+          }
+          let st
+          try {
+            st = await stat(real)
+          } catch (error) {
+            warn(`skipped ${rel}: ${(error as Error).message}`)
+            return null
+          }
+          if (st.isDirectory()) {
+            if (dir.ancestors.has(real)) {
+              warn(`skipped symlink ${rel}: it loops back to ${relative(rootReal, real) || '.'}`)
+              return null
+            }
+            return {dir: {rel, real, ancestors: new Set([...dir.ancestors, real])}}
+          }
+          if (!st.isFile()) return null
+          return {path: rel, size: st.size, mtime: Math.floor(st.mtimeMs / 1000)}
+        }),
+      )
+      for (const result of results) {
+        if (result === null) continue
+        if ('dir' in result) subdirs.push(result.dir)
+        else yield result
+      }
+    }
+    // Push in reverse so that directories are visited in name order.
+    for (let i = subdirs.length - 1; i >= 0; i--) stack.push(subdirs[i])
+  }
+}

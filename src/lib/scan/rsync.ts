@@ -1,0 +1,244 @@
+/**
+ * The rsync lister: runs the system `rsync --list-only -r --no-h` against a daemon module
+ * (`rsync://[user@]host[:port]/module/path`) and turns its listing into the shared entry stream.
+ *
+ * - Times: rsync prints mtimes in the client's local time zone, so the child runs with TZ=UTC;
+ *   the listing's precision is 1 second.
+ * - Timeouts: `--contimeout` (connect) and `--timeout` (I/O idle), plus the caller's AbortSignal
+ *   (per-mirror budget), which kills the child.
+ * - Exit codes 23 (partial transfer, e.g. unreadable files or dangling symlinks) and 24
+ *   (files vanished while listing) still give a usable listing; any other non-zero code fails.
+ * - `.~tmp~` directories (rsync's --delay-updates staging area on mirrors) and everything
+ *   under them are skipped.
+ * - Symlinks: listed with `--copy-links` (-L), so a symlinked file appears as a regular file
+ *   with its target's size and mtime, and a symlinked directory is descended under the link's
+ *   name. That is how the mirror's web server serves them, and how `mb index` records the
+ *   origin, so both sides compare path for path. A dangling link makes rsync exit 23 and is
+ *   simply absent.
+ * - Credentials: the user comes from the URL; the password from `RSYNC_PASSWORD` in the
+ *   environment or a password file (`--password-file`). A password written into the URL
+ *   (`rsync://user:pass@host/...`) is moved into RSYNC_PASSWORD for the child. Every message
+ *   redacts it.
+ * - Names: `-8` (`--8-bit-output`) keeps UTF-8 bytes as they are; rsync still escapes control
+ *   characters as `\#ooo` (octal), which are decoded.
+ *
+ * Source: rsync(1) (3.2.x), sections "--list-only", "--copy-links", "EXIT VALUES".
+ */
+import {spawn} from 'node:child_process'
+import {MbError} from '../errors.js'
+import type {ListingEntry, Lister, ListOptions} from './types.js'
+
+/** Options of the rsync lister beyond the shared ones. */
+export interface RsyncListOptions extends ListOptions {
+  /** File holding the daemon password (passed as `--password-file`). */
+  passwordFile?: string
+  /** Environment for the child (default `process.env`); RSYNC_PASSWORD is read from it. */
+  env?: NodeJS.ProcessEnv
+  /** The rsync binary (default `rsync` on PATH). */
+  binary?: string
+  /** Extra arguments, e.g. `--port` is not needed (the URL carries it); for tests. */
+  extraArgs?: string[]
+}
+
+/** A listing line that could not be parsed. */
+export class RsyncParseError extends MbError {
+  constructor(message: string) {
+    super(message, {code: 'RSYNC_BAD_LISTING'})
+    this.name = 'RsyncParseError'
+  }
+}
+
+/** One parsed `--list-only` line, path relative to the listed directory. */
+export interface RsyncLine {
+  mode: string
+  type: 'file' | 'dir' | 'symlink' | 'other'
+  size: number
+  /** Unix seconds, read as UTC. */
+  mtime: number
+  name: string
+}
+
+// perms (10 chars, optional ACL/xattr marker), size (digits, maybe with , or .), date, time, name.
+const LINE = /^([-dlcbps])([-rwxsStT]{9})[+.@]?\s+([\d,.]+)\s+(\d{4})\/(\d{2})\/(\d{2}) (\d{2}):(\d{2}):(\d{2}) (.+)$/
+
+/** Decodes rsync's `\#ooo` escapes (octal bytes) and the raw bytes around them as UTF-8. */
+export function decodeRsyncName(raw: string): string {
+  if (!raw.includes('\\#')) return raw
+  const bytes: number[] = []
+  const encoder = new TextEncoder()
+  let i = 0
+  while (i < raw.length) {
+    const m = /^\\#([0-7]{3})/.exec(raw.slice(i, i + 5))
+    if (m) {
+      bytes.push(Number.parseInt(m[1], 8))
+      i += 5
+      continue
+    }
+    const cp = raw.codePointAt(i)!
+    const ch = String.fromCodePoint(cp)
+    for (const b of encoder.encode(ch)) bytes.push(b)
+    i += ch.length
+  }
+  return new TextDecoder().decode(Uint8Array.from(bytes))
+}
+
+/**
+ * Parses one line of `rsync --list-only --no-h` output (with TZ=UTC).
+ * Accepts sizes with thousands separators (`1,234,567`, older rsync or `-h` off by locale).
+ * @throws RsyncParseError quoting the line when it is not a listing line
+ */
+export function parseRsyncLine(line: string): RsyncLine {
+  const m = LINE.exec(line)
+  if (!m) throw new RsyncParseError(`Unexpected line in the rsync listing: ${JSON.stringify(line.slice(0, 200))}. Expected "PERMS SIZE YYYY/MM/DD HH:MM:SS NAME".`)
+  const [, kind, , sizeText, y, mo, d, h, mi, s, rawName] = m
+  const size = Number(sizeText.replace(/[,.]/g, ''))
+  const mtime = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s)) / 1000
+  if (!Number.isSafeInteger(size) || !Number.isFinite(mtime)) throw new RsyncParseError(`Bad size or date in the rsync listing line: ${JSON.stringify(line.slice(0, 200))}`)
+  const type = kind === '-' ? 'file' : kind === 'd' ? 'dir' : kind === 'l' ? 'symlink' : 'other'
+  let name = decodeRsyncName(rawName)
+  if (type === 'symlink') {
+    // Non-daemon listings show "name -> target"; daemons hide the target.
+    const arrow = name.lastIndexOf(' -> ')
+    if (arrow > 0) name = name.slice(0, arrow)
+  }
+  return {mode: kind + m[2], type, size, mtime, name}
+}
+
+/** True when a path has a `.~tmp~` component. */
+export function isRsyncTmp(path: string): boolean {
+  return path === '.~tmp~' || path.startsWith('.~tmp~/') || path.includes('/.~tmp~/') || path.endsWith('/.~tmp~')
+}
+
+/** Replaces `user:password@` (and a bare password) in any text with `user:***@`. */
+export function redactCredentials(text: string, secrets: string[] = []): string {
+  let out = text.replace(/([a-z][a-z0-9+.-]*:\/\/[^/:@\s]*):[^@/\s]*@/gi, '$1:***@')
+  for (const secret of secrets) if (secret) out = out.split(secret).join('***')
+  return out
+}
+
+/** What rsync's exit codes mean (rsync(1), EXIT VALUES). */
+const EXIT_REASONS: Record<number, string> = {
+  1: 'syntax or usage error',
+  2: 'protocol incompatibility',
+  3: 'errors selecting input/output files, dirs (does the module path exist?)',
+  5: 'error starting client-server protocol (unknown module, or authentication failed)',
+  10: 'error in socket I/O (connection refused or reset)',
+  12: 'error in rsync protocol data stream',
+  14: 'error in IPC code',
+  20: 'received SIGUSR1 or SIGINT',
+  30: 'timeout in data send/receive (no data within the I/O timeout)',
+  35: 'timeout waiting for daemon connection (connect timeout)',
+}
+
+/** Splits an rsync URL into what the child needs. @throws MbError for a non-rsync URL */
+export function parseRsyncUrl(url: string): {url: string; user?: string; password?: string; display: string} {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    throw new MbError(`Not a valid rsync URL: ${redactCredentials(url)}. Use rsync://host/module/path.`, {code: 'RSYNC_URL'})
+  }
+  if (parsed.protocol !== 'rsync:') throw new MbError(`Not an rsync:// URL: ${redactCredentials(url)}.`, {code: 'RSYNC_URL'})
+  const password = parsed.password ? decodeURIComponent(parsed.password) : undefined
+  const user = parsed.username ? decodeURIComponent(parsed.username) : undefined
+  parsed.password = ''
+  let clean = parsed.toString()
+  // rsync takes the path raw, not percent-encoded.
+  clean = decodeURI(clean)
+  if (!clean.endsWith('/')) clean += '/'
+  return {url: clean, user, password, display: clean}
+}
+
+function joinSub(base: string, subdir: string | undefined): string {
+  const sub = (subdir ?? '').replace(/^\/+|\/+$/g, '')
+  return sub ? `${base}${sub}/` : base
+}
+
+/**
+ * Lists a mirror over rsync. Paths in the yielded entries are relative to `baseUrl` (with
+ * `options.subdir` as their first components when given). `.` and `.~tmp~` entries are left out.
+ *
+ * @throws MbError with the rsync exit reason and its last stderr lines (credentials redacted),
+ *         RsyncParseError on a line that is not a listing line, MbError `SCAN_ABORTED` when
+ *         the signal fires.
+ */
+export async function* listRsync(baseUrl: string, options: RsyncListOptions = {}): AsyncGenerator<ListingEntry> {
+  const {url, password, display} = parseRsyncUrl(baseUrl)
+  const target = joinSub(url, options.subdir)
+  const prefix = (options.subdir ?? '').replace(/^\/+|\/+$/g, '')
+  const env: NodeJS.ProcessEnv = {...(options.env ?? process.env), TZ: 'UTC', LC_ALL: 'C'}
+  const secrets: string[] = []
+  if (password !== undefined) env.RSYNC_PASSWORD = password
+  if (env.RSYNC_PASSWORD) secrets.push(env.RSYNC_PASSWORD)
+  const args = ['--list-only', '-r', '--no-h', '-8', '--copy-links', '--no-motd']
+  args.push(`--contimeout=${Math.max(1, Math.round(options.connectTimeoutSeconds ?? 20))}`)
+  args.push(`--timeout=${Math.max(1, Math.round(options.ioTimeoutSeconds ?? 120))}`)
+  if (options.passwordFile) args.push(`--password-file=${options.passwordFile}`)
+  args.push(...(options.extraArgs ?? []), target)
+  const redact = (text: string) => redactCredentials(text, secrets)
+
+  if (options.signal?.aborted) throw new MbError(`rsync listing of ${display} aborted before it started: ${String(options.signal.reason ?? 'aborted')}`, {code: 'SCAN_ABORTED'})
+  const child = spawn(options.binary ?? 'rsync', args, {env, stdio: ['ignore', 'pipe', 'pipe']})
+  let stderr = ''
+  child.stderr.setEncoding('utf8')
+  child.stderr.on('data', (d: string) => {
+    stderr = (stderr + d).slice(-4000)
+  })
+  const exited = new Promise<{code: number | null; signal: NodeJS.Signals | null; error?: Error}>((resolve) => {
+    child.on('error', (error) => resolve({code: null, signal: null, error}))
+    child.on('close', (code, signal) => resolve({code, signal}))
+  })
+  let aborted = false
+  const onAbort = () => {
+    aborted = true
+    child.kill('SIGKILL')
+  }
+  options.signal?.addEventListener('abort', onAbort, {once: true})
+  let finished = false
+  try {
+    let rest = ''
+    const decoder = new TextDecoder('utf-8')
+    const handle = (line: string): ListingEntry | undefined => {
+      if (line === '') return undefined
+      const parsed = parseRsyncLine(line)
+      if (parsed.name === '.') return undefined
+      const path = prefix ? `${prefix}/${parsed.name}` : parsed.name
+      if (isRsyncTmp(parsed.name)) return undefined
+      if (parsed.type === 'other') return undefined
+      return {path, type: parsed.type, size: parsed.type === 'file' ? parsed.size : 0, mtime: parsed.mtime, mtimePrecision: 1}
+    }
+    for await (const chunk of child.stdout) {
+      const text = rest + decoder.decode(chunk as Buffer, {stream: true})
+      const lines = text.split('\n')
+      rest = lines.pop()!
+      for (const line of lines) {
+        const entry = handle(line)
+        if (entry) yield entry
+      }
+    }
+    rest += decoder.decode()
+    const result = await exited
+    if (aborted) throw new MbError(`rsync listing of ${display} aborted: ${redact(String(options.signal?.reason instanceof Error ? options.signal.reason.message : options.signal?.reason ?? 'aborted'))}`, {code: 'SCAN_ABORTED'})
+    if (result.error) {
+      const missing = (result.error as NodeJS.ErrnoException).code === 'ENOENT'
+      throw new MbError(missing ? 'The rsync binary was not found. Install it (apt-get install rsync).' : `Cannot run rsync: ${result.error.message}`, {code: 'RSYNC_FAILED'})
+    }
+    if (result.code !== 0 && result.code !== 23 && result.code !== 24) {
+      const reason = result.code === null ? `killed by ${result.signal}` : `exit ${result.code}${EXIT_REASONS[result.code] ? `: ${EXIT_REASONS[result.code]}` : ''}`
+      const detail = stderr.trim().split('\n').filter((l) => l && !/^rsync error:/.test(l)).slice(-3).join(' | ')
+      throw new MbError(`rsync listing of ${display} failed (${reason})${detail ? `: ${redact(detail)}` : ''}`, {code: 'RSYNC_FAILED'})
+    }
+    const last = handle(rest)
+    if (last) yield last
+    finished = true
+  } finally {
+    options.signal?.removeEventListener('abort', onAbort)
+    if (!finished && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  }
+}
+
+/** The rsync {@link Lister} for the registry. */
+export const rsyncLister: Lister & {list(baseUrl: string, options: RsyncListOptions): AsyncIterable<ListingEntry>} = {
+  protocol: 'rsync',
+  list: (baseUrl, options) => listRsync(baseUrl, options),
+}
