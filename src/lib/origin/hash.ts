@@ -1,0 +1,361 @@
+/**
+ * Hashes of the origin tree: MD5, SHA-1, SHA-256 and piece hashes of every file, computed in
+ * one streaming read per file, on all cores (worker_threads), and stored on the `file` row.
+ *
+ * Freshness: hashes describe the bytes that had `hashed_size` bytes and `hashed_mtime`
+ * (Unix seconds, UTC) when they were read. They are valid only while the index row has the
+ * same size and mtime (`file.size = hashed_size AND file.mtime = hashed_mtime`) and the file
+ * on disk still matches them ({@link hashesFresh}). A stale hash is never served.
+ *
+ * Piece size ({@link pieceSizeFor}): the smallest power of two from 256 KiB up to 16 MiB
+ * that keeps a file at or under 2,048 pieces; files above 32 GiB keep 16 MiB pieces and get
+ * more. That is what Metalink 4 clients (aria2, wget2) repair by: a bad piece costs at most
+ * one piece to re-fetch, and the document stays small (≤ 2,048 × 64 hex chars per file).
+ */
+import {createHash} from 'node:crypto'
+import {createReadStream} from 'node:fs'
+import {stat} from 'node:fs/promises'
+import {availableParallelism} from 'node:os'
+import {join} from 'node:path'
+import {Worker} from 'node:worker_threads'
+import {sql} from 'kysely'
+import type {Database} from '../db/index.js'
+import {MbError} from '../errors.js'
+
+/** Piece hash algorithms for Metalink `<pieces type=…>`. */
+export type PieceHash = 'sha256' | 'sha1'
+
+export const MIN_PIECE_SIZE = 256 * 1024
+export const MAX_PIECE_SIZE = 16 * 1024 * 1024
+export const MAX_PIECES = 2048
+
+/** The hashes of one file as read from disk. Sizes in bytes, mtime in Unix seconds (UTC). */
+export interface FileHashes {
+  md5: string
+  sha1: string
+  sha256: string
+  pieceSize: number
+  pieceHash: PieceHash
+  /** Hex digests of each piece, in order (the last piece may be shorter). */
+  pieces: string[]
+  /** Size and mtime of the file when it was read (both checked before and after). */
+  size: number
+  mtime: number
+}
+
+/**
+ * The piece size in bytes for a file of `size` bytes: the smallest power of two in
+ * [256 KiB, 16 MiB] with `ceil(size / pieceSize) <= 2048`.
+ */
+export function pieceSizeFor(size: number): number {
+  let piece = MIN_PIECE_SIZE
+  while (piece < MAX_PIECE_SIZE && Math.ceil(size / piece) > MAX_PIECES) piece *= 2
+  return piece
+}
+
+/** Unix seconds (UTC) of a stat's mtime, the unit the index uses. */
+export function mtimeSeconds(st: {mtimeMs: number}): number {
+  return Math.floor(st.mtimeMs / 1000)
+}
+
+const PIECE_ALGO: Record<PieceHash, string> = {sha256: 'sha256', sha1: 'sha1'}
+
+/**
+ * Hashes one file in a single streaming read on the calling thread.
+ *
+ * @param path absolute path
+ * @param pieceHash piece digest algorithm (default SHA-256)
+ * @throws MbError (code FILE_CHANGED) when the file's size or mtime changed while it was read,
+ *         or the fs error when it cannot be read
+ */
+export async function hashFile(path: string, pieceHash: PieceHash = 'sha256'): Promise<FileHashes> {
+  const before = await stat(path)
+  const pieceSize = pieceSizeFor(before.size)
+  const md5 = createHash('md5')
+  const sha1 = createHash('sha1')
+  const sha256 = createHash('sha256')
+  const pieces: string[] = []
+  let piece = createHash(PIECE_ALGO[pieceHash])
+  let inPiece = 0
+  let total = 0
+  for await (const chunk of createReadStream(path, {highWaterMark: 1024 * 1024}) as AsyncIterable<Buffer>) {
+    md5.update(chunk)
+    sha1.update(chunk)
+    sha256.update(chunk)
+    total += chunk.length
+    let offset = 0
+    while (offset < chunk.length) {
+      const take = Math.min(pieceSize - inPiece, chunk.length - offset)
+      piece.update(offset === 0 && take === chunk.length ? chunk : chunk.subarray(offset, offset + take))
+      inPiece += take
+      offset += take
+      if (inPiece === pieceSize) {
+        pieces.push(piece.digest('hex'))
+        piece = createHash(PIECE_ALGO[pieceHash])
+        inPiece = 0
+      }
+    }
+  }
+  if (inPiece > 0 || total === 0) pieces.push(piece.digest('hex'))
+  const after = await stat(path)
+  if (after.size !== before.size || after.mtimeMs !== before.mtimeMs || total !== before.size) {
+    throw new MbError(`${path} changed while it was hashed (size ${before.size} -> ${after.size}); hash it again once it is complete.`, {code: 'FILE_CHANGED'})
+  }
+  return {md5: md5.digest('hex'), sha1: sha1.digest('hex'), sha256: sha256.digest('hex'), pieceSize, pieceHash, pieces, size: before.size, mtime: mtimeSeconds(before)}
+}
+
+/** Hash columns of a `file` row, as read for serving. */
+export interface StoredHashes {
+  size: number
+  mtime: number
+  md5: string | null
+  sha1: string | null
+  sha256: string | null
+  piece_size: number | null
+  piece_hash: string | null
+  pieces: string | null
+  hashed_size: number | null
+  hashed_mtime: number | null
+}
+
+/**
+ * True when the stored hashes describe the file as the index and the disk know it now:
+ * all three digests present, `hashed_size = size`, `hashed_mtime = mtime`, and, when
+ * `onDisk` (a stat of the origin file) is given, its size and mtime match too.
+ */
+export function hashesFresh(row: StoredHashes | null | undefined, onDisk?: {size: number; mtimeMs: number} | null): boolean {
+  if (!row || !row.md5 || !row.sha1 || !row.sha256) return false
+  if (row.hashed_size === null || row.hashed_mtime === null) return false
+  if (Number(row.hashed_size) !== Number(row.size) || Number(row.hashed_mtime) !== Number(row.mtime)) return false
+  if (onDisk && (onDisk.size !== Number(row.size) || mtimeSeconds(onDisk) !== Number(row.mtime))) return false
+  return true
+}
+
+/** Splits the stored `pieces` text (concatenated hex digests) into one digest per piece. */
+export function splitPieces(pieces: string | null, pieceHash: string | null): string[] {
+  if (!pieces) return []
+  const width = pieceHash === 'sha1' ? 40 : 64
+  const out: string[] = []
+  for (let i = 0; i < pieces.length; i += width) out.push(pieces.slice(i, i + width))
+  return out
+}
+
+// The worker's code, evaluated as CommonJS so that it runs the same from dist/ and under tsx.
+// It mirrors hashFile() above (one streaming read, the same piece rule).
+const WORKER_SOURCE = `
+const {parentPort} = require('node:worker_threads')
+const {createHash} = require('node:crypto')
+const fs = require('node:fs')
+const MIN = ${MIN_PIECE_SIZE}, MAX = ${MAX_PIECE_SIZE}, MAXN = ${MAX_PIECES}
+function pieceSizeFor(size) { let p = MIN; while (p < MAX && Math.ceil(size / p) > MAXN) p *= 2; return p }
+async function hash(path, pieceHash) {
+  const before = fs.statSync(path)
+  const pieceSize = pieceSizeFor(before.size)
+  const md5 = createHash('md5'), sha1 = createHash('sha1'), sha256 = createHash('sha256')
+  const pieces = []
+  let piece = createHash(pieceHash), inPiece = 0, total = 0
+  for await (const chunk of fs.createReadStream(path, {highWaterMark: 1024 * 1024})) {
+    md5.update(chunk); sha1.update(chunk); sha256.update(chunk); total += chunk.length
+    let offset = 0
+    while (offset < chunk.length) {
+      const take = Math.min(pieceSize - inPiece, chunk.length - offset)
+      piece.update(chunk.subarray(offset, offset + take)); inPiece += take; offset += take
+      if (inPiece === pieceSize) { pieces.push(piece.digest('hex')); piece = createHash(pieceHash); inPiece = 0 }
+    }
+  }
+  if (inPiece > 0 || total === 0) pieces.push(piece.digest('hex'))
+  const after = fs.statSync(path)
+  if (after.size !== before.size || after.mtimeMs !== before.mtimeMs || total !== before.size) {
+    const e = new Error(path + ' changed while it was hashed'); e.code = 'FILE_CHANGED'; throw e
+  }
+  return {md5: md5.digest('hex'), sha1: sha1.digest('hex'), sha256: sha256.digest('hex'), pieceSize, pieceHash, pieces, size: before.size, mtime: Math.floor(before.mtimeMs / 1000)}
+}
+parentPort.on('message', (job) => {
+  hash(job.path, job.pieceHash).then(
+    (result) => parentPort.postMessage({id: job.id, result}),
+    (error) => parentPort.postMessage({id: job.id, error: {message: error.message, code: error.code}}),
+  )
+})
+`
+
+/**
+ * A pool of hashing threads. `hash(path)` resolves to {@link FileHashes} or rejects with the
+ * read error (`code` ENOENT, FILE_CHANGED, ...). `close()` ends every thread.
+ */
+export class HashPool {
+  private readonly workers: Worker[] = []
+  private readonly idle: Worker[] = []
+  private readonly waiting: Array<() => void> = []
+  private readonly pending = new Map<number, {resolve: (h: FileHashes) => void; reject: (e: Error) => void}>()
+  private nextId = 1
+
+  /** @param size number of threads (>= 1) */
+  constructor(size: number, private readonly pieceHash: PieceHash = 'sha256') {
+    for (let i = 0; i < Math.max(1, size); i++) {
+      const worker = new Worker(WORKER_SOURCE, {eval: true})
+      worker.on('message', (message: {id: number; result?: FileHashes; error?: {message: string; code?: string}}) => {
+        const job = this.pending.get(message.id)
+        this.pending.delete(message.id)
+        this.release(worker)
+        if (!job) return
+        if (message.error) job.reject(Object.assign(new Error(message.error.message), {code: message.error.code}))
+        else job.resolve(message.result!)
+      })
+      worker.unref()
+      this.workers.push(worker)
+      this.idle.push(worker)
+    }
+  }
+
+  private release(worker: Worker): void {
+    this.idle.push(worker)
+    this.waiting.shift()?.()
+  }
+
+  /** Hashes `path` (absolute) on the next free thread. */
+  async hash(path: string): Promise<FileHashes> {
+    while (this.idle.length === 0) await new Promise<void>((resolve) => this.waiting.push(resolve))
+    const worker = this.idle.pop()!
+    const id = this.nextId++
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, {resolve, reject})
+      worker.postMessage({id, path, pieceHash: this.pieceHash})
+    })
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.terminate()))
+  }
+}
+
+/** Progress of {@link hashIndex}: counts of files and bytes, hashed so far out of the total. */
+export interface HashProgress {
+  files: number
+  totalFiles: number
+  bytes: number
+  totalBytes: number
+  /** The path just finished. */
+  path?: string
+}
+
+export interface HashIndexOptions {
+  /** Hashing threads; default: all cores (os.availableParallelism()). */
+  jobs?: number
+  /** Piece digest algorithm, default SHA-256 (SHA-1 for old clients). */
+  pieceHash?: PieceHash
+  /** Rehash every file, even those whose hashes are current. */
+  force?: boolean
+  /** Rows written per transaction (default 100). */
+  batchSize?: number
+  onProgress?: (progress: HashProgress) => void
+}
+
+export interface HashIndexResult {
+  /** Files hashed and stored. */
+  hashed: number
+  /** Bytes read. */
+  bytes: number
+  /** Files already current (skipped). */
+  current: number
+  /** Files that could not be hashed (vanished, unreadable, changed while read), with why. */
+  failed: Array<{path: string; error: string}>
+  seconds: number
+}
+
+interface Todo {
+  id: number
+  path: string
+  size: number
+}
+
+/**
+ * Hashes the origin files whose hashes are missing or stale (`hashed_size`/`hashed_mtime`
+ * differ from the row's size/mtime, or the piece algorithm differs), reading them under
+ * `root`, on `jobs` threads, and stores the results in batches.
+ *
+ * The stored `hashed_size`/`hashed_mtime` are the size and mtime of the bytes actually read,
+ * so a file that changed on disk since the last walk gets hashes that become fresh only once
+ * the index records the same size and mtime.
+ *
+ * @throws MbError when `root` is not a readable directory
+ */
+export async function hashIndex(database: Database, root: string, options: HashIndexOptions = {}): Promise<HashIndexResult> {
+  const started = process.hrtime.bigint()
+  const rootStat = await stat(root).catch(() => null)
+  if (!rootStat?.isDirectory()) throw new MbError(`The origin root ${root} is not a readable directory; set \`root\` in the config or pass --root.`, {code: 'ROOT_MISSING'})
+  const pieceHash = options.pieceHash ?? 'sha256'
+  const jobs = Math.max(1, options.jobs ?? availableParallelism())
+  const batchSize = options.batchSize ?? 100
+  const {db} = database
+
+  const stale = options.force
+    ? sql<boolean>`true`
+    : sql<boolean>`(sha256 IS NULL OR hashed_size IS DISTINCT FROM size OR hashed_mtime IS DISTINCT FROM mtime OR piece_hash IS DISTINCT FROM ${pieceHash})`
+  const todo = (await db.selectFrom('file').select(['id', 'path', 'size']).where(stale).orderBy('id').execute()) as Todo[]
+  const total = (await db.selectFrom('file').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n
+  const result: HashIndexResult = {hashed: 0, bytes: 0, current: Number(total) - todo.length, failed: [], seconds: 0}
+  const totalBytes = todo.reduce((sum, t) => sum + Number(t.size), 0)
+  if (todo.length === 0) {
+    result.seconds = Number(process.hrtime.bigint() - started) / 1e9
+    return result
+  }
+
+  const pool = new HashPool(Math.min(jobs, todo.length), pieceHash)
+  let batch: Array<{id: number; h: FileHashes}> = []
+  let writing: Promise<void> = Promise.resolve()
+  const flush = () => {
+    const rows = batch
+    batch = []
+    if (rows.length === 0) return
+    writing = writing.then(() =>
+      db.transaction().execute(async (trx) => {
+        for (const {id, h} of rows) {
+          await trx
+            .updateTable('file')
+            .set({md5: h.md5, sha1: h.sha1, sha256: h.sha256, piece_size: h.pieceSize, piece_hash: h.pieceHash, pieces: h.pieces.join(''), hashed_size: h.size, hashed_mtime: h.mtime})
+            .where('id', '=', id)
+            .execute()
+        }
+      }),
+    )
+  }
+
+  try {
+    let next = 0
+    const runner = async () => {
+      while (next < todo.length) {
+        const item = todo[next++]
+        try {
+          const h = await pool.hash(join(root, item.path))
+          batch.push({id: item.id, h})
+          result.hashed++
+          result.bytes += h.size
+          if (batch.length >= batchSize) flush()
+        } catch (error) {
+          result.failed.push({path: item.path, error: (error as Error).message})
+        }
+        options.onProgress?.({files: result.hashed + result.failed.length, totalFiles: todo.length, bytes: result.bytes, totalBytes, path: item.path})
+      }
+    }
+    await Promise.all(Array.from({length: Math.min(jobs, todo.length)}, runner))
+    flush()
+    await writing
+  } finally {
+    await pool.close()
+  }
+  result.seconds = Number(process.hrtime.bigint() - started) / 1e9
+  return result
+}
+
+/**
+ * Reads the hash columns of one file by origin-relative path; null when the path is not
+ * indexed.
+ */
+export async function readStoredHashes(database: Database, path: string): Promise<StoredHashes | null> {
+  const row = await database.db
+    .selectFrom('file')
+    .select(['size', 'mtime', 'md5', 'sha1', 'sha256', 'piece_size', 'piece_hash', 'pieces', 'hashed_size', 'hashed_mtime'])
+    .where('path', '=', path)
+    .executeTakeFirst()
+  return row ?? null
+}
