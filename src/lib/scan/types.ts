@@ -13,6 +13,18 @@ export interface ListingEntry {
   mtime?: number
   /** Precision of `mtime` in seconds (1 for rsync, 60 for most HTTP/FTP listings, 86400 for a date only). */
   mtimePrecision?: number
+  /**
+   * True when `size` is only an estimate: the index showed a rounded figure (Apache "1.2K",
+   * lighttpd "3.4M") or no size at all (then size is 0 and the range is 0..MAX_SAFE_INTEGER).
+   * The exact size lies in [sizeMin, sizeMax]. The reconciler should count the mirror's copy
+   * as matching when the origin's size lies in that range (and the mtime agrees within its
+   * precision), and never call it a size mismatch by `size` alone. Absent for exact sizes.
+   */
+  sizeApproximate?: boolean
+  /** Smallest exact size in bytes consistent with the listing (set with sizeApproximate). */
+  sizeMin?: number
+  /** Largest exact size in bytes consistent with the listing (set with sizeApproximate). */
+  sizeMax?: number
 }
 
 export interface ListOptions {
