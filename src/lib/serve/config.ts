@@ -7,6 +7,14 @@ export const ServeConfigSchema = z
   .object({
     /** HOST:PORT to listen on; IPv6 hosts in brackets, e.g. `[::]:8080`. */
     listen: z.string().default('127.0.0.1:8080'),
+    /** Watch the origin tree: a changed file is served from the origin until rescanned. */
+    watch: z.boolean().default(false),
+    /** Worker processes (node:cluster); 1 = a single process. */
+    workers: z.coerce.number().int().min(1).max(64).default(1),
+    /** Snapshot poll interval in seconds (LISTEN/NOTIFY makes most changes faster). */
+    poll_seconds: z.coerce.number().min(0.2).max(300).default(2),
+    /** Honour `?country=XX` to test selection for another country. */
+    country_query: z.boolean().default(true),
   })
   .strict()
 

@@ -1,0 +1,60 @@
+import {Flags} from '@oclif/core'
+import {BaseCommand} from '../base-command.js'
+import {startServe} from '../lib/serve/run.js'
+
+export default class Serve extends BaseCommand<typeof Serve> {
+  static override description = `Run the redirector: answer downloads with a 302 to the best mirror, or deliver from the origin
+
+Serves from an in-memory snapshot of mirrors and the file index, kept fresh through LISTEN/NOTIFY and polling; keeps serving when the database goes away. Logs one JSON line per request to stdout. Stops cleanly on SIGINT/SIGTERM.`
+
+  static override examples = [
+    '<%= config.bin %> serve --root /srv/pub --listen 127.0.0.1:8080',
+    '<%= config.bin %> serve --root /srv/pub --listen [::]:80 --geoip /var/lib/GeoIP/GeoLite2-City.mmdb --asn-db /var/lib/GeoIP/GeoLite2-ASN.mmdb',
+    '<%= config.bin %> serve --root /srv/pub --trusted-proxy 127.0.0.1/32 --trusted-proxy ::1/128 --min-size 8192',
+    'MB_DATABASE_URL=postgres://mb@db/mb <%= config.bin %> serve --root /srv/pub --listen 0.0.0.0:8080 --log-level warn',
+  ]
+
+  static override flags = {
+    root: Flags.string({description: 'origin tree to deliver from (env: MB_ROOT)'}),
+    listen: Flags.string({description: 'HOST:PORT to listen on, [V6]:PORT for IPv6 (env: MB_LISTEN; default 127.0.0.1:8080)'}),
+    geoip: Flags.string({description: 'GeoIP City/Country .mmdb file; repeat for IPv4+IPv6 files (default: the bundled GeoLite2 City data)', multiple: true}),
+    'asn-db': Flags.string({description: 'GeoLite2-ASN .mmdb file for the AS pool'}),
+    'trusted-proxy': Flags.string({description: 'CIDR of a reverse proxy whose X-Forwarded-For/-Proto is believed; repeatable', multiple: true}),
+    'min-size': Flags.integer({description: 'files smaller than this many bytes are delivered from the origin (default 4096)', min: 0}),
+    watch: Flags.boolean({description: 'watch the origin tree; changed files are served locally until rescanned', allowNo: true}),
+    workers: Flags.integer({description: 'worker processes (node:cluster; PostgreSQL only)', min: 1, max: 64}),
+    'log-level': Flags.string({description: 'log level', options: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']}),
+  }
+
+  protected override configFlags(): Record<string, unknown> {
+    const f = this.flags
+    return {
+      root: f.root,
+      'serve.listen': f.listen,
+      geoip: f.geoip,
+      asn_db: f['asn-db'],
+      trusted_proxies: f['trusted-proxy'],
+      'select.min_size': f['min-size'],
+      'serve.watch': f.watch,
+      'serve.workers': f.workers,
+      log_level: f['log-level'],
+    }
+  }
+
+  public async run(): Promise<{url: string; stopped: boolean}> {
+    const config = this.mbConfig
+    const database = await this.openDb()
+    const running = await startServe(config, database)
+    await new Promise<void>((resolve) => {
+      const stop = () => {
+        process.off('SIGINT', stop)
+        process.off('SIGTERM', stop)
+        resolve()
+      }
+      process.on('SIGINT', stop)
+      process.on('SIGTERM', stop)
+    })
+    await running.close()
+    return {url: running.url, stopped: true}
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * Who is the client? The socket peer, unless the peer is a trusted reverse proxy: then the
+ * right-most `X-Forwarded-For` entry that is not itself a trusted proxy (the de-facto
+ * standard of nginx `real_ip_recursive on` and MDN's "right-most untrusted" rule; RFC 7239
+ * §5.2 for the semantics of the list). `X-Forwarded-Proto: https` from a trusted peer marks
+ * the request as HTTPS. IPv4-mapped IPv6 addresses (RFC 4291 §2.5.5.2) are reduced to IPv4.
+ *
+ * Pure: no I/O, no clock. Never throws; bad header values fall back to the nearest address
+ * that can be believed (a safe default), never to an address the client made up.
+ */
+import ipaddr from 'ipaddr.js'
+import {type Cidr, type IpAddress, cidrContains, parseCidr, parseIp} from '../net.js'
+
+/** The resolved client: canonical address text, parsed address and the scheme it used. */
+export interface ResolvedClient {
+  /** Canonical text (IPv4 dotted quad, IPv6 RFC 5952 form); '' when even the peer is unknown. */
+  ip: string
+  address?: IpAddress
+  https: boolean
+  /** True when the address came from `X-Forwarded-For` (the peer is a trusted proxy). */
+  forwarded: boolean
+}
+
+/**
+ * A compiled set of trusted proxy prefixes with a small memo of peer decisions (peers are
+ * few: the proxies in front of `mb serve`), so the per-request cost is a Map lookup.
+ */
+export class TrustedProxies {
+  readonly cidrs: readonly Cidr[]
+  private readonly peerMemo = new Map<string, {address?: IpAddress; ip: string; trusted: boolean}>()
+
+  /** @param cidrs CIDR texts (`127.0.0.1/32`, `::1/128`, bare addresses allowed). @throws UsageError on a bad CIDR */
+  constructor(cidrs: readonly (string | Cidr)[] = []) {
+    this.cidrs = cidrs.map((c) => (typeof c === 'string' ? parseCidr(c) : c))
+  }
+
+  /** True when `address` lies in one of the trusted prefixes. */
+  contains(address: IpAddress): boolean {
+    for (const cidr of this.cidrs) if (cidrContains(cidr, address)) return true
+    return false
+  }
+
+  /** Parses and classifies a socket peer address (memoised; bounded to 4096 entries). */
+  peer(text: string): {address?: IpAddress; ip: string; trusted: boolean} {
+    let entry = this.peerMemo.get(text)
+    if (entry === undefined) {
+      const address = parseIp(text)
+      entry = {address, ip: address ? address.toString() : text, trusted: address !== undefined && this.contains(address)}
+      if (this.peerMemo.size >= 4096) this.peerMemo.clear()
+      this.peerMemo.set(text, entry)
+    }
+    return entry
+  }
+}
+
+/**
+ * Parses one `X-Forwarded-For` element: an address, optionally with a port
+ * (`192.0.2.1:5678`, `[2001:db8::1]:80`) or in brackets, or quoted. Undefined when it is
+ * not an address (`unknown`, garbage, an obfuscated identifier).
+ */
+export function parseForwardedElement(raw: string): IpAddress | undefined {
+  let text = raw.trim()
+  if (text.length === 0 || text.length > 64) return undefined
+  if (text.charCodeAt(0) === 34 /* " */ && text.endsWith('"')) text = text.slice(1, -1)
+  if (text.charCodeAt(0) === 91 /* [ */) {
+    const close = text.indexOf(']')
+    if (close < 0) return undefined
+    text = text.slice(1, close)
+  } else {
+    const colon = text.indexOf(':')
+    // Exactly one colon: IPv4 with a port.
+    if (colon > 0 && text.indexOf(':', colon + 1) < 0) text = text.slice(0, colon)
+  }
+  // ipaddr.js accepts some non-canonical IPv4 forms (e.g. "1" or octal); insist on four parts.
+  if (!text.includes(':') && !ipaddr.IPv4.isValidFourPartDecimal(text)) return undefined
+  return parseIp(text)
+}
+
+/**
+ * Resolves the client of one request.
+ *
+ * @param peer            `socket.remoteAddress` (may be undefined on a destroyed socket)
+ * @param forwardedFor    the `X-Forwarded-For` header value(s), comma-separated, or undefined
+ * @param forwardedProto  the `X-Forwarded-Proto` header value, or undefined
+ * @param tls             the connection itself is TLS
+ * @param trusted         the trusted proxies
+ *
+ * Rules: headers count only when the peer is trusted. Walking `X-Forwarded-For` from the
+ * right, trusted proxies are skipped; the first untrusted entry is the client. An
+ * unparsable entry stops the walk and the last believed hop (a trusted proxy) is the client:
+ * entries left of garbage cannot be trusted. When every entry is trusted, the left-most is
+ * the client. `X-Forwarded-Proto` takes its first (left-most, client-facing) value.
+ */
+export function resolveClient(peer: string | undefined, forwardedFor: string | string[] | undefined, forwardedProto: string | string[] | undefined, tls: boolean, trusted: TrustedProxies): ResolvedClient {
+  if (peer === undefined) return {ip: '', https: tls, forwarded: false}
+  const p = trusted.peer(peer)
+  if (!p.trusted) return {ip: p.ip, address: p.address, https: tls, forwarded: false}
+
+  let https = tls
+  if (forwardedProto !== undefined) {
+    const proto = Array.isArray(forwardedProto) ? forwardedProto[0] ?? '' : forwardedProto
+    const comma = proto.indexOf(',')
+    const first = (comma >= 0 ? proto.slice(0, comma) : proto).trim().toLowerCase()
+    if (first === 'https') https = true
+    else if (first === 'http') https = false
+  }
+
+  if (forwardedFor === undefined) return {ip: p.ip, address: p.address, https, forwarded: false}
+  const header = Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor
+  let address: IpAddress | undefined = p.address
+  let found = false
+  let end = header.length
+  while (end > 0) {
+    const start = header.lastIndexOf(',', end - 1)
+    const element = header.slice(start + 1, end)
+    end = start < 0 ? 0 : start
+    if (element.trim().length === 0) continue
+    const parsed = parseForwardedElement(element)
+    if (parsed === undefined) break // garbage: keep the last believed hop
+    address = parsed
+    found = true
+    if (!trusted.contains(parsed)) break
+  }
+  if (!found || address === undefined) return {ip: p.ip, address: p.address, https, forwarded: false}
+  return {ip: address.toString(), address, https, forwarded: true}
+}

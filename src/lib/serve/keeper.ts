@@ -1,0 +1,156 @@
+/**
+ * Keeps a {@link Snapshot} fresh: PostgreSQL `LISTEN mb_change` (a dedicated client) or
+ * PGlite's `listen()` for prompt updates, plus polling every `pollSeconds` as the safety net.
+ * When the database goes away the last snapshot keeps serving; the outage is logged once,
+ * refreshes retry with exponential backoff (1 s doubling up to 30 s), and recovery is logged.
+ */
+import pg from 'pg'
+import type {Logger} from 'pino'
+import type {Database} from '../db/index.js'
+import {errorMessage} from '../errors.js'
+import {type Snapshot, loadSnapshot, refreshSnapshot} from './snapshot.js'
+
+export interface KeeperOptions {
+  /** Poll interval in seconds (default 2). */
+  pollSeconds?: number
+  /** The unredacted PostgreSQL URL for the LISTEN client (PostgreSQL only). */
+  url?: string
+  logger?: Logger
+  /** Replaced-row count that triggers a full reload to reclaim mirror-set slots (default: max(100k, files/2)). */
+  reloadAfterChurn?: number
+}
+
+/** Owns the live snapshot. `current` is always a complete snapshot. */
+export class SnapshotKeeper {
+  current: Snapshot
+  /** True while the database is unreachable. */
+  down = false
+  private timer?: NodeJS.Timeout
+  private running = false
+  private again = false
+  private closed = false
+  private backoffMs = 0
+  private listener?: pg.Client
+  private listenerRetryAt = 0
+  private unlisten?: () => Promise<void>
+  private readonly pollMs: number
+  private readonly listeners: Array<(snapshot: Snapshot) => void> = []
+
+  private constructor(
+    private readonly database: Database,
+    initial: Snapshot,
+    private readonly options: KeeperOptions,
+  ) {
+    this.current = initial
+    this.pollMs = (options.pollSeconds ?? 2) * 1000
+  }
+
+  /**
+   * Loads the first snapshot (this one must succeed) and starts listening and polling.
+   * @throws the driver's error when the first load fails
+   */
+  static async start(database: Database, options: KeeperOptions = {}): Promise<SnapshotKeeper> {
+    const initial = await loadSnapshot(database)
+    const keeper = new SnapshotKeeper(database, initial, options)
+    await keeper.listen()
+    keeper.schedule(keeper.pollMs)
+    return keeper
+  }
+
+  /** Called after every successful refresh or reload. */
+  onChange(fn: (snapshot: Snapshot) => void): void {
+    this.listeners.push(fn)
+  }
+
+  /** Asks for a refresh as soon as possible (coalesced with a running one). */
+  trigger(): void {
+    if (this.closed) return
+    if (this.running) {
+      this.again = true
+      return
+    }
+    if (this.down) return // the backoff timer decides
+    this.schedule(20)
+  }
+
+  private schedule(ms: number): void {
+    if (this.closed) return
+    clearTimeout(this.timer)
+    this.timer = setTimeout(() => void this.tick(), ms)
+    this.timer.unref()
+  }
+
+  private async tick(): Promise<void> {
+    if (this.closed || this.running) return
+    this.running = true
+    this.again = false
+    const log = this.options.logger
+    try {
+      const snapshot = this.current
+      const limit = this.options.reloadAfterChurn ?? Math.max(100_000, snapshot.files.size / 2)
+      if (snapshot.churn > limit) {
+        this.current = await loadSnapshot(this.database)
+        log?.info({files: this.current.files.size}, 'snapshot reloaded')
+      } else {
+        const result = await refreshSnapshot(this.database, snapshot)
+        if (result.updated > 0 || result.deleted > 0) log?.debug(result, 'snapshot refreshed')
+      }
+      if (this.down) {
+        this.down = false
+        log?.info({files: this.current.files.size, mirrors: this.current.mirrors.size}, 'database reachable again; snapshot refreshed')
+      }
+      this.backoffMs = 0
+      for (const fn of this.listeners) fn(this.current)
+      if (!this.listener && this.database.kind === 'postgres' && Date.now() >= this.listenerRetryAt) await this.listen()
+    } catch (error) {
+      if (!this.down) {
+        this.down = true
+        log?.warn({err: errorMessage(error)}, 'database unavailable; serving from the last snapshot and retrying')
+      }
+      this.backoffMs = Math.min(this.backoffMs ? this.backoffMs * 2 : 1000, 30_000)
+    } finally {
+      this.running = false
+    }
+    if (this.closed) return
+    if (this.down) this.schedule(this.backoffMs)
+    else this.schedule(this.again ? 20 : this.pollMs)
+  }
+
+  private async listen(): Promise<void> {
+    if (this.database.kind === 'pglite') {
+      this.unlisten ??= await this.database.pglite!.listen('mb_change', () => this.trigger())
+      return
+    }
+    if (!this.options.url) return
+    const client = new pg.Client({connectionString: this.options.url, connectionTimeoutMillis: 5000})
+    const drop = () => {
+      if (this.listener !== client) return
+      this.listener = undefined
+      this.listenerRetryAt = Date.now() + 2000
+      client.end().catch(() => {})
+    }
+    client.on('error', drop)
+    client.on('end', drop)
+    client.on('notification', () => this.trigger())
+    try {
+      await client.connect()
+      await client.query('LISTEN mb_change')
+      this.listener = client
+    } catch {
+      this.listenerRetryAt = Date.now() + 2000
+      client.end().catch(() => {})
+    }
+  }
+
+  /** Stops polling and listening. Does not close the database. */
+  async close(): Promise<void> {
+    this.closed = true
+    clearTimeout(this.timer)
+    const listener = this.listener
+    this.listener = undefined
+    await listener?.end().catch(() => {})
+    await this.unlisten?.().catch(() => {})
+    // Let a refresh in flight finish before the caller closes the database.
+    for (let i = 0; i < 100 && this.running; i++) await new Promise((r) => setTimeout(r, 50))
+  }
+}
