@@ -1,0 +1,100 @@
+import {Args, Flags} from '@oclif/core'
+import {BaseCommand} from '../../base-command.js'
+import {addMirror, type MirrorInput, type PublicMirror, publicMirror} from '../../lib/mirrors/registry.js'
+import {mirrorRecord} from '../../lib/mirrors/render.js'
+import {renderRecord} from '../../lib/output.js'
+
+/**
+ * The mirror field flags shared by `mb mirror add` and `mb mirror edit`. On edit, an empty
+ * value (`--asn ''`) clears an optional field.
+ */
+export const mirrorFieldFlags = {
+  'http-url': Flags.string({description: 'HTTP base URL (http:// only), e.g. http://mirror.example.org/pub/', helpGroup: 'URLS'}),
+  'https-url': Flags.string({description: 'HTTPS base URL (https:// only)', helpGroup: 'URLS'}),
+  'rsync-url': Flags.string({description: 'rsync URL for scans: rsync://[user[:pass]@]host/module/path or host::module/path', helpGroup: 'URLS'}),
+  'ftp-url': Flags.string({description: 'FTP URL for scans: ftp:// or ftps://, credentials allowed (never printed)', helpGroup: 'URLS'}),
+  country: Flags.string({description: 'ISO 3166-1 alpha-2 country code; implies the continent unless --continent is given', helpGroup: 'LOCATION'}),
+  continent: Flags.string({description: 'continent code: AF AN AS EU NA OC SA', helpGroup: 'LOCATION'}),
+  lat: Flags.string({description: 'latitude in degrees (-90..90), with --lon', helpGroup: 'LOCATION'}),
+  lon: Flags.string({description: 'longitude in degrees (-180..180), with --lat', helpGroup: 'LOCATION'}),
+  asn: Flags.string({description: 'autonomous system number (1..4294967295)', helpGroup: 'LOCATION'}),
+  prefix: Flags.string({description: 'network prefix (CIDR) this mirror serves best; repeatable (edit: replaces the list)', multiple: true, helpGroup: 'LOCATION'}),
+  score: Flags.string({description: 'selection weight, integer >= 0 (default 100; 0 = never selected)', helpGroup: 'SELECTION'}),
+  'other-countries': Flags.string({description: 'comma list of further countries this mirror serves as their own, e.g. LU,BE', helpGroup: 'SELECTION'}),
+  'exclude-countries': Flags.string({description: 'comma list of countries whose clients are never sent here', helpGroup: 'SELECTION'}),
+  'client-prefix': Flags.string({description: 'only clients inside this CIDR may use the mirror; repeatable (edit: replaces the list)', multiple: true, helpGroup: 'SELECTION'}),
+  'country-only': Flags.boolean({description: 'only for clients of its own country (and other countries)', allowNo: true, helpGroup: 'SELECTION'}),
+  'region-only': Flags.boolean({description: 'only for clients of its own continent', allowNo: true, helpGroup: 'SELECTION'}),
+  'as-only': Flags.boolean({description: 'only for clients of its own AS', allowNo: true, helpGroup: 'SELECTION'}),
+  'prefix-only': Flags.boolean({description: 'only for clients inside its --prefix networks', allowNo: true, helpGroup: 'SELECTION'}),
+  fallback: Flags.boolean({description: 'a complete fallback mirror, used when no regular mirror is eligible', allowNo: true, helpGroup: 'SELECTION'}),
+  'file-maxsize': Flags.string({description: 'largest file to send to this mirror, bytes or 4G/700M (powers of 1024)', helpGroup: 'SELECTION'}),
+  'base-path': Flags.string({description: 'origin subtree this mirror carries at its base URL, e.g. pub/iso (default: whole tree)', helpGroup: 'SCAN'}),
+  include: Flags.string({description: 'glob of origin paths the mirror carries; repeatable (edit: replaces the list)', multiple: true, helpGroup: 'SCAN'}),
+  exclude: Flags.string({description: 'glob of origin paths the mirror does not carry; repeatable (edit: replaces the list)', multiple: true, helpGroup: 'SCAN'}),
+  admin: Flags.string({description: 'name of the mirror admin', helpGroup: 'CONTACT'}),
+  'admin-email': Flags.string({description: 'e-mail address of the mirror admin', helpGroup: 'CONTACT'}),
+  comment: Flags.string({description: 'free text', helpGroup: 'CONTACT'}),
+}
+
+type FieldFlags = {[K in keyof typeof mirrorFieldFlags]?: unknown}
+
+/** Maps parsed field flags to registry input (flags not given stay undefined). */
+export function mirrorInputFromFlags(flags: FieldFlags): MirrorInput {
+  const f = flags as Record<string, any>
+  return {
+    http_url: f['http-url'],
+    https_url: f['https-url'],
+    rsync_url: f['rsync-url'],
+    ftp_url: f['ftp-url'],
+    country: f.country,
+    continent: f.continent,
+    latitude: f.lat,
+    longitude: f.lon,
+    asn: f.asn,
+    prefixes: f.prefix,
+    score: f.score,
+    other_countries: f['other-countries'],
+    exclude_countries: f['exclude-countries'],
+    client_prefixes: f['client-prefix'],
+    country_only: f['country-only'],
+    region_only: f['region-only'],
+    as_only: f['as-only'],
+    prefix_only: f['prefix-only'],
+    fallback: f.fallback,
+    file_maxsize: f['file-maxsize'],
+    base_path: f['base-path'],
+    include_patterns: f.include,
+    exclude_patterns: f.exclude,
+    admin: f.admin,
+    admin_email: f['admin-email'],
+    comment: f.comment,
+  }
+}
+
+export default class MirrorAdd extends BaseCommand<typeof MirrorAdd> {
+  static override description = 'Register a mirror. A country implies its continent; bad values are refused and nothing is written.'
+  static override examples = [
+    '<%= config.bin %> mirror add ftp.example.de --http-url http://ftp.example.de/pub/ --https-url https://ftp.example.de/pub/ --rsync-url rsync://ftp.example.de/pub/ --country DE --asn 3320 --score 150',
+    '<%= config.bin %> mirror add mirror.example.nz --https-url https://mirror.example.nz/ --country NZ --lat=-41.29 --lon 174.78 --other-countries AU --region-only',
+    '<%= config.bin %> mirror add campus --http-url http://10.1.2.3/mirror/ --prefix 10.0.0.0/8 --client-prefix 10.0.0.0/8 --prefix-only --file-maxsize 4G --disabled',
+    '<%= config.bin %> mirror add cdn --https-url https://cdn.example.net/ --fallback --json',
+  ]
+
+  static override args = {
+    name: Args.string({description: 'unique mirror name (identifier), e.g. ftp.example.de', required: true}),
+  }
+
+  static override flags = {
+    ...mirrorFieldFlags,
+    disabled: Flags.boolean({description: 'register the mirror disabled (enable it later with `mb mirror enable`)'}),
+  }
+
+  public async run(): Promise<PublicMirror> {
+    const input = {...mirrorInputFromFlags(this.flags), identifier: this.args.name, enabled: this.flags.disabled ? false : undefined}
+    const database = await this.openDb()
+    const mirror = publicMirror(await addMirror(database.db, input))
+    this.print(`Added mirror ${mirror.identifier} (id ${mirror.id}).\n${renderRecord(mirrorRecord(mirror))}`)
+    return mirror
+  }
+}

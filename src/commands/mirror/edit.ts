@@ -1,0 +1,43 @@
+import {Args, Flags} from '@oclif/core'
+import {BaseCommand} from '../../base-command.js'
+import {editMirror, type PublicMirror, publicMirror} from '../../lib/mirrors/registry.js'
+import {mirrorRecord} from '../../lib/mirrors/render.js'
+import {renderRecord} from '../../lib/output.js'
+import {mirrorFieldFlags, mirrorInputFromFlags} from './add.js'
+
+export default class MirrorEdit extends BaseCommand<typeof MirrorEdit> {
+  static override description =
+    'Change fields of a mirror; fields not given stay as they are. An empty value (--asn \'\') or --clear FIELD clears an optional field. ' +
+    'Repeatable flags (--prefix, --client-prefix, --include, --exclude) replace the whole list. Changing a URL, --base-path or patterns marks the mirror for rescan.'
+
+  static override examples = [
+    '<%= config.bin %> mirror edit ftp.example.de --score 200 --https-url https://ftp.example.de/pub/',
+    {description: 'Move a mirror to Austria, naming it by an unambiguous prefix (the continent follows the country)', command: '<%= config.bin %> mirror edit ftp.ex --country AT'},
+    "<%= config.bin %> mirror edit ftp.example.de --asn '' --clear prefix --clear lat",
+    '<%= config.bin %> mirror edit ftp.example.de --no-country-only --region-only --disabled',
+    '<%= config.bin %> mirror edit old.example.org --rename new.example.org --json',
+  ]
+
+  static override args = {
+    name: Args.string({description: 'mirror name, or an unambiguous prefix of it', required: true}),
+  }
+
+  static override flags = {
+    ...mirrorFieldFlags,
+    enabled: Flags.boolean({description: 'enable the mirror', exclusive: ['disabled']}),
+    disabled: Flags.boolean({description: 'disable the mirror', exclusive: ['enabled']}),
+    rename: Flags.string({description: 'give the mirror a new unique name'}),
+    clear: Flags.string({description: 'clear an optional field (e.g. asn, prefix, lat, https-url, comment); repeatable', multiple: true}),
+  }
+
+  public async run(): Promise<PublicMirror> {
+    const enabled = this.flags.enabled ? true : this.flags.disabled ? false : undefined
+    const input = {...mirrorInputFromFlags(this.flags), identifier: this.flags.rename, enabled}
+    const database = await this.openDb()
+    const {mirror: row, changed} = await editMirror(database.db, this.args.name, input, this.flags.clear ?? [])
+    const mirror = publicMirror(row)
+    const summary = changed.length === 0 ? `Mirror ${mirror.identifier} unchanged (the values given are already set).` : `Updated mirror ${mirror.identifier}: ${changed.join(', ')}.`
+    this.print(`${summary}\n${renderRecord(mirrorRecord(mirror))}`)
+    return mirror
+  }
+}

@@ -1,0 +1,19 @@
+import {Args} from '@oclif/core'
+import {BaseCommand} from '../../base-command.js'
+import {type PublicMirror, publicMirror, removeMirror} from '../../lib/mirrors/registry.js'
+
+export default class MirrorRemove extends BaseCommand<typeof MirrorRemove> {
+  static override description = 'Remove a mirror and everything recorded about it (its scan results and stale-copy records)'
+  static override examples = ['<%= config.bin %> mirror remove ftp.example.de', '<%= config.bin %> mirror remove ftp.example.de --json']
+
+  static override args = {
+    name: Args.string({description: 'mirror name, or an unambiguous prefix of it', required: true}),
+  }
+
+  public async run(): Promise<PublicMirror> {
+    const database = await this.openDb()
+    const mirror = publicMirror(await removeMirror(database.db, this.args.name))
+    this.print(`Removed mirror ${mirror.identifier} (id ${mirror.id}).`)
+    return mirror
+  }
+}

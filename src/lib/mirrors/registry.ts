@@ -1,0 +1,360 @@
+/**
+ * The mirror registry: add, edit, remove, enable/disable, list and resolve mirrors in the
+ * `mirror` table, plus the stable public (JSON) shape of a mirror.
+ *
+ * Every write validates first (see `validate.ts`) and runs in one transaction, so a bad value
+ * or a failed check changes nothing. Names resolve as: exact identifier, then the same name
+ * ignoring case, then an unambiguous case-insensitive prefix.
+ */
+import {type Kysely, sql, type Transaction} from 'kysely'
+import type {DB, MirrorRow} from '../db/schema.js'
+import {MbError, UsageError} from '../errors.js'
+import {
+  CLEARABLE,
+  checkMirrorRow,
+  FIELD_FLAGS,
+  impliedContinent,
+  type MirrorInput,
+  type MirrorValues,
+  normalizeContinent,
+  normalizeCountry,
+  redactUrl,
+  validateIdentifier,
+  validateMirrorInput,
+} from './validate.js'
+
+export {redactUrl} from './validate.js'
+export type {MirrorInput, MirrorValues} from './validate.js'
+
+type Db = Kysely<DB> | Transaction<DB>
+
+/** Fields whose change makes earlier scan results describe another tree: edit sets needs_rescan. */
+const SCAN_FIELDS = ['http_url', 'https_url', 'rsync_url', 'ftp_url', 'base_path', 'include_patterns', 'exclude_patterns'] as const
+
+const DEFAULTS = {
+  http_url: null,
+  https_url: null,
+  rsync_url: null,
+  ftp_url: null,
+  country: null,
+  continent: null,
+  latitude: null,
+  longitude: null,
+  asn: null,
+  prefixes: [],
+  score: 100,
+  enabled: true,
+  country_only: false,
+  region_only: false,
+  as_only: false,
+  prefix_only: false,
+  fallback: false,
+  other_countries: [],
+  exclude_countries: [],
+  client_prefixes: [],
+  file_maxsize: null,
+  base_path: '',
+  include_patterns: [],
+  exclude_patterns: [],
+  admin: null,
+  admin_email: null,
+  comment: null,
+} satisfies Required<Omit<MirrorValues, 'identifier'>>
+
+function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`)
+}
+
+/**
+ * Finds a mirror by name: the exact identifier wins; then the same identifier ignoring case;
+ * then a case-insensitive prefix that matches exactly one mirror.
+ * @throws UsageError (exit 2, code AMBIGUOUS_MIRROR) when a prefix matches several mirrors,
+ *         listing them; MbError (exit 1, code MIRROR_NOT_FOUND) when nothing matches
+ */
+export async function resolveMirror(db: Db, name: string): Promise<MirrorRow> {
+  const wanted = name.trim()
+  if (wanted === '') throw new UsageError('A mirror name is required (see `mb mirror list`).', 'USAGE')
+  const exact = await db.selectFrom('mirror').selectAll().where('identifier', '=', wanted).executeTakeFirst()
+  if (exact) return exact
+  const caseless = await db.selectFrom('mirror').selectAll().where(sql<string>`lower(identifier)`, '=', wanted.toLowerCase()).execute()
+  if (caseless.length === 1) return caseless[0]
+  const matches = await db
+    .selectFrom('mirror')
+    .selectAll()
+    .where(sql<boolean>`identifier ILIKE ${`${escapeLike(wanted)}%`}`)
+    .orderBy('identifier')
+    .limit(51)
+    .execute()
+  if (matches.length === 1) return matches[0]
+  if (matches.length > 1) {
+    const names = matches.slice(0, 50).map((m) => m.identifier)
+    throw new UsageError(`Mirror name "${wanted}" is ambiguous; it matches: ${names.join(', ')}${matches.length > 50 ? ', …' : ''}. Give the full name.`, 'AMBIGUOUS_MIRROR')
+  }
+  throw new MbError(`No mirror named "${wanted}". Run \`mb mirror list\` to see the registered mirrors.`, {code: 'MIRROR_NOT_FOUND', exitCode: 1})
+}
+
+async function assertNameFree(db: Db, identifier: string, exceptId?: number): Promise<void> {
+  let query = db.selectFrom('mirror').select('identifier').where(sql<string>`lower(identifier)`, '=', identifier.toLowerCase())
+  if (exceptId !== undefined) query = query.where('id', '!=', exceptId)
+  const clash = await query.executeTakeFirst()
+  if (clash) {
+    throw new MbError(`A mirror named "${clash.identifier}" already exists. Use \`mb mirror edit ${clash.identifier}\` to change it, or pick another name.`, {code: 'MIRROR_EXISTS', exitCode: 1})
+  }
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return (error as {code?: string})?.code === '23505' || /duplicate key value/.test(String((error as Error)?.message))
+}
+
+/**
+ * Registers a new mirror. `input.identifier` is required, and at least one of http_url /
+ * https_url. A country implies its continent unless `continent` is given. Unset fields take
+ * the defaults (score 100, enabled, no flags, whole tree).
+ * @returns the stored row
+ * @throws UsageError on a bad value (nothing written); MbError MIRROR_EXISTS (exit 1) when
+ *         the name is taken (names are unique ignoring case)
+ */
+export async function addMirror(db: Kysely<DB>, input: MirrorInput): Promise<MirrorRow> {
+  if (input.identifier === undefined) throw new UsageError('A mirror name is required: mb mirror add NAME --http-url URL …')
+  const values = validateMirrorInput(input)
+  const identifier = values.identifier!
+  const row = {...DEFAULTS, ...values, identifier}
+  if (row.country && values.continent === undefined) row.continent = impliedContinent(row.country) ?? null
+  checkMirrorRow(row)
+  return db.transaction().execute(async (trx) => {
+    await assertNameFree(trx, identifier)
+    try {
+      return await trx.insertInto('mirror').values(row).returningAll().executeTakeFirstOrThrow()
+    } catch (error) {
+      if (isUniqueViolation(error)) await assertNameFree(trx, identifier)
+      throw error
+    }
+  })
+}
+
+/** Column names accepted by `--clear`, keyed by every spelling an operator may use. */
+function clearTargets(name: string): Array<keyof MirrorValues> {
+  const key = name.trim().toLowerCase().replace(/^--/, '').replace(/-/g, '_')
+  if (['lat', 'lon', 'latitude', 'longitude', 'location', 'coordinates'].includes(key)) return ['latitude', 'longitude']
+  const aliases: Record<string, keyof MirrorValues> = {prefix: 'prefixes', client_prefix: 'client_prefixes', include: 'include_patterns', exclude: 'exclude_patterns'}
+  const column = (aliases[key] ?? key) as keyof MirrorValues
+  if (!(column in CLEARABLE)) {
+    const names = Object.keys(CLEARABLE).map((c) => Object.entries(FIELD_FLAGS).find(([k]) => k === c)![1].slice(2))
+    throw new UsageError(`Cannot clear "${name}": clearable fields are ${names.join(', ')}.`)
+  }
+  return [column]
+}
+
+/**
+ * Changes the given fields of a mirror; fields not given stay as they are. An empty value
+ * (`--asn ''`) or a name in `clear` (`--clear asn`) clears an optional field. Setting a new
+ * country without a continent sets the country's continent. Changing a URL, base_path or
+ * include/exclude patterns sets `needs_rescan`. `input.identifier` renames the mirror.
+ * @returns the updated row (and whether anything changed)
+ * @throws UsageError on a bad value or nothing to change (nothing written);
+ *         MbError MIRROR_NOT_FOUND / MIRROR_EXISTS
+ */
+export async function editMirror(db: Kysely<DB>, name: string, input: MirrorInput, clear: string[] = []): Promise<{mirror: MirrorRow; changed: string[]}> {
+  const values = validateMirrorInput(input)
+  for (const field of clear.flatMap(clearTargets)) {
+    if (input[field as keyof MirrorInput] !== undefined && JSON.stringify(values[field]) !== JSON.stringify(CLEARABLE[field])) {
+      throw new UsageError(`${FIELD_FLAGS[field as keyof MirrorInput]} is both set and cleared; give one or the other.`)
+    }
+    ;(values as Record<string, unknown>)[field] = CLEARABLE[field]
+  }
+  if (Object.keys(values).length === 0) throw new UsageError(`Nothing to change for mirror "${name}": give at least one field flag (see \`mb mirror edit --help\`).`)
+  return db.transaction().execute(async (trx) => {
+    const current = await resolveMirror(trx, name)
+    if (values.country && values.continent === undefined) values.continent = impliedContinent(values.country) ?? null
+    if (values.identifier !== undefined && values.identifier !== current.identifier) await assertNameFree(trx, values.identifier, current.id)
+    const merged = {...current, ...values}
+    checkMirrorRow(merged)
+    const changed = (Object.keys(values) as Array<keyof MirrorValues>).filter((k) => JSON.stringify(values[k]) !== JSON.stringify(current[k]))
+    if (changed.length === 0) return {mirror: current, changed}
+    const update: Record<string, unknown> = {}
+    for (const key of changed) update[key] = values[key]
+    if (changed.some((k) => (SCAN_FIELDS as readonly string[]).includes(k))) update.needs_rescan = true
+    try {
+      const mirror = await trx.updateTable('mirror').set(update).where('id', '=', current.id).returningAll().executeTakeFirstOrThrow()
+      return {mirror, changed}
+    } catch (error) {
+      if (isUniqueViolation(error) && values.identifier) await assertNameFree(trx, values.identifier, current.id)
+      throw error
+    }
+  })
+}
+
+/**
+ * Removes a mirror, its stale-copy records (ON DELETE CASCADE) and its id from every file's
+ * mirror set, in one transaction.
+ * @returns the removed row
+ * @throws MbError MIRROR_NOT_FOUND; UsageError AMBIGUOUS_MIRROR
+ */
+export async function removeMirror(db: Kysely<DB>, name: string): Promise<MirrorRow> {
+  return db.transaction().execute(async (trx) => {
+    const mirror = await resolveMirror(trx, name)
+    await trx
+      .updateTable('file')
+      .set({mirrors: sql<number[]>`array_remove(mirrors, ${mirror.id}::smallint)`})
+      .where(sql<boolean>`mirrors @> ARRAY[${mirror.id}::smallint]`)
+      .execute()
+    await trx.deleteFrom('mirror').where('id', '=', mirror.id).execute()
+    return mirror
+  })
+}
+
+/**
+ * Enables or disables a mirror (a disabled mirror keeps its records but is never selected).
+ * @returns the row after the change and whether it changed (false when already in that state)
+ * @throws MbError MIRROR_NOT_FOUND; UsageError AMBIGUOUS_MIRROR
+ */
+export async function setEnabled(db: Kysely<DB>, name: string, enabled: boolean): Promise<{mirror: MirrorRow; changed: boolean}> {
+  return db.transaction().execute(async (trx) => {
+    const current = await resolveMirror(trx, name)
+    if (current.enabled === enabled) return {mirror: current, changed: false}
+    const mirror = await trx.updateTable('mirror').set({enabled}).where('id', '=', current.id).returningAll().executeTakeFirstOrThrow()
+    return {mirror, changed: true}
+  })
+}
+
+/** Filters for {@link listMirrors}; all optional. */
+export interface MirrorFilter {
+  /** ISO country code (any case). */
+  country?: string
+  /** Continent code (any case). */
+  continent?: string
+  enabled?: boolean
+}
+
+/**
+ * The registered mirrors, ordered by identifier, optionally filtered.
+ * @throws UsageError for a bad country or continent code
+ */
+export async function listMirrors(db: Db, filter: MirrorFilter = {}): Promise<MirrorRow[]> {
+  let query = db.selectFrom('mirror').selectAll()
+  if (filter.country !== undefined) query = query.where('country', '=', normalizeCountry(filter.country))
+  if (filter.continent !== undefined) query = query.where('continent', '=', normalizeContinent(filter.continent))
+  if (filter.enabled !== undefined) query = query.where('enabled', '=', filter.enabled)
+  return query.orderBy('identifier').execute()
+}
+
+/**
+ * A mirror as printed by `mb mirror show/list --json`: snake_case keys in a fixed order,
+ * timestamps as ISO 8601 UTC strings, sizes in bytes, and rsync/ftp URLs with any password
+ * replaced by `***`. New keys may be added; existing keys keep their names and meaning.
+ */
+export interface PublicMirror {
+  id: number
+  identifier: string
+  enabled: boolean
+  base_url: string | null
+  http_url: string | null
+  https_url: string | null
+  rsync_url: string | null
+  ftp_url: string | null
+  country: string | null
+  continent: string | null
+  latitude: number | null
+  longitude: number | null
+  asn: number | null
+  prefixes: string[]
+  score: number
+  country_only: boolean
+  region_only: boolean
+  as_only: boolean
+  prefix_only: boolean
+  fallback: boolean
+  other_countries: string[]
+  exclude_countries: string[]
+  client_prefixes: string[]
+  file_maxsize: number | null
+  base_path: string
+  include_patterns: string[]
+  exclude_patterns: string[]
+  admin: string | null
+  admin_email: string | null
+  comment: string | null
+  up: boolean
+  ipv6: boolean | null
+  status: Record<string, unknown>
+  status_reason: string | null
+  status_changed_at: string | null
+  needs_rescan: boolean
+  last_scan_at: string | null
+  last_scan_ok_at: string | null
+  last_scan_error: string | null
+  last_scan_protocol: string | null
+  last_scan_files: number | null
+  last_scan_matched: number | null
+  last_scan_seconds: number | null
+  created_at: string | null
+  updated_at: string | null
+}
+
+function iso(value: Date | string | null | undefined): string | null {
+  if (value === null || value === undefined) return null
+  const date = value instanceof Date ? value : new Date(value)
+  return Number.isNaN(date.getTime()) ? String(value) : date.toISOString()
+}
+
+function redacted(value: string | null): string | null {
+  return value === null ? null : redactUrl(value)
+}
+
+function cidrs(value: unknown): string[] {
+  // pg may hand back a cidr[] as its text form when no array parser is registered.
+  if (Array.isArray(value)) return value.map(String)
+  if (typeof value === 'string') return value.replace(/^\{|\}$/g, '').split(',').filter((v) => v !== '')
+  return []
+}
+
+/** The public, password-free shape of a mirror row (see {@link PublicMirror}). */
+export function publicMirror(row: MirrorRow): PublicMirror {
+  return {
+    id: row.id,
+    identifier: row.identifier,
+    enabled: row.enabled,
+    base_url: row.https_url ?? row.http_url,
+    http_url: row.http_url,
+    https_url: row.https_url,
+    rsync_url: redacted(row.rsync_url),
+    ftp_url: redacted(row.ftp_url),
+    country: row.country,
+    continent: row.continent,
+    latitude: row.latitude,
+    longitude: row.longitude,
+    asn: row.asn === null ? null : Number(row.asn),
+    prefixes: cidrs(row.prefixes),
+    score: row.score,
+    country_only: row.country_only,
+    region_only: row.region_only,
+    as_only: row.as_only,
+    prefix_only: row.prefix_only,
+    fallback: row.fallback,
+    other_countries: row.other_countries,
+    exclude_countries: row.exclude_countries,
+    client_prefixes: cidrs(row.client_prefixes),
+    file_maxsize: row.file_maxsize === null ? null : Number(row.file_maxsize),
+    base_path: row.base_path,
+    include_patterns: row.include_patterns,
+    exclude_patterns: row.exclude_patterns,
+    admin: row.admin,
+    admin_email: row.admin_email,
+    comment: row.comment,
+    up: row.up,
+    ipv6: row.ipv6,
+    status: row.status ?? {},
+    status_reason: redacted(row.status_reason),
+    status_changed_at: iso(row.status_changed_at),
+    needs_rescan: row.needs_rescan,
+    last_scan_at: iso(row.last_scan_at),
+    last_scan_ok_at: iso(row.last_scan_ok_at),
+    last_scan_error: redacted(row.last_scan_error),
+    last_scan_protocol: row.last_scan_protocol,
+    last_scan_files: row.last_scan_files,
+    last_scan_matched: row.last_scan_matched,
+    last_scan_seconds: row.last_scan_seconds,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * Human rendering of mirrors for `mb mirror list` (a table) and `mb mirror show` (key: value
+ * lines). Both are lists of [label, getter] entries over {@link PublicMirror}, so other areas
+ * (probe, scan) can add columns by appending entries here.
+ */
+import type {Column} from '../output.js'
+import type {PublicMirror} from './registry.js'
+
+/** An ISO 8601 UTC timestamp without milliseconds, or null. */
+export function shortTime(value: string | null): string | null {
+  return value === null ? null : value.replace(/\.\d{3}Z$/, 'Z')
+}
+
+/**
+ * One-line result of the mirror's last scan: `ok rsync 1200/1300` (matched/files listed),
+ * `failed: REASON` when the last attempt failed, or null when never scanned.
+ */
+export function scanResult(m: PublicMirror): string | null {
+  if (!m.last_scan_at) return null
+  const failed = m.last_scan_error && (!m.last_scan_ok_at || m.last_scan_ok_at < m.last_scan_at)
+  if (failed) return `failed: ${m.last_scan_error}`
+  const counts = m.last_scan_files === null ? '' : ` ${m.last_scan_matched ?? '?'}/${m.last_scan_files}`
+  return `ok${m.last_scan_protocol ? ` ${m.last_scan_protocol}` : ''}${counts}`
+}
+
+function yesNo(value: boolean | null): string | null {
+  return value === null ? null : value ? 'yes' : 'no'
+}
+
+/** Columns of `mb mirror list` (TTY table and tab-separated lines). Append to extend. */
+export const MIRROR_LIST_COLUMNS: Array<Column<PublicMirror>> = [
+  {header: 'name', get: (m) => m.identifier},
+  {header: 'country', get: (m) => m.country},
+  {header: 'continent', get: (m) => m.continent},
+  {header: 'score', get: (m) => m.score},
+  {header: 'enabled', get: (m) => yesNo(m.enabled)},
+  {header: 'up', get: (m) => yesNo(m.up)},
+  {header: 'status_reason', get: (m) => m.status_reason},
+  {header: 'last_scan', get: (m) => shortTime(m.last_scan_at)},
+  {header: 'scan_result', get: (m) => scanResult(m)},
+  {header: 'base_url', get: (m) => m.base_url},
+]
+
+/** The `key: value` lines of `mb mirror show`, in order. Append to extend. */
+export const MIRROR_SHOW_FIELDS: Array<[label: string, get: (m: PublicMirror) => unknown]> = [
+  ['identifier', (m) => m.identifier],
+  ['id', (m) => m.id],
+  ['enabled', (m) => yesNo(m.enabled)],
+  ['base_url', (m) => m.base_url],
+  ['http_url', (m) => m.http_url],
+  ['https_url', (m) => m.https_url],
+  ['rsync_url', (m) => m.rsync_url],
+  ['ftp_url', (m) => m.ftp_url],
+  ['country', (m) => m.country],
+  ['continent', (m) => m.continent],
+  ['latitude', (m) => m.latitude],
+  ['longitude', (m) => m.longitude],
+  ['asn', (m) => m.asn],
+  ['prefixes', (m) => m.prefixes],
+  ['score', (m) => m.score],
+  ['country_only', (m) => yesNo(m.country_only)],
+  ['region_only', (m) => yesNo(m.region_only)],
+  ['as_only', (m) => yesNo(m.as_only)],
+  ['prefix_only', (m) => yesNo(m.prefix_only)],
+  ['fallback', (m) => yesNo(m.fallback)],
+  ['other_countries', (m) => m.other_countries],
+  ['exclude_countries', (m) => m.exclude_countries],
+  ['client_prefixes', (m) => m.client_prefixes],
+  ['file_maxsize', (m) => m.file_maxsize],
+  ['base_path', (m) => (m.base_path === '' ? '(whole tree)' : m.base_path)],
+  ['include_patterns', (m) => m.include_patterns],
+  ['exclude_patterns', (m) => m.exclude_patterns],
+  ['admin', (m) => m.admin],
+  ['admin_email', (m) => m.admin_email],
+  ['comment', (m) => m.comment],
+  ['up', (m) => yesNo(m.up)],
+  ['ipv6', (m) => (m.ipv6 === null ? 'unknown' : yesNo(m.ipv6))],
+  ['status', (m) => (Object.keys(m.status).length === 0 ? null : JSON.stringify(m.status))],
+  ['status_reason', (m) => m.status_reason],
+  ['status_changed_at', (m) => shortTime(m.status_changed_at)],
+  ['needs_rescan', (m) => yesNo(m.needs_rescan)],
+  ['last_scan_at', (m) => shortTime(m.last_scan_at)],
+  ['last_scan_ok_at', (m) => shortTime(m.last_scan_ok_at)],
+  ['last_scan_result', (m) => scanResult(m)],
+  ['last_scan_error', (m) => m.last_scan_error],
+  ['last_scan_protocol', (m) => m.last_scan_protocol],
+  ['last_scan_files', (m) => m.last_scan_files],
+  ['last_scan_matched', (m) => m.last_scan_matched],
+  ['last_scan_seconds', (m) => m.last_scan_seconds],
+  ['created_at', (m) => shortTime(m.created_at)],
+  ['updated_at', (m) => shortTime(m.updated_at)],
+]
+
+/** The `[label, value]` entries of one mirror for `renderRecord`. */
+export function mirrorRecord(m: PublicMirror): Array<[string, unknown]> {
+  return MIRROR_SHOW_FIELDS.map(([label, get]) => [label, get(m)])
+}

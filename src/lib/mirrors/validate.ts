@@ -1,0 +1,514 @@
+/**
+ * Validation and normalisation of mirror registry fields.
+ *
+ * Every function here takes operator input (flag values as text) and returns the value to
+ * store, or throws a {@link UsageError} (exit 2) that names the field (by its `mb mirror`
+ * flag), the bad value (with any password redacted) and what is expected. Nothing is written
+ * by this module, so a bad value never changes the registry.
+ *
+ * Sources: WHATWG URL parsing (Node's `URL`), rsync(1) "CONNECTING TO AN RSYNC DAEMON" for the
+ * `host::module` and `rsync://` forms, ISO 3166-1 alpha-2 country codes (`countries-list`),
+ * CIDR per RFC 4632 / RFC 4291, 4-byte AS numbers per RFC 6793.
+ */
+import picomatch from 'picomatch'
+import {UsageError} from '../errors.js'
+import {continentOf, isContinentCode, isCountryCode} from '../geo/countries.js'
+import {normalizeCidr} from '../net.js'
+
+/**
+ * Raw input for one mirror as the CLI receives it. Every field is optional: `add` applies
+ * defaults, `edit` changes only the fields given. An empty string (or a list holding only
+ * an empty string) means "clear this value" (null, empty list, or the column default).
+ */
+export interface MirrorInput {
+  identifier?: string
+  http_url?: string
+  https_url?: string
+  rsync_url?: string
+  ftp_url?: string
+  country?: string
+  continent?: string
+  latitude?: string | number
+  longitude?: string | number
+  asn?: string | number
+  prefixes?: string[]
+  score?: string | number
+  other_countries?: string | string[]
+  exclude_countries?: string | string[]
+  client_prefixes?: string[]
+  file_maxsize?: string | number
+  country_only?: boolean
+  region_only?: boolean
+  as_only?: boolean
+  prefix_only?: boolean
+  fallback?: boolean
+  base_path?: string
+  include_patterns?: string[]
+  exclude_patterns?: string[]
+  admin?: string
+  admin_email?: string
+  comment?: string
+  enabled?: boolean
+}
+
+/** Validated, normalised column values (null = cleared). Only fields that were given appear. */
+export interface MirrorValues {
+  identifier?: string
+  http_url?: string | null
+  https_url?: string | null
+  rsync_url?: string | null
+  ftp_url?: string | null
+  country?: string | null
+  continent?: string | null
+  latitude?: number | null
+  longitude?: number | null
+  asn?: number | null
+  prefixes?: string[]
+  score?: number
+  other_countries?: string[]
+  exclude_countries?: string[]
+  client_prefixes?: string[]
+  file_maxsize?: number | null
+  country_only?: boolean
+  region_only?: boolean
+  as_only?: boolean
+  prefix_only?: boolean
+  fallback?: boolean
+  base_path?: string
+  include_patterns?: string[]
+  exclude_patterns?: string[]
+  admin?: string | null
+  admin_email?: string | null
+  comment?: string | null
+  enabled?: boolean
+}
+
+/** The CLI flag of each field, used in messages. */
+export const FIELD_FLAGS: Record<keyof MirrorInput, string> = {
+  identifier: 'NAME',
+  http_url: '--http-url',
+  https_url: '--https-url',
+  rsync_url: '--rsync-url',
+  ftp_url: '--ftp-url',
+  country: '--country',
+  continent: '--continent',
+  latitude: '--lat',
+  longitude: '--lon',
+  asn: '--asn',
+  prefixes: '--prefix',
+  score: '--score',
+  other_countries: '--other-countries',
+  exclude_countries: '--exclude-countries',
+  client_prefixes: '--client-prefix',
+  file_maxsize: '--file-maxsize',
+  country_only: '--country-only',
+  region_only: '--region-only',
+  as_only: '--as-only',
+  prefix_only: '--prefix-only',
+  fallback: '--fallback',
+  base_path: '--base-path',
+  include_patterns: '--include',
+  exclude_patterns: '--exclude',
+  admin: '--admin',
+  admin_email: '--admin-email',
+  comment: '--comment',
+  enabled: '--enabled/--disabled',
+}
+
+/** The mutually exclusive pool-restriction flags (issue 3 item 1). */
+export const ONLY_FLAGS = ['country_only', 'region_only', 'as_only', 'prefix_only'] as const
+
+/** Fields that may be cleared (by an empty value or `--clear FIELD`), with their cleared value. */
+export const CLEARABLE: Partial<Record<keyof MirrorValues, null | '' | []>> = {
+  http_url: null,
+  https_url: null,
+  rsync_url: null,
+  ftp_url: null,
+  country: null,
+  continent: null,
+  latitude: null,
+  longitude: null,
+  asn: null,
+  prefixes: [],
+  other_countries: [],
+  exclude_countries: [],
+  client_prefixes: [],
+  file_maxsize: null,
+  base_path: '',
+  include_patterns: [],
+  exclude_patterns: [],
+  admin: null,
+  admin_email: null,
+  comment: null,
+}
+
+const ASN_MAX = 4_294_967_295
+const SCORE_MAX = 2_147_483_647
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/
+
+function invalid(field: keyof MirrorInput, value: unknown, expected: string): UsageError {
+  const shown = typeof value === 'string' ? JSON.stringify(redactUrl(value)) : JSON.stringify(value)
+  return new UsageError(`Invalid ${FIELD_FLAGS[field]} ${shown}: ${expected}`, 'INVALID_MIRROR_FIELD')
+}
+
+/**
+ * A URL with its password replaced by `***` (`rsync://user:***@host/module/`), safe to print.
+ * Also redacts `user:password@host::module` and any URL embedded in free text (e.g. an error
+ * message from a scan). Text without credentials comes back unchanged.
+ */
+export function redactUrl(text: string): string {
+  return text
+    .replace(/([a-z][a-z0-9+.-]*:\/\/)([^\s:@/]*):([^\s/]*)@/gi, (_m, scheme: string, user: string, password: string) => (password ? `${scheme}${user}:***@` : `${scheme}${user}:@`))
+    .replace(/(^|[\s"'(])([^\s:@/"'(]+):([^\s@/]+)@([^\s:/@]+::)/g, '$1$2:***@$4')
+}
+
+/**
+ * Checks a mirror identifier (the name used on the command line and in headers): 1-200
+ * characters, no whitespace, no '/', no control characters, not starting with '-'.
+ * @returns the trimmed identifier
+ * @throws UsageError
+ */
+export function validateIdentifier(text: string): string {
+  const value = text.trim()
+  if (value === '') throw invalid('identifier', text, 'a mirror name must not be empty (e.g. ftp.example.de)')
+  if (value.length > 200) throw invalid('identifier', text, 'a mirror name has at most 200 characters')
+  if (/[\s/\\]/.test(value) || CONTROL.test(value)) throw invalid('identifier', text, 'a mirror name has no whitespace, slashes or control characters (e.g. ftp.example.de)')
+  if (value.startsWith('-')) throw invalid('identifier', text, 'a mirror name must not start with "-"')
+  return value
+}
+
+type UrlField = 'http_url' | 'https_url' | 'rsync_url' | 'ftp_url'
+
+const URL_RULES: Record<UrlField, {schemes: string[]; example: string; credentials: boolean}> = {
+  http_url: {schemes: ['http:'], example: 'http://mirror.example.org/pub/', credentials: false},
+  https_url: {schemes: ['https:'], example: 'https://mirror.example.org/pub/', credentials: false},
+  rsync_url: {schemes: ['rsync:'], example: 'rsync://mirror.example.org/module/ or mirror.example.org::module/', credentials: true},
+  ftp_url: {schemes: ['ftp:', 'ftps:'], example: 'ftp://mirror.example.org/pub/ or ftps://…', credentials: true},
+}
+
+/**
+ * Validates and normalises a mirror base URL for one protocol field:
+ * - `http_url`: `http://` only; `https_url`: `https://` only; neither may carry credentials
+ *   (they are sent to clients in redirects);
+ * - `rsync_url`: `rsync://[user[:password]@]host[:port]/module[/path]`, or the daemon form
+ *   `[user@]host::module[/path]`, which is rewritten to the `rsync://` form; a module is required;
+ * - `ftp_url`: `ftp://` or `ftps://`, credentials allowed.
+ * The result has a host, no query or fragment, and a path ending in '/'. Passwords are
+ * kept in the stored value (scans need them) but redacted in every message.
+ * @throws UsageError naming the field, the (redacted) value and the expected form
+ */
+export function normalizeMirrorUrl(field: UrlField, text: string): string {
+  const rule = URL_RULES[field]
+  let value = text.trim()
+  if (field === 'rsync_url') {
+    const daemon = /^(?:([^@/\s]+)@)?([^:/@\s]+|\[[0-9a-fA-F:.]+\])::([^\s]*)$/.exec(value)
+    if (daemon && !value.includes('://')) value = `rsync://${daemon[1] ? `${daemon[1]}@` : ''}${daemon[2]}/${daemon[3]}`
+  }
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw invalid(field, text, `expected a URL such as ${rule.example}`)
+  }
+  if (!rule.schemes.includes(url.protocol)) {
+    throw invalid(field, text, `${FIELD_FLAGS[field]} takes ${rule.schemes.map((s) => `${s}//`).join(' or ')} URLs only, e.g. ${rule.example}`)
+  }
+  if (!url.hostname) throw invalid(field, text, `the URL has no host; expected e.g. ${rule.example}`)
+  if (url.search || url.hash || value.includes('?') || value.includes('#')) throw invalid(field, text, `a base URL has no query or fragment; expected e.g. ${rule.example}`)
+  if ((url.username || url.password) && !rule.credentials) {
+    throw invalid(field, text, `credentials are not allowed in ${FIELD_FLAGS[field]} (redirects would show them to every client)`)
+  }
+  if (CONTROL.test(value) || /\s/.test(value)) throw invalid(field, text, 'a URL has no whitespace or control characters (percent-encode them)')
+  if (!url.pathname.endsWith('/')) url.pathname += '/'
+  if (field === 'rsync_url' && url.pathname.replace(/\/+/g, '/') === '/') throw invalid(field, text, `an rsync URL names a module, e.g. ${rule.example}`)
+  return url.toString()
+}
+
+/**
+ * An ISO 3166-1 alpha-2 country code, upper-cased (`de` → `DE`).
+ * @throws UsageError for anything else (`XX`, `gbr`, `Germany`)
+ */
+export function normalizeCountry(text: string, field: 'country' | 'other_countries' | 'exclude_countries' = 'country'): string {
+  const value = text.trim().toUpperCase()
+  if (!/^[A-Z]{2}$/.test(value) || !isCountryCode(value)) throw invalid(field, text, 'expected an ISO 3166-1 alpha-2 country code such as DE, GB or US')
+  return value
+}
+
+/**
+ * One of the seven continent codes AF AN AS EU NA OC SA, upper-cased.
+ * @throws UsageError
+ */
+export function normalizeContinent(text: string): string {
+  const value = text.trim().toUpperCase()
+  if (!/^[A-Z]{2}$/.test(value) || !isContinentCode(value)) throw invalid('continent', text, 'expected one of AF AN AS EU NA OC SA')
+  return value
+}
+
+/**
+ * A comma-separated (or repeated) list of country codes → unique upper-cased codes, in order.
+ * An empty list (or '') clears it.
+ * @throws UsageError naming the first bad code
+ */
+export function normalizeCountryList(field: 'other_countries' | 'exclude_countries', values: string | string[]): string[] {
+  const parts = (Array.isArray(values) ? values : [values]).flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '')
+  return [...new Set(parts.map((p) => normalizeCountry(p, field)))]
+}
+
+/**
+ * A list of CIDR prefixes (repeated flags, each may hold a comma list) → unique canonical CIDRs
+ * (host bits must be zero; a bare address means /32 or /128).
+ * @throws UsageError naming the field and the bad prefix
+ */
+export function normalizeCidrList(field: 'prefixes' | 'client_prefixes', values: string[]): string[] {
+  const parts = values.flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '')
+  const result: string[] = []
+  for (const part of parts) {
+    let cidr: string
+    try {
+      cidr = normalizeCidr(part)
+    } catch (error) {
+      throw invalid(field, part, (error as Error).message.replace(/^Invalid CIDR "[^"]*": /, ''))
+    }
+    if (!result.includes(cidr)) result.push(cidr)
+  }
+  return result
+}
+
+function parseNumber(field: 'latitude' | 'longitude', value: string | number, min: number, max: number): number {
+  const text = String(value).trim()
+  const number = Number(text)
+  if (text === '' || !Number.isFinite(number) || number < min || number > max) throw invalid(field, value, `expected a number of degrees from ${min} to ${max}`)
+  return number
+}
+
+/** Latitude in degrees, -90..90 (WGS 84). @throws UsageError */
+export function parseLatitude(value: string | number): number {
+  return parseNumber('latitude', value, -90, 90)
+}
+
+/** Longitude in degrees, -180..180 (WGS 84). @throws UsageError */
+export function parseLongitude(value: string | number): number {
+  return parseNumber('longitude', value, -180, 180)
+}
+
+function parseInteger(field: keyof MirrorInput, value: string | number, min: number, max: number, expected: string): number {
+  let text = String(value).trim()
+  if (field === 'asn') text = text.replace(/^AS/i, '')
+  if (!/^\d+$/.test(text)) throw invalid(field, value, expected)
+  const number = Number(text)
+  if (number < min || number > max) throw invalid(field, value, expected)
+  return number
+}
+
+/** An AS number, 1..4294967295 (RFC 6793); `AS64500` is accepted too. @throws UsageError */
+export function parseAsn(value: string | number): number {
+  return parseInteger('asn', value, 1, ASN_MAX, `expected an AS number from 1 to ${ASN_MAX}, e.g. 3320 or AS3320`)
+}
+
+/** A score (selection weight): an integer >= 0; 0 takes the mirror out of selection. @throws UsageError */
+export function parseScore(value: string | number): number {
+  return parseInteger('score', value, 0, SCORE_MAX, 'expected a whole number >= 0 (default 100; 0 takes the mirror out of selection)')
+}
+
+const SIZE_UNITS: Record<string, number> = {'': 1, K: 1024, M: 1024 ** 2, G: 1024 ** 3, T: 1024 ** 4, P: 1024 ** 5}
+
+/**
+ * A size in bytes: a plain integer, or a number with a binary suffix K, M, G, T, P
+ * (optionally followed by `B` or `iB`; 1K = 1024 bytes), e.g. `4G`, `700M`, `1.5GiB`.
+ * @returns whole bytes (>= 1, at most Number.MAX_SAFE_INTEGER)
+ * @throws UsageError
+ */
+export function parseFileSize(value: string | number): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*([KMGTP]?)(?:i?B)?\s*$/i.exec(String(value))
+  const expected = 'expected a size in bytes, e.g. 4294967296, 4G, 700M or 1.5GiB (K/M/G/T = powers of 1024)'
+  if (!match) throw invalid('file_maxsize', value, expected)
+  const bytes = Math.floor(Number(match[1]) * SIZE_UNITS[match[2].toUpperCase()])
+  if (bytes < 1 || !Number.isSafeInteger(bytes)) throw invalid('file_maxsize', value, expected)
+  return bytes
+}
+
+/**
+ * The origin subtree a mirror carries at its base URL: a relative '/'-separated path, stored
+ * without leading or trailing '/' ('' = the whole tree). `/pub/iso/` → `pub/iso`.
+ * @throws UsageError for '..' segments, backslashes or control characters
+ */
+export function normalizeBasePath(text: string): string {
+  const value = text.trim()
+  if (CONTROL.test(value) || value.includes('\\')) throw invalid('base_path', text, 'a relative path under the origin root with "/" separators and no control characters, e.g. pub/iso')
+  const segments = value.split('/').filter((s) => s !== '' && s !== '.')
+  if (segments.includes('..')) throw invalid('base_path', text, 'a path inside the origin root: ".." is not allowed, e.g. pub/iso')
+  return segments.join('/')
+}
+
+/**
+ * Glob patterns (picomatch syntax, matched against origin-relative paths), e.g. `*.iso`,
+ * `debug/**`. Empty entries are dropped; duplicates removed.
+ * @throws UsageError for control characters or a pattern picomatch cannot compile
+ */
+export function normalizePatterns(field: 'include_patterns' | 'exclude_patterns', values: string[]): string[] {
+  const result: string[] = []
+  for (const raw of values) {
+    const value = raw.trim()
+    if (value === '') continue
+    if (CONTROL.test(value)) throw invalid(field, raw, 'a glob pattern without control characters, e.g. "*.iso" or "debug/**"')
+    try {
+      picomatch.makeRe(value)
+    } catch {
+      throw invalid(field, raw, 'a glob pattern such as "*.iso" or "debug/**"')
+    }
+    if (!result.includes(value)) result.push(value)
+  }
+  return result
+}
+
+function optionalText(field: 'admin' | 'comment', value: string): string | null {
+  const text = value.trim()
+  if (text === '') return null
+  if (text.length > 1000) throw invalid(field, value, 'at most 1000 characters')
+  if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(text)) throw invalid(field, value, 'text without control characters')
+  return text
+}
+
+/** An e-mail address (a plain check: local@domain, no whitespace). @throws UsageError */
+export function normalizeEmail(value: string): string {
+  const text = value.trim()
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(text) || CONTROL.test(text)) throw invalid('admin_email', value, 'expected an e-mail address such as mirror-admin@example.org')
+  return text
+}
+
+function isClear(value: unknown): boolean {
+  if (typeof value === 'string') return value.trim() === ''
+  if (Array.isArray(value)) return value.every((v) => typeof v === 'string' && v.trim() === '')
+  return false
+}
+
+/**
+ * Validates every given field of `input` on its own and returns normalised column values.
+ * Empty values become the field's cleared value ({@link CLEARABLE}). Cross-field rules
+ * (lat/lon pairs, exclusive *_only flags, a required HTTP(S) URL) are checked on the merged
+ * row by {@link checkMirrorRow}. Does not derive the continent from the country.
+ * @throws UsageError on the first bad field
+ */
+export function validateMirrorInput(input: MirrorInput): MirrorValues {
+  const out: MirrorValues = {}
+  const set = <K extends keyof MirrorValues>(key: K, value: MirrorValues[K]) => {
+    out[key] = value
+  }
+  for (const [key, raw] of Object.entries(input) as Array<[keyof MirrorInput, unknown]>) {
+    if (raw === undefined) continue
+    if (key === 'identifier') {
+      set('identifier', validateIdentifier(String(raw)))
+      continue
+    }
+    if (typeof raw === 'boolean') {
+      if (key === 'enabled' || key === 'fallback' || (ONLY_FLAGS as readonly string[]).includes(key)) {
+        set(key as 'enabled', raw)
+        continue
+      }
+    }
+    if (key in CLEARABLE && isClear(raw)) {
+      set(key as 'asn', CLEARABLE[key as keyof MirrorValues] as null)
+      continue
+    }
+    const text = Array.isArray(raw) ? raw.map(String) : String(raw)
+    const one = Array.isArray(text) ? text.join(',') : text
+    const list = Array.isArray(text) ? text : [text]
+    switch (key) {
+      case 'http_url':
+      case 'https_url':
+      case 'rsync_url':
+      case 'ftp_url':
+        set(key, normalizeMirrorUrl(key, one))
+        break
+      case 'country':
+        set('country', normalizeCountry(one))
+        break
+      case 'continent':
+        set('continent', normalizeContinent(one))
+        break
+      case 'latitude':
+        set('latitude', parseLatitude(one))
+        break
+      case 'longitude':
+        set('longitude', parseLongitude(one))
+        break
+      case 'asn':
+        set('asn', parseAsn(one))
+        break
+      case 'score':
+        if (isClear(raw)) throw invalid('score', raw, 'expected a whole number >= 0')
+        set('score', parseScore(one))
+        break
+      case 'file_maxsize':
+        set('file_maxsize', parseFileSize(one))
+        break
+      case 'prefixes':
+      case 'client_prefixes':
+        set(key, normalizeCidrList(key, list))
+        break
+      case 'other_countries':
+      case 'exclude_countries':
+        set(key, normalizeCountryList(key, list))
+        break
+      case 'base_path':
+        set('base_path', normalizeBasePath(one))
+        break
+      case 'include_patterns':
+      case 'exclude_patterns':
+        set(key, normalizePatterns(key, list))
+        break
+      case 'admin':
+      case 'comment':
+        set(key, optionalText(key, one))
+        break
+      case 'admin_email':
+        set('admin_email', normalizeEmail(one))
+        break
+      default:
+        throw invalid(key, raw, 'unexpected value')
+    }
+  }
+  return out
+}
+
+/** The fields of a stored or about-to-be-stored row that {@link checkMirrorRow} looks at. */
+export interface MirrorRowShape {
+  identifier: string
+  http_url: string | null
+  https_url: string | null
+  latitude: number | null
+  longitude: number | null
+  country_only: boolean
+  region_only: boolean
+  as_only: boolean
+  prefix_only: boolean
+}
+
+/**
+ * Cross-field rules on the complete (merged) row:
+ * - at least one of http_url / https_url (clients are redirected over HTTP(S));
+ * - latitude and longitude both set or both empty;
+ * - at most one of country_only, region_only, as_only, prefix_only.
+ * @throws UsageError saying which flags to give
+ */
+export function checkMirrorRow(row: MirrorRowShape): void {
+  if (!row.http_url && !row.https_url) {
+    throw new UsageError(`Mirror ${row.identifier} needs a base URL for redirects: give --http-url http://… and/or --https-url https://…`, 'INVALID_MIRROR_FIELD')
+  }
+  if ((row.latitude === null) !== (row.longitude === null)) {
+    throw new UsageError(`Mirror ${row.identifier}: --lat and --lon go together; give both (or clear both with --lat '' --lon '')`, 'INVALID_MIRROR_FIELD')
+  }
+  const only = ONLY_FLAGS.filter((f) => row[f])
+  if (only.length > 1) {
+    throw new UsageError(
+      `Mirror ${row.identifier}: ${only.map((f) => FIELD_FLAGS[f]).join(' and ')} exclude each other; keep one (turn the others off with ${only.map((f) => `--no-${FIELD_FLAGS[f].slice(2)}`).join(' / ')})`,
+      'INVALID_MIRROR_FIELD',
+    )
+  }
+}
+
+/** The continent implied by a (valid) country code, e.g. DE → EU. */
+export function impliedContinent(country: string): string | undefined {
+  return continentOf(country)
+}

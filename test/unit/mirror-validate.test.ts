@@ -1,0 +1,273 @@
+import {expect} from 'chai'
+import {UsageError} from '../../src/lib/errors.js'
+import {
+  checkMirrorRow,
+  normalizeBasePath,
+  normalizeCidrList,
+  normalizeContinent,
+  normalizeCountry,
+  normalizeCountryList,
+  normalizeEmail,
+  normalizeMirrorUrl,
+  normalizePatterns,
+  parseAsn,
+  parseFileSize,
+  parseLatitude,
+  parseLongitude,
+  parseScore,
+  redactUrl,
+  validateIdentifier,
+  validateMirrorInput,
+} from '../../src/lib/mirrors/validate.js'
+import {type PublicMirror} from '../../src/lib/mirrors/registry.js'
+import {MIRROR_SHOW_FIELDS, scanResult} from '../../src/lib/mirrors/render.js'
+
+/** Asserts that fn throws a UsageError (exit 2) whose message matches every pattern. */
+function rejects(fn: () => unknown, ...patterns: RegExp[]): UsageError {
+  try {
+    fn()
+  } catch (error) {
+    expect(error).to.be.instanceOf(UsageError)
+    const usage = error as UsageError
+    expect(usage.exitCode).to.equal(2)
+    for (const pattern of patterns) expect(usage.message).to.match(pattern)
+    return usage
+  }
+  throw new Error('expected a UsageError, but nothing was thrown')
+}
+
+describe('mirror validation', () => {
+  describe('identifier', () => {
+    it('accepts host-like names and trims them', () => {
+      expect(validateIdentifier(' ftp.example.de ')).to.equal('ftp.example.de')
+      expect(validateIdentifier('mirror_1-a')).to.equal('mirror_1-a')
+    })
+    it('refuses empty names, whitespace, slashes and a leading dash', () => {
+      rejects(() => validateIdentifier(''), /NAME/, /empty/)
+      rejects(() => validateIdentifier('ftp example'), /"ftp example"/, /whitespace/)
+      rejects(() => validateIdentifier('ftp/example'), /slash/)
+      rejects(() => validateIdentifier('-x'), /"-x"/)
+      rejects(() => validateIdentifier('a\tb'))
+    })
+  })
+
+  describe('URLs per field', () => {
+    it('normalises base URLs to end with a slash', () => {
+      expect(normalizeMirrorUrl('http_url', 'http://ftp.example.de/pub')).to.equal('http://ftp.example.de/pub/')
+      expect(normalizeMirrorUrl('https_url', 'https://FTP.Example.de')).to.equal('https://ftp.example.de/')
+      expect(normalizeMirrorUrl('https_url', 'https://[2001:db8::1]:8443/m/')).to.equal('https://[2001:db8::1]:8443/m/')
+      expect(normalizeMirrorUrl('ftp_url', 'ftps://ftp.example.de/pub')).to.equal('ftps://ftp.example.de/pub/')
+      expect(normalizeMirrorUrl('ftp_url', 'ftp://anon:pw@ftp.example.de/pub/')).to.equal('ftp://anon:pw@ftp.example.de/pub/')
+    })
+    it('accepts rsync:// and host::module forms, rewriting the latter', () => {
+      expect(normalizeMirrorUrl('rsync_url', 'rsync://rsync.example.de:8873/pub')).to.equal('rsync://rsync.example.de:8873/pub/')
+      expect(normalizeMirrorUrl('rsync_url', 'rsync.example.de::pub/linux')).to.equal('rsync://rsync.example.de/pub/linux/')
+      expect(normalizeMirrorUrl('rsync_url', 'user@rsync.example.de::pub')).to.equal('rsync://user@rsync.example.de/pub/')
+      expect(normalizeMirrorUrl('rsync_url', 'rsync://u:secret@rsync.example.de/pub/')).to.equal('rsync://u:secret@rsync.example.de/pub/')
+    })
+    it('refuses the wrong scheme for each field', () => {
+      rejects(() => normalizeMirrorUrl('http_url', 'https://x.example/'), /--http-url/, /"https:\/\/x\.example\/"/, /http:\/\/ URLs only/)
+      rejects(() => normalizeMirrorUrl('https_url', 'http://x.example/'), /--https-url/, /https:\/\/ URLs only/)
+      rejects(() => normalizeMirrorUrl('rsync_url', 'ftp://x.example/pub/'), /--rsync-url/, /rsync:\/\//)
+      rejects(() => normalizeMirrorUrl('ftp_url', 'http://x.example/'), /--ftp-url/, /ftp:\/\/ or ftps:\/\//)
+      rejects(() => normalizeMirrorUrl('http_url', 'x.example/pub'), /expected a URL/)
+    })
+    it('refuses queries, fragments, credentials in HTTP(S) URLs and rsync URLs without a module', () => {
+      rejects(() => normalizeMirrorUrl('http_url', 'http://x.example/pub/?a=1'), /no query or fragment/)
+      rejects(() => normalizeMirrorUrl('https_url', 'https://x.example/pub/#top'), /no query or fragment/)
+      rejects(() => normalizeMirrorUrl('https_url', 'https://user:pw@x.example/'), /credentials are not allowed/)
+      rejects(() => normalizeMirrorUrl('rsync_url', 'rsync://x.example/'), /names a module/)
+    })
+    it('never shows a password in an error message', () => {
+      const error = rejects(() => normalizeMirrorUrl('ftp_url', 'http://u:hunter2@x.example/'), /u:\*\*\*@x\.example/)
+      expect(error.message).not.to.contain('hunter2')
+      const rsync = rejects(() => normalizeMirrorUrl('rsync_url', 'rsync://u:hunter2@x.example/'))
+      expect(rsync.message).not.to.contain('hunter2')
+    })
+  })
+
+  describe('redactUrl', () => {
+    it('replaces passwords and leaves the rest', () => {
+      expect(redactUrl('rsync://u:secret@h.example/pub/')).to.equal('rsync://u:***@h.example/pub/')
+      expect(redactUrl('ftp://anonymous:me@example.org@h.example/')).to.equal('ftp://anonymous:***@h.example/')
+      expect(redactUrl('http://h.example:8080/x@y')).to.equal('http://h.example:8080/x@y')
+      expect(redactUrl('scan failed for ftp://u:secret@h.example/pub/: 530')).to.equal('scan failed for ftp://u:***@h.example/pub/: 530')
+      expect(redactUrl('rsync://u@h.example/pub/')).to.equal('rsync://u@h.example/pub/')
+      expect(redactUrl('u:secret@h.example::pub')).to.equal('u:***@h.example::pub')
+      expect(redactUrl('http://h.example/a:b@c')).to.equal('http://h.example/a:b@c')
+    })
+  })
+
+  describe('location', () => {
+    it('upper-cases valid country and continent codes', () => {
+      expect(normalizeCountry('de')).to.equal('DE')
+      expect(normalizeCountry('GB')).to.equal('GB')
+      expect(normalizeContinent('eu')).to.equal('EU')
+    })
+    it('refuses unknown and malformed country codes', () => {
+      rejects(() => normalizeCountry('XX'), /--country/, /"XX"/, /ISO 3166-1 alpha-2/)
+      rejects(() => normalizeCountry('gbr'), /"gbr"/)
+      rejects(() => normalizeCountry('Germany'))
+      rejects(() => normalizeContinent('EA'), /--continent/, /AF AN AS EU NA OC SA/)
+    })
+    it('parses country lists, comma-separated or repeated, deduplicated', () => {
+      expect(normalizeCountryList('other_countries', 'lu, be,LU')).to.deep.equal(['LU', 'BE'])
+      expect(normalizeCountryList('exclude_countries', ['cn', 'ru'])).to.deep.equal(['CN', 'RU'])
+      expect(normalizeCountryList('other_countries', '')).to.deep.equal([])
+      rejects(() => normalizeCountryList('exclude_countries', 'DE,XX'), /--exclude-countries/, /"XX"/)
+    })
+    it('checks latitude and longitude ranges', () => {
+      expect(parseLatitude('-33.9')).to.equal(-33.9)
+      expect(parseLongitude('151.2')).to.equal(151.2)
+      expect(parseLatitude(90)).to.equal(90)
+      rejects(() => parseLatitude('91'), /--lat/, /-90 to 90/)
+      rejects(() => parseLongitude('-180.5'), /--lon/, /-180 to 180/)
+      rejects(() => parseLatitude('north'), /--lat/)
+    })
+    it('checks AS numbers (1..4294967295, AS prefix allowed)', () => {
+      expect(parseAsn('3320')).to.equal(3320)
+      expect(parseAsn('AS15169')).to.equal(15169)
+      expect(parseAsn('4294967295')).to.equal(4294967295)
+      rejects(() => parseAsn('0'), /--asn/, /1 to 4294967295/)
+      rejects(() => parseAsn('4294967296'), /--asn/)
+      rejects(() => parseAsn('-5'))
+      rejects(() => parseAsn('12.5'))
+    })
+  })
+
+  describe('prefixes', () => {
+    it('normalises CIDRs, bare addresses and comma lists', () => {
+      expect(normalizeCidrList('prefixes', ['192.0.2.0/24', '2001:DB8::/32,198.51.100.7'])).to.deep.equal(['192.0.2.0/24', '2001:db8::/32', '198.51.100.7/32'])
+      expect(normalizeCidrList('client_prefixes', ['10.0.0.0/8', '10.0.0.0/8'])).to.deep.equal(['10.0.0.0/8'])
+    })
+    it('refuses bad CIDRs, including host bits set', () => {
+      rejects(() => normalizeCidrList('prefixes', ['192.0.2.1/24']), /--prefix/, /"192\.0\.2\.1\/24"/, /host bits are set/, /192\.0\.2\.0\/24/)
+      rejects(() => normalizeCidrList('client_prefixes', ['10.0.0.0/33']), /--client-prefix/)
+      rejects(() => normalizeCidrList('prefixes', ['example.org/24']), /--prefix/)
+    })
+  })
+
+  describe('numbers', () => {
+    it('takes scores >= 0 as whole numbers', () => {
+      expect(parseScore('0')).to.equal(0)
+      expect(parseScore(150)).to.equal(150)
+      rejects(() => parseScore('-1'), /--score/, /"-1"/, />= 0/)
+      rejects(() => parseScore('1.5'), /--score/)
+      rejects(() => parseScore('lots'), /--score/)
+    })
+    it('parses file sizes with binary suffixes', () => {
+      expect(parseFileSize('4294967296')).to.equal(4294967296)
+      expect(parseFileSize('4G')).to.equal(4 * 1024 ** 3)
+      expect(parseFileSize('700M')).to.equal(700 * 1024 ** 2)
+      expect(parseFileSize('1.5GiB')).to.equal(1.5 * 1024 ** 3)
+      expect(parseFileSize('512kb')).to.equal(512 * 1024)
+      rejects(() => parseFileSize('4X'), /--file-maxsize/, /"4X"/)
+      rejects(() => parseFileSize('0'), /--file-maxsize/)
+      rejects(() => parseFileSize('-1G'), /--file-maxsize/)
+    })
+  })
+
+  describe('paths and patterns', () => {
+    it('normalises base paths to a relative form', () => {
+      expect(normalizeBasePath('/pub/iso/')).to.equal('pub/iso')
+      expect(normalizeBasePath('pub//./iso')).to.equal('pub/iso')
+      expect(normalizeBasePath('/')).to.equal('')
+    })
+    it('refuses hostile base paths', () => {
+      rejects(() => normalizeBasePath('../x'), /--base-path/, /"\.\.\/x"/, /"\.\." is not allowed/)
+      rejects(() => normalizeBasePath('pub/../../etc'), /--base-path/)
+      rejects(() => normalizeBasePath('pub\\x'), /--base-path/)
+      rejects(() => normalizeBasePath('pub/\u0000x'), /--base-path/)
+    })
+    it('keeps glob patterns and refuses control characters', () => {
+      expect(normalizePatterns('include_patterns', ['*.iso', 'debug/**', '*.iso', ''])).to.deep.equal(['*.iso', 'debug/**'])
+      rejects(() => normalizePatterns('exclude_patterns', ['a\nb']), /--exclude/)
+    })
+    it('checks e-mail addresses', () => {
+      expect(normalizeEmail(' admin@example.org ')).to.equal('admin@example.org')
+      rejects(() => normalizeEmail('admin at example'), /--admin-email/)
+    })
+  })
+
+  describe('validateMirrorInput', () => {
+    it('normalises every given field and leaves the others out', () => {
+      const values = validateMirrorInput({
+        identifier: 'ftp.example.de',
+        http_url: 'http://ftp.example.de/pub',
+        country: 'de',
+        latitude: '50.1',
+        longitude: '8.7',
+        asn: 'AS3320',
+        prefixes: ['192.0.2.0/24'],
+        score: '150',
+        other_countries: 'at,ch',
+        file_maxsize: '700M',
+        country_only: true,
+        base_path: '/pub/',
+        exclude_patterns: ['*.src.rpm'],
+      })
+      expect(values).to.deep.equal({
+        identifier: 'ftp.example.de',
+        http_url: 'http://ftp.example.de/pub/',
+        country: 'DE',
+        latitude: 50.1,
+        longitude: 8.7,
+        asn: 3320,
+        prefixes: ['192.0.2.0/24'],
+        score: 150,
+        other_countries: ['AT', 'CH'],
+        file_maxsize: 700 * 1024 ** 2,
+        country_only: true,
+        base_path: 'pub',
+        exclude_patterns: ['*.src.rpm'],
+      })
+    })
+    it('turns empty values into cleared values', () => {
+      expect(validateMirrorInput({asn: '', prefixes: [''], comment: ' ', base_path: '', https_url: ''})).to.deep.equal({asn: null, prefixes: [], comment: null, base_path: '', https_url: null})
+    })
+    it('refuses an empty score and the first bad field', () => {
+      rejects(() => validateMirrorInput({score: ''}), /--score/)
+      rejects(() => validateMirrorInput({http_url: 'http://ok.example/', country: 'XX'}), /--country/)
+    })
+  })
+
+  describe('checkMirrorRow', () => {
+    const base = {identifier: 'm', http_url: 'http://m.example/', https_url: null, latitude: null, longitude: null, country_only: false, region_only: false, as_only: false, prefix_only: false}
+    it('accepts a row with an HTTP URL and consistent fields', () => {
+      expect(() => checkMirrorRow(base)).not.to.throw()
+      expect(() => checkMirrorRow({...base, http_url: null, https_url: 'https://m.example/', latitude: 1, longitude: 2, as_only: true})).not.to.throw()
+    })
+    it('requires an HTTP or HTTPS URL', () => {
+      rejects(() => checkMirrorRow({...base, http_url: null}), /--http-url/, /--https-url/)
+    })
+    it('requires lat and lon together', () => {
+      rejects(() => checkMirrorRow({...base, latitude: 10}), /--lat and --lon go together/)
+      rejects(() => checkMirrorRow({...base, longitude: 10}), /--lat and --lon/)
+    })
+    it('refuses conflicting *_only flags', () => {
+      rejects(() => checkMirrorRow({...base, country_only: true, as_only: true}), /--country-only and --as-only exclude each other/, /--no-country-only/)
+      rejects(() => checkMirrorRow({...base, region_only: true, prefix_only: true, as_only: true}), /--region-only and --as-only and --prefix-only/)
+    })
+  })
+})
+
+describe('mirror rendering', () => {
+  const mirror: PublicMirror = {
+    id: 1, identifier: 'm', enabled: true, base_url: 'https://m.example/', http_url: null, https_url: 'https://m.example/', rsync_url: null, ftp_url: null,
+    country: 'DE', continent: 'EU', latitude: null, longitude: null, asn: null, prefixes: [], score: 100,
+    country_only: false, region_only: false, as_only: false, prefix_only: false, fallback: false, other_countries: [], exclude_countries: [],
+    client_prefixes: [], file_maxsize: null, base_path: '', include_patterns: [], exclude_patterns: [], admin: null, admin_email: null, comment: null,
+    up: true, ipv6: null, status: {}, status_reason: null, status_changed_at: null, needs_rescan: false,
+    last_scan_at: '2026-01-02T03:04:05.000Z', last_scan_ok_at: '2026-01-02T03:04:05.000Z', last_scan_error: null, last_scan_protocol: 'rsync',
+    last_scan_files: 1300, last_scan_matched: 1200, last_scan_seconds: 1.5, created_at: null, updated_at: null,
+  }
+  it('shows every public field in mirror show', () => {
+    const labels = MIRROR_SHOW_FIELDS.map(([label]) => label)
+    for (const key of Object.keys(mirror)) expect(labels, key).to.include(key)
+  })
+  it('summarises the last scan', () => {
+    expect(scanResult(mirror)).to.equal('ok rsync 1200/1300')
+    expect(scanResult({...mirror, last_scan_at: '2026-01-03T00:00:00.000Z', last_scan_error: 'connection refused'})).to.equal('failed: connection refused')
+    expect(scanResult({...mirror, last_scan_at: null})).to.equal(null)
+  })
+})
