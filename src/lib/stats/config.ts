@@ -1,10 +1,43 @@
 /**
  * Settings of the `stats:` section of the config file. Keys are snake_case.
+ *
+ * ```yaml
+ * stats:
+ *   enabled: true                 # count downloads in `mb serve`
+ *   flush_interval_seconds: 10    # how often counts go to the database (a crash loses at most this)
+ *   max_pending_keys: 200000      # bound on unflushed (day, path, mirror, country) keys while the DB is down
+ *   daily_retention_days: 90      # daily rows older than this roll up into monthly rows
+ *   monthly_retention_months: 120 # monthly rows older than this are deleted
+ * ```
  */
 import {z} from 'zod'
 
 export const StatsConfigSchema = z
-  .object({})
+  .object({
+    /** Count downloads in `mb serve` (the collector); false turns counting off. */
+    enabled: z.boolean().default(true),
+    /** Seconds between flushes of the in-memory counts to the database. */
+    flush_interval_seconds: z.coerce.number().positive().max(3600).default(10),
+    /** Most distinct unflushed keys kept in memory; beyond it the oldest are dropped (and counted as lost). */
+    max_pending_keys: z.coerce.number().int().min(1000).default(200_000),
+    /** Days of daily rows kept before `mb stats prune` rolls them into monthly rows. */
+    daily_retention_days: z.coerce.number().int().min(1).default(90),
+    /** Months of monthly rows kept; older ones are deleted. */
+    monthly_retention_months: z.coerce.number().int().min(1).default(120),
+  })
   .strict()
 
 export type StatsConfig = z.infer<typeof StatsConfigSchema>
+
+/** The retention policy `pruneStats` applies. */
+export interface RetentionPolicy {
+  /** Daily rows for days before (today - dailyRetentionDays) roll up into monthly rows. */
+  dailyRetentionDays: number
+  /** Monthly rows for months before (this month - monthlyRetentionMonths) are deleted. */
+  monthlyRetentionMonths: number
+}
+
+/** The retention policy of a `stats:` config section. */
+export function retentionPolicy(config: StatsConfig): RetentionPolicy {
+  return {dailyRetentionDays: config.daily_retention_days, monthlyRetentionMonths: config.monthly_retention_months}
+}

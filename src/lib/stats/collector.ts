@@ -1,0 +1,306 @@
+/**
+ * Download counting for `mb serve`: a {@link RequestObserver} that adds each answered
+ * request to in-memory aggregates (UTC day x path x mirror x client country), and a flusher
+ * that writes them to `stats_daily` in batches with one multi-row upsert per batch
+ * (`INSERT … SELECT FROM unnest(…) ON CONFLICT DO UPDATE SET downloads = stats_daily.downloads
+ * + EXCLUDED.downloads`). There is never a database write per request; upserts add, so
+ * several replicas flushing into one PostgreSQL add up.
+ *
+ * What counts (issue 7):
+ * - a download is a GET answered by a redirect or by local delivery, unless it is a Range
+ *   continuation (a Range whose first byte is not 0);
+ * - `other_requests` are HEADs, metalinks (meta4/metalink), hashes, mirror lists, 304s and
+ *   Range continuations; 404s, bad requests, errors, directories and `other` are not stored
+ *   here (the metrics count them), so junk paths cannot grow the table;
+ * - `bytes`: for local delivery the body bytes the origin sent (continuations included), for
+ *   a counted redirect the file size (what the mirror is expected to deliver).
+ *
+ * When a flush fails (database down) the batch is merged back and retried at the next
+ * interval. Memory stays bounded by `maxPendingKeys`: beyond it the oldest keys are dropped
+ * and their counts reported as lost.
+ */
+import {sql} from 'kysely'
+import type {Database} from '../db/index.js'
+import {errorMessage} from '../errors.js'
+import type {RequestObserver, RequestOutcome} from '../serve/types.js'
+
+/** Counts for one (day, path, mirror, country) key. */
+export interface StatsCounts {
+  downloads: number
+  bytes: number
+  otherRequests: number
+}
+
+interface Entry extends StatsCounts {
+  day: string
+  path: string
+  mirrorId: number
+  country: string
+}
+
+/** A minimal logger (pino fits). */
+export interface StatsLogger {
+  warn(obj: object, msg?: string): void
+  error(obj: object, msg?: string): void
+  info?(obj: object, msg?: string): void
+}
+
+export interface StatsCollectorOptions {
+  /** Max distinct unflushed keys kept (default 200,000). */
+  maxPendingKeys?: number
+  /** Rows per upsert statement (default 5,000). */
+  batchSize?: number
+  logger?: StatsLogger
+  /** Called after each failed flush, with the error (e.g. to count it in the metrics). */
+  onFlushFailure?: (error: unknown) => void
+  /** Called when keys are dropped beyond `maxPendingKeys`, with the counts lost. */
+  onLoss?: (lost: StatsCounts & {keys: number}) => void
+}
+
+/** What one flush did. */
+export interface FlushResult {
+  /** Keys (rows) written. */
+  rows: number
+  /** Keys kept for the next flush because the database refused them. */
+  retained: number
+  ok: boolean
+  error?: string
+}
+
+/** Running totals of a collector, for metrics and tests. */
+export interface CollectorStatus {
+  flushes: number
+  flushFailures: number
+  lostKeys: number
+  lostDownloads: number
+  lastFlushAt?: Date
+  lastError?: string
+}
+
+const DAY_MS = 86_400_000
+const COUNTRY = /^[A-Z]{2}$/
+
+/** Normalises a country code to two upper-case letters, or '--' when unknown. */
+function normCountry(country: string | undefined): string {
+  if (!country) return '--'
+  if (COUNTRY.test(country)) return country
+  const upper = country.toUpperCase()
+  return COUNTRY.test(upper) ? upper : '--'
+}
+
+/**
+ * Classifies a request for the statistics: 'download', 'other', or undefined when it is not
+ * recorded (404s, errors, directories, requests without a file path).
+ */
+export function classifyRequest(o: RequestOutcome): 'download' | 'other' | undefined {
+  if (!o.path) return undefined
+  switch (o.outcome) {
+    case 'redirect':
+    case 'local': {
+      if (o.method !== 'GET') return o.method === 'HEAD' ? 'other' : undefined
+      if (o.rangeStart !== undefined && o.rangeStart !== 0) return 'other'
+      return 'download'
+    }
+    case 'not_modified':
+    case 'meta4':
+    case 'metalink':
+    case 'hash':
+    case 'mirrorlist':
+      return 'other'
+    default:
+      return undefined
+  }
+}
+
+/**
+ * The in-memory side of download statistics: `observer` counts, `flush(db)` writes.
+ * Use {@link startStatsFlusher} to flush on an interval and at shutdown.
+ */
+export class StatsCollector {
+  private pending = new Map<string, Entry>()
+  private flushing?: Promise<FlushResult>
+  private dayStart = 0
+  private dayEnd = 0
+  private dayText = ''
+  private readonly maxPendingKeys: number
+  private readonly batchSize: number
+  readonly status: CollectorStatus = {flushes: 0, flushFailures: 0, lostKeys: 0, lostDownloads: 0}
+
+  constructor(private readonly options: StatsCollectorOptions = {}) {
+    this.maxPendingKeys = options.maxPendingKeys ?? 200_000
+    this.batchSize = options.batchSize ?? 5000
+  }
+
+  /** The observer to register with `mb serve` (synchronous, memory only). */
+  readonly observer: RequestObserver = (o) => {
+    this.record(o)
+  }
+
+  /** Counts one answered request (see the module doc for what counts). */
+  record(o: RequestOutcome): void {
+    const kind = classifyRequest(o)
+    if (kind === undefined) return
+    const time = o.time
+    if (time < this.dayStart || time >= this.dayEnd) {
+      this.dayStart = Math.floor(time / DAY_MS) * DAY_MS
+      this.dayEnd = this.dayStart + DAY_MS
+      this.dayText = new Date(this.dayStart).toISOString().slice(0, 10)
+    }
+    const day = this.dayText
+    const mirrorId = o.outcome === 'redirect' && o.mirrorId ? o.mirrorId : 0
+    const country = normCountry(o.country)
+    const key = `${day}|${mirrorId}|${country}|${o.path}`
+    let entry = this.pending.get(key)
+    if (entry === undefined) {
+      entry = {day, path: o.path!, mirrorId, country, downloads: 0, bytes: 0, otherRequests: 0}
+      this.pending.set(key, entry)
+      if (this.pending.size > this.maxPendingKeys) this.dropOldest()
+    }
+    if (kind === 'download') {
+      entry.downloads += 1
+      entry.bytes += o.outcome === 'local' ? o.bytesSent : o.fileSize ?? 0
+    } else {
+      entry.otherRequests += 1
+      if (o.outcome === 'local' && o.method === 'GET') entry.bytes += o.bytesSent
+    }
+  }
+
+  /** Number of distinct keys waiting to be flushed. */
+  get pendingKeys(): number {
+    return this.pending.size
+  }
+
+  /** Sum of the unflushed counts (for tests and shutdown messages). */
+  pendingTotals(): StatsCounts {
+    const t = {downloads: 0, bytes: 0, otherRequests: 0}
+    for (const e of this.pending.values()) {
+      t.downloads += e.downloads
+      t.bytes += e.bytes
+      t.otherRequests += e.otherRequests
+    }
+    return t
+  }
+
+  private dropOldest(): void {
+    const lost = {keys: 0, downloads: 0, bytes: 0, otherRequests: 0}
+    // Drop a tenth of the bound at once so that the warning is not logged per request.
+    const target = Math.max(1, Math.floor(this.maxPendingKeys * 0.9))
+    for (const [key, e] of this.pending) {
+      if (this.pending.size <= target) break
+      this.pending.delete(key)
+      lost.keys += 1
+      lost.downloads += e.downloads
+      lost.bytes += e.bytes
+      lost.otherRequests += e.otherRequests
+    }
+    this.status.lostKeys += lost.keys
+    this.status.lostDownloads += lost.downloads
+    this.options.logger?.warn({lost, maxPendingKeys: this.maxPendingKeys}, 'stats: too many unflushed keys (is the database down?); dropped the oldest counts')
+    this.options.onLoss?.(lost)
+  }
+
+  private mergeBack(entries: Entry[]): void {
+    // Failed entries are older than what arrived since: put them first (drop-oldest order).
+    const merged = new Map<string, Entry>()
+    for (const e of entries) merged.set(`${e.day}|${e.mirrorId}|${e.country}|${e.path}`, e)
+    for (const [key, e] of this.pending) {
+      const old = merged.get(key)
+      if (old) {
+        old.downloads += e.downloads
+        old.bytes += e.bytes
+        old.otherRequests += e.otherRequests
+      } else {
+        merged.set(key, e)
+      }
+    }
+    this.pending = merged
+    if (this.pending.size > this.maxPendingKeys) this.dropOldest()
+  }
+
+  /**
+   * Writes every pending count to `stats_daily` (adding to existing rows), in batches of
+   * `batchSize` rows, one upsert statement each. Batches that fail stay pending (merged
+   * back) for the next flush; the failure is logged and reported to `onFlushFailure`.
+   * Concurrent calls share one flush. Never throws.
+   */
+  flush(database: Pick<Database, 'db'>): Promise<FlushResult> {
+    if (this.flushing) return this.flushing.then(() => this.flush(database))
+    this.flushing = this.doFlush(database).finally(() => {
+      this.flushing = undefined
+    })
+    return this.flushing
+  }
+
+  private async doFlush(database: Pick<Database, 'db'>): Promise<FlushResult> {
+    if (this.pending.size === 0) return {rows: 0, retained: 0, ok: true}
+    const entries = [...this.pending.values()]
+    this.pending = new Map()
+    // A stable order (the primary key's) keeps concurrent replicas from deadlocking.
+    entries.sort((a, b) => (a.day < b.day ? -1 : a.day > b.day ? 1 : a.path < b.path ? -1 : a.path > b.path ? 1 : a.mirrorId - b.mirrorId || (a.country < b.country ? -1 : a.country > b.country ? 1 : 0)))
+    let written = 0
+    for (let i = 0; i < entries.length; i += this.batchSize) {
+      const batch = entries.slice(i, i + this.batchSize)
+      try {
+        await upsertDaily(database, batch)
+        written += batch.length
+      } catch (error) {
+        const rest = entries.slice(i)
+        this.mergeBack(rest)
+        this.status.flushFailures += 1
+        this.status.lastError = errorMessage(error)
+        this.options.logger?.error({err: errorMessage(error), retained: rest.length}, 'stats: flush to the database failed; counts kept for the next flush')
+        this.options.onFlushFailure?.(error)
+        return {rows: written, retained: rest.length, ok: false, error: errorMessage(error)}
+      }
+    }
+    this.status.flushes += 1
+    this.status.lastFlushAt = new Date()
+    return {rows: written, retained: 0, ok: true}
+  }
+}
+
+/** One multi-row upsert of aggregated counts into `stats_daily` (adds, never overwrites). */
+async function upsertDaily(database: Pick<Database, 'db'>, batch: Entry[]): Promise<void> {
+  const days = batch.map((e) => e.day)
+  const paths = batch.map((e) => e.path)
+  const mirrors = batch.map((e) => e.mirrorId)
+  const countries = batch.map((e) => e.country)
+  const downloads = batch.map((e) => e.downloads)
+  const bytes = batch.map((e) => e.bytes)
+  const others = batch.map((e) => e.otherRequests)
+  await sql`
+    INSERT INTO stats_daily (day, path, mirror_id, country, downloads, bytes, other_requests)
+    SELECT * FROM unnest(${days}::date[], ${paths}::text[], ${mirrors}::smallint[], ${countries}::char(2)[], ${downloads}::bigint[], ${bytes}::bigint[], ${others}::bigint[])
+    ON CONFLICT (day, path, mirror_id, country) DO UPDATE SET
+      downloads = stats_daily.downloads + EXCLUDED.downloads,
+      bytes = stats_daily.bytes + EXCLUDED.bytes,
+      other_requests = stats_daily.other_requests + EXCLUDED.other_requests`.execute(database.db)
+}
+
+/** A running flusher; `stop()` flushes one last time (at shutdown). */
+export interface StatsFlusher {
+  collector: StatsCollector
+  /** Flushes now (e.g. before a test reads the tables). */
+  flush(): Promise<FlushResult>
+  /** Stops the timer and flushes what is pending; resolves with the last flush's result. */
+  stop(): Promise<FlushResult>
+}
+
+/**
+ * Flushes `collector` into `database` every `intervalSeconds` (unref'd timer) until stopped.
+ * A crash loses at most one interval of counts.
+ */
+export function startStatsFlusher(collector: StatsCollector, database: Pick<Database, 'db'>, intervalSeconds: number): StatsFlusher {
+  const timer = setInterval(() => {
+    void collector.flush(database)
+  }, Math.max(0.05, intervalSeconds) * 1000)
+  timer.unref()
+  return {
+    collector,
+    flush: () => collector.flush(database),
+    stop: async () => {
+      clearInterval(timer)
+      return collector.flush(database)
+    },
+  }
+}

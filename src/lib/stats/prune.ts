@@ -1,0 +1,107 @@
+/**
+ * Retention of download statistics: daily rows older than the policy roll up into monthly
+ * rows, and monthly rows older than theirs are deleted. `mb stats prune` runs it by hand or
+ * from cron; `mb serve` runs it once a day ({@link startDailyPrune}).
+ */
+import {sql} from 'kysely'
+import type {Database} from '../db/index.js'
+import {errorMessage} from '../errors.js'
+import type {RetentionPolicy} from './config.js'
+import type {StatsLogger} from './collector.js'
+
+/** What one prune did. Dates are UTC 'YYYY-MM-DD'. */
+export interface PruneResult {
+  /** Daily rows before this day were rolled up. */
+  dailyCutoff: string
+  /** Monthly rows before this month (first day) were deleted. */
+  monthlyCutoff: string
+  /** Daily rows moved (deleted from stats_daily, added into stats_monthly). */
+  dailyRowsRolledUp: number
+  /** Monthly rows those daily rows were added into (new or existing). */
+  monthlyRowsTouched: number
+  /** Downloads moved from daily to monthly rows. */
+  downloadsRolledUp: number
+  /** Monthly rows deleted as older than the monthly retention. */
+  monthlyRowsDeleted: number
+}
+
+function isoDay(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10)
+}
+
+/**
+ * Applies `policy` as of `now` (UTC), in one transaction:
+ * 1. deletes daily rows with day < today - dailyRetentionDays and adds their sums into the
+ *    monthly rows of their month (`INSERT … ON CONFLICT DO UPDATE … + EXCLUDED`), in one
+ *    statement (`WITH moved AS (DELETE … RETURNING *)`), so a concurrent flush or a second
+ *    replica pruning at the same time can neither lose nor double a count;
+ * 2. deletes monthly rows with month < first day of (this month - monthlyRetentionMonths).
+ * Monthly totals afterwards equal the daily sums they replaced plus what they held before.
+ * @throws the database error (nothing is changed then)
+ */
+export async function pruneStats(database: Pick<Database, 'db'>, policy: RetentionPolicy, now: Date = new Date()): Promise<PruneResult> {
+  const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())
+  const dailyCutoff = isoDay(today - policy.dailyRetentionDays * 86_400_000)
+  const monthlyCutoff = isoDay(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - policy.monthlyRetentionMonths, 1))
+  return database.db.transaction().execute(async (trx) => {
+    const moved = await sql<{rows: number; monthly: number; downloads: number}>`
+      WITH moved AS (
+        DELETE FROM stats_daily WHERE day < ${dailyCutoff}::date
+        RETURNING day, path, mirror_id, country, downloads, bytes, other_requests
+      ), rolled AS (
+        SELECT date_trunc('month', day)::date AS month, path, mirror_id, country,
+               sum(downloads)::bigint AS downloads, sum(bytes)::bigint AS bytes, sum(other_requests)::bigint AS other_requests,
+               count(*)::bigint AS n
+        FROM moved GROUP BY 1, 2, 3, 4
+      ), upserted AS (
+        INSERT INTO stats_monthly (month, path, mirror_id, country, downloads, bytes, other_requests)
+        SELECT month, path, mirror_id, country, downloads, bytes, other_requests FROM rolled
+        ON CONFLICT (month, path, mirror_id, country) DO UPDATE SET
+          downloads = stats_monthly.downloads + EXCLUDED.downloads,
+          bytes = stats_monthly.bytes + EXCLUDED.bytes,
+          other_requests = stats_monthly.other_requests + EXCLUDED.other_requests
+        RETURNING 1
+      )
+      SELECT (SELECT coalesce(sum(n), 0) FROM rolled)::bigint AS rows,
+             (SELECT count(*) FROM upserted)::bigint AS monthly,
+             (SELECT coalesce(sum(downloads), 0) FROM rolled)::bigint AS downloads`.execute(trx)
+    const deleted = await sql`DELETE FROM stats_monthly WHERE month < ${monthlyCutoff}::date`.execute(trx)
+    const row = moved.rows[0]
+    return {
+      dailyCutoff,
+      monthlyCutoff,
+      dailyRowsRolledUp: Number(row.rows),
+      monthlyRowsTouched: Number(row.monthly),
+      downloadsRolledUp: Number(row.downloads),
+      monthlyRowsDeleted: Number(deleted.numAffectedRows ?? 0n),
+    }
+  })
+}
+
+/**
+ * Runs {@link pruneStats} once shortly after start (after `firstDelaySeconds`, default 60)
+ * and then every 24 hours, on unref'd timers; failures are logged and retried at the next
+ * run. Returns a function that stops it.
+ */
+export function startDailyPrune(database: Pick<Database, 'db'>, policy: RetentionPolicy, options: {logger?: StatsLogger; firstDelaySeconds?: number; onResult?: (result: PruneResult) => void} = {}): () => void {
+  let stopped = false
+  const run = async () => {
+    if (stopped) return
+    try {
+      const result = await pruneStats(database, policy)
+      options.logger?.info?.({...result}, 'stats: retention applied')
+      options.onResult?.(result)
+    } catch (error) {
+      options.logger?.error({err: errorMessage(error)}, 'stats: applying the retention policy failed; will retry in 24 h')
+    }
+  }
+  const first = setTimeout(() => void run(), (options.firstDelaySeconds ?? 60) * 1000)
+  first.unref()
+  const daily = setInterval(() => void run(), 86_400_000)
+  daily.unref()
+  return () => {
+    stopped = true
+    clearTimeout(first)
+    clearInterval(daily)
+  }
+}
