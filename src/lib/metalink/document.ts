@@ -1,0 +1,142 @@
+/**
+ * What every metalink representation of one origin file is built from: the file, its fresh
+ * hashes (or none), and its download sources in the selection engine's order, origin last.
+ * Metalink 4 (RFC 5854), Metalink 3.0, hash files, Metalink/HTTP headers (RFC 6249) and the
+ * mirror list all read this one shape, so they always agree.
+ */
+import {hashesFresh, splitPieces, type StoredHashes} from '../origin/hash.js'
+import {encodePath} from '../select/url.js'
+import type {Selection} from '../select/types.js'
+
+/** Default cap on mirror URLs in a metalink (config `metalink.max_urls`). */
+export const DEFAULT_MAX_URLS = 20
+
+/** The generator string written into metalinks. */
+export const GENERATOR = 'mb/0.1.0'
+
+/** Digests of a file, lower-case hex, present only when fresh. */
+export interface DocumentHashes {
+  md5: string
+  sha1: string
+  sha256: string
+  /** Piece length in bytes. */
+  pieceSize: number
+  /** 'sha256' or 'sha1'. */
+  pieceHash: 'sha256' | 'sha1'
+  pieces: string[]
+}
+
+/** One download source of the file. */
+export interface Source {
+  url: string
+  /** 1 = most preferred (RFC 5854 §4.2.16), ascending. */
+  priority: number
+  /** ISO 3166-1 alpha-2, lower case, when known (RFC 5854 §4.2.16 `location`). */
+  location?: string
+  /** The mirror's identifier; undefined for the origin. */
+  mirror?: string
+}
+
+/** Everything a metalink needs, built by {@link buildDocument}. */
+export interface MetalinkDocument {
+  /** Origin-relative path, no leading '/'. */
+  path: string
+  /** The file's name (basename of the path). */
+  name: string
+  /** Bytes. */
+  size: number
+  /** Unix seconds (UTC). */
+  mtime: number
+  /** Null when no fresh hashes are known. */
+  hashes: DocumentHashes | null
+  /** Mirrors in selection order (capped), then the origin. */
+  sources: Source[]
+  /** The URL of the file on this server (the origin). */
+  originUrl: string
+  /** The URL of this file's .meta4 on this server (Metalink 4 `origin dynamic="true"`). */
+  meta4Url: string
+  /** The URL of this file's Metalink 3 document. */
+  metalinkUrl: string
+  /** When the document was made. */
+  published: Date
+  generator: string
+}
+
+export interface BuildOptions {
+  /** Origin-relative path (no leading '/', not encoded). */
+  path: string
+  size: number
+  /** Unix seconds (UTC). */
+  mtime: number
+  /** The file row's hash columns; used only when fresh. */
+  stored: StoredHashes | null
+  /** Whether the stored hashes are fresh. Default: computed with {@link hashesFresh} (row only). */
+  hashesFresh?: boolean
+  /** The selection for this client (ranked mirrors; none for origin-only files). */
+  selection: Selection
+  /** This server's public base URL, ending in '/', e.g. `https://download.example.org/`. */
+  baseUrl: string
+  /** Cap on mirror URLs (default 20). */
+  maxUrls?: number
+  now?: Date
+  generator?: string
+}
+
+/** Fresh hashes from a stored row, or null. */
+export function documentHashes(stored: StoredHashes | null, fresh: boolean): DocumentHashes | null {
+  if (!stored || !fresh || !stored.md5 || !stored.sha1 || !stored.sha256) return null
+  const pieceHash = stored.piece_hash === 'sha1' ? 'sha1' : 'sha256'
+  return {
+    md5: stored.md5,
+    sha1: stored.sha1,
+    sha256: stored.sha256,
+    pieceSize: stored.piece_size ?? 0,
+    pieceHash,
+    pieces: stored.piece_size ? splitPieces(stored.pieces, pieceHash) : [],
+  }
+}
+
+/** The URL of `path` on the server at `baseUrl` (path percent-encoded, RFC 3986). */
+export function originUrlFor(baseUrl: string, path: string): string {
+  return (baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`) + encodePath(path)
+}
+
+/**
+ * Builds the metalink document for one file and one client: the ranked mirrors of
+ * `selection` (at most `maxUrls`, priority 1…N in selection order) then the origin
+ * (priority N+1). An origin-delivered selection (origin-only files, small files) lists
+ * only the origin. Hashes are included only when fresh.
+ */
+export function buildDocument(options: BuildOptions): MetalinkDocument {
+  const maxUrls = options.maxUrls ?? DEFAULT_MAX_URLS
+  const originUrl = originUrlFor(options.baseUrl, options.path)
+  const sources: Source[] = []
+  if (!options.selection.origin) {
+    for (const candidate of options.selection.ranked) {
+      if (sources.length >= maxUrls) break
+      const country = candidate.mirror.country
+      sources.push({url: candidate.url, priority: sources.length + 1, location: country ? country.toLowerCase() : undefined, mirror: candidate.mirror.identifier})
+    }
+  }
+  sources.push({url: originUrl, priority: sources.length + 1})
+  const fresh = options.hashesFresh ?? hashesFresh(options.stored)
+  const slash = options.path.lastIndexOf('/')
+  return {
+    path: options.path,
+    name: slash >= 0 ? options.path.slice(slash + 1) : options.path,
+    size: options.size,
+    mtime: options.mtime,
+    hashes: documentHashes(options.stored, fresh),
+    sources,
+    originUrl,
+    meta4Url: `${originUrl}.meta4`,
+    metalinkUrl: `${originUrl}.metalink`,
+    published: options.now ?? new Date(),
+    generator: options.generator ?? GENERATOR,
+  }
+}
+
+/** RFC 3339 UTC timestamp without fractional seconds, e.g. `2026-11-29T16:00:00Z`. */
+export function rfc3339(date: Date): string {
+  return date.toISOString().replace(/\.\d{3}Z$/, 'Z')
+}

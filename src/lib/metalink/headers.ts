@@ -1,0 +1,53 @@
+/**
+ * Hash files and Metalink/HTTP header values.
+ *
+ * - Hash files (`PATH.sha256`, `.sha1`, `.md5`): the coreutils `sha256sum` line format,
+ *   `"<hex>  <name>\n"` (two spaces: text mode), so `sha256sum -c` accepts them.
+ * - `Digest` (RFC 3230 §4.3.2, algorithms from the IANA "HTTP Digest Algorithm Values"
+ *   registry: `SHA-256` (RFC 5843), `MD5`, `SHA` = SHA-1), values base64 of the raw digest.
+ * - `Link: <…/PATH.meta4>; rel=describedby; type="application/metalink4+xml"` (RFC 6249 §6).
+ */
+import type {DocumentHashes} from './document.js'
+import {META4_MEDIA_TYPE} from './meta4.js'
+
+/** Hash file kinds by their extension. */
+export type HashKind = 'sha256' | 'sha1' | 'md5'
+
+export const HASH_KINDS: readonly HashKind[] = ['sha256', 'sha1', 'md5']
+
+/**
+ * The body of a hash file: `"<hex>  <name>\n"` where `name` is the file's basename (so the
+ * file checks with `sha256sum -c` in the directory it was downloaded to).
+ */
+export function hashFileBody(hashes: DocumentHashes, kind: HashKind, name: string): string {
+  return `${hashes[kind]}  ${name}\n`
+}
+
+function hexToBase64(hex: string): string {
+  return Buffer.from(hex, 'hex').toString('base64')
+}
+
+/**
+ * The RFC 3230 `Digest` header value, e.g. `SHA-256=<b64>, MD5=<b64>, SHA=<b64>`.
+ * Only call it with fresh hashes.
+ */
+export function digestHeader(hashes: Pick<DocumentHashes, 'md5' | 'sha1' | 'sha256'>): string {
+  return `SHA-256=${hexToBase64(hashes.sha256)}, MD5=${hexToBase64(hashes.md5)}, SHA=${hexToBase64(hashes.sha1)}`
+}
+
+/** The RFC 6249 `Link` value pointing at the file's Metalink 4 description. */
+export function describedByLink(meta4Url: string): string {
+  return `<${meta4Url}>; rel=describedby; type="${META4_MEDIA_TYPE}"`
+}
+
+/**
+ * Headers a redirect (or a local delivery) of the file carries: the `describedby` Link
+ * always, and `Digest` only when `hashes` (fresh) is given. Returned as name/value pairs so
+ * that the caller can append them beside its own `Link: rel=duplicate` headers
+ * (one Link header per link: aria2c 1.36 reads only the first link of a header line).
+ */
+export function metalinkHttpHeaders(meta4Url: string, hashes: Pick<DocumentHashes, 'md5' | 'sha1' | 'sha256'> | null): Array<[string, string]> {
+  const headers: Array<[string, string]> = [['Link', describedByLink(meta4Url)]]
+  if (hashes) headers.push(['Digest', digestHeader(hashes)])
+  return headers
+}

@@ -1,0 +1,107 @@
+/**
+ * HTTP answers for the metalink representations of an origin file. Each handler takes the
+ * request, the response and a {@link MetalinkContext} (the document already built for this
+ * client), writes the whole response (HEAD: headers only) and returns what it sent, so the
+ * serve router only has to find the file and report the outcome.
+ *
+ * - Metalink 4: `application/metalink4+xml` (RFC 5854 §7), `Content-Disposition:
+ *   attachment` with the file name (RFC 6266), `Vary: Accept` (the same URL answers
+ *   differently by `Accept`).
+ * - Metalink 3: `application/metalink+xml`.
+ * - Hash files: `text/plain`, 404 when no fresh hash is known.
+ * - Mirror list: HTML, or JSON with `Accept: application/json`; `Vary: Accept`.
+ * Every answer is per client: `Cache-Control: private, no-store` (RFC 9111 §5.2.2).
+ */
+import type {IncomingMessage, ServerResponse} from 'node:http'
+import type {ClientInfo, Selection} from '../select/types.js'
+import type {MetalinkDocument} from './document.js'
+import {type HashKind, hashFileBody} from './headers.js'
+import {META4_MEDIA_TYPE, renderMeta4} from './meta4.js'
+import {METALINK3_MEDIA_TYPE, renderMetalink3} from './metalink3.js'
+import {buildMirrorList, renderMirrorListHtml} from './mirrorlist.js'
+
+/** What a handler needs about the file and the client. */
+export interface MetalinkContext {
+  doc: MetalinkDocument
+  selection: Selection
+  client: ClientInfo
+}
+
+/** What a handler sent: HTTP status, outcome kind (RequestOutcome.outcome) and body bytes. */
+export interface Sent {
+  status: number
+  outcome: 'meta4' | 'metalink' | 'hash' | 'mirrorlist' | 'not_found'
+  bytesSent: number
+}
+
+/** True when an `Accept` header asks for Metalink 4 (`application/metalink4+xml`). */
+export function acceptsMeta4(accept: string | undefined): boolean {
+  return accept !== undefined && accept.includes(META4_MEDIA_TYPE)
+}
+
+/** True when an `Accept` header prefers JSON (`application/json` listed before any HTML). */
+export function acceptsJson(accept: string | undefined): boolean {
+  if (!accept) return false
+  const json = accept.indexOf('application/json')
+  if (json < 0) return false
+  const html = accept.indexOf('text/html')
+  return html < 0 || json < html
+}
+
+/**
+ * `Content-Disposition: attachment` with the file name (RFC 6266 §4.3): an ASCII
+ * `filename` fallback plus `filename*` (RFC 8187) when the name is not plain ASCII.
+ */
+export function contentDisposition(name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, '_')
+  if (ascii === name) return `attachment; filename="${name}"`
+  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`
+}
+
+function write(req: IncomingMessage, res: ServerResponse, status: number, headers: Record<string, string>, body: string): number {
+  const buffer = Buffer.from(body, 'utf8')
+  res.writeHead(status, {...headers, 'Content-Length': String(buffer.length)})
+  if (req.method === 'HEAD') {
+    res.end()
+    return 0
+  }
+  res.end(buffer)
+  return buffer.length
+}
+
+const PRIVATE = 'private, no-store'
+
+/** Answers with the Metalink 4 document (RFC 5854). */
+export function sendMeta4(req: IncomingMessage, res: ServerResponse, ctx: MetalinkContext): Sent {
+  const bytesSent = write(req, res, 200, {'Content-Type': META4_MEDIA_TYPE, 'Content-Disposition': contentDisposition(`${ctx.doc.name}.meta4`), Vary: 'Accept', 'Cache-Control': PRIVATE}, renderMeta4(ctx.doc))
+  return {status: 200, outcome: 'meta4', bytesSent}
+}
+
+/** Answers with the Metalink 3.0 document. */
+export function sendMetalink3(req: IncomingMessage, res: ServerResponse, ctx: MetalinkContext): Sent {
+  const bytesSent = write(req, res, 200, {'Content-Type': METALINK3_MEDIA_TYPE, 'Content-Disposition': contentDisposition(`${ctx.doc.name}.metalink`), 'Cache-Control': PRIVATE}, renderMetalink3(ctx.doc))
+  return {status: 200, outcome: 'metalink', bytesSent}
+}
+
+/**
+ * Answers with a hash file (`"<hex>  <name>\n"`, text/plain), or 404 when the file has no
+ * fresh hashes (never yet hashed, or changed since).
+ */
+export function sendHashFile(req: IncomingMessage, res: ServerResponse, ctx: MetalinkContext, kind: HashKind): Sent {
+  if (!ctx.doc.hashes) {
+    const bytesSent = write(req, res, 404, {'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store'}, `No current ${kind} hash of /${ctx.doc.path}: it has not been hashed since it last changed (run \`mb index --hashes\`).\n`)
+    return {status: 404, outcome: 'not_found', bytesSent}
+  }
+  const bytesSent = write(req, res, 200, {'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-cache'}, hashFileBody(ctx.doc.hashes, kind, ctx.doc.name))
+  return {status: 200, outcome: 'hash', bytesSent}
+}
+
+/** Answers with the mirror list: JSON for `Accept: application/json`, else HTML. */
+export function sendMirrorList(req: IncomingMessage, res: ServerResponse, ctx: MetalinkContext): Sent {
+  const list = buildMirrorList(ctx.doc, ctx.selection, ctx.client)
+  const json = acceptsJson(req.headers.accept)
+  const body = json ? `${JSON.stringify(list, null, 2)}\n` : renderMirrorListHtml(list)
+  const bytesSent = write(req, res, 200, {'Content-Type': json ? 'application/json; charset=utf-8' : 'text/html; charset=utf-8', Vary: 'Accept', 'Cache-Control': PRIVATE}, body)
+  return {status: 200, outcome: 'mirrorlist', bytesSent}
+}

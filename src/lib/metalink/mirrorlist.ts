@@ -1,0 +1,186 @@
+/**
+ * The mirror list of one file (MirrorBrain's `?mirrorlist`): the file's size, mtime and
+ * hashes, links to its metalinks and hash files, the mirrors that hold it grouped by realm
+ * for this client, and the mirrors passed over with the reason.
+ *
+ * Built from an explicit allow-list of mirror fields (identifier, country, continent, the
+ * public HTTP(S) URL without user info, realm, rank, distance, score, state). rsync/FTP
+ * URLs and credentials, admin names and e-mail addresses and comments are never copied.
+ */
+import type {Candidate, ClientInfo, Exclusion, Realm, Selection, SelectMirror} from '../select/types.js'
+import {encodePath, mirrorBase} from '../select/url.js'
+import {type MetalinkDocument, rfc3339} from './document.js'
+
+export interface MirrorListMirror {
+  identifier: string
+  country: string | null
+  continent: string | null
+  /** The file's URL on this mirror (absent for mirrors passed over without one). */
+  url: string | null
+  score: number
+  /** 'up' or 'down' (probe state), 'disabled' when switched off. */
+  state: 'up' | 'down' | 'disabled'
+  realm?: Realm
+  rank?: number
+  distanceKm?: number
+  /** For passed-over mirrors: stable code and human detail. */
+  reason?: string
+  detail?: string
+}
+
+export interface MirrorList {
+  path: string
+  name: string
+  size: number
+  /** RFC 3339 UTC. */
+  mtime: string
+  hashes: {md5: string; sha1: string; sha256: string; pieceSize: number; pieceHash: string; pieces: number} | null
+  links: {file: string; meta4: string; metalink: string; sha256: string | null; sha1: string | null; md5: string | null}
+  client: {ip: string; country: string | null; continent: string | null; asn: number | null}
+  /** The winning pool, or null when the origin serves the file. */
+  realm: Realm | null
+  /** Why the origin serves it, when it does. */
+  origin: {reason: string; detail: string} | null
+  /** Eligible mirrors by realm, in ranked order within each. */
+  realms: Array<{realm: Realm; mirrors: MirrorListMirror[]}>
+  excluded: MirrorListMirror[]
+}
+
+function stateOf(m: SelectMirror): 'up' | 'down' | 'disabled' {
+  return !m.enabled ? 'disabled' : m.up ? 'up' : 'down'
+}
+
+function stripUserInfo(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1')
+}
+
+function fromCandidate(c: Candidate): MirrorListMirror {
+  const m = c.mirror
+  return {identifier: m.identifier, country: m.country, continent: m.continent, url: stripUserInfo(c.url), score: m.score, state: stateOf(m), realm: c.realm, rank: c.rank, distanceKm: c.distanceKm === undefined ? undefined : Math.round(c.distanceKm)}
+}
+
+function fromExclusion(e: Exclusion, path: string, https: boolean): MirrorListMirror {
+  const m = e.mirror
+  const base = mirrorBase(m, https) ?? m.httpUrl ?? m.httpsUrl
+  let url: string | null = null
+  if (base && (!m.basePath || path.startsWith(m.basePath))) url = stripUserInfo(base + encodePath(m.basePath ? path.slice(m.basePath.length) : path))
+  return {identifier: m.identifier, country: m.country, continent: m.continent, url, score: m.score, state: stateOf(m), reason: e.reason, detail: e.detail}
+}
+
+/**
+ * The mirror list data (also the JSON form) for `doc` and this client's `selection`.
+ * `excluded` lists only mirrors that hold the file or are stale for it; mirrors that never
+ * carried it (`not_held`, `not_in_subtree`) are left out as noise.
+ */
+export function buildMirrorList(doc: MetalinkDocument, selection: Selection, client: ClientInfo): MirrorList {
+  const realms: MirrorList['realms'] = []
+  for (const c of selection.ranked) {
+    let group = realms[realms.length - 1]
+    if (!group || group.realm !== c.realm) {
+      group = {realm: c.realm, mirrors: []}
+      realms.push(group)
+    }
+    group.mirrors.push(fromCandidate(c))
+  }
+  const h = doc.hashes
+  return {
+    path: doc.path,
+    name: doc.name,
+    size: doc.size,
+    mtime: rfc3339(new Date(doc.mtime * 1000)),
+    hashes: h ? {md5: h.md5, sha1: h.sha1, sha256: h.sha256, pieceSize: h.pieceSize, pieceHash: h.pieceHash, pieces: h.pieces.length} : null,
+    links: {
+      file: doc.originUrl,
+      meta4: doc.meta4Url,
+      metalink: doc.metalinkUrl,
+      sha256: h ? `${doc.originUrl}.sha256` : null,
+      sha1: h ? `${doc.originUrl}.sha1` : null,
+      md5: h ? `${doc.originUrl}.md5` : null,
+    },
+    client: {ip: client.ip, country: client.country ?? null, continent: client.continent ?? null, asn: client.asn ?? null},
+    realm: selection.realm,
+    origin: selection.origin ? {reason: selection.origin.reason, detail: selection.origin.detail} : null,
+    realms,
+    excluded: selection.excluded.filter((e) => e.reason !== 'not_held' && e.reason !== 'not_in_subtree').map((e) => fromExclusion(e, doc.path, client.https)),
+  }
+}
+
+const ESCAPES: Record<string, string> = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}
+
+/** HTML-escapes text for element content and quoted attributes. */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c])
+}
+
+function humanSize(bytes: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB']
+  let value = bytes
+  let unit = 0
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024
+    unit++
+  }
+  return unit === 0 ? `${bytes} bytes` : `${value.toFixed(1)} ${units[unit]} (${bytes} bytes)`
+}
+
+const REALM_TITLES: Record<Realm, string> = {
+  prefix: 'Mirrors in your network',
+  as: 'Mirrors in your autonomous system (AS)',
+  country: 'Mirrors in your country',
+  continent: 'Mirrors on your continent',
+  world: 'Mirrors elsewhere in the world',
+  fallback: 'Fallback mirrors',
+}
+
+function mirrorRow(m: MirrorListMirror, withReason: boolean): string {
+  const link = m.url ? `<a href="${escapeHtml(m.url)}">${escapeHtml(m.url)}</a>` : '—'
+  const cells = [escapeHtml(m.identifier), escapeHtml(m.country ?? '?'), escapeHtml(m.state), link]
+  if (withReason) cells.push(`${escapeHtml(m.reason ?? '')}: ${escapeHtml(m.detail ?? '')}`)
+  else cells.splice(3, 0, String(m.rank ?? ''))
+  return `<tr>${cells.map((c) => `<td>${c}</td>`).join('')}</tr>`
+}
+
+/** Renders the mirror list as a self-contained HTML page (UTF-8, inline CSS, no scripts). */
+export function renderMirrorListHtml(list: MirrorList): string {
+  const name = escapeHtml(list.name)
+  const h = list.hashes
+  const parts: string[] = []
+  parts.push(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Mirrors of ${name}</title>
+<style>body{font-family:system-ui,sans-serif;margin:2em auto;max-width:60em;padding:0 1em;color:#222}table{border-collapse:collapse;width:100%;margin-bottom:1.5em}td,th{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top}code{font-size:.9em;word-break:break-all}h2{margin-top:1.5em;font-size:1.15em}</style>
+</head><body>
+<h1>Mirrors of <code>${escapeHtml(list.path)}</code></h1>
+<table>
+<tr><th>File</th><td><a href="${escapeHtml(list.links.file)}">${name}</a></td></tr>
+<tr><th>Size</th><td>${escapeHtml(humanSize(list.size))}</td></tr>
+<tr><th>Last modified</th><td>${escapeHtml(list.mtime)}</td></tr>`)
+  if (h) {
+    parts.push(`<tr><th>SHA-256</th><td><code>${h.sha256}</code></td></tr>
+<tr><th>SHA-1</th><td><code>${h.sha1}</code></td></tr>
+<tr><th>MD5</th><td><code>${h.md5}</code></td></tr>`)
+  } else {
+    parts.push('<tr><th>Hashes</th><td>not available (the file has not been hashed since it last changed)</td></tr>')
+  }
+  const links = [`<a href="${escapeHtml(list.links.meta4)}">Metalink 4 (.meta4)</a>`, `<a href="${escapeHtml(list.links.metalink)}">Metalink 3 (.metalink)</a>`]
+  if (list.links.sha256) links.push(`<a href="${escapeHtml(list.links.sha256)}">.sha256</a>`, `<a href="${escapeHtml(list.links.sha1!)}">.sha1</a>`, `<a href="${escapeHtml(list.links.md5!)}">.md5</a>`)
+  parts.push(`<tr><th>Metalinks and hashes</th><td>${links.join(' · ')}</td></tr>
+</table>
+<p>Your address: ${escapeHtml(list.client.ip)}${list.client.country ? ` (${escapeHtml(list.client.country)}${list.client.continent ? `, ${escapeHtml(list.client.continent)}` : ''})` : ''}${list.client.asn ? `, AS${list.client.asn}` : ''}</p>`)
+  if (list.origin) parts.push(`<p>This file is delivered by the origin server itself (${escapeHtml(list.origin.reason)}: ${escapeHtml(list.origin.detail)}).</p>`)
+  for (const group of list.realms) {
+    parts.push(`<h2>${escapeHtml(REALM_TITLES[group.realm])} (${group.mirrors.length})</h2>
+<table><tr><th>Mirror</th><th>Country</th><th>State</th><th>Rank</th><th>URL</th></tr>
+${group.mirrors.map((m) => mirrorRow(m, false)).join('\n')}
+</table>`)
+  }
+  if (list.realms.length === 0 && !list.origin) parts.push('<p>No mirror holds this file for you at the moment; it is delivered by the origin.</p>')
+  if (list.excluded.length > 0) {
+    parts.push(`<h2>Mirrors passed over (${list.excluded.length})</h2>
+<table><tr><th>Mirror</th><th>Country</th><th>State</th><th>URL</th><th>Reason</th></tr>
+${list.excluded.map((m) => mirrorRow(m, true)).join('\n')}
+</table>`)
+  }
+  parts.push('</body></html>\n')
+  return parts.join('\n')
+}
