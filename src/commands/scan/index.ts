@@ -1,0 +1,150 @@
+import {Args, Flags} from '@oclif/core'
+import cliProgress from 'cli-progress'
+import pLimit from 'p-limit'
+import {BaseCommand} from '../../base-command.js'
+import type {MirrorRow} from '../../lib/db/schema.js'
+import {UsageError} from '../../lib/errors.js'
+import {listMirrors, resolveMirror} from '../../lib/mirrors/registry.js'
+import {renderTable} from '../../lib/output.js'
+import {PROTOCOL_ORDER, type Protocol} from '../../lib/scan/listers.js'
+import {type ScanMirrorResult, scanMirror} from '../../lib/scan/scan.js'
+
+export default class Scan extends BaseCommand<typeof Scan> {
+  static override description = `Scan mirrors: list what each holds and record it in the origin index
+
+Each mirror is listed over rsync, then FTP, then HTTP, by the URLs it has, falling back to the
+next protocol when one fails. Files whose size (and mtime, within the listing's precision)
+match the origin count as held; other copies are recorded as stale. A scan that fails, runs out
+of time, or matches fewer than scan.min_ratio (default 0.5) of the files it matched before
+changes nothing but the mirror's last scan error. Exit 1 when any mirror failed.
+
+rsync credentials: the user goes in the URL (rsync://user@host/module/); the password comes
+from RSYNC_PASSWORD or the file named by scan.rsync_password_file, and is never printed.`
+
+  static override examples = [
+    '<%= config.bin %> scan ftp.example.de',
+    '<%= config.bin %> scan --all --jobs 4',
+    '<%= config.bin %> scan mirror.example.org --dir releases/15.6',
+    '<%= config.bin %> scan new.example.net --enable --timeout 600',
+    '<%= config.bin %> scan --all --protocol rsync --json',
+  ]
+
+  static override strict = false
+  static override args = {
+    name: Args.string({description: 'mirror name(s) (exact, or an unambiguous prefix)'}),
+  }
+
+  static override flags = {
+    all: Flags.boolean({description: 'scan every enabled mirror'}),
+    jobs: Flags.integer({char: 'j', description: 'mirrors scanned in parallel (config scan.jobs, default 2)', min: 1, max: 64}),
+    dir: Flags.string({description: 'rescan only this origin subtree; records outside it are kept'}),
+    enable: Flags.boolean({description: 'enable each mirror whose scan succeeded and matched files'}),
+    timeout: Flags.integer({description: 'per-mirror time budget in seconds (config scan.timeout, default 3600)', min: 1}),
+    protocol: Flags.string({description: 'use only this protocol (no fallback)', options: PROTOCOL_ORDER}),
+    'min-ratio': Flags.string({description: 'refuse a scan matching fewer than this share of before (config scan.min_ratio, 0..1)'}),
+  }
+
+  protected override configFlags(): Record<string, unknown> {
+    const ratio = this.flags['min-ratio']
+    return {
+      'scan.jobs': this.flags.jobs,
+      'scan.timeout': this.flags.timeout,
+      'scan.min_ratio': ratio === undefined ? undefined : Number(ratio),
+    }
+  }
+
+  public async run(): Promise<{ok: boolean; mirrors: ScanMirrorResult[]}> {
+    const {argv} = await this.parse({flags: Scan.flags, baseFlags: BaseCommand.baseFlags, enableJsonFlag: true, args: Scan.args, strict: false})
+    const wanted = argv as string[]
+    if (this.flags.all && wanted.length > 0) throw new UsageError('Give mirror names or --all, not both.')
+    if (!this.flags.all && wanted.length === 0) throw new UsageError('Name the mirror(s) to scan, or pass --all. See `mb mirror list`.')
+    const config = this.mbConfig.scan
+    const database = await this.openDb()
+
+    let mirrors: MirrorRow[]
+    if (this.flags.all) {
+      mirrors = await listMirrors(database.db, {enabled: true})
+      if (mirrors.length === 0) throw new UsageError('No enabled mirrors to scan. Add one with `mb mirror add`, or name a disabled mirror explicitly.')
+    } else {
+      mirrors = []
+      const seen = new Set<number>()
+      for (const name of wanted) {
+        const mirror = await resolveMirror(database.db, name)
+        if (!seen.has(mirror.id)) mirrors.push(mirror)
+        seen.add(mirror.id)
+      }
+    }
+
+    const tty = Boolean(process.stderr.isTTY) && !this.jsonEnabled()
+    const multibar = tty
+      ? new cliProgress.MultiBar({format: '{mirror} [{protocol}] {value} entries, {rate}/s, {elapsed}s', hideCursor: true, clearOnComplete: true, stream: process.stderr, fps: 5}, cliProgress.Presets.shades_classic)
+      : undefined
+    const controller = new AbortController()
+    const onSigint = () => controller.abort(new Error('interrupted (SIGINT)'))
+    process.once('SIGINT', onSigint)
+    const limit = pLimit(config.jobs)
+    let results: ScanMirrorResult[]
+    try {
+      results = await Promise.all(
+        mirrors.map((mirror) =>
+          limit(async () => {
+            const started = performance.now()
+            const bar = multibar?.create(0, 0, {mirror: mirror.identifier, protocol: '-', rate: 0, elapsed: 0})
+            const result = await scanMirror(database, mirror, {
+              protocol: this.flags.protocol as Protocol | undefined,
+              subdir: this.flags.dir,
+              timeoutSeconds: config.timeout,
+              connectTimeoutSeconds: config.connect_timeout,
+              ioTimeoutSeconds: config.io_timeout,
+              include: config.include,
+              exclude: config.exclude,
+              minRatio: config.min_ratio,
+              enable: this.flags.enable,
+              rsyncPasswordFile: config.rsync_password_file,
+              signal: controller.signal,
+              onProgress: (protocol, entries) => {
+                const elapsed = (performance.now() - started) / 1000
+                bar?.update(entries, {protocol, rate: Math.round(entries / Math.max(elapsed, 0.001)), elapsed: Math.round(elapsed)})
+              },
+            })
+            if (bar) multibar!.remove(bar)
+            const line = result.ok
+              ? `${result.mirror}: ok via ${result.protocol}, ${result.files} files, ${result.matched} matched, ${result.stale} stale, ${result.missing} missing, ${result.seconds} s${result.enabled ? ', enabled' : ''}`
+              : `${result.mirror}: FAILED after ${result.seconds} s: ${result.error}`
+            if (!this.jsonEnabled()) {
+              if (multibar) multibar.log(line + '\n')
+              else if (result.ok) this.log(line)
+              else process.stderr.write(line + '\n')
+            }
+            return result
+          }),
+        ),
+      )
+    } finally {
+      multibar?.stop()
+      process.removeListener('SIGINT', onSigint)
+    }
+
+    if (process.stdout.isTTY && !this.jsonEnabled()) {
+      this.log(
+        renderTable(results, [
+          {header: 'mirror', get: (r) => r.mirror},
+          {header: 'result', get: (r) => (r.ok ? 'ok' : 'FAILED')},
+          {header: 'protocol', get: (r) => r.protocol},
+          {header: 'files', get: (r) => r.files},
+          {header: 'matched', get: (r) => r.matched},
+          {header: 'stale', get: (r) => r.stale},
+          {header: 'missing', get: (r) => r.missing},
+          {header: 'seconds', get: (r) => r.seconds},
+        ], true),
+      )
+    }
+    const ok = results.every((r) => r.ok)
+    if (!ok) {
+      const failedNames = results.filter((r) => !r.ok).map((r) => r.mirror)
+      if (!this.jsonEnabled()) process.stderr.write(`${failedNames.length} of ${results.length} mirror scan(s) failed: ${failedNames.join(', ')}\n`)
+      process.exitCode = 1
+    }
+    return {ok, mirrors: results}
+  }
+}

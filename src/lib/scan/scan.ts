@@ -1,0 +1,171 @@
+/**
+ * Scanning one mirror end to end: pick the protocols from the URLs the mirror has
+ * (rsync → FTP → HTTP), list with the first that works within the per-mirror time budget,
+ * reconcile the listing into the origin index, and record the outcome on the mirror.
+ *
+ * A failed attempt falls back to the next protocol; when all fail, the mirror's records stay as
+ * they were and only last_scan_at / last_scan_error change.
+ */
+import type {Database} from '../db/index.js'
+import type {MirrorRow} from '../db/schema.js'
+import {MbError, errorMessage} from '../errors.js'
+import {getLister, PROTOCOL_ORDER, type Protocol} from './listers.js'
+import {planScope, reconcileListing, type ReconcileResult, recordScanFailure} from './reconcile.js'
+import {redactCredentials, type RsyncListOptions} from './rsync.js'
+
+export interface ScanMirrorOptions {
+  /** Only this protocol (no fallback). */
+  protocol?: Protocol
+  /** Origin-relative subtree to rescan. */
+  subdir?: string
+  /** Per-mirror budget in seconds, all attempts together (default 3600). */
+  timeoutSeconds?: number
+  connectTimeoutSeconds?: number
+  ioTimeoutSeconds?: number
+  include?: string[]
+  exclude?: string[]
+  minRatio?: number
+  /** Enable the mirror after a successful scan that matched files. */
+  enable?: boolean
+  /** rsync `--password-file`. */
+  rsyncPasswordFile?: string
+  /** Environment for listers (RSYNC_PASSWORD); default process.env. */
+  env?: NodeJS.ProcessEnv
+  /** Aborts the scan (Ctrl-C). */
+  signal?: AbortSignal
+  /** Progress: protocol in use and entries seen so far. */
+  onProgress?: (protocol: Protocol, entries: number) => void
+}
+
+/** One protocol tried. */
+export interface ScanAttempt {
+  protocol: Protocol
+  url: string
+  error?: string
+}
+
+/** The outcome for one mirror, as `mb scan --json` prints it. */
+export interface ScanMirrorResult {
+  mirror: string
+  ok: boolean
+  /** Protocol whose listing was used (null when all failed). */
+  protocol: Protocol | null
+  files: number
+  matched: number
+  stale: number
+  missing: number
+  previous: number
+  added: number
+  removed: number
+  enabled: boolean
+  seconds: number
+  error: string | null
+  attempts: ScanAttempt[]
+}
+
+/** The URLs a mirror can be listed through, in scan order. */
+export function scanUrls(mirror: Pick<MirrorRow, 'rsync_url' | 'ftp_url' | 'http_url' | 'https_url'>): Array<{protocol: Protocol; url: string}> {
+  const urls: Record<Protocol, string | null> = {rsync: mirror.rsync_url, ftp: mirror.ftp_url, http: mirror.http_url ?? mirror.https_url}
+  return PROTOCOL_ORDER.filter((p) => urls[p]).map((p) => ({protocol: p, url: urls[p]!}))
+}
+
+const NO_RETRY = new Set(['SCAN_BUSY', 'USAGE'])
+
+/**
+ * Scans one mirror. Never throws for a scan failure: the result carries `ok: false` and the
+ * reason, and the failure is recorded on the mirror. Throws only for a usage error (bad
+ * `subdir`, unusable `protocol`) before anything is listed.
+ */
+export async function scanMirror(database: Database, mirror: MirrorRow, options: ScanMirrorOptions = {}): Promise<ScanMirrorResult> {
+  const started = performance.now()
+  planScope(mirror.base_path, options.subdir) // validates --dir before any listing
+  let candidates = scanUrls(mirror)
+  if (options.protocol) {
+    candidates = candidates.filter((c) => c.protocol === options.protocol)
+    if (candidates.length === 0) throw new MbError(`Mirror ${mirror.identifier} has no ${options.protocol} URL to scan. Add one with \`mb mirror edit ${mirror.identifier} --${options.protocol === 'http' ? 'http' : options.protocol}-url URL\`.`, {code: 'USAGE', exitCode: 2})
+  }
+  const budget = (options.timeoutSeconds ?? 3600) * 1000
+  const controller = new AbortController()
+  const timer = setTimeout(() => controller.abort(new Error(`the per-mirror time budget of ${options.timeoutSeconds ?? 3600} s ran out`)), budget)
+  const onOuterAbort = () => controller.abort(options.signal?.reason ?? new Error('interrupted'))
+  options.signal?.addEventListener('abort', onOuterAbort, {once: true})
+  const attempts: ScanAttempt[] = []
+  let busy = false
+  const seconds = () => Math.round((performance.now() - started) / 10) / 100
+  try {
+    if (candidates.length === 0) {
+      const reason = 'the mirror has no rsync, FTP or HTTP URL to scan'
+      await recordScanFailure(database.db, mirror.id, reason, null)
+      return failed(mirror, reason, attempts, seconds())
+    }
+    for (const {protocol, url} of candidates) {
+      const display = redactCredentials(url)
+      if (controller.signal.aborted) {
+        attempts.push({protocol, url: display, error: `skipped: ${errorMessage(controller.signal.reason)}`})
+        continue
+      }
+      const lister = await getLister(protocol)
+      if (!lister) {
+        attempts.push({protocol, url: display, error: `no ${protocol} lister in this build`})
+        continue
+      }
+      try {
+        const {listSubdir} = planScope(mirror.base_path, options.subdir)
+        const listOptions: RsyncListOptions = {
+          subdir: listSubdir || undefined,
+          signal: controller.signal,
+          connectTimeoutSeconds: options.connectTimeoutSeconds,
+          ioTimeoutSeconds: options.ioTimeoutSeconds,
+          passwordFile: options.rsyncPasswordFile,
+          env: options.env,
+        }
+        const result: ReconcileResult = await reconcileListing(database, lister.list(url, listOptions), {
+          mirror,
+          subdir: options.subdir,
+          include: options.include,
+          exclude: options.exclude,
+          minRatio: options.minRatio,
+          protocol,
+          enable: options.enable,
+          onProgress: (n) => options.onProgress?.(protocol, n),
+        })
+        attempts.push({protocol, url: display})
+        return {
+          mirror: mirror.identifier,
+          ok: true,
+          protocol,
+          files: result.files,
+          matched: result.matched,
+          stale: result.stale,
+          missing: result.missing,
+          previous: result.previous,
+          added: result.added,
+          removed: result.removed,
+          enabled: result.enabled,
+          seconds: seconds(),
+          error: null,
+          attempts,
+        }
+      } catch (error) {
+        let message = redactCredentials(errorMessage(error))
+        if (controller.signal.aborted && !/budget|interrupted|aborted/.test(message)) message = `${message} (${errorMessage(controller.signal.reason)})`
+        attempts.push({protocol, url: display, error: message})
+        if (error instanceof MbError && NO_RETRY.has(error.code)) {
+          busy = error.code === 'SCAN_BUSY'
+          break
+        }
+      }
+    }
+    const reason = attempts.map((a) => `${a.protocol}: ${a.error}`).join('; ')
+    // A refused concurrent scan leaves the running one to record its own outcome.
+    if (!busy) await recordScanFailure(database.db, mirror.id, reason, attempts.at(-1)?.protocol ?? null)
+    return failed(mirror, reason, attempts, seconds())
+  } finally {
+    clearTimeout(timer)
+    options.signal?.removeEventListener('abort', onOuterAbort)
+  }
+}
+
+function failed(mirror: MirrorRow, reason: string, attempts: ScanAttempt[], seconds: number): ScanMirrorResult {
+  return {mirror: mirror.identifier, ok: false, protocol: null, files: 0, matched: 0, stale: 0, missing: 0, previous: 0, added: 0, removed: 0, enabled: false, seconds, error: reason, attempts}
+}
