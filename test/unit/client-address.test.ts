@@ -1,0 +1,57 @@
+import {expect} from 'chai'
+import {TrustedProxies, parseForwardedElement, resolveClient} from '../../src/lib/serve/client-address.js'
+
+describe('client address resolution', () => {
+  const trusted = new TrustedProxies(['127.0.0.1/32', '10.0.0.0/8', '::1/128'])
+
+  const cases: Array<{name: string; peer: string | undefined; xff?: string | string[]; proto?: string; tls?: boolean; ip: string; https: boolean; forwarded: boolean}> = [
+    {name: 'plain peer, no headers', peer: '203.0.113.7', ip: '203.0.113.7', https: false, forwarded: false},
+    {name: 'spoofed X-Forwarded-For from an untrusted peer is ignored', peer: '203.0.113.7', xff: '81.2.69.142', ip: '203.0.113.7', https: false, forwarded: false},
+    {name: 'spoofed X-Forwarded-Proto from an untrusted peer is ignored', peer: '203.0.113.7', proto: 'https', ip: '203.0.113.7', https: false, forwarded: false},
+    {name: 'trusted proxy: right-most entry', peer: '127.0.0.1', xff: '81.2.69.142', ip: '81.2.69.142', https: false, forwarded: true},
+    {name: 'trusted proxy: client-supplied left entries are not believed', peer: '127.0.0.1', xff: '1.2.3.4, 81.2.69.142', ip: '81.2.69.142', https: false, forwarded: true},
+    {name: 'trusted proxy chain: skip trusted hops from the right', peer: '127.0.0.1', xff: '1.2.3.4, 89.160.20.112, 10.1.2.3', ip: '89.160.20.112', https: false, forwarded: true},
+    {name: 'all hops trusted: the left-most', peer: '127.0.0.1', xff: '10.0.0.9, 10.1.2.3', ip: '10.0.0.9', https: false, forwarded: true},
+    {name: 'unparsable X-Forwarded-For: falls back to the peer', peer: '127.0.0.1', xff: 'not-an-address', ip: '127.0.0.1', https: false, forwarded: false},
+    {name: 'garbage left of a good entry: the good right-most one', peer: '127.0.0.1', xff: 'garbage, 81.2.69.142', ip: '81.2.69.142', https: false, forwarded: true},
+    {name: 'garbage right of a client entry stops the walk at the last trusted hop', peer: '127.0.0.1', xff: '81.2.69.142, ####', ip: '127.0.0.1', https: false, forwarded: false},
+    {name: 'empty X-Forwarded-For: peer', peer: '127.0.0.1', xff: ' , ', ip: '127.0.0.1', https: false, forwarded: false},
+    {name: 'IPv4 with a port', peer: '127.0.0.1', xff: '81.2.69.142:5555', ip: '81.2.69.142', https: false, forwarded: true},
+    {name: 'bracketed IPv6 with a port', peer: '127.0.0.1', xff: '[2001:218::1]:443', ip: '2001:218::1', https: false, forwarded: true},
+    {name: 'IPv6 entry', peer: '::1', xff: '2a02:d180::1', ip: '2a02:d180::1', https: false, forwarded: true},
+    {name: 'IPv4-mapped IPv6 peer is reduced to IPv4', peer: '::ffff:203.0.113.7', ip: '203.0.113.7', https: false, forwarded: false},
+    {name: 'IPv4-mapped IPv6 trusted peer matches the IPv4 CIDR', peer: '::ffff:127.0.0.1', xff: '89.160.20.112', ip: '89.160.20.112', https: false, forwarded: true},
+    {name: 'IPv4-mapped IPv6 in X-Forwarded-For is reduced', peer: '127.0.0.1', xff: '::ffff:81.2.69.142', ip: '81.2.69.142', https: false, forwarded: true},
+    {name: 'non-canonical IPv4 forms are not addresses', peer: '127.0.0.1', xff: '0x7f.1', ip: '127.0.0.1', https: false, forwarded: false},
+    {name: 'X-Forwarded-Proto https from a trusted proxy', peer: '127.0.0.1', xff: '81.2.69.142', proto: 'https', ip: '81.2.69.142', https: true, forwarded: true},
+    {name: 'X-Forwarded-Proto list: first value counts', peer: '127.0.0.1', proto: 'HTTPS, http', ip: '127.0.0.1', https: true, forwarded: false},
+    {name: 'TLS connection is https without headers', peer: '203.0.113.7', tls: true, ip: '203.0.113.7', https: true, forwarded: false},
+    {name: 'repeated header lines are joined in order', peer: '127.0.0.1', xff: ['1.2.3.4', '216.160.83.56'], ip: '216.160.83.56', https: false, forwarded: true},
+    {name: 'unknown peer', peer: undefined, xff: '1.2.3.4', ip: '', https: false, forwarded: false},
+  ]
+
+  for (const c of cases) {
+    it(c.name, () => {
+      const r = resolveClient(c.peer, c.xff, c.proto, c.tls ?? false, trusted)
+      expect({ip: r.ip, https: r.https, forwarded: r.forwarded}).to.deep.equal({ip: c.ip, https: c.https, forwarded: c.forwarded})
+      if (c.ip) expect(r.address?.toString()).to.equal(c.ip)
+    })
+  }
+
+  it('no trusted proxies: headers never count', () => {
+    const r = resolveClient('127.0.0.1', '81.2.69.142', 'https', false, new TrustedProxies())
+    expect(r).to.include({ip: '127.0.0.1', https: false, forwarded: false})
+  })
+
+  it('parses X-Forwarded-For elements', () => {
+    expect(parseForwardedElement(' 192.0.2.1 ')?.toString()).to.equal('192.0.2.1')
+    expect(parseForwardedElement('"[2001:db8::1]"')?.toString()).to.equal('2001:db8::1')
+    expect(parseForwardedElement('unknown')).to.equal(undefined)
+    expect(parseForwardedElement('x'.repeat(100))).to.equal(undefined)
+    expect(parseForwardedElement('[2001:db8::1')).to.equal(undefined)
+  })
+
+  it('rejects a bad trusted CIDR with a usage error', () => {
+    expect(() => new TrustedProxies(['10.0.0.1/8'])).to.throw(/host bits/)
+  })
+})
