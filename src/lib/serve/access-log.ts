@@ -1,0 +1,173 @@
+/**
+ * The access log of `mb serve`: one line per answered request in the Apache/NCSA combined
+ * format (`%h %l %u %t "%r" %>s %b "%{Referer}i" "%{User-agent}i"`, as httpd's mod_log_config
+ * defines it) with two extra quoted fields, the chosen mirror and the realm
+ * (`"ftp.example.de" "country"`, `"-"` when none), so awstats, goaccess and friends read it
+ * as combined format and ignore the tail (or parse it with a custom format).
+ *
+ * Writes are buffered and asynchronous: the observer appends the line to an in-memory buffer
+ * that is written out every 250 ms or at 64 KiB, never a synchronous write per request.
+ * A file target is reopened on SIGHUP (for logrotate's `postrotate kill -HUP`).
+ */
+import {createWriteStream, type WriteStream} from 'node:fs'
+import type {Writable} from 'node:stream'
+import type {RequestObserver, RequestOutcome} from './types.js'
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec']
+
+/** `%t`: `[10/Oct/2000:13:55:36 +0000]` (UTC). */
+export function apacheTime(ms: number): string {
+  const d = new Date(ms)
+  const p = (n: number) => (n < 10 ? `0${n}` : String(n))
+  return `[${p(d.getUTCDate())}/${MONTHS[d.getUTCMonth()]}/${d.getUTCFullYear()}:${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())} +0000]`
+}
+
+/**
+ * Escapes a field the way httpd does for quoted log fields: `"` and `\` are backslash-escaped,
+ * control and non-ASCII bytes become `\xhh`, so a line can never be broken or forged.
+ */
+export function escapeLogField(value: string): string {
+  // eslint-disable-next-line no-control-regex
+  if (!/["\\\x00-\x1f\x7f-\uffff]/.test(value)) return value
+  let out = ''
+  for (const byte of Buffer.from(value, 'utf8')) {
+    if (byte === 0x22) out += '\\"'
+    else if (byte === 0x5c) out += '\\\\'
+    else if (byte < 0x20 || byte >= 0x7f) out += `\\x${byte.toString(16).padStart(2, '0')}`
+    else out += String.fromCharCode(byte)
+  }
+  return out
+}
+
+/** One combined-format line (without the newline) for a request. */
+export function formatAccessLine(o: RequestOutcome): string {
+  const host = o.clientIp || '-'
+  const request = `${o.method} ${o.target} HTTP/${o.httpVersion}`
+  const bytes = o.bytesSent > 0 ? String(o.bytesSent) : '-'
+  const referer = o.referer ? escapeLogField(o.referer) : '-'
+  const agent = o.userAgent ? escapeLogField(o.userAgent) : '-'
+  const mirror = o.mirrorIdentifier ? escapeLogField(o.mirrorIdentifier) : '-'
+  const realm = o.realm ?? '-'
+  return `${host} - - ${apacheTime(o.time)} "${escapeLogField(request)}" ${o.status} ${bytes} "${referer}" "${agent}" "${mirror}" "${realm}"`
+}
+
+export interface AccessLogOptions {
+  /** Flush the buffer at least this often, in ms (default 250). */
+  flushMs?: number
+  /** Flush as soon as this many bytes are buffered (default 64 KiB). */
+  highWaterBytes?: number
+  /** Drop lines beyond this many buffered bytes while the target is blocked (default 16 MiB). */
+  maxBufferBytes?: number
+  /** Reopen the file on SIGHUP (default true for files). */
+  reopenOnSighup?: boolean
+  /** Told about write/open errors (the log keeps going). */
+  onError?: (error: Error) => void
+}
+
+/** A running access log. */
+export interface AccessLog {
+  /** The observer to register with `mb serve`. */
+  observer: RequestObserver
+  /** Reopens the file (what SIGHUP does); no-op for stdout. */
+  reopen(): void
+  /** Writes what is buffered now. */
+  flush(): Promise<void>
+  /** Lines dropped because the target could not keep up. */
+  readonly dropped: number
+  /** Flushes and closes the file (stdout stays open). */
+  close(): Promise<void>
+}
+
+/**
+ * Opens an access log at `target`: a file path (appended to, created 0644) or `-` for
+ * stdout. See the module doc for the format and buffering.
+ */
+export function openAccessLog(target: string, options: AccessLogOptions = {}): AccessLog {
+  const isStdout = target === '-'
+  const flushMs = options.flushMs ?? 250
+  const highWater = options.highWaterBytes ?? 65_536
+  const maxBuffer = options.maxBufferBytes ?? 16 * 1024 * 1024
+  const onError = options.onError ?? (() => {})
+  let lines: string[] = []
+  let buffered = 0
+  let dropped = 0
+  let blocked = false
+  let closed = false
+
+  const open = (): Writable => {
+    if (isStdout) return process.stdout
+    const s: WriteStream = createWriteStream(target, {flags: 'a', mode: 0o644})
+    s.on('error', onError)
+    return s
+  }
+  let stream = open()
+
+  const writeOut = (): void => {
+    if (lines.length === 0 || blocked) return
+    const chunk = lines.join('')
+    lines = []
+    buffered = 0
+    const ok = stream.write(chunk)
+    if (!ok) {
+      blocked = true
+      const current = stream
+      current.once('drain', () => {
+        if (current === stream) blocked = false
+      })
+    }
+  }
+  const timer = setInterval(writeOut, flushMs)
+  timer.unref()
+
+  const observer: RequestObserver = (o) => {
+    if (closed) return
+    const line = formatAccessLine(o) + '\n'
+    if (buffered + line.length > maxBuffer) {
+      dropped += 1
+      return
+    }
+    lines.push(line)
+    buffered += line.length
+    if (buffered >= highWater) writeOut()
+  }
+
+  const endStream = (s: Writable): Promise<void> =>
+    new Promise((resolve) => {
+      if (s === process.stdout) return resolve()
+      s.end(() => resolve())
+    })
+
+  const reopen = (): void => {
+    if (isStdout || closed) return
+    writeOut()
+    const old = stream
+    stream = open()
+    blocked = false
+    void endStream(old)
+  }
+  const onHup = () => reopen()
+  if (!isStdout && options.reopenOnSighup !== false) process.on('SIGHUP', onHup)
+
+  return {
+    observer,
+    reopen,
+    get dropped() {
+      return dropped
+    },
+    flush: async () => {
+      const chunk = lines.join('')
+      lines = []
+      buffered = 0
+      await new Promise<void>((resolve) => stream.write(chunk, () => resolve()))
+    },
+    close: async () => {
+      if (closed) return
+      blocked = false
+      writeOut()
+      closed = true
+      clearInterval(timer)
+      process.off('SIGHUP', onHup)
+      await endStream(stream)
+    },
+  }
+}

@@ -1,0 +1,196 @@
+/**
+ * Prometheus metrics of `mb serve` through `prom-client`, served as text exposition format
+ * (version 0.0.4) on a separate listener (`--metrics-listen`), so that the redirector's own
+ * port never exposes them.
+ *
+ * Metrics (all prefixed `mb_`):
+ * - `mb_requests_total{outcome,realm}` counter: answered requests by outcome (redirect,
+ *   local, not_found, meta4, …) and selection realm (`none` when no mirror was chosen);
+ * - `mb_request_duration_seconds{outcome}` histogram: time to produce the response;
+ * - `mb_snapshot_age_seconds` gauge: seconds since the in-memory snapshot was last refreshed;
+ * - `mb_database_up` gauge: 1 when the database is reachable, 0 when not;
+ * - `mb_mirrors{state="up"|"down"}` gauge: enabled mirrors by probe state;
+ * - `mb_stats_flush_failures_total` counter, `mb_stats_lost_downloads_total` counter and
+ *   `mb_stats_pending_keys` gauge: the download-statistics flusher;
+ * - prom-client's default process metrics (`mb_process_*`, `mb_nodejs_*`).
+ * Gauges read their values through callbacks given by the serve code, at scrape time.
+ */
+import http from 'node:http'
+import type {AddressInfo} from 'node:net'
+import {collectDefaultMetrics, Counter, Gauge, Histogram, Registry} from 'prom-client'
+import {MbError, UsageError} from '../errors.js'
+import type {RequestObserver} from './types.js'
+
+/** Callbacks read at scrape time; each may be absent (the metric then has no sample). */
+export interface MetricsSources {
+  /** Seconds since the snapshot was last loaded or refreshed. */
+  snapshotAgeSeconds?: () => number | undefined
+  /** Whether the database is reachable now. */
+  databaseUp?: () => boolean | undefined | Promise<boolean | undefined>
+  /** Enabled mirrors by state. */
+  mirrors?: () => {up: number; down: number} | undefined
+  /** Keys of download statistics waiting to be flushed. */
+  statsPendingKeys?: () => number
+}
+
+/** The metrics of one `mb serve` process. */
+export interface ServeMetrics {
+  registry: Registry
+  /** The request observer to register with the server (memory only, a few µs). */
+  observer: RequestObserver
+  /** Counts one failed statistics flush. */
+  statsFlushFailed(): void
+  /** Counts downloads dropped from the statistics (memory bound exceeded). */
+  statsLost(downloads: number): void
+}
+
+/** Latency buckets in seconds: redirects take well under a millisecond, local delivery longer. */
+export const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+
+/**
+ * Creates the registry and metrics (see the module doc).
+ * @param options.defaultMetrics also collect prom-client's process metrics (default true)
+ */
+export function createServeMetrics(sources: MetricsSources = {}, options: {defaultMetrics?: boolean} = {}): ServeMetrics {
+  const registry = new Registry()
+  if (options.defaultMetrics !== false) collectDefaultMetrics({register: registry, prefix: 'mb_'})
+  const requests = new Counter({name: 'mb_requests_total', help: 'Answered requests by outcome and selection realm', labelNames: ['outcome', 'realm'] as const, registers: [registry]})
+  const latency = new Histogram({name: 'mb_request_duration_seconds', help: 'Time to produce the response, in seconds', labelNames: ['outcome'] as const, buckets: LATENCY_BUCKETS, registers: [registry]})
+  new Gauge({
+    name: 'mb_snapshot_age_seconds',
+    help: 'Seconds since the in-memory snapshot of mirrors and files was last refreshed',
+    registers: [registry],
+    collect() {
+      const age = sources.snapshotAgeSeconds?.()
+      if (age !== undefined) this.set(age)
+    },
+  })
+  new Gauge({
+    name: 'mb_database_up',
+    help: '1 when the database is reachable, 0 when not',
+    registers: [registry],
+    async collect() {
+      const up = await sources.databaseUp?.()
+      if (up !== undefined) this.set(up ? 1 : 0)
+    },
+  })
+  new Gauge({
+    name: 'mb_mirrors',
+    help: 'Enabled mirrors by probe state',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      const m = sources.mirrors?.()
+      if (m) {
+        this.set({state: 'up'}, m.up)
+        this.set({state: 'down'}, m.down)
+      }
+    },
+  })
+  const flushFailures = new Counter({name: 'mb_stats_flush_failures_total', help: 'Failed flushes of download statistics to the database (counts are kept and retried)', registers: [registry]})
+  const lost = new Counter({name: 'mb_stats_lost_downloads_total', help: 'Downloads dropped from the statistics because too many keys waited for the database', registers: [registry]})
+  new Gauge({
+    name: 'mb_stats_pending_keys',
+    help: 'Download statistics keys waiting to be flushed',
+    registers: [registry],
+    collect() {
+      const n = sources.statsPendingKeys?.()
+      if (n !== undefined) this.set(n)
+    },
+  })
+  flushFailures.inc(0)
+  lost.inc(0)
+
+  // Label children cached per (outcome, realm): the hot path does one Map lookup.
+  const requestChildren = new Map<string, {inc(): void}>()
+  const latencyChildren = new Map<string, {observe(v: number): void}>()
+  const observer: RequestObserver = (o) => {
+    const realm = o.realm ?? 'none'
+    const key = `${o.outcome}|${realm}`
+    let r = requestChildren.get(key)
+    if (r === undefined) {
+      r = requests.labels(o.outcome, realm)
+      requestChildren.set(key, r)
+    }
+    r.inc()
+    let l = latencyChildren.get(o.outcome)
+    if (l === undefined) {
+      l = latency.labels(o.outcome)
+      latencyChildren.set(o.outcome, l)
+    }
+    l.observe(o.durationSeconds)
+  }
+  return {
+    registry,
+    observer,
+    statsFlushFailed: () => flushFailures.inc(),
+    statsLost: (downloads) => lost.inc(downloads),
+  }
+}
+
+/** A running metrics listener. */
+export interface MetricsServer {
+  /** e.g. `http://127.0.0.1:9100` */
+  url: string
+  port: number
+  metrics: ServeMetrics
+  close(): Promise<void>
+}
+
+function parseHostPort(text: string): {host: string; port: number} {
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text.trim())
+  const port = m ? Number(m[3]) : Number.NaN
+  if (!m || port > 65_535) throw new UsageError(`Invalid --metrics-listen address "${text}": expected HOST:PORT such as 127.0.0.1:9100 or [::1]:9100.`, 'INVALID_LISTEN')
+  return {host: m[1] ?? (m[2] || '0.0.0.0'), port}
+}
+
+/**
+ * Starts the metrics listener at `listen` (HOST:PORT, [V6]:PORT; port 0 picks a free one):
+ * `GET /metrics` answers the Prometheus text format, anything else 404.
+ * @param options.metrics an existing {@link ServeMetrics}; otherwise one is created from `sources`
+ * @throws UsageError for a bad address, MbError when the port cannot be bound
+ */
+export async function startMetricsServer(options: {listen: string; sources?: MetricsSources; metrics?: ServeMetrics}): Promise<MetricsServer> {
+  const {host, port} = parseHostPort(options.listen)
+  const metrics = options.metrics ?? createServeMetrics(options.sources)
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0]
+    if ((req.method === 'GET' || req.method === 'HEAD') && path === '/metrics') {
+      metrics.registry.metrics().then(
+        (text) => {
+          res.writeHead(200, {'Content-Type': metrics.registry.contentType, 'Cache-Control': 'no-store'})
+          res.end(req.method === 'HEAD' ? undefined : text)
+        },
+        (error: Error) => {
+          res.writeHead(500, {'Content-Type': 'text/plain; charset=utf-8'})
+          res.end(`metrics collection failed: ${error.message}\n`)
+        },
+      )
+      return
+    }
+    res.writeHead(404, {'Content-Type': 'text/plain; charset=utf-8'})
+    res.end('Not found: metrics are at /metrics\n')
+  })
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(port, host, () => {
+        server.off('error', reject)
+        resolve()
+      })
+    })
+  } catch (error) {
+    throw new MbError(`Cannot listen for metrics on ${options.listen}: ${(error as Error).message}. Pick a free port with --metrics-listen.`, {code: 'LISTEN_FAILED', cause: error})
+  }
+  const address = server.address() as AddressInfo
+  return {
+    url: `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`,
+    port: address.port,
+    metrics,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
+  }
+}
