@@ -1,7 +1,9 @@
 import {Flags} from '@oclif/core'
+import cliProgress from 'cli-progress'
 import {BaseCommand} from '../../base-command.js'
 import {UsageError} from '../../lib/errors.js'
 import {type IndexResult, indexOrigin} from '../../lib/origin/index.js'
+import {type HashIndexResult, hashIndex} from '../../lib/origin/hash.js'
 import {renderRecord} from '../../lib/output.js'
 
 export default class Index extends BaseCommand<typeof Index> {
@@ -11,25 +13,34 @@ Walks the master tree (--root, MB_ROOT or config \`root\`) and brings the origin
 new files are added, changed files get their new size/mtime and lose their mirror set until the
 next scans confirm the new version, and files that are gone are dropped. Symlinks inside the
 root are followed (recorded under the link's path); symlinks pointing outside it are skipped
-with a warning. Re-runs write only what changed.`
+with a warning. Re-runs write only what changed.
+
+With --hashes, MD5, SHA-1, SHA-256 and piece hashes (for metalinks, hash files and Digest
+headers) are computed afterwards for every file whose size or mtime changed since it was last
+hashed, on --jobs threads (default: all cores), with a progress bar on a TTY.`
 
   static override examples = [
     '<%= config.bin %> index --root /srv/pub',
     'MB_ROOT=/srv/pub <%= config.bin %> index --json',
     '<%= config.bin %> index --root /srv/pub --dir releases/15.6',
+    '<%= config.bin %> index --root /srv/pub --hashes --jobs 4',
+    '<%= config.bin %> index --root /srv/pub --hashes --piece-hash sha1',
   ]
 
   static override flags = {
     root: Flags.string({description: 'origin directory (env: MB_ROOT; config: root)'}),
     dir: Flags.string({description: 'index only this subtree (relative to the root); the rest is left alone'}),
     quiet: Flags.boolean({char: 'q', description: 'do not print warnings about skipped entries'}),
+    hashes: Flags.boolean({description: 'also hash new and changed files (MD5, SHA-1, SHA-256, piece hashes)'}),
+    jobs: Flags.integer({description: 'hashing threads (default: all cores)', min: 1, max: 256, dependsOn: ['hashes']}),
+    'piece-hash': Flags.string({description: 'piece hash algorithm for metalinks', options: ['sha256', 'sha1'], default: 'sha256', dependsOn: ['hashes']}),
   }
 
   protected override configFlags(): Record<string, unknown> {
     return {root: this.flags.root}
   }
 
-  public async run(): Promise<IndexResult> {
+  public async run(): Promise<IndexResult & {hashes?: HashIndexResult}> {
     const root = this.mbConfig.root
     if (!root) throw new UsageError('No origin root given. Pass --root DIR, set MB_ROOT, or set `root` in the config file.', 'ROOT_MISSING')
     if (this.flags.dir !== undefined && /(^|\/)\.\.(\/|$)/.test(this.flags.dir)) throw new UsageError(`--dir ${this.flags.dir} must be a path inside the root without '..'.`)
@@ -52,6 +63,41 @@ with a warning. Re-runs write only what changed.`
         ['seconds', result.seconds],
       ]),
     )
-    return result
+    if (!this.flags.hashes) return result
+    const hashes = await this.hash(database, root)
+    this.print(
+      renderRecord([
+        ['hashed', hashes.hashed],
+        ['hashed bytes', hashes.bytes],
+        ['already current', hashes.current],
+        ['hash failures', hashes.failed.length],
+        ['hash seconds', Math.round(hashes.seconds * 1000) / 1000],
+      ]),
+    )
+    for (const failure of hashes.failed) if (!this.jsonEnabled()) process.stderr.write(`warning: cannot hash ${failure.path}: ${failure.error}\n`)
+    return {...result, hashes}
+  }
+
+  /** Hashes changed files; a progress bar on a TTY only. */
+  private async hash(database: Awaited<ReturnType<typeof this.openDb>>, root: string): Promise<HashIndexResult> {
+    const tty = process.stderr.isTTY && !this.jsonEnabled()
+    const bar = tty ? new cliProgress.SingleBar({format: 'hashing {bar} {percentage}% | {value}/{total} files | {mib} MiB', stream: process.stderr}, cliProgress.Presets.shades_classic) : undefined
+    let started = false
+    try {
+      return await hashIndex(database, root, {
+        jobs: this.flags.jobs,
+        pieceHash: this.flags['piece-hash'] as 'sha256' | 'sha1',
+        onProgress: (p) => {
+          if (!bar) return
+          if (!started) {
+            bar.start(p.totalFiles, 0, {mib: 0})
+            started = true
+          }
+          bar.update(p.files, {mib: Math.round(p.bytes / 1048576)})
+        },
+      })
+    } finally {
+      if (started) bar?.stop()
+    }
   }
 }

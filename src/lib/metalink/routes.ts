@@ -1,0 +1,223 @@
+/**
+ * The metalink routes of `mb serve` (RFC 5854, RFC 6249, hash files, mirror list), plugged
+ * into the server's route table (`MirrorServer.addRoute`), and the Metalink/HTTP headers for
+ * redirects (`Link: rel=describedby` always, `Digest` only with fresh hashes).
+ *
+ * Routes, for an indexed file PATH:
+ *   `PATH.meta4`, `PATH?meta4`, `PATH` with `Accept: application/metalink4+xml` → Metalink 4;
+ *   `PATH.metalink` → Metalink 3; `PATH.sha256|.sha1|.md5` → hash file;
+ *   `PATH.mirrorlist`, `PATH?mirrorlist` → mirror list (HTML, or JSON on request).
+ * A file on disk named like the representation (`X.meta4`, `X.sha256`, …) always wins: it
+ * is delivered as itself, indexed or not.
+ *
+ * Freshness: the snapshot holds md5/sha1/sha256 only while the row's hashed size/mtime match
+ * its size/mtime; on top of that the file on disk must still have that size and mtime
+ * (checked with a stat, cached for `diskCheckSeconds` on the redirect path). Piece hashes
+ * come from the database (cached per file version); when the database is unreachable the
+ * documents carry the whole-file hashes without pieces.
+ */
+import {statSync} from 'node:fs'
+import {stat} from 'node:fs/promises'
+import {sep} from 'node:path'
+import type {Database} from '../db/index.js'
+import {mtimeSeconds, readStoredHashes, type StoredHashes} from '../origin/hash.js'
+import type {RequestContext, Route, MirrorServer} from '../serve/server.js'
+import type {FileEntry} from '../serve/snapshot.js'
+import {hasQueryFlag} from '../serve/path.js'
+import {buildDocument, DEFAULT_MAX_URLS, originUrlFor} from './document.js'
+import {type HashKind, metalinkHttpHeaders} from './headers.js'
+import {acceptsMeta4, type MetalinkContext, type Sent, sendHashFile, sendMeta4, sendMetalink3, sendMirrorList} from './http.js'
+
+export interface MetalinkRouteOptions {
+  /** For piece hashes; without it documents carry whole-file hashes only. */
+  database?: Database
+  /** Mirror URLs per metalink (default 20). */
+  maxUrls?: number
+  /** Public base URL of this server (e.g. `https://download.example.org/`); default: from the request's Host. */
+  baseUrl?: string
+  /** How long a stat of an origin file vouches for its hashes on redirects, seconds (default 1; 0 = every request). */
+  diskCheckSeconds?: number
+  /** Piece-hash cache entries (default 10,000). */
+  cacheSize?: number
+}
+
+type Kind = 'meta4' | 'metalink' | 'mirrorlist' | HashKind
+
+const SUFFIXES: Array<[string, Kind]> = [
+  ['.meta4', 'meta4'],
+  ['.metalink', 'metalink'],
+  ['.sha256', 'sha256'],
+  ['.sha1', 'sha1'],
+  ['.md5', 'md5'],
+  ['.mirrorlist', 'mirrorlist'],
+]
+
+/** Which representation a request asks for, and of which indexed file; undefined if none. */
+export function metalinkTarget(ctx: Pick<RequestContext, 'path' | 'slash' | 'query' | 'file' | 'snapshot' | 'req'>): {kind: Kind; file: FileEntry} | undefined {
+  if (ctx.slash) return undefined
+  if (ctx.file) {
+    if (ctx.query.length > 0) {
+      if (hasQueryFlag(ctx.query, 'meta4')) return {kind: 'meta4', file: ctx.file}
+      if (hasQueryFlag(ctx.query, 'mirrorlist')) return {kind: 'mirrorlist', file: ctx.file}
+      if (hasQueryFlag(ctx.query, 'metalink')) return {kind: 'metalink', file: ctx.file}
+    }
+    if (acceptsMeta4(ctx.req.headers.accept)) return {kind: 'meta4', file: ctx.file}
+    return undefined
+  }
+  const path = ctx.path
+  const dot = path.lastIndexOf('.')
+  if (dot <= 0) return undefined
+  for (const [suffix, kind] of SUFFIXES) {
+    if (path.length - dot === suffix.length && path.endsWith(suffix)) {
+      const file = ctx.snapshot.files.get(path.slice(0, dot))
+      return file ? {kind, file} : undefined
+    }
+  }
+  return undefined
+}
+
+/** A small LRU of piece-hash rows keyed by path, valid for one file version. */
+class HashCache {
+  private readonly map = new Map<string, StoredHashes>()
+  constructor(private readonly max: number) {}
+  get(file: FileEntry): StoredHashes | undefined {
+    const row = this.map.get(file.path)
+    if (!row) return undefined
+    if (row.size !== file.size || row.mtime !== file.mtime || row.sha256 !== file.sha256) {
+      this.map.delete(file.path)
+      return undefined
+    }
+    this.map.delete(file.path)
+    this.map.set(file.path, row)
+    return row
+  }
+  set(path: string, row: StoredHashes): void {
+    if (this.map.size >= this.max) this.map.delete(this.map.keys().next().value as string)
+    this.map.set(path, row)
+  }
+}
+
+/** The metalink routes and the redirect-header hook, bound to one server. */
+export class MetalinkRoutes {
+  private readonly cache: HashCache
+  private readonly diskChecks = new Map<string, {at: number; size: number; mtime: number}>()
+  private readonly maxUrls: number
+  private readonly diskCheckMs: number
+
+  constructor(readonly options: MetalinkRouteOptions = {}) {
+    this.cache = new HashCache(options.cacheSize ?? 10_000)
+    this.maxUrls = options.maxUrls ?? DEFAULT_MAX_URLS
+    this.diskCheckMs = (options.diskCheckSeconds ?? 1) * 1000
+  }
+
+  /** Registers the route on `server` (before its default file handling). */
+  install(server: MirrorServer): void {
+    server.addRoute(this.route())
+  }
+
+  /** The route object (see {@link MirrorServer.addRoute}). */
+  route(): Route {
+    return {
+      name: 'metalink',
+      match: (ctx) => {
+        const target = metalinkTarget(ctx)
+        if (!target) return false
+        ;(ctx as RequestContext & {metalink?: typeof target}).metalink = target
+        return true
+      },
+      handle: (ctx, server) => this.handle(ctx, server, (ctx as RequestContext & {metalink?: {kind: Kind; file: FileEntry}}).metalink!),
+    }
+  }
+
+  /** The public base URL for this request. */
+  baseUrl(ctx: RequestContext, https: boolean): string {
+    if (this.options.baseUrl) return this.options.baseUrl.endsWith('/') ? this.options.baseUrl : `${this.options.baseUrl}/`
+    const host = ctx.req.headers.host ?? `${ctx.req.socket.localAddress}:${ctx.req.socket.localPort}`
+    return `${https ? 'https' : 'http'}://${host}/`
+  }
+
+  /** The stored hash row of `file` when its hashes are fresh in the snapshot, else null. */
+  async storedHashes(file: FileEntry): Promise<StoredHashes | null> {
+    if (!file.sha256 || !file.md5 || !file.sha1) return null
+    const cached = this.cache.get(file)
+    if (cached) return cached
+    const fallback: StoredHashes = {size: file.size, mtime: file.mtime, md5: file.md5, sha1: file.sha1, sha256: file.sha256, piece_size: null, piece_hash: null, pieces: null, hashed_size: file.size, hashed_mtime: file.mtime}
+    if (!this.options.database) return fallback
+    try {
+      const row = await readStoredHashes(this.options.database, file.path)
+      if (!row || row.sha256 !== file.sha256 || Number(row.hashed_size) !== file.size || Number(row.hashed_mtime) !== file.mtime) return fallback
+      const normalized = {...row, size: Number(row.size), mtime: Number(row.mtime)}
+      this.cache.set(file.path, normalized)
+      return normalized
+    } catch {
+      return fallback // database down: whole-file hashes from the snapshot still hold
+    }
+  }
+
+  private async handle(ctx: RequestContext, server: MirrorServer, target: {kind: Kind; file: FileEntry}): Promise<void> {
+    // A real file with the representation's name wins (only reached when it is not indexed).
+    if (!ctx.file) {
+      const own = await server.resolveOnDisk(ctx.path)
+      if (own && !own.directory) return server.deliver(ctx, 'not_indexed', own.real)
+    }
+    const client = server.clientInfo(ctx)
+    if (client === undefined) return server.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
+    const file = target.file
+    const selection = server.options.select(client, file, ctx.snapshot.mirrors, server.options.selectOptions, target.kind === 'mirrorlist')
+    let stored = await this.storedHashes(file)
+    if (stored) {
+      const st = await stat(server.root + sep + file.path).catch(() => null)
+      if (!st || st.size !== file.size || mtimeSeconds(st) !== file.mtime) stored = null
+    }
+    const doc = buildDocument({path: file.path, size: file.size, mtime: file.mtime, stored, hashesFresh: stored !== null, selection, baseUrl: this.baseUrl(ctx, client.https), maxUrls: this.maxUrls})
+    const mctx: MetalinkContext = {doc, selection, client}
+    let sent: Sent
+    switch (target.kind) {
+      case 'meta4':
+        sent = sendMeta4(ctx.req, ctx.res, mctx)
+        break
+      case 'metalink':
+        sent = sendMetalink3(ctx.req, ctx.res, mctx)
+        break
+      case 'mirrorlist':
+        sent = sendMirrorList(ctx.req, ctx.res, mctx)
+        break
+      default:
+        sent = sendHashFile(ctx.req, ctx.res, mctx, target.kind)
+    }
+    server.finish(ctx, sent.status, sent.outcome, {bytesSent: sent.bytesSent, fileSize: file.size, realm: selection.realm})
+  }
+
+  /** True when the file on disk still has the indexed size and mtime (stat cached for diskCheckSeconds). */
+  diskMatches(root: string, file: FileEntry, now = Date.now()): boolean {
+    const seen = this.diskChecks.get(file.path)
+    if (seen && now - seen.at < this.diskCheckMs) return seen.size === file.size && seen.mtime === file.mtime
+    let size = -1
+    let mtime = -1
+    try {
+      const st = statSync(root + sep + file.path)
+      size = st.size
+      mtime = mtimeSeconds(st)
+    } catch {
+      /* gone: not fresh */
+    }
+    if (this.diskCheckMs > 0) {
+      if (this.diskChecks.size > 100_000) this.diskChecks.clear()
+      this.diskChecks.set(file.path, {at: now, size, mtime})
+    }
+    return size === file.size && mtime === file.mtime
+  }
+
+  /**
+   * Extra headers for a redirect of `file` (flat name/value list, as `writeHead` takes):
+   * `Link: <…/PATH.meta4>; rel=describedby; type="application/metalink4+xml"` and, when
+   * the hashes are fresh (snapshot and disk), `Digest` (RFC 3230).
+   */
+  redirectHeaders(ctx: RequestContext, file: FileEntry, root: string, https: boolean): string[] {
+    const fresh = file.sha256 !== null && file.md5 !== null && file.sha1 !== null && this.diskMatches(root, file)
+    const meta4 = `${originUrlFor(this.baseUrl(ctx, https), file.path)}.meta4`
+    const out: string[] = []
+    for (const [name, value] of metalinkHttpHeaders(meta4, fresh ? {md5: file.md5!, sha1: file.sha1!, sha256: file.sha256!} : null)) out.push(name, value)
+    return out
+  }
+}
