@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.js'
 import {startServe} from '../lib/serve/run.js'
+import {attachObservability} from '../lib/stats/attach.js'
 
 export default class Serve extends BaseCommand<typeof Serve> {
   static override description = `Run the redirector: answer downloads with a 302 to the best mirror, or deliver from the origin
@@ -12,6 +13,7 @@ Serves from an in-memory snapshot of mirrors and the file index, kept fresh thro
     '<%= config.bin %> serve --root /srv/pub --listen [::]:80 --geoip /var/lib/GeoIP/GeoLite2-City.mmdb --asn-db /var/lib/GeoIP/GeoLite2-ASN.mmdb',
     '<%= config.bin %> serve --root /srv/pub --trusted-proxy 127.0.0.1/32 --trusted-proxy ::1/128 --min-size 8192',
     'MB_DATABASE_URL=postgres://mb@db/mb <%= config.bin %> serve --root /srv/pub --listen 0.0.0.0:8080 --log-level warn',
+    '<%= config.bin %> serve --root /srv/pub --access-log /var/log/mb/access.log --metrics-listen 127.0.0.1:9100 --stats-flush-interval 30',
   ]
 
   static override flags = {
@@ -24,6 +26,10 @@ Serves from an in-memory snapshot of mirrors and the file index, kept fresh thro
     watch: Flags.boolean({description: 'watch the origin tree; changed files are served locally until rescanned', allowNo: true}),
     workers: Flags.integer({description: 'worker processes (node:cluster; PostgreSQL only)', min: 1, max: 64}),
     'log-level': Flags.string({description: 'log level', options: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']}),
+    'access-log': Flags.string({description: "write an access log in Apache combined format (+ mirror and realm) to FILE, or '-' for stdout; reopened on SIGHUP"}),
+    'metrics-listen': Flags.string({description: 'serve Prometheus metrics at http://HOST:PORT/metrics on a separate listener'}),
+    'stats-flush-interval': Flags.string({description: 'seconds between flushes of the download counts to the database (default 10)'}),
+    stats: Flags.boolean({description: 'count downloads for `mb stats` (default on)', allowNo: true}),
   }
 
   protected override configFlags(): Record<string, unknown> {
@@ -38,6 +44,10 @@ Serves from an in-memory snapshot of mirrors and the file index, kept fresh thro
       'serve.watch': f.watch,
       'serve.workers': f.workers,
       log_level: f['log-level'],
+      'serve.access_log': f['access-log'],
+      'serve.metrics_listen': f['metrics-listen'],
+      'stats.flush_interval_seconds': f['stats-flush-interval'],
+      'stats.enabled': f.stats,
     }
   }
 
@@ -45,6 +55,11 @@ Serves from an in-memory snapshot of mirrors and the file index, kept fresh thro
     const config = this.mbConfig
     const database = await this.openDb()
     const running = await startServe(config, database)
+    // Download statistics, access log and metrics (src/lib/stats/attach.ts); flushed on close().
+    await attachObservability(running.server, {database, config, keeper: running.keeper, logger: running.logger, accessLog: config.serve.access_log, metricsListen: config.serve.metrics_listen}).catch(async (error) => {
+      await running.close()
+      throw error
+    })
     await new Promise<void>((resolve) => {
       const stop = () => {
         process.off('SIGINT', stop)

@@ -15,6 +15,10 @@ export const ServeConfigSchema = z
     poll_seconds: z.coerce.number().min(0.2).max(300).default(2),
     /** Honour `?country=XX` to test selection for another country. */
     country_query: z.boolean().default(true),
+    /** Access log (Apache combined format + mirror and realm): a file path, or '-' for stdout (src/lib/serve/access-log.ts). */
+    access_log: z.string().min(1).optional(),
+    /** HOST:PORT of the separate Prometheus listener (`GET /metrics`, src/lib/serve/metrics.ts). */
+    metrics_listen: z.string().min(1).optional(),
   })
   .strict()
 
