@@ -39,12 +39,8 @@ export interface OfflineOptions {
 export async function offlineMetalink(database: Database, config: Config, options: OfflineOptions): Promise<{doc: MetalinkDocument; text: string}> {
   const path = options.path.replace(/^\/+/, '')
   const ip = options.clientIp ?? '127.0.0.1'
-  let address
-  try {
-    address = parseIp(ip)
-  } catch {
-    throw new UsageError(`--client-ip ${ip} is not an IPv4 or IPv6 address; pass one such as 203.0.113.7 or 2001:db8::1.`)
-  }
+  const address = parseIp(ip)
+  if (!address) throw new UsageError(`--client-ip ${ip} is not an IPv4 or IPv6 address; pass one such as 203.0.113.7 or 2001:db8::1.`)
   const row = await database.db.selectFrom('file').select(['path', 'size', 'mtime', 'mirrors']).where('path', '=', path).executeTakeFirst()
   if (!row) throw new MbError(`${path} is not in the origin index; check the path (relative to the root) or run \`mb index\`.`, {code: 'FILE_NOT_FOUND'})
   const mirrors = compileMirrors(await database.db.selectFrom('mirror').selectAll().execute())
