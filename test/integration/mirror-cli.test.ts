@@ -1,0 +1,139 @@
+/**
+ * `mb mirror …` end to end through the compiled CLI, as an operator or cron would run it.
+ * Exit codes: 0 ok; 1 failure (MIRROR_NOT_FOUND, MIRROR_EXISTS); 2 usage (a bad value, an
+ * ambiguous name prefix: AMBIGUOUS_MIRROR).
+ */
+import {expect} from 'chai'
+import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {mb} from '../helpers/cli.js'
+
+const PASSWORD = 'hunter2-s3cret'
+
+/** The stable key set of a mirror in `--json` output (new keys may be appended, never renamed). */
+const KEYS = [
+  'id', 'identifier', 'enabled', 'base_url', 'http_url', 'https_url', 'rsync_url', 'ftp_url', 'country', 'continent', 'latitude', 'longitude',
+  'asn', 'prefixes', 'score', 'country_only', 'region_only', 'as_only', 'prefix_only', 'fallback', 'other_countries', 'exclude_countries',
+  'client_prefixes', 'file_maxsize', 'base_path', 'include_patterns', 'exclude_patterns', 'admin', 'admin_email', 'comment', 'up', 'ipv6',
+  'status', 'status_reason', 'status_changed_at', 'needs_rescan', 'last_scan_at', 'last_scan_ok_at', 'last_scan_error', 'last_scan_protocol',
+  'last_scan_files', 'last_scan_matched', 'last_scan_seconds', 'created_at', 'updated_at',
+]
+
+describe(`mb mirror (${backend})`, () => {
+  let tdb: TestDatabase
+  let env: Record<string, string>
+  before(async () => {
+    tdb = await createTestDatabase()
+    env = tdb.env
+  })
+  after(async () => tdb?.drop())
+
+  it('adds mirrors with every flag, prints the result, and never prints a password', async () => {
+    const gb = await mb(
+      [
+        'mirror', 'add', 'mirror.example.gb', '--http-url', 'http://mirror.example.gb/pub', '--https-url', 'https://mirror.example.gb/pub/',
+        '--rsync-url', `rsync://mb:${PASSWORD}@mirror.example.gb/pub`, '--ftp-url', `ftp://anon:${PASSWORD}@mirror.example.gb/pub/`,
+        '--country', 'gb', '--lat', '51.5', '--lon=-0.12', '--asn', 'AS64500', '--prefix', '192.0.2.0/24', '--prefix', '2001:db8::/32',
+        '--score', '150', '--other-countries', 'ie,im', '--exclude-countries', 'CN', '--client-prefix', '198.51.100.0/24', '--region-only',
+        '--file-maxsize', '4G', '--base-path', '/pub/iso/', '--include', '*.iso', '--include', 'debug/**', '--exclude', '*.src.rpm',
+        '--admin', 'Jo Admin', '--admin-email', 'jo@example.gb', '--comment', 'London', '--json',
+      ],
+      {env},
+    )
+    expect(gb.code, gb.stderr).to.equal(0)
+    expect(gb.stdout).not.to.contain(PASSWORD)
+    const m = gb.json()
+    expect(Object.keys(m)).to.deep.equal(KEYS)
+    expect(m).to.deep.include({
+      identifier: 'mirror.example.gb', enabled: true, base_url: 'https://mirror.example.gb/pub/', http_url: 'http://mirror.example.gb/pub/',
+      rsync_url: 'rsync://mb:***@mirror.example.gb/pub/', ftp_url: 'ftp://anon:***@mirror.example.gb/pub/', country: 'GB', continent: 'EU',
+      latitude: 51.5, longitude: -0.12, asn: 64500, prefixes: ['192.0.2.0/24', '2001:db8::/32'], score: 150, other_countries: ['IE', 'IM'],
+      exclude_countries: ['CN'], client_prefixes: ['198.51.100.0/24'], region_only: true, country_only: false, fallback: false,
+      file_maxsize: 4 * 1024 ** 3, base_path: 'pub/iso', include_patterns: ['*.iso', 'debug/**'], exclude_patterns: ['*.src.rpm'],
+      admin: 'Jo Admin', admin_email: 'jo@example.gb', comment: 'London', up: true, ipv6: null, needs_rescan: false, last_scan_at: null,
+    })
+
+    const se = await mb(['mirror', 'add', 'mirror.example.se', '--http-url', 'http://mirror.example.se/', '--country', 'SE', '--disabled'], {env})
+    expect(se.code, se.stderr).to.equal(0)
+    expect(se.stdout).to.match(/^Added mirror mirror\.example\.se \(id \d+\)\./)
+    expect(se.stdout).to.match(/^continent: +EU$/m)
+    expect(se.stdout).to.match(/^enabled: +no$/m)
+  })
+
+  it('refuses a duplicate name (exit 1) and bad values (exit 2), writing nothing', async () => {
+    const duplicate = await mb(['mirror', 'add', 'Mirror.Example.GB', '--http-url', 'http://other.example/', '--json'], {env})
+    expect(duplicate.code).to.equal(1)
+    expect(duplicate.json().error).to.deep.equal({code: 'MIRROR_EXISTS', message: 'A mirror named "mirror.example.gb" already exists. Use `mb mirror edit mirror.example.gb` to change it, or pick another name.'})
+
+    const badAdd = await mb(['mirror', 'add', 'mirror.example.us', '--https-url', 'https://mirror.example.us/', '--country', 'XX'], {env})
+    expect(badAdd.code).to.equal(2)
+    expect(badAdd.stderr).to.contain('Invalid --country "XX": expected an ISO 3166-1 alpha-2 country code')
+
+    const badEdit = await mb(['mirror', 'edit', 'mirror.example.gb', '--score', '10', '--ftp-url', `http://x:${PASSWORD}@h.example/`, '--json'], {env})
+    expect(badEdit.code).to.equal(2)
+    expect(badEdit.stdout).not.to.contain(PASSWORD)
+    expect(badEdit.json().error.code).to.equal('INVALID_MIRROR_FIELD')
+    expect(badEdit.json().error.message).to.contain('Invalid --ftp-url "http://x:***@h.example/"')
+
+    const conflict = await mb(['mirror', 'edit', 'mirror.example.gb', '--score', '10', '--as-only'], {env})
+    expect(conflict.code).to.equal(2)
+    expect(conflict.stderr).to.contain('--region-only and --as-only exclude each other')
+
+    const list = await mb(['mirror', 'list', '--json'], {env})
+    expect(list.code, list.stderr).to.equal(0)
+    const mirrors = list.json()
+    expect(mirrors.map((m: {identifier: string}) => m.identifier)).to.deep.equal(['mirror.example.gb', 'mirror.example.se'])
+    expect(mirrors[0]).to.include({score: 150, as_only: false, ftp_url: 'ftp://anon:***@mirror.example.gb/pub/'})
+    expect(list.stdout).not.to.contain(PASSWORD)
+  })
+
+  it('resolves names by unambiguous prefix; an ambiguous prefix lists the candidates (exit 2); none is exit 1', async () => {
+    const ambiguous = await mb(['mirror', 'show', 'mirror.ex'], {env})
+    expect(ambiguous.code).to.equal(2)
+    expect(ambiguous.stderr).to.contain('Mirror name "mirror.ex" is ambiguous; it matches: mirror.example.gb, mirror.example.se. Give the full name.')
+
+    const missing = await mb(['mirror', 'remove', 'nope', '--json'], {env})
+    expect(missing.code).to.equal(1)
+    expect(missing.json().error.code).to.equal('MIRROR_NOT_FOUND')
+
+    const edit = await mb(['mirror', 'edit', 'mirror.example.g', '--score', '0', '--asn', '', '--clear', 'prefix', '--no-region-only', '--country-only', '--https-url', 'https://mirror.example.gb/new/'], {env})
+    expect(edit.code, edit.stderr).to.equal(0)
+    expect(edit.stdout).to.match(/^Updated mirror mirror\.example\.gb: /)
+    expect(edit.stdout).to.match(/^score: +0$/m)
+    expect(edit.stdout).to.match(/^asn: +-$/m)
+    expect(edit.stdout).to.match(/^needs_rescan: +yes$/m)
+    expect(edit.stdout).not.to.contain(PASSWORD)
+
+    const show = await mb(['mirror', 'show', 'MIRROR.EXAMPLE.G', '--json'], {env})
+    expect(show.code, show.stderr).to.equal(0)
+    const m = show.json()
+    expect(Object.keys(m)).to.deep.equal(KEYS)
+    expect(m).to.deep.include({identifier: 'mirror.example.gb', score: 0, asn: null, prefixes: [], region_only: false, country_only: true, https_url: 'https://mirror.example.gb/new/', needs_rescan: true, latitude: 51.5, comment: 'London'})
+    expect(show.stdout).not.to.contain(PASSWORD)
+  })
+
+  it('enables, disables, lists with filters, and removes', async () => {
+    const enable = await mb(['mirror', 'enable', 'mirror.example.se'], {env})
+    expect(enable.code, enable.stderr).to.equal(0)
+    expect(enable.stdout.trim()).to.equal('Mirror mirror.example.se enabled.')
+
+    const disable = await mb(['mirror', 'disable', 'mirror.example.g', '--json'], {env})
+    expect(disable.code, disable.stderr).to.equal(0)
+    expect(disable.json()).to.include({identifier: 'mirror.example.gb', enabled: false})
+
+    const table = await mb(['mirror', 'list', '--country', 'se', '--enabled'], {env})
+    expect(table.code, table.stderr).to.equal(0)
+    const lines = table.stdout.trim().split('\n')
+    expect(lines[0].split('\t')).to.deep.equal(['name', 'country', 'continent', 'score', 'enabled', 'up', 'status_reason', 'last_scan', 'scan_result', 'base_url'])
+    expect(lines.slice(1)).to.deep.equal(['mirror.example.se\tSE\tEU\t100\tyes\tyes\t-\t-\t-\thttp://mirror.example.se/'])
+
+    const disabled = await mb(['mirror', 'list', '--disabled', '--json'], {env})
+    expect(disabled.json().map((m: {identifier: string}) => m.identifier)).to.deep.equal(['mirror.example.gb'])
+
+    const remove = await mb(['mirror', 'remove', 'mirror.example.gb'], {env})
+    expect(remove.code, remove.stderr).to.equal(0)
+    expect(remove.stdout).to.match(/^Removed mirror mirror\.example\.gb \(id \d+\)\.$/m)
+
+    const after = await mb(['mirror', 'list', '--json'], {env})
+    expect(after.json().map((m: {identifier: string}) => m.identifier)).to.deep.equal(['mirror.example.se'])
+  })
+})
