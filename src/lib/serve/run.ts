@@ -9,10 +9,11 @@ import type {Database} from '../db/index.js'
 import {MbError, UsageError} from '../errors.js'
 import {openGeo} from '../geo/geoip.js'
 import {compileSelectOptions} from '../select/options.js'
-import {select} from './select-stub.js'
+import {select} from '../select/index.js'
 import {SnapshotKeeper} from './keeper.js'
 import {MirrorServer} from './server.js'
 import {TrustedProxies} from './client-address.js'
+import {MetalinkRoutes} from '../metalink/routes.js'
 
 /** Splits `HOST:PORT` / `[V6]:PORT` / `:PORT`. @throws UsageError */
 export function parseListen(text: string): {host: string; port: number} {
@@ -56,7 +57,10 @@ export async function startServe(config: Config, database: Database, options: {l
   const loadSeconds = (performance.now() - t0) / 1000
   const geo = await openGeo({geoip: config.geoip, asnDb: config.asn_db})
   const selectOptions = compileSelectOptions(config.select)
-  const server = new MirrorServer({root: config.root, keeper, geo, select, selectOptions, trustedProxies: new TrustedProxies(config.trusted_proxies), logger, countryQuery: config.serve.country_query})
+  // Metalinks, hash files and mirror lists (src/lib/metalink/routes.ts), and Link/Digest on redirects.
+  const metalink = new MetalinkRoutes({database})
+  const server: MirrorServer = new MirrorServer({root: config.root, keeper, geo, select, selectOptions, trustedProxies: new TrustedProxies(config.trusted_proxies), logger, countryQuery: config.serve.country_query, redirectHeaders: (ctx, file, client) => metalink.redirectHeaders(ctx, file, server.root, client.https)})
+  metalink.install(server)
   let address
   try {
     address = await server.listen(host, port)

@@ -50,6 +50,8 @@ export interface ServerOptions {
   linkCount?: number
   /** Honour `?country=XX` (testing aid; default true). */
   countryQuery?: boolean
+  /** Extra headers for a redirect (flat name/value list), e.g. Metalink/HTTP `Link: rel=describedby` and `Digest` (src/lib/metalink/routes.ts). */
+  redirectHeaders?: (ctx: RequestContext, file: FileEntry, client: ClientInfo) => string[]
 }
 
 /** Everything a route handler needs about one request. */
@@ -301,6 +303,7 @@ export class MirrorServer {
       const cc = c.mirror.country
       headers.push('Link', cc ? `<${c.url}>; rel=duplicate; pri=${i + 1}; geo=${cc.toLowerCase()}` : `<${c.url}>; rel=duplicate; pri=${i + 1}`)
     }
+    if (this.options.redirectHeaders) headers.push(...this.options.redirectHeaders(ctx, file, client))
     ctx.res.writeHead(302, headers)
     ctx.res.end()
     this.finish(ctx, 302, 'redirect', {mirrorId: best.mirror.id, mirrorIdentifier: best.mirror.identifier, realm: best.realm, fileSize: file.size})

@@ -131,7 +131,9 @@ function fileFromRow(pool: MirrorSetPool, row: unknown[]): FileEntry {
   }
 }
 
-const FILE_COLUMNS = `id, path, size, mtime, array_to_string(mirrors, ','), md5, sha1, sha256`
+// Hashes only while fresh: hashed_size/hashed_mtime equal the row's size/mtime (src/lib/origin/hash.ts).
+const FRESH = 'hashed_size = size AND hashed_mtime = mtime'
+const FILE_COLUMNS = `id, path, size, mtime, array_to_string(mirrors, ','), CASE WHEN ${FRESH} THEN md5 END, CASE WHEN ${FRESH} THEN sha1 END, CASE WHEN ${FRESH} THEN sha256 END`
 
 async function withTx<T>(database: Database, fn: (tx: Tx) => Promise<T>): Promise<T> {
   if (database.kind === 'postgres') {
