@@ -35,7 +35,7 @@ import type {FileEntry, Snapshot} from './snapshot.js'
 import type {Outcome, RequestObserver, RequestOutcome} from './types.js'
 
 /** The selection function's shape (src/lib/select). */
-export type SelectFn = (client: ClientInfo, file: FileEntry, mirrorsById: ReadonlyMap<number, import('../select/types.js').SelectMirror>, options: SelectOptions) => Selection
+export type SelectFn = (client: ClientInfo, file: FileEntry, mirrorsById: ReadonlyMap<number, import('../select/types.js').SelectMirror>, options: SelectOptions, explain?: boolean) => Selection
 
 export interface ServerOptions {
   /** The origin tree (absolute or relative; resolved with realpath at start). */
@@ -289,7 +289,7 @@ export class MirrorServer {
   private redirectOrDeliver(ctx: RequestContext, file: FileEntry): void {
     const client = this.clientInfo(ctx)
     if (client === undefined) return this.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
-    const selection = this.options.select(client, file, ctx.snapshot.mirrors, this.options.selectOptions)
+    const selection = this.options.select(client, file, ctx.snapshot.mirrors, this.options.selectOptions, false)
     const ranked = selection.ranked
     if (ranked.length === 0) {
       this.deliver(ctx, selection.origin?.reason ?? 'no_mirror').catch((error) => this.fail(ctx, error))

@@ -1,0 +1,343 @@
+/**
+ * Serve benchmark (issue 3 item 12). Generates a dataset straight into PostgreSQL
+ * (127.0.0.1:5432, database `mb_bench`): `--mirrors` mirrors in 30 countries on 6 continents,
+ * `--files` files each held by 20-60% of the mirrors. Starts `mb serve` on it, drives it with
+ * wrk (random paths, random X-Forwarded-For from a list, `--trusted-proxy 127.0.0.1/32`) at
+ * `--connections` for `--seconds`, then measures a trivial node:http 302 server the same way
+ * (the ceiling) and prints requests/s, p50/p99 latency, the ratio to the ceiling and RSS.
+ *
+ *   npm run bench                                   # 100,000 files x 100 mirrors
+ *   npm run bench -- --files 1000000 --mirrors 200  # also reports snapshot load time and RSS
+ *   npm run bench -- --workers 2 --log-level warn   # variations
+ *
+ * The dataset is reused when `mb_bench` already holds one of the same shape (`--fresh`
+ * regenerates). Every process started is stopped by pid; the run is bounded by `--timeout`.
+ */
+import {type ChildProcess, spawn, spawnSync} from 'node:child_process'
+import {existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {createServer} from 'node:net'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {fileURLToPath} from 'node:url'
+import {parseArgs} from 'node:util'
+import pg from 'pg'
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const BIN = join(ROOT, 'bin', 'run.js')
+const ADMIN_URL = process.env.MB_BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+
+/** 30 countries on 6 continents with rough coordinates. */
+const COUNTRIES: Array<[string, string, number, number]> = [
+  ['DE', 'EU', 51, 9], ['FR', 'EU', 46, 2], ['GB', 'EU', 54, -2], ['SE', 'EU', 62, 15], ['NL', 'EU', 52, 5], ['IT', 'EU', 42, 12],
+  ['ES', 'EU', 40, -4], ['PL', 'EU', 52, 20], ['CZ', 'EU', 49, 15], ['AT', 'EU', 47, 13], ['CH', 'EU', 47, 8], ['FI', 'EU', 64, 26],
+  ['US', 'NA', 38, -97], ['CA', 'NA', 60, -95], ['MX', 'NA', 23, -102],
+  ['BR', 'SA', -10, -55], ['AR', 'SA', -34, -64], ['CL', 'SA', -30, -71],
+  ['JP', 'AS', 36, 138], ['CN', 'AS', 35, 105], ['KR', 'AS', 37, 127], ['IN', 'AS', 20, 77], ['SG', 'AS', 1, 103], ['TW', 'AS', 23, 121],
+  ['AU', 'OC', -27, 133], ['NZ', 'OC', -41, 174],
+  ['ZA', 'AF', -29, 24], ['KE', 'AF', 1, 38], ['EG', 'AF', 27, 30], ['NG', 'AF', 10, 8],
+]
+
+/** Deterministic PRNG (mulberry32), so datasets of one shape are identical. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+function filePath(i: number): string {
+  return `pub/dir${i % 100}/sub${Math.floor(i / 100) % 100}/file-${i}.iso`
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer()
+    s.on('error', reject)
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as {port: number}).port
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+function dbUrl(name: string): string {
+  const url = new URL(ADMIN_URL)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+/** Creates (or reuses) the dataset. Returns seconds spent generating (0 when reused). */
+async function prepareDataset(name: string, files: number, mirrors: number, fresh: boolean): Promise<number> {
+  const admin = new pg.Client({connectionString: ADMIN_URL})
+  await admin.connect()
+  const exists = (await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount! > 0
+  if (exists && !fresh) {
+    const client = new pg.Client({connectionString: dbUrl(name)})
+    await client.connect()
+    try {
+      const shape = await client.query('SELECT value FROM bench_meta WHERE key = $1', ['shape'])
+      if (shape.rows[0]?.value === `${files}x${mirrors}`) {
+        await admin.end()
+        return 0
+      }
+    } catch {
+      /* no meta table: regenerate */
+    } finally {
+      await client.end()
+    }
+  }
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+  await admin.query(`CREATE DATABASE ${name}`)
+  await admin.end()
+  const started = performance.now()
+  const migrate = spawnSync(process.execPath, [BIN, 'db', 'migrate', '--json'], {env: {...process.env, MB_DATABASE_URL: dbUrl(name)}, encoding: 'utf8'})
+  if (migrate.status !== 0) throw new Error(`mb db migrate failed: ${migrate.stderr}`)
+  const client = new pg.Client({connectionString: dbUrl(name)})
+  await client.connect()
+  try {
+    const random = rng(files * 7919 + mirrors)
+    const ids: number[] = []
+    for (let m = 0; m < mirrors; m++) {
+      const [cc, continent, lat, lon] = COUNTRIES[m % COUNTRIES.length]
+      const score = [50, 100, 100, 150, 200][m % 5]
+      const r = await client.query(
+        `INSERT INTO mirror (identifier, http_url, https_url, country, continent, latitude, longitude, score) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+        [`m${m}.${cc.toLowerCase()}.example.net`, `http://m${m}.${cc.toLowerCase()}.example.net/pub/`, m % 3 === 0 ? null : `https://m${m}.${cc.toLowerCase()}.example.net/pub/`, cc, continent, lat + random() * 2, lon + random() * 2, score],
+      )
+      ids.push(r.rows[0].id)
+    }
+    await client.query(`CREATE TABLE bench_meta (key text PRIMARY KEY, value text)`)
+    const batch = 10_000
+    const now = Math.floor(Date.now() / 1000)
+    for (let start = 0; start < files; start += batch) {
+      const paths: string[] = []
+      const sizes: number[] = []
+      const mtimes: number[] = []
+      const sets: string[] = []
+      for (let i = start; i < Math.min(files, start + batch); i++) {
+        paths.push(filePath(i))
+        sizes.push(8192 + Math.floor(random() * 4e9))
+        mtimes.push(now - Math.floor(random() * 3e7))
+        const share = 0.2 + random() * 0.4
+        const held: number[] = []
+        for (const id of ids) if (random() < share) held.push(id)
+        sets.push(`{${held.join(',')}}`)
+      }
+      await client.query(`INSERT INTO file (path, size, mtime, mirrors) SELECT p, s, t, m::smallint[] FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[]) AS u(p, s, t, m)`, [paths, sizes, mtimes, sets])
+      if ((start / batch) % 10 === 9) process.stdout.write(`  generated ${start + batch} files\n`)
+    }
+    await client.query('ANALYZE')
+    await client.query(`INSERT INTO bench_meta VALUES ('shape', $1)`, [`${files}x${mirrors}`])
+  } finally {
+    await client.end()
+  }
+  return (performance.now() - started) / 1000
+}
+
+/** Random public-ish IPv4 addresses (GeoIP resolves most of them to a country). */
+function clientAddresses(count: number): string[] {
+  const random = rng(42)
+  const out: string[] = []
+  while (out.length < count) {
+    const a = 1 + Math.floor(random() * 222)
+    if (a === 10 || a === 127 || a === 100 || a === 169 || a === 172 || a === 192) continue
+    out.push(`${a}.${Math.floor(random() * 256)}.${Math.floor(random() * 256)}.${1 + Math.floor(random() * 254)}`)
+  }
+  return out
+}
+
+function luaScript(paths: string[], ips: string[]): string {
+  const list = (xs: string[]) => xs.map((x) => `"${x}"`).join(',\n')
+  return `local paths = {\n${list(paths)}\n}
+local ips = {\n${list(ips)}\n}
+local np, ni = #paths, #ips
+function setup(thread) thread:set("seed", math.random(1, 1e9)) end
+function init(args) math.randomseed(seed or os.time()) end
+function request()
+  return wrk.format("GET", paths[math.random(np)], {["X-Forwarded-For"] = ips[math.random(ni)]})
+end
+`
+}
+
+interface WrkResult {
+  rps: number
+  p50ms: number
+  p99ms: number
+  requests: number
+  errors: string
+  non3xx: number
+}
+
+function ms(text: string): number {
+  const m = /([\d.]+)(us|ms|s)/.exec(text)
+  if (!m) return Number.NaN
+  const v = Number(m[1])
+  return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v
+}
+
+function runWrk(url: string, script: string, connections: number, seconds: number, threads: number): WrkResult {
+  const r = spawnSync('wrk', [`-t${threads}`, `-c${connections}`, `-d${seconds}s`, '--latency', '--timeout', '5s', '-s', script, url], {encoding: 'utf8', timeout: (seconds + 30) * 1000})
+  if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr || r.stdout}`)
+  const out = r.stdout
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1])
+  const p50 = /^\s+50%\s+(\S+)/m.exec(out)?.[1] ?? ''
+  const p99 = /^\s+99%\s+(\S+)/m.exec(out)?.[1] ?? ''
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1])
+  const errors = /Socket errors:.*$/m.exec(out)?.[0] ?? ''
+  const non3xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0)
+  return {rps, p50ms: ms(p50), p99ms: ms(p99), requests, errors, non3xx}
+}
+
+function rssMB(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+    return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024)
+  } catch {
+    return Number.NaN
+  }
+}
+
+/** Sum of RSS over a process and its children (for --workers). */
+function treeRssMB(pid: number): number {
+  const r = spawnSync('ps', ['-o', 'rss=', '--ppid', String(pid)], {encoding: 'utf8'})
+  const children = r.stdout.split('\n').filter(Boolean).reduce((a, l) => a + Number(l.trim()) / 1024, 0)
+  return Math.round(rssMB(pid) + children)
+}
+
+function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buffer = ''
+    let stderr = ''
+    const timer = setTimeout(() => reject(new Error(`timed out waiting for ${pattern}; stderr: ${stderr}`)), timeoutMs)
+    const onData = (d: Buffer) => {
+      buffer += d.toString()
+      for (const line of buffer.split('\n')) {
+        if (pattern.test(line)) {
+          clearTimeout(timer)
+          child.stdout!.off('data', onData)
+          child.stdout!.resume()
+          return resolve(line)
+        }
+      }
+      if (buffer.length > 1e6) buffer = buffer.slice(-1e5)
+    }
+    child.stdout!.on('data', onData)
+    child.stderr!.on('data', (d) => (stderr += d))
+    child.on('exit', (code) => reject(new Error(`process exited with ${code} before ${pattern}; stderr: ${stderr}`)))
+  })
+}
+
+async function stop(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise((r) => child.once('exit', r))
+  child.kill('SIGTERM')
+  const t = setTimeout(() => child.kill('SIGKILL'), 10_000)
+  await exited
+  clearTimeout(t)
+}
+
+const CEILING_SERVER = `
+const http = require('node:http')
+http.createServer((req, res) => {
+  res.writeHead(302, ['Location', 'http://mirror.example.net' + req.url, 'Cache-Control', 'private, no-store', 'Content-Length', '0'])
+  res.end()
+}).listen(Number(process.argv[1]), '127.0.0.1', () => console.log('listening'))
+`
+
+/** Entry point: `npm run bench -- [--files N] [--mirrors N] [--seconds S] [--connections C] ...` */
+export async function main(argv: string[]): Promise<void> {
+  const {values} = parseArgs({
+    args: argv,
+    options: {
+      files: {type: 'string', default: '100000'},
+      mirrors: {type: 'string', default: '100'},
+      seconds: {type: 'string', default: '10'},
+      connections: {type: 'string', default: '64'},
+      threads: {type: 'string', default: '1'},
+      workers: {type: 'string', default: '1'},
+      'log-level': {type: 'string', default: 'info'},
+      fresh: {type: 'boolean', default: false},
+      'no-ceiling': {type: 'boolean', default: false},
+      timeout: {type: 'string', default: '900'},
+      database: {type: 'string', default: 'mb_bench'},
+    },
+  })
+  const files = Number(values.files)
+  const mirrors = Number(values.mirrors)
+  const seconds = Number(values.seconds)
+  const connections = Number(values.connections)
+  if (!(files > 0 && mirrors > 0 && mirrors < 32_000 && seconds > 0 && connections > 0)) throw new Error('--files, --mirrors, --seconds and --connections must be positive numbers (mirrors < 32000)')
+  if (spawnSync('sh', ['-c', 'command -v wrk']).status !== 0) throw new Error('wrk is not installed: apt-get install wrk')
+  if (!existsSync(join(ROOT, 'dist', 'src', 'commands', 'serve.js'))) throw new Error('dist/ is missing: run `npm run build` first')
+
+  const children: ChildProcess[] = []
+  const guard = setTimeout(() => {
+    console.error(`bench: --timeout ${values.timeout}s reached, stopping`)
+    for (const c of children) c.kill('SIGKILL')
+    process.exit(1)
+  }, Number(values.timeout) * 1000)
+  guard.unref()
+  const work = mkdtempSync(join(tmpdir(), 'mb-bench-'))
+  try {
+    console.log(`dataset: ${files} files x ${mirrors} mirrors in ${COUNTRIES.length} countries on 6 continents (database ${values.database})`)
+    const genSeconds = await prepareDataset(values.database, files, mirrors, values.fresh)
+    console.log(genSeconds > 0 ? `  generated in ${genSeconds.toFixed(1)} s` : '  reused the existing dataset (--fresh regenerates)')
+
+    const random = rng(7)
+    const paths: string[] = []
+    for (let i = 0; i < 5000; i++) paths.push(`/${filePath(Math.floor(random() * files))}`)
+    const script = join(work, 'requests.lua')
+    writeFileSync(script, luaScript(paths, clientAddresses(5000)))
+    const root = join(work, 'root')
+    spawnSync('mkdir', ['-p', root])
+
+    const port = await freePort()
+    const serveStart = performance.now()
+    const serve = spawn(process.execPath, [BIN, 'serve', '--root', root, '--listen', `127.0.0.1:${port}`, '--trusted-proxy', '127.0.0.1/32', '--log-level', values['log-level']!, '--workers', values.workers!], {
+      env: {...process.env, MB_DATABASE_URL: dbUrl(values.database), MB_CONFIG: undefined},
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    children.push(serve)
+    const line = await waitForLine(serve, /"msg":"listening"/, 300_000)
+    const ready = (performance.now() - serveStart) / 1000
+    const info = JSON.parse(line)
+    console.log(`mb serve: snapshot ${info.files} files, ${info.mirrors} mirrors loaded in ${info.snapshotSeconds} s (process ready in ${ready.toFixed(1)} s), RSS after load ${info.rssMB} MB`)
+    // Discard the access log (one JSON line per request) while measuring.
+    serve.stdout!.on('data', () => {})
+
+    // Warm-up, then the measured run.
+    runWrk(`http://127.0.0.1:${port}`, script, connections, 2, Number(values.threads))
+    const mbResult = runWrk(`http://127.0.0.1:${port}`, script, connections, seconds, Number(values.threads))
+    const mbRss = treeRssMB(serve.pid!)
+    await stop(serve)
+
+    let ceiling: WrkResult | undefined
+    if (!values['no-ceiling']) {
+      const cport = await freePort()
+      const trivial = spawn(process.execPath, ['-e', CEILING_SERVER, String(cport)], {stdio: ['ignore', 'pipe', 'pipe']})
+      children.push(trivial)
+      await waitForLine(trivial, /listening/, 10_000)
+      runWrk(`http://127.0.0.1:${cport}`, script, connections, 2, Number(values.threads))
+      ceiling = runWrk(`http://127.0.0.1:${cport}`, script, connections, seconds, Number(values.threads))
+      await stop(trivial)
+    }
+
+    const row = (name: string, r: WrkResult, rss?: number) =>
+      `${name.padEnd(28)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50ms.toFixed(2).padStart(6)} ms   p99 ${r.p99ms.toFixed(2).padStart(6)} ms${rss === undefined ? '' : `   RSS ${rss} MB`}${r.non3xx ? `   non-3xx: ${r.non3xx}` : ''}${r.errors ? `   ${r.errors}` : ''}`
+    console.log(`\nwrk, ${connections} connections, ${seconds} s, random paths and X-Forwarded-For:`)
+    console.log(row(`mb serve (workers ${values.workers})`, mbResult, mbRss))
+    if (ceiling) {
+      console.log(row('trivial node:http 302', ceiling))
+      console.log(`ratio to ceiling: ${((mbResult.rps / ceiling.rps) * 100).toFixed(1)}%`)
+    }
+    console.log(`targets: >= 15000 req/s ${mbResult.rps >= 15_000 ? 'met' : 'MISSED'}; p99 < 10 ms ${mbResult.p99ms < 10 ? 'met' : 'MISSED'}${ceiling ? `; >= 50% of ceiling ${mbResult.rps >= ceiling.rps / 2 ? 'met' : 'MISSED'}` : ''}; snapshot < 30 s ${info.snapshotSeconds < 30 ? 'met' : 'MISSED'}; RSS < 1.5 GB ${mbRss < 1536 ? 'met' : 'MISSED'}`)
+  } finally {
+    for (const c of children) await stop(c)
+    rmSync(work, {recursive: true, force: true})
+    clearTimeout(guard)
+  }
+}
