@@ -1,0 +1,268 @@
+import {expect} from 'chai'
+import {sql} from 'kysely'
+import type {Database} from '../../src/lib/db/index.js'
+import {MbError} from '../../src/lib/errors.js'
+import {upsertOriginFiles} from '../../src/lib/origin/index.js'
+import {planScope, reconcileListing, type ReconcileMirror, recordScanFailure} from '../../src/lib/scan/reconcile.js'
+import type {ListingEntry} from '../../src/lib/scan/types.js'
+import {createTestDatabase, type TestDatabase} from '../helpers/db.js'
+
+const T = 1_700_000_000
+
+async function* listing(entries: Array<Partial<ListingEntry> & {path: string}>, failAfter?: number): AsyncGenerator<ListingEntry> {
+  let n = 0
+  for (const e of entries) {
+    if (failAfter !== undefined && n++ >= failAfter) throw new MbError('connection reset by peer', {code: 'RSYNC_FAILED'})
+    yield {type: 'file', size: 0, mtimePrecision: 1, ...e} as ListingEntry
+  }
+  if (failAfter !== undefined && n >= failAfter) throw new MbError('connection reset by peer', {code: 'RSYNC_FAILED'})
+}
+
+describe('scan reconciler', function () {
+  let tdb: TestDatabase
+  let database: Database
+
+  async function addMirror(identifier: string, extra: Record<string, unknown> = {}): Promise<ReconcileMirror> {
+    const row = await database.db
+      .insertInto('mirror')
+      .values({identifier, http_url: `http://${identifier}/`, ...extra} as any)
+      .returning(['id', 'identifier', 'base_path', 'include_patterns', 'exclude_patterns'])
+      .executeTakeFirstOrThrow()
+    return row
+  }
+
+  async function holders(): Promise<Record<string, number[]>> {
+    const rows = await database.db.selectFrom('file').select(['path', 'mirrors']).orderBy('path').execute()
+    return Object.fromEntries(rows.map((r) => [r.path, [...r.mirrors].sort()]))
+  }
+
+  async function staleRows(mirrorId: number) {
+    return (await sql<{path: string; size: number; mtime: number | null}>`SELECT f.path, s.size, s.mtime FROM mirror_file_stale s JOIN file f ON f.id = s.file_id WHERE s.mirror_id = ${mirrorId} ORDER BY f.path`.execute(database.db)).rows
+  }
+
+  beforeEach(async () => {
+    tdb = await createTestDatabase()
+    database = await tdb.open()
+    await upsertOriginFiles(database.db, [
+      {path: 'a.iso', size: 100, mtime: T},
+      {path: 'b.iso', size: 200, mtime: T},
+      {path: 'c.iso', size: 300, mtime: T},
+      {path: 'sub/d.txt', size: 4, mtime: T},
+      {path: 'sub/e.txt', size: 5, mtime: T},
+      {path: 'sub/deep/f.txt', size: 6, mtime: T},
+      {path: 'other/g.txt', size: 7, mtime: T},
+    ])
+  })
+  afterEach(async () => {
+    await database.close()
+    await tdb.drop()
+  })
+
+  it('matches equal size and mtime, records stale copies, leaves missing files out', async () => {
+    const m = await addMirror('m1')
+    const result = await reconcileListing(
+      database,
+      listing([
+        {path: 'a.iso', size: 100, mtime: T},
+        {path: 'b.iso', size: 150, mtime: T}, // wrong size
+        {path: 'c.iso', size: 300, mtime: T + 5}, // wrong mtime
+        {path: 'sub/d.txt', size: 4, mtime: T + 3600}, // whole-hour offset: tolerated
+        {path: 'sub/e.txt', size: 5, mtime: T - 7200},
+        {path: 'sub', type: 'dir'},
+        {path: 'not-on-origin', size: 1, mtime: T},
+      ]),
+      {mirror: m, protocol: 'rsync'},
+    )
+    expect(result).to.deep.include({files: 6, matched: 3, stale: 2, missing: 2, previous: 0, added: 3, removed: 0})
+    const h = await holders()
+    expect(h['a.iso']).to.deep.equal([m.id])
+    expect(h['b.iso']).to.deep.equal([])
+    expect(h['c.iso']).to.deep.equal([])
+    expect(h['sub/d.txt']).to.deep.equal([m.id])
+    expect(h['sub/e.txt']).to.deep.equal([m.id])
+    expect(await staleRows(m.id)).to.deep.equal([
+      {path: 'b.iso', size: 150, mtime: T},
+      {path: 'c.iso', size: 300, mtime: T + 5},
+    ])
+    const row = await database.db.selectFrom('mirror').selectAll().where('id', '=', m.id).executeTakeFirstOrThrow()
+    expect(row.last_scan_protocol).to.equal('rsync')
+    expect(row.last_scan_files).to.equal(6)
+    expect(row.last_scan_matched).to.equal(3)
+    expect(row.last_scan_error).to.equal(null)
+    expect(row.last_scan_ok_at).to.be.instanceOf(Date)
+  })
+
+  it('honours the listing precision and accepts entries without mtime on size alone', async () => {
+    const m = await addMirror('m1')
+    const result = await reconcileListing(
+      database,
+      listing([
+        {path: 'a.iso', size: 100, mtime: T - (T % 60), mtimePrecision: 60}, // minute precision, truncated
+        {path: 'b.iso', size: 200, mtime: undefined},
+        {path: 'c.iso', size: 300, mtime: T - 120, mtimePrecision: 60}, // two minutes off: stale
+      ]),
+      {mirror: m, protocol: 'http'},
+    )
+    expect(result).to.deep.include({matched: 2, stale: 1})
+    const h = await holders()
+    expect(h['a.iso']).to.deep.equal([m.id])
+    expect(h['b.iso']).to.deep.equal([m.id])
+    expect(h['c.iso']).to.deep.equal([])
+  })
+
+  it('a rescan replaces the set: files gone from the mirror leave it, other mirrors are untouched', async () => {
+    const m1 = await addMirror('m1')
+    const m2 = await addMirror('m2')
+    await reconcileListing(database, listing([{path: 'a.iso', size: 100, mtime: T}, {path: 'b.iso', size: 200, mtime: T}]), {mirror: m2, protocol: 'rsync'})
+    await reconcileListing(database, listing([{path: 'a.iso', size: 100, mtime: T}, {path: 'b.iso', size: 200, mtime: T}, {path: 'c.iso', size: 1, mtime: T}]), {mirror: m1, protocol: 'rsync'})
+    expect(await staleRows(m1.id)).to.have.length(1)
+    const again = await reconcileListing(database, listing([{path: 'a.iso', size: 100, mtime: T}, {path: 'c.iso', size: 300, mtime: T}]), {mirror: m1, protocol: 'rsync'})
+    expect(again).to.deep.include({previous: 2, matched: 2, added: 1, removed: 1, stale: 0})
+    const h = await holders()
+    expect(h['a.iso']).to.deep.equal([m1.id, m2.id].sort())
+    expect(h['b.iso']).to.deep.equal([m2.id])
+    expect(h['c.iso']).to.deep.equal([m1.id])
+    expect(await staleRows(m1.id)).to.deep.equal([])
+  })
+
+  it('maps mirror paths through base_path', async () => {
+    const m = await addMirror('sub-only', {base_path: 'sub'})
+    const result = await reconcileListing(
+      database,
+      listing([{path: 'd.txt', size: 4, mtime: T}, {path: 'deep/f.txt', size: 6, mtime: T}, {path: 'a.iso', size: 100, mtime: T}]),
+      {mirror: m, protocol: 'rsync'},
+    )
+    expect(result).to.deep.include({matched: 2, missing: 1})
+    const h = await holders()
+    expect(h['sub/d.txt']).to.deep.equal([m.id])
+    expect(h['sub/deep/f.txt']).to.deep.equal([m.id])
+    expect(h['a.iso']).to.deep.equal([]) // mirror's a.iso would be origin sub/a.iso
+  })
+
+  it('applies global and per-mirror include/exclude globs on origin paths', async () => {
+    const m = await addMirror('m1', {exclude_patterns: ['**/*.txt']})
+    const all = [
+      {path: 'a.iso', size: 100, mtime: T},
+      {path: 'b.iso', size: 200, mtime: T},
+      {path: 'sub/d.txt', size: 4, mtime: T},
+      {path: 'other/g.txt', size: 7, mtime: T},
+    ]
+    const result = await reconcileListing(database, listing(all), {mirror: m, protocol: 'rsync', include: ['*.iso', 'sub/**'], exclude: ['b.*']})
+    expect(result).to.deep.include({files: 4, considered: 1, matched: 1})
+    const h = await holders()
+    expect(h['a.iso']).to.deep.equal([m.id])
+    expect(h['b.iso']).to.deep.equal([])
+    expect(h['sub/d.txt']).to.deep.equal([])
+    expect(h['other/g.txt']).to.deep.equal([])
+  })
+
+  it('refuses a scan that finds fewer than min_ratio of before, changing nothing', async () => {
+    const m = await addMirror('m1')
+    const full = [
+      {path: 'a.iso', size: 100, mtime: T},
+      {path: 'b.iso', size: 200, mtime: T},
+      {path: 'c.iso', size: 300, mtime: T},
+      {path: 'sub/d.txt', size: 4, mtime: T},
+    ]
+    await reconcileListing(database, listing(full), {mirror: m, protocol: 'rsync'})
+    const before = await holders()
+    let error: unknown
+    try {
+      await reconcileListing(database, listing([{path: 'a.iso', size: 100, mtime: T}]), {mirror: m, protocol: 'rsync', minRatio: 0.5})
+    } catch (e) {
+      error = e
+    }
+    expect(error).to.be.instanceOf(MbError)
+    expect((error as MbError).code).to.equal('SCAN_TOO_FEW')
+    expect((error as MbError).message).to.match(/matched only 1 file\(s\) where it matched 4 before/)
+    expect(await holders()).to.deep.equal(before)
+    // half is enough
+    const ok = await reconcileListing(database, listing(full.slice(0, 2)), {mirror: m, protocol: 'rsync', minRatio: 0.5})
+    expect(ok.matched).to.equal(2)
+  })
+
+  it('--dir rescans one subtree and keeps records outside it', async () => {
+    const m = await addMirror('m1')
+    await reconcileListing(
+      database,
+      listing([
+        {path: 'a.iso', size: 100, mtime: T},
+        {path: 'sub/d.txt', size: 4, mtime: T},
+        {path: 'sub/e.txt', size: 5, mtime: T},
+        {path: 'other/g.txt', size: 7, mtime: T},
+      ]),
+      {mirror: m, protocol: 'rsync'},
+    )
+    const result = await reconcileListing(database, listing([{path: 'sub/d.txt', size: 4, mtime: T}, {path: 'sub/deep/f.txt', size: 6, mtime: T}]), {mirror: m, protocol: 'rsync', subdir: 'sub', minRatio: 0})
+    expect(result).to.deep.include({subdir: 'sub', previous: 2, matched: 2, added: 1, removed: 1})
+    const h = await holders()
+    expect(h['a.iso']).to.deep.equal([m.id])
+    expect(h['other/g.txt']).to.deep.equal([m.id])
+    expect(h['sub/d.txt']).to.deep.equal([m.id])
+    expect(h['sub/e.txt']).to.deep.equal([])
+    expect(h['sub/deep/f.txt']).to.deep.equal([m.id])
+  })
+
+  it('plans listing subdirs against base_path', () => {
+    expect(planScope('', 'sub')).to.deep.equal({listSubdir: 'sub', scope: 'sub'})
+    expect(planScope('sub', 'sub/deep')).to.deep.equal({listSubdir: 'deep', scope: 'sub/deep'})
+    expect(planScope('sub/deep', 'sub')).to.deep.equal({listSubdir: '', scope: 'sub'})
+    expect(() => planScope('sub', 'other')).to.throw(/does not overlap/)
+    expect(() => planScope('', '../etc')).to.throw(/no '.' or '..'/)
+  })
+
+  it('a listing that fails halfway changes nothing; the failure is recorded', async () => {
+    const m = await addMirror('m1')
+    await reconcileListing(database, listing([{path: 'a.iso', size: 100, mtime: T}, {path: 'b.iso', size: 1, mtime: T}]), {mirror: m, protocol: 'rsync'})
+    const before = await holders()
+    const staleBefore = await staleRows(m.id)
+    let error: unknown
+    try {
+      await reconcileListing(database, listing([{path: 'c.iso', size: 300, mtime: T}, {path: 'sub/d.txt', size: 4, mtime: T}], 1), {mirror: m, protocol: 'rsync', minRatio: 0})
+    } catch (e) {
+      error = e
+    }
+    expect((error as Error).message).to.equal('connection reset by peer')
+    await recordScanFailure(database.db, m.id, 'rsync: connection reset by peer', 'rsync')
+    expect(await holders()).to.deep.equal(before)
+    expect(await staleRows(m.id)).to.deep.equal(staleBefore)
+    const row = await database.db.selectFrom('mirror').selectAll().where('id', '=', m.id).executeTakeFirstOrThrow()
+    expect(row.last_scan_error).to.equal('rsync: connection reset by peer')
+    expect(row.last_scan_matched).to.equal(1)
+  })
+
+  it('refuses a second scan of the same mirror while one runs', async () => {
+    const m = await addMirror('m1')
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    let started!: () => void
+    const running = new Promise<void>((resolve) => (started = resolve))
+    async function* slow(): AsyncGenerator<ListingEntry> {
+      yield {path: 'a.iso', type: 'file', size: 100, mtime: T, mtimePrecision: 1}
+      started()
+      await gate
+    }
+    const first = reconcileListing(database, slow(), {mirror: m, protocol: 'rsync'})
+    await running
+    let error: unknown
+    try {
+      await reconcileListing(database, listing([{path: 'a.iso', size: 100, mtime: T}]), {mirror: m, protocol: 'rsync'})
+    } catch (e) {
+      error = e
+    }
+    release()
+    expect((error as MbError).code).to.equal('SCAN_BUSY')
+    expect((error as MbError).message).to.match(/being scanned by another process/)
+    expect((await first).matched).to.equal(1)
+    // and the lock is released afterwards
+    expect((await reconcileListing(database, listing([{path: 'a.iso', size: 100, mtime: T}]), {mirror: m, protocol: 'rsync'})).matched).to.equal(1)
+  })
+
+  it('--enable enables a mirror whose scan matched files', async () => {
+    const m = await addMirror('m1', {enabled: false})
+    const result = await reconcileListing(database, listing([{path: 'a.iso', size: 100, mtime: T}]), {mirror: m, protocol: 'rsync', enable: true})
+    expect(result.enabled).to.equal(true)
+    const row = await database.db.selectFrom('mirror').select('enabled').where('id', '=', m.id).executeTakeFirstOrThrow()
+    expect(row.enabled).to.equal(true)
+  })
+})
