@@ -1,0 +1,243 @@
+import {execFileSync} from 'node:child_process'
+import {createHash, randomBytes} from 'node:crypto'
+import {mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
+import {expect} from 'chai'
+import {XMLParser} from 'fast-xml-parser'
+import {validateXML} from 'xmllint-wasm'
+import {ConfigSchema} from '../../src/lib/config/schema.js'
+import type {Database} from '../../src/lib/db/index.js'
+import {hashIndex} from '../../src/lib/origin/hash.js'
+import {indexOrigin} from '../../src/lib/origin/index.js'
+import {type RunningServer, startServe} from '../../src/lib/serve/run.js'
+import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+
+const SCHEMA = readFileSync(new URL('../fixtures/metalink/metalink4.rng', import.meta.url), 'utf8')
+const GEOIP = new URL('../fixtures/geoip/GeoLite2-City-Test.mmdb', import.meta.url).pathname
+
+/** Validates a Metalink 4 document against the RFC 5854 RELAX NG schema fixture. */
+export async function validateMeta4(xml: string): Promise<{valid: boolean; output: string}> {
+  const result = await validateXML({xml: {fileName: 'doc.meta4', contents: xml}, schema: {fileName: 'metalink4.rng', contents: SCHEMA}, extension: 'relaxng'})
+  return {valid: result.valid, output: result.rawOutput}
+}
+
+const parser = new XMLParser({ignoreAttributes: false, attributeNamePrefix: '@', isArray: (name) => ['url', 'hash'].includes(name), parseTagValue: false})
+const sum = (tool: string, dir: string, name: string) => execFileSync(tool, [name], {cwd: dir, encoding: 'utf8'})
+
+describe(`metalink routes of mb serve (${backend})`, () => {
+  let test: TestDatabase
+  let database: Database
+  let root: string
+  let running: RunningServer
+  let base: string
+  const big = randomBytes(700 * 1024)
+
+  before(async () => {
+    test = await createTestDatabase()
+    database = await test.open()
+    root = mkdtempSync(join(tmpdir(), 'mb-metalink-'))
+    mkdirSync(join(root, 'pub'))
+    mkdirSync(join(root, 'repodata'))
+    writeFileSync(join(root, 'pub', 'big.iso'), big)
+    writeFileSync(join(root, 'pub', 'other.iso'), randomBytes(50_000))
+    writeFileSync(join(root, 'pub', 'real.iso'), randomBytes(20_000))
+    writeFileSync(join(root, 'repodata', 'repomd.xml'), randomBytes(10_000))
+    await indexOrigin(database.db, root)
+    // A real hash file and a real .meta4 on disk (not indexed): they must win.
+    writeFileSync(join(root, 'pub', 'real.iso.sha256'), 'from disk\n')
+    writeFileSync(join(root, 'pub', 'real.iso.meta4'), '<from-disk/>\n')
+    await hashIndex(database, root, {jobs: 2})
+    const mirror = (identifier: string, country: string, continent: string, extra: Record<string, unknown> = {}) =>
+      database.db
+        .insertInto('mirror')
+        .values({identifier, http_url: `http://${identifier}/pub-mirror/`, rsync_url: `rsync://syncuser:rsyncpass@${identifier}/mod/`, ftp_url: `ftp://ftpuser:ftppass@${identifier}/`, country, continent, admin: 'Admin Person', admin_email: 'admin-secret@example.org', comment: 'SECRET-COMMENT', last_scan_ok_at: new Date(), ...extra} as any)
+        .returning('id')
+        .executeTakeFirstOrThrow()
+    const de = await mirror('de.mirror.test', 'DE', 'EU')
+    const fr = await mirror('fr.mirror.test', 'FR', 'EU')
+    const down = await mirror('down.mirror.test', 'DE', 'EU', {up: false})
+    const ids = [de.id, fr.id, down.id]
+    await database.db.updateTable('file').set({mirrors: ids}).execute()
+    const config = ConfigSchema.parse({root, geoip: [GEOIP], serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, log_level: 'silent'})
+    running = await startServe(config, database)
+    base = running.url
+  })
+  after(async () => {
+    await running?.close()
+    await database?.close()
+    await test?.drop()
+    if (root) rmSync(root, {recursive: true, force: true})
+  })
+
+  it('serves an RFC 5854 meta4 for PATH.meta4 with every field, valid against the schema', async () => {
+    const res = await fetch(`${base}/pub/big.iso.meta4?country=DE`)
+    expect(res.status).to.equal(200)
+    expect(res.headers.get('content-type')).to.equal('application/metalink4+xml')
+    expect(res.headers.get('content-disposition')).to.equal('attachment; filename="big.iso.meta4"')
+    expect(res.headers.get('vary')).to.equal('Accept')
+    const xml = await res.text()
+    const validation = await validateMeta4(xml)
+    expect(validation.valid, validation.output).to.equal(true)
+    const doc = parser.parse(xml).metalink
+    expect(doc['@xmlns']).to.equal('urn:ietf:params:xml:ns:metalink')
+    expect(doc.generator).to.match(/^mb\//)
+    expect(doc.origin['@dynamic']).to.equal('true')
+    expect(doc.origin['#text']).to.equal(`${base}/pub/big.iso.meta4`)
+    expect(doc.published).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/)
+    const file = doc.file
+    expect(file['@name']).to.equal('big.iso')
+    expect(file.size).to.equal(String(big.length))
+    const hashes = Object.fromEntries(file.hash.map((h: any) => [h['@type'], h['#text']]))
+    expect(hashes).to.deep.equal({
+      md5: createHash('md5').update(big).digest('hex'),
+      'sha-1': createHash('sha1').update(big).digest('hex'),
+      'sha-256': createHash('sha256').update(big).digest('hex'),
+    })
+    expect(file.pieces['@length']).to.equal('262144')
+    expect(file.pieces['@type']).to.equal('sha-256')
+    expect(file.pieces.hash).to.have.length(3)
+    expect(file.pieces.hash[2]).to.equal(createHash('sha256').update(big.subarray(2 * 262144)).digest('hex'))
+    const urls = file.url.map((u: any) => [u['@priority'], u['@location'], u['#text']])
+    expect(urls).to.deep.equal([
+      ['1', 'de', 'http://de.mirror.test/pub-mirror/pub/big.iso'],
+      ['2', 'fr', 'http://fr.mirror.test/pub-mirror/pub/big.iso'],
+      ['3', undefined, `${base}/pub/big.iso`],
+    ])
+  })
+
+  it('answers PATH?meta4 and Accept: application/metalink4+xml with the same document', async () => {
+    const q = await fetch(`${base}/pub/big.iso?meta4&country=DE`)
+    expect(q.status).to.equal(200)
+    expect(q.headers.get('content-type')).to.equal('application/metalink4+xml')
+    const a = await fetch(`${base}/pub/big.iso?country=DE`, {headers: {accept: 'application/metalink4+xml'}, redirect: 'manual'})
+    expect(a.status).to.equal(200)
+    const doc = parser.parse(await a.text()).metalink
+    expect(doc.file.url.map((u: any) => u['#text'])[0]).to.equal('http://de.mirror.test/pub-mirror/pub/big.iso')
+  })
+
+  it('serves Metalink 3.0 with preference from 100 down, origin last', async () => {
+    const res = await fetch(`${base}/pub/big.iso.metalink?country=DE`)
+    expect(res.status).to.equal(200)
+    expect(res.headers.get('content-type')).to.equal('application/metalink+xml')
+    const doc = parser.parse(await res.text()).metalink
+    expect(doc['@xmlns']).to.equal('http://www.metalinker.org/')
+    expect(doc['@version']).to.equal('3.0')
+    expect(doc['@type']).to.equal('dynamic')
+    const file = doc.files.file
+    expect(file.size).to.equal(String(big.length))
+    expect(file.verification.hash.find((h: any) => h['@type'] === 'sha256')['#text']).to.equal(createHash('sha256').update(big).digest('hex'))
+    expect(file.resources.url.map((u: any) => [u['@preference'], u['#text']])).to.deep.equal([
+      ['100', 'http://de.mirror.test/pub-mirror/pub/big.iso'],
+      ['99', 'http://fr.mirror.test/pub-mirror/pub/big.iso'],
+      ['98', `${base}/pub/big.iso`],
+    ])
+  })
+
+  it('serves hash files equal to sha256sum/sha1sum/md5sum output', async () => {
+    for (const [ext, tool] of [['sha256', 'sha256sum'], ['sha1', 'sha1sum'], ['md5', 'md5sum']]) {
+      const res = await fetch(`${base}/pub/big.iso.${ext}`)
+      expect(res.status).to.equal(200)
+      expect(res.headers.get('content-type')).to.equal('text/plain; charset=utf-8')
+      expect(await res.text()).to.equal(sum(tool, join(root, 'pub'), 'big.iso'))
+    }
+  })
+
+  it('redirects with Link rel=describedby and an RFC 3230 Digest while hashes are fresh', async () => {
+    const res = await fetch(`${base}/pub/big.iso?country=DE`, {redirect: 'manual'})
+    expect(res.status).to.equal(302)
+    expect(res.headers.get('location')).to.equal('http://de.mirror.test/pub-mirror/pub/big.iso')
+    const link = res.headers.get('link')!
+    expect(link).to.include(`<${base}/pub/big.iso.meta4>; rel=describedby; type="application/metalink4+xml"`)
+    expect(link).to.include('<http://de.mirror.test/pub-mirror/pub/big.iso>; rel=duplicate')
+    const b64 = (algo: string) => createHash(algo).update(big).digest('base64')
+    expect(res.headers.get('digest')).to.equal(`SHA-256=${b64('sha256')}, MD5=${b64('md5')}, SHA=${b64('sha1')}`)
+  })
+
+  it('never shadows a real file on disk named like a representation', async () => {
+    const sha = await fetch(`${base}/pub/real.iso.sha256`)
+    expect(sha.status).to.equal(200)
+    expect(await sha.text()).to.equal('from disk\n')
+    const meta4 = await fetch(`${base}/pub/real.iso.meta4`)
+    expect(meta4.status).to.equal(200)
+    expect(await meta4.text()).to.equal('<from-disk/>\n')
+  })
+
+  it('lists only the origin for origin-only files', async () => {
+    const res = await fetch(`${base}/repodata/repomd.xml.meta4?country=DE`)
+    expect(res.status).to.equal(200)
+    const xml = await res.text()
+    expect((await validateMeta4(xml)).valid).to.equal(true)
+    const doc = parser.parse(xml).metalink
+    expect(doc.file.url.map((u: any) => [u['@priority'], u['#text']])).to.deep.equal([['1', `${base}/repodata/repomd.xml`]])
+  })
+
+  it('renders the mirror list as HTML with file facts, realms and passed-over mirrors', async () => {
+    const res = await fetch(`${base}/pub/big.iso.mirrorlist?country=DE`)
+    expect(res.status).to.equal(200)
+    expect(res.headers.get('content-type')).to.equal('text/html; charset=utf-8')
+    const html = await res.text()
+    expect(html).to.include('<title>Mirrors of big.iso</title>')
+    expect(html).to.include(`(${big.length} bytes)`)
+    expect(html).to.include(createHash('sha256').update(big).digest('hex'))
+    expect(html).to.include(`href="${base}/pub/big.iso.meta4"`)
+    expect(html).to.include(`href="${base}/pub/big.iso.sha256"`)
+    expect(html).to.include('Mirrors in your country (1)')
+    expect(html).to.include('<td>de.mirror.test</td><td>DE</td><td>up</td>')
+    expect(html).to.include('fr.mirror.test')
+    expect(html).to.include('Mirrors passed over (1)')
+    expect(html).to.match(/<td>down\.mirror\.test<\/td><td>DE<\/td><td>down<\/td>.*<td>down: /)
+    for (const secret of ['admin-secret@example.org', 'SECRET-COMMENT', 'rsyncpass', 'ftppass', 'syncuser', 'Admin Person', 'rsync://', 'ftp://']) expect(html).not.to.include(secret)
+    const q = await fetch(`${base}/pub/big.iso?mirrorlist&country=DE`)
+    expect(q.headers.get('content-type')).to.equal('text/html; charset=utf-8')
+  })
+
+  it('gives the mirror list as JSON without credentials, e-mail or comments', async () => {
+    const res = await fetch(`${base}/pub/big.iso.mirrorlist?country=DE`, {headers: {accept: 'application/json'}})
+    expect(res.status).to.equal(200)
+    expect(res.headers.get('content-type')).to.equal('application/json; charset=utf-8')
+    const text = await res.text()
+    for (const secret of ['admin-secret@example.org', 'SECRET-COMMENT', 'rsyncpass', 'ftppass', 'syncuser', 'Admin Person', 'rsync://', 'ftp://', 'admin', 'comment']) expect(text).not.to.include(secret)
+    const list = JSON.parse(text)
+    expect(list.size).to.equal(big.length)
+    expect(list.hashes.sha256).to.equal(createHash('sha256').update(big).digest('hex'))
+    expect(list.realm).to.equal('country')
+    expect(list.realms.map((g: any) => [g.realm, g.mirrors.map((m: any) => m.identifier)])).to.deep.equal([
+      ['country', ['de.mirror.test']],
+      ['continent', ['fr.mirror.test']],
+    ])
+    expect(list.excluded.map((m: any) => [m.identifier, m.reason, m.state])).to.deep.equal([['down.mirror.test', 'down', 'down']])
+    expect(Object.keys(list.realms[0].mirrors[0]).sort()).to.deep.equal(['continent', 'country', 'identifier', 'rank', 'realm', 'score', 'state', 'url'])
+  })
+
+  it('gives a file rewritten after hashing no Digest and no hash file until reindexed', async () => {
+    const path = join(root, 'pub', 'other.iso')
+    const fresh = await fetch(`${base}/pub/other.iso.sha256`)
+    expect(fresh.status).to.equal(200)
+    const st = statSync(path)
+    writeFileSync(path, randomBytes(50_000))
+    utimesSync(path, st.atime, new Date(st.mtimeMs + 5000))
+    const stale = await fetch(`${base}/pub/other.iso.sha256`)
+    expect(stale.status).to.equal(404)
+    const redirect = await fetch(`${base}/pub/other.iso?country=DE`, {redirect: 'manual'})
+    expect(redirect.status).to.equal(302)
+    expect(redirect.headers.get('digest')).to.equal(null)
+    expect(redirect.headers.get('link')).to.include('rel=describedby')
+    const meta4 = parser.parse(await (await fetch(`${base}/pub/other.iso.meta4`)).text()).metalink
+    expect(meta4.file.hash).to.equal(undefined)
+    expect(meta4.file.pieces).to.equal(undefined)
+
+    // Reindex (the walk clears the hashes' validity) and rehash: fresh again once the snapshot has it.
+    await indexOrigin(database.db, root)
+    await hashIndex(database, root, {jobs: 1})
+    const expected = sum('sha256sum', join(root, 'pub'), 'other.iso')
+    let body = ''
+    for (let i = 0; i < 100 && body !== expected; i++) {
+      await sleep(100)
+      const res = await fetch(`${base}/pub/other.iso.sha256`)
+      body = await res.text()
+    }
+    expect(body).to.equal(expected)
+  })
+})
