@@ -7,7 +7,7 @@
  */
 import mime from 'mime-types'
 import {continentOf} from '../geo/countries.js'
-import {distanceKm} from '../geo/distance.js'
+import {EARTH_RADIUS_KM} from '../geo/distance.js'
 import {cidrContains, type IpAddress, parseIp} from '../net.js'
 import {clientNetworkKey, rendezvousKey} from './hash.js'
 import type {SelectOptions} from './options.js'
@@ -28,6 +28,49 @@ const WORLD = 4
 const FALLBACK = 5
 /** Pool names by index, most specific first. */
 export const REALMS: readonly Realm[] = ['prefix', 'as', 'country', 'continent', 'world', 'fallback']
+
+const OTHER = 6 // tentative pool: only other_countries ties the mirror to the client's country
+const RAD = Math.PI / 180
+
+// Scratch buffers indexed by position in the eligible list, reused across calls.
+let scratchRealm = new Int8Array(256)
+let scratchOrder = new Int32Array(256)
+let scratchDistance = new Float64Array(256)
+let scratchKey = new Float64Array(256)
+function growScratch(n: number): void {
+  const size = Math.max(n, scratchRealm.length * 2)
+  scratchRealm = new Int8Array(size)
+  scratchOrder = new Int32Array(size)
+  scratchDistance = new Float64Array(size)
+  scratchKey = new Float64Array(size)
+}
+
+// Per-mirror trigonometry (radians, cos latitude), cached by id for the current mirror object.
+const trigOwner: Array<SelectMirror | undefined> = []
+const trigLat = new Float64Array(65536)
+const trigLon = new Float64Array(65536)
+const trigCos = new Float64Array(65536)
+
+/** Haversine distance in km from the client (radians, cos latitude) to a mirror; NaN without coordinates. */
+function distanceTo(m: SelectMirror, lat: number, lon: number, cosLat: number): number {
+  if (m.latitude === null || m.longitude === null) return Number.NaN
+  const id = m.id & 0xffff
+  if (trigOwner[id] !== m) {
+    trigOwner[id] = m
+    trigLat[id] = m.latitude * RAD
+    trigLon[id] = m.longitude * RAD
+    trigCos[id] = Math.cos(trigLat[id])
+  }
+  const s1 = Math.sin((trigLat[id] - lat) / 2)
+  const s2 = Math.sin((trigLon[id] - lon) / 2)
+  const a = s1 * s1 + cosLat * trigCos[id] * s2 * s2
+  return 2 * EARTH_RADIUS_KM * Math.asin(Math.min(1, Math.sqrt(a)))
+}
+
+function inAny(list: readonly [IpAddress, number][], address: IpAddress): boolean {
+  for (let i = 0; i < list.length; i++) if (cidrContains(list[i], address)) return true
+  return false
+}
 
 // Per-call marks of the mirrors that hold the file, by mirror id (smallint), stamped with a
 // generation number so that nothing is cleared between calls. select() is synchronous.
@@ -173,7 +216,7 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
     } else if (v6 && m.ipv6 === false) {
       reason = 'no_ipv6'
       if (explain) detail = 'IPv6 client and probing found no IPv6 on the mirror'
-    } else if (m.clientPrefixes.length > 0 && !(address && m.clientPrefixes.some((c) => cidrContains(c, address)))) {
+    } else if (m.clientPrefixes.length > 0 && !(address && inAny(m.clientPrefixes, address))) {
       reason = 'client_not_allowed'
       if (explain) detail = `serves only clients in ${cidrList(m.clientPrefixes)}; client ${client.ip}`
     } else if (country !== undefined && m.excludeCountries.size > 0 && m.excludeCountries.has(country)) {
@@ -184,94 +227,107 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
     else if (explain) excluded.push({mirror: m, reason, detail})
   }
 
-  // 3. Pools. realms[i] is the pool of eligible[i], or -1 when excluded by its flags.
+  // 3. Pools. realm[i] is the pool of eligible[i], or -1 when its flags exclude it.
   const n = eligible.length
-  const realms = new Int8Array(n)
+  if (scratchRealm.length < n) growScratch(n)
+  const realmOf = scratchRealm
   let ownCountryUsable = false
-  const OTHER = 6 // tentative: only other_countries ties it to the client's country
   for (let i = 0; i < n; i++) {
     const m = eligible[i]
     let realm: number
     if (m.fallback) realm = FALLBACK
-    else if (address !== undefined && m.prefixes.length > 0 && m.prefixes.some((c) => cidrContains(c, address))) realm = PREFIX
+    else if (address !== undefined && m.prefixes.length > 0 && inAny(m.prefixes, address)) realm = PREFIX
     else if (asn !== undefined && m.asn !== null && m.asn === asn) realm = AS
     else if (m.country !== null && country !== undefined && (m.country === country || m.country === substitute)) realm = COUNTRY
     else if (country !== undefined && m.otherCountries.size > 0 && (m.otherCountries.has(country) || (substitute !== undefined && m.otherCountries.has(substitute)))) realm = OTHER
     else if (continent !== undefined && m.continent === continent) realm = CONTINENT
     else realm = WORLD
     if (realm === COUNTRY && maxRealm(m) >= COUNTRY) ownCountryUsable = true
-    realms[i] = realm
+    realmOf[i] = realm
   }
-  const pools: SelectMirror[][] = [[], [], [], [], [], []]
+  let present = 0 // bit p set when pool p has a member
   for (let i = 0; i < n; i++) {
     const m = eligible[i]
-    let realm = realms[i]
-    if (realm === OTHER) realm = ownCountryUsable ? (continent !== undefined && m.continent === continent ? CONTINENT : WORLD) : COUNTRY
+    let realm = realmOf[i]
+    const other = realm === OTHER
+    if (other) realm = ownCountryUsable ? (continent !== undefined && m.continent === continent ? CONTINENT : WORLD) : COUNTRY
     const limit = realm === FALLBACK ? FALLBACK : maxRealm(m)
     if (realm > limit) {
-      if (explain) excluded.push({mirror: m, reason: flagReason(limit), detail: flagDetail(m, limit, client, country, continent, realms[i] === OTHER)})
-      continue
+      if (explain) excluded.push({mirror: m, reason: flagReason(limit), detail: flagDetail(m, limit, client, country, continent, other)})
+      realm = -1
+    } else {
+      present |= 1 << realm
     }
-    pools[realm].push(m)
+    realmOf[i] = realm
   }
 
   // 4 and 5. Distance rule and weighted rendezvous order in each pool.
   const hasPosition = typeof client.latitude === 'number' && typeof client.longitude === 'number'
+  let clientLat = 0
+  let clientLon = 0
+  let clientCos = 0
+  if (hasPosition) {
+    clientLat = client.latitude! * RAD
+    clientLon = client.longitude! * RAD
+    clientCos = Math.cos(clientLat)
+  }
   const networkKey = address ? clientNetworkKey(address, options.clientPrefixV4, options.clientPrefixV6) : hashText(client.ip)
   const ranked: Candidate[] = []
+  const idx = scratchOrder
+  const dist = scratchDistance
+  const key = scratchKey
   let winner = -1
   let encodedWhole: string | undefined
   for (let p = 0; p <= FALLBACK; p++) {
-    const pool = pools[p]
-    if (pool.length === 0) continue
-    let distances: Float64Array | undefined
-    let members = pool
+    if ((present & (1 << p)) === 0) continue
+    let count = 0
+    for (let i = 0; i < n; i++) if (realmOf[i] === p) idx[count++] = i
     if (hasPosition) {
-      distances = new Float64Array(pool.length)
       let nearest = Infinity
-      for (let i = 0; i < pool.length; i++) {
-        const m = pool[i]
-        const d = m.latitude !== null && m.longitude !== null ? distanceKm(client.latitude!, client.longitude!, m.latitude, m.longitude) : Number.NaN
-        distances[i] = d
+      for (let k = 0; k < count; k++) {
+        const i = idx[k]
+        const d = distanceTo(eligible[i], clientLat, clientLon, clientCos)
+        dist[i] = d
         if (d < nearest) nearest = d
       }
-      if (nearest < Infinity && pool.length > 1) {
+      if (nearest < Infinity && count > 1) {
         const limit = Math.max(nearest * options.distanceFactor, options.distanceFloorKm)
-        const kept: SelectMirror[] = []
-        const keptDistances: number[] = []
-        for (let i = 0; i < pool.length; i++) {
-          const d = distances[i]
-          if (d > limit) {
-            if (explain) excluded.push({mirror: pool[i], reason: 'too_far', detail: `${Math.round(d)} km away, beyond ${options.distanceFactor} x the nearest ${REALMS[p]} mirror's ${Math.round(nearest)} km`})
+        let kept = 0
+        for (let k = 0; k < count; k++) {
+          const i = idx[k]
+          if (dist[i] > limit) {
+            if (explain) excluded.push({mirror: eligible[i], reason: 'too_far', detail: `${Math.round(dist[i])} km away, beyond ${options.distanceFactor} x the nearest ${REALMS[p]} mirror's ${Math.round(nearest)} km`})
           } else {
-            kept.push(pool[i])
-            keptDistances.push(d)
+            idx[kept++] = i
           }
         }
-        if (kept.length !== pool.length) {
-          members = kept
-          distances = Float64Array.from(keptDistances)
-        }
+        count = kept
       }
     }
-    const count = members.length
-    const keys = new Float64Array(count)
-    const order: number[] = new Array(count)
-    for (let i = 0; i < count; i++) {
-      keys[i] = rendezvousKey(networkKey, members[i].id, members[i].score)
-      order[i] = i
+    for (let k = 0; k < count; k++) {
+      const m = eligible[idx[k]]
+      key[idx[k]] = rendezvousKey(networkKey, m.id, m.score)
     }
-    if (count > 1) order.sort((a, b) => keys[a] - keys[b] || members[a].id - members[b].id)
+    // Insertion sort by key (pools are small; no comparator calls, no allocation).
+    for (let k = 1; k < count; k++) {
+      const i = idx[k]
+      const ki = key[i]
+      const id = eligible[i].id
+      let j = k - 1
+      while (j >= 0 && (key[idx[j]] > ki || (key[idx[j]] === ki && eligible[idx[j]].id > id))) {
+        idx[j + 1] = idx[j]
+        j--
+      }
+      idx[j + 1] = i
+    }
     if (winner < 0) winner = p
     const realm = REALMS[p]
     for (let k = 0; k < count; k++) {
-      const i = order[k]
-      const m = members[i]
-      let url: string
-      if (m.basePath) url = mirrorBase(m, https)! + encodePath(file.path.slice(m.basePath.length))
-      else url = mirrorBase(m, https)! + (encodedWhole ??= encodePath(file.path))
+      const i = idx[k]
+      const m = eligible[i]
+      const url = m.basePath ? mirrorBase(m, https)! + encodePath(file.path.slice(m.basePath.length)) : mirrorBase(m, https)! + (encodedWhole ??= encodePath(file.path))
       const candidate: Candidate = {mirror: m, realm, rank: ranked.length + 1, url}
-      if (distances !== undefined && !Number.isNaN(distances[i])) candidate.distanceKm = distances[i]
+      if (hasPosition && !Number.isNaN(dist[i])) candidate.distanceKm = dist[i]
       ranked.push(candidate)
     }
   }

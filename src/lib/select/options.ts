@@ -40,11 +40,13 @@ export interface SelectOptions {
 
 function firstMatch(patterns: readonly string[], options: picomatch.PicomatchOptions): (value: string) => string | undefined {
   if (patterns.length === 0) return () => undefined
-  const any = picomatch(patterns as string[], options)
-  const each = patterns.map((p) => [p, picomatch(p, options)] as const)
+  // Plain regular expressions (picomatch.makeRe) are several times faster than picomatch's
+  // matcher functions, which build a result object per test.
+  const each = patterns.map((p) => [p, picomatch.makeRe(p, options)] as const)
+  const any = new RegExp(each.map(([, re]) => `(?:${re.source})`).join('|'), each[0][1].flags)
   return (value) => {
-    if (!any(value)) return undefined
-    for (const [pattern, match] of each) if (match(value)) return pattern
+    if (!any.test(value)) return undefined
+    for (const [pattern, re] of each) if (re.test(value)) return pattern
     return undefined
   }
 }

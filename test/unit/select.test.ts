@@ -1,0 +1,512 @@
+import {expect} from 'chai'
+import type {MirrorRow} from '../../src/lib/db/schema.js'
+import {parseIp} from '../../src/lib/net.js'
+import {
+  type ClientInfo,
+  type SelectFile,
+  type SelectMirror,
+  type Selection,
+  clientNetworkKey,
+  compileMirror,
+  compileSelectOptions,
+  select,
+  uniform,
+} from '../../src/lib/select/index.js'
+
+const NOW = 1_800_000_000 // fixed clock, Unix seconds
+
+/** A mirror row with defaults, as the database returns it. */
+function row(id: number, overrides: Partial<MirrorRow> = {}): MirrorRow {
+  return {
+    id,
+    identifier: `m${id}`,
+    http_url: `http://m${id}.example.org/pub`,
+    https_url: `https://m${id}.example.org/pub/`,
+    rsync_url: null,
+    ftp_url: null,
+    country: null,
+    continent: null,
+    latitude: null,
+    longitude: null,
+    asn: null,
+    prefixes: [],
+    score: 100,
+    enabled: true,
+    country_only: false,
+    region_only: false,
+    as_only: false,
+    prefix_only: false,
+    fallback: false,
+    other_countries: [],
+    exclude_countries: [],
+    client_prefixes: [],
+    file_maxsize: null,
+    base_path: '',
+    include_patterns: [],
+    exclude_patterns: [],
+    admin: null,
+    admin_email: null,
+    comment: null,
+    up: true,
+    ipv6: null,
+    status: {},
+    status_reason: null,
+    status_changed_at: null,
+    needs_rescan: false,
+    last_scan_at: new Date((NOW - 600) * 1000),
+    last_scan_ok_at: new Date((NOW - 600) * 1000),
+    last_scan_error: null,
+    last_scan_protocol: 'rsync',
+    last_scan_files: 10,
+    last_scan_matched: 10,
+    last_scan_seconds: 1,
+    created_at: new Date(0),
+    updated_at: new Date(0),
+    txid: '1',
+    ...overrides,
+  } as MirrorRow
+}
+
+function mirrors(...rows: MirrorRow[]): Map<number, SelectMirror> {
+  return new Map(rows.map((r) => [Number(r.id), compileMirror(r)]))
+}
+
+const options = compileSelectOptions({})
+options.now = () => NOW
+
+function file(held: number[], overrides: Partial<SelectFile> = {}): SelectFile {
+  return {path: 'iso/distro-1.0.iso', size: 1_000_000, mtime: NOW - 86_400, mirrors: held, ...overrides}
+}
+
+const GB: ClientInfo = {ip: '81.2.69.142', https: false, country: 'GB', continent: 'EU'}
+const NZ: ClientInfo = {ip: '203.0.113.9', https: false, country: 'NZ', continent: 'OC'}
+const IE: ClientInfo = {ip: '198.51.100.20', https: false, country: 'IE', continent: 'EU'}
+
+function winner(s: Selection): string | undefined {
+  return s.ranked[0]?.mirror.identifier
+}
+function reasons(s: Selection): Record<string, string> {
+  return Object.fromEntries(s.excluded.map((e) => [e.mirror.identifier, e.reason]))
+}
+function detail(s: Selection, identifier: string): string | undefined {
+  return s.excluded.find((e) => e.mirror.identifier === identifier)?.detail
+}
+function order(s: Selection): Array<[string, string]> {
+  return s.ranked.map((c) => [c.mirror.identifier, c.realm])
+}
+
+describe('select(): pools', () => {
+  interface Case {
+    name: string
+    client: ClientInfo
+    rows: MirrorRow[]
+    held?: number[]
+    realm: string | null
+    mirror?: string
+    ranked?: Array<[string, string]>
+    excluded?: Record<string, string>
+    opts?: Parameters<typeof compileSelectOptions>[0]
+  }
+  const cases: Case[] = [
+    {
+      name: 'prefix: the client address lies in a mirror prefix',
+      client: {...GB, ip: '10.1.2.3'},
+      rows: [row(1, {country: 'DE', prefixes: ['10.1.0.0/16']}), row(2, {country: 'GB'})],
+      realm: 'prefix',
+      ranked: [['m1', 'prefix'], ['m2', 'country']],
+    },
+    {
+      name: 'as: same autonomous system beats same country',
+      client: {...GB, asn: 64500},
+      rows: [row(1, {country: 'US', asn: 64500}), row(2, {country: 'GB'})],
+      realm: 'as',
+      ranked: [['m1', 'as'], ['m2', 'country']],
+    },
+    {
+      name: 'country: same country beats same continent',
+      client: GB,
+      rows: [row(1, {country: 'SE'}), row(2, {country: 'GB'}), row(3, {country: 'US'})],
+      realm: 'country',
+      ranked: [['m2', 'country'], ['m1', 'continent'], ['m3', 'world']],
+    },
+    {
+      name: 'continent: no mirror in the country',
+      client: GB,
+      rows: [row(1, {country: 'US'}), row(2, {country: 'SE'})],
+      realm: 'continent',
+      ranked: [['m2', 'continent'], ['m1', 'world']],
+    },
+    {
+      name: 'world: nothing nearer',
+      client: GB,
+      rows: [row(1, {country: 'US'}), row(2, {country: 'JP'})],
+      realm: 'world',
+      mirror: undefined,
+    },
+    {
+      name: 'world: a client with unknown location',
+      client: {ip: '192.0.2.1', https: false},
+      rows: [row(1, {country: 'GB'})],
+      realm: 'world',
+      ranked: [['m1', 'world']],
+    },
+    {
+      name: 'other_countries: a GB mirror serving IE counts as IE when IE has no mirror',
+      client: IE,
+      rows: [row(1, {country: 'GB', other_countries: ['IE']}), row(2, {country: 'FR'})],
+      realm: 'country',
+      ranked: [['m1', 'country'], ['m2', 'continent']],
+    },
+    {
+      name: 'other_countries: ignored when the client country has its own eligible mirror',
+      client: IE,
+      rows: [row(1, {country: 'GB', other_countries: ['IE']}), row(2, {country: 'IE'})],
+      realm: 'country',
+      ranked: [['m2', 'country'], ['m1', 'continent']],
+    },
+    {
+      name: 'other_countries: an own-country mirror that is not eligible does not count',
+      client: IE,
+      rows: [row(1, {country: 'GB', other_countries: ['IE']}), row(2, {country: 'IE', enabled: false})],
+      realm: 'country',
+      ranked: [['m1', 'country']],
+      excluded: {m2: 'disabled'},
+    },
+    {
+      name: 'fallback: used only when no regular mirror is eligible',
+      client: GB,
+      rows: [row(1, {country: 'GB', fallback: true}), row(2, {country: 'US', up: false})],
+      realm: 'fallback',
+      ranked: [['m1', 'fallback']],
+      excluded: {m2: 'down'},
+    },
+    {
+      name: 'fallback: ranked after every regular pool otherwise',
+      client: GB,
+      rows: [row(1, {country: 'GB', fallback: true}), row(2, {country: 'US'})],
+      realm: 'world',
+      ranked: [['m2', 'world'], ['m1', 'fallback']],
+    },
+    {
+      name: 'no mirror: the origin serves',
+      client: GB,
+      rows: [row(1, {country: 'GB'})],
+      held: [],
+      realm: null,
+      excluded: {m1: 'not_held'},
+    },
+  ]
+  for (const c of cases) {
+    it(c.name, () => {
+      const ms = mirrors(...c.rows)
+      const s = select(c.client, file(c.held ?? [...ms.keys()]), ms, c.opts ? Object.assign(compileSelectOptions(c.opts), {now: () => NOW}) : options)
+      expect(s.realm).to.equal(c.realm)
+      if (c.ranked) expect(order(s)).to.deep.equal(c.ranked)
+      if (c.mirror) expect(winner(s)).to.equal(c.mirror)
+      expect(reasons(s)).to.deep.equal(c.excluded ?? {})
+      if (c.realm === null) expect(s.origin?.reason).to.equal('no_mirror')
+      else expect(s.origin).to.equal(undefined)
+      s.ranked.forEach((candidate, i) => expect(candidate.rank).to.equal(i + 1))
+    })
+  }
+})
+
+describe('select(): mirror flags narrow the pools', () => {
+  const cases: Array<{name: string; client: ClientInfo; flagged: Partial<MirrorRow>; realm: string; excluded?: string; detail?: string}> = [
+    {name: 'prefix_only, client inside', client: {...GB, ip: '10.9.8.7'}, flagged: {prefix_only: true, prefixes: ['10.9.0.0/16'], country: 'DE'}, realm: 'prefix'},
+    {name: 'prefix_only, client outside', client: GB, flagged: {prefix_only: true, prefixes: ['10.9.0.0/16'], country: 'GB'}, realm: 'continent', excluded: 'prefix_only', detail: 'prefix_only: client 81.2.69.142 is outside its prefixes 10.9.0.0/16'},
+    {name: 'as_only, same AS', client: {...GB, asn: 65001}, flagged: {as_only: true, asn: 65001, country: 'US'}, realm: 'as'},
+    {name: 'as_only, other AS (even in the same country)', client: {...GB, asn: 65002}, flagged: {as_only: true, asn: 65001, country: 'GB'}, realm: 'continent', excluded: 'as_only', detail: 'as_only: mirror in AS65001, client in AS65002'},
+    {name: 'as_only, in the prefix pool', client: {...GB, ip: '10.9.8.7'}, flagged: {as_only: true, asn: 65001, prefixes: ['10.9.0.0/16']}, realm: 'prefix'},
+    {name: 'country_only, same country', client: GB, flagged: {country_only: true, country: 'GB'}, realm: 'country'},
+    {name: 'country_only, other country', client: GB, flagged: {country_only: true, country: 'FR'}, realm: 'continent', excluded: 'country_only', detail: 'country_only: mirror in FR, client in GB'},
+    {name: 'region_only, same continent', client: GB, flagged: {region_only: true, country: 'FR'}, realm: 'continent'},
+    {name: 'region_only, other continent', client: {...GB, country: 'US', continent: 'NA'}, flagged: {region_only: true, country: 'FR'}, realm: 'world', excluded: 'region_only', detail: 'region_only: mirror in EU, client in NA'},
+  ]
+  for (const c of cases) {
+    it(c.name, () => {
+      // m1 is the flagged mirror; m2 is an ordinary mirror in SE (continent EU) so a pool always exists.
+      const ms = mirrors(row(1, c.flagged), row(2, {country: 'SE'}))
+      const s = select(c.client, file([1, 2]), ms, options)
+      expect(s.realm).to.equal(c.realm)
+      if (c.excluded) {
+        expect(reasons(s)).to.deep.equal({m1: c.excluded})
+        expect(detail(s, 'm1')).to.equal(c.detail)
+        expect(s.ranked.map((r) => r.mirror.identifier)).to.deep.equal(['m2'])
+      } else {
+        expect(reasons(s)).to.deep.equal({})
+        expect(s.ranked.find((r) => r.mirror.identifier === 'm1')?.realm).to.equal(c.realm)
+      }
+    })
+  }
+
+  it('country_only mirror reachable only through other_countries is excluded when the client country has a mirror', () => {
+    const ms = mirrors(row(1, {country: 'GB', country_only: true, other_countries: ['IE']}), row(2, {country: 'IE'}))
+    const s = select(IE, file([1, 2]), ms, options)
+    expect(s.realm).to.equal('country')
+    expect(order(s)).to.deep.equal([['m2', 'country']])
+    expect(s.excluded.map((e) => [e.mirror.identifier, e.reason, e.detail])).to.deep.equal([['m1', 'country_only', 'country_only: mirror in GB serves IE only when IE has no mirror of its own']])
+  })
+})
+
+describe('select(): country substitution', () => {
+  it('NZ clients pick from AU in the country pool by default', () => {
+    const ms = mirrors(row(1, {country: 'US'}), row(2, {country: 'AU'}), row(3, {country: 'FJ'}))
+    const s = select(NZ, file([1, 2, 3]), ms, options)
+    expect(s.realm).to.equal('country')
+    expect(order(s)).to.deep.equal([['m2', 'country'], ['m3', 'continent'], ['m1', 'world']])
+  })
+  it('without the substitution AU is only a continent mirror, tied with FJ', () => {
+    const ms = mirrors(row(1, {country: 'US'}), row(2, {country: 'AU'}), row(3, {country: 'FJ'}))
+    const s = select(NZ, file([1, 2, 3]), ms, Object.assign(compileSelectOptions({country_substitutions: {}}), {now: () => NOW}))
+    expect(s.realm).to.equal('continent')
+    expect(s.ranked.filter((c) => c.realm === 'continent').map((c) => c.mirror.identifier).sort()).to.deep.equal(['m2', 'm3'])
+  })
+  it('the client country own mirrors stay in the country pool beside the substitute', () => {
+    const ms = mirrors(row(1, {country: 'NZ'}), row(2, {country: 'AU'}))
+    const s = select(NZ, file([1, 2]), ms, options)
+    expect(s.realm).to.equal('country')
+    expect(s.ranked.map((c) => c.realm)).to.deep.equal(['country', 'country'])
+  })
+  it('a configured map applies to other countries (AT -> DE)', () => {
+    const ms = mirrors(row(1, {country: 'DE'}), row(2, {country: 'FR'}))
+    const s = select({ip: '192.0.2.5', https: false, country: 'AT', continent: 'EU'}, file([1, 2]), ms, Object.assign(compileSelectOptions({country_substitutions: {at: 'de'}}), {now: () => NOW}))
+    expect(order(s)).to.deep.equal([['m1', 'country'], ['m2', 'continent']])
+  })
+})
+
+describe('select(): restrictions and exclusions', () => {
+  const cases: Array<{name: string; client?: ClientInfo; mirror: Partial<MirrorRow>; file?: Partial<SelectFile>; held?: boolean; reason: string; detail: string; opts?: Parameters<typeof compileSelectOptions>[0]}> = [
+    {name: 'disabled', mirror: {enabled: false}, reason: 'disabled', detail: 'disabled by the operator (`mb mirror enable` turns it back on)'},
+    {name: 'down', mirror: {up: false}, reason: 'down', detail: 'down: the last probe failed'},
+    {name: 'zero score', mirror: {score: 0}, reason: 'zero_score', detail: 'score is 0 (takes no traffic)'},
+    {name: 'not held', mirror: {}, held: false, reason: 'not_held', detail: 'not held: its last scan did not list this file'},
+    {name: 'not held, never scanned', mirror: {last_scan_ok_at: null}, held: false, reason: 'not_held', detail: 'not held: no successful scan yet'},
+    {name: 'stale size', mirror: {}, held: false, file: {size: 65536, stale: new Map([[1, {size: 60000, mtime: null}]])}, reason: 'stale', detail: 'stale: 60000 bytes, origin 65536'},
+    {name: 'stale mtime', mirror: {}, held: false, file: {size: 65536, mtime: 1_700_000_000, stale: new Map([[1, {size: 65536, mtime: 1_600_000_000}]])}, reason: 'stale', detail: 'stale: mtime 2020-09-13T12:26:40Z, origin 2023-11-14T22:13:20Z'},
+    {name: 'file larger than file_maxsize', mirror: {file_maxsize: 999_999}, reason: 'too_large', detail: '1000000 bytes, above its file_maxsize 999999'},
+    {name: 'file_maxsize as a bigint string', mirror: {file_maxsize: '500000' as unknown as number}, reason: 'too_large', detail: '1000000 bytes, above its file_maxsize 500000'},
+    {name: 'scan older than max_scan_age_seconds', mirror: {last_scan_ok_at: new Date((NOW - 7200) * 1000)}, opts: {max_scan_age_seconds: 3600}, reason: 'scan_too_old', detail: 'last successful scan 7200 s ago, max_scan_age_seconds 3600'},
+    {name: 'needs a rescan', mirror: {needs_rescan: true}, reason: 'needs_rescan', detail: 'was down; needs a fresh scan before it is used again'},
+    {name: 'HTTPS client, mirror without https_url', client: {...GB, https: true}, mirror: {https_url: null}, reason: 'no_https', detail: 'HTTPS client and the mirror has no https_url'},
+    {name: 'mirror without any HTTP URL', mirror: {http_url: null, https_url: null, rsync_url: 'rsync://m1/pub/'}, reason: 'no_http', detail: 'the mirror has no http_url or https_url'},
+    {name: 'IPv6 client, mirror probed without IPv6', client: {...GB, ip: '2001:db8::1'}, mirror: {ipv6: false}, reason: 'no_ipv6', detail: 'IPv6 client and probing found no IPv6 on the mirror'},
+    {name: 'client outside client_prefixes', mirror: {client_prefixes: ['10.0.0.0/8', '2001:db8::/32']}, reason: 'client_not_allowed', detail: 'serves only clients in 10.0.0.0/8, 2001:db8::/32; client 81.2.69.142'},
+    {name: 'client country excluded', mirror: {exclude_countries: ['GB']}, reason: 'country_excluded', detail: 'excludes clients from GB'},
+    {name: 'outside the mirror subtree', mirror: {base_path: 'other'}, reason: 'not_in_subtree', detail: 'carries only other/'},
+  ]
+  for (const c of cases) {
+    it(c.name, () => {
+      const ms = mirrors(row(1, {country: 'GB', ...c.mirror}), row(2, {country: 'SE', https_url: 'https://m2.example.org/'}))
+      const opts = c.opts ? Object.assign(compileSelectOptions(c.opts), {now: () => NOW}) : options
+      const s = select(c.client ?? GB, file(c.held === false ? [2] : [1, 2], c.file), ms, opts)
+      expect(s.excluded.map((e) => [e.mirror.identifier, e.reason, e.detail])).to.deep.equal([['m1', c.reason, c.detail]])
+      expect(s.realm).to.equal('continent')
+      expect(order(s)).to.deep.equal([['m2', 'continent']])
+    })
+  }
+
+  it('an IPv6 client may use a mirror whose IPv6 is not probed yet (null)', () => {
+    const ms = mirrors(row(1, {country: 'GB', ipv6: null}), row(2, {country: 'GB', ipv6: true}))
+    const s = select({...GB, ip: '2001:db8::1'}, file([1, 2]), ms, options)
+    expect(s.ranked.map((c) => c.mirror.identifier).sort()).to.deep.equal(['m1', 'm2'])
+    expect(s.excluded).to.deep.equal([])
+  })
+  it('an IPv4 client may use a mirror without IPv6', () => {
+    const s = select(GB, file([1]), mirrors(row(1, {country: 'GB', ipv6: false})), options)
+    expect(order(s)).to.deep.equal([['m1', 'country']])
+  })
+  it('a client inside client_prefixes (IPv4-mapped IPv6 text) may use the mirror', () => {
+    const s = select({...GB, ip: '::ffff:10.1.2.3'}, file([1]), mirrors(row(1, {country: 'GB', client_prefixes: ['10.0.0.0/8']})), options)
+    expect(order(s)).to.deep.equal([['m1', 'country']])
+  })
+  it('explain=false returns the same ranking without exclusions', () => {
+    const ms = mirrors(row(1, {country: 'GB', enabled: false}), row(2, {country: 'SE'}), row(3, {country: 'US'}))
+    const full = select(GB, file([1, 2, 3]), ms, options)
+    const lean = select(GB, file([1, 2, 3]), ms, options, false)
+    expect(lean.excluded).to.deep.equal([])
+    expect(lean.realm).to.equal(full.realm)
+    expect(lean.ranked).to.deep.equal(full.ranked)
+    expect(reasons(full)).to.deep.equal({m1: 'disabled'})
+  })
+})
+
+describe('select(): files the origin serves itself', () => {
+  const ms = mirrors(row(1, {country: 'GB'}))
+  const cases: Array<{name: string; path?: string; size?: number; client?: Partial<ClientInfo>; opts?: Parameters<typeof compileSelectOptions>[0]; reason: string; detail: string}> = [
+    {name: 'small file', size: 4095, reason: 'small_file', detail: '4095 bytes, below min_size 4096'},
+    {name: 'repomd.xml', path: 'repo/x86_64/repodata/repomd.xml', reason: 'origin_only', detail: 'matches origin_only pattern repomd.xml'},
+    {name: 'Release', path: 'debian/dists/stable/Release', reason: 'origin_only', detail: 'matches origin_only pattern Release'},
+    {name: 'InRelease', path: 'debian/dists/stable/InRelease', reason: 'origin_only', detail: 'matches origin_only pattern InRelease'},
+    {name: 'Packages.xz', path: 'debian/dists/stable/main/binary-amd64/Packages.xz', reason: 'origin_only', detail: 'matches origin_only pattern Packages*'},
+    {name: '*.asc', path: 'iso/distro.iso.asc', reason: 'origin_only', detail: 'matches origin_only pattern *.asc'},
+    {name: '*.sig', path: 'iso/distro.iso.sig', reason: 'origin_only', detail: 'matches origin_only pattern *.sig'},
+    {name: '*.sha256', path: 'iso/distro.iso.sha256', reason: 'origin_only', detail: 'matches origin_only pattern *.sha256'},
+    {name: 'a full-path pattern', path: 'iso/latest/distro.iso', opts: {origin_only: ['iso/latest/**']}, reason: 'origin_only', detail: 'matches origin_only pattern iso/latest/**'},
+    {name: 'excluded user agent', client: {userAgent: 'Wget/1.21 SomeBot'}, opts: {exclude_user_agents: ['somebot']}, reason: 'excluded_agent', detail: 'User-Agent matches somebot'},
+    {name: 'excluded client CIDR', client: {ip: '192.0.2.77'}, opts: {exclude_clients: ['192.0.2.0/24']}, reason: 'excluded_client', detail: 'client 192.0.2.77 is in excluded 192.0.2.0/24'},
+    {name: 'excluded MIME type', path: 'docs/index.html', opts: {exclude_mime: ['text/*']}, reason: 'excluded_mime', detail: 'MIME type text/html matches text/*'},
+  ]
+  for (const c of cases) {
+    it(c.name, () => {
+      const opts = c.opts ? compileSelectOptions(c.opts) : options
+      const s = select({...GB, ...c.client}, file([1], {path: c.path ?? 'iso/distro.iso', size: c.size ?? 1_000_000}), ms, opts)
+      expect(s).to.deep.equal({realm: null, ranked: [], excluded: [], origin: {reason: c.reason, detail: c.detail}})
+    })
+  }
+  it('ordinary files and look-alikes still go to mirrors', () => {
+    for (const path of ['iso/distro.iso', 'iso/Releases/distro.iso', 'pool/main/p/pkg.deb', 'iso/sha256sums.txt', 'a/repomd.xml.gz.bak']) {
+      const s = select(GB, file([1], {path, size: 4096}), ms, options)
+      expect(s.realm, path).to.equal('country')
+    }
+  })
+  it('a file of exactly min_size goes to mirrors', () => {
+    expect(select(GB, file([1], {size: 4096}), ms, options).realm).to.equal('country')
+  })
+})
+
+describe('select(): weighted rendezvous hashing', () => {
+  function clientFor(i: number): ClientInfo {
+    const ip = `${11 + (i >>> 16)}.${(i >>> 8) & 255}.${i & 255}.7`
+    return {ip, address: parseIp(ip), https: false}
+  }
+
+  it('the hash is fixed across processes and versions (golden values)', () => {
+    const k4 = clientNetworkKey(parseIp('192.0.2.77')!, 24, 48)
+    const k6 = clientNetworkKey(parseIp('2001:db8:1234:5678::1')!, 24, 48)
+    expect(k4).to.equal(1548918039)
+    expect(k6).to.equal(3047501138)
+    expect(uniform(k4, 1)).to.equal(0.8201804803130419)
+    expect(uniform(k4, 2)).to.equal(0.5430731819054062)
+    expect(uniform(k6, 1)).to.equal(0.9827043948390284)
+  })
+
+  it('the client network is the /24 (IPv4) and /48 (IPv6), configurable', () => {
+    const key = (ip: string, v4 = 24, v6 = 48) => clientNetworkKey(parseIp(ip)!, v4, v6)
+    expect(key('192.0.2.1')).to.equal(key('192.0.2.254'))
+    expect(key('192.0.2.1')).to.not.equal(key('192.0.3.1'))
+    expect(key('192.0.2.1', 16)).to.equal(key('192.0.3.1', 16))
+    expect(key('2001:db8:1:ffff::1')).to.equal(key('2001:db8:1::2'))
+    expect(key('2001:db8:1::1')).to.not.equal(key('2001:db8:2::1'))
+    expect(key('2001:db8:1::1', 24, 32)).to.equal(key('2001:db8:2::1', 24, 32))
+  })
+
+  it('shares follow the scores: 200 vs 100 gives 2:1 within 2% over 100,000 clients', () => {
+    const ms = mirrors(row(1, {score: 200}), row(2, {score: 100}))
+    const wins = {m1: 0, m2: 0} as Record<string, number>
+    for (let i = 0; i < 100_000; i++) wins[winner(select(clientFor(i), file([1, 2]), ms, options, false))!]++
+    const ratio = wins.m1 / wins.m2
+    expect(ratio, `m1 ${wins.m1}, m2 ${wins.m2}`).to.be.within(2 * 0.98, 2 * 1.02)
+  })
+
+  it('shares follow the scores across several mirrors (50/100/150/200 within 2% each)', () => {
+    const scores = [50, 100, 150, 200]
+    const ms = mirrors(...scores.map((score, i) => row(i + 1, {score})))
+    const wins = new Map<number, number>()
+    const N = 100_000
+    for (let i = 0; i < N; i++) {
+      const id = select(clientFor(i), file([1, 2, 3, 4]), ms, options, false).ranked[0].mirror.id
+      wins.set(id, (wins.get(id) ?? 0) + 1)
+    }
+    scores.forEach((score, i) => expect(wins.get(i + 1)! / N, `score ${score}`).to.be.within((score / 500) * 0.98, (score / 500) * 1.02))
+  })
+
+  it('stickiness: the same client (and its /24) always gets the same mirror and order', () => {
+    const ms = mirrors(row(1), row(2), row(3), row(4), row(5))
+    const a = select({ip: '198.51.100.10', https: false}, file([1, 2, 3, 4, 5]), ms, options)
+    for (const ip of ['198.51.100.10', '198.51.100.200', '198.51.100.1']) {
+      const b = select({ip, https: false}, file([1, 2, 3, 4, 5]), ms, options)
+      expect(b.ranked.map((c) => c.mirror.id)).to.deep.equal(a.ranked.map((c) => c.mirror.id))
+    }
+  })
+
+  it('stickiness: removing a mirror moves only the clients it had', () => {
+    const rows = [1, 2, 3, 4, 5].map((id) => row(id, {score: id * 40}))
+    const all = mirrors(...rows)
+    const without3 = mirrors(...rows.filter((r) => r.id !== 3))
+    let moved = 0
+    let had3 = 0
+    for (let i = 0; i < 20_000; i++) {
+      const before = select(clientFor(i), file([1, 2, 3, 4, 5]), all, options, false).ranked.map((c) => c.mirror.id)
+      const after = select(clientFor(i), file([1, 2, 4, 5]), without3, options, false).ranked.map((c) => c.mirror.id)
+      if (before[0] === 3) {
+        had3++
+        expect(after[0]).to.equal(before[1]) // its clients go to their second choice
+      } else {
+        expect(after[0]).to.equal(before[0])
+      }
+      expect(after).to.deep.equal(before.filter((id) => id !== 3)) // the whole order is kept
+      if (after[0] !== before[0]) moved++
+    }
+    expect(moved).to.equal(had3)
+    expect(had3).to.be.greaterThan(0)
+  })
+
+  it('a mirror that stops holding the file moves only its clients', () => {
+    const ms = mirrors(row(1), row(2), row(3))
+    for (let i = 0; i < 2000; i++) {
+      const before = select(clientFor(i), file([1, 2, 3]), ms, options, false).ranked[0].mirror.id
+      const after = select(clientFor(i), file([1, 3]), ms, options, false).ranked[0].mirror.id
+      if (before !== 2) expect(after).to.equal(before)
+    }
+  })
+})
+
+describe('select(): distance rule', () => {
+  const london = {latitude: 51.5074, longitude: -0.1278}
+  const client: ClientInfo = {...GB, ...london}
+  it('drops pool members beyond the floor when the nearest is close; keeps mirrors without coordinates', () => {
+    const ms = mirrors(
+      row(1, {country: 'GB', latitude: 51.5, longitude: -0.12}), // London, ~1 km
+      row(2, {country: 'GB', latitude: 55.9533, longitude: -3.1883}), // Edinburgh, ~534 km
+      row(3, {country: 'GB'}), // unknown position
+    )
+    const s = select(client, file([1, 2, 3]), ms, options)
+    expect(s.realm).to.equal('country')
+    expect(s.ranked.map((c) => c.mirror.identifier).sort()).to.deep.equal(['m1', 'm3'])
+    expect(s.excluded.map((e) => [e.mirror.identifier, e.reason, e.detail])).to.deep.equal([['m2', 'too_far', "534 km away, beyond 1.5 x the nearest country mirror's 1 km"]])
+    expect(s.ranked.find((c) => c.mirror.id === 1)!.distanceKm).to.be.within(0.5, 1.5)
+    expect(s.ranked.find((c) => c.mirror.id === 3)!.distanceKm).to.equal(undefined)
+  })
+  it('keeps mirrors within distance_factor x the nearest and drops the rest', () => {
+    // Client in London; continent pool: Paris ~344 km, Amsterdam ~358 km, Frankfurt ~637 km, Madrid ~1264 km.
+    const ms = mirrors(
+      row(1, {country: 'FR', latitude: 48.8566, longitude: 2.3522}),
+      row(2, {country: 'NL', latitude: 52.3676, longitude: 4.9041}),
+      row(3, {country: 'DE', latitude: 50.1109, longitude: 8.6821}),
+      row(4, {country: 'ES', latitude: 40.4168, longitude: -3.7038}),
+    )
+    const s = select(client, file([1, 2, 3, 4]), ms, options)
+    expect(s.realm).to.equal('continent')
+    expect(s.ranked.map((c) => c.mirror.identifier).sort()).to.deep.equal(['m1', 'm2'])
+    expect(reasons(s)).to.deep.equal({m3: 'too_far', m4: 'too_far'})
+    const wide = select(client, file([1, 2, 3, 4]), ms, Object.assign(compileSelectOptions({distance_factor: 2}), {now: () => NOW}))
+    expect(wide.ranked.map((c) => c.mirror.identifier).sort()).to.deep.equal(['m1', 'm2', 'm3'])
+    expect(reasons(wide)).to.deep.equal({m4: 'too_far'})
+  })
+  it('does not apply without client coordinates', () => {
+    const ms = mirrors(row(1, {country: 'FR', latitude: 48.8566, longitude: 2.3522}), row(2, {country: 'ES', latitude: 40.4168, longitude: -3.7038}))
+    const s = select(GB, file([1, 2]), ms, options)
+    expect(s.ranked).to.have.length(2)
+    expect(s.excluded).to.deep.equal([])
+  })
+})
+
+describe('select(): URLs', () => {
+  it('keeps the client scheme where the mirror offers it, and encodes the path', () => {
+    const ms = mirrors(row(1, {country: 'GB', http_url: 'http://a.example/pub', https_url: 'https://a.example/pub'}), row(2, {country: 'GB', http_url: null, https_url: 'https://b.example/m/'}))
+    const path = 'dir with space/a#b?c%d+e:f/ünï.iso'
+    const http = select(GB, file([1, 2], {path}), ms, options)
+    expect(Object.fromEntries(http.ranked.map((c) => [c.mirror.identifier, c.url]))).to.deep.equal({
+      m1: 'http://a.example/pub/dir%20with%20space/a%23b%3Fc%25d%2Be%3Af/%C3%BCn%C3%AF.iso',
+      m2: 'https://b.example/m/dir%20with%20space/a%23b%3Fc%25d%2Be%3Af/%C3%BCn%C3%AF.iso',
+    })
+    const https = select({...GB, https: true}, file([1, 2], {path}), ms, options)
+    expect(https.ranked.map((c) => c.url).every((u) => u.startsWith('https://'))).to.equal(true)
+  })
+  it('a subtree mirror gets the path below its base_path', () => {
+    const ms = mirrors(row(1, {country: 'GB', http_url: 'http://a.example/distro/', base_path: 'distribution'}))
+    const s = select(GB, file([1], {path: 'distribution/leap/15.6/iso/x y.iso'}), ms, options)
+    expect(s.ranked[0].url).to.equal('http://a.example/distro/leap/15.6/iso/x%20y.iso')
+  })
+})
