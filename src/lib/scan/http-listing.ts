@@ -89,10 +89,11 @@ const UNIT_POWER: Record<string, number> = {k: 1, m: 2, g: 3, t: 4, p: 5, e: 6}
  * - `-` (directories) or no figure: undefined.
  */
 export function parseIndexSize(text: string): IndexSize | undefined {
-  const re = /(?:^|[\s(])(\d+(?:[.,]\d+)?)\s?((?:[kKMGTPE](?:i?B)?)|B|bytes?)?(?=[\s)]|$)/g
+  const re = /(?:^|[\s(])(\d{1,3}(?:,\d{3})+|\d+(?:[.,]\d+)?)\s?((?:[kKMGTPE](?:i?B)?)|B|bytes?)?(?=[\s)]|$)/g
   let m: RegExpExecArray | null
   while ((m = re.exec(text)) !== null) {
-    const number = m[1].replace(',', '.')
+    // "1,204" is a thousands separator; "1,2" (with a unit) a decimal comma.
+    const number = /^\d{1,3}(,\d{3})+$/.test(m[1]) ? m[1].replace(/,/g, '') : m[1].replace(',', '.')
     const unit = m[2]
     const value = Number(number)
     if (!Number.isFinite(value)) continue
