@@ -9,7 +9,7 @@
  * skipped with a warning. Sockets, FIFOs and devices are ignored.
  */
 import {opendir, realpath, stat} from 'node:fs/promises'
-import {join, relative, sep} from 'node:path'
+import {dirname, join, relative, sep} from 'node:path'
 import {MbError} from '../errors.js'
 
 /** One regular file of the origin tree. */
@@ -66,7 +66,9 @@ export async function* walkOrigin(root: string, options: WalkOptions = {}): Asyn
   }
 
   // Depth-first stack of [relative path, real path, real paths of the ancestors].
-  const stack: Array<{rel: string; real: string; ancestors: Set<string>}> = [{rel: start, real: startReal, ancestors: new Set([startReal])}]
+  const startAncestors = new Set([startReal])
+  for (let p = startReal; p !== rootReal && isInside(rootReal, p); p = dirname(p)) startAncestors.add(dirname(p))
+  const stack: Array<{rel: string; real: string; ancestors: Set<string>}> = [{rel: start, real: startReal, ancestors: startAncestors}]
   while (stack.length > 0) {
     const dir = stack.pop()!
     let handle

@@ -1,0 +1,123 @@
+import {mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {expect} from 'chai'
+import {sql} from 'kysely'
+import type {Database} from '../../src/lib/db/index.js'
+import {indexOrigin, walkOrigin} from '../../src/lib/origin/index.js'
+import {createTestDatabase, type TestDatabase} from '../helpers/db.js'
+
+const T = 1_700_000_000
+
+function write(root: string, rel: string, content: string, mtime = T): void {
+  const full = join(root, rel)
+  mkdirSync(join(full, '..'), {recursive: true})
+  writeFileSync(full, content)
+  utimesSync(full, mtime, mtime)
+}
+
+describe('origin index (mb index library)', function () {
+  let tdb: TestDatabase
+  let database: Database
+  let root: string
+  let outside: string
+
+  beforeEach(async () => {
+    tdb = await createTestDatabase()
+    database = await tdb.open()
+    root = mkdtempSync(join(tmpdir(), 'mb-index-root-'))
+    outside = mkdtempSync(join(tmpdir(), 'mb-index-outside-'))
+    write(root, 'a.iso', 'aaaa')
+    write(root, 'dir one/b #+%:ü.txt', 'bb')
+    write(root, 'dir one/deep/c.txt', 'c', T + 60)
+    mkdirSync(join(root, 'empty'))
+    write(outside, 'secret.txt', 'secret')
+    symlinkSync('a.iso', join(root, 'latest.iso'))
+    symlinkSync('dir one', join(root, 'linked-dir'))
+    symlinkSync(join(outside, 'secret.txt'), join(root, 'escape.txt'))
+    symlinkSync(outside, join(root, 'escape-dir'))
+    symlinkSync('..', join(root, 'dir one', 'loop'))
+    symlinkSync('missing-target', join(root, 'dangling'))
+  })
+  afterEach(async () => {
+    await database.close()
+    await tdb.drop()
+    rmSync(root, {recursive: true, force: true})
+    rmSync(outside, {recursive: true, force: true})
+  })
+
+  async function rows() {
+    return (await sql<{path: string; size: number; mtime: number}>`SELECT path, size, mtime FROM file ORDER BY path`.execute(database.db)).rows
+  }
+
+  it('walks regular files, follows symlinks inside the root, and skips those escaping it', async () => {
+    const warnings: string[] = []
+    const files = []
+    for await (const f of walkOrigin(root, {onWarning: (w) => warnings.push(w)})) files.push(f)
+    expect(files.map((f) => f.path).sort()).to.deep.equal(['a.iso', 'dir one/b #+%:ü.txt', 'dir one/deep/c.txt', 'latest.iso', 'linked-dir/b #+%:ü.txt', 'linked-dir/deep/c.txt'])
+    expect(files.find((f) => f.path === 'latest.iso')).to.deep.equal({path: 'latest.iso', size: 4, mtime: T})
+    expect(warnings.join('\n')).to.match(/skipped symlink escape\.txt: it points outside the root/)
+    expect(warnings.join('\n')).to.match(/skipped symlink escape-dir: it points outside the root/)
+    expect(warnings.join('\n')).to.match(/skipped symlink dangling: its target does not exist/)
+    expect(warnings.join('\n')).to.match(/skipped symlink dir one\/loop: it loops back/)
+  })
+
+  it('indexes the tree and re-runs incrementally: added, changed, removed, unchanged', async () => {
+    const first = await indexOrigin(database.db, root)
+    expect(first).to.deep.include({files: 6, added: 6, changed: 0, removed: 0, unchanged: 0})
+    expect(first.warnings).to.have.length(5) // the loop is seen under 'dir one' and 'linked-dir'
+    expect((await rows()).find((r) => r.path === 'dir one/deep/c.txt')).to.deep.equal({path: 'dir one/deep/c.txt', size: 1, mtime: T + 60})
+
+    const again = await indexOrigin(database.db, root)
+    expect(again).to.deep.include({files: 6, added: 0, changed: 0, removed: 0, unchanged: 6})
+
+    write(root, 'new.txt', 'new')
+    write(root, 'a.iso', 'aaaaaaaa', T + 10) // latest.iso follows it
+    unlinkSync(join(root, 'dir one', 'deep', 'c.txt'))
+    const third = await indexOrigin(database.db, root)
+    expect(third).to.deep.include({files: 5, added: 1, changed: 2, removed: 2, unchanged: 2})
+    const byPath = Object.fromEntries((await rows()).map((r) => [r.path, r]))
+    expect(Object.keys(byPath).sort()).to.deep.equal(['a.iso', 'dir one/b #+%:ü.txt', 'latest.iso', 'linked-dir/b #+%:ü.txt', 'new.txt'])
+    expect(byPath['a.iso']).to.deep.equal({path: 'a.iso', size: 8, mtime: T + 10})
+    const tombstones = (await sql<{path: string}>`SELECT path FROM file_tombstone ORDER BY path`.execute(database.db)).rows.map((r) => r.path)
+    expect(tombstones).to.deep.equal(['dir one/deep/c.txt', 'linked-dir/deep/c.txt'])
+  })
+
+  it('a changed file loses its mirror set and stale records; unchanged files keep theirs', async () => {
+    await indexOrigin(database.db, root)
+    const mirror = await database.db.insertInto('mirror').values({identifier: 'm1', http_url: 'http://m1/'}).returning('id').executeTakeFirstOrThrow()
+    await sql`UPDATE file SET mirrors = ARRAY[${mirror.id}]::smallint[]`.execute(database.db)
+    await sql`INSERT INTO mirror_file_stale (mirror_id, file_id, size, mtime) SELECT ${mirror.id}, id, 1, 1 FROM file WHERE path IN ('a.iso', 'new.txt', 'dir one/b #+%:ü.txt')`.execute(database.db)
+    write(root, 'a.iso', 'changed!', T)
+    const result = await indexOrigin(database.db, root)
+    expect(result).to.deep.include({changed: 2, unchanged: 4})
+    const sets = Object.fromEntries((await sql<{path: string; mirrors: number[]}>`SELECT path, mirrors FROM file`.execute(database.db)).rows.map((r) => [r.path, r.mirrors]))
+    expect(sets['a.iso']).to.deep.equal([])
+    expect(sets['latest.iso']).to.deep.equal([])
+    expect(sets['dir one/b #+%:ü.txt']).to.deep.equal([mirror.id])
+    const stale = (await sql<{path: string}>`SELECT f.path FROM mirror_file_stale s JOIN file f ON f.id = s.file_id`.execute(database.db)).rows.map((r) => r.path)
+    expect(stale).to.deep.equal(['dir one/b #+%:ü.txt'])
+  })
+
+  it('--dir indexes one subtree and leaves the rest alone', async () => {
+    await indexOrigin(database.db, root)
+    unlinkSync(join(root, 'a.iso'))
+    write(root, 'dir one/added.txt', 'x')
+    const result = await indexOrigin(database.db, root, {subdir: 'dir one'})
+    expect(result).to.deep.include({files: 3, added: 1, removed: 0})
+    expect((await rows()).map((r) => r.path)).to.include('a.iso')
+  })
+
+  it('a missing root is an error and changes nothing', async () => {
+    await indexOrigin(database.db, root)
+    const before = await rows()
+    let message = ''
+    try {
+      await indexOrigin(database.db, join(root, 'nope'))
+    } catch (error) {
+      message = (error as Error).message
+    }
+    expect(message).to.match(/is not a readable directory .*Pass --root DIR or set MB_ROOT/)
+    expect(await rows()).to.deep.equal(before)
+  })
+})
