@@ -1,0 +1,171 @@
+/**
+ * The HTTP lister against real nginx (HTML and JSON autoindex) and lighttpd (mod_dirlisting) on
+ * loopback, on the shared mirror tree, plus fault cases: connection refused, a server that
+ * never answers, a base that redirects to ftp://, a base that does not exist.
+ */
+import {expect} from 'chai'
+import {MbError} from '../../src/lib/errors.js'
+import {createHttpLister, type HttpListerOptions} from '../../src/lib/scan/http.js'
+import type {ListOptions, ListingEntry} from '../../src/lib/scan/types.js'
+import {requireBinary} from '../helpers/cli.js'
+import {createMirrorTree, expectedFileSet, MIRROR_TREE_MTIME, type MirrorTree} from '../helpers/mirror-tree.js'
+import {refusedPort, startLighttpd, startNginx, startSilentServer, type RunningServer} from '../helpers/servers.js'
+
+async function collect(url: string, options: HttpListerOptions = {}, listOptions: ListOptions = {}): Promise<{entries: ListingEntry[]; warnings: string[]}> {
+  const warnings: string[] = []
+  const lister = createHttpLister({...options, onWarning: (m) => warnings.push(m)})
+  const entries: ListingEntry[] = []
+  for await (const e of lister.list(url, listOptions)) entries.push(e)
+  return {entries, warnings}
+}
+
+async function failure(promise: Promise<unknown>): Promise<MbError> {
+  try {
+    await promise
+  } catch (error) {
+    expect(error).to.be.instanceOf(MbError)
+    return error as MbError
+  }
+  throw new Error('expected the listing to fail')
+}
+
+/** Asserts the listing holds exactly the expected files, each size exact or its range holding the true size. */
+function expectSameFiles(entries: ListingEntry[], expected: Map<string, number>, exact: boolean): void {
+  const got = new Map(entries.filter((e) => e.type === 'file').map((e) => [e.path, e]))
+  expect([...got.keys()].filter((p) => !expected.has(p)), 'extra paths').to.deep.equal([])
+  expect([...expected.keys()].filter((p) => !got.has(p)), 'missing paths').to.deep.equal([])
+  for (const [path, size] of expected) {
+    const e = got.get(path)!
+    if (exact) {
+      expect(e.size, path).to.equal(size)
+      expect(e.sizeApproximate, path).to.equal(undefined)
+    } else {
+      expect(e.sizeApproximate, path).to.equal(true)
+      expect(e.sizeMin! <= size && size <= e.sizeMax!, `${path}: ${size} in [${e.sizeMin}, ${e.sizeMax}]`).to.equal(true)
+    }
+  }
+  expect(entries.some((e) => e.path.split('/').includes('.~tmp~'))).to.equal(false)
+  const dirs = new Set(entries.filter((e) => e.type === 'dir').map((e) => e.path))
+  for (const d of ['empty-dir', 'linked-dir', 'linked-dir/nested', 'a:b dir', 'dir with space/sub#dir', 'ünï', 'bulk/099']) expect(dirs.has(d), d).to.equal(true)
+}
+
+describe('e2e: HTTP lister against nginx and lighttpd', function () {
+  let tree: MirrorTree
+  let expected: Map<string, number>
+  let html: RunningServer
+  let json: RunningServer
+  let lighttpd: RunningServer
+
+  before(async function () {
+    requireBinary(this, 'nginx', 'nginx-light')
+    requireBinary(this, 'lighttpd', 'lighttpd')
+    tree = await createMirrorTree()
+    expected = await expectedFileSet(tree.root)
+    html = await startNginx({
+      root: tree.root,
+      autoindex: 'html',
+      serverConfig: `
+        location = /to-ftp/ { return 301 ftp://127.0.0.1/pub/; }
+        location = /to-other-port/ { return 302 http://127.0.0.1:9/; }
+        location = /moved/ { return 301 /real%20dir/; }
+        location = /file-base/ { default_type text/plain; return 200 "not an index"; }`,
+    })
+    json = await startNginx({root: tree.root, autoindex: 'json'})
+    lighttpd = await startLighttpd({root: tree.root})
+  })
+
+  after(async () => {
+    await html?.stop()
+    await json?.stop()
+    await lighttpd?.stop()
+    await tree?.cleanup()
+  })
+
+  it('nginx HTML autoindex: the same file set with exact sizes, UTC minutes', async () => {
+    const {entries, warnings} = await collect(html.url)
+    expect(expected.size).to.be.greaterThan(10_000)
+    expectSameFiles(entries, expected, true)
+    expect(warnings).to.deep.equal([])
+    const readme = entries.find((e) => e.path === 'README.txt')!
+    expect(readme).to.deep.equal({path: 'README.txt', type: 'file', size: 42, mtime: MIRROR_TREE_MTIME - 5, mtimePrecision: 60})
+  })
+
+  it('nginx JSON autoindex: the same file set with exact sizes, UTC seconds', async () => {
+    const {entries} = await collect(json.url)
+    expectSameFiles(entries, expected, true)
+    expect(entries.find((e) => e.path === 'ütf8-ñame-日本.txt')).to.deep.equal({path: 'ütf8-ñame-日本.txt', type: 'file', size: 17, mtime: MIRROR_TREE_MTIME, mtimePrecision: 1})
+  })
+
+  it('lighttpd mod_dirlisting: the same file set, rounded sizes as ranges holding the true size', async () => {
+    const {entries} = await collect(lighttpd.url)
+    expectSameFiles(entries, expected, false)
+    expect(entries.find((e) => e.path === 'linked-dir/big.iso')).to.deep.include({mtime: MIRROR_TREE_MTIME, mtimePrecision: 1})
+  })
+
+  it('lighttpd with exactSizes: head resolves rounded sizes exactly', async () => {
+    const {entries} = await collect(lighttpd.url, {exactSizes: 'head'}, {subdir: 'sizes'})
+    expect(entries.map((e) => `${e.path} ${e.size} ${e.sizeApproximate ?? 'exact'}`).sort()).to.deep.equal([
+      'sizes/1023.bin 1023 exact', 'sizes/1024.bin 1024 exact', 'sizes/1048576.bin 1048576 exact', 'sizes/5000.bin 5000 exact',
+      'sizes/972.bin 972 exact', 'sizes/99.bin 99 exact', 'sizes/one.bin 1 exact', 'sizes/zero.bin 0 exact',
+    ])
+  })
+
+  it('lists one subtree with `subdir`, paths still relative to the base', async () => {
+    for (const server of [html, json, lighttpd]) {
+      const {entries} = await collect(server.url, {}, {subdir: 'dir with space'})
+      expect(entries.map((e) => `${e.type} ${e.path}`).sort(), server.url).to.deep.equal([
+        'dir dir with space/sub#dir',
+        'file dir with space/inner file.txt',
+        'file dir with space/sub#dir/deep+file.txt',
+      ])
+    }
+  })
+
+  it('follows a redirect of the base within the same origin', async () => {
+    const {entries} = await collect(html.url + 'moved/')
+    expect(entries.map((e) => `${e.type} ${e.path} ${e.size}`).sort()).to.deep.equal([
+      'dir nested 0', 'file big.iso 100000', 'file nested/leaf.txt 23', 'file target file.bin 1536',
+    ])
+  })
+
+  it('refuses a base URL that redirects to ftp:// or another port, with a clear reason', async () => {
+    const error = await failure(collect(html.url + 'to-ftp/'))
+    expect(error.message).to.match(/^HTTP base URL http:\/\/127\.0\.0\.1:\d+\/to-ftp\/ redirects to ftp:\/\/127\.0\.0\.1\/pub\/; refusing to scan/)
+    expect(error.code).to.equal('SCAN_REDIRECT')
+    const other = await failure(collect(html.url + 'to-other-port/'))
+    expect(other.message).to.match(/redirects to http:\/\/127\.0\.0\.1:9\/; refusing to scan/)
+  })
+
+  it('fails with a clear reason when the base does not exist or is not an index', async () => {
+    const missing = await failure(collect(html.url + 'no/such/dir/'))
+    expect(missing.message).to.match(/^HTTP base URL http:\/\/127\.0\.0\.1:\d+\/no\/such\/dir\/ answered 404; check the mirror's HTTP URL/)
+    expect(missing.code).to.equal('SCAN_BASE_MISSING')
+    const file = await failure(collect(html.url + 'file-base/'))
+    expect(file.message).to.match(/is not a directory index \(Content-Type text\/plain\)/)
+  })
+
+  it('fails with a clear reason when the connection is refused, without showing credentials', async () => {
+    const port = await refusedPort()
+    const error = await failure(collect(`http://user:hunter2@127.0.0.1:${port}/pub/`))
+    expect(error.message).to.equal(`HTTP connection to 127.0.0.1:${port} refused (ECONNREFUSED); is a web server running there?`)
+    expect(error.code).to.equal('SCAN_CONNECT')
+  })
+
+  it('fails with a clear reason when the server accepts and never answers', async () => {
+    const silent = await startSilentServer()
+    try {
+      const error = await failure(collect(silent.url('http'), {}, {connectTimeoutSeconds: 1, ioTimeoutSeconds: 1}))
+      expect(error.message).to.equal(`HTTP server 127.0.0.1:${silent.port} did not answer http://127.0.0.1:${silent.port}/ within 1 s (idle timeout)`)
+      expect(error.code).to.equal('SCAN_TIMEOUT')
+    } finally {
+      await silent.stop()
+    }
+  })
+
+  it('stops cleanly when the consumer stops early', async () => {
+    const lister = createHttpLister({concurrency: 4})
+    let seen = 0
+    for await (const _ of lister.list(json.url, {})) if (++seen === 100) break
+    expect(seen).to.equal(100)
+  })
+})
