@@ -1,0 +1,86 @@
+/**
+ * Starts `mb serve` (the compiled CLI) as a child process on a free loopback port and waits
+ * for its "listening" log line; raw HTTP requests with exact targets and headers.
+ */
+import {type ChildProcess, spawn} from 'node:child_process'
+import http from 'node:http'
+import {BIN} from './cli.js'
+
+export interface ServeProcess {
+  child: ChildProcess
+  url: string
+  port: number
+  /** Everything the process wrote so far. */
+  output(): string
+  stop(): Promise<void>
+}
+
+/** Spawns `mb serve ARGS --listen 127.0.0.1:0` with `env`; rejects on early exit or after 120 s. */
+export async function startServe(args: string[], env: Record<string, string | undefined>): Promise<ServeProcess> {
+  const fullEnv: NodeJS.ProcessEnv = {...process.env, ...env}
+  delete fullEnv.MB_CONFIG
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete fullEnv[k]
+  const child = spawn(process.execPath, [BIN, 'serve', '--listen', '127.0.0.1:0', ...args], {env: fullEnv, stdio: ['ignore', 'pipe', 'pipe']})
+  let out = ''
+  child.stdout!.on('data', (d) => (out += d))
+  child.stderr!.on('data', (d) => (out += d))
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`mb serve did not start within 120 s:\n${out}`)), 120_000)
+    const check = () => {
+      const m = /"url":"(http:\/\/127\.0\.0\.1:\d+)".*"msg":"listening"/.exec(out)
+      if (m) {
+        clearTimeout(timer)
+        child.stdout!.off('data', check)
+        resolve(m[1])
+      }
+    }
+    child.stdout!.on('data', check)
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`mb serve exited with ${code} before listening:\n${out}`))
+    })
+  })
+  return {
+    child,
+    url,
+    port: Number(new URL(url).port),
+    output: () => out,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      const exited = new Promise((r) => child.once('exit', r))
+      child.kill('SIGTERM')
+      const t = setTimeout(() => child.kill('SIGKILL'), 10_000)
+      await exited
+      clearTimeout(t)
+    },
+  }
+}
+
+export interface RawResponse {
+  status: number
+  headers: http.IncomingHttpHeaders
+  /** Header lines as sent, for repeated headers such as Link. */
+  rawHeaders: string[]
+  body: Buffer
+}
+
+/** Sends one request with the exact target (no normalisation) and returns the full answer. */
+export function request(port: number, target: string, options: {method?: string; headers?: Record<string, string>} = {}): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({host: '127.0.0.1', port, path: target, method: options.method ?? 'GET', headers: options.headers, agent: false}, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c) => chunks.push(c))
+      res.on('end', () => resolve({status: res.statusCode!, headers: res.headers, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks)}))
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+/** Values of every header line named `name` (case-insensitive), in order. */
+export function headerLines(res: RawResponse, name: string): string[] {
+  const out: string[] = []
+  for (let i = 0; i < res.rawHeaders.length; i += 2) if (res.rawHeaders[i].toLowerCase() === name.toLowerCase()) out.push(res.rawHeaders[i + 1])
+  return out
+}
