@@ -365,3 +365,9 @@ function mapFtpError(error: unknown, ctx: {where: string; doing: string; target:
   }
   return new MbError(`FTP listing of ${ctx.target.display} failed while ${doing}: ${message}`, {code: 'SCAN_FAILED', cause: error})
 }
+
+/**
+ * The default FTP lister `mb scan` finds through the lister registry (listers.ts): anonymous
+ * unless the URL carries credentials, certificates verified on ftps://.
+ */
+export const ftpLister: Lister = createFtpLister()
