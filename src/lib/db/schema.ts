@@ -146,6 +146,8 @@ export interface DB {
   file_tombstone: FileTombstoneTable
   stats_daily: StatsDailyTable
   stats_monthly: StatsMonthlyTable
+  mirror_probe: MirrorProbeTable
+  mirror_transition: MirrorTransitionTable
 }
 
 import type {Selectable} from 'kysely'

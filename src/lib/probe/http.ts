@@ -167,7 +167,7 @@ export class ProbeClient {
       const want = family === 'ipv4' ? 4 : 6
       const resolver = this.resolver
       agent = new Agent({
-        connections: 4,
+        connections: 1, // one connection per origin and family: polite, and always reused
         keepAliveTimeout: 30_000,
         headersTimeout: this.options.timeout * 1000,
         bodyTimeout: this.options.timeout * 1000,

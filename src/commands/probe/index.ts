@@ -1,0 +1,117 @@
+import {Args, Errors, Flags} from '@oclif/core'
+import {BaseCommand} from '../../base-command.js'
+import {UsageError, errorMessage} from '../../lib/errors.js'
+import {renderTable} from '../../lib/output.js'
+import {nagiosUnknown, nagiosVerdict} from '../../lib/probe/nagios.js'
+import {probeMirrors, type ProbeRound} from '../../lib/probe/run.js'
+
+export default class Probe extends BaseCommand<typeof Probe> {
+  static override description = `Probe mirror health over HTTP and HTTPS, IPv4 and IPv6
+
+Each mirror's base URLs are checked over every address family their host resolves to, by
+requesting a known file (the smallest file the scan found on that mirror, or probe.sentinel)
+with GET and Range: bytes=0-0. Results go to the probe history; a mirror goes down after
+probe.fail_threshold consecutive failures and comes back after probe.ok_threshold successes.
+Down mirrors get no redirects. With no names, every enabled mirror is probed.
+
+--format nagios prints one Nagios/Icinga plugin line and exits 0 OK, 1 WARNING, 2 CRITICAL,
+3 UNKNOWN, by the share of probed mirrors that are down (--warning / --critical, percent).`
+
+  static override examples = [
+    '<%= config.bin %> probe',
+    '<%= config.bin %> probe ftp.example.de mirror.example.org',
+    '<%= config.bin %> probe --all --jobs 16 --json',
+    '<%= config.bin %> probe --all --enable',
+    '<%= config.bin %> probe --format nagios --warning 10 --critical 30',
+    '<%= config.bin %> probe self-signed.example.net --insecure',
+  ]
+
+  static override strict = false
+  static override args = {
+    name: Args.string({description: 'mirror identifier(s); default: every enabled mirror'}),
+  }
+
+  static override flags = {
+    all: Flags.boolean({description: 'probe every enabled mirror (the default when no names are given)'}),
+    jobs: Flags.integer({char: 'j', description: 'mirrors probed in parallel (config probe.jobs, default 8)', min: 1, max: 256}),
+    enable: Flags.boolean({description: 'also probe disabled mirrors and re-enable those that answer'}),
+    format: Flags.string({description: 'output format', options: ['text', 'nagios'], default: 'text'}),
+    warning: Flags.integer({description: 'nagios: WARNING when at least this percentage of mirrors is down (config probe.warning, default 10)', min: 0, max: 100}),
+    critical: Flags.integer({description: 'nagios: CRITICAL when at least this percentage of mirrors is down (config probe.critical, default 30)', min: 0, max: 100}),
+    insecure: Flags.boolean({description: 'accept self-signed or invalid HTTPS certificates (config probe.insecure_tls)'}),
+  }
+
+  protected override configFlags(): Record<string, unknown> {
+    return {
+      'probe.jobs': this.flags.jobs,
+      'probe.warning': this.flags.warning,
+      'probe.critical': this.flags.critical,
+      'probe.insecure_tls': this.flags.insecure ? true : undefined,
+    }
+  }
+
+  private get nagios(): boolean {
+    return this.flags?.format === 'nagios' || /--format[= ]nagios/.test(this.argv.join(' '))
+  }
+
+  public async run(): Promise<ProbeRound | undefined> {
+    if (this.nagios) {
+      let code = 3
+      try {
+        if (this.jsonEnabled()) throw new UsageError('--format nagios and --json exclude each other.')
+        const round = await this.probe()
+        const config = this.mbConfig.probe
+        const verdict = nagiosVerdict({up: round.up, down: round.down, downNames: round.mirrors.filter((m) => !m.skipped && !m.up).map((m) => m.identifier)}, config.warning, config.critical)
+        this.log(verdict.line)
+        code = verdict.code
+      } catch (error) {
+        this.log(nagiosUnknown(errorMessage(error)).line)
+      }
+      if (code !== 0) this.exit(code)
+      return undefined
+    }
+    const round = await this.probe()
+    this.print(this.renderRound(round))
+    return round
+  }
+
+  private async probe(): Promise<ProbeRound> {
+    const {argv} = await this.parse({flags: Probe.flags, baseFlags: BaseCommand.baseFlags, enableJsonFlag: true, args: Probe.args, strict: false})
+    const names = argv as string[]
+    if (this.flags.all && names.length > 0) throw new UsageError('Give mirror names or --all, not both.')
+    const config = this.mbConfig.probe
+    const database = await this.openDb()
+    return probeMirrors(database.db, config, {names, enable: this.flags.enable, jobs: config.jobs})
+  }
+
+  private renderRound(round: ProbeRound): string {
+    type Row = {mirror: string; state: string; check: string; status: number | null; ms: number | null; reason: string | null; note: string}
+    const rows = round.mirrors.flatMap((m): Row[] => {
+      const state = m.skipped ? 'skipped' : m.was_up === m.up ? (m.up ? 'up' : 'down') : m.up ? 'down->up' : 'up->down'
+      const extra = [m.needs_rescan ? 'needs rescan' : '', m.reenabled ? 're-enabled' : '', m.skipped ?? ''].filter(Boolean).join(', ')
+      if (m.checks.length === 0) return [{mirror: m.identifier, state, check: '-', status: null, ms: null, reason: m.reason, note: extra}]
+      return m.checks.map((c) => ({mirror: m.identifier, state, check: c.key, status: c.http_status, ms: c.latency_ms, reason: c.reason, note: extra}))
+    })
+    const table = renderTable(rows, [
+      {header: 'mirror', get: (r) => r.mirror},
+      {header: 'state', get: (r) => r.state},
+      {header: 'check', get: (r) => r.check},
+      {header: 'http', get: (r) => r.status},
+      {header: 'ms', get: (r) => r.ms},
+      {header: 'reason', get: (r) => r.reason},
+      {header: 'note', get: (r) => r.note || null},
+    ])
+    const summary = `${round.up}/${round.probed} mirrors up${round.skipped > 0 ? `, ${round.skipped} skipped` : ''}`
+    return round.mirrors.length === 0 ? 'No mirrors to probe. Add one with `mb mirror add`.' : `${table}\n${summary}`
+  }
+
+  /** In nagios mode every failure, even a bad flag, is UNKNOWN (exit 3); exits pass through. */
+  protected override async catch(error: Error & {exitCode?: number; oclif?: {exit?: number}}): Promise<unknown> {
+    if (error instanceof Errors.ExitError) throw error
+    if (this.nagios) {
+      this.log(nagiosUnknown(errorMessage(error)).line)
+      throw new Errors.ExitError(3)
+    }
+    return super.catch(error)
+  }
+}
