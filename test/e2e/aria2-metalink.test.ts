@@ -1,0 +1,150 @@
+/**
+ * aria2c (Debian's aria2) downloads a 16 MiB file through `mb serve` from two real nginx
+ * mirrors on loopback, one of which has one piece corrupted on disk: first from the .meta4
+ * (piece hashes let aria2c re-fetch the bad piece), then by following the plain 302 with its
+ * Link rel=duplicate / Digest headers (a wrong Digest must make aria2c fail).
+ */
+import {spawn} from 'node:child_process'
+import {createHash, randomBytes} from 'node:crypto'
+import {mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
+import {expect} from 'chai'
+import {ConfigSchema} from '../../src/lib/config/schema.js'
+import type {Database} from '../../src/lib/db/index.js'
+import {hashIndex} from '../../src/lib/origin/hash.js'
+import {indexOrigin} from '../../src/lib/origin/index.js'
+import {type RunningServer as Serve, startServe} from '../../src/lib/serve/run.js'
+import {requireBinary} from '../helpers/cli.js'
+import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {type RunningServer, startNginx} from '../helpers/servers.js'
+
+const SIZE = 16 * 1024 * 1024
+const PIECE = 256 * 1024
+// The first piece on the mirror ranked first: aria2c's first connection asks that mirror for it.
+const BAD_PIECE = 0
+
+function aria2c(args: string[]): Promise<{code: number; log: string}> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('aria2c', args, {stdio: ['ignore', 'pipe', 'pipe']})
+    let log = ''
+    child.stdout.on('data', (d) => (log += d))
+    child.stderr.on('data', (d) => (log += d))
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000)
+    child.on('error', reject)
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({code: code ?? -1, log})
+    })
+  })
+}
+
+const COMMON = ['--log=-', '--log-level=debug', '--console-log-level=warn', '--summary-interval=0', '--no-conf', '--allow-overwrite=true', '--auto-file-renaming=false', '--file-allocation=none', '--retry-wait=0', '--max-tries=20', '--connect-timeout=5', '--timeout=20']
+
+describe(`aria2c through mb serve (${backend})`, function () {
+  let test: TestDatabase
+  let database: Database
+  let root: string
+  let out: string
+  let serve: Serve
+  const mirrors: RunningServer[] = []
+  const data = randomBytes(SIZE)
+  const sha256 = createHash('sha256').update(data).digest('hex')
+  let goodMirror: RunningServer
+  let badMirror: RunningServer
+  let badCopy: string
+
+  before(async function () {
+    requireBinary(this, 'aria2c', 'aria2')
+    requireBinary(this, 'nginx', 'nginx-light')
+    test = await createTestDatabase()
+    database = await test.open()
+    root = mkdtempSync(join(tmpdir(), 'mb-aria2-origin-'))
+    out = mkdtempSync(join(tmpdir(), 'mb-aria2-out-'))
+    mkdirSync(join(root, 'pub'))
+    writeFileSync(join(root, 'pub', 'big.bin'), data)
+    const trees: string[] = []
+    for (const name of ['a', 'b']) {
+      const tree = mkdtempSync(join(tmpdir(), `mb-aria2-${name}-`))
+      mkdirSync(join(tree, 'pub'))
+      writeFileSync(join(tree, 'pub', 'big.bin'), data)
+      trees.push(tree)
+    }
+    mirrors.push(await startNginx({root: trees[0]}), await startNginx({root: trees[1]}))
+    await indexOrigin(database.db, root)
+    await hashIndex(database, root, {jobs: 2})
+    const ids: number[] = []
+    for (const [identifier, m] of [['a.mirror', mirrors[0]], ['b.mirror', mirrors[1]]] as const) {
+      const row = await database.db.insertInto('mirror').values({identifier, http_url: m.url, country: 'DE', continent: 'EU', last_scan_ok_at: new Date()} as any).returning('id').executeTakeFirstOrThrow()
+      ids.push(row.id)
+    }
+    await database.db.updateTable('file').set({mirrors: ids}).execute()
+    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, log_level: 'silent'}), database)
+    // Corrupt one piece on the mirror that the selection ranks first for this client.
+    const first = /<url[^>]*priority="1"[^>]*>([^<]+)</.exec(await (await fetch(`${serve.url}/pub/big.bin.meta4`)).text())![1]
+    const index = mirrors.findIndex((m) => first.startsWith(m.url))
+    expect(index).to.be.oneOf([0, 1])
+    badMirror = mirrors[index]
+    goodMirror = mirrors[1 - index]
+    badCopy = join(trees[index], 'pub', 'big.bin')
+    const corrupted = Buffer.from(data)
+    corrupted.fill(0x55, BAD_PIECE * PIECE + 1000, BAD_PIECE * PIECE + 5000)
+    writeFileSync(badCopy, corrupted)
+  })
+
+  after(async () => {
+    await serve?.close()
+    for (const m of mirrors) await m.stop()
+    await database?.close()
+    await test?.drop()
+    for (const dir of [root, out]) if (dir) rmSync(dir, {recursive: true, force: true})
+  })
+
+  it('downloads from the .meta4 using both mirrors and re-fetches the corrupted piece', async () => {
+    const {code, log} = await aria2c([...COMMON, '--dir', out, '--split=8', '--max-connection-per-server=4', '--min-split-size=1M', '--follow-metalink=mem', `${serve.url}/pub/big.bin.meta4`])
+    expect(code, log.slice(-3000)).to.equal(0)
+    const got = readFileSync(join(out, 'big.bin'))
+    expect(got.length).to.equal(SIZE)
+    expect(createHash('sha256').update(got).digest('hex')).to.equal(sha256)
+    // Both mirrors served ranges.
+    for (const m of [goodMirror, badMirror]) {
+      expect(log, `no ranged request to ${m.url}`).to.match(new RegExp(`Host: 127\\.0\\.0\\.1:${m.port}[\\s\\S]{0,400}?Range: bytes=\\d+-`))
+    }
+    // The corrupted piece failed its hash and was fetched again.
+    expect(log).to.match(new RegExp(`Chunk checksum validation failed\\. checksumIndex=${BAD_PIECE},`))
+    expect(log).to.match(new RegExp(`Good chunk checksum\\. hash=${createHash('sha256').update(data.subarray(BAD_PIECE * PIECE, (BAD_PIECE + 1) * PIECE)).digest('hex')}`))
+  })
+
+  it('follows the plain 302 with Link rel=duplicate and Digest, and fails on a wrong Digest', async () => {
+    writeFileSync(badCopy, data) // both copies good: the whole-file Digest covers every range
+    rmSync(join(out, 'big.bin'), {force: true})
+    // aria2c asks for metalinks in Accept by default (and mb answers those with the meta4);
+    // a client that knows only Metalink/HTTP sends a plain Accept.
+    const ok = await aria2c([...COMMON, '--header=Accept: */*', '--dir', out, '--split=4', '--max-connection-per-server=2', '--min-split-size=1M', `${serve.url}/pub/big.bin`])
+    expect(ok.code, ok.log.slice(-3000)).to.equal(0)
+    // The 302 carried the alternatives and the Digest, and aria2c took the Digest.
+    expect(ok.log).to.match(/HTTP\/1\.1 302 Found/)
+    expect(ok.log).to.include(`Link: <${goodMirror.url}pub/big.bin>; rel=duplicate`)
+    expect(ok.log).to.include(`Link: <${serve.url}/pub/big.bin.meta4>; rel=describedby`)
+    expect(ok.log).to.match(/Digest: SHA-256=/)
+    expect(ok.log).to.match(/Setting digest: type=sha-256/)
+    expect(createHash('sha256').update(readFileSync(join(out, 'big.bin'))).digest('hex')).to.equal(sha256)
+
+    // A wrong SHA-256 in the index (still "fresh") makes the Digest header lie.
+    await database.db.updateTable('file').set({sha256: 'f'.repeat(64), md5: '0'.repeat(32), sha1: '1'.repeat(40)}).where('path', '=', 'pub/big.bin').execute()
+    let digest: string | null = null
+    for (let i = 0; i < 100; i++) {
+      const res = await fetch(`${serve.url}/pub/big.bin`, {redirect: 'manual'})
+      digest = res.headers.get('digest')
+      if (digest?.startsWith(`SHA-256=${Buffer.from('f'.repeat(64), 'hex').toString('base64')}`)) break
+      await sleep(100)
+    }
+    expect(digest).to.include(Buffer.from('f'.repeat(64), 'hex').toString('base64'))
+    rmSync(join(out, 'big.bin'), {force: true})
+    const bad = await aria2c([...COMMON, '--header=Accept: */*', '--dir', out, '--max-tries=1', `${serve.url}/pub/big.bin`])
+    expect(bad.code, bad.log.slice(-2000)).to.not.equal(0)
+    expect(bad.log).to.match(/Checksum validation failed\. expected=f{64}/)
+    expect(bad.log).to.include('Checksum error detected')
+  })
+})
