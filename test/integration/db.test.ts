@@ -46,3 +46,27 @@ describe('database errors', () => {
     expect(result.stderr).not.to.contain('secret')
   })
 })
+
+// Only the embedded store has a single-process lock, so this suite exists on PGlite runs only.
+if (backend === 'pglite') describe('embedded store shared by a running process', function () {
+  let tdb: TestDatabase
+  before(async function () {
+    tdb = await createTestDatabase()
+  })
+  after(async () => tdb?.drop())
+
+  it('lets another mb process read and write through the holder\'s socket', async () => {
+    const holder = await tdb.open()
+    try {
+      await holder.share()
+      const added = await mb(['mirror', 'add', 'shared.example.org', '--http-url', 'http://shared.example.org/pub/', '--country', 'de', '--json'], {env: tdb.env})
+      expect(added.code, added.stderr).to.equal(0)
+      const status = await mb(['db', 'status', '--json'], {env: tdb.env})
+      expect(status.json().database).to.contain('shared by process')
+      const row = await holder.db.selectFrom('mirror').select(['identifier', 'country', 'continent']).where('identifier', '=', 'shared.example.org').executeTakeFirst()
+      expect(row).to.deep.equal({identifier: 'shared.example.org', country: 'DE', continent: 'EU'})
+    } finally {
+      await holder.close()
+    }
+  })
+})

@@ -3,7 +3,7 @@
  * PGlite store in a data directory (the zero-setup default). Both speak the same SQL and use
  * the same migrations; int8 values come back as JS numbers from both.
  */
-import {closeSync, existsSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync} from 'node:fs'
+import {closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, unlinkSync, writeSync} from 'node:fs'
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {Kysely, PostgresDialect} from 'kysely'
@@ -24,8 +24,21 @@ export interface Database {
   pool?: pg.Pool
   /** The underlying PGlite instance (embedded only). */
   pglite?: import('@electric-sql/pglite').PGlite
+  /**
+   * Embedded store only: lets other `mb` processes use this store while this process holds
+   * it, through a PostgreSQL wire-protocol Unix socket in the data directory
+   * (`@electric-sql/pglite-socket`). `mb serve` calls it so that `mb mirror disable`,
+   * `mb scan` and friends keep working beside it. No-op on PostgreSQL.
+   */
+  share(): Promise<void>
   close(): Promise<void>
 }
+
+/**
+ * Name of the socket file that a sharing embedded store listens on, inside its data
+ * directory. It follows PostgreSQL's own naming, so `psql -h DATA_DIR` connects too.
+ */
+export const SHARED_SOCKET_NAME = '.s.PGSQL.5432'
 
 export interface OpenOptions {
   /** postgres:// URL; when absent, PGlite in `dataDir` is used. */
@@ -105,6 +118,7 @@ async function openPostgres(url: string, max: number): Promise<Database> {
     kind: 'postgres',
     location,
     pool,
+    share: async () => {},
     close: async () => {
       await db.destroy()
     },
@@ -124,7 +138,7 @@ function pidAlive(pid: number): boolean {
  * Takes the embedded store's lock file (`mb.lock`, holding the owner's pid). PGlite allows
  * one process per data directory; a second opener waits up to `waitSeconds`, then fails.
  */
-async function lockDataDir(dataDir: string, waitSeconds: number): Promise<() => void> {
+async function lockDataDir(dataDir: string, waitSeconds: number): Promise<(() => void) | {sharedBy: number}> {
   mkdirSync(dataDir, {recursive: true})
   const lockPath = join(dataDir, 'mb.lock')
   const deadline = Date.now() + waitSeconds * 1000
@@ -157,6 +171,7 @@ async function lockDataDir(dataDir: string, waitSeconds: number): Promise<() => 
       }
       continue
     }
+    if (Number.isFinite(owner) && existsSync(join(dataDir, SHARED_SOCKET_NAME))) return {sharedBy: owner}
     if (Date.now() > deadline) {
       throw new MbError(`The embedded store at ${dataDir} is in use by process ${owner} (for example a running \`mb serve\`). Wait for it to finish or stop it, or use PostgreSQL (MB_DATABASE_URL) to run several mb processes at once.`, {code: 'DB_BUSY'})
     }
@@ -167,7 +182,9 @@ async function lockDataDir(dataDir: string, waitSeconds: number): Promise<() => 
 async function openPglite(dataDir: string, lockWaitSeconds: number): Promise<Database> {
   if (!dataDir) throw new MbError('No database configured: set MB_DATABASE_URL for PostgreSQL or MB_DATA_DIR for the embedded store.', {code: 'DB_UNCONFIGURED'})
   const fresh = !existsSync(join(dataDir, 'PG_VERSION'))
-  const unlock = await lockDataDir(dataDir, lockWaitSeconds)
+  const lock = await lockDataDir(dataDir, lockWaitSeconds)
+  if (typeof lock !== 'function') return openSharedPglite(dataDir, lock.sharedBy)
+  const unlock = lock
   let pglite: import('@electric-sql/pglite').PGlite
   try {
     const {PGlite} = await import('@electric-sql/pglite')
@@ -180,19 +197,54 @@ async function openPglite(dataDir: string, lockWaitSeconds: number): Promise<Dat
   const {PGliteDialect} = await import('kysely-pglite-dialect')
   const db = new Kysely<DB>({dialect: new PGliteDialect(pglite)})
   let closed = false
+  let server: import('@electric-sql/pglite-socket').PGLiteSocketServer | undefined
+  const socketPath = join(dataDir, SHARED_SOCKET_NAME)
   return {
     db,
     kind: 'pglite',
     location: dataDir,
     pglite,
+    share: async () => {
+      if (server || closed) return
+      const {PGLiteSocketServer} = await import('@electric-sql/pglite-socket')
+      rmSync(socketPath, {force: true})
+      server = new PGLiteSocketServer({db: pglite, path: socketPath, maxConnections: 16})
+      await server.start()
+    },
     close: async () => {
       if (closed) return
       closed = true
       try {
+        if (server) await server.stop().catch(() => {})
+        rmSync(socketPath, {force: true})
         await db.destroy()
       } finally {
         unlock()
       }
+    },
+  }
+}
+
+/** Connects to an embedded store that another live process (pid `owner`) shares over its socket. */
+async function openSharedPglite(dataDir: string, owner: number): Promise<Database> {
+  const pool = new pg.Pool({host: dataDir, port: 5432, user: 'postgres', database: 'postgres', max: 1, connectionTimeoutMillis: 10_000})
+  pool.on('error', () => {})
+  try {
+    const client = await pool.connect()
+    client.release()
+  } catch (error) {
+    await pool.end().catch(() => {})
+    throw new MbError(`The embedded store at ${dataDir} is held by process ${owner}, and its shared socket does not answer (${(error as Error).message}). Wait for that process to finish, or stop it.`, {code: 'DB_BUSY', cause: error})
+  }
+  const db = new Kysely<DB>({dialect: new PostgresDialect({pool})})
+  return {
+    db,
+    kind: 'postgres',
+    location: `${dataDir} (embedded, shared by process ${owner})`,
+    pool,
+    share: async () => {},
+    close: async () => {
+      await db.destroy()
     },
   }
 }
