@@ -33,7 +33,7 @@ hashed, on --jobs threads (default: all cores), with a progress bar on a TTY.`
     quiet: Flags.boolean({char: 'q', description: 'do not print warnings about skipped entries'}),
     hashes: Flags.boolean({description: 'also hash new and changed files (MD5, SHA-1, SHA-256, piece hashes)'}),
     jobs: Flags.integer({description: 'hashing threads (default: all cores)', min: 1, max: 256, dependsOn: ['hashes']}),
-    'piece-hash': Flags.string({description: 'piece hash algorithm for metalinks', options: ['sha256', 'sha1'], default: 'sha256', dependsOn: ['hashes']}),
+    'piece-hash': Flags.string({description: 'piece hash algorithm for metalinks', options: ['sha256', 'sha1'], dependsOn: ['hashes']}), // default sha256 (an oclif default would trip dependsOn)
   }
 
   protected override configFlags(): Record<string, unknown> {
@@ -86,7 +86,7 @@ hashed, on --jobs threads (default: all cores), with a progress bar on a TTY.`
     try {
       return await hashIndex(database, root, {
         jobs: this.flags.jobs,
-        pieceHash: this.flags['piece-hash'] as 'sha256' | 'sha1',
+        pieceHash: (this.flags['piece-hash'] ?? 'sha256') as 'sha256' | 'sha1',
         onProgress: (p) => {
           if (!bar) return
           if (!started) {
