@@ -87,6 +87,7 @@ export async function attachObservability(server: ObservableServer, options: Obs
     statsPendingKeys: () => collector?.pendingKeys ?? 0,
   })
   const metricsServer = options.metricsListen ? await startMetricsServer({listen: options.metricsListen, metrics}) : undefined
+  if (metricsServer) options.logger?.info?.({metrics: metricsServer.url}, 'metrics listening')
   server.addObserver(metrics.observer)
 
   let flusher: StatsFlusher | undefined
