@@ -2,7 +2,7 @@
  * Download statistics end to end: a real `mb serve` answers a known mix of requests (GETs
  * redirected to mirrors and delivered locally, HEADs, Range continuations, 404s), flushes
  * its counts at shutdown, and `mb stats --json` shows exactly the expected counts per file,
- * mirror and country. The access log written on the way parses as Apache combined format,
+ * mirror and country (metalinks and HEADs as other requests). The access log written on the way parses as Apache combined format,
  * and /metrics on the separate listener parses as Prometheus text.
  * On PostgreSQL, two `mb serve` processes flushing into one database add up.
  */
@@ -121,6 +121,8 @@ async function drive(base: string, copies = 1): Promise<void> {
     // HEAD: not a download
     expect((await request(base, 'iso/big.iso', {ip: GB, method: 'HEAD'})).status).to.equal(302)
     expect((await request(base, 'README.txt', {ip: SE, method: 'HEAD'})).status).to.equal(200)
+    // a metalink: not a download, counted for the file at the origin
+    expect((await request(base, 'iso/big.iso?meta4', {ip: GB})).status).to.equal(200)
     // 404s: not recorded
     expect((await request(base, 'iso/missing.iso', {ip: GB})).status).to.equal(404)
     expect((await request(base, 'nothing/here', {ip: US})).status).to.equal(404)
@@ -160,20 +162,20 @@ describe(`stats through mb serve (${backend})`, function () {
     running.splice(0)
 
     const files = (await mb(['stats', '--by', 'file', '--json'], {env: t.env})).json()
-    expect(byKey(files.rows)).to.deep.equal({'iso/big.iso': [3, 1], 'README.txt': [2, 2], 'iso/other.iso': [1, 0]})
-    expect(files.total).to.deep.equal({downloads: 6, bytes: 65_536 * 3 + 32_768 + 140 + 10 + 90, other_requests: 3})
+    expect(byKey(files.rows)).to.deep.equal({'iso/big.iso': [3, 2], 'README.txt': [2, 2], 'iso/other.iso': [1, 0]})
+    expect(files.total).to.deep.equal({downloads: 6, bytes: 65_536 * 3 + 32_768 + 140 + 10 + 90, other_requests: 4})
 
     const mirrors = (await mb(['stats', '--by', 'mirror', '--json'], {env: t.env})).json()
-    expect(byKey(mirrors.rows)).to.deep.equal({'mirror.example.de': [2, 1], 'mirror.example.us': [2, 0], origin: [2, 2]})
+    expect(byKey(mirrors.rows)).to.deep.equal({'mirror.example.de': [2, 1], 'mirror.example.us': [2, 0], origin: [2, 3]})
 
     const countries = (await mb(['stats', '--by', 'country', '--json'], {env: t.env})).json()
-    expect(byKey(countries.rows)).to.deep.equal({GB: [3, 2], SE: [1, 1], US: [2, 0]})
+    expect(byKey(countries.rows)).to.deep.equal({GB: [3, 3], SE: [1, 1], US: [2, 0]})
 
     const onlyDe = (await mb(['stats', '--by', 'country', '--mirror', 'mirror.example.de', '--json'], {env: t.env})).json()
     expect(byKey(onlyDe.rows)).to.deep.equal({GB: [1, 1], SE: [1, 0]})
 
     const lines = readFileSync(accessLog, 'utf8').trim().split('\n')
-    expect(lines).to.have.length(11)
+    expect(lines).to.have.length(12)
     for (const line of lines) expect(line).to.match(COMBINED)
     const first = COMBINED.exec(lines[0])!
     expect(first[1]).to.equal(GB)
@@ -205,6 +207,7 @@ describe(`stats through mb serve (${backend})`, function () {
     expect(count('redirect', 'continent')).to.equal(3) // GB, SE -> DE, and the HEAD from GB
     expect(count('redirect', 'country')).to.equal(2)
     expect(count('not_found', 'none')).to.equal(2)
+    expect(count('meta4', 'continent')).to.equal(1)
     expect(count('local', 'none')).to.equal(4)
     expect(families.find((f) => f.name === 'mb_database_up')!.metrics[0].value).to.equal('1')
     expect(families.find((f) => f.name === 'mb_mirrors')!.metrics.map((s: any) => [s.labels.state, s.value])).to.deep.equal([['up', '2'], ['down', '0']])
@@ -224,11 +227,11 @@ describe(`stats through mb serve (${backend})`, function () {
       expect(await b.stop()).to.equal(0)
       running.splice(0)
       const files = (await mb(['stats', '--by', 'file', '--json'], {env: t.env})).json()
-      expect(byKey(files.rows)).to.deep.equal({'iso/big.iso': [15, 5], 'README.txt': [10, 10], 'iso/other.iso': [5, 0]})
+      expect(byKey(files.rows)).to.deep.equal({'iso/big.iso': [15, 10], 'README.txt': [10, 10], 'iso/other.iso': [5, 0]})
       const database = await t.open()
       try {
         const rows = await sql<{n: number}>`SELECT count(*)::int AS n FROM stats_daily`.execute(database.db)
-        expect(rows.rows[0].n).to.equal(6) // one row per (day, path, mirror, country), whatever the replicas
+        expect(rows.rows[0].n).to.equal(7) // one row per (day, path, mirror, country), whatever the replicas
       } finally {
         await database.close()
       }
