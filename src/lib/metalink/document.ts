@@ -23,7 +23,15 @@ export interface DocumentHashes {
   pieceSize: number
   /** 'sha256' or 'sha1'. */
   pieceHash: 'sha256' | 'sha1'
-  pieces: string[]
+  /** Piece digests, hex, concatenated (split with {@link pieceList}). */
+  piecesHex: string
+  /** Number of pieces (0 when no piece hashes are known). */
+  pieceCount: number
+}
+
+/** The piece digests of `hashes`, one hex string per piece, in order. */
+export function pieceList(hashes: DocumentHashes): string[] {
+  return splitPieces(hashes.piecesHex, hashes.pieceHash)
 }
 
 /** One download source of the file. */
@@ -92,7 +100,8 @@ export function documentHashes(stored: StoredHashes | null, fresh: boolean): Doc
     sha256: stored.sha256,
     pieceSize: stored.piece_size ?? 0,
     pieceHash,
-    pieces: stored.piece_size ? splitPieces(stored.pieces, pieceHash) : [],
+    piecesHex: stored.piece_size && stored.pieces ? stored.pieces : '',
+    pieceCount: stored.piece_size && stored.pieces ? stored.pieces.length / (pieceHash === 'sha1' ? 40 : 64) : 0,
   }
 }
 

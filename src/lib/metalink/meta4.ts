@@ -18,8 +18,8 @@
  * ```
  * Hash type names are the IANA "Hash Function Textual Names" registry's (RFC 5854 §4.2.4).
  */
-import {createCB} from 'xmlbuilder2'
-import {type MetalinkDocument, rfc3339} from './document.js'
+import {fragment} from 'xmlbuilder2'
+import {type MetalinkDocument, pieceList, rfc3339} from './document.js'
 
 export const META4_MEDIA_TYPE = 'application/metalink4+xml'
 export const META4_NAMESPACE = 'urn:ietf:params:xml:ns:metalink'
@@ -27,38 +27,61 @@ export const META4_NAMESPACE = 'urn:ietf:params:xml:ns:metalink'
 /** IANA hash names (RFC 5854 §4.2.4) for our piece algorithms. */
 const PIECE_TYPE = {sha256: 'sha-256', sha1: 'sha-1'} as const
 
+const XML_ESCAPES: Record<string, string> = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;'}
+const XML_SPECIAL = /[&<>"]/
+
+/** Escapes text for XML element content and double-quoted attributes. */
+export function xmlEscape(text: string): string {
+  return XML_SPECIAL.test(text) ? text.replace(/[&<>"]/g, (c) => XML_ESCAPES[c]) : text
+}
+
+// The per-version part of a document (name, size, hashes, pieces: up to 2,048 piece hashes)
+// is the same for every client: it is built with xmlbuilder2 once per file version and kept
+// here (LRU). Only the envelope and the client's URL list are written per request.
+const FRAGMENT_CACHE_SIZE = 1000
+const fragments = new Map<string, string>()
+
+function fileFragment(doc: MetalinkDocument): string {
+  const h = doc.hashes
+  const key = h ? `${doc.name}\n${doc.size}\n${h.sha256}\n${h.pieceHash}\n${h.pieceSize}\n${h.pieceCount}` : `${doc.name}\n${doc.size}`
+  const cached = fragments.get(key)
+  if (cached !== undefined) return cached
+  const xml = fragment()
+  xml.ele('size').txt(String(doc.size))
+  if (h) {
+    xml.ele('hash').att('type', 'md5').txt(h.md5)
+    xml.ele('hash').att('type', 'sha-1').txt(h.sha1)
+    xml.ele('hash').att('type', 'sha-256').txt(h.sha256)
+    if (h.pieceCount > 0 && h.pieceSize > 0) {
+      const pieces = xml.ele('pieces').att('length', String(h.pieceSize)).att('type', PIECE_TYPE[h.pieceHash])
+      for (const piece of pieceList(h)) pieces.ele('hash').txt(piece)
+    }
+  }
+  const text = xml
+    .end({prettyPrint: true, indent: '  '})
+    .split('\n')
+    .map((line) => `    ${line}\n`)
+    .join('')
+  if (fragments.size >= FRAGMENT_CACHE_SIZE) fragments.delete(fragments.keys().next().value as string)
+  fragments.set(key, text)
+  return text
+}
+
 /**
  * Renders `doc` as an RFC 5854 Metalink 4 document (UTF-8 XML text, pretty-printed).
  * Hashes and pieces appear only when `doc.hashes` is set (fresh).
  */
 export function renderMeta4(doc: MetalinkDocument): string {
-  let out = ''
-  const xml = createCB({data: (text: string) => (out += text), prettyPrint: true})
-  xml.dec({version: '1.0', encoding: 'UTF-8'})
-  xml.ele(META4_NAMESPACE, 'metalink')
-  xml.ele('generator').txt(doc.generator).up()
-  xml.ele('origin').att('dynamic', 'true').txt(doc.meta4Url).up()
-  xml.ele('published').txt(rfc3339(doc.published)).up()
-  xml.ele('file').att('name', doc.name)
-  xml.ele('size').txt(String(doc.size)).up()
-  const h = doc.hashes
-  if (h) {
-    xml.ele('hash').att('type', 'md5').txt(h.md5).up()
-    xml.ele('hash').att('type', 'sha-1').txt(h.sha1).up()
-    xml.ele('hash').att('type', 'sha-256').txt(h.sha256).up()
-    if (h.pieces.length > 0 && h.pieceSize > 0) {
-      xml.ele('pieces').att('length', String(h.pieceSize)).att('type', PIECE_TYPE[h.pieceHash])
-      for (const piece of h.pieces) xml.ele('hash').txt(piece).up()
-      xml.up()
-    }
-  }
+  let out = `<?xml version="1.0" encoding="UTF-8"?>
+<metalink xmlns="${META4_NAMESPACE}">
+  <generator>${xmlEscape(doc.generator)}</generator>
+  <origin dynamic="true">${xmlEscape(doc.meta4Url)}</origin>
+  <published>${rfc3339(doc.published)}</published>
+  <file name="${xmlEscape(doc.name)}">
+${fileFragment(doc)}`
   for (const source of doc.sources) {
-    const url = xml.ele('url')
-    if (source.location) url.att('location', source.location)
-    url.att('priority', String(source.priority)).txt(source.url).up()
+    out += source.location ? `    <url location="${xmlEscape(source.location)}" priority="${source.priority}">` : `    <url priority="${source.priority}">`
+    out += `${xmlEscape(source.url)}</url>\n`
   }
-  xml.up() // file
-  xml.up() // metalink
-  xml.end()
-  return out.endsWith('\n') ? out : `${out}\n`
+  return `${out}  </file>\n</metalink>\n`
 }

@@ -6,7 +6,7 @@
  * `preference` from 100 down (the origin lowest).
  */
 import {createCB} from 'xmlbuilder2'
-import type {MetalinkDocument} from './document.js'
+import {type MetalinkDocument, pieceList} from './document.js'
 
 export const METALINK3_MEDIA_TYPE = 'application/metalink+xml'
 export const METALINK3_NAMESPACE = 'http://www.metalinker.org/'
@@ -42,9 +42,9 @@ export function renderMetalink3(doc: MetalinkDocument): string {
     xml.ele('hash').att('type', 'md5').txt(h.md5).up()
     xml.ele('hash').att('type', 'sha1').txt(h.sha1).up()
     xml.ele('hash').att('type', 'sha256').txt(h.sha256).up()
-    if (h.pieces.length > 0 && h.pieceSize > 0) {
+    if (h.pieceCount > 0 && h.pieceSize > 0) {
       xml.ele('pieces').att('length', String(h.pieceSize)).att('type', h.pieceHash)
-      h.pieces.forEach((piece, i) => xml.ele('hash').att('piece', String(i)).txt(piece).up())
+      pieceList(h).forEach((piece, i) => xml.ele('hash').att('piece', String(i)).txt(piece).up())
       xml.up()
     }
     xml.up() // verification

@@ -88,7 +88,7 @@ export function buildMirrorList(doc: MetalinkDocument, selection: Selection, cli
     name: doc.name,
     size: doc.size,
     mtime: rfc3339(new Date(doc.mtime * 1000)),
-    hashes: h ? {md5: h.md5, sha1: h.sha1, sha256: h.sha256, pieceSize: h.pieceSize, pieceHash: h.pieceHash, pieces: h.pieces.length} : null,
+    hashes: h ? {md5: h.md5, sha1: h.sha1, sha256: h.sha256, pieceSize: h.pieceSize, pieceHash: h.pieceHash, pieces: h.pieceCount} : null,
     links: {
       file: doc.originUrl,
       meta4: doc.meta4Url,
