@@ -1,0 +1,99 @@
+import {Args, Flags} from '@oclif/core'
+import {BaseCommand} from '../../base-command.js'
+import {renderRecord, renderTable} from '../../lib/output.js'
+import {type FileLookup, lookupFiles} from '../../lib/select/lookup.js'
+
+export default class FileLookupCommand extends BaseCommand<typeof FileLookupCommand> {
+  static override description = `Show an indexed file: size, mtime, hashes, and the mirrors that hold it
+
+PATH is relative to the origin root, or a glob ('*.iso', 'iso/**/*.sha256'; quote it) that
+lists every match. With --client-ip, also explain the choice \`mb serve\` would make for that
+client: the realm (prefix, as, country, continent, world, fallback), each eligible mirror in
+rank order with its URL, and the reason each other mirror was passed over (disabled, down,
+stale, too_large, no_https, country_only, too_far, ...). GeoIP comes from the \`geoip\` and
+\`asn_db\` settings (default: the bundled GeoLite2 City data).`
+
+  static override examples = [
+    '<%= config.bin %> file lookup iso/distro-1.0.iso',
+    "<%= config.bin %> file lookup '*.iso'",
+    '<%= config.bin %> file lookup iso/distro-1.0.iso --client-ip 81.2.69.142',
+    '<%= config.bin %> file lookup iso/distro-1.0.iso --client-ip 2001:db8::1 --https --json',
+  ]
+
+  static override args = {
+    path: Args.string({description: 'origin-relative path, or a glob', required: true}),
+  }
+
+  static override flags = {
+    'client-ip': Flags.string({description: 'explain the mirror choice for this client address (IPv4 or IPv6)'}),
+    https: Flags.boolean({description: 'the client uses HTTPS (only mirrors with an https_url qualify)', default: false}),
+    limit: Flags.integer({description: 'at most this many files for a glob', default: 1000, min: 1}),
+    geoip: Flags.string({description: 'GeoIP City/Country .mmdb file (env: MB_GEOIP; default: bundled)', multiple: true}),
+    'asn-db': Flags.string({description: 'GeoLite2-ASN .mmdb file (env: MB_ASN_DB)'}),
+  }
+
+  protected override configFlags(): Record<string, unknown> {
+    return {geoip: this.flags.geoip, asn_db: this.flags['asn-db']}
+  }
+
+  public async run(): Promise<{files: FileLookup[]}> {
+    const database = await this.openDb()
+    const files = await lookupFiles(database, this.mbConfig, {pattern: this.args.path, clientIp: this.flags['client-ip'], https: this.flags.https, limit: this.flags.limit})
+    if (!this.jsonEnabled()) this.log(files.map((f) => render(f)).join('\n\n'))
+    return {files}
+  }
+}
+
+function render(f: FileLookup): string {
+  const lines: string[] = []
+  const record: Array<[string, unknown]> = [
+    ['path', f.path],
+    ['size', `${f.size} bytes`],
+    ['mtime', f.mtime_utc],
+  ]
+  if (f.hashes) record.push(['md5', f.hashes.md5], ['sha1', f.hashes.sha1], ['sha256', f.hashes.sha256])
+  record.push(['mirrors', `${f.mirrors.length} hold this version`])
+  lines.push(renderRecord(record))
+  if (f.mirrors.length > 0) {
+    lines.push(renderTable(f.mirrors, [
+      {header: 'mirror', get: (m) => m.identifier},
+      {header: 'country', get: (m) => m.country},
+      {header: 'url', get: (m) => m.url},
+    ]))
+  }
+  if (f.stale.length > 0) {
+    lines.push('stale copies (size or mtime differ from the origin):')
+    lines.push(renderTable(f.stale, [
+      {header: 'mirror', get: (s) => s.identifier},
+      {header: 'size', get: (s) => s.size},
+      {header: 'mtime (UTC)', get: (s) => (s.mtime === null ? null : new Date(s.mtime * 1000).toISOString().replace('.000Z', 'Z'))},
+    ]))
+  }
+  const e = f.explain
+  if (e) {
+    const where = [e.client.country ?? 'unknown country', e.client.continent ?? 'unknown continent', e.client.asn === null ? null : `AS${e.client.asn}`].filter(Boolean).join(', ')
+    lines.push('')
+    lines.push(`client ${e.client.ip} (${where}) over ${e.client.https ? 'HTTPS' : 'HTTP'}:`)
+    if (e.origin) lines.push(`served by the origin: ${e.origin.reason} (${e.origin.detail})`)
+    else lines.push(`realm: ${e.realm}; redirect to ${e.ranked[0].url}`)
+    if (e.ranked.length > 0) {
+      lines.push(renderTable(e.ranked, [
+        {header: 'rank', get: (c) => c.rank},
+        {header: 'realm', get: (c) => c.realm},
+        {header: 'mirror', get: (c) => c.mirror},
+        {header: 'country', get: (c) => c.country},
+        {header: 'km', get: (c) => c.distance_km},
+        {header: 'url', get: (c) => c.url},
+      ]))
+    }
+    if (e.excluded.length > 0) {
+      lines.push('excluded:')
+      lines.push(renderTable(e.excluded, [
+        {header: 'mirror', get: (x) => x.mirror},
+        {header: 'reason', get: (x) => x.reason},
+        {header: 'detail', get: (x) => x.detail},
+      ]))
+    }
+  }
+  return lines.join('\n')
+}

@@ -1,0 +1,193 @@
+/**
+ * `mb file lookup`: what the index knows about one file (or every file matching a glob),
+ * which mirrors hold it, and, for a given client address, the ranked choice `mb serve`
+ * would make with the reason for every mirror it passes over ("explain").
+ */
+import picomatch from 'picomatch'
+import type {Config} from '../config/index.js'
+import type {Database} from '../db/index.js'
+import {MbError, UsageError} from '../errors.js'
+import {type GeoInfo, openGeo} from '../geo/geoip.js'
+import {parseIp} from '../net.js'
+import {compileMirrors} from './mirror.js'
+import {compileSelectOptions} from './options.js'
+import {select} from './index.js'
+import type {ClientInfo, SelectFile, SelectMirror} from './types.js'
+import {mirrorUrl} from './url.js'
+
+/** A mirror holding the file, with the URL a client of the given scheme would get. */
+export interface HoldingMirror {
+  id: number
+  identifier: string
+  country: string | null
+  /** Full URL (path percent-encoded), or null when the mirror has no usable URL. */
+  url: string | null
+}
+
+/** A mirror copy known to differ from the origin (from the last scan). */
+export interface StaleCopy {
+  identifier: string
+  size: number
+  /** Unix seconds (UTC), or null when the listing had no mtime. */
+  mtime: number | null
+}
+
+/** The `--client-ip` explanation: the selection for that client. */
+export interface LookupExplain {
+  client: {ip: string; https: boolean; country: string | null; continent: string | null; asn: number | null; latitude: number | null; longitude: number | null}
+  /** Winning pool, or null when the origin serves the file. */
+  realm: string | null
+  /** Why the origin serves the file (when it does). */
+  origin: {reason: string; detail: string} | null
+  ranked: Array<{rank: number; realm: string; mirror: string; country: string | null; url: string; distance_km: number | null}>
+  excluded: Array<{mirror: string; reason: string; detail: string}>
+}
+
+/** One looked-up file. Sizes in bytes, mtime in Unix seconds (UTC) and ISO 8601. */
+export interface FileLookup {
+  path: string
+  size: number
+  mtime: number
+  mtime_utc: string
+  /** Digests when hashed for this exact size and mtime (`mb index --hashes`), else null. */
+  hashes: {md5: string; sha1: string; sha256: string} | null
+  mirrors: HoldingMirror[]
+  stale: StaleCopy[]
+  explain?: LookupExplain
+}
+
+export interface LookupOptions {
+  /** An origin-relative path, or a picomatch glob (`*.iso`, `iso/**`, `{a,b}/*.tar.xz`). */
+  pattern: string
+  /** Explain the selection for this client address. */
+  clientIp?: string
+  /** The client came over HTTPS (URLs use https_url; mirrors without one are excluded). */
+  https?: boolean
+  /** At most this many files for a glob (default 1000). */
+  limit?: number
+  /** Clock for scan ages (Unix seconds); default now. */
+  now?: number
+  /** GeoIP answer to use instead of opening the configured databases (tests). */
+  geo?: GeoInfo
+}
+
+/** Escapes LIKE wildcards (`\` is PostgreSQL's default LIKE escape). */
+function likeEscape(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`)
+}
+
+/**
+ * A SQL LIKE pattern that matches a superset of the glob's matches: the literal directory
+ * prefix (picomatch.scan's `base`), `%`, and the literal tail after the last glob character.
+ * Patterns without a `/` match basenames anywhere (picomatch `basename` option).
+ */
+export function globToLike(glob: string): string {
+  const {base, glob: rest} = picomatch.scan(glob)
+  const tail = /[^*?[\]{}()!+@|\\]*$/.exec(rest)?.[0] ?? ''
+  const prefix = glob.includes('/') ? (base ? `${base}/` : '') : ''
+  return `${likeEscape(prefix)}%${likeEscape(tail)}`
+}
+
+function iso(seconds: number): string {
+  return new Date(seconds * 1000).toISOString().replace('.000Z', 'Z')
+}
+
+/**
+ * Looks up a path or glob in the origin index.
+ *
+ * @throws UsageError for a bad `--client-ip` or an empty pattern; MbError `FILE_NOT_FOUND`
+ *         when the path is not indexed, `NO_MATCH` when a glob matches nothing.
+ */
+export async function lookupFiles(database: Database, config: Config, options: LookupOptions): Promise<FileLookup[]> {
+  const pattern = options.pattern.replace(/^\/+/, '')
+  if (!pattern) throw new UsageError('Give an origin-relative path or a glob, e.g. `mb file lookup iso/distro.iso` or `mb file lookup "*.iso"`.')
+  // Dotted quads only: ipaddr.js also accepts legacy forms such as `1.2.3` or `0x7f.1`.
+  const address = options.clientIp === undefined || (!options.clientIp.includes(':') && !/^\d{1,3}(\.\d{1,3}){3}$/.test(options.clientIp)) ? undefined : parseIp(options.clientIp)
+  if (options.clientIp !== undefined && !address) throw new UsageError(`--client-ip ${options.clientIp} is not an IPv4 or IPv6 address; pass one such as 203.0.113.7 or 2001:db8::1.`)
+  const https = options.https ?? false
+  const limit = options.limit ?? 1000
+
+  const columns = ['id', 'path', 'size', 'mtime', 'mirrors', 'md5', 'sha1', 'sha256', 'hashed_size', 'hashed_mtime'] as const
+  const isGlob = picomatch.scan(pattern).isGlob
+  let rows
+  if (isGlob) {
+    const match = picomatch(pattern, {dot: true, basename: !pattern.includes('/')})
+    const candidates = await database.db
+      .selectFrom('file')
+      .select([...columns])
+      .where('path', 'like', globToLike(pattern))
+      .orderBy('path')
+      .execute()
+    rows = candidates.filter((r) => match(r.path)).slice(0, limit)
+    if (rows.length === 0) throw new MbError(`No indexed file matches ${pattern}. Check the pattern (quote it so the shell does not expand it) or run \`mb index\`.`, {code: 'NO_MATCH'})
+  } else {
+    rows = await database.db.selectFrom('file').select([...columns]).where('path', '=', pattern).execute()
+    if (rows.length === 0) throw new MbError(`${pattern} is not in the origin index; check the path (relative to the root, e.g. iso/distro.iso) or run \`mb index\`.`, {code: 'FILE_NOT_FOUND'})
+  }
+
+  const mirrors = compileMirrors(await database.db.selectFrom('mirror').selectAll().orderBy('id').execute())
+  const staleRows = await database.db
+    .selectFrom('mirror_file_stale')
+    .select(['mirror_id', 'file_id', 'size', 'mtime'])
+    .where(
+      'file_id',
+      'in',
+      rows.map((r) => r.id),
+    )
+    .execute()
+  const staleByFile = new Map<number, Map<number, {size: number; mtime: number | null}>>()
+  for (const s of staleRows) {
+    let map = staleByFile.get(Number(s.file_id))
+    if (!map) staleByFile.set(Number(s.file_id), (map = new Map()))
+    map.set(Number(s.mirror_id), {size: Number(s.size), mtime: s.mtime === null ? null : Number(s.mtime)})
+  }
+
+  let client: ClientInfo | undefined
+  if (address) {
+    const geo = options.geo ?? (await openGeo({geoip: config.geoip, asnDb: config.asn_db})).lookup(options.clientIp!)
+    client = {ip: address.toString(), address, https, country: geo.country, continent: geo.continent, latitude: geo.latitude, longitude: geo.longitude, asn: geo.asn}
+  }
+  const selectOptions = compileSelectOptions(config.select)
+  if (options.now !== undefined) selectOptions.now = () => options.now!
+
+  return rows.map((r) => {
+    const size = Number(r.size)
+    const mtime = Number(r.mtime)
+    const stale = staleByFile.get(Number(r.id)) ?? new Map()
+    const fresh = r.md5 && r.sha1 && r.sha256 && Number(r.hashed_size) === size && Number(r.hashed_mtime) === mtime && r.hashed_size !== null
+    const held: HoldingMirror[] = []
+    for (const id of r.mirrors) {
+      const m = mirrors.get(Number(id))
+      if (m) held.push({id: m.id, identifier: m.identifier, country: m.country, url: safeUrl(m, r.path, https)})
+    }
+    const result: FileLookup = {
+      path: r.path,
+      size,
+      mtime,
+      mtime_utc: iso(mtime),
+      hashes: fresh ? {md5: r.md5!, sha1: r.sha1!, sha256: r.sha256!} : null,
+      mirrors: held,
+      stale: [...stale].map(([id, copy]) => ({identifier: mirrors.get(id)?.identifier ?? String(id), size: copy.size, mtime: copy.mtime})),
+    }
+    if (client) {
+      const file: SelectFile = {path: r.path, size, mtime, mirrors: r.mirrors.map(Number), stale}
+      const s = select(client, file, mirrors, selectOptions, true)
+      result.explain = {
+        client: {ip: client.ip, https, country: client.country ?? null, continent: client.continent ?? null, asn: client.asn ?? null, latitude: client.latitude ?? null, longitude: client.longitude ?? null},
+        realm: s.realm,
+        origin: s.origin ?? null,
+        ranked: s.ranked.map((c) => ({rank: c.rank, realm: c.realm, mirror: c.mirror.identifier, country: c.mirror.country, url: c.url, distance_km: c.distanceKm === undefined ? null : Math.round(c.distanceKm)})),
+        excluded: s.excluded.map((e) => ({mirror: e.mirror.identifier, reason: e.reason, detail: e.detail})).sort((a, b) => a.mirror.localeCompare(b.mirror)),
+      }
+    }
+    return result
+  })
+}
+
+function safeUrl(m: SelectMirror, path: string, https: boolean): string | null {
+  try {
+    return mirrorUrl(m, path, https)
+  } catch {
+    return null
+  }
+}
