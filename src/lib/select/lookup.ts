@@ -108,21 +108,17 @@ export async function lookupFiles(database: Database, config: Config, options: L
   const limit = options.limit ?? 1000
 
   const columns = ['id', 'path', 'size', 'mtime', 'mirrors', 'md5', 'sha1', 'sha256', 'hashed_size', 'hashed_mtime'] as const
-  const isGlob = picomatch.scan(pattern).isGlob
-  let rows
+  // A name that merely contains glob characters (`distro [beta].iso`) is looked up as itself first.
+  let rows = await database.db.selectFrom('file').select([...columns]).where('path', '=', pattern).execute()
+  const isGlob = rows.length === 0 && picomatch.scan(pattern).isGlob
   if (isGlob) {
     const match = picomatch(pattern, {dot: true, basename: !pattern.includes('/')})
-    const candidates = await database.db
-      .selectFrom('file')
-      .select([...columns])
-      .where('path', 'like', globToLike(pattern))
-      .orderBy('path')
-      .execute()
-    rows = candidates.filter((r) => match(r.path)).slice(0, limit)
+    const candidates = await database.db.selectFrom('file').select(['id', 'path']).where('path', 'like', globToLike(pattern)).orderBy('path').execute()
+    const wanted = candidates.filter((r) => match(r.path)).slice(0, limit).map((r) => r.id)
+    rows = wanted.length === 0 ? [] : await database.db.selectFrom('file').select([...columns]).where('id', 'in', wanted).orderBy('path').execute()
     if (rows.length === 0) throw new MbError(`No indexed file matches ${pattern}. Check the pattern (quote it so the shell does not expand it) or run \`mb index\`.`, {code: 'NO_MATCH'})
-  } else {
-    rows = await database.db.selectFrom('file').select([...columns]).where('path', '=', pattern).execute()
-    if (rows.length === 0) throw new MbError(`${pattern} is not in the origin index; check the path (relative to the root, e.g. iso/distro.iso) or run \`mb index\`.`, {code: 'FILE_NOT_FOUND'})
+  } else if (rows.length === 0) {
+    throw new MbError(`${pattern} is not in the origin index; check the path (relative to the root, e.g. iso/distro.iso) or run \`mb index\`.`, {code: 'FILE_NOT_FOUND'})
   }
 
   const mirrors = compileMirrors(await database.db.selectFrom('mirror').selectAll().orderBy('id').execute())
