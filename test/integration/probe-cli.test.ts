@@ -112,6 +112,21 @@ describe(`mb probe CLI (${backend})`, () => {
     expect(badFlag.code).to.equal(3)
   })
 
+  it('mirror list shows probe state, last probe time and reason; mirror show prints recent transitions', async () => {
+    expect((await run(['probe', 'good.test', 'dead.test'])).code).to.equal(0)
+    const list = await run(['mirror', 'list', '--json'])
+    expect(list.code, list.stderr).to.equal(0)
+    const byName = Object.fromEntries(list.json().map((m: any) => [m.identifier, m]))
+    expect(byName['dead.test'].probe).to.include({state: 'down', reason: 'refused (http/ipv4)'})
+    expect(byName['good.test'].probe).to.include({state: 'up', reason: 'ok'})
+    expect(Date.parse(byName['good.test'].probe.last_probe_at)).to.be.a('number').and.not.NaN
+    const show = await run(['mirror', 'show', 'dead.test'])
+    expect(show.code, show.stderr).to.equal(0)
+    expect(show.stdout).to.match(/recent transitions:\n/)
+    expect(show.stdout).to.match(/Z {2}mirror {6}up -> down {2}\(refused\)/)
+    expect(show.stdout).to.match(/Z {2}http\/ipv4 {3}unknown -> down {2}\(refused\)/)
+  })
+
   it('exits 2 on an unknown mirror name in text mode and changes nothing', async () => {
     const result = await run(['probe', 'nope.test', '--json'])
     expect(result.code).to.equal(2)

@@ -3,6 +3,7 @@ import {BaseCommand} from '../../base-command.js'
 import {listMirrors, type PublicMirror, publicMirror} from '../../lib/mirrors/registry.js'
 import {MIRROR_LIST_COLUMNS} from '../../lib/mirrors/render.js'
 import {renderTable} from '../../lib/output.js'
+import {PROBE_LIST_COLUMNS, probeSummaries, probeSummaryJson, type ProbeSummaryJson} from '../../lib/probe/history.js'
 
 export default class MirrorList extends BaseCommand<typeof MirrorList> {
   static override description = 'List the registered mirrors: a table on a TTY, tab-separated lines otherwise, or a JSON array with --json'
@@ -20,11 +21,13 @@ export default class MirrorList extends BaseCommand<typeof MirrorList> {
     disabled: Flags.boolean({description: 'only disabled mirrors', exclusive: ['enabled']}),
   }
 
-  public async run(): Promise<PublicMirror[]> {
+  public async run(): Promise<Array<PublicMirror & {probe: ProbeSummaryJson}>> {
     const enabled = this.flags.enabled ? true : this.flags.disabled ? false : undefined
     const database = await this.openDb()
-    const mirrors = (await listMirrors(database.db, {country: this.flags.country, continent: this.flags.continent, enabled})).map(publicMirror)
-    this.print(renderTable(mirrors, MIRROR_LIST_COLUMNS))
+    const listed = (await listMirrors(database.db, {country: this.flags.country, continent: this.flags.continent, enabled})).map(publicMirror)
+    const summaries = await probeSummaries(database.db, listed.map((m) => m.id))
+    const mirrors = listed.map((m) => ({...m, probe: probeSummaryJson(summaries.get(m.id))}))
+    this.print(renderTable(mirrors, [...MIRROR_LIST_COLUMNS, ...PROBE_LIST_COLUMNS]))
     return mirrors
   }
 }

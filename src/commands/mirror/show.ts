@@ -3,6 +3,7 @@ import {BaseCommand} from '../../base-command.js'
 import {type PublicMirror, publicMirror, resolveMirror} from '../../lib/mirrors/registry.js'
 import {mirrorRecord} from '../../lib/mirrors/render.js'
 import {renderRecord} from '../../lib/output.js'
+import {probeSummaries, probeSummaryJson, recentTransitions, renderTransitions, transitionJson, type ProbeSummaryJson} from '../../lib/probe/history.js'
 
 export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
   static override description = 'Show every field of one mirror, including its up/down status and last scan result (passwords redacted)'
@@ -12,10 +13,12 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
     name: Args.string({description: 'mirror name, or an unambiguous prefix of it', required: true}),
   }
 
-  public async run(): Promise<PublicMirror> {
+  public async run(): Promise<PublicMirror & {probe: ProbeSummaryJson & {transitions: Array<ReturnType<typeof transitionJson>>}}> {
     const database = await this.openDb()
     const mirror = publicMirror(await resolveMirror(database.db, this.args.name))
-    this.print(renderRecord(mirrorRecord(mirror)))
-    return mirror
+    const summary = probeSummaryJson((await probeSummaries(database.db, [mirror.id])).get(mirror.id))
+    const transitions = await recentTransitions(database.db, mirror.id, 10)
+    this.print(`${renderRecord([...mirrorRecord(mirror), ['last_probe', summary.last_probe_at], ['probe_reason', summary.reason]])}\n${renderTransitions(transitions)}`)
+    return {...mirror, probe: {...summary, transitions: transitions.map(transitionJson)}}
   }
 }

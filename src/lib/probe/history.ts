@@ -4,6 +4,7 @@
  */
 import {sql, type Kysely} from 'kysely'
 import type {DB} from '../db/schema.js'
+import type {Column} from '../output.js'
 import {parseStatus} from './state.js'
 
 /** A recorded state change. `scope` is 'mirror' (the summary) or e.g. 'https/ipv6'. */
@@ -86,4 +87,35 @@ export async function probeSummaries(db: Kysely<DB>, mirrorIds?: number[]): Prom
     result.set(row.id, {state: probed ? (row.up ? 'up' : 'down') : 'unknown', last_probe_at: row.last_at ? new Date(row.last_at) : null, reason: probed ? reason : null})
   }
   return result
+}
+
+/** The `--json` shape of a {@link ProbeSummary} (time as ISO 8601 UTC). */
+export interface ProbeSummaryJson {
+  state: 'up' | 'down' | 'unknown'
+  last_probe_at: string | null
+  reason: string | null
+}
+
+/** JSON form of a summary; a missing one is `unknown`. */
+export function probeSummaryJson(summary: ProbeSummary | undefined): ProbeSummaryJson {
+  return {state: summary?.state ?? 'unknown', last_probe_at: summary?.last_probe_at?.toISOString() ?? null, reason: summary?.reason ?? null}
+}
+
+/** Columns that `mb mirror list` appends: probe state, last probe time (UTC), reason. */
+export const PROBE_LIST_COLUMNS: Array<Column<{probe: ProbeSummaryJson}>> = [
+  {header: 'probe', get: (m) => m.probe.state},
+  {header: 'last_probe', get: (m) => (m.probe.last_probe_at ? m.probe.last_probe_at.replace(/\.\d{3}Z$/, 'Z') : null)},
+  {header: 'probe_reason', get: (m) => m.probe.reason},
+]
+
+/** The `--json` shape of a transition. */
+export function transitionJson(t: TransitionRecord): {at: string; scope: string; from: string; to: string; reason: string} {
+  return {at: t.at.toISOString(), scope: t.scope, from: t.from, to: t.to, reason: t.reason}
+}
+
+/** Text lines for a "recent transitions" section (newest first), or a note when there are none. */
+export function renderTransitions(transitions: TransitionRecord[]): string {
+  if (transitions.length === 0) return 'recent transitions: none recorded'
+  const lines = transitions.map((t) => `  ${t.at.toISOString().replace(/\.\d{3}Z$/, 'Z')}  ${t.scope.padEnd(10)}  ${t.from} -> ${t.to}  (${t.reason})`)
+  return ['recent transitions:', ...lines].join('\n')
 }
