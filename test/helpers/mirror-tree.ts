@@ -2,7 +2,8 @@
  * One mirror tree for every scan end-to-end test (rsync, FTP, HTTP), so all listers are checked
  * against the same awkward content:
  *
- * - names with spaces, `#`, `+`, `%`, `:` and UTF-8 (files and directories);
+ * - names with spaces, `#`, `+`, `%`, `:` and UTF-8 (files and directories), and under `odd/`
+ *   leading/trailing spaces, quotes, `<&>`, `?`, `*[]`, `;` and a leading `-`;
  * - a symlinked directory (`linked-dir -> real dir`) and a symlink to a file
  *   (`link-to-file.bin -> real dir/target file.bin`), both relative so they work inside an FTP
  *   chroot too;
@@ -34,6 +35,16 @@ export const SPECIAL_FILES: Record<string, number> = {
   'dir with space/sub#dir/deep+file.txt': 19,
   'a:b dir/x y.txt': 20,
   'ünï/ça va.txt': 21,
+  'odd/ leading space.txt': 24,
+  'odd/trailing space.txt ': 25,
+  'odd/quote"s.txt': 26,
+  "odd/apos'.txt": 27,
+  'odd/<tag>&amp.txt': 28,
+  'odd/q?mark.txt': 29,
+  'odd/star*[x].txt': 30,
+  'odd/semi;colon.txt': 31,
+  'odd/-dash.txt': 32,
+  'odd/ sp dir/x': 33,
   'real dir/target file.bin': 1536,
   'real dir/big.iso': 100_000,
   'real dir/nested/leaf.txt': 23,
