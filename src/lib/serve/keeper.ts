@@ -93,7 +93,10 @@ export class SnapshotKeeper {
         log?.info({files: this.current.files.size}, 'snapshot reloaded')
       } else {
         const result = await refreshSnapshot(this.database, snapshot)
-        if (result.updated > 0 || result.deleted > 0) log?.debug(result, 'snapshot refreshed')
+        if (result.reload) {
+          this.current = await loadSnapshot(this.database)
+          log?.info({files: this.current.files.size}, 'snapshot reloaded (large change set)')
+        } else if (result.updated > 0 || result.deleted > 0) log?.debug(result, 'snapshot refreshed')
       }
       if (this.down) {
         this.down = false

@@ -9,12 +9,13 @@
  * 1,000,000 files x 200 mirrors stay compact.
  *
  * Incremental refresh (PostgreSQL xid8 change tracking): rows carry `txid`, set by triggers
- * on insert/update; deletions land in `file_tombstone`. Each refresh remembers
- * `pg_snapshot_xmin(pg_current_snapshot())` of its own transaction; the next refresh reads
- * the rows and tombstones with `txid >= ` that xmin. Every transaction that was in flight
- * when the earlier snapshot was taken has a txid >= its xmin, so no commit is missed; rows
- * seen twice are applied twice, which is harmless. Mirrors (a few hundred rows) are reloaded
- * every time.
+ * on insert/update; deletions land in `file_tombstone`. Each refresh remembers its own
+ * transaction snapshot (`pg_current_snapshot()`: xmin, xmax and the in-progress list xip).
+ * The next refresh reads exactly the rows that snapshot could not see: `txid >= xmax` or
+ * `txid` in xip. Every transaction in flight back then is in xip (or >= xmax), so no commit
+ * is missed. (Reading `txid >= xmin` alone is also safe, but a long transaction anywhere in
+ * the cluster holds xmin back, and every poll would then re-read everything changed since.)
+ * Mirrors (a few hundred rows) are reloaded every time.
  */
 import type pg from 'pg'
 import type {PGlite} from '@electric-sql/pglite'
@@ -106,7 +107,7 @@ export class Snapshot {
   mirrors: Map<number, SelectMirror> = new Map()
   mirrorRows: MirrorRow[] = []
   readonly pool = new MirrorSetPool()
-  /** xmin of the last refresh's transaction snapshot (xid8 as decimal text). */
+  /** The last refresh's transaction snapshot (`pg_snapshot` text, `xmin:xmax:xip,...`). */
   xmin: string | null = null
   /** Unix ms (UTC) of the last successful load or refresh. */
   refreshedAt = 0
@@ -179,8 +180,8 @@ async function readMirrors(tx: Tx): Promise<{rows: MirrorRow[]; compiled: Map<nu
 }
 
 async function currentXmin(tx: Tx): Promise<string> {
-  const [[xmin]] = await tx.query(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text`)
-  return xmin as string
+  const [[snapshot]] = await tx.query(`SELECT pg_current_snapshot()::text`)
+  return snapshot as string
 }
 
 /**
@@ -217,6 +218,8 @@ export interface RefreshResult {
   mirrors: number
   updated: number
   deleted: number
+  /** Too many rows changed for an incremental refresh: nothing was applied, reload in full. */
+  reload?: boolean
 }
 
 /**
@@ -225,28 +228,35 @@ export interface RefreshResult {
  * so a delete-then-recreate ends with the file present). Mutates `snapshot` in place; the
  * hot path sees each file either before or after its change.
  * @throws whatever the database driver throws; the snapshot is then unchanged except for
- *         rows already applied (all of them still newer than the old xmin, so re-read later)
+ *         rows already applied (all of them still unseen by the old snapshot, so re-read later)
  */
 export async function refreshSnapshot(database: Database, snapshot: Snapshot): Promise<RefreshResult> {
-  const since = snapshot.xmin ?? '0'
+  const since = snapshot.xmin ?? '1:1:'
+  // Rows invisible to the previous snapshot: committed later (>= xmax) or in flight then (xip).
+  const unseen = `(txid >= pg_snapshot_xmax($1::pg_snapshot) OR txid = ANY(ARRAY(SELECT pg_snapshot_xip($1::pg_snapshot))))`
   const result: RefreshResult = {mirrors: 0, updated: 0, deleted: 0}
   let xmin = since
   let mirrors: Awaited<ReturnType<typeof readMirrors>> | undefined
   const tombstones: string[] = []
   const changed: unknown[][][] = []
+  let tooMany = false
   await withTx(database, async (tx) => {
     xmin = await currentXmin(tx)
     mirrors = await readMirrors(tx)
-    for (const [path] of await tx.query(`SELECT path FROM file_tombstone WHERE txid >= $1::xid8`, [since])) tombstones.push(path as string)
-    let lastId = 0
-    for (;;) {
-      const rows = await tx.query(`SELECT ${FILE_COLUMNS} FROM file WHERE txid >= $1::xid8 AND id > $2 ORDER BY id LIMIT ${BATCH_ROWS}`, [since, lastId])
-      if (rows.length === 0) break
-      changed.push(rows)
-      lastId = Number(rows.at(-1)![0])
-      if (rows.length < BATCH_ROWS) break
+    for (const [path] of await tx.query(`SELECT path FROM file_tombstone WHERE ${unseen}`, [since])) tombstones.push(path as string)
+    // No ORDER BY/LIMIT here: that would make the planner walk the primary key instead of
+    // the txid index. A large change set is left to a full reload (streamed in batches).
+    const [[count]] = await tx.query(`SELECT count(*)::int FROM file WHERE ${unseen}`, [since])
+    if (Number(count) > Math.max(50_000, snapshot.files.size / 10)) {
+      tooMany = true
+      return
     }
+    if (Number(count) > 0) changed.push(await tx.query(`SELECT ${FILE_COLUMNS} FROM file WHERE ${unseen}`, [since]))
   })
+  if (tooMany) {
+    snapshot.churn = Number.POSITIVE_INFINITY // the keeper reloads in full
+    return {...result, reload: true}
+  }
   // Apply synchronously, after the transaction, so a failed read changes nothing.
   snapshot.mirrors = mirrors!.compiled
   snapshot.mirrorRows = mirrors!.rows
