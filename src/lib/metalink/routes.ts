@@ -17,7 +17,6 @@
  * documents carry the whole-file hashes without pieces.
  */
 import {statSync} from 'node:fs'
-import {stat} from 'node:fs/promises'
 import {sep} from 'node:path'
 import type {Database} from '../db/index.js'
 import {mtimeSeconds, readStoredHashes, type StoredHashes} from '../origin/hash.js'
@@ -156,7 +155,8 @@ export class MetalinkRoutes {
 
   private async handle(ctx: RequestContext, server: MirrorServer, target: {kind: Kind; file: FileEntry}): Promise<void> {
     // A real file with the representation's name wins (only reached when it is not indexed).
-    if (!ctx.file) {
+    // A synchronous stat (no thread-pool round trip) rules the common case out cheaply.
+    if (!ctx.file && statSync(server.root + sep + ctx.path, {throwIfNoEntry: false}) !== undefined) {
       const own = await server.resolveOnDisk(ctx.path)
       if (own && !own.directory) return server.deliver(ctx, 'not_indexed', own.real)
     }
@@ -166,7 +166,12 @@ export class MetalinkRoutes {
     const selection = server.options.select(client, file, ctx.snapshot.mirrors, server.options.selectOptions, target.kind === 'mirrorlist')
     let stored = await this.storedHashes(file)
     if (stored) {
-      const st = await stat(server.root + sep + file.path).catch(() => null)
+      let st: {size: number; mtimeMs: number} | undefined
+      try {
+        st = statSync(server.root + sep + file.path, {throwIfNoEntry: false})
+      } catch {
+        st = undefined
+      }
       if (!st || st.size !== file.size || mtimeSeconds(st) !== file.mtime) stored = null
     }
     const doc = buildDocument({path: file.path, size: file.size, mtime: file.mtime, stored, hashesFresh: stored !== null, selection, baseUrl: this.baseUrl(ctx, client.https), maxUrls: this.maxUrls})
