@@ -4,6 +4,8 @@
  * never answers, a base that redirects to ftp://, a base that does not exist.
  */
 import {expect} from 'chai'
+import {readdir, stat, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
 import {MbError} from '../../src/lib/errors.js'
 import {createHttpLister, type HttpListerOptions} from '../../src/lib/scan/http.js'
 import type {ListOptions, ListingEntry} from '../../src/lib/scan/types.js'
@@ -167,5 +169,102 @@ describe('e2e: HTTP lister against nginx and lighttpd', function () {
     let seen = 0
     for await (const _ of lister.list(json.url, {})) if (++seen === 100) break
     expect(seen).to.equal(100)
+  })
+})
+
+/** apr_strfsize() as Apache's mod_autoindex prints sizes: bytes below 973, else 1.2K / 12K style. */
+function aprStrfsize(bytes: number): string {
+  if (bytes < 973) return `${bytes} `
+  const units = 'KMGTPE'
+  let size = bytes
+  let o = 0
+  for (;;) {
+    let remain = size & 1023
+    size = Math.floor(size / 1024)
+    if (size >= 973) {
+      o++
+      continue
+    }
+    if (size < 9 || (size === 9 && remain < 973)) {
+      if ((remain = Math.floor((remain * 5 + 256) / 512)) >= 10) {
+        size++
+        remain = 0
+      }
+      return `${size}.${remain}${units[o]}`
+    }
+    if (remain >= 512) size++
+    return `${String(size).padStart(3)}${units[o]}`
+  }
+}
+
+/** Writes an Apache 2.4 HTMLTable-style index.html (mod_autoindex's documented layout) into every directory. */
+async function writeApacheIndexes(dir: string, urlPath: string): Promise<void> {
+  const rows: string[] = []
+  for (const entry of (await readdir(dir)).sort()) {
+    if (entry.startsWith('.') || entry === 'index.html') continue
+    const st = await stat(join(dir, entry)).catch(() => undefined)
+    if (!st) continue
+    const date = new Date(st.mtimeMs).toISOString().slice(0, 16).replace('T', ' ')
+    // Apache escapes the path and prefixes names holding a colon with "./".
+    const href = (entry.includes(':') ? './' : '') + encodeURIComponent(entry).replace(/%3A/g, ':').replace(/%2B/g, '+') + (st.isDirectory() ? '/' : '')
+    const text = entry.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+    const size = st.isDirectory() ? '  - ' : aprStrfsize(st.size)
+    rows.push(`<tr><td valign="top"><img src="/icons/${st.isDirectory() ? 'folder' : 'unknown'}.gif" alt="[${st.isDirectory() ? 'DIR' : '   '}]"></td><td><a href="${href}">${text}${st.isDirectory() ? '/' : ''}</a></td><td align="right">${date}  </td><td align="right">${size}</td><td>&nbsp;</td></tr>`)
+    if (st.isDirectory()) await writeApacheIndexes(join(dir, entry), `${urlPath}${entry}/`)
+  }
+  const title = `Index of ${urlPath}`.replace(/&/g, '&amp;').replace(/</g, '&lt;')
+  await writeFile(join(dir, 'index.html'), `<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 3.2 Final//EN">
+<html>
+ <head>
+  <title>${title}</title>
+ </head>
+ <body>
+<h1>${title}</h1>
+  <table>
+   <tr><th valign="top"><img src="/icons/blank.gif" alt="[ICO]"></th><th><a href="?C=N;O=D">Name</a></th><th><a href="?C=M;O=A">Last modified</a></th><th><a href="?C=S;O=A">Size</a></th><th><a href="?C=D;O=A">Description</a></th></tr>
+   <tr><th colspan="5"><hr></th></tr>
+<tr><td valign="top"><img src="/icons/back.gif" alt="[PARENTDIR]"></td><td><a href="../">Parent Directory</a></td><td>&nbsp;</td><td align="right">  - </td><td>&nbsp;</td></tr>
+${rows.join('\n')}
+   <tr><th colspan="5"><hr></th></tr>
+</table>
+<address>Apache/2.4.62 (Debian) Server at 127.0.0.1 Port 80</address>
+</body></html>
+`, {mode: 0o644})
+}
+
+describe('e2e: HTTP lister on Apache-style (mod_autoindex HTMLTable) indexes served as static pages', function () {
+  let tree: MirrorTree
+  let web: RunningServer
+  let expected: Map<string, number>
+
+  before(async function () {
+    requireBinary(this, 'nginx', 'nginx-light')
+    tree = await createMirrorTree({bulkFiles: 300})
+    expected = await expectedFileSet(tree.root)
+    await writeApacheIndexes(tree.root, '/')
+    web = await startNginx({root: tree.root})
+  })
+
+  after(async () => {
+    await web?.stop()
+    await tree?.cleanup()
+  })
+
+  it('lists the same file set; sizes below 973 bytes exact, larger ones as ranges holding the true size', async () => {
+    const {entries, warnings} = await collect(web.url)
+    expect(warnings).to.deep.equal([])
+    const got = new Map(entries.filter((e) => e.type === 'file').map((e) => [e.path, e]))
+    expect([...got.keys()].sort()).to.deep.equal([...expected.keys()].sort())
+    for (const [path, size] of expected) {
+      const e = got.get(path)!
+      if (size < 973) expect(e, path).to.deep.include({size, mtime: MIRROR_TREE_MTIME - 5, mtimePrecision: 60}).and.not.have.property('sizeApproximate')
+      else expect(e.sizeMin! <= size && size <= e.sizeMax!, `${path}: ${size} in [${e.sizeMin}, ${e.sizeMax}]`).to.equal(true)
+    }
+    // With HEAD, every size is exact.
+    const exact = await collect(web.url, {exactSizes: 'head'}, {subdir: 'sizes'})
+    expect(exact.entries.map((e) => `${e.path} ${e.size} ${e.sizeApproximate ?? 'exact'}`).sort()).to.deep.equal([
+      'sizes/1023.bin 1023 exact', 'sizes/1024.bin 1024 exact', 'sizes/1048576.bin 1048576 exact', 'sizes/5000.bin 5000 exact',
+      'sizes/972.bin 972 exact', 'sizes/99.bin 99 exact', 'sizes/one.bin 1 exact', 'sizes/zero.bin 0 exact',
+    ])
   })
 })
