@@ -164,6 +164,23 @@ describe('e2e: HTTP lister against nginx and lighttpd', function () {
     }
   })
 
+  it('https: refuses a self-signed certificate by default, lists with allowSelfSigned', async function () {
+    requireBinary(this, 'openssl', 'openssl')
+    const secure = await startNginx({root: tree.root, autoindex: 'json', https: true})
+    try {
+      const error = await failure(collect(secure.url, {}, {subdir: 'sizes'}))
+      expect(error.message).to.match(/^HTTPS certificate of 127\.0\.0\.1:\d+ is not trusted \((DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN)\)/)
+      expect(error.code).to.equal('SCAN_TLS')
+      const {entries} = await collect(secure.url, {allowSelfSigned: true}, {subdir: 'sizes'})
+      expect(entries.map((e) => `${e.path} ${e.size}`).sort()).to.deep.equal([
+        'sizes/1023.bin 1023', 'sizes/1024.bin 1024', 'sizes/1048576.bin 1048576', 'sizes/5000.bin 5000',
+        'sizes/972.bin 972', 'sizes/99.bin 99', 'sizes/one.bin 1', 'sizes/zero.bin 0',
+      ])
+    } finally {
+      await secure.stop()
+    }
+  })
+
   it('stops cleanly when the consumer stops early', async () => {
     const lister = createHttpLister({concurrency: 4})
     let seen = 0
