@@ -1,0 +1,89 @@
+import {expect} from 'chai'
+import {sql} from 'kysely'
+import pg from 'pg'
+import type {Database} from '../../src/lib/db/index.js'
+import {loadSnapshot, refreshSnapshot} from '../../src/lib/serve/snapshot.js'
+import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+
+describe(`serve snapshot load and incremental refresh (${backend})`, () => {
+  let tdb: TestDatabase
+  let database: Database
+
+  before(async () => {
+    tdb = await createTestDatabase()
+    database = await tdb.open()
+    await database.db
+      .insertInto('mirror')
+      .values([
+        {id: 1, identifier: 'a.example', http_url: 'http://a.example/', country: 'DE'},
+        {id: 2, identifier: 'b.example', http_url: 'http://b.example/', country: 'FR'},
+      ] as any)
+      .execute()
+    await database.db
+      .insertInto('file')
+      .values([
+        {path: 'keep.iso', size: 10, mtime: 1, mirrors: [1, 2]},
+        {path: 'change.iso', size: 20, mtime: 2, mirrors: [1]},
+        {path: 'drop.iso', size: 30, mtime: 3, mirrors: []},
+      ])
+      .execute()
+    await sql`UPDATE file SET md5 = 'd41d8cd98f00b204e9800998ecf8427e', hashed_size = size, hashed_mtime = mtime WHERE path = 'keep.iso'`.execute(database.db)
+  })
+
+  after(async () => {
+    await database?.close()
+    await tdb?.drop()
+  })
+
+  it('loads mirrors and files with sizes, mtimes, mirror sets and fresh hashes', async () => {
+    const snap = await loadSnapshot(database)
+    expect([...snap.mirrors.keys()]).to.deep.equal([1, 2])
+    expect(snap.mirrors.get(1)).to.include({identifier: 'a.example', httpUrl: 'http://a.example/', country: 'DE', continent: 'EU', enabled: true})
+    expect(snap.files.size).to.equal(3)
+    const keep = snap.files.get('keep.iso')!
+    expect({size: keep.size, mtime: keep.mtime, mirrors: [...keep.mirrors], md5: keep.md5}).to.deep.equal({size: 10, mtime: 1, mirrors: [1, 2], md5: 'd41d8cd98f00b204e9800998ecf8427e'})
+    expect(snap.xmin).to.match(/^\d+:\d+:/)
+  })
+
+  it('applies inserts, updates, deletes and mirror changes; a refresh without changes applies nothing', async () => {
+    const snap = await loadSnapshot(database)
+    expect(await refreshSnapshot(database, snap)).to.deep.equal({mirrors: 2, updated: 0, deleted: 0})
+    await sql`UPDATE file SET mirrors = '{2}', size = 21 WHERE path = 'change.iso'`.execute(database.db)
+    await sql`DELETE FROM file WHERE path = 'drop.iso'`.execute(database.db)
+    await sql`INSERT INTO file (path, size, mtime, mirrors) VALUES ('new.iso', 40, 4, '{1,2}')`.execute(database.db)
+    await sql`UPDATE mirror SET enabled = false WHERE id = 2`.execute(database.db)
+    expect(await refreshSnapshot(database, snap)).to.deep.equal({mirrors: 2, updated: 2, deleted: 1})
+    expect([...snap.files.keys()].sort()).to.deep.equal(['change.iso', 'keep.iso', 'new.iso'])
+    expect(snap.files.get('change.iso')).to.include({size: 21})
+    expect([...snap.files.get('change.iso')!.mirrors]).to.deep.equal([2])
+    expect(snap.mirrors.get(2)!.enabled).to.equal(false)
+    expect(await refreshSnapshot(database, snap)).to.deep.equal({mirrors: 2, updated: 0, deleted: 0})
+    // Deleted and re-created between two refreshes: present afterwards.
+    await sql`DELETE FROM file WHERE path = 'new.iso'`.execute(database.db)
+    await sql`INSERT INTO file (path, size, mtime) VALUES ('new.iso', 41, 5)`.execute(database.db)
+    await refreshSnapshot(database, snap)
+    expect(snap.files.get('new.iso')).to.include({size: 41})
+  })
+
+  if (backend === 'postgres') {
+    it('misses no commit of a transaction that was in flight at the previous refresh', async () => {
+      const snap = await loadSnapshot(database)
+      const slow = new pg.Client({connectionString: tdb.url})
+      await slow.connect()
+      try {
+        await slow.query('BEGIN')
+        await slow.query(`INSERT INTO file (path, size, mtime) VALUES ('slow.iso', 50, 5)`)
+        await sql`INSERT INTO file (path, size, mtime) VALUES ('fast.iso', 60, 6)`.execute(database.db)
+        await refreshSnapshot(database, snap)
+        expect(snap.files.has('fast.iso')).to.equal(true)
+        expect(snap.files.has('slow.iso')).to.equal(false)
+        await slow.query('COMMIT')
+        const result = await refreshSnapshot(database, snap)
+        expect(snap.files.get('slow.iso')).to.include({size: 50})
+        expect(result.updated).to.equal(1) // only the late commit, not fast.iso again
+      } finally {
+        await slow.end()
+      }
+    })
+  }
+})

@@ -1,0 +1,50 @@
+import {expect} from 'chai'
+import {escapeHtml, renderIndex} from '../../src/lib/serve/autoindex.js'
+import {parseListen} from '../../src/lib/serve/run.js'
+import {MirrorSetPool} from '../../src/lib/serve/snapshot.js'
+
+describe('serve helpers', () => {
+  it('parses array_to_string mirror sets into compact Int16Array views', () => {
+    const pool = new MirrorSetPool()
+    expect([...pool.fromText('3,17,42')]).to.deep.equal([3, 17, 42])
+    expect([...pool.fromText('32000')]).to.deep.equal([32_000])
+    expect(pool.fromText('').length).to.equal(0)
+    expect(pool.fromText(null).length).to.equal(0)
+    const a = pool.fromText('1,2')
+    const b = pool.fromArray([7, 8, 9])
+    expect(a.buffer).to.equal(b.buffer) // one shared chunk, no per-file ArrayBuffer
+    expect([...a]).to.deep.equal([1, 2])
+    expect([...b]).to.deep.equal([7, 8, 9])
+    expect(pool.allocated).to.equal(3 + 1 + 2 + 3)
+  })
+
+  it('starts a new chunk when one fills up', () => {
+    const pool = new MirrorSetPool()
+    const big = Array.from({length: 1 << 20}, (_, i) => i % 30_000)
+    const first = pool.fromArray(big)
+    const second = pool.fromText('5,6')
+    expect(first.buffer).to.not.equal(second.buffer)
+    expect(first[12_345]).to.equal(12_345)
+    expect([...second]).to.deep.equal([5, 6])
+  })
+
+  it('parses listen addresses', () => {
+    expect(parseListen('127.0.0.1:8080')).to.deep.equal({host: '127.0.0.1', port: 8080})
+    expect(parseListen('[::1]:80')).to.deep.equal({host: '::1', port: 80})
+    expect(parseListen(':8080')).to.deep.equal({host: '0.0.0.0', port: 8080})
+    expect(() => parseListen('localhost')).to.throw(/HOST:PORT/)
+    expect(() => parseListen('1.2.3.4:70000')).to.throw(/HOST:PORT/)
+  })
+
+  it('escapes names and encodes links in directory indexes', () => {
+    expect(escapeHtml(`<a href="x">'&'</a>`)).to.equal('&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;')
+    const html = renderIndex('sub dir', [
+      {name: 'inner', directory: true, size: null, mtime: new Date(Date.UTC(2026, 0, 2, 3, 4))},
+      {name: 'a "b" <c>?.iso', directory: false, size: 1234, mtime: new Date(Date.UTC(2026, 0, 2, 3, 4))},
+    ])
+    expect(html).to.include('<title>Index of /sub dir/</title>')
+    expect(html).to.include('<a href="../">../</a>')
+    expect(html).to.include('<a href="inner/">inner/</a></td><td align="right">-</td><td>2026-01-02 03:04</td>')
+    expect(html).to.include('<a href="a%20%22b%22%20%3Cc%3E%3F.iso">a &quot;b&quot; &lt;c&gt;?.iso</a></td><td align="right">1234</td>')
+  })
+})
