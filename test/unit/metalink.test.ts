@@ -1,0 +1,132 @@
+import {createHash} from 'node:crypto'
+import {expect} from 'chai'
+import {XMLParser} from 'fast-xml-parser'
+import {validateXML} from 'xmllint-wasm'
+import {readFileSync} from 'node:fs'
+import {buildDocument, type BuildOptions} from '../../src/lib/metalink/document.js'
+import {describedByLink, digestHeader, hashFileBody, metalinkHttpHeaders} from '../../src/lib/metalink/headers.js'
+import {acceptsJson, acceptsMeta4, contentDisposition} from '../../src/lib/metalink/http.js'
+import {renderMeta4, xmlEscape} from '../../src/lib/metalink/meta4.js'
+import {preferenceAt, renderMetalink3} from '../../src/lib/metalink/metalink3.js'
+import {buildMirrorList, escapeHtml, renderMirrorListHtml} from '../../src/lib/metalink/mirrorlist.js'
+import type {Candidate, Exclusion, Selection, SelectMirror} from '../../src/lib/select/types.js'
+
+const SCHEMA = readFileSync(new URL('../fixtures/metalink/metalink4.rng', import.meta.url), 'utf8')
+const parser = new XMLParser({ignoreAttributes: false, attributeNamePrefix: '@', isArray: (name) => ['url', 'hash'].includes(name), parseTagValue: false})
+
+function mirror(id: number, country: string | null, extra: Partial<SelectMirror> = {}): SelectMirror {
+  return {id, identifier: `m${id}.example.net`, httpUrl: `http://m${id}.example.net/pub/`, httpsUrl: null, country, continent: 'EU', latitude: null, longitude: null, asn: null, prefixes: [], clientPrefixes: [], excludeCountries: new Set(), otherCountries: new Set(), score: 100, enabled: true, up: true, ipv6: null, countryOnly: false, regionOnly: false, asOnly: false, prefixOnly: false, fallback: false, fileMaxsize: null, basePath: '', lastScanOkAt: null, needsRescan: false, ...extra}
+}
+
+const candidates = (n: number): Candidate[] => Array.from({length: n}, (_, i) => ({mirror: mirror(i + 1, i % 2 ? 'FR' : 'DE'), realm: i < 2 ? 'country' : 'continent', rank: i + 1, url: `http://m${i + 1}.example.net/pub/dir/file.iso`}))
+
+const data = Buffer.from('metalink test data\n')
+const hex = (algo: string) => createHash(algo).update(data).digest('hex')
+const stored = {size: 19, mtime: 1_700_000_000, md5: hex('md5'), sha1: hex('sha1'), sha256: hex('sha256'), piece_size: 262144, piece_hash: 'sha256', pieces: hex('sha256'), hashed_size: 19, hashed_mtime: 1_700_000_000}
+
+function options(extra: Partial<BuildOptions> = {}): BuildOptions {
+  return {path: 'dir/file.iso', size: 19, mtime: 1_700_000_000, stored, selection: {realm: 'country', ranked: candidates(3), excluded: []}, baseUrl: 'https://dl.example.org/', now: new Date('2026-11-29T12:00:00.123Z'), ...extra}
+}
+
+async function valid(xml: string): Promise<boolean> {
+  const result = await validateXML({xml: {fileName: 'doc.meta4', contents: xml}, schema: {fileName: 'metalink4.rng', contents: SCHEMA}, extension: 'relaxng'})
+  return result.valid
+}
+
+describe('metalink documents', () => {
+  it('lists ranked mirrors with priority and location, capped, then the origin last', () => {
+    const doc = buildDocument(options({selection: {realm: 'country', ranked: candidates(30), excluded: []}}))
+    expect(doc.sources).to.have.length(21)
+    expect(doc.sources[0]).to.deep.equal({url: 'http://m1.example.net/pub/dir/file.iso', priority: 1, location: 'de', mirror: 'm1.example.net'})
+    expect(doc.sources[19].priority).to.equal(20)
+    expect(doc.sources[20]).to.deep.equal({url: 'https://dl.example.org/dir/file.iso', priority: 21})
+    expect(buildDocument(options({maxUrls: 2})).sources.map((s) => s.priority)).to.deep.equal([1, 2, 3])
+    expect(doc.meta4Url).to.equal('https://dl.example.org/dir/file.iso.meta4')
+  })
+
+  it('lists only the origin when the selection leaves the file to the origin', () => {
+    const selection: Selection = {realm: null, ranked: candidates(3), excluded: [], origin: {reason: 'origin_only', detail: 'matches *.asc'}}
+    expect(buildDocument(options({selection})).sources).to.deep.equal([{url: 'https://dl.example.org/dir/file.iso', priority: 1}])
+  })
+
+  it('includes hashes only when fresh', () => {
+    expect(buildDocument(options()).hashes?.sha256).to.equal(hex('sha256'))
+    expect(buildDocument(options({stored: {...stored, hashed_mtime: 1}})).hashes).to.equal(null)
+    expect(buildDocument(options({hashesFresh: false})).hashes).to.equal(null)
+  })
+
+  it('renders a schema-valid meta4 with escaped names and URLs, and one without hashes', async () => {
+    const doc = buildDocument(options({path: 'dir/a&b <c> "ü".iso'}))
+    const xml = renderMeta4(doc)
+    expect(await valid(xml)).to.equal(true)
+    const parsed = parser.parse(xml).metalink
+    expect(xml).to.include('<file name="a&amp;b &lt;c&gt; &quot;ü&quot;.iso">')
+    expect(parsed.file['@name']).to.equal('a&b <c> "ü".iso')
+    expect(parsed.published).to.equal('2026-11-29T12:00:00Z')
+    expect(parsed.file.url.at(-1)['#text']).to.equal('https://dl.example.org/dir/a%26b%20%3Cc%3E%20%22%C3%BC%22.iso')
+    const bare = renderMeta4(buildDocument(options({hashesFresh: false})))
+    expect(await valid(bare)).to.equal(true)
+    expect(parser.parse(bare).metalink.file.hash).to.equal(undefined)
+    expect(xmlEscape('a<b>&"c"')).to.equal('a&lt;b&gt;&amp;&quot;c&quot;')
+  })
+
+  it('renders Metalink 3.0 with preference from 100 down, never below 1', () => {
+    const parsed = parser.parse(renderMetalink3(buildDocument(options()))).metalink
+    expect(parsed['@xmlns']).to.equal('http://www.metalinker.org/')
+    expect(parsed['@pubdate']).to.equal('Sun, 29 Nov 2026 12:00:00 GMT')
+    const file = parsed.files.file
+    expect(file.verification.pieces.hash[0]).to.deep.equal({'@piece': '0', '#text': hex('sha256')})
+    expect(file.resources.url.map((u: any) => [u['@type'], u['@preference'], u['@location']])).to.deep.equal([
+      ['http', '100', 'de'],
+      ['http', '99', 'fr'],
+      ['http', '98', 'de'],
+      ['https', '97', undefined],
+    ])
+    expect(preferenceAt(0)).to.equal(100)
+    expect(preferenceAt(150)).to.equal(1)
+  })
+
+  it('writes hash files, RFC 3230 Digest and RFC 6249 describedby values', () => {
+    const doc = buildDocument(options())
+    expect(hashFileBody(doc.hashes!, 'sha256', doc.name)).to.equal(`${hex('sha256')}  file.iso\n`)
+    expect(hashFileBody(doc.hashes!, 'md5', doc.name)).to.equal(`${hex('md5')}  file.iso\n`)
+    const b64 = (algo: string) => createHash(algo).update(data).digest('base64')
+    expect(digestHeader(doc.hashes!)).to.equal(`SHA-256=${b64('sha256')}, MD5=${b64('md5')}, SHA=${b64('sha1')}`)
+    expect(describedByLink(doc.meta4Url)).to.equal('<https://dl.example.org/dir/file.iso.meta4>; rel=describedby; type="application/metalink4+xml"')
+    expect(metalinkHttpHeaders(doc.meta4Url, null)).to.deep.equal([['Link', describedByLink(doc.meta4Url)]])
+    expect(metalinkHttpHeaders(doc.meta4Url, doc.hashes).map(([n]) => n)).to.deep.equal(['Link', 'Digest'])
+  })
+
+  it('negotiates by Accept and names the attachment (RFC 6266)', () => {
+    expect(acceptsMeta4('*/*,application/metalink4+xml,application/metalink+xml')).to.equal(true)
+    expect(acceptsMeta4('*/*')).to.equal(false)
+    expect(acceptsJson('application/json')).to.equal(true)
+    expect(acceptsJson('text/html,application/json;q=0.9')).to.equal(false)
+    expect(acceptsJson(undefined)).to.equal(false)
+    expect(contentDisposition('file.iso.meta4')).to.equal('attachment; filename="file.iso.meta4"')
+    expect(contentDisposition('grüße "x".meta4')).to.equal(`attachment; filename="gr__e _x_.meta4"; filename*=UTF-8''gr%C3%BC%C3%9Fe%20%22x%22.meta4`)
+  })
+
+  it('builds the mirror list from an allow-list: no user info, grouped by realm, passed-over with reasons', () => {
+    const ranked = candidates(3)
+    ranked[0] = {...ranked[0], url: 'http://user:secret@m1.example.net/pub/dir/file.iso'}
+    const excluded: Exclusion[] = [
+      {mirror: mirror(9, 'DE', {up: false, httpUrl: 'http://u:pw@m9.example.net/pub/'}), reason: 'down', detail: 'probe failed'},
+      {mirror: mirror(10, 'DE'), reason: 'not_held', detail: 'does not hold it'},
+    ]
+    const doc = buildDocument(options({path: 'dir/<script>.iso'}))
+    const list = buildMirrorList(doc, {realm: 'country', ranked, excluded}, {ip: '192.0.2.1', country: 'DE', continent: 'EU', https: false})
+    expect(list.realms.map((g) => [g.realm, g.mirrors.map((m) => m.identifier)])).to.deep.equal([
+      ['country', ['m1.example.net', 'm2.example.net']],
+      ['continent', ['m3.example.net']],
+    ])
+    expect(list.realms[0].mirrors[0].url).to.equal('http://m1.example.net/pub/dir/file.iso')
+    expect(list.excluded).to.deep.equal([{identifier: 'm9.example.net', country: 'DE', continent: 'EU', url: 'http://m9.example.net/pub/dir/%3Cscript%3E.iso', score: 100, state: 'down', reason: 'down', detail: 'probe failed'}])
+    const html = renderMirrorListHtml(list)
+    expect(html).not.to.include('<script>')
+    expect(html).to.include('&lt;script&gt;.iso')
+    expect(html).not.to.include('secret')
+    expect(html).not.to.include(':pw@')
+    expect(escapeHtml(`<a href="x">'`)).to.equal('&lt;a href=&quot;x&quot;&gt;&#39;')
+  })
+})
