@@ -181,6 +181,30 @@ describe('e2e: HTTP lister against nginx and lighttpd', function () {
     }
   })
 
+  it('skips a subdirectory that redirects out of the base tree, with a warning; follows one that stays inside', async () => {
+    const web = await startNginx({
+      root: tree.root,
+      autoindex: 'html',
+      serverConfig: `
+        location = "/dir with space/sub#dir/" { return 301 /real%20dir/; }
+        location = "/dir with space/elsewhere/" { return 302 http://127.0.0.1:9/x/; }`,
+    })
+    try {
+      const {entries, warnings} = await collect(web.url + 'dir%20with%20space/')
+      expect(entries.map((e) => `${e.type} ${e.path}`).sort()).to.deep.equal(['dir sub#dir', 'file inner file.txt'])
+      expect(warnings).to.have.length(1)
+      expect(warnings[0]).to.match(/^HTTP directory http:\/\/127\.0\.0\.1:\d+\/dir%20with%20space\/sub%23dir\/ redirects to http:\/\/127\.0\.0\.1:\d+\/real%20dir\/, outside the mirror's tree; skipped$/)
+      // From the root, the same redirect stays inside the tree: its target is listed under the linking path.
+      const inside = await collect(web.url, {}, {subdir: 'dir with space'})
+      expect(inside.entries.map((e) => e.path).sort()).to.deep.equal([
+        'dir with space/inner file.txt', 'dir with space/sub#dir', 'dir with space/sub#dir/big.iso',
+        'dir with space/sub#dir/nested', 'dir with space/sub#dir/nested/leaf.txt', 'dir with space/sub#dir/target file.bin',
+      ])
+    } finally {
+      await web.stop()
+    }
+  })
+
   it('stops cleanly when the consumer stops early', async () => {
     const lister = createHttpLister({concurrency: 4})
     let seen = 0

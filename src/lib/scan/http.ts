@@ -133,6 +133,7 @@ async function* listHttp(baseUrl: string, listOptions: ListOptions, options: Htt
   const inflight = new Map<number, Promise<{id: number; result?: DirResult; error?: unknown}>>()
   let nextId = 0
   const queue: DirTask[] = []
+  let head = 0 // next task to start (an index, not shift(): the queue can hold 100,000s of directories)
   const start = (task: DirTask) => {
     const id = nextId++
     const p = fetchDirectory(task, root, ctx, options, heads).then(
@@ -166,8 +167,11 @@ async function* listHttp(baseUrl: string, listOptions: ListOptions, options: Htt
       }
     }
     yield* handle(first)
-    while (queue.length > 0 || inflight.size > 0) {
-      while (queue.length > 0 && inflight.size < concurrency) start(queue.shift()!)
+    while (head < queue.length || inflight.size > 0) {
+      while (head < queue.length && inflight.size < concurrency) {
+        start(queue[head])
+        queue[head++] = undefined as unknown as DirTask // let started tasks be collected
+      }
       const done = await Promise.race(inflight.values())
       inflight.delete(done.id)
       if (done.error !== undefined) throw done.error
