@@ -442,6 +442,23 @@ describe('select(): weighted rendezvous hashing', () => {
     expect(had3).to.be.greaterThan(0)
   })
 
+  it('limit (hot path) returns exactly the first candidates of the full ranking', () => {
+    const countries = ['GB', 'SE', 'DE', 'US', 'JP', 'FR', 'GB', 'SE', 'NL', 'US', 'BR', 'AU']
+    const rows = countries.map((country, i) => row(i + 1, {country, score: 50 + i * 25, latitude: i % 3 === 0 ? null : 40 + i, longitude: i % 3 === 0 ? null : -10 + i * 5}))
+    const ms = mirrors(...rows)
+    const held = rows.map((r) => Number(r.id))
+    for (let i = 0; i < 500; i++) {
+      const client: ClientInfo = {...clientFor(i), country: ['GB', 'FR', 'US', 'JP', 'ZA'][i % 5], latitude: i % 2 ? 48 + (i % 7) : undefined, longitude: i % 2 ? (i % 11) - 5 : undefined}
+      const full = select(client, file(held), ms, options, false)
+      for (const limit of [1, 3, 6]) {
+        const lean = select(client, file(held), ms, options, false, limit)
+        expect(lean.realm).to.equal(full.realm)
+        expect(lean.ranked).to.deep.equal(full.ranked.slice(0, limit))
+      }
+      expect(select(client, file(held), ms, options, true, 1).ranked).to.deep.equal(full.ranked) // explain keeps everything
+    }
+  })
+
   it('a mirror that stops holding the file moves only its clients', () => {
     const ms = mirrors(row(1), row(2), row(3))
     for (let i = 0; i < 2000; i++) {

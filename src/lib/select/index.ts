@@ -51,8 +51,11 @@ const trigLat = new Float64Array(65536)
 const trigLon = new Float64Array(65536)
 const trigCos = new Float64Array(65536)
 
-/** Haversine distance in km from the client (radians, cos latitude) to a mirror; NaN without coordinates. */
-function distanceTo(m: SelectMirror, lat: number, lon: number, cosLat: number): number {
+/**
+ * The haversine term a = sin²(Δφ/2) + cos φ1 cos φ2 sin²(Δλ/2) between the client (radians,
+ * cos latitude) and a mirror; NaN without coordinates. Distance = 2R asin(√a), monotonic in a.
+ */
+function haversineA(m: SelectMirror, lat: number, lon: number, cosLat: number): number {
   if (m.latitude === null || m.longitude === null) return Number.NaN
   const id = m.id & 0xffff
   if (trigOwner[id] !== m) {
@@ -63,7 +66,10 @@ function distanceTo(m: SelectMirror, lat: number, lon: number, cosLat: number): 
   }
   const s1 = Math.sin((trigLat[id] - lat) / 2)
   const s2 = Math.sin((trigLon[id] - lon) / 2)
-  const a = s1 * s1 + cosLat * trigCos[id] * s2 * s2
+  return s1 * s1 + cosLat * trigCos[id] * s2 * s2
+}
+
+function kmFromA(a: number): number {
   return 2 * EARTH_RADIUS_KM * Math.asin(Math.min(1, Math.sqrt(a)))
 }
 
@@ -130,8 +136,11 @@ function flagReason(limit: number): ExclusionReason {
  * @param mirrors   every mirror of the snapshot, compiled by `compileMirror()`
  * @param options   the compiled `select:` section (`compileSelectOptions()`)
  * @param explain   false skips building `excluded` (the redirect hot path needs only `ranked`)
+ * @param limit     with `explain` false: build at most this many candidates (the redirect
+ *                  needs 1 + max_alternatives); later pools are then not ranked at all.
+ *                  Ignored when `explain` is true, so that explanations stay complete.
  */
-export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMap<number, SelectMirror>, options: SelectOptions, explain = true): Selection {
+export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMap<number, SelectMirror>, options: SelectOptions, explain = true, limit = Infinity): Selection {
   // 1. Files the origin always delivers itself.
   if (file.size < options.minSize) return origin('small_file', `${file.size} bytes, below min_size ${options.minSize}`)
   const pattern = options.originOnlyMatch(file.path)
@@ -156,7 +165,11 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
     generation = 1
   }
   const fileMirrors = file.mirrors
-  for (let i = 0; i < fileMirrors.length; i++) held[fileMirrors[i] & 0xffff] = generation
+  // Explaining walks every mirror (each gets a verdict); the hot path walks only the mirrors
+  // that hold the file (deduplicated through the marks).
+  const all = explain ? Array.from(mirrors.values()) : undefined
+  if (all) for (let i = 0; i < fileMirrors.length; i++) held[fileMirrors[i] & 0xffff] = generation
+  const total = all ? all.length : fileMirrors.length
 
   const country = client.country ? client.country.toUpperCase() : undefined
   const substitute = country ? options.countrySubstitutions.get(country) : undefined
@@ -169,7 +182,17 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
   const excluded: Exclusion[] = []
   const eligible: SelectMirror[] = []
 
-  for (const m of mirrors.values()) {
+  for (let k = 0; k < total; k++) {
+    let m: SelectMirror | undefined
+    if (all) {
+      m = all[k]
+    } else {
+      const id = fileMirrors[k]
+      if (held[id & 0xffff] === generation) continue // listed twice
+      held[id & 0xffff] = generation
+      m = mirrors.get(id)
+      if (m === undefined) continue
+    }
     let reason: ExclusionReason | undefined
     let detail = ''
     if (!m.enabled) {
@@ -184,7 +207,7 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
     } else if (m.basePath && !file.path.startsWith(m.basePath)) {
       reason = 'not_in_subtree'
       if (explain) detail = `carries only ${m.basePath}`
-    } else if (held[m.id & 0xffff] !== generation) {
+    } else if (all && held[m.id & 0xffff] !== generation) {
       const stale = file.stale?.get(m.id)
       if (stale) {
         reason = 'stale'
@@ -278,25 +301,30 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
   const key = scratchKey
   let winner = -1
   let encodedWhole: string | undefined
-  for (let p = 0; p <= FALLBACK; p++) {
+  const max = explain ? Infinity : Math.max(1, limit)
+  for (let p = 0; p <= FALLBACK && ranked.length < max; p++) {
     if ((present & (1 << p)) === 0) continue
     let count = 0
     for (let i = 0; i < n; i++) if (realmOf[i] === p) idx[count++] = i
     if (hasPosition) {
-      let nearest = Infinity
+      // Compare haversine terms ("a", monotonic in distance) and take asin only where needed.
+      let nearestA = Infinity
       for (let k = 0; k < count; k++) {
         const i = idx[k]
-        const d = distanceTo(eligible[i], clientLat, clientLon, clientCos)
-        dist[i] = d
-        if (d < nearest) nearest = d
+        const a = haversineA(eligible[i], clientLat, clientLon, clientCos)
+        dist[i] = a
+        if (a < nearestA) nearestA = a
       }
-      if (nearest < Infinity && count > 1) {
-        const limit = Math.max(nearest * options.distanceFactor, options.distanceFloorKm)
+      if (nearestA < Infinity && count > 1) {
+        const nearest = kmFromA(nearestA)
+        const limitKm = Math.max(nearest * options.distanceFactor, options.distanceFloorKm)
+        const half = limitKm / (2 * EARTH_RADIUS_KM)
+        const limitA = half >= Math.PI / 2 ? Infinity : Math.sin(half) ** 2
         let kept = 0
         for (let k = 0; k < count; k++) {
           const i = idx[k]
-          if (dist[i] > limit) {
-            if (explain) excluded.push({mirror: eligible[i], reason: 'too_far', detail: `${Math.round(dist[i])} km away, beyond ${options.distanceFactor} x the nearest ${REALMS[p]} mirror's ${Math.round(nearest)} km`})
+          if (dist[i] > limitA) {
+            if (explain) excluded.push({mirror: eligible[i], reason: 'too_far', detail: `${Math.round(kmFromA(dist[i]))} km away, beyond ${options.distanceFactor} x the nearest ${REALMS[p]} mirror's ${Math.round(nearest)} km`})
           } else {
             idx[kept++] = i
           }
@@ -308,18 +336,30 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
       const m = eligible[idx[k]]
       key[idx[k]] = rendezvousKey(networkKey, m.id, m.score)
     }
-    // Insertion sort by key (pools are small; no comparator calls, no allocation).
-    for (let k = 1; k < count; k++) {
+    // Bounded insertion sort by key (ties by id): the first `want` places in order, no
+    // comparator calls, no allocation. Pools are small.
+    const want = Math.min(count, max - ranked.length)
+    let filled = 0
+    for (let k = 0; k < count; k++) {
       const i = idx[k]
       const ki = key[i]
       const id = eligible[i].id
-      let j = k - 1
+      let j: number
+      if (filled < want) {
+        j = filled - 1
+        filled++
+      } else {
+        const last = idx[want - 1]
+        if (!(key[last] > ki || (key[last] === ki && eligible[last].id > id))) continue
+        j = want - 2
+      }
       while (j >= 0 && (key[idx[j]] > ki || (key[idx[j]] === ki && eligible[idx[j]].id > id))) {
         idx[j + 1] = idx[j]
         j--
       }
       idx[j + 1] = i
     }
+    count = want
     if (winner < 0) winner = p
     const realm = REALMS[p]
     for (let k = 0; k < count; k++) {
@@ -327,7 +367,7 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
       const m = eligible[i]
       const url = m.basePath ? mirrorBase(m, https)! + encodePath(file.path.slice(m.basePath.length)) : mirrorBase(m, https)! + (encodedWhole ??= encodePath(file.path))
       const candidate: Candidate = {mirror: m, realm, rank: ranked.length + 1, url}
-      if (hasPosition && !Number.isNaN(dist[i])) candidate.distanceKm = dist[i]
+      if (hasPosition && !Number.isNaN(dist[i])) candidate.distanceKm = kmFromA(dist[i])
       ranked.push(candidate)
     }
   }
