@@ -13,6 +13,7 @@ import {select} from '../select/index.js'
 import {SnapshotKeeper} from './keeper.js'
 import {MirrorServer} from './server.js'
 import {TrustedProxies} from './client-address.js'
+import {watchOrigin} from './watch.js'
 import {MetalinkRoutes} from '../metalink/routes.js'
 
 /** Splits `HOST:PORT` / `[V6]:PORT` / `:PORT`. @throws UsageError */
@@ -68,6 +69,8 @@ export async function startServe(config: Config, database: Database, options: {l
     await keeper.close()
     throw new MbError(`Cannot listen on ${config.serve.listen}: ${(error as Error).message}`, {code: 'LISTEN_FAILED', cause: error})
   }
+  const unwatch = config.serve.watch ? watchOrigin(server.root, keeper, logger) : undefined
+  if (unwatch) server.addShutdownHook(unwatch)
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
   const snapshot = keeper.current
   logger.info(
@@ -81,6 +84,7 @@ export async function startServe(config: Config, database: Database, options: {l
       rssMB: Math.round(process.memoryUsage().rss / 1048576),
       geoip: geo.sources,
       trustedProxies: config.trusted_proxies,
+      watch: config.serve.watch,
     },
     'listening',
   )

@@ -1,0 +1,56 @@
+/**
+ * `mb serve --watch`: watches the origin tree (inotify through `fs.watch` recursive) and, when
+ * an indexed file's size or mtime changes on disk, stops redirecting it at once: its entry in
+ * the live snapshot gets the new size/mtime and an empty mirror set, so the origin delivers it
+ * until `mb index` and a scan confirm mirrors hold the new version (the next snapshot refresh
+ * of that row replaces the entry). Events are coalesced per path for 200 ms.
+ */
+import {type FSWatcher, watch} from 'node:fs'
+import {stat} from 'node:fs/promises'
+import {sep} from 'node:path'
+import type {Logger} from 'pino'
+import type {SnapshotKeeper} from './keeper.js'
+
+const EMPTY = new Int16Array(0)
+
+/**
+ * Starts watching `root` (its realpath). Returns a function that stops watching.
+ * @throws when the platform cannot watch recursively (the caller reports it)
+ */
+export function watchOrigin(root: string, keeper: Pick<SnapshotKeeper, 'current'>, logger?: Logger): () => void {
+  const pending = new Map<string, NodeJS.Timeout>()
+  const check = async (path: string) => {
+    pending.delete(path)
+    const entry = keeper.current.files.get(path)
+    if (entry === undefined || entry.mirrors.length === 0) return
+    let size = -1
+    let mtime = -1
+    try {
+      const st = await stat(root + sep + path)
+      size = st.size
+      mtime = Math.floor(st.mtimeMs / 1000)
+    } catch {
+      /* gone: deliver (404) from the origin too */
+    }
+    if (size === entry.size && mtime === entry.mtime) return
+    const current = keeper.current.files.get(path)
+    if (current !== entry) return // a refresh replaced it meanwhile
+    keeper.current.files.set(path, {...entry, size: size < 0 ? entry.size : size, mtime: mtime < 0 ? entry.mtime : mtime, mirrors: EMPTY, md5: null, sha1: null, sha256: null})
+    logger?.info({path, size, mtime}, 'origin file changed on disk; delivering it locally until it is re-indexed and rescanned')
+  }
+  const watcher: FSWatcher = watch(root, {recursive: true, persistent: false}, (_event, filename) => {
+    if (!filename) return
+    const path = filename.toString().split(sep).join('/')
+    clearTimeout(pending.get(path))
+    pending.set(
+      path,
+      setTimeout(() => void check(path), 200),
+    )
+  })
+  watcher.on('error', (error) => logger?.warn({err: error.message}, 'watching the origin tree failed'))
+  return () => {
+    watcher.close()
+    for (const t of pending.values()) clearTimeout(t)
+    pending.clear()
+  }
+}

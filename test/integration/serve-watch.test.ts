@@ -1,0 +1,47 @@
+import {expect} from 'chai'
+import {mkdtempSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
+import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {type ServeProcess, request, startServe} from '../helpers/serve-process.js'
+
+describe(`mb serve --watch (${backend})`, () => {
+  let tdb: TestDatabase
+  let root: string
+  let serve: ServeProcess
+
+  before(async () => {
+    tdb = await createTestDatabase()
+    root = mkdtempSync(join(tmpdir(), 'mb-serve-watch-'))
+    writeFileSync(join(root, 'a.iso'), Buffer.alloc(8000, 'a'))
+    const db = await tdb.open()
+    try {
+      await db.db.insertInto('mirror').values({id: 1, identifier: 'm.example', http_url: 'http://m.example/'} as any).execute()
+      await db.db.insertInto('file').values({path: 'a.iso', size: 8000, mtime: Math.floor(statSync(join(root, 'a.iso')).mtimeMs / 1000), mirrors: [1]}).execute()
+    } finally {
+      await db.close()
+    }
+    serve = await startServe(['--root', root, '--watch'], tdb.env)
+  })
+
+  after(async () => {
+    await serve?.stop()
+    await tdb?.drop()
+    if (root) rmSync(root, {recursive: true, force: true})
+  })
+
+  it('delivers a file rewritten on disk from the origin at once, before any re-index', async () => {
+    expect((await request(serve.port, '/a.iso')).headers.location).to.equal('http://m.example/a.iso')
+    const changed = Buffer.alloc(9000, 'z')
+    writeFileSync(join(root, 'a.iso'), changed)
+    let res = await request(serve.port, '/a.iso')
+    for (let i = 0; i < 50 && res.status !== 200; i++) {
+      await sleep(100)
+      res = await request(serve.port, '/a.iso')
+    }
+    expect(res.status).to.equal(200)
+    expect(res.body.equals(changed)).to.equal(true)
+    expect(serve.output()).to.include('origin file changed on disk')
+  })
+})
