@@ -191,6 +191,12 @@ async function* listFtp(baseUrl: string, listOptions: ListOptions, options: FtpL
       let infos: FileInfo[]
       try {
         infos = await client.list()
+        if (infos.length === 0 && dir.depth === 0 && client.availableListCommands.length === 1 && client.availableListCommands[0] === 'LIST -a') {
+          // A server that takes "-a" for a file name answers "LIST -a" with nothing: check with plain LIST.
+          client.availableListCommands = ['LIST']
+          infos = await client.list()
+          if (infos.length === 0) client.availableListCommands = ['LIST -a']
+        }
       } catch (error) {
         if (error instanceof FTPError && error.code >= 500 && error.code < 600 && dir.depth > 0) {
           warn(`FTP directory ${dir.abs} on ${where} cannot be listed (${error.code}${serverText(error)}); skipped`)
