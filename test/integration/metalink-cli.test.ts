@@ -1,0 +1,97 @@
+import {execFileSync} from 'node:child_process'
+import {randomBytes} from 'node:crypto'
+import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {expect} from 'chai'
+import {XMLParser} from 'fast-xml-parser'
+import {mb} from '../helpers/cli.js'
+import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+
+const parser = new XMLParser({ignoreAttributes: false, attributeNamePrefix: '@', isArray: (name) => ['url', 'hash'].includes(name), parseTagValue: false})
+const GEOIP = new URL('../fixtures/geoip/GeoLite2-City-Test.mmdb', import.meta.url).pathname
+
+describe(`mb index --hashes and mb metalink (${backend})`, () => {
+  let test: TestDatabase
+  let root: string
+  let env: Record<string, string>
+
+  before(async () => {
+    test = await createTestDatabase()
+    root = mkdtempSync(join(tmpdir(), 'mb-metalink-cli-'))
+    mkdirSync(join(root, 'iso'))
+    writeFileSync(join(root, 'iso', 'a.iso'), randomBytes(300 * 1024))
+    writeFileSync(join(root, 'iso', 'b.iso'), randomBytes(10_000))
+    env = {...test.env, MB_ROOT: root}
+    const database = await test.open()
+    try {
+      await database.db.insertInto('mirror').values([
+        {identifier: 'se.mirror.test', http_url: 'http://se.mirror.test/', country: 'SE', continent: 'EU', last_scan_ok_at: new Date()},
+        {identifier: 'us.mirror.test', http_url: 'http://us.mirror.test/', country: 'US', continent: 'NA', last_scan_ok_at: new Date()},
+      ] as any).execute()
+    } finally {
+      await database.close()
+    }
+  })
+  after(async () => {
+    await test?.drop()
+    rmSync(root, {recursive: true, force: true})
+  })
+
+  it('indexes and hashes with --hashes --jobs, then rehashes nothing on a re-run', async () => {
+    const first = await mb(['index', '--hashes', '--jobs', '2', '--json'], {env})
+    expect(first.code, first.stderr).to.equal(0)
+    const result = first.json()
+    expect(result.added).to.equal(2)
+    expect(result.hashes.hashed).to.equal(2)
+    expect(result.hashes.failed).to.deep.equal([])
+    const again = (await mb(['index', '--hashes', '--json'], {env})).json()
+    expect(again.hashes.hashed).to.equal(0)
+    expect(again.hashes.current).to.equal(2)
+    const bad = await mb(['index', '--jobs', '2'], {env})
+    expect(bad.code).to.equal(2)
+  })
+
+  it('prints the meta4 the server would send, with mirrors ranked for --client-ip, and Metalink 3 on request', async () => {
+    const database = await test.open()
+    try {
+      const ids = (await database.db.selectFrom('mirror').select('id').orderBy('id').execute()).map((r) => r.id)
+      await database.db.updateTable('file').set({mirrors: ids}).execute()
+    } finally {
+      await database.close()
+    }
+    const res = await mb(['metalink', 'iso/a.iso', '--client-ip', '89.160.20.112', '--base-url', 'http://dl.example.org/'], {env: {...env, MB_GEOIP: GEOIP}})
+    expect(res.code, res.stderr).to.equal(0)
+    const doc = parser.parse(res.stdout).metalink
+    expect(doc.origin['#text']).to.equal('http://dl.example.org/iso/a.iso.meta4')
+    expect(doc.file['@name']).to.equal('a.iso')
+    const sha256 = execFileSync('sha256sum', [join(root, 'iso', 'a.iso')], {encoding: 'utf8'}).split(' ')[0]
+    expect(doc.file.hash.find((h: any) => h['@type'] === 'sha-256')['#text']).to.equal(sha256)
+    expect(doc.file.pieces.hash).to.have.length(2)
+    const urls = doc.file.url.map((u: any) => u['#text'])
+    // 89.160.20.112 is in SE: the Swedish mirror first, then the US one, the origin last.
+    expect(urls).to.deep.equal(['http://se.mirror.test/iso/a.iso', 'http://us.mirror.test/iso/a.iso', 'http://dl.example.org/iso/a.iso'])
+    expect(doc.file.url[0]['@location']).to.equal('se')
+
+    // An HTTPS base URL stands for an HTTPS client: mirrors without an https_url are left out.
+    const https = parser.parse((await mb(['metalink', 'iso/a.iso', '--base-url', 'https://dl.example.org/'], {env})).stdout).metalink
+    expect(https.file.url.map((u: any) => u['#text'])).to.deep.equal(['https://dl.example.org/iso/a.iso'])
+
+    const v3 = await mb(['metalink', 'iso/a.iso', '--format', 'metalink', '--base-url', 'http://dl.example.org/'], {env})
+    expect(v3.code, v3.stderr).to.equal(0)
+    expect(parser.parse(v3.stdout).metalink['@version']).to.equal('3.0')
+
+    const json = (await mb(['metalink', 'iso/a.iso', '--json'], {env})).json()
+    expect(json.hashes.sha256).to.equal(sha256)
+    expect(json.sources.at(-1).url).to.equal('http://127.0.0.1:8080/iso/a.iso')
+  })
+
+  it('rejects an unknown path (exit 1) and a bad --client-ip (exit 2)', async () => {
+    const missing = await mb(['metalink', 'iso/none.iso'], {env})
+    expect(missing.code).to.equal(1)
+    expect(missing.stderr).to.include('iso/none.iso is not in the origin index')
+    const bad = await mb(['metalink', 'iso/a.iso', '--client-ip', 'not-an-ip'], {env})
+    expect(bad.code).to.equal(2)
+    expect(bad.stderr).to.include('--client-ip not-an-ip is not an IPv4 or IPv6 address')
+  })
+})
