@@ -11,8 +11,12 @@ export default class Probe extends BaseCommand<typeof Probe> {
 Each mirror's base URLs are checked over every address family their host resolves to, by
 requesting a known file (the smallest file the scan found on that mirror, or probe.sentinel)
 with GET and Range: bytes=0-0. Results go to the probe history; a mirror goes down after
-probe.fail_threshold consecutive failures and comes back after probe.ok_threshold successes.
-Down mirrors get no redirects. With no names, every enabled mirror is probed.
+probe.fail_threshold consecutive failures and comes back after probe.ok_threshold successes
+(a protocol/family probed for the first time takes its first answer). A mirror that was down
+longer than probe.rescan_after_seconds needs a fresh scan before it gets redirects again.
+Down mirrors get no redirects. With no names, every enabled mirror is probed. Redirects are
+followed within the mirror's own host; elsewhere by probe.redirects (same_origin, public:
+not to private/loopback addresses, any). Exit 0 when the round ran, whatever it found.
 
 --format nagios prints one Nagios/Icinga plugin line and exits 0 OK, 1 WARNING, 2 CRITICAL,
 3 UNKNOWN, by the share of probed mirrors that are down (--warning / --critical, percent).`
