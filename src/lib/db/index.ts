@@ -105,6 +105,11 @@ async function openPostgres(url: string, max: number): Promise<Database> {
   pool.on('error', () => {
     /* idle client errors (server restart) are handled by the next query */
   })
+  // A server that goes away mid-query also emits 'error' on the checked-out client; without a
+  // listener that would crash the process (the query itself rejects and is handled).
+  pool.on('connect', (client) => {
+    client.on('error', () => {})
+  })
   try {
     const client = await pool.connect()
     client.release()
