@@ -1,6 +1,8 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.js'
-import {startServe} from '../lib/serve/run.js'
+import {UsageError} from '../lib/errors.js'
+import {isWorker, releaseWorker, runPrimary} from '../lib/serve/cluster.js'
+import {createLogger, parseListen, startServe} from '../lib/serve/run.js'
 import {attachObservability} from '../lib/stats/attach.js'
 
 export default class Serve extends BaseCommand<typeof Serve> {
@@ -53,6 +55,12 @@ Serves from an in-memory snapshot of mirrors and the file index, kept fresh thro
 
   public async run(): Promise<{url: string; stopped: boolean}> {
     const config = this.mbConfig
+    if (config.serve.workers > 1 && !isWorker()) {
+      if (!config.database_url) throw new UsageError('--workers needs PostgreSQL (MB_DATABASE_URL or --database-url): the embedded store allows one process. Drop --workers or use PostgreSQL.', 'WORKERS_NEED_POSTGRES')
+      parseListen(config.serve.listen)
+      await runPrimary(config.serve.workers, createLogger(config.log_level))
+      return {url: config.serve.listen, stopped: true}
+    }
     const database = await this.openDb()
     const running = await startServe(config, database)
     // Download statistics, access log and metrics (src/lib/stats/attach.ts); flushed on close().
@@ -70,6 +78,7 @@ Serves from an in-memory snapshot of mirrors and the file index, kept fresh thro
       process.on('SIGTERM', stop)
     })
     await running.close()
+    releaseWorker()
     return {url: running.url, stopped: true}
   }
 }

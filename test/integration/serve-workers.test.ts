@@ -1,0 +1,51 @@
+import {expect} from 'chai'
+import {mkdtempSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
+import {mb} from '../helpers/cli.js'
+import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {type ServeProcess, request, startServe} from '../helpers/serve-process.js'
+
+describe(`mb serve --workers (${backend})`, () => {
+  let tdb: TestDatabase
+  let root: string
+  let serve: ServeProcess | undefined
+
+  before(async () => {
+    tdb = await createTestDatabase()
+    root = mkdtempSync(join(tmpdir(), 'mb-serve-workers-'))
+    const db = await tdb.open()
+    try {
+      await db.db.insertInto('mirror').values({id: 1, identifier: 'm.example', http_url: 'http://m.example/'} as any).execute()
+      await db.db.insertInto('file').values({path: 'a.iso', size: 8000, mtime: 0, mirrors: [1]}).execute()
+    } finally {
+      await db.close()
+    }
+  })
+
+  after(async () => {
+    await serve?.stop()
+    await tdb?.drop()
+    if (root) rmSync(root, {recursive: true, force: true})
+  })
+
+  if (backend === 'postgres') {
+    it('runs two workers on one port and stops them all on SIGTERM', async () => {
+      serve = await startServe(['--root', root, '--workers', '2'], tdb.env)
+      for (let i = 0; i < 600 && (serve.output().match(/"msg":"listening"/g) ?? []).length < 2; i++) await sleep(100)
+      for (let i = 0; i < 20; i++) expect((await request(serve.port, '/a.iso')).headers.location).to.equal('http://m.example/a.iso')
+      await serve.stop()
+      expect(serve.child.exitCode).to.equal(0)
+      expect(serve.output()).to.include('primary started workers')
+      expect(serve.output().match(/"msg":"listening"/g)).to.have.length(2)
+      expect(serve.output()).to.include('primary stopped')
+    })
+  } else {
+    it('refuses --workers on the embedded store with a usage error', async () => {
+      const r = await mb(['serve', '--root', root, '--workers', '2', '--listen', '127.0.0.1:0'], {env: tdb.env})
+      expect(r.code).to.equal(2)
+      expect(r.stderr).to.include('--workers needs PostgreSQL')
+    })
+  }
+})
