@@ -6,12 +6,9 @@ import {type FileLookup, lookupFiles} from '../../lib/select/lookup.js'
 export default class FileLookupCommand extends BaseCommand<typeof FileLookupCommand> {
   static override description = `Show an indexed file: size, mtime, hashes, and the mirrors that hold it
 
-PATH is relative to the origin root, or a glob ('*.iso', 'iso/**/*.sha256'; quote it) that
-lists every match. With --client-ip, also explain the choice \`mb serve\` would make for that
-client: the realm (prefix, as, country, continent, world, fallback), each eligible mirror in
-rank order with its URL, and the reason each other mirror was passed over (disabled, down,
-stale, too_large, no_https, country_only, too_far, ...). GeoIP comes from the \`geoip\` and
-\`asn_db\` settings (default: the bundled GeoLite2 City data).`
+PATH is relative to the origin root, or a glob ('*.iso', 'iso/**/*.sha256'; quote it) that lists every match.
+
+With --client-ip, also explain the choice \`mb serve\` would make for that client: the realm (prefix, as, country, continent, world, fallback), each eligible mirror in rank order with its URL, and the reason each other mirror was passed over (disabled, down, stale, too_large, no_https, country_only, too_far, ...). GeoIP comes from the \`geoip\` and \`asn_db\` settings (default: the bundled GeoLite2 City data).`
 
   static override examples = [
     '<%= config.bin %> file lookup iso/distro-1.0.iso',
