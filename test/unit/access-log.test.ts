@@ -1,0 +1,96 @@
+/**
+ * The access log: Apache combined format lines (+ mirror and realm), escaping that keeps one
+ * request on one line, buffered writes to a file, and reopening on SIGHUP (logrotate).
+ */
+import {existsSync, mkdtempSync, readFileSync, renameSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
+import {expect} from 'chai'
+import {apacheTime, escapeLogField, formatAccessLine, openAccessLog} from '../../src/lib/serve/access-log.js'
+import type {RequestOutcome} from '../../src/lib/serve/types.js'
+
+/** Apache combined format (httpd's mod_log_config "combined") plus two quoted fields. */
+const COMBINED = /^(\S+) (\S+) (\S+) \[(\d{2})\/(\w{3})\/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-]\d{4})\] "((?:[^"\\]|\\.)*)" (\d{3}) (\d+|-) "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)"$/
+
+const base: RequestOutcome = {
+  time: Date.UTC(2026, 9, 10, 13, 55, 36),
+  method: 'GET',
+  target: '/iso/big.iso',
+  path: 'iso/big.iso',
+  httpVersion: '1.1',
+  status: 302,
+  outcome: 'redirect',
+  mirrorId: 1,
+  mirrorIdentifier: 'ftp.example.de',
+  realm: 'country',
+  clientIp: '2001:db8::1',
+  country: 'DE',
+  bytesSent: 0,
+  fileSize: 1000,
+  userAgent: 'Wget/1.21',
+  referer: 'https://example.org/',
+  durationSeconds: 0.0002,
+}
+
+describe('access log', () => {
+  it('formats the time as %t in UTC', () => {
+    expect(apacheTime(Date.UTC(2000, 9, 10, 13, 55, 36))).to.equal('[10/Oct/2000:13:55:36 +0000]')
+    expect(apacheTime(Date.UTC(2026, 0, 1, 0, 0, 0))).to.equal('[01/Jan/2026:00:00:00 +0000]')
+  })
+
+  it('writes combined format with the mirror and realm appended', () => {
+    expect(formatAccessLine(base)).to.equal('2001:db8::1 - - [10/Oct/2026:13:55:36 +0000] "GET /iso/big.iso HTTP/1.1" 302 - "https://example.org/" "Wget/1.21" "ftp.example.de" "country"')
+    const local = formatAccessLine({...base, status: 200, outcome: 'local', mirrorId: undefined, mirrorIdentifier: undefined, realm: null, bytesSent: 1000, userAgent: undefined, referer: undefined})
+    expect(local).to.equal('2001:db8::1 - - [10/Oct/2026:13:55:36 +0000] "GET /iso/big.iso HTTP/1.1" 200 1000 "-" "-" "-" "-"')
+    expect(local).to.match(COMBINED)
+  })
+
+  it('escapes quotes, backslashes, control and non-ASCII bytes so a line cannot be forged', () => {
+    expect(escapeLogField('a"b\\c')).to.equal('a\\"b\\\\c')
+    expect(escapeLogField('x\ny\tz')).to.equal('x\\x0ay\\x09z')
+    expect(escapeLogField('ü')).to.equal('\\xc3\\xbc')
+    const evil = formatAccessLine({...base, userAgent: 'evil"\n1.2.3.4 - - [01/Jan/2000:00:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "-', target: '/a b"c'})
+    expect(evil.split('\n')).to.have.length(1)
+    const m = COMBINED.exec(evil)!
+    expect(m).to.not.equal(null)
+    expect(m[11]).to.equal('GET /a b\\"c HTTP/1.1')
+  })
+
+  it('buffers lines, writes them asynchronously to the file, and reopens it on SIGHUP', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mb-access-log-'))
+    const file = join(dir, 'access.log')
+    const log = openAccessLog(file, {flushMs: 20})
+    try {
+      for (let i = 0; i < 100; i++) log.observer({...base, target: `/f${i}`})
+      expect(existsSync(file) ? readFileSync(file, 'utf8') : '').to.equal('') // nothing written synchronously
+      await log.flush()
+      let lines = readFileSync(file, 'utf8').trim().split('\n')
+      expect(lines).to.have.length(100)
+      for (const line of lines) expect(line).to.match(COMBINED)
+      expect(lines[99]).to.contain('"GET /f99 HTTP/1.1"')
+
+      // logrotate: move the file away, send SIGHUP, new lines go to a new file
+      renameSync(file, `${file}.1`)
+      process.kill(process.pid, 'SIGHUP')
+      await sleep(50)
+      log.observer({...base, target: '/after-rotate'})
+      await log.flush()
+      await sleep(50)
+      lines = readFileSync(file, 'utf8').trim().split('\n')
+      expect(lines).to.have.length(1)
+      expect(lines[0]).to.contain('/after-rotate')
+      expect(readFileSync(`${file}.1`, 'utf8').trim().split('\n')).to.have.length(100)
+
+      // the periodic flush writes without an explicit flush()
+      log.observer({...base, target: '/timer'})
+      await sleep(200)
+      expect(readFileSync(file, 'utf8')).to.contain('/timer')
+      expect(log.dropped).to.equal(0)
+    } finally {
+      await log.close()
+      rmSync(dir, {recursive: true, force: true})
+    }
+    expect(process.listenerCount('SIGHUP')).to.equal(0)
+  })
+})

@@ -1,0 +1,78 @@
+/**
+ * Pure parts of the statistics: what counts as a download, day parsing for --since/--until,
+ * CSV, terminal bars and the HTML report's escaping.
+ */
+import {expect} from 'chai'
+import {classifyRequest} from '../../src/lib/stats/collector.js'
+import {parseDay} from '../../src/lib/stats/query.js'
+import {barChart, htmlReport, humanBytes, sparkline, statsCsv, svgDayChart} from '../../src/lib/stats/render.js'
+import type {StatsResult} from '../../src/lib/stats/query.js'
+import type {RequestOutcome} from '../../src/lib/serve/types.js'
+
+const req = (over: Partial<RequestOutcome>): RequestOutcome => ({time: 0, method: 'GET', target: '/a', path: 'a', httpVersion: '1.1', status: 200, outcome: 'local', clientIp: '::1', bytesSent: 0, durationSeconds: 0, ...over})
+
+describe('stats: counting rules', () => {
+  it('a download is a GET answered by a redirect or local delivery, not a continuation', () => {
+    expect(classifyRequest(req({}))).to.equal('download')
+    expect(classifyRequest(req({outcome: 'redirect', status: 302}))).to.equal('download')
+    expect(classifyRequest(req({rangeStart: 0, status: 206}))).to.equal('download')
+    expect(classifyRequest(req({rangeStart: 1, status: 206}))).to.equal('other')
+    expect(classifyRequest(req({method: 'HEAD'}))).to.equal('other')
+    for (const outcome of ['meta4', 'metalink', 'hash', 'mirrorlist', 'not_modified'] as const) expect(classifyRequest(req({outcome})), outcome).to.equal('other')
+    for (const outcome of ['not_found', 'bad_request', 'error', 'directory', 'other'] as const) expect(classifyRequest(req({outcome})), outcome).to.equal(undefined)
+    expect(classifyRequest(req({path: undefined}))).to.equal(undefined)
+  })
+})
+
+describe('stats: --since/--until', () => {
+  const now = new Date(Date.UTC(2026, 2, 31, 23, 30))
+  it('accepts dates and spans back from today (UTC)', () => {
+    expect(parseDay('2026-02-28', '--since', now)).to.equal('2026-02-28')
+    expect(parseDay('today', '--since', now)).to.equal('2026-03-31')
+    expect(parseDay('0d', '--until', now)).to.equal('2026-03-31')
+    expect(parseDay('yesterday', '--since', now)).to.equal('2026-03-30')
+    expect(parseDay('7d', '--since', now)).to.equal('2026-03-24')
+    expect(parseDay('2w', '--since', now)).to.equal('2026-03-17')
+    expect(parseDay('1m', '--since', now)).to.equal('2026-03-03') // 31 Feb rolls over, as Date.UTC does
+    expect(parseDay('1y', '--since', now)).to.equal('2025-03-31')
+  })
+  it('refuses anything else with a usage error', () => {
+    for (const bad of ['2026-02-29', '2026-13-01', '26-01-01', '7', 'd7', '-7d', 'last week', '']) {
+      expect(() => parseDay(bad, '--since', now), bad).to.throw(/--since .* is not a date/).with.property('exitCode', 2)
+    }
+  })
+})
+
+describe('stats: output', () => {
+  const result: StatsResult = {
+    by: 'file',
+    since: null,
+    until: null,
+    rows: [
+      {key: 'a,b "c".iso', downloads: 5, bytes: 2048, other_requests: 1},
+      {key: '<script>x</script>', downloads: 3, bytes: 10, other_requests: 0},
+    ],
+    other: {key: '(other)', downloads: 2, bytes: 1, other_requests: 0, groups: 3},
+    total: {downloads: 10, bytes: 2059, other_requests: 1},
+    groups: 5,
+  }
+  it('CSV quotes per RFC 4180 and includes the remainder', () => {
+    expect(statsCsv(result)).to.equal('file,downloads,bytes,other_requests\n"a,b ""c"".iso",5,2048,1\n<script>x</script>,3,10,0\n(other),2,1,0\n')
+  })
+  it('bars scale to the largest value; sparkline and bytes read well', () => {
+    const bars = barChart([{key: '2026-01-01', downloads: 8, bytes: 0, other_requests: 0}, {key: '2026-01-02', downloads: 4, bytes: 0, other_requests: 0}, {key: '2026-01-03', downloads: 0, bytes: 0, other_requests: 0}], 4).split('\n')
+    expect(bars).to.deep.equal(['2026-01-01 ████ 8', '2026-01-02 ██   4', '2026-01-03      0'])
+    expect(sparkline([0, 1, 2, 4, 8])).to.equal('▁▁▂▄█')
+    expect(humanBytes(512)).to.equal('512 B')
+    expect(humanBytes(1536)).to.equal('1.5 KiB')
+    expect(humanBytes(5 * 1024 ** 3)).to.equal('5.0 GiB')
+  })
+  it('the HTML report escapes names and draws one column per day', () => {
+    const days: StatsResult = {...result, by: 'day', other: undefined, rows: [{key: '2026-01-01', downloads: 1, bytes: 0, other_requests: 0}, {key: '2026-01-02', downloads: 2, bytes: 0, other_requests: 0}]}
+    const html = htmlReport({title: 'T', generatedAt: new Date(0), filter: {since: null, until: null}, files: result, mirrors: result, countries: result, days})
+    expect(html).to.not.contain('<script>')
+    expect(html).to.contain('&lt;script&gt;')
+    expect(html).to.not.match(/https?:\/\/(?!www\.w3\.org\/2000\/svg)/) // no external resource
+    expect(svgDayChart(days.rows).match(/<rect /g)).to.have.length(2)
+  })
+})
