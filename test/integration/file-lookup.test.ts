@@ -112,6 +112,18 @@ describe(`mb file lookup (${backend})`, () => {
     expect(e.excluded.find((x: any) => x.mirror === 'us.example')).to.deep.equal({mirror: 'us.example', reason: 'no_https', detail: 'HTTPS client and the mirror has no https_url'})
   })
 
+  it('uses the bundled GeoIP database when no geoip setting is given', async () => {
+    const r = await mb(['file', 'lookup', 'iso/distro-1.0.iso', '--client-ip', '2a02:d180::1', '--json'], {env: {...tdb.env, MB_GEOIP: undefined, MB_ASN_DB: undefined}})
+    expect(r.code, r.stderr).to.equal(0)
+    const e = r.json().files[0].explain
+    expect(e.client).to.deep.include({ip: '2a02:d180::1', country: 'DE', continent: 'EU', asn: null})
+    expect(e.realm).to.equal('continent')
+    expect(e.ranked.map((c: any) => c.realm)).to.deep.equal(['continent', 'continent', 'world'])
+    expect(e.ranked.slice(0, 2).map((c: any) => c.mirror).sort()).to.deep.equal(['gb.example', 'se.example'])
+    expect(e.ranked[2].mirror).to.equal('us.example')
+    expect(e.excluded.map((x: any) => [x.mirror, x.reason])).to.deep.equal([['fr-only.example', 'country_only'], ['off.example', 'disabled'], ['stale.example', 'stale']])
+  })
+
   it('says when the origin serves the file itself', async () => {
     const small = await mb(['file', 'lookup', 'iso/SHA256SUMS', '--client-ip', '81.2.69.142', '--json'], {env})
     expect(small.json().files[0].explain).to.deep.include({realm: null, origin: {reason: 'small_file', detail: '200 bytes, below min_size 4096'}, ranked: []})
