@@ -142,6 +142,24 @@ describe(`probe (${backend})`, function () {
     expect(status.checks['http/ipv4']).to.include({up: false, ok_count: 1, fail_count: 0})
   })
 
+  it('classifies a redirect to a host name that resolves to a private address as redirect_private, and an unresolvable host as dns', async () => {
+    const s = await serve(httpServer((req, res) => res.writeHead(302, {location: `http://internal.test:${req.socket.localPort}/x`}).end()))
+    const resolver = async (host: string): Promise<LookupAddress[]> => {
+      if (host === 'internal.test') return [{address: '10.11.12.13', family: 4}]
+      throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), {code: 'ENOTFOUND'})
+    }
+    const m = await addMirror({http_url: `http://127.0.0.1:${s.port}/`})
+    const result = await probeOne(m.identifier, probeConfig(), {resolver})
+    expect(result.checks[0]).to.include({ok: false, reason: 'redirect_private', http_status: 302})
+    expect(result.checks[0].detail).to.contain('10.11.12.13')
+    const nodns = await addMirror({http_url: 'http://no-such-host.test/'})
+    const failed = await probeOne(nodns.identifier, probeConfig(), {resolver})
+    expect(failed.checks).to.have.length(1)
+    expect(failed.checks[0]).to.include({key: 'http/ipv4', ok: false, reason: 'dns'})
+    const row = await mirrorRow(nodns.id)
+    expect([row.up, row.status_reason, row.ipv6]).to.deep.equal([false, 'dns', null])
+  })
+
   it('follows a same-origin redirect and detects redirect loops', async () => {
     const s = await serve(
       httpServer((req, res) => {
