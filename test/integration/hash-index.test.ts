@@ -74,6 +74,21 @@ describe(`hashIndex (${backend})`, () => {
     expect(hashesFresh(after, statSync(join(root, 'c.txt')))).to.equal(true)
   })
 
+  it('pages through due files and rehashes everything with force', async () => {
+    const seen: string[] = []
+    const result = await hashIndex(database, root, {jobs: 2, force: true, pageRows: 1, batchSize: 1, onProgress: (p) => seen.push(p.path!)})
+    expect(result.hashed).to.equal(3)
+    expect(result.current).to.equal(0)
+    expect(seen.sort()).to.deep.equal(['a.iso', 'c.txt', 'sub dir/b.tar'])
+    const sha1Pieces = await hashIndex(database, root, {jobs: 1, pieceHash: 'sha1'})
+    expect(sha1Pieces.hashed).to.equal(3)
+    const a = await readStoredHashes(database, 'a.iso')
+    expect(a!.piece_hash).to.equal('sha1')
+    expect(a!.pieces).to.have.length(3 * 40)
+    // Switching back to SHA-256 pieces rehashes every file again.
+    expect((await hashIndex(database, root, {jobs: 2})).hashed).to.equal(3)
+  })
+
   it('reports a vanished file as failed and keeps going; refuses a missing root', async () => {
     await database.db.insertInto('file').values({path: 'gone.bin', size: 5, mtime: 1}).execute()
     const result = await hashIndex(database, root, {jobs: 1})

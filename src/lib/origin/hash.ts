@@ -247,6 +247,8 @@ export interface HashIndexOptions {
   force?: boolean
   /** Rows written per transaction (default 100). */
   batchSize?: number
+  /** Due files read per query (default 1,000). */
+  pageRows?: number
   onProgress?: (progress: HashProgress) => void
 }
 
@@ -261,6 +263,9 @@ export interface HashIndexResult {
   failed: Array<{path: string; error: string}>
   seconds: number
 }
+
+/** Due files read per query. */
+const PAGE_ROWS = 1000
 
 interface Todo {
   id: number
@@ -291,16 +296,22 @@ export async function hashIndex(database: Database, root: string, options: HashI
   const stale = options.force
     ? sql<boolean>`true`
     : sql<boolean>`(sha256 IS NULL OR hashed_size IS DISTINCT FROM size OR hashed_mtime IS DISTINCT FROM mtime OR piece_hash IS DISTINCT FROM ${pieceHash})`
-  const todo = (await db.selectFrom('file').select(['id', 'path', 'size']).where(stale).orderBy('id').execute()) as Todo[]
-  const total = (await db.selectFrom('file').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n
-  const result: HashIndexResult = {hashed: 0, bytes: 0, current: Number(total) - todo.length, failed: [], seconds: 0}
-  const totalBytes = todo.reduce((sum, t) => sum + Number(t.size), 0)
-  if (todo.length === 0) {
+  // Totals for progress, then the due files page by page (keyset on id), so that a tree of
+  // a million files is never held in memory at once.
+  const totals = await db
+    .selectFrom('file')
+    .select((eb) => [eb.fn.countAll<number>().as('n'), sql<number>`coalesce(sum(CASE WHEN ${stale} THEN 1 ELSE 0 END), 0)`.as('due'), sql<number>`coalesce(sum(CASE WHEN ${stale} THEN size ELSE 0 END), 0)`.as('bytes')])
+    .executeTakeFirstOrThrow()
+  const totalFiles = Number(totals.due)
+  const totalBytes = Number(totals.bytes)
+  const result: HashIndexResult = {hashed: 0, bytes: 0, current: Number(totals.n) - totalFiles, failed: [], seconds: 0}
+  if (totalFiles === 0) {
     result.seconds = Number(process.hrtime.bigint() - started) / 1e9
     return result
   }
 
-  const pool = new HashPool(Math.min(jobs, todo.length), pieceHash)
+  const threads = Math.min(jobs, totalFiles)
+  const pool = new HashPool(threads, pieceHash)
   let batch: Array<{id: number; h: FileHashes}> = []
   let writing: Promise<void> = Promise.resolve()
   const flush = () => {
@@ -321,23 +332,29 @@ export async function hashIndex(database: Database, root: string, options: HashI
   }
 
   try {
-    let next = 0
-    const runner = async () => {
-      while (next < todo.length) {
-        const item = todo[next++]
-        try {
-          const h = await pool.hash(join(root, item.path))
-          batch.push({id: item.id, h})
-          result.hashed++
-          result.bytes += h.size
-          if (batch.length >= batchSize) flush()
-        } catch (error) {
-          result.failed.push({path: item.path, error: (error as Error).message})
+    let lastId = 0
+    for (;;) {
+      const page = (await db.selectFrom('file').select(['id', 'path', 'size']).where(stale).where('id', '>', lastId).orderBy('id').limit(options.pageRows ?? PAGE_ROWS).execute()) as Todo[]
+      if (page.length === 0) break
+      lastId = page[page.length - 1].id
+      let next = 0
+      const runner = async () => {
+        while (next < page.length) {
+          const item = page[next++]
+          try {
+            const h = await pool.hash(join(root, item.path))
+            batch.push({id: item.id, h})
+            result.hashed++
+            result.bytes += h.size
+            if (batch.length >= batchSize) flush()
+          } catch (error) {
+            result.failed.push({path: item.path, error: (error as Error).message})
+          }
+          options.onProgress?.({files: result.hashed + result.failed.length, totalFiles, bytes: result.bytes, totalBytes, path: item.path})
         }
-        options.onProgress?.({files: result.hashed + result.failed.length, totalFiles: todo.length, bytes: result.bytes, totalBytes, path: item.path})
       }
+      await Promise.all(Array.from({length: Math.min(threads, page.length)}, runner))
     }
-    await Promise.all(Array.from({length: Math.min(jobs, todo.length)}, runner))
     flush()
     await writing
   } finally {
