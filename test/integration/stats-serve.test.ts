@@ -13,7 +13,7 @@ import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {expect} from 'chai'
 import {sql} from 'kysely'
-import parsePrometheusTextFormat from 'parse-prometheus-text-format'
+import {parsePrometheus} from '../helpers/prometheus.js'
 import {BIN, mb} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 
@@ -201,7 +201,7 @@ describe(`stats through mb serve (${backend})`, function () {
     expect(res.status).to.equal(200)
     expect(res.headers.get('content-type')).to.match(/^text\/plain; version=0\.0\.4/)
     const text = await res.text()
-    const families = parsePrometheusTextFormat(text)
+    const families = parsePrometheus(text)
     const requests = families.find((f) => f.name === 'mb_requests_total')!
     const count = (outcome: string, realm: string) => Number(requests.metrics.find((s: any) => s.labels.outcome === outcome && s.labels.realm === realm)?.value ?? 0)
     expect(count('redirect', 'continent')).to.equal(3) // GB, SE -> DE, and the HEAD from GB

@@ -4,7 +4,7 @@
  * callbacks the serve code provides.
  */
 import {expect} from 'chai'
-import parsePrometheusTextFormat from 'parse-prometheus-text-format'
+import {parsePrometheus} from '../helpers/prometheus.js'
 import {createServeMetrics, startMetricsServer, type MetricsServer} from '../../src/lib/serve/metrics.js'
 import type {RequestOutcome} from '../../src/lib/serve/types.js'
 
@@ -38,7 +38,7 @@ describe('metrics', () => {
     expect(res.headers.get('content-type')).to.equal('text/plain; version=0.0.4; charset=utf-8')
     const text = await res.text()
     for (const line of text.split('\n')) expect(line).to.match(LINE)
-    const families = parsePrometheusTextFormat(text)
+    const families = parsePrometheus(text)
     const family = (name: string) => families.find((f) => f.name === name)!
     const requests = family('mb_requests_total')
     expect(requests.type).to.equal('COUNTER')
