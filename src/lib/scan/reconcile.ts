@@ -169,6 +169,12 @@ async function withSession<T>(database: Database, fn: (session: Session) => Prom
 
 const localScans = new Set<number>()
 
+/** Phase timings on stderr when MB_SCAN_DEBUG is set (for benchmarks). */
+function phase(label: string, since: number): number {
+  if (process.env.MB_SCAN_DEBUG) process.stderr.write(`[scan] ${label}: ${((performance.now() - since) / 1000).toFixed(2)} s\n`)
+  return performance.now()
+}
+
 /**
  * Consumes `entries` (one mirror's listing) and, when it is complete and plausible, replaces the
  * mirror's file set in the scope in one transaction. The caller records failures with
@@ -233,6 +239,7 @@ export async function reconcileListing(database: Database, entries: AsyncIterabl
         }
         await flush()
         options.onProgress?.(seen)
+        let mark = phase('listing into temp table', started)
         await sql`ANALYZE ${sql.id(table)}`.execute(db)
 
         const counts = await session.transaction(async (trx) => {
@@ -250,6 +257,7 @@ export async function reconcileListing(database: Database, entries: AsyncIterabl
                    max(e.size) AS size, max(e.mtime) AS mtime
             FROM ${sql.id(table)} e JOIN file f ON f.path = e.path
             GROUP BY f.id`.execute(trx)
+          mark = phase('match table', mark)
           const tally = await sql<{matched: number; stale: number}>`
             SELECT count(*) FILTER (WHERE ok)::int AS matched, count(*) FILTER (WHERE NOT ok)::int AS stale FROM ${sql.id(matchTable)}`.execute(trx)
           const {matched, stale} = tally.rows[0]
@@ -263,16 +271,19 @@ export async function reconcileListing(database: Database, entries: AsyncIterabl
             UPDATE file SET mirrors = array_remove(mirrors, ${M}::smallint)
             WHERE ${M}::smallint = ANY(mirrors) AND ${inScope(scope)}
               AND NOT EXISTS (SELECT 1 FROM ${sql.id(matchTable)} m WHERE m.id = file.id AND m.ok)`.execute(trx)
+          mark = phase('remove from sets', mark)
           const added = await sql`
             UPDATE file SET mirrors = array_append(mirrors, ${M}::smallint)
             FROM ${sql.id(matchTable)} m
             WHERE file.id = m.id AND m.ok AND NOT (${M}::smallint = ANY(file.mirrors))`.execute(trx)
+          mark = phase('add to sets', mark)
           await sql`
             DELETE FROM mirror_file_stale s USING file f
             WHERE s.mirror_id = ${M}::smallint AND f.id = s.file_id AND ${inScope(scope, 'f.path')}`.execute(trx)
           await sql`
             INSERT INTO mirror_file_stale (mirror_id, file_id, size, mtime)
             SELECT ${M}::smallint, id, size, mtime FROM ${sql.id(matchTable)} WHERE NOT ok`.execute(trx)
+          mark = phase('stale rows', mark)
           const base = trimSlashes(mirror.base_path ?? '')
           // The deeper of the scope and the mirror's base path (planScope made sure they overlap).
           const carried = !scope ? base : !base ? scope : scope.length >= base.length ? scope : base
@@ -280,6 +291,7 @@ export async function reconcileListing(database: Database, entries: AsyncIterabl
           const total = scope
             ? (await sql<{n: number}>`SELECT count(*)::int AS n FROM file WHERE ${M}::smallint = ANY(mirrors)`.execute(trx)).rows[0].n
             : matched
+          mark = phase('counts', mark)
           const enabled = Boolean(options.enable && matched > 0)
           const seconds = Math.round((performance.now() - started) / 10) / 100
           await sql`
