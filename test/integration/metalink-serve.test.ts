@@ -33,6 +33,7 @@ describe(`metalink routes of mb serve (${backend})`, () => {
   let running: RunningServer
   let base: string
   const big = randomBytes(700 * 1024)
+  const outcomes: Array<{target: string; status: number; outcome: string}> = []
 
   before(async () => {
     test = await createTestDatabase()
@@ -62,6 +63,7 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     await database.db.updateTable('file').set({mirrors: ids}).execute()
     const config = ConfigSchema.parse({root, geoip: [GEOIP], serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, log_level: 'silent'})
     running = await startServe(config, database)
+    running.server.addObserver((o) => outcomes.push({target: o.target, status: o.status, outcome: o.outcome}))
     base = running.url
   })
   after(async () => {
@@ -162,6 +164,23 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     const meta4 = await fetch(`${base}/pub/real.iso.meta4`)
     expect(meta4.status).to.equal(200)
     expect(await meta4.text()).to.equal('<from-disk/>\n')
+  })
+
+  it('answers HEAD with the headers only, and reports each kind of answer to observers', async () => {
+    const head = await fetch(`${base}/pub/big.iso.meta4`, {method: 'HEAD'})
+    expect(head.status).to.equal(200)
+    expect(Number(head.headers.get('content-length'))).to.be.greaterThan(1000)
+    expect(await head.text()).to.equal('')
+    outcomes.length = 0
+    for (const target of ['/pub/big.iso.meta4', '/pub/big.iso.metalink', '/pub/big.iso.md5', '/pub/big.iso.mirrorlist', '/pub/nothing.iso.meta4']) await (await fetch(base + target)).text()
+    await sleep(50)
+    expect(outcomes).to.deep.equal([
+      {target: '/pub/big.iso.meta4', status: 200, outcome: 'meta4'},
+      {target: '/pub/big.iso.metalink', status: 200, outcome: 'metalink'},
+      {target: '/pub/big.iso.md5', status: 200, outcome: 'hash'},
+      {target: '/pub/big.iso.mirrorlist', status: 200, outcome: 'mirrorlist'},
+      {target: '/pub/nothing.iso.meta4', status: 404, outcome: 'not_found'},
+    ])
   })
 
   it('lists only the origin for origin-only files', async () => {

@@ -70,6 +70,16 @@ describe('metalink documents', () => {
     expect(xmlEscape('a<b>&"c"')).to.equal('a&lt;b&gt;&amp;&quot;c&quot;')
   })
 
+  it('names SHA-1 pieces sha-1 (meta4) and sha1 (Metalink 3)', () => {
+    const sha1 = {...stored, piece_hash: 'sha1', pieces: hex('sha1') + hex('sha1')}
+    const doc = buildDocument(options({stored: sha1}))
+    expect(doc.hashes!.pieceCount).to.equal(2)
+    const m4 = parser.parse(renderMeta4(doc)).metalink.file.pieces
+    expect([m4['@type'], m4.hash]).to.deep.equal(['sha-1', [hex('sha1'), hex('sha1')]])
+    const m3 = parser.parse(renderMetalink3(doc)).metalink.files.file.verification.pieces
+    expect(m3['@type']).to.equal('sha1')
+  })
+
   it('renders Metalink 3.0 with preference from 100 down, never below 1', () => {
     const parsed = parser.parse(renderMetalink3(buildDocument(options()))).metalink
     expect(parsed['@xmlns']).to.equal('http://www.metalinker.org/')
