@@ -5,7 +5,7 @@
 import {expect} from 'chai'
 import {classifyRequest} from '../../src/lib/stats/collector.js'
 import {parseDay} from '../../src/lib/stats/query.js'
-import {barChart, htmlReport, humanBytes, sparkline, statsCsv, svgDayChart} from '../../src/lib/stats/render.js'
+import {barChart, fillDays, htmlReport, humanBytes, sparkline, statsCsv, svgDayChart} from '../../src/lib/stats/render.js'
 import type {StatsResult} from '../../src/lib/stats/query.js'
 import type {RequestOutcome} from '../../src/lib/serve/types.js'
 
@@ -66,6 +66,10 @@ describe('stats: output', () => {
     expect(humanBytes(512)).to.equal('512 B')
     expect(humanBytes(1536)).to.equal('1.5 KiB')
     expect(humanBytes(5 * 1024 ** 3)).to.equal('5.0 GiB')
+  })
+  it('fills missing days with zeros for the charts', () => {
+    const row = (key: string, downloads: number) => ({key, downloads, bytes: 0, other_requests: 0})
+    expect(fillDays([row('2026-02', 9), row('2026-02-27', 1), row('2026-03-02', 2)]).map((r) => [r.key, r.downloads])).to.deep.equal([['2026-02', 9], ['2026-02-27', 1], ['2026-02-28', 0], ['2026-03-01', 0], ['2026-03-02', 2]])
   })
   it('the HTML report escapes names and draws one column per day', () => {
     const days: StatsResult = {...result, by: 'day', other: undefined, rows: [{key: '2026-01-01', downloads: 1, bytes: 0, other_requests: 0}, {key: '2026-01-02', downloads: 2, bytes: 0, other_requests: 0}]}

@@ -5,7 +5,7 @@ import {BaseCommand} from '../../base-command.js'
 import {MbError, UsageError} from '../../lib/errors.js'
 import {renderTable} from '../../lib/output.js'
 import {GROUPINGS, type Grouping, parseDay, queryStats, type StatsResult} from '../../lib/stats/query.js'
-import {barChart, htmlReport, humanBytes, sparkline, statsCsv} from '../../lib/stats/render.js'
+import {barChart, fillDays, htmlReport, humanBytes, sparkline, statsCsv} from '../../lib/stats/render.js'
 
 export default class Stats extends BaseCommand<typeof Stats> {
   static override description = `Show download statistics from the daily and monthly aggregates
@@ -78,7 +78,8 @@ rows always add up to the total.`
       ], tty)
       this.print(table)
       if (by === 'day' && tty && result.rows.length > 0) {
-        this.print(`\n${barChart(result.rows)}\n\n${sparkline(result.rows.map((r) => r.downloads))}`)
+        const series = fillDays(result.rows)
+        this.print(`\n${barChart(series)}\n\n${sparkline(series.map((r) => r.downloads))}`)
       }
     }
     return html ? {...result, html} : result

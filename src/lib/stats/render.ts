@@ -4,7 +4,7 @@
  * inline SVG chart drawn here; no script, no network).
  */
 import {stringify} from 'csv-stringify/sync'
-import type {Grouping, StatsResult, StatsRow} from './query.js'
+import type {StatsResult, StatsRow} from './query.js'
 
 /** Bytes in binary units, e.g. 1536 -> '1.5 KiB'. */
 export function humanBytes(bytes: number): string {
@@ -29,6 +29,26 @@ export function statsCsv(result: StatsResult): string {
     rows.map((r) => [r.key, r.downloads, r.bytes, r.other_requests]),
     {header: true, columns: [result.by, 'downloads', 'bytes', 'other_requests']},
   )
+}
+
+const DAY_KEY = /^\d{4}-\d{2}-\d{2}$/
+
+/**
+ * A day series with the missing days (no downloads) filled in as zero rows, so charts show
+ * gaps as gaps. Rows whose key is not a day (monthly rollups, 'YYYY-MM') stay where they are.
+ */
+export function fillDays(rows: StatsRow[]): StatsRow[] {
+  const out: StatsRow[] = []
+  let prev: number | undefined
+  for (const row of rows) {
+    if (DAY_KEY.test(row.key)) {
+      const ms = Date.parse(`${row.key}T00:00:00Z`)
+      if (prev !== undefined) for (let d = prev + 86_400_000; d < ms && out.length < 100_000; d += 86_400_000) out.push({key: new Date(d).toISOString().slice(0, 10), downloads: 0, bytes: 0, other_requests: 0})
+      prev = ms
+    }
+    out.push(row)
+  }
+  return out
 }
 
 const EIGHTHS = ['', '▏', '▎', '▍', '▌', '▋', '▊', '▉']
@@ -150,7 +170,7 @@ svg text{font-size:11px;fill:#555}svg .col{fill:#3b82f6}svg .grid{stroke:#ddd;st
 <p class="meta">${esc(range)}${scope ? ` · ${scope}` : ''} · generated ${esc(data.generatedAt.toISOString().replace(/\.\d+Z$/, 'Z'))}</p>
 <div class="totals"><div><b>${t.downloads}</b>downloads</div><div><b>${esc(humanBytes(t.bytes))}</b>delivered</div><div><b>${t.other_requests}</b>other requests</div></div>
 <h2>Downloads per day</h2>
-${svgDayChart(data.days.rows)}
+${svgDayChart(fillDays(data.days.rows))}
 <h2>Top files</h2>
 ${table(data.files, 'file')}
 <h2>Mirrors</h2>
