@@ -116,6 +116,20 @@ describe('select(): pools', () => {
       ranked: [['m1', 'prefix'], ['m2', 'country']],
     },
     {
+      name: 'prefix: IPv6 client in an IPv6 prefix; IPv4 prefixes never match it',
+      client: {...GB, ip: '2001:db8:42::7'},
+      rows: [row(1, {country: 'US', prefixes: ['2001:db8:42::/48']}), row(2, {country: 'GB', prefixes: ['0.0.0.0/0']})],
+      realm: 'prefix',
+      ranked: [['m1', 'prefix'], ['m2', 'country']],
+    },
+    {
+      name: 'as: a mirror without an ASN never matches, nor does a client without one',
+      client: GB,
+      rows: [row(1, {country: 'US', asn: 64500}), row(2, {country: 'SE', asn: null})],
+      realm: 'continent',
+      ranked: [['m2', 'continent'], ['m1', 'world']],
+    },
+    {
       name: 'as: same autonomous system beats same country',
       client: {...GB, asn: 64500},
       rows: [row(1, {country: 'US', asn: 64500}), row(2, {country: 'GB'})],
