@@ -11,10 +11,13 @@ export type Cidr = [IpAddress, number]
 
 /**
  * Parses an IPv4 or IPv6 address; an IPv4-mapped IPv6 address (`::ffff:1.2.3.4`) becomes
- * the IPv4 address. Returns undefined for anything that is not an address.
+ * the IPv4 address. Returns undefined for anything that is not an address, including legacy
+ * IPv4 shorthands such as `1.2.3` or `0x7f.1`.
  */
 export function parseIp(text: string): IpAddress | undefined {
-  if (!ipaddr.isValid(text)) return undefined
+  // Only the standard forms: dotted quads for IPv4 (no legacy `1.2.3` or octal/hex parts)
+  // and RFC 4291 text for IPv6.
+  if (text.includes(':') ? !ipaddr.IPv6.isValid(text) : !ipaddr.IPv4.isValidFourPartDecimal(text)) return undefined
   try {
     const address = ipaddr.parse(text)
     if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) return (address as ipaddr.IPv6).toIPv4Address()
