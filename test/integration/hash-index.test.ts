@@ -74,6 +74,11 @@ describe(`hashIndex (${backend})`, () => {
     expect(hashesFresh(after, statSync(join(root, 'c.txt')))).to.equal(true)
   })
 
+  it('limits hashing to a subtree', async () => {
+    const result = await hashIndex(database, root, {jobs: 1, force: true, subdir: 'sub dir'})
+    expect(result.hashed).to.equal(1)
+  })
+
   it('pages through due files and rehashes everything with force', async () => {
     const seen: string[] = []
     const result = await hashIndex(database, root, {jobs: 2, force: true, pageRows: 1, batchSize: 1, onProgress: (p) => seen.push(p.path!)})

@@ -86,6 +86,7 @@ hashed, on --jobs threads (default: all cores), with a progress bar on a TTY.`
     try {
       return await hashIndex(database, root, {
         jobs: this.flags.jobs,
+        subdir: this.flags.dir,
         pieceHash: (this.flags['piece-hash'] ?? 'sha256') as 'sha256' | 'sha1',
         onProgress: (p) => {
           if (!bar) return

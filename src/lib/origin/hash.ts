@@ -249,6 +249,8 @@ export interface HashIndexOptions {
   batchSize?: number
   /** Due files read per query (default 1,000). */
   pageRows?: number
+  /** Only files under this origin-relative directory (e.g. `releases/15.6`). */
+  subdir?: string
   onProgress?: (progress: HashProgress) => void
 }
 
@@ -293,9 +295,11 @@ export async function hashIndex(database: Database, root: string, options: HashI
   const batchSize = options.batchSize ?? 100
   const {db} = database
 
-  const stale = options.force
+  const due = options.force
     ? sql<boolean>`true`
     : sql<boolean>`(sha256 IS NULL OR hashed_size IS DISTINCT FROM size OR hashed_mtime IS DISTINCT FROM mtime OR piece_hash IS DISTINCT FROM ${pieceHash})`
+  const prefix = options.subdir ? `${options.subdir.replace(/^\/+|\/+$/g, '')}/` : ''
+  const stale = prefix ? sql<boolean>`(${due} AND starts_with(path, ${prefix}))` : due
   // Totals for progress, then the due files page by page (keyset on id), so that a tree of
   // a million files is never held in memory at once.
   const totals = await db
