@@ -148,7 +148,8 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
         }
       } catch (error) {
         let message = redactCredentials(errorMessage(error))
-        if (controller.signal.aborted && !/budget|interrupted|aborted/.test(message)) message = `${message} (${errorMessage(controller.signal.reason)})`
+        const why = controller.signal.aborted ? errorMessage(controller.signal.reason) : ''
+        if (why && !message.includes(why)) message = `${message} (${why})`
         attempts.push({protocol, url: display, error: message})
         if (error instanceof MbError && NO_RETRY.has(error.code)) {
           busy = error.code === 'SCAN_BUSY'
