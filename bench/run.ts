@@ -10,6 +10,7 @@ const BENCHES: Record<string, string> = {
   serve: './serve.ts',
   scan: './scan.ts',
   meta4: './meta4.ts',
+  stats: './stats.ts',
 }
 
 async function run(): Promise<void> {

@@ -15,11 +15,18 @@ import type {RequestObserver, RequestOutcome} from './types.js'
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec']
 
-/** `%t`: `[10/Oct/2000:13:55:36 +0000]` (UTC). */
+let cachedSecond = -1
+let cachedTime = ''
+
+/** `%t`: `[10/Oct/2000:13:55:36 +0000]` (UTC); the text is cached per second. */
 export function apacheTime(ms: number): string {
+  const second = Math.floor(ms / 1000)
+  if (second === cachedSecond) return cachedTime
   const d = new Date(ms)
   const p = (n: number) => (n < 10 ? `0${n}` : String(n))
-  return `[${p(d.getUTCDate())}/${MONTHS[d.getUTCMonth()]}/${d.getUTCFullYear()}:${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())} +0000]`
+  cachedTime = `[${p(d.getUTCDate())}/${MONTHS[d.getUTCMonth()]}/${d.getUTCFullYear()}:${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())} +0000]`
+  cachedSecond = second
+  return cachedTime
 }
 
 /**
