@@ -1,7 +1,7 @@
 /**
  * Download statistics end to end: a real `mb serve` answers a known mix of requests (GETs
  * redirected to mirrors and delivered locally, HEADs, Range continuations, 404s), flushes
- * its counts at shutdown, and `mb stats --json` shows exactly the expected counts per file,
+ * its counts at shutdown (a resumed download through a redirect is not counted again), and `mb stats --json` shows exactly the expected counts per file,
  * mirror and country (metalinks and HEADs as other requests). The access log written on the way parses as Apache combined format,
  * and /metrics on the separate listener parses as Prometheus text.
  * On PostgreSQL, two `mb serve` processes flushing into one database add up.
@@ -118,6 +118,8 @@ async function drive(base: string, copies = 1): Promise<void> {
     expect((await request(base, 'README.txt', {ip: GB})).status).to.equal(200)
     expect((await request(base, 'README.txt', {ip: GB, headers: {Range: 'bytes=0-9'}})).status).to.equal(206)
     expect((await request(base, 'README.txt', {ip: GB, headers: {Range: 'bytes=50-'}})).status).to.equal(206)
+    // a resumed download through the redirector: a continuation, not a download
+    expect((await request(base, 'iso/big.iso', {ip: SE, headers: {Range: 'bytes=1000-'}})).mirror).to.equal('mirror.example.de')
     // HEAD: not a download
     expect((await request(base, 'iso/big.iso', {ip: GB, method: 'HEAD'})).status).to.equal(302)
     expect((await request(base, 'README.txt', {ip: SE, method: 'HEAD'})).status).to.equal(200)
@@ -152,7 +154,7 @@ describe(`stats through mb serve (${backend})`, function () {
     rmSync(dir, {recursive: true, force: true})
   })
 
-  it('counts the mix exactly per file, mirror and country; writes a combined access log; serves /metrics', async () => {
+  it('counts the mix exactly per file, mirror and country; writes a combined access log', async () => {
     const accessLog = join(dir, 'access.log')
     const serve = await startServe(t, root, ['--access-log', accessLog, '--metrics-listen', '127.0.0.1:0', '--stats-flush-interval', '60'])
     running.push(serve)
@@ -162,20 +164,20 @@ describe(`stats through mb serve (${backend})`, function () {
     running.splice(0)
 
     const files = (await mb(['stats', '--by', 'file', '--json'], {env: t.env})).json()
-    expect(byKey(files.rows)).to.deep.equal({'iso/big.iso': [3, 2], 'README.txt': [2, 2], 'iso/other.iso': [1, 0]})
-    expect(files.total).to.deep.equal({downloads: 6, bytes: 65_536 * 3 + 32_768 + 140 + 10 + 90, other_requests: 4})
+    expect(byKey(files.rows)).to.deep.equal({'iso/big.iso': [3, 3], 'README.txt': [2, 2], 'iso/other.iso': [1, 0]})
+    expect(files.total).to.deep.equal({downloads: 6, bytes: 65_536 * 3 + 32_768 + 140 + 10 + 90, other_requests: 5})
 
     const mirrors = (await mb(['stats', '--by', 'mirror', '--json'], {env: t.env})).json()
-    expect(byKey(mirrors.rows)).to.deep.equal({'mirror.example.de': [2, 1], 'mirror.example.us': [2, 0], origin: [2, 3]})
+    expect(byKey(mirrors.rows)).to.deep.equal({'mirror.example.de': [2, 2], 'mirror.example.us': [2, 0], origin: [2, 3]})
 
     const countries = (await mb(['stats', '--by', 'country', '--json'], {env: t.env})).json()
-    expect(byKey(countries.rows)).to.deep.equal({GB: [3, 3], SE: [1, 1], US: [2, 0]})
+    expect(byKey(countries.rows)).to.deep.equal({GB: [3, 3], SE: [1, 2], US: [2, 0]})
 
     const onlyDe = (await mb(['stats', '--by', 'country', '--mirror', 'mirror.example.de', '--json'], {env: t.env})).json()
-    expect(byKey(onlyDe.rows)).to.deep.equal({GB: [1, 1], SE: [1, 0]})
+    expect(byKey(onlyDe.rows)).to.deep.equal({GB: [1, 1], SE: [1, 1]})
 
     const lines = readFileSync(accessLog, 'utf8').trim().split('\n')
-    expect(lines).to.have.length(12)
+    expect(lines).to.have.length(13)
     for (const line of lines) expect(line).to.match(COMBINED)
     const first = COMBINED.exec(lines[0])!
     expect(first[1]).to.equal(GB)
@@ -204,7 +206,7 @@ describe(`stats through mb serve (${backend})`, function () {
     const families = parsePrometheus(text)
     const requests = families.find((f) => f.name === 'mb_requests_total')!
     const count = (outcome: string, realm: string) => Number(requests.metrics.find((s: any) => s.labels.outcome === outcome && s.labels.realm === realm)?.value ?? 0)
-    expect(count('redirect', 'continent')).to.equal(3) // GB, SE -> DE, and the HEAD from GB
+    expect(count('redirect', 'continent')).to.equal(4) // GB, SE -> DE, the resumed download and the HEAD
     expect(count('redirect', 'country')).to.equal(2)
     expect(count('not_found', 'none')).to.equal(2)
     expect(count('meta4', 'continent')).to.equal(1)
@@ -227,7 +229,7 @@ describe(`stats through mb serve (${backend})`, function () {
       expect(await b.stop()).to.equal(0)
       running.splice(0)
       const files = (await mb(['stats', '--by', 'file', '--json'], {env: t.env})).json()
-      expect(byKey(files.rows)).to.deep.equal({'iso/big.iso': [15, 10], 'README.txt': [10, 10], 'iso/other.iso': [5, 0]})
+      expect(byKey(files.rows)).to.deep.equal({'iso/big.iso': [15, 15], 'README.txt': [10, 10], 'iso/other.iso': [5, 0]})
       const database = await t.open()
       try {
         const rows = await sql<{n: number}>`SELECT count(*)::int AS n FROM stats_daily`.execute(database.db)

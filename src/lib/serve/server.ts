@@ -306,7 +306,10 @@ export class MirrorServer {
     if (this.options.redirectHeaders) headers.push(...this.options.redirectHeaders(ctx, file, client))
     ctx.res.writeHead(302, headers)
     ctx.res.end()
-    this.finish(ctx, 302, 'redirect', {mirrorId: best.mirror.id, mirrorIdentifier: best.mirror.identifier, realm: best.realm, fileSize: file.size})
+    // A Range not starting at byte 0 (a resumed download) is reported so that stats do not count it again.
+    const range = ctx.req.headers.range
+    const rangeStart = range === undefined ? undefined : /^bytes=0-/.test(range) ? 0 : Number(/^bytes=(\d+)-/.exec(range)?.[1] ?? -1)
+    this.finish(ctx, 302, 'redirect', {mirrorId: best.mirror.id, mirrorIdentifier: best.mirror.identifier, realm: best.realm, fileSize: file.size, rangeStart})
   }
 
   /** Not in the index: a directory, a file on disk not indexed yet, or 404. */
