@@ -100,7 +100,7 @@ describe(`stats collector and mb stats (${backend})`, function () {
     expect(flushed).to.deep.include({ok: true, retained: 0})
     expect(c.pendingKeys).to.equal(0)
 
-    const rows = await database.db.selectFrom('stats_daily').select([sql<string>`to_char(day, 'YYYY-MM-DD')`.as('day'), 'path', 'mirror_id', 'country', 'downloads', 'bytes', 'other_requests']).orderBy(['day', 'path', 'mirror_id', 'country']).execute()
+    const rows = await database.db.selectFrom('stats_daily').select([sql<string>`to_char(day, 'YYYY-MM-DD')`.as('day'), 'path', 'mirror_id', 'country', 'downloads', 'bytes', 'other_requests']).orderBy('day').orderBy('path').orderBy('mirror_id').orderBy('country').execute()
     expect(rows).to.deep.equal([
       {day: '2026-11-20', path: 'README.txt', mirror_id: 0, country: '--', downloads: 1, bytes: 100, other_requests: 0},
       {day: '2026-11-20', path: 'README.txt', mirror_id: 0, country: 'FR', downloads: 1, bytes: 140, other_requests: 3},
