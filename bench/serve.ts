@@ -9,13 +9,14 @@
  *   npm run bench                                   # 100,000 files x 100 mirrors
  *   npm run bench -- --files 1000000 --mirrors 200  # also reports snapshot load time and RSS
  *   npm run bench -- --workers 2 --log-level warn   # variations
+ *   npm run bench -- --no-ceiling --serve-arg=--no-stats   # extra `mb serve` flags
  *
  * The dataset is reused when `mb_bench` already holds one of the same shape (`--fresh`
  * regenerates). Every process started is stopped by pid; the run is bounded by `--timeout`.
  */
 import {type ChildProcess, spawn, spawnSync} from 'node:child_process'
 import {existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
-import {createServer} from 'node:net'
+import {connect, createServer} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -201,6 +202,21 @@ function rssMB(pid: number): number {
   }
 }
 
+/** CPU seconds (user + system) used so far by a process and its children (for --workers). */
+function cpuSeconds(pid: number): number {
+  const pids = [pid, ...spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], {encoding: 'utf8'}).stdout.split('\n').map((l) => Number(l.trim())).filter((n) => n > 0)]
+  let ticks = 0
+  for (const p of pids) {
+    try {
+      const fields = readFileSync(`/proc/${p}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')
+      ticks += Number(fields[11]) + Number(fields[12]) // utime, stime (fields 14 and 15 of stat)
+    } catch {
+      /* gone */
+    }
+  }
+  return ticks / 100 // USER_HZ
+}
+
 /** Sum of RSS over a process and its children (for --workers). */
 function treeRssMB(pid: number): number {
   const r = spawnSync('ps', ['-o', 'rss=', '--ppid', String(pid)], {encoding: 'utf8'})
@@ -231,6 +247,22 @@ function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs: number): P
   })
 }
 
+async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1', () => {
+        socket.end()
+        resolve(true)
+      })
+      socket.on('error', () => resolve(false))
+    })
+    if (open) return
+    if (Date.now() > deadline) throw new Error(`port ${port} did not open within ${timeoutMs / 1000} s`)
+    await new Promise((r) => setTimeout(r, 200))
+  }
+}
+
 async function stop(child: ChildProcess | undefined): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null) return
   const exited = new Promise((r) => child.once('exit', r))
@@ -257,13 +289,14 @@ export async function main(argv: string[]): Promise<void> {
       mirrors: {type: 'string', default: '100'},
       seconds: {type: 'string', default: '10'},
       connections: {type: 'string', default: '64'},
-      threads: {type: 'string', default: '1'},
+      threads: {type: 'string', default: '2'},
       workers: {type: 'string', default: '1'},
       'log-level': {type: 'string', default: 'info'},
       fresh: {type: 'boolean', default: false},
       'no-ceiling': {type: 'boolean', default: false},
       timeout: {type: 'string', default: '900'},
       database: {type: 'string', default: 'mb_bench'},
+      'serve-arg': {type: 'string', multiple: true, default: []},
     },
   })
   const files = Number(values.files)
@@ -297,44 +330,52 @@ export async function main(argv: string[]): Promise<void> {
 
     const port = await freePort()
     const serveStart = performance.now()
-    const serve = spawn(process.execPath, [BIN, 'serve', '--root', root, '--listen', `127.0.0.1:${port}`, '--trusted-proxy', '127.0.0.1/32', '--log-level', values['log-level']!, '--workers', values.workers!], {
+    const serve = spawn(process.execPath, [BIN, 'serve', '--root', root, '--listen', `127.0.0.1:${port}`, '--trusted-proxy', '127.0.0.1/32', '--log-level', values['log-level']!, '--workers', values.workers!, ...(values['serve-arg'] as string[])], {
       env: {...process.env, MB_DATABASE_URL: dbUrl(values.database), MB_CONFIG: undefined},
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     children.push(serve)
-    const line = await waitForLine(serve, /"msg":"listening"/, 300_000)
+    const verbose = ['info', 'debug', 'trace'].includes(values['log-level']!)
+    const line = verbose ? await waitForLine(serve, /"msg":"listening"/, 300_000) : (await waitForPort(port, 300_000), '{}')
     const ready = (performance.now() - serveStart) / 1000
     const info = JSON.parse(line)
-    console.log(`mb serve: snapshot ${info.files} files, ${info.mirrors} mirrors loaded in ${info.snapshotSeconds} s (process ready in ${ready.toFixed(1)} s), RSS after load ${info.rssMB} MB`)
+    if (verbose) console.log(`mb serve: snapshot ${info.files} files, ${info.mirrors} mirrors loaded in ${info.snapshotSeconds} s (process ready in ${ready.toFixed(1)} s), RSS after load ${info.rssMB} MB`)
+    else console.log(`mb serve: ready in ${ready.toFixed(1)} s (--log-level ${values['log-level']} hides the snapshot figures)`)
     // Discard the access log (one JSON line per request) while measuring.
     serve.stdout!.on('data', () => {})
 
     // Warm-up, then the measured run.
     runWrk(`http://127.0.0.1:${port}`, script, connections, 2, Number(values.threads))
+    const mbCpu0 = cpuSeconds(serve.pid!)
     const mbResult = runWrk(`http://127.0.0.1:${port}`, script, connections, seconds, Number(values.threads))
+    const mbCpuUs = ((cpuSeconds(serve.pid!) - mbCpu0) / mbResult.requests) * 1e6
     const mbRss = treeRssMB(serve.pid!)
     await stop(serve)
 
     let ceiling: WrkResult | undefined
+    let ceilingCpuUs = Number.NaN
     if (!values['no-ceiling']) {
       const cport = await freePort()
       const trivial = spawn(process.execPath, ['-e', CEILING_SERVER, String(cport)], {stdio: ['ignore', 'pipe', 'pipe']})
       children.push(trivial)
       await waitForLine(trivial, /listening/, 10_000)
       runWrk(`http://127.0.0.1:${cport}`, script, connections, 2, Number(values.threads))
+      const c0 = cpuSeconds(trivial.pid!)
       ceiling = runWrk(`http://127.0.0.1:${cport}`, script, connections, seconds, Number(values.threads))
+      ceilingCpuUs = ((cpuSeconds(trivial.pid!) - c0) / ceiling.requests) * 1e6
       await stop(trivial)
     }
 
     const row = (name: string, r: WrkResult, rss?: number) =>
       `${name.padEnd(28)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50ms.toFixed(2).padStart(6)} ms   p99 ${r.p99ms.toFixed(2).padStart(6)} ms${rss === undefined ? '' : `   RSS ${rss} MB`}${r.non3xx ? `   non-3xx: ${r.non3xx}` : ''}${r.errors ? `   ${r.errors}` : ''}`
     console.log(`\nwrk, ${connections} connections, ${seconds} s, random paths and X-Forwarded-For:`)
-    console.log(row(`mb serve (workers ${values.workers})`, mbResult, mbRss))
+    console.log(`${row(`mb serve (workers ${values.workers})`, mbResult, mbRss)}   CPU ${mbCpuUs.toFixed(0)} us/req`)
     if (ceiling) {
-      console.log(row('trivial node:http 302', ceiling))
-      console.log(`ratio to ceiling: ${((mbResult.rps / ceiling.rps) * 100).toFixed(1)}%`)
+      console.log(`${row('trivial node:http 302', ceiling)}   CPU ${ceilingCpuUs.toFixed(0)} us/req`)
+      console.log(`ratio to ceiling: ${((mbResult.rps / ceiling.rps) * 100).toFixed(1)}% (by CPU per request: ${((ceilingCpuUs / mbCpuUs) * 100).toFixed(1)}%)`)
+      console.log(`machine load average while measuring: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).cpus().length} cores`)
     }
-    console.log(`targets: >= 15000 req/s ${mbResult.rps >= 15_000 ? 'met' : 'MISSED'}; p99 < 10 ms ${mbResult.p99ms < 10 ? 'met' : 'MISSED'}${ceiling ? `; >= 50% of ceiling ${mbResult.rps >= ceiling.rps / 2 ? 'met' : 'MISSED'}` : ''}; snapshot < 30 s ${info.snapshotSeconds < 30 ? 'met' : 'MISSED'}; RSS < 1.5 GB ${mbRss < 1536 ? 'met' : 'MISSED'}`)
+    console.log(`targets: >= 15000 req/s ${mbResult.rps >= 15_000 ? 'met' : 'MISSED'}; p99 < 10 ms ${mbResult.p99ms < 10 ? 'met' : 'MISSED'}${ceiling ? `; >= 50% of ceiling ${mbResult.rps >= ceiling.rps / 2 ? 'met' : 'MISSED'}` : ''}; snapshot < 30 s ${verbose ? (info.snapshotSeconds < 30 ? 'met' : 'MISSED') : 'not measured'}; RSS < 1.5 GB ${mbRss < 1536 ? 'met' : 'MISSED'}`)
   } finally {
     for (const c of children) await stop(c)
     rmSync(work, {recursive: true, force: true})
