@@ -10,11 +10,7 @@ import {barChart, fillDays, htmlReport, humanBytes, sparkline, statsCsv} from '.
 export default class Stats extends BaseCommand<typeof Stats> {
   static override description = `Show download statistics from the daily and monthly aggregates
 
-A download is a GET answered by a redirect or by local delivery; Range continuations, HEADs,
-metalinks, hashes, mirror lists and 304s are counted as other requests. Dates are UTC days,
-inclusive. Monthly rollups (rows older than the daily retention) count whole when their month
-overlaps the range. With --limit, the groups beyond N are summed in one "(other)" row, so the
-rows always add up to the total.`
+A download is a GET answered by a redirect or by local delivery; Range continuations, HEADs, metalinks, hashes, mirror lists and 304s are counted as other requests. Dates are UTC days, inclusive. Monthly rollups (rows older than the daily retention) count whole when their month overlaps the range; --by day labels them YYYY-MM. With --limit, the groups beyond N are summed in one "(other)" row, so the rows always add up to the total.`
 
   static override examples = [
     '<%= config.bin %> stats --by mirror --since 30d',
@@ -28,7 +24,7 @@ rows always add up to the total.`
   static override flags = {
     by: Flags.string({description: 'group by', options: [...GROUPINGS], default: 'file'}),
     since: Flags.string({description: 'first day: YYYY-MM-DD, today, yesterday, or back from today: 7d, 2w, 3m, 1y (default: all)'}),
-    until: Flags.string({description: 'last day, same forms (default: today, i.e. 0d)'}),
+    until: Flags.string({description: 'last day, same forms, e.g. 0d = today (default: no end)'}),
     path: Flags.string({description: 'only paths starting with this prefix'}),
     mirror: Flags.string({description: "only this mirror (identifier), or 'origin' for local delivery"}),
     limit: Flags.integer({description: 'show the top N groups; the rest is summed in an "(other)" row', min: 1}),

@@ -7,10 +7,7 @@ import {pruneStats, type PruneResult} from '../../lib/stats/prune.js'
 export default class StatsPrune extends BaseCommand<typeof StatsPrune> {
   static override description = `Apply the statistics retention policy
 
-Daily rows older than stats.daily_retention_days (default 90) are added into the monthly rows
-of their month and deleted, in one transaction; monthly rows older than
-stats.monthly_retention_months (default 120) are deleted. Totals over any range stay the same.
-\`mb serve\` does this once a day; run it from cron when no server runs.`
+Daily rows older than stats.daily_retention_days (default 90) are added into the monthly rows of their month and deleted, in one transaction; monthly rows older than stats.monthly_retention_months (default 120) are deleted. Totals over any range stay the same. \`mb serve\` does this once a day; run it from cron when no server runs.`
 
   static override examples = [
     '<%= config.bin %> stats prune',
