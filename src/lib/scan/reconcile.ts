@@ -257,6 +257,7 @@ export async function reconcileListing(database: Database, entries: AsyncIterabl
                    max(e.size) AS size, max(e.mtime) AS mtime
             FROM ${sql.id(table)} e JOIN file f ON f.path = e.path
             GROUP BY f.id`.execute(trx)
+          await sql`ANALYZE ${sql.id(matchTable)}`.execute(trx)
           mark = phase('match table', mark)
           const tally = await sql<{matched: number; stale: number}>`
             SELECT count(*) FILTER (WHERE ok)::int AS matched, count(*) FILTER (WHERE NOT ok)::int AS stale FROM ${sql.id(matchTable)}`.execute(trx)
