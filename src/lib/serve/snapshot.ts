@@ -184,8 +184,27 @@ async function currentXmin(tx: Tx): Promise<string> {
   return snapshot as string
 }
 
+/** Reads the files with lo < id <= hi in keyset batches into `snapshot`. */
+async function readFileRange(tx: Tx, snapshot: Snapshot, lo: number, hi: number, onProgress?: (files: number) => void): Promise<void> {
+  let lastId = lo
+  for (;;) {
+    const rows = await tx.query(`SELECT ${FILE_COLUMNS} FROM file WHERE id > $1 AND id <= $2 ORDER BY id LIMIT ${BATCH_ROWS}`, [lastId, hi])
+    for (const row of rows) {
+      const entry = fileFromRow(snapshot.pool, row)
+      snapshot.files.set(entry.path, entry)
+    }
+    if (rows.length === 0) break
+    lastId = Number(rows.at(-1)![0])
+    onProgress?.(snapshot.files.size)
+    if (rows.length < BATCH_ROWS) break
+  }
+}
+
 /**
- * Reads a complete snapshot in one transaction.
+ * Reads a complete snapshot in one consistent view. On PostgreSQL with more than 200,000
+ * files, the id range is read in two halves on two connections sharing the transaction's
+ * exported snapshot (`pg_export_snapshot()` / `SET TRANSACTION SNAPSHOT`), so the server
+ * produces one half while this process parses the other.
  * @param onProgress called after each batch with the number of files read so far
  * @throws whatever the database driver throws (unreachable, schema missing)
  */
@@ -196,17 +215,25 @@ export async function loadSnapshot(database: Database, onProgress?: (files: numb
     const mirrors = await readMirrors(tx)
     snapshot.mirrors = mirrors.compiled
     snapshot.mirrorRows = mirrors.rows
-    let lastId = 0
-    for (;;) {
-      const rows = await tx.query(`SELECT ${FILE_COLUMNS} FROM file WHERE id > $1 ORDER BY id LIMIT ${BATCH_ROWS}`, [lastId])
-      for (const row of rows) {
-        const entry = fileFromRow(snapshot.pool, row)
-        snapshot.files.set(entry.path, entry)
-      }
-      if (rows.length === 0) break
-      lastId = Number(rows.at(-1)![0])
-      onProgress?.(snapshot.files.size)
-      if (rows.length < BATCH_ROWS) break
+    const [[minId, maxId, count]] = await tx.query(`SELECT coalesce(min(id), 0), coalesce(max(id), 0), count(*)::int FROM file`)
+    const lo = Number(minId) - 1
+    const hi = Number(maxId)
+    if (database.kind !== 'postgres' || Number(count) < 200_000) return readFileRange(tx, snapshot, lo, hi, onProgress)
+    const [[exported]] = await tx.query(`SELECT pg_export_snapshot()`)
+    const mid = Math.floor((lo + hi) / 2)
+    const helper = await database.pool!.connect()
+    let broken = false
+    try {
+      await helper.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+      await helper.query(`SET TRANSACTION SNAPSHOT '${String(exported).replace(/'/g, "''")}'`)
+      const helperTx: Tx = {query: async (text, params) => (await helper.query({text, values: params as unknown[] | undefined, rowMode: 'array'})).rows as unknown[][]}
+      await Promise.all([readFileRange(tx, snapshot, lo, mid, onProgress), readFileRange(helperTx, snapshot, mid, hi, onProgress)])
+      await helper.query('COMMIT')
+    } catch (error) {
+      broken = true
+      throw error
+    } finally {
+      helper.release(broken)
     }
   })
   snapshot.refreshedAt = Date.now()
