@@ -10,8 +10,8 @@ import type {RequestOutcome} from '../../src/lib/serve/types.js'
 
 const req = (over: Partial<RequestOutcome>): RequestOutcome => ({time: 0, method: 'GET', target: '/x', httpVersion: '1.1', status: 302, outcome: 'redirect', clientIp: '127.0.0.1', bytesSent: 0, durationSeconds: 0.0003, ...over})
 
-/** Each line of Prometheus text exposition format 0.0.4: a comment, a sample, or blank. */
-const LINE = /^(#\s(HELP|TYPE)\s[a-zA-Z_:][a-zA-Z0-9_:]*\s.*|[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*",?)*\})?\s(-?[0-9.e+-]+|NaN|\+Inf|-Inf)(\s-?\d+)?|)$/
+/** Each line of Prometheus text exposition format 0.0.4: a comment, a sample, or blank (NaN/Inf in any case, as Go's ParseFloat reads them; prom-client writes `Nan`). */
+const LINE = /^(#\s(HELP|TYPE)\s[a-zA-Z_:][a-zA-Z0-9_:]*\s.*|[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*",?)*\})?\s(-?[0-9.e+-]+|NaN|\+Inf|-Inf)(\s-?\d+)?|)$/i
 
 describe('metrics', () => {
   let server: MetricsServer | undefined
