@@ -11,7 +11,6 @@ const BENCHES: Record<string, string> = {
   scan: './scan.ts',
   meta4: './meta4.ts',
   stats: './stats.ts',
-  stats: './stats.ts',
 }
 
 async function run(): Promise<void> {
