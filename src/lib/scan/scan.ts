@@ -159,7 +159,8 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
     }
     const reason = attempts.map((a) => `${a.protocol}: ${a.error}`).join('; ')
     // A refused concurrent scan leaves the running one to record its own outcome.
-    if (!busy) await recordScanFailure(database.db, mirror.id, reason, attempts.at(-1)?.protocol ?? null)
+    const tried = attempts.filter((a) => !/^(no \S+ lister in this build|skipped: )/.test(a.error ?? '')).at(-1)
+    if (!busy) await recordScanFailure(database.db, mirror.id, reason, tried?.protocol ?? null)
     return failed(mirror, reason, attempts, seconds())
   } finally {
     clearTimeout(timer)
