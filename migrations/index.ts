@@ -1,16 +1,19 @@
 /**
- * The ordered list of schema migrations. Add a new file `NNNN_name.ts` and register it here;
- * never edit a migration that has been released.
+ * The ordered list of schema migrations (applied in name order). Add a new file
+ * `NNNN_name.ts` with the next number and register it here; never edit a migration that has
+ * been released.
  */
 import type {Migration} from 'kysely'
 import * as m0001 from './0001_init.js'
 import * as m0002 from './0002_mirror_asn_bigint.js'
-import * as m0006 from './0006_stats.js'
 import * as m0004 from './0004_probe.js'
+import * as m0006 from './0006_stats.js'
+import * as m0007 from './0007_file_touch_once.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_init': m0001,
   '0002_mirror_asn_bigint': m0002,
-  '0006_stats': m0006,
   '0004_probe': m0004,
+  '0006_stats': m0006,
+  '0007_file_touch_once': m0007,
 }

@@ -92,6 +92,25 @@ describe('scan reconciler', function () {
     expect(row.last_scan_ok_at).to.be.instanceOf(Date)
   })
 
+  it('matches a rounded index size by its range, and still records a copy outside it as stale', async () => {
+    const m = await addMirror('ranged')
+    const result = await reconcileListing(
+      database,
+      listing([
+        {path: 'a.iso', size: 102, sizeApproximate: true, sizeMin: 51, sizeMax: 153, mtime: T, mtimePrecision: 60}, // "0.1K" holds 100
+        {path: 'b.iso', size: 102, sizeApproximate: true, sizeMin: 51, sizeMax: 153, mtime: T, mtimePrecision: 60}, // origin has 200
+        {path: 'c.iso', size: 300, mtime: T},
+      ]),
+      {mirror: m, protocol: 'http'},
+    )
+    expect(result).to.deep.include({matched: 2, stale: 1})
+    const h = await holders()
+    expect(h['a.iso']).to.deep.equal([m.id])
+    expect(h['b.iso']).to.deep.equal([])
+    expect(h['c.iso']).to.deep.equal([m.id])
+    expect(await staleRows(m.id)).to.deep.equal([{path: 'b.iso', size: 102, mtime: T}])
+  })
+
   it('honours the listing precision and accepts entries without mtime on size alone', async () => {
     const m = await addMirror('m1')
     const result = await reconcileListing(

@@ -8,7 +8,8 @@
  *    `scan.exclude` and the mirror's `include_patterns` / `exclude_patterns`).
  * 2. They stream into a session temp table in `unnest` batches; nothing visible changes.
  * 3. When the listing is complete, ONE transaction compares with the origin index:
- *    - same size, and mtime equal within the listing's precision (or off by whole hours, up to
+ *    - same size (or, for a listing that rounds sizes, an origin size inside the entry's
+ *      [sizeMin, sizeMax] range), and mtime equal within the listing's precision (or off by whole hours, up to
  *      ±14 h, for listings shown in another time zone) → the mirror id joins `file.mirrors`;
  *    - listed with another size or mtime → a `mirror_file_stale` row (size and mtime seen);
  *    - not listed (or filtered out) → the mirror id leaves `file.mirrors`.
@@ -204,7 +205,7 @@ export async function reconcileListing(database: Database, entries: AsyncIterabl
       if (!got.rows[0]?.ok) throw busy()
     }
     try {
-      await sql`CREATE TEMP TABLE ${sql.id(table)} (path text COLLATE "C" NOT NULL, size bigint NOT NULL, mtime bigint, prec integer)`.execute(db)
+      await sql`CREATE TEMP TABLE ${sql.id(table)} (path text COLLATE "C" NOT NULL, size bigint NOT NULL, mtime bigint, prec integer, smin bigint, smax bigint)`.execute(db)
       try {
         let files = 0
         let considered = 0
@@ -213,13 +214,18 @@ export async function reconcileListing(database: Database, entries: AsyncIterabl
         let sizes: number[] = []
         let mtimes: Array<number | null> = []
         let precs: Array<number | null> = []
+        // A listing that shows rounded sizes (Apache's 1.2K) gives the range the exact size lies in.
+        let smins: Array<number | null> = []
+        let smaxs: Array<number | null> = []
         const flush = async () => {
           if (paths.length === 0) return
-          await sql`INSERT INTO ${sql.id(table)} SELECT * FROM unnest(${paths}::text[], ${sizes}::bigint[], ${mtimes}::bigint[], ${precs}::int[])`.execute(db)
+          await sql`INSERT INTO ${sql.id(table)} SELECT * FROM unnest(${paths}::text[], ${sizes}::bigint[], ${mtimes}::bigint[], ${precs}::int[], ${smins}::bigint[], ${smaxs}::bigint[])`.execute(db)
           paths = []
           sizes = []
           mtimes = []
           precs = []
+          smins = []
+          smaxs = []
         }
         for await (const entry of entries) {
           seen++
@@ -235,6 +241,9 @@ export async function reconcileListing(database: Database, entries: AsyncIterabl
           sizes.push(entry.size)
           mtimes.push(entry.mtime === undefined ? null : Math.floor(entry.mtime))
           precs.push(entry.mtime === undefined ? null : Math.max(1, Math.round(entry.mtimePrecision ?? 1)))
+          const ranged = entry.sizeApproximate && entry.sizeMin !== undefined && entry.sizeMax !== undefined
+          smins.push(ranged ? entry.sizeMin! : null)
+          smaxs.push(ranged ? entry.sizeMax! : null)
           if (paths.length >= BATCH) await flush()
         }
         await flush()
@@ -250,7 +259,7 @@ export async function reconcileListing(database: Database, entries: AsyncIterabl
           await sql`
             CREATE TEMP TABLE ${sql.id(matchTable)} ON COMMIT DROP AS
             SELECT f.id,
-                   bool_or(e.size = f.size AND (e.mtime IS NULL OR (
+                   bool_or((e.size = f.size OR coalesce(f.size BETWEEN e.smin AND e.smax, false)) AND (e.mtime IS NULL OR (
                      abs(e.mtime - f.mtime) < coalesce(e.prec, 1) OR (
                        abs(e.mtime - f.mtime) <= ${MAX_TZ_OFFSET}
                        AND least(abs(e.mtime - f.mtime) % 3600, 3600 - abs(e.mtime - f.mtime) % 3600) < coalesce(e.prec, 1))))) AS ok,
@@ -269,12 +278,12 @@ export async function reconcileListing(database: Database, entries: AsyncIterabl
             )
           }
           const removed = await sql`
-            UPDATE file SET mirrors = array_remove(mirrors, ${M}::smallint)
+            UPDATE file SET mirrors = array_remove(mirrors, ${M}::smallint), txid = pg_current_xact_id()
             WHERE ${M}::smallint = ANY(mirrors) AND ${inScope(scope)}
               AND NOT EXISTS (SELECT 1 FROM ${sql.id(matchTable)} m WHERE m.id = file.id AND m.ok)`.execute(trx)
           mark = phase('remove from sets', mark)
           const added = await sql`
-            UPDATE file SET mirrors = array_append(mirrors, ${M}::smallint)
+            UPDATE file SET mirrors = array_append(mirrors, ${M}::smallint), txid = pg_current_xact_id()
             FROM ${sql.id(matchTable)} m
             WHERE file.id = m.id AND m.ok AND NOT (${M}::smallint = ANY(file.mirrors))`.execute(trx)
           mark = phase('add to sets', mark)
