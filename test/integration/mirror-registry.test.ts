@@ -63,6 +63,17 @@ describe(`mirror registry (${backend})`, () => {
     await removeMirror(database.db, 'ftp.example.d')
   })
 
+  it('refuses to remove by a mere prefix unless it is confirmed', async () => {
+    await addMirror(database.db, {identifier: 'zz.throwaway', http_url: 'http://zz.throwaway/pub/'})
+    const refused = await caught(removeMirror(database.db, 'zz'))
+    expect(refused.code).to.equal('PREFIX_NOT_CONFIRMED')
+    expect(refused.exitCode).to.equal(2)
+    expect(refused.message).to.contain('mb mirror remove zz.throwaway')
+    expect((await resolveMirror(database.db, 'zz.throwaway')).identifier).to.equal('zz.throwaway')
+    expect((await removeMirror(database.db, 'zz', {allowPrefix: true})).identifier).to.equal('zz.throwaway')
+    expect((await caught(resolveMirror(database.db, 'zz.throwaway'))).code).to.equal('MIRROR_NOT_FOUND')
+  })
+
   it('edits only the given fields, follows the country with the continent, and flags URL changes for rescan', async () => {
     const before = await resolveMirror(database.db, 'ftp.example.de')
     const {mirror, changed} = await editMirror(database.db, 'ftp.example.de', {score: '150', country: 'at'})

@@ -1,4 +1,4 @@
-import {Args} from '@oclif/core'
+import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
 import {type PublicMirror, publicMirror, removeMirror} from '../../lib/mirrors/registry.js'
 
@@ -7,12 +7,16 @@ export default class MirrorRemove extends BaseCommand<typeof MirrorRemove> {
   static override examples = ['<%= config.bin %> mirror remove ftp.example.de', '<%= config.bin %> mirror remove ftp.example.de --json']
 
   static override args = {
-    name: Args.string({description: 'mirror name, or an unambiguous prefix of it', required: true}),
+    name: Args.string({description: 'the exact mirror name (a prefix only with --yes)', required: true}),
+  }
+
+  static override flags = {
+    yes: Flags.boolean({char: 'y', description: 'accept an unambiguous prefix of the name instead of the full name'}),
   }
 
   public async run(): Promise<PublicMirror> {
     const database = await this.openDb()
-    const mirror = publicMirror(await removeMirror(database.db, this.args.name))
+    const mirror = publicMirror(await removeMirror(database.db, this.args.name, {allowPrefix: this.flags.yes}))
     this.print(`Removed mirror ${mirror.identifier} (id ${mirror.id}).`)
     return mirror
   }

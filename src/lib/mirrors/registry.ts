@@ -187,12 +187,17 @@ export async function editMirror(db: Kysely<DB>, name: string, input: MirrorInpu
 /**
  * Removes a mirror, its stale-copy records (ON DELETE CASCADE) and its id from every file's
  * mirror set, in one transaction.
+ * Removal is destructive, so a name that only matched as a prefix is refused unless
+ * `options.allowPrefix` is set (the CLI's `--yes`).
  * @returns the removed row
- * @throws MbError MIRROR_NOT_FOUND; UsageError AMBIGUOUS_MIRROR
+ * @throws MbError MIRROR_NOT_FOUND; UsageError AMBIGUOUS_MIRROR, or PREFIX_NOT_CONFIRMED
  */
-export async function removeMirror(db: Kysely<DB>, name: string): Promise<MirrorRow> {
+export async function removeMirror(db: Kysely<DB>, name: string, options: {allowPrefix?: boolean} = {}): Promise<MirrorRow> {
   return db.transaction().execute(async (trx) => {
     const mirror = await resolveMirror(trx, name)
+    if (!options.allowPrefix && mirror.identifier.toLowerCase() !== name.toLowerCase()) {
+      throw new UsageError(`"${name}" matches the mirror ${mirror.identifier}. Removing deletes its records, so give the full name (mb mirror remove ${mirror.identifier}) or confirm the prefix with --yes.`, 'PREFIX_NOT_CONFIRMED')
+    }
     await trx
       .updateTable('file')
       .set({mirrors: sql<number[]>`array_remove(mirrors, ${mirror.id}::smallint)`})
