@@ -21,7 +21,7 @@ describe(`mb probe CLI (${backend})`, () => {
     empty = await createTestDatabase()
     dir = mkdtempSync(join(tmpdir(), 'mb-probe-cli-'))
     config = join(dir, 'mb.yaml')
-    writeFileSync(config, 'probe:\n  timeout: 2\n  connect_timeout: 1\n')
+    writeFileSync(config, 'probe:\n  timeout: 15\n  connect_timeout: 5\n')
     const good = await httpServer(staticHandler(FILES))
     const stale = await httpServer(staticHandler({'pub/small.txt': 'hello', 'pub/data.bin': 'a'.repeat(700)}))
     const missing = await httpServer(staticHandler({'pub/small.txt': 'hello'}))
@@ -127,9 +127,9 @@ describe(`mb probe CLI (${backend})`, () => {
     expect(show.stdout).to.match(/Z {2}http\/ipv4 {3}unknown -> down {2}\(refused\)/)
   })
 
-  it('exits 2 on an unknown mirror name in text mode and changes nothing', async () => {
+  it('exits 1 on an unknown mirror name, like mb mirror show, and changes nothing', async () => {
     const result = await run(['probe', 'nope.test', '--json'])
-    expect(result.code).to.equal(2)
+    expect(result.code).to.equal(1)
     expect(result.json().error.code).to.equal('MIRROR_NOT_FOUND')
   })
 

@@ -5,7 +5,7 @@
 import pLimit from 'p-limit'
 import type {Kysely} from 'kysely'
 import type {DB} from '../db/schema.js'
-import {UsageError} from '../errors.js'
+import {MbError} from '../errors.js'
 import type {ProbeConfig} from './config.js'
 import {ProbeClient, type Resolver} from './http.js'
 import {probeMirror, type CheckResult, type ProbeRequest} from './probe.js'
@@ -81,7 +81,7 @@ function transitionJson(t: Transition) {
 /**
  * Runs one probe round and records it.
  *
- * @throws UsageError when a named mirror does not exist (nothing is probed then)
+ * @throws MbError MIRROR_NOT_FOUND (exit 1, as for `mb mirror show`) when a named mirror does not exist (nothing is probed then)
  */
 export async function probeMirrors(db: Kysely<DB>, config: ProbeConfig, options: ProbeRoundOptions = {}): Promise<ProbeRound> {
   const at = new Date()
@@ -93,7 +93,7 @@ export async function probeMirrors(db: Kysely<DB>, config: ProbeConfig, options:
   if (names.length > 0) {
     const found = new Set(mirrors.map((m) => m.identifier))
     const missing = names.filter((n) => !found.has(n))
-    if (missing.length > 0) throw new UsageError(`No mirror named ${missing.map((n) => `"${n}"`).join(', ')}. See \`mb mirror list\` for the registered identifiers.`, 'MIRROR_NOT_FOUND')
+    if (missing.length > 0) throw new MbError(`No mirror named ${missing.map((n) => `"${n}"`).join(', ')}. See \`mb mirror list\` for the registered identifiers.`, {code: 'MIRROR_NOT_FOUND'})
   }
 
   const ownClients = !options.clients
