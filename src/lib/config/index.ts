@@ -43,6 +43,16 @@ export const ENV_KEYS: Record<string, {key: string; list?: boolean}> = {
   MB_LOG_LEVEL: {key: 'log_level'},
 }
 
+/** Command-line flag names whose spelling differs from their config key's last part. */
+const FLAG_NAMES: Record<string, string> = {
+  trusted_proxies: 'trusted-proxy',
+  'serve.listen': 'listen',
+  'select.min_size': 'min-size',
+}
+
+/** Optional settings that `mb config show` lists even when unset. */
+const OPTIONAL_KEYS = ['database_url', 'root', 'asn_db']
+
 /** The default embedded-store directory: `$XDG_DATA_HOME/mb` or `~/.local/share/mb`. */
 export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
   const base = env.XDG_DATA_HOME && env.XDG_DATA_HOME.length > 0 ? env.XDG_DATA_HOME : join(homedir(), '.local', 'share')
@@ -121,7 +131,7 @@ export function loadConfig(options: {file?: string; flags?: Record<string, unkno
   for (const [key, value] of Object.entries(options.flags ?? {})) {
     if (value === undefined || (Array.isArray(value) && value.length === 0)) continue
     setPath(tree, key, value)
-    sources[key] = `flag:--${key.split('.').at(-1)!.replaceAll('_', '-')}`
+    sources[key] = `flag:--${FLAG_NAMES[key] ?? key.split('.').at(-1)!.replaceAll('_', '-')}`
   }
 
   const result = ConfigSchema.safeParse(tree)
@@ -133,7 +143,7 @@ export function loadConfig(options: {file?: string; flags?: Record<string, unkno
   }
   const config = result.data
   if (!config.data_dir) config.data_dir = defaultDataDir(env)
-  for (const leaf of leaves(config)) sources[leaf] ??= 'default'
+  for (const leaf of [...leaves(config), ...OPTIONAL_KEYS]) sources[leaf] ??= 'default'
   return {config, sources, file}
 }
 
