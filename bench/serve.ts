@@ -83,6 +83,9 @@ async function prepareDataset(name: string, files: number, mirrors: number, fres
       const shape = await client.query('SELECT value FROM bench_meta WHERE key = $1', ['shape'])
       if (shape.rows[0]?.value === `${files}x${mirrors}`) {
         await admin.end()
+        // Bring a reused dataset up to the current schema.
+        const migrate = spawnSync(process.execPath, [BIN, 'db', 'migrate', '--json'], {env: {...process.env, MB_DATABASE_URL: dbUrl(name)}, encoding: 'utf8'})
+        if (migrate.status !== 0) throw new Error(`mb db migrate failed: ${migrate.stderr}`)
         return 0
       }
     } catch {
