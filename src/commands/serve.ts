@@ -3,6 +3,7 @@ import {BaseCommand} from '../base-command.js'
 import {UsageError} from '../lib/errors.js'
 import {isWorker, releaseWorker, runPrimary} from '../lib/serve/cluster.js'
 import {createLogger, parseListen, startServe} from '../lib/serve/run.js'
+import {startBackgroundProbes} from '../lib/probe/background.js'
 import {attachObservability} from '../lib/stats/attach.js'
 
 export default class Serve extends BaseCommand<typeof Serve> {
@@ -16,6 +17,7 @@ Serves from an in-memory snapshot of mirrors and the file index, kept fresh thro
     '<%= config.bin %> serve --root /srv/pub --trusted-proxy 127.0.0.1/32 --trusted-proxy ::1/128 --min-size 8192',
     'MB_DATABASE_URL=postgres://mb@db/mb <%= config.bin %> serve --root /srv/pub --listen 0.0.0.0:8080 --log-level warn',
     '<%= config.bin %> serve --root /srv/pub --access-log /var/log/mb/access.log --metrics-listen 127.0.0.1:9100 --stats-flush-interval 30',
+    '<%= config.bin %> serve --root /srv/pub --probe-interval 300',
   ]
 
   static override flags = {
@@ -32,6 +34,7 @@ Serves from an in-memory snapshot of mirrors and the file index, kept fresh thro
     'metrics-listen': Flags.string({description: 'serve Prometheus metrics at http://HOST:PORT/metrics on a separate listener'}),
     'stats-flush-interval': Flags.string({description: 'seconds between flushes of the download counts to the database (default 10)'}),
     stats: Flags.boolean({description: 'count downloads for `mb stats` (default on)', allowNo: true}),
+    'probe-interval': Flags.integer({description: 'probe the mirrors every SECONDS in the background, as `mb probe --all` would (one replica at a time on PostgreSQL; default off)', min: 0}),
   }
 
   protected override configFlags(): Record<string, unknown> {
@@ -50,6 +53,7 @@ Serves from an in-memory snapshot of mirrors and the file index, kept fresh thro
       'serve.metrics_listen': f['metrics-listen'],
       'stats.flush_interval_seconds': f['stats-flush-interval'],
       'stats.enabled': f.stats,
+      'serve.probe_interval': f['probe-interval'],
     }
   }
 
@@ -62,12 +66,15 @@ Serves from an in-memory snapshot of mirrors and the file index, kept fresh thro
       return {url: config.serve.listen, stopped: true}
     }
     const database = await this.openDb()
+    // On the embedded store, let other mb commands (mirror disable, scan, stats) in through a socket.
+    await database.share()
     const running = await startServe(config, database)
     // Download statistics, access log and metrics (src/lib/stats/attach.ts); flushed on close().
     await attachObservability(running.server, {database, config, keeper: running.keeper, logger: running.logger, accessLog: config.serve.access_log, metricsListen: config.serve.metrics_listen}).catch(async (error) => {
       await running.close()
       throw error
     })
+    const probes = config.serve.probe_interval > 0 ? startBackgroundProbes(database, config, {intervalSeconds: config.serve.probe_interval, logger: running.logger}) : undefined
     await new Promise<void>((resolve) => {
       const stop = () => {
         process.off('SIGINT', stop)
@@ -77,6 +84,7 @@ Serves from an in-memory snapshot of mirrors and the file index, kept fresh thro
       process.on('SIGINT', stop)
       process.on('SIGTERM', stop)
     })
+    await probes?.stop()
     await running.close()
     releaseWorker()
     return {url: running.url, stopped: true}

@@ -245,8 +245,9 @@ describe(`mb serve (${backend})`, function () {
     expect(line).to.include({ip: GB, cc: 'GB', m: 'GET', st: 302, out: 'redirect', mirror: 'gb.example.org', realm: 'country'})
   })
 
-  if (backend === 'postgres') {
-    describe('live changes (PostgreSQL)', () => {
+  {
+    // On PGlite, mb serve shares its store through a socket, so the same live changes work.
+    describe(`live changes (${backend})`, () => {
       /** Polls until `check` passes, at most `seconds`. */
       async function eventually(seconds: number, check: () => Promise<boolean>): Promise<boolean> {
         const deadline = Date.now() + seconds * 1000

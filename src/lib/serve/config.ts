@@ -19,6 +19,8 @@ export const ServeConfigSchema = z
     access_log: z.string().min(1).optional(),
     /** HOST:PORT of the separate Prometheus listener (`GET /metrics`, src/lib/serve/metrics.ts). */
     metrics_listen: z.string().min(1).optional(),
+    /** Seconds between background probe rounds inside `mb serve` (src/lib/probe/background.ts); 0 = off. */
+    probe_interval: z.coerce.number().min(0).default(0),
   })
   .strict()
 
