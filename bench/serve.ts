@@ -4,11 +4,14 @@
  * `--files` files each held by 20-60% of the mirrors. Starts `mb serve` on it, drives it with
  * wrk (random paths, random X-Forwarded-For from a list, `--trusted-proxy 127.0.0.1/32`) at
  * `--connections` for `--seconds`, then measures a trivial node:http 302 server the same way
- * (the ceiling) and prints requests/s, p50/p99 latency, the ratio to the ceiling and RSS.
+ * (the ceiling) and prints requests/s, p50/p99 latency, CPU per request, the ratio to the
+ * ceiling and RSS. `--workers 1,2` (the default) measures one process against a one-process
+ * ceiling, then `mb serve --workers 2` (node:cluster, PostgreSQL only) against a two-worker
+ * ceiling; wrk runs on the same cores, so both ratios are printed as measured.
  *
  *   npm run bench                                   # 100,000 files x 100 mirrors
  *   npm run bench -- --files 1000000 --mirrors 200  # also reports snapshot load time and RSS
- *   npm run bench -- --workers 2 --log-level warn   # variations
+ *   npm run bench -- --workers 2 --log-level warn   # variations (default --workers 1,2: both)
  *   npm run bench -- --no-ceiling --serve-arg=--no-stats   # extra `mb serve` flags
  *
  * The dataset is reused when `mb_bench` already holds one of the same shape (`--fresh`
@@ -17,7 +20,7 @@
 import {type ChildProcess, spawn, spawnSync} from 'node:child_process'
 import {existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {connect, createServer} from 'node:net'
-import {tmpdir} from 'node:os'
+import {cpus, tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
@@ -275,13 +278,54 @@ async function stop(child: ChildProcess | undefined): Promise<void> {
   clearTimeout(t)
 }
 
+/** The ceiling: a trivial node:http 302 server, as N node:cluster workers when argv[3] > 1 (run from a file: cluster forks argv[1]). */
 const CEILING_SERVER = `
 const http = require('node:http')
-http.createServer((req, res) => {
-  res.writeHead(302, ['Location', 'http://mirror.example.net' + req.url, 'Cache-Control', 'private, no-store', 'Content-Length', '0'])
-  res.end()
-}).listen(Number(process.argv[1]), '127.0.0.1', () => console.log('listening'))
+const cluster = require('node:cluster')
+const port = Number(process.argv[2])
+const workers = Number(process.argv[3] || 1)
+if (workers > 1 && cluster.isPrimary) {
+  cluster.schedulingPolicy = cluster.SCHED_NONE
+  let up = 0
+  for (let i = 0; i < workers; i++) cluster.fork().on('listening', () => { if (++up === workers) console.log('listening') })
+  process.on('SIGTERM', () => { for (const w of Object.values(cluster.workers)) w.process.kill('SIGTERM'); process.exit(0) })
+} else {
+  http.createServer((req, res) => {
+    res.writeHead(302, ['Location', 'http://mirror.example.net' + req.url, 'Cache-Control', 'private, no-store', 'Content-Length', '0'])
+    res.end()
+  }).listen(port, '127.0.0.1', () => { if (workers === 1) console.log('listening') })
+}
 `
+
+/** Waits until `count` lines match `pattern` (one "listening" line per worker). */
+async function waitForLines(child: ChildProcess, pattern: RegExp, count: number, timeoutMs: number): Promise<string> {
+  let first = ''
+  let seen = 0
+  const deadline = Date.now() + timeoutMs
+  return new Promise((resolve, reject) => {
+    let buffer = ''
+    let stderr = ''
+    const timer = setTimeout(() => reject(new Error(`timed out waiting for ${count} x ${pattern}; stderr: ${stderr}`)), Math.max(0, deadline - Date.now()))
+    const onData = (d: Buffer) => {
+      buffer += d.toString()
+      const lines = buffer.split('\n')
+      buffer = lines.pop() ?? ''
+      for (const line of lines) {
+        if (!pattern.test(line)) continue
+        if (seen++ === 0) first = line
+        if (seen === count) {
+          clearTimeout(timer)
+          child.stdout!.off('data', onData)
+          child.stdout!.resume()
+          return resolve(first)
+        }
+      }
+    }
+    child.stdout!.on('data', onData)
+    child.stderr!.on('data', (d) => (stderr += d))
+    child.on('exit', (code) => reject(new Error(`process exited with ${code} before ${pattern}; stderr: ${stderr}`)))
+  })
+}
 
 /** Entry point: `npm run bench -- [--files N] [--mirrors N] [--seconds S] [--connections C] ...` */
 export async function main(argv: string[]): Promise<void> {
@@ -293,7 +337,7 @@ export async function main(argv: string[]): Promise<void> {
       seconds: {type: 'string', default: '10'},
       connections: {type: 'string', default: '64'},
       threads: {type: 'string', default: '2'},
-      workers: {type: 'string', default: '1'},
+      workers: {type: 'string', default: '1,2'},
       'log-level': {type: 'string', default: 'info'},
       fresh: {type: 'boolean', default: false},
       'no-ceiling': {type: 'boolean', default: false},
@@ -331,54 +375,72 @@ export async function main(argv: string[]): Promise<void> {
     const root = join(work, 'root')
     spawnSync('mkdir', ['-p', root])
 
-    const port = await freePort()
-    const serveStart = performance.now()
-    const serve = spawn(process.execPath, [BIN, 'serve', '--root', root, '--listen', `127.0.0.1:${port}`, '--trusted-proxy', '127.0.0.1/32', '--log-level', values['log-level']!, '--workers', values.workers!, ...(values['serve-arg'] as string[])], {
-      env: {...process.env, MB_DATABASE_URL: dbUrl(values.database), MB_CONFIG: undefined},
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    children.push(serve)
+    const ceilingFile = join(work, 'ceiling.cjs')
+    writeFileSync(ceilingFile, CEILING_SERVER)
+    const workerCounts = values.workers!.split(',').map((w) => Number(w.trim()))
+    if (workerCounts.some((w) => !(Number.isInteger(w) && w >= 1))) throw new Error('--workers takes positive integers, e.g. 1 or 1,2')
     const verbose = ['info', 'debug', 'trace'].includes(values['log-level']!)
-    const line = verbose ? await waitForLine(serve, /"msg":"listening"/, 300_000) : (await waitForPort(port, 300_000), '{}')
-    const ready = (performance.now() - serveStart) / 1000
-    const info = JSON.parse(line)
-    if (verbose) console.log(`mb serve: snapshot ${info.files} files, ${info.mirrors} mirrors loaded in ${info.snapshotSeconds} s (process ready in ${ready.toFixed(1)} s), RSS after load ${info.rssMB} MB`)
-    else console.log(`mb serve: ready in ${ready.toFixed(1)} s (--log-level ${values['log-level']} hides the snapshot figures)`)
-    // Discard the access log (one JSON line per request) while measuring.
-    serve.stdout!.on('data', () => {})
+    const threads = Number(values.threads)
+    const row = (name: string, r: WrkResult, cpuUs: number, rss?: number) =>
+      `${name.padEnd(28)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50ms.toFixed(2).padStart(6)} ms   p99 ${r.p99ms.toFixed(2).padStart(6)} ms   CPU ${cpuUs.toFixed(0).padStart(3)} us/req${rss === undefined ? '' : `   RSS ${rss} MB`}${r.non3xx ? `   non-3xx: ${r.non3xx}` : ''}${r.errors ? `   ${r.errors}` : ''}`
+    const summary: string[] = []
+    let snapshotSeconds: number | undefined
+    for (const workers of workerCounts) {
+      const port = await freePort()
+      const serveStart = performance.now()
+      const serve = spawn(process.execPath, [BIN, 'serve', '--root', root, '--listen', `127.0.0.1:${port}`, '--trusted-proxy', '127.0.0.1/32', '--log-level', values['log-level']!, '--workers', String(workers), ...(values['serve-arg'] as string[])], {
+        env: {...process.env, MB_DATABASE_URL: dbUrl(values.database), MB_CONFIG: undefined},
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      children.push(serve)
+      // One "listening" line per process that serves (every worker).
+      const line = verbose ? await waitForLines(serve, /"msg":"listening"/, workers, 300_000) : (await waitForPort(port, 300_000), '{}')
+      const ready = (performance.now() - serveStart) / 1000
+      const info = JSON.parse(line)
+      snapshotSeconds ??= info.snapshotSeconds
+      if (verbose) console.log(`mb serve --workers ${workers}: snapshot ${info.files} files, ${info.mirrors} mirrors loaded in ${info.snapshotSeconds} s (ready in ${ready.toFixed(1)} s), RSS after load ${info.rssMB} MB per process`)
+      else console.log(`mb serve --workers ${workers}: ready in ${ready.toFixed(1)} s (--log-level ${values['log-level']} hides the snapshot figures)`)
+      // Discard the access log (one JSON line per request) while measuring.
+      serve.stdout!.on('data', () => {})
 
-    // Warm-up, then the measured run.
-    runWrk(`http://127.0.0.1:${port}`, script, connections, 2, Number(values.threads))
-    const mbCpu0 = cpuSeconds(serve.pid!)
-    const mbResult = runWrk(`http://127.0.0.1:${port}`, script, connections, seconds, Number(values.threads))
-    const mbCpuUs = ((cpuSeconds(serve.pid!) - mbCpu0) / mbResult.requests) * 1e6
-    const mbRss = treeRssMB(serve.pid!)
-    await stop(serve)
+      // Warm-up, then the measured run.
+      runWrk(`http://127.0.0.1:${port}`, script, connections, 2, threads)
+      const mbCpu0 = cpuSeconds(serve.pid!)
+      const mbResult = runWrk(`http://127.0.0.1:${port}`, script, connections, seconds, threads)
+      const mbCpuUs = ((cpuSeconds(serve.pid!) - mbCpu0) / mbResult.requests) * 1e6
+      const mbRss = treeRssMB(serve.pid!)
+      await stop(serve)
 
-    let ceiling: WrkResult | undefined
-    let ceilingCpuUs = Number.NaN
-    if (!values['no-ceiling']) {
-      const cport = await freePort()
-      const trivial = spawn(process.execPath, ['-e', CEILING_SERVER, String(cport)], {stdio: ['ignore', 'pipe', 'pipe']})
-      children.push(trivial)
-      await waitForLine(trivial, /listening/, 10_000)
-      runWrk(`http://127.0.0.1:${cport}`, script, connections, 2, Number(values.threads))
-      const c0 = cpuSeconds(trivial.pid!)
-      ceiling = runWrk(`http://127.0.0.1:${cport}`, script, connections, seconds, Number(values.threads))
-      ceilingCpuUs = ((cpuSeconds(trivial.pid!) - c0) / ceiling.requests) * 1e6
-      await stop(trivial)
+      let ceiling: WrkResult | undefined
+      let ceilingCpuUs = Number.NaN
+      if (!values['no-ceiling']) {
+        const cport = await freePort()
+        const trivial = spawn(process.execPath, [ceilingFile, String(cport), String(workers)], {stdio: ['ignore', 'pipe', 'pipe']})
+        children.push(trivial)
+        await waitForLine(trivial, /listening/, 10_000)
+        runWrk(`http://127.0.0.1:${cport}`, script, connections, 2, threads)
+        const c0 = cpuSeconds(trivial.pid!)
+        ceiling = runWrk(`http://127.0.0.1:${cport}`, script, connections, seconds, threads)
+        ceilingCpuUs = ((cpuSeconds(trivial.pid!) - c0) / ceiling.requests) * 1e6
+        await stop(trivial)
+      }
+
+      const processes = workers === 1 ? '1 process' : `${workers} workers`
+      console.log(`\nwrk, ${connections} connections, ${seconds} s, random paths and X-Forwarded-For, ${processes}:`)
+      console.log(row(`mb serve (${processes})`, mbResult, mbCpuUs, mbRss))
+      if (ceiling) {
+        console.log(row(`trivial 302 (${processes})`, ceiling, ceilingCpuUs))
+        console.log(`ratio to the ${processes} ceiling: ${((mbResult.rps / ceiling.rps) * 100).toFixed(1)}% (by CPU per request: ${((ceilingCpuUs / mbCpuUs) * 100).toFixed(1)}%)`)
+        console.log(`machine load average: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${cpus().length} cores (wrk shares them)`)
+      }
+      summary.push(
+        `${processes}: >= 15000 req/s ${mbResult.rps >= 15_000 ? 'met' : 'MISSED'} (${mbResult.rps.toFixed(0)}); p99 < 10 ms ${mbResult.p99ms < 10 ? 'met' : 'MISSED'} (${mbResult.p99ms.toFixed(2)})` +
+          `${ceiling ? `; >= 50% of the ${processes} ceiling ${mbResult.rps >= ceiling.rps / 2 ? 'met' : 'MISSED'} (${((mbResult.rps / ceiling.rps) * 100).toFixed(1)}%)` : ''}; RSS < 1.5 GB ${mbRss < 1536 ? 'met' : 'MISSED'} (${mbRss} MB)`,
+      )
     }
-
-    const row = (name: string, r: WrkResult, rss?: number) =>
-      `${name.padEnd(28)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50ms.toFixed(2).padStart(6)} ms   p99 ${r.p99ms.toFixed(2).padStart(6)} ms${rss === undefined ? '' : `   RSS ${rss} MB`}${r.non3xx ? `   non-3xx: ${r.non3xx}` : ''}${r.errors ? `   ${r.errors}` : ''}`
-    console.log(`\nwrk, ${connections} connections, ${seconds} s, random paths and X-Forwarded-For:`)
-    console.log(`${row(`mb serve (workers ${values.workers})`, mbResult, mbRss)}   CPU ${mbCpuUs.toFixed(0)} us/req`)
-    if (ceiling) {
-      console.log(`${row('trivial node:http 302', ceiling)}   CPU ${ceilingCpuUs.toFixed(0)} us/req`)
-      console.log(`ratio to ceiling: ${((mbResult.rps / ceiling.rps) * 100).toFixed(1)}% (by CPU per request: ${((ceilingCpuUs / mbCpuUs) * 100).toFixed(1)}%)`)
-      console.log(`machine load average while measuring: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).cpus().length} cores`)
-    }
-    console.log(`targets: >= 15000 req/s ${mbResult.rps >= 15_000 ? 'met' : 'MISSED'}; p99 < 10 ms ${mbResult.p99ms < 10 ? 'met' : 'MISSED'}${ceiling ? `; >= 50% of ceiling ${mbResult.rps >= ceiling.rps / 2 ? 'met' : 'MISSED'}` : ''}; snapshot < 30 s ${verbose ? (info.snapshotSeconds < 30 ? 'met' : 'MISSED') : 'not measured'}; RSS < 1.5 GB ${mbRss < 1536 ? 'met' : 'MISSED'}`)
+    console.log('\ntargets (issue 3 item 12):')
+    for (const line of summary) console.log(`  ${line}`)
+    console.log(`  snapshot load < 30 s ${snapshotSeconds === undefined ? 'not measured' : snapshotSeconds < 30 ? `met (${snapshotSeconds} s)` : `MISSED (${snapshotSeconds} s)`}`)
   } finally {
     for (const c of children) await stop(c)
     rmSync(work, {recursive: true, force: true})

@@ -178,9 +178,23 @@ export async function openGeo(options: {geoip?: string[]; asnDb?: string} = {}):
     databases.push(info)
   }
 
+  // Results per address text: busy clients repeat, and a hit skips the tree walk of every
+  // database. Bounded; cleared wholesale when full (cheaper than LRU bookkeeping per hit).
+  const cache = new Map<string, GeoInfo>()
+  const CACHE_MAX = 65_536
+
   function lookup(rawIp: string): GeoInfo {
+    if (typeof rawIp !== 'string' || rawIp.length === 0) return {}
+    const hit = cache.get(rawIp)
+    if (hit !== undefined) return {...hit}
+    const out = lookupUncached(rawIp)
+    if (cache.size >= CACHE_MAX) cache.clear()
+    cache.set(rawIp, {...out})
+    return out
+  }
+
+  function lookupUncached(rawIp: string): GeoInfo {
     const out: GeoInfo = {}
-    if (typeof rawIp !== 'string' || rawIp.length === 0) return out
     const ip = unmapV4(rawIp)
     const v6 = ip.includes(':')
     try {

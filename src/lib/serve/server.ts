@@ -35,7 +35,7 @@ import type {FileEntry, Snapshot} from './snapshot.js'
 import type {Outcome, RequestObserver, RequestOutcome} from './types.js'
 
 /** The selection function's shape (src/lib/select). */
-export type SelectFn = (client: ClientInfo, file: FileEntry, mirrorsById: ReadonlyMap<number, import('../select/types.js').SelectMirror>, options: SelectOptions, explain?: boolean) => Selection
+export type SelectFn = (client: ClientInfo, file: FileEntry, mirrorsById: ReadonlyMap<number, import('../select/types.js').SelectMirror>, options: SelectOptions, explain?: boolean, limit?: number) => Selection
 
 export interface ServerOptions {
   /** The origin tree (absolute or relative; resolved with realpath at start). */
@@ -99,11 +99,13 @@ export class MirrorServer {
   private rootReal = ''
   private readonly linkCount: number
   private readonly countryQuery: boolean
+  private readonly selectLimit: number
 
   constructor(readonly options: ServerOptions) {
     this.trusted = options.trustedProxies instanceof TrustedProxies ? options.trustedProxies : new TrustedProxies(options.trustedProxies)
     this.linkCount = options.linkCount ?? options.selectOptions.maxAlternatives ?? 5
     this.countryQuery = options.countryQuery ?? true
+    this.selectLimit = Math.max(1, this.linkCount)
     this.http = http.createServer({keepAliveTimeout: 5000, requestTimeout: 30_000, maxHeaderSize: 16_384}, (req, res) => this.handle(req, res))
     this.http.on('clientError', (error: NodeJS.ErrnoException, socket) => {
       // Malformed requests and oversized headers/targets never reach handle(); answer cleanly.
@@ -289,7 +291,8 @@ export class MirrorServer {
   private redirectOrDeliver(ctx: RequestContext, file: FileEntry): void {
     const client = this.clientInfo(ctx)
     if (client === undefined) return this.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
-    const selection = this.options.select(client, file, ctx.snapshot.mirrors, this.options.selectOptions, false)
+    // Only the first `linkCount` candidates are used (Location is the first): rank no more.
+    const selection = this.options.select(client, file, ctx.snapshot.mirrors, this.options.selectOptions, false, this.selectLimit)
     const ranked = selection.ranked
     if (ranked.length === 0) {
       this.deliver(ctx, selection.origin?.reason ?? 'no_mirror').catch((error) => this.fail(ctx, error))
