@@ -42,6 +42,8 @@ describe(`mb serve --watch (${backend})`, () => {
     }
     expect(res.status).to.equal(200)
     expect(res.body.equals(changed)).to.equal(true)
+    // The log line is written beside the response; give the pipe a moment.
+    for (let i = 0; i < 50 && !serve.output().includes('origin file changed on disk'); i++) await sleep(100)
     expect(serve.output()).to.include('origin file changed on disk')
   })
 })
