@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.js'
 import {UsageError} from '../lib/errors.js'
-import {isWorker, releaseWorker, runPrimary} from '../lib/serve/cluster.js'
+import {isWorker, releaseWorker, runPrimary, untilStopSignal} from '../lib/serve/cluster.js'
 import {createLogger, parseListen, startServe} from '../lib/serve/run.js'
 import {startBackgroundProbes} from '../lib/probe/background.js'
 import {attachObservability} from '../lib/stats/attach.js'
@@ -75,15 +75,7 @@ Serves from an in-memory snapshot of mirrors and the file index, kept fresh thro
       throw error
     })
     const probes = config.serve.probe_interval > 0 ? startBackgroundProbes(database, config, {intervalSeconds: config.serve.probe_interval, logger: running.logger}) : undefined
-    await new Promise<void>((resolve) => {
-      const stop = () => {
-        process.off('SIGINT', stop)
-        process.off('SIGTERM', stop)
-        resolve()
-      }
-      process.on('SIGINT', stop)
-      process.on('SIGTERM', stop)
-    })
+    await untilStopSignal()
     await probes?.stop()
     await running.close()
     releaseWorker()

@@ -8,6 +8,19 @@
 import cluster, {type Worker} from 'node:cluster'
 import type {Logger} from 'pino'
 
+/** Resolves at the first SIGINT or SIGTERM, then stops listening for them (graceful shutdown). */
+export function untilStopSignal(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop)
+      process.off('SIGTERM', stop)
+      resolve()
+    }
+    process.on('SIGINT', stop)
+    process.on('SIGTERM', stop)
+  })
+}
+
 /**
  * Runs the primary until SIGINT/SIGTERM; resolves when every worker has exited.
  * @param count worker processes (>= 2)
@@ -25,15 +38,7 @@ export async function runPrimary(count: number, logger: Logger): Promise<void> {
       if (!stopping) spawnWorker()
     }, 1000).unref()
   })
-  await new Promise<void>((resolve) => {
-    const stop = () => {
-      process.off('SIGINT', stop)
-      process.off('SIGTERM', stop)
-      resolve()
-    }
-    process.on('SIGINT', stop)
-    process.on('SIGTERM', stop)
-  })
+  await untilStopSignal()
   stopping = true
   const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined)
   await Promise.all(
