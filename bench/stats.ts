@@ -135,9 +135,12 @@ export async function main(argv: string[]): Promise<void> {
     for (const label of ['into an empty stats_daily', 'adding to existing rows ']) {
       const keys = fill()
       const t0 = performance.now()
+      const cpu0 = process.cpuUsage()
       const result = await collector.flush(database)
       const s = (performance.now() - t0) / 1000
-      console.log(`flush ${label}: ${result.rows} keys in ${s.toFixed(2)} s (${Math.round(keys / s)} keys/s)`)
+      const cpu = process.cpuUsage(cpu0)
+      const cpuUs = (cpu.user + cpu.system) / Math.max(1, keys)
+      console.log(`flush ${label}: ${result.rows} keys in ${s.toFixed(2)} s (${Math.round(keys / s)} keys/s; this process ${cpuUs.toFixed(1)} us CPU per key)`)
     }
     const total = await database.pool!.query('SELECT sum(downloads)::bigint AS d, count(*)::bigint AS n FROM stats_daily')
     console.log(`stored: ${total.rows[0].n} rows, ${total.rows[0].d} downloads`)

@@ -9,7 +9,7 @@ import {attachObservability} from '../lib/stats/attach.js'
 export default class Serve extends BaseCommand<typeof Serve> {
   static override description = `Run the redirector: answer downloads with a 302 to the best mirror, or deliver from the origin
 
-Serves from an in-memory snapshot of mirrors and the file index, kept fresh through LISTEN/NOTIFY and polling; keeps serving when the database goes away. Logs one JSON line per request to stdout. Stops cleanly on SIGINT/SIGTERM.`
+Serves from an in-memory snapshot of mirrors and the file index, kept fresh through LISTEN/NOTIFY and polling; keeps serving when the database goes away. Logs events as JSON lines to stdout (one line per request too at --log-level debug; --access-log writes the per-request log). Stops cleanly on SIGINT/SIGTERM.`
 
   static override examples = [
     '<%= config.bin %> serve --root /srv/pub --listen 127.0.0.1:8080',

@@ -76,7 +76,7 @@ describe(`mb serve (${backend})`, function () {
   before(async () => {
     database = await createTestDatabase()
     seeded = await seed(database)
-    serve = await startServe(['--root', seeded.root, '--geoip', GEOIP, '--trusted-proxy', '127.0.0.1/32'], database.env)
+    serve = await startServe(['--root', seeded.root, '--geoip', GEOIP, '--trusted-proxy', '127.0.0.1/32', '--log-level', 'debug'], database.env)
   })
 
   after(async () => {
@@ -235,7 +235,7 @@ describe(`mb serve (${backend})`, function () {
     })
   })
 
-  it('logs one JSON line per request', async () => {
+  it('logs one JSON line per request at --log-level debug', async () => {
     await get('/big.iso?logcheck=1', {'X-Forwarded-For': GB})
     let line: any
     for (let i = 0; i < 50 && !line; i++) {

@@ -197,13 +197,19 @@ export class MirrorServer {
     return info
   }
 
-  /** Reports an answered request to the log and every observer (once per request). */
-  finish(ctx: RequestContext, status: number, outcome: Outcome, extra: Partial<RequestOutcome> = {}): void {
+  /**
+   * Reports an answered request once: to every observer (statistics, access log, metrics)
+   * and, at `--log-level debug`, as one JSON log line. The per-request record for operators
+   * is the access log (`--access-log`); the JSON line is for debugging.
+   */
+  finish(ctx: RequestContext, status: number, outcome: Outcome, extra?: Partial<RequestOutcome>): void {
     const observers = this.observers
     const logger = this.options.logger
-    if (observers.length === 0 && (logger === undefined || !logger.isLevelEnabled('info'))) return
+    const debug = logger !== undefined && logger.isLevelEnabled('debug')
+    if (observers.length === 0 && !debug) return
     const req = ctx.req
     const c = ctx.resolved ?? this.client(ctx)
+    const headers = req.headers
     const record: RequestOutcome = {
       time: ctx.startedMs,
       method: req.method ?? '',
@@ -215,13 +221,19 @@ export class MirrorServer {
       clientIp: c.ip,
       country: ctx.info?.country,
       bytesSent: 0,
-      userAgent: req.headers['user-agent'],
-      referer: req.headers.referer,
+      userAgent: headers['user-agent'],
+      referer: headers.referer,
       durationSeconds: (performance.now() - ctx.startedAt) / 1000,
-      ...extra,
+      // Every optional field present: one object shape for all records.
+      mirrorId: undefined,
+      mirrorIdentifier: undefined,
+      realm: undefined,
+      fileSize: undefined,
+      rangeStart: undefined,
     }
-    if (logger?.isLevelEnabled('info')) {
-      logger.info({
+    if (extra !== undefined) Object.assign(record, extra)
+    if (debug) {
+      logger.debug({
         ip: record.clientIp,
         cc: record.country,
         m: record.method,

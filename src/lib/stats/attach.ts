@@ -87,8 +87,12 @@ export async function attachObservability(server: ObservableServer, options: Obs
     statsPendingKeys: () => collector?.pendingKeys ?? 0,
   })
   const metricsServer = options.metricsListen ? await startMetricsServer({listen: options.metricsListen, metrics}) : undefined
-  if (metricsServer) options.logger?.info?.({metrics: metricsServer.url}, 'metrics listening')
-  server.addObserver(metrics.observer)
+  if (metricsServer) {
+    options.logger?.info?.({metrics: metricsServer.url}, 'metrics listening')
+    // Request counters and the latency histogram cost time on every request: kept only when
+    // something serves them.
+    server.addObserver(metrics.observer)
+  }
 
   let flusher: StatsFlusher | undefined
   let stopPrune: (() => void) | undefined
