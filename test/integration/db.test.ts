@@ -1,4 +1,5 @@
 import {expect} from 'chai'
+import {sql} from 'kysely'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 import {mb} from '../helpers/cli.js'
 
@@ -26,6 +27,17 @@ describe(`database (${backend})`, () => {
       expect(row.size).to.equal(5_000_000_000)
       expect(row.mtime).to.equal(1_700_000_000)
       expect(row.mirrors).to.deep.equal([3, 1])
+    } finally {
+      await database.close()
+    }
+  })
+
+  it('leaves free space in stats_daily pages for HOT updates of the counts (fillfactor 70)', async () => {
+    const database = await tdb.open()
+    try {
+      const {rows} = await sql<{reloptions: string[] | string | null}>`SELECT reloptions FROM pg_class WHERE relname = 'stats_daily'`.execute(database.db)
+      const options = rows[0].reloptions
+      expect(Array.isArray(options) ? options : String(options).replace(/[{}]/g, '').split(',')).to.deep.equal(['fillfactor=70'])
     } finally {
       await database.close()
     }

@@ -169,11 +169,18 @@ describe(`stats collector and mb stats (${backend})`, function () {
       a.observer(req({path: `p${i % 20}`, bytesSent: 1, country: 'DE'}))
       b.observer(req({path: `p${i % 20}`, bytesSent: 2, country: 'DE'}))
     }
-    const [ra, rb] = await Promise.all([a.flush(database), b.flush(database)])
+    // a paced (interval) flush and a plain one side by side
+    const [ra, rb] = await Promise.all([a.flush(database, {paced: true}), b.flush(database)])
     expect(ra.rows).to.equal(20)
     expect(rb.rows).to.equal(20)
-    for (let i = 0; i < 20; i++) a.observer(req({path: `p${i}`, bytesSent: 4, country: 'DE'}))
-    await a.flush(database)
+    // counts recorded while a paced flush runs, then a shutdown flush that joins it
+    for (let i = 0; i < 10; i++) a.observer(req({path: `p${i}`, bytesSent: 4, country: 'DE'}))
+    const paced = a.flush(database, {paced: true})
+    for (let i = 10; i < 20; i++) a.observer(req({path: `p${i}`, bytesSent: 4, country: 'DE'}))
+    const last = await a.flush(database)
+    expect((await paced).rows).to.equal(10)
+    expect(last.rows).to.equal(10)
+    expect(a.pendingKeys).to.equal(0)
     const result = await queryStats(database, {by: 'file'})
     expect(result.groups).to.equal(20)
     for (const row of result.rows) expect([row.downloads, row.bytes]).to.deep.equal([5, 2 * 1 + 2 * 2 + 4])

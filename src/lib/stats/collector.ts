@@ -48,7 +48,7 @@ export interface StatsLogger {
 export interface StatsCollectorOptions {
   /** Max distinct unflushed keys kept (default 200,000). */
   maxPendingKeys?: number
-  /** Rows per upsert statement (default 5,000). */
+  /** Rows per upsert statement (default 500: each batch is serialized on the event loop, about 1-2 ms here, so requests are not held up behind a flush). */
   batchSize?: number
   logger?: StatsLogger
   /** Called after each failed flush, with the error (e.g. to count it in the metrics). */
@@ -119,6 +119,8 @@ export function classifyRequest(o: RequestOutcome): 'download' | 'other' | undef
 export class StatsCollector {
   private pending = new Map<string, Entry>()
   private flushing?: Promise<FlushResult>
+  /** Set by an unpaced flush: a paced flush in progress stops waiting between batches. */
+  private hurry = true
   private dayStart = 0
   private dayEnd = 0
   private dayText = ''
@@ -128,7 +130,7 @@ export class StatsCollector {
 
   constructor(private readonly options: StatsCollectorOptions = {}) {
     this.maxPendingKeys = options.maxPendingKeys ?? 200_000
-    this.batchSize = options.batchSize ?? 5000
+    this.batchSize = options.batchSize ?? 500
   }
 
   /** The observer to register with `mb serve` (synchronous, memory only). */
@@ -222,9 +224,16 @@ export class StatsCollector {
    * `batchSize` rows, one upsert statement each. Batches that fail stay pending (merged
    * back) for the next flush; the failure is logged and reported to `onFlushFailure`.
    * Concurrent calls share one flush. Never throws.
+   *
+   * `paced` (the interval flusher's mode) waits after each batch as long as the batch took,
+   * so that a large flush takes at most half of the database's time instead of a burst that
+   * starves the requests served beside it (PostgreSQL often shares the host). An unpaced
+   * call (shutdown, tests) ends the pacing of a flush in progress.
    */
-  flush(database: Pick<Database, 'db'>): Promise<FlushResult> {
-    if (this.flushing) return this.flushing.then(() => this.flush(database))
+  flush(database: Pick<Database, 'db'>, options: {paced?: boolean} = {}): Promise<FlushResult> {
+    if (!options.paced) this.hurry = true
+    if (this.flushing) return this.flushing.then(() => this.flush(database, options))
+    this.hurry = !options.paced
     this.flushing = this.doFlush(database).finally(() => {
       this.flushing = undefined
     })
@@ -240,6 +249,7 @@ export class StatsCollector {
     let written = 0
     for (let i = 0; i < entries.length; i += this.batchSize) {
       const batch = entries.slice(i, i + this.batchSize)
+      const started = performance.now()
       try {
         await upsertDaily(database, batch)
         written += batch.length
@@ -252,11 +262,16 @@ export class StatsCollector {
         this.options.onFlushFailure?.(error)
         return {rows: written, retained: rest.length, ok: false, error: errorMessage(error)}
       }
+      if (!this.hurry && i + this.batchSize < entries.length) await sleep(Math.min(1000, performance.now() - started))
     }
     this.status.flushes += 1
     this.status.lastFlushAt = new Date()
     return {rows: written, retained: 0, ok: true}
   }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
 /** One multi-row upsert of aggregated counts into `stats_daily` (adds, never overwrites). */
@@ -293,7 +308,7 @@ export interface StatsFlusher {
  */
 export function startStatsFlusher(collector: StatsCollector, database: Pick<Database, 'db'>, intervalSeconds: number): StatsFlusher {
   const timer = setInterval(() => {
-    void collector.flush(database)
+    void collector.flush(database, {paced: true})
   }, Math.max(0.05, intervalSeconds) * 1000)
   timer.unref()
   return {
