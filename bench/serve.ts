@@ -13,6 +13,11 @@
  *   npm run bench -- --files 1000000 --mirrors 200  # also reports snapshot load time and RSS
  *   npm run bench -- --workers 2 --log-level warn   # variations (default --workers 1,2: both)
  *   npm run bench -- --no-ceiling --serve-arg=--no-stats   # extra `mb serve` flags
+ *   npm run bench -- --workers 1 --stats-rounds 3   # counting on/off compared over 3 rounds (0: skip)
+ *
+ * Issue 7's budget (counting costs at most 10% of throughput) is measured on the first
+ * `--workers` value: the run with counting, then alternately `--no-stats` and counting again
+ * (`--stats-rounds` pairs), medians compared.
  *
  * The dataset is reused when `mb_bench` already holds one of the same shape (`--fresh`
  * regenerates). Every process started is stopped by pid; the run is bounded by `--timeout`.
@@ -344,6 +349,7 @@ export async function main(argv: string[]): Promise<void> {
       timeout: {type: 'string', default: '900'},
       database: {type: 'string', default: 'mb_bench'},
       'serve-arg': {type: 'string', multiple: true, default: []},
+      'stats-rounds': {type: 'string', default: '3'},
     },
   })
   const files = Number(values.files)
@@ -385,10 +391,11 @@ export async function main(argv: string[]): Promise<void> {
       `${name.padEnd(28)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50ms.toFixed(2).padStart(6)} ms   p99 ${r.p99ms.toFixed(2).padStart(6)} ms   CPU ${cpuUs.toFixed(0).padStart(3)} us/req${rss === undefined ? '' : `   RSS ${rss} MB`}${r.non3xx ? `   non-3xx: ${r.non3xx}` : ''}${r.errors ? `   ${r.errors}` : ''}`
     const summary: string[] = []
     let snapshotSeconds: number | undefined
-    for (const workers of workerCounts) {
+    /** Starts `mb serve --workers N` with `extra` flags, warms up, measures, stops it. */
+    const measureServe = async (workers: number, extra: string[], announce: boolean) => {
       const port = await freePort()
       const serveStart = performance.now()
-      const serve = spawn(process.execPath, [BIN, 'serve', '--root', root, '--listen', `127.0.0.1:${port}`, '--trusted-proxy', '127.0.0.1/32', '--log-level', values['log-level']!, '--workers', String(workers), ...(values['serve-arg'] as string[])], {
+      const serve = spawn(process.execPath, [BIN, 'serve', '--root', root, '--listen', `127.0.0.1:${port}`, '--trusted-proxy', '127.0.0.1/32', '--log-level', values['log-level']!, '--workers', String(workers), ...(values['serve-arg'] as string[]), ...extra], {
         env: {...process.env, MB_DATABASE_URL: dbUrl(values.database), MB_CONFIG: undefined},
         stdio: ['ignore', 'pipe', 'pipe'],
       })
@@ -398,18 +405,27 @@ export async function main(argv: string[]): Promise<void> {
       const ready = (performance.now() - serveStart) / 1000
       const info = JSON.parse(line)
       snapshotSeconds ??= info.snapshotSeconds
-      if (verbose) console.log(`mb serve --workers ${workers}: snapshot ${info.files} files, ${info.mirrors} mirrors loaded in ${info.snapshotSeconds} s (ready in ${ready.toFixed(1)} s), RSS after load ${info.rssMB} MB per process`)
-      else console.log(`mb serve --workers ${workers}: ready in ${ready.toFixed(1)} s (--log-level ${values['log-level']} hides the snapshot figures)`)
-      // Discard the access log (one JSON line per request) while measuring.
+      if (announce && verbose) console.log(`mb serve --workers ${workers}: snapshot ${info.files} files, ${info.mirrors} mirrors loaded in ${info.snapshotSeconds} s (ready in ${ready.toFixed(1)} s), RSS after load ${info.rssMB} MB per process`)
+      else if (announce) console.log(`mb serve --workers ${workers}: ready in ${ready.toFixed(1)} s (--log-level ${values['log-level']} hides the snapshot figures)`)
+      // Discard the log (events; one line per request at --log-level debug) while measuring.
       serve.stdout!.on('data', () => {})
 
       // Warm-up, then the measured run.
       runWrk(`http://127.0.0.1:${port}`, script, connections, 2, threads)
-      const mbCpu0 = cpuSeconds(serve.pid!)
-      const mbResult = runWrk(`http://127.0.0.1:${port}`, script, connections, seconds, threads)
-      const mbCpuUs = ((cpuSeconds(serve.pid!) - mbCpu0) / mbResult.requests) * 1e6
-      const mbRss = treeRssMB(serve.pid!)
+      const cpu0 = cpuSeconds(serve.pid!)
+      const result = runWrk(`http://127.0.0.1:${port}`, script, connections, seconds, threads)
+      const cpuUs = ((cpuSeconds(serve.pid!) - cpu0) / result.requests) * 1e6
+      const rss = treeRssMB(serve.pid!)
       await stop(serve)
+      return {result, cpuUs, rss}
+    }
+    const statsRounds = Number(values['stats-rounds'])
+    if (!(Number.isInteger(statsRounds) && statsRounds >= 0)) throw new Error('--stats-rounds takes a whole number (0 skips the comparison)')
+    for (const workers of workerCounts) {
+      const measured = await measureServe(workers, [], true)
+      const mbResult = measured.result
+      const mbCpuUs = measured.cpuUs
+      const mbRss = measured.rss
 
       let ceiling: WrkResult | undefined
       let ceilingCpuUs = Number.NaN
@@ -437,8 +453,28 @@ export async function main(argv: string[]): Promise<void> {
         `${processes}: >= 15000 req/s ${mbResult.rps >= 15_000 ? 'met' : 'MISSED'} (${mbResult.rps.toFixed(0)}); p99 < 10 ms ${mbResult.p99ms < 10 ? 'met' : 'MISSED'} (${mbResult.p99ms.toFixed(2)})` +
           `${ceiling ? `; >= 50% of the ${processes} ceiling ${mbResult.rps >= ceiling.rps / 2 ? 'met' : 'MISSED'} (${((mbResult.rps / ceiling.rps) * 100).toFixed(1)}%)` : ''}; RSS < 1.5 GB ${mbRss < 1536 ? 'met' : 'MISSED'} (${mbRss} MB)`,
       )
+
+      // Issue 7: what counting downloads costs. Alternating runs with and without --no-stats
+      // (the machine's speed drifts over a minute); medians of each side.
+      if (statsRounds > 0 && workers === workerCounts[0]) {
+        const on = [mbResult.rps]
+        const off: number[] = []
+        for (let r = 0; r < statsRounds; r++) {
+          off.push((await measureServe(workers, ['--no-stats'], false)).result.rps)
+          if (r < statsRounds - 1) on.push((await measureServe(workers, [], false)).result.rps)
+        }
+        const median = (xs: number[]) => {
+          const sorted = [...xs].sort((a, b) => a - b)
+          const mid = sorted.length >> 1
+          return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+        }
+        const drop = (1 - median(on) / median(off)) * 100
+        console.log(`counting downloads (${processes}): on ${on.map((x) => x.toFixed(0)).join(', ')} req/s, off ${off.map((x) => x.toFixed(0)).join(', ')} req/s; median drop ${drop.toFixed(1)}%`)
+        console.log('  (every request a new day x path x mirror x country key: the worst case; PostgreSQL upserts each key on the same 2 cores)')
+        summary.push(`${processes}: counting costs <= 10% of throughput (issue 7) ${drop <= 10 ? 'met' : 'MISSED'} (${drop.toFixed(1)}%)`)
+      }
     }
-    console.log('\ntargets (issue 3 item 12):')
+    console.log('\ntargets (issue 3 item 12, issue 7):')
     for (const line of summary) console.log(`  ${line}`)
     console.log(`  snapshot load < 30 s ${snapshotSeconds === undefined ? 'not measured' : snapshotSeconds < 30 ? `met (${snapshotSeconds} s)` : `MISSED (${snapshotSeconds} s)`}`)
   } finally {
