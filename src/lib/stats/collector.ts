@@ -167,6 +167,11 @@ export class StatsCollector {
     }
   }
 
+  /** True while a flush is writing to the database. */
+  get flushInProgress(): boolean {
+    return this.flushing !== undefined
+  }
+
   /** Number of distinct keys waiting to be flushed. */
   get pendingKeys(): number {
     return this.pending.size
@@ -308,7 +313,9 @@ export interface StatsFlusher {
  */
 export function startStatsFlusher(collector: StatsCollector, database: Pick<Database, 'db'>, intervalSeconds: number): StatsFlusher {
   const timer = setInterval(() => {
-    void collector.flush(database, {paced: true})
+    // While a flush still runs (a slow database), skip this tick: the next one takes what
+    // arrived meanwhile, and flushes never queue up behind each other.
+    if (!collector.flushInProgress) void collector.flush(database, {paced: true})
   }, Math.max(0.05, intervalSeconds) * 1000)
   timer.unref()
   return {
