@@ -1,5 +1,6 @@
 import {expect} from 'chai'
 import type {MirrorRow} from '../../src/lib/db/schema.js'
+import {distanceKm} from '../../src/lib/geo/distance.js'
 import {parseIp} from '../../src/lib/net.js'
 import {
   type ClientInfo,
@@ -498,6 +499,23 @@ describe('select(): distance rule', () => {
     expect(s.excluded.map((e) => [e.mirror.identifier, e.reason, e.detail])).to.deep.equal([['m2', 'too_far', "534 km away, beyond 1.5 x the nearest country mirror's 1 km"]])
     expect(s.ranked.find((c) => c.mirror.id === 1)!.distanceKm).to.be.within(0.5, 1.5)
     expect(s.ranked.find((c) => c.mirror.id === 3)!.distanceKm).to.equal(undefined)
+  })
+  it('reports the same great-circle distances as the haversine formula, from 10 m to half the globe', () => {
+    // pairs of (client, mirror) positions; the mirror is the only one, in the world pool
+    const cases: Array<[number, number, number, number]> = [
+      [51.5074, -0.1278, 51.5074, -0.1277], // ~7 m
+      [51.5074, -0.1278, 51.5, -0.12], // ~1 km
+      [51.5074, -0.1278, 48.8566, 2.3522], // London-Paris
+      [40.7128, -74.006, 35.6762, 139.6503], // New York-Tokyo
+      [-33.8688, 151.2093, 64.1466, -21.9426], // Sydney-Reykjavik
+      [0, 0, 0.5, 179.5], // nearly antipodal
+    ]
+    for (const [clat, clon, mlat, mlon] of cases) {
+      const ms = mirrors(row(1, {country: 'US', continent: 'NA', latitude: mlat, longitude: mlon}))
+      const s = select({...GB, latitude: clat, longitude: clon}, file([1]), ms, options)
+      const expected = distanceKm(clat, clon, mlat, mlon)
+      expect(s.ranked[0].distanceKm, `${clat},${clon} -> ${mlat},${mlon}`).to.be.closeTo(expected, Math.max(1e-6, expected * 1e-9))
+    }
   })
   it('keeps mirrors within distance_factor x the nearest and drops the rest', () => {
     // Client in London; continent pool: Paris ~344 km, Amsterdam ~358 km, Frankfurt ~637 km, Madrid ~1264 km.

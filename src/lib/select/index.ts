@@ -45,28 +45,34 @@ function growScratch(n: number): void {
   scratchKey = new Float64Array(size)
 }
 
-// Per-mirror trigonometry (radians, cos latitude), cached by id for the current mirror object.
-const trigOwner: Array<SelectMirror | undefined> = []
-const trigLat = new Float64Array(65536)
-const trigLon = new Float64Array(65536)
-const trigCos = new Float64Array(65536)
+// Per-mirror position as a unit vector on the sphere, cached by id for the current mirror
+// object: the distance term then needs no trigonometry per mirror and request.
+const posOwner: Array<SelectMirror | undefined> = []
+const posX = new Float64Array(65536)
+const posY = new Float64Array(65536)
+const posZ = new Float64Array(65536)
 
 /**
- * The haversine term a = sin²(Δφ/2) + cos φ1 cos φ2 sin²(Δλ/2) between the client (radians,
- * cos latitude) and a mirror; NaN without coordinates. Distance = 2R asin(√a), monotonic in a.
+ * The haversine term a = sin²(Δσ/2) between the client (unit vector x, y, z) and a mirror,
+ * computed as a quarter of the squared chord between their unit vectors (the same quantity:
+ * chord = 2 sin(Δσ/2)), without cancellation at short distances. NaN without coordinates.
+ * Distance = 2R asin(√a), monotonic in a.
  */
-function haversineA(m: SelectMirror, lat: number, lon: number, cosLat: number): number {
+function haversineA(m: SelectMirror, x: number, y: number, z: number): number {
   if (m.latitude === null || m.longitude === null) return Number.NaN
   const id = m.id & 0xffff
-  if (trigOwner[id] !== m) {
-    trigOwner[id] = m
-    trigLat[id] = m.latitude * RAD
-    trigLon[id] = m.longitude * RAD
-    trigCos[id] = Math.cos(trigLat[id])
+  if (posOwner[id] !== m) {
+    posOwner[id] = m
+    const lat = m.latitude * RAD
+    const lon = m.longitude * RAD
+    posX[id] = Math.cos(lat) * Math.cos(lon)
+    posY[id] = Math.cos(lat) * Math.sin(lon)
+    posZ[id] = Math.sin(lat)
   }
-  const s1 = Math.sin((trigLat[id] - lat) / 2)
-  const s2 = Math.sin((trigLon[id] - lon) / 2)
-  return s1 * s1 + cosLat * trigCos[id] * s2 * s2
+  const dx = posX[id] - x
+  const dy = posY[id] - y
+  const dz = posZ[id] - z
+  return (dx * dx + dy * dy + dz * dz) / 4
 }
 
 function kmFromA(a: number): number {
@@ -286,13 +292,15 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
 
   // 4 and 5. Distance rule and weighted rendezvous order in each pool.
   const hasPosition = typeof client.latitude === 'number' && typeof client.longitude === 'number'
-  let clientLat = 0
-  let clientLon = 0
-  let clientCos = 0
+  let clientX = 0
+  let clientY = 0
+  let clientZ = 0
   if (hasPosition) {
-    clientLat = client.latitude! * RAD
-    clientLon = client.longitude! * RAD
-    clientCos = Math.cos(clientLat)
+    const lat = client.latitude! * RAD
+    const lon = client.longitude! * RAD
+    clientX = Math.cos(lat) * Math.cos(lon)
+    clientY = Math.cos(lat) * Math.sin(lon)
+    clientZ = Math.sin(lat)
   }
   const networkKey = address ? clientNetworkKey(address, options.clientPrefixV4, options.clientPrefixV6) : hashText(client.ip)
   const ranked: Candidate[] = []
@@ -311,7 +319,7 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
       let nearestA = Infinity
       for (let k = 0; k < count; k++) {
         const i = idx[k]
-        const a = haversineA(eligible[i], clientLat, clientLon, clientCos)
+        const a = haversineA(eligible[i], clientX, clientY, clientZ)
         dist[i] = a
         if (a < nearestA) nearestA = a
       }
