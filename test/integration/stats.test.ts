@@ -153,8 +153,8 @@ describe(`stats collector and mb stats (${backend})`, function () {
     expect(ok.code).to.equal(0)
   })
 
-  it('stores awkward paths verbatim (quotes, commas, braces, backslashes, UTF-8)', async () => {
-    const paths = ['a "quoted", {braced} name.iso', 'back\\slash.iso', 'ünïcödé/ファイル.iso', "it's.iso"]
+  it('stores awkward paths verbatim (quotes, commas, braces, backslashes, control characters, UTF-8)', async () => {
+    const paths = ['a "quoted", {braced} name.iso', 'back\\slash.iso', 'ünïcödé/ファイル.iso', "it's.iso", 'tab\there\nnewline\u0001.iso', 'emoji 🐧 \u2028.iso']
     const c = new StatsCollector()
     for (const path of paths) c.observer(req({path, bytesSent: 1}))
     await c.flush(database)

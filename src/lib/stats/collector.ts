@@ -279,18 +279,17 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
-/** One multi-row upsert of aggregated counts into `stats_daily` (adds, never overwrites). */
+/**
+ * One multi-row upsert of aggregated counts into `stats_daily` (adds, never overwrites). The
+ * batch travels as one JSON array of the entries (`json_to_recordset`): `JSON.stringify` is
+ * native, about a third of what building seven PostgreSQL array literals cost per key.
+ */
 async function upsertDaily(database: Pick<Database, 'db'>, batch: Entry[]): Promise<void> {
-  const days = batch.map((e) => e.day)
-  const paths = batch.map((e) => e.path)
-  const mirrors = batch.map((e) => e.mirrorId)
-  const countries = batch.map((e) => e.country)
-  const downloads = batch.map((e) => e.downloads)
-  const bytes = batch.map((e) => e.bytes)
-  const others = batch.map((e) => e.otherRequests)
+  const rows = JSON.stringify(batch)
   await sql`
     INSERT INTO stats_daily (day, path, mirror_id, country, downloads, bytes, other_requests)
-    SELECT * FROM unnest(${days}::date[], ${paths}::text[], ${mirrors}::smallint[], ${countries}::char(2)[], ${downloads}::bigint[], ${bytes}::bigint[], ${others}::bigint[])
+    SELECT day, path, "mirrorId", country, downloads, bytes, "otherRequests"
+    FROM json_to_recordset(${rows}::json) AS x(day date, path text, "mirrorId" smallint, country char(2), downloads bigint, bytes bigint, "otherRequests" bigint)
     ORDER BY 1, 2, 3, 4
     ON CONFLICT (day, path, mirror_id, country) DO UPDATE SET
       downloads = stats_daily.downloads + EXCLUDED.downloads,
