@@ -5,6 +5,7 @@ import {expect} from 'chai'
 import {sql} from 'kysely'
 import type {Database} from '../../src/lib/db/index.js'
 import {indexOrigin, walkOrigin} from '../../src/lib/origin/index.js'
+import {mb} from '../helpers/cli.js'
 import {createTestDatabase, type TestDatabase} from '../helpers/db.js'
 
 const T = 1_700_000_000
@@ -119,5 +120,16 @@ describe('origin index (mb index library)', function () {
     }
     expect(message).to.match(/is not a readable directory .*Pass --root DIR or set MB_ROOT/)
     expect(await rows()).to.deep.equal(before)
+  })
+
+  it('mb index with a missing --root or --dir is a usage error (exit 2), like mb serve', async () => {
+    await database.close()
+    const missing = await mb(['index', '--root', join(root, 'nope'), '--json'], {env: tdb.env})
+    expect(missing.code, missing.stderr).to.equal(2)
+    expect(missing.json().error.code).to.equal('ROOT_INVALID')
+    const outsideDir = await mb(['index', '--root', root, '--dir', 'escape-dir', '--json'], {env: tdb.env})
+    expect(outsideDir.code, outsideDir.stderr).to.equal(2)
+    expect(outsideDir.json().error.code).to.equal('ROOT_INVALID')
+    database = await tdb.open()
   })
 })

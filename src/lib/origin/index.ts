@@ -105,7 +105,7 @@ export async function removeOriginFiles(db: Kysely<DB>, paths: string[]): Promis
  *
  * Memory: one Map entry per existing row (about 150 bytes each).
  *
- * @throws MbError ROOT_INVALID when the root or subdir is not a readable directory (nothing changes)
+ * @throws UsageError ROOT_INVALID (exit 2) when the root or subdir is not a readable directory (nothing changes)
  */
 export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOptions = {}): Promise<IndexResult> {
   const started = performance.now()

@@ -10,7 +10,7 @@
  */
 import {opendir, realpath, stat} from 'node:fs/promises'
 import {dirname, join, relative, sep} from 'node:path'
-import {MbError} from '../errors.js'
+import {UsageError} from '../errors.js'
 
 /** One regular file of the origin tree. */
 export interface OriginFile {
@@ -42,7 +42,7 @@ function isInside(rootReal: string, target: string): boolean {
  * in directory order.
  *
  * @param root  the origin directory (absolute or relative to the cwd)
- * @throws MbError when the root (or `subdir`) does not exist or is not a directory
+ * @throws UsageError (exit 2, code ROOT_INVALID) when the root (or `subdir`) does not exist or is not a directory
  */
 export async function* walkOrigin(root: string, options: WalkOptions = {}): AsyncGenerator<OriginFile> {
   const warn = options.onWarning ?? (() => {})
@@ -52,7 +52,7 @@ export async function* walkOrigin(root: string, options: WalkOptions = {}): Asyn
     rootReal = await realpath(root)
     if (!(await stat(rootReal)).isDirectory()) throw new Error('not a directory')
   } catch (error) {
-    throw new MbError(`The origin root ${root} is not a readable directory (${(error as Error).message}). Pass --root DIR or set MB_ROOT.`, {code: 'ROOT_INVALID'})
+    throw new UsageError(`The origin root ${root} is not a readable directory (${(error as Error).message}). Pass --root DIR or set MB_ROOT.`, 'ROOT_INVALID')
   }
   const start = options.subdir ? options.subdir.replace(/^\/+|\/+$/g, '') : ''
   let startReal = rootReal
@@ -61,7 +61,7 @@ export async function* walkOrigin(root: string, options: WalkOptions = {}): Asyn
       startReal = await realpath(join(rootReal, start))
       if (!isInside(rootReal, startReal) || !(await stat(startReal)).isDirectory()) throw new Error('not a directory inside the root')
     } catch (error) {
-      throw new MbError(`${start} is not a directory inside the origin root ${rootReal} (${(error as Error).message}).`, {code: 'ROOT_INVALID'})
+      throw new UsageError(`${start} is not a directory inside the origin root ${rootReal} (${(error as Error).message}).`, 'ROOT_INVALID')
     }
   }
 
