@@ -8,7 +8,9 @@
  *
  * Registers the observers, starts the stats flusher (every `stats.flush_interval_seconds`),
  * the daily retention job, the metrics listener, and a shutdown hook on the server that
- * flushes the counts and the log and closes the listener.
+ * flushes the counts and the log and closes the listener. Without `metricsListen` no metric
+ * is created at all: no per-request observer, no default process metrics (GC and event-loop
+ * observers), since nothing would ever read them.
  */
 import type {Config} from '../config/index.js'
 import type {Database} from '../db/index.js'
@@ -51,7 +53,8 @@ export interface Observability {
   collector?: StatsCollector
   flusher?: StatsFlusher
   accessLog?: AccessLog
-  metrics: ServeMetrics
+  /** Present with `metricsListen` only. */
+  metrics?: ServeMetrics
   metricsServer?: MetricsServer
   /** Flushes stats and the log, stops timers and the metrics listener (also run as a shutdown hook). */
   close(): Promise<void>
@@ -69,28 +72,28 @@ export async function attachObservability(server: ObservableServer, options: Obs
     refreshedAt = Date.now()
   })
   let collector: StatsCollector | undefined
-  const metrics = createServeMetrics({
-    snapshotAgeSeconds: keeper ? () => (Date.now() - refreshedAt) / 1000 : undefined,
-    databaseUp: keeper ? () => !keeper.down : undefined,
-    mirrors: keeper
-      ? () => {
-          let up = 0
-          let down = 0
-          for (const m of keeper.current.mirrors.values()) {
-            if (!m.enabled) continue
-            if (m.up) up += 1
-            else down += 1
+  let metrics: ServeMetrics | undefined
+  let metricsServer: MetricsServer | undefined
+  if (options.metricsListen) {
+    metrics = createServeMetrics({
+      snapshotAgeSeconds: keeper ? () => (Date.now() - refreshedAt) / 1000 : undefined,
+      databaseUp: keeper ? () => !keeper.down : undefined,
+      mirrors: keeper
+        ? () => {
+            let up = 0
+            let down = 0
+            for (const m of keeper.current.mirrors.values()) {
+              if (!m.enabled) continue
+              if (m.up) up += 1
+              else down += 1
+            }
+            return {up, down}
           }
-          return {up, down}
-        }
-      : undefined,
-    statsPendingKeys: () => collector?.pendingKeys ?? 0,
-  })
-  const metricsServer = options.metricsListen ? await startMetricsServer({listen: options.metricsListen, metrics}) : undefined
-  if (metricsServer) {
+        : undefined,
+      statsPendingKeys: () => collector?.pendingKeys ?? 0,
+    })
+    metricsServer = await startMetricsServer({listen: options.metricsListen, metrics})
     options.logger?.info?.({metrics: metricsServer.url}, 'metrics listening')
-    // Request counters and the latency histogram cost time on every request: kept only when
-    // something serves them.
     server.addObserver(metrics.observer)
   }
 
@@ -100,8 +103,8 @@ export async function attachObservability(server: ObservableServer, options: Obs
     collector = new StatsCollector({
       maxPendingKeys: stats.max_pending_keys,
       logger: options.logger,
-      onFlushFailure: () => metrics.statsFlushFailed(),
-      onLoss: (lost) => metrics.statsLost(lost.downloads),
+      onFlushFailure: () => metrics?.statsFlushFailed(),
+      onLoss: (lost) => metrics?.statsLost(lost.downloads),
     })
     server.addObserver(collector.observer)
     flusher = startStatsFlusher(collector, options.database, options.flushIntervalSeconds ?? stats.flush_interval_seconds)
