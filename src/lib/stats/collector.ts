@@ -1,10 +1,11 @@
 /**
  * Download counting for `mb serve`: a {@link RequestObserver} that adds each answered
  * request to in-memory aggregates (UTC day x path x mirror x client country), and a flusher
- * that writes them to `stats_daily` in batches with one multi-row upsert per batch
- * (`INSERT … SELECT FROM unnest(…) ON CONFLICT DO UPDATE SET downloads = stats_daily.downloads
- * + EXCLUDED.downloads`). There is never a database write per request; upserts add, so
- * several replicas flushing into one PostgreSQL add up.
+ * that writes them to `stats_daily` in batches of 500 keys, one multi-row upsert per batch
+ * (`INSERT … SELECT FROM json_to_recordset(…) ON CONFLICT DO UPDATE SET downloads =
+ * stats_daily.downloads + EXCLUDED.downloads`), paced on the interval so that a flush takes
+ * at most half of the database's time. There is never a database write per request; upserts
+ * add, so several replicas flushing into one PostgreSQL add up.
  *
  * What counts (issue 7):
  * - a download is a GET answered by a redirect or by local delivery, unless it is a Range
