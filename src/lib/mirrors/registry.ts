@@ -11,6 +11,7 @@ import type {DB, MirrorRow} from '../db/schema.js'
 import {MbError, UsageError} from '../errors.js'
 import {
   CLEARABLE,
+  CLEARED_VALUES,
   checkMirrorRow,
   FIELD_FLAGS,
   impliedContinent,
@@ -31,17 +32,9 @@ type Db = Kysely<DB> | Transaction<DB>
 /** Fields whose change makes earlier scan results describe another tree: edit sets needs_rescan. */
 const SCAN_FIELDS = ['http_url', 'https_url', 'rsync_url', 'ftp_url', 'base_path', 'include_patterns', 'exclude_patterns'] as const
 
+/** A new mirror's values: the cleared value of every clearable field, and the rest. */
 const DEFAULTS = {
-  http_url: null,
-  https_url: null,
-  rsync_url: null,
-  ftp_url: null,
-  country: null,
-  continent: null,
-  latitude: null,
-  longitude: null,
-  asn: null,
-  prefixes: [],
+  ...CLEARED_VALUES,
   score: 100,
   enabled: true,
   country_only: false,
@@ -49,16 +42,6 @@ const DEFAULTS = {
   as_only: false,
   prefix_only: false,
   fallback: false,
-  other_countries: [],
-  exclude_countries: [],
-  client_prefixes: [],
-  file_maxsize: null,
-  base_path: '',
-  include_patterns: [],
-  exclude_patterns: [],
-  admin: null,
-  admin_email: null,
-  comment: null,
 } satisfies Required<Omit<MirrorValues, 'identifier'>>
 
 function escapeLike(text: string): string {

@@ -118,8 +118,11 @@ export const FIELD_FLAGS: Record<keyof MirrorInput, string> = {
 /** The mutually exclusive pool-restriction flags (issue 3 item 1). */
 export const ONLY_FLAGS = ['country_only', 'region_only', 'as_only', 'prefix_only'] as const
 
-/** Fields that may be cleared (by an empty value or `--clear FIELD`), with their cleared value. */
-export const CLEARABLE: Partial<Record<keyof MirrorValues, null | '' | []>> = {
+/**
+ * Fields that may be cleared (by an empty value or `--clear FIELD`), with their cleared value,
+ * which is also their default for a new mirror (src/lib/mirrors/registry.ts).
+ */
+export const CLEARED_VALUES = {
   http_url: null,
   https_url: null,
   rsync_url: null,
@@ -140,7 +143,10 @@ export const CLEARABLE: Partial<Record<keyof MirrorValues, null | '' | []>> = {
   admin: null,
   admin_email: null,
   comment: null,
-}
+} satisfies Partial<Record<keyof MirrorValues, null | '' | never[]>>
+
+/** {@link CLEARED_VALUES}, indexable by any field name. */
+export const CLEARABLE: Partial<Record<keyof MirrorValues, null | '' | never[]>> = CLEARED_VALUES
 
 const ASN_MAX = 4_294_967_295
 const SCORE_MAX = 2_147_483_647
