@@ -6,30 +6,14 @@
 import {expect} from 'chai'
 import {readdir, stat, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
-import {MbError} from '../../src/lib/errors.js'
 import {createHttpLister, type HttpListerOptions} from '../../src/lib/scan/http.js'
 import type {ListOptions, ListingEntry} from '../../src/lib/scan/types.js'
 import {requireBinary} from '../helpers/cli.js'
+import {collectListing, listingFailure as failure} from '../helpers/listing.js'
 import {createMirrorTree, expectedFileSet, MIRROR_TREE_MTIME, type MirrorTree} from '../helpers/mirror-tree.js'
 import {refusedPort, startLighttpd, startNginx, startSilentServer, type RunningServer} from '../helpers/servers.js'
 
-async function collect(url: string, options: HttpListerOptions = {}, listOptions: ListOptions = {}): Promise<{entries: ListingEntry[]; warnings: string[]}> {
-  const warnings: string[] = []
-  const lister = createHttpLister({...options, onWarning: (m) => warnings.push(m)})
-  const entries: ListingEntry[] = []
-  for await (const e of lister.list(url, listOptions)) entries.push(e)
-  return {entries, warnings}
-}
-
-async function failure(promise: Promise<unknown>): Promise<MbError> {
-  try {
-    await promise
-  } catch (error) {
-    expect(error).to.be.instanceOf(MbError)
-    return error as MbError
-  }
-  throw new Error('expected the listing to fail')
-}
+const collect = (url: string, options: HttpListerOptions = {}, listOptions: ListOptions = {}) => collectListing((onWarning) => createHttpLister({...options, onWarning}), url, listOptions)
 
 /** Asserts the listing holds exactly the expected files, each size exact or its range holding the true size. */
 function expectSameFiles(entries: ListingEntry[], expected: Map<string, number>, exact: boolean): void {
