@@ -10,9 +10,24 @@ import {
   clientNetworkKey,
   compileMirror,
   compileSelectOptions,
-  select,
+  select as selectFn,
   uniform,
 } from '../../src/lib/select/index.js'
+
+/**
+ * `select()`, with every explained call checked against the hot path (explain false), which
+ * decides from compiled per-mirror data: both must rank the same mirrors, in the same order,
+ * with the same realm and URLs, and send the same files to the origin.
+ */
+function select(...args: Parameters<typeof selectFn>): Selection {
+  const s = selectFn(...args)
+  if (args[4] !== false) {
+    const lean = selectFn(args[0], args[1], args[2], args[3], false)
+    const shape = (x: Selection) => ({realm: x.realm, origin: x.origin?.reason, ranked: x.ranked.map((c) => [c.mirror.id, c.realm, c.rank, c.url])})
+    expect(shape(lean), 'hot path (explain false)').to.deep.equal(shape(s))
+  }
+  return s
+}
 
 const NOW = 1_800_000_000 // fixed clock, Unix seconds
 

@@ -50,10 +50,10 @@ export interface GeoDatabaseInfo {
 export interface GeoResolver {
   /**
    * Looks up an address (IPv4, IPv6, or IPv4-mapped IPv6 text). Returns `{}` for an
-   * unknown or unparsable address; never throws. The returned object is fresh (callers may
-   * keep or change it).
+   * unknown or unparsable address; never throws. The returned object is frozen and may be
+   * shared with other calls for the same address (results are cached).
    */
-  lookup(ip: string): GeoInfo
+  lookup(ip: string): Readonly<GeoInfo>
   /** Paths of the opened files, location databases first, then the ASN database. */
   readonly sources: string[]
   /** Metadata of each opened file, in the order of `sources`. */
@@ -180,16 +180,18 @@ export async function openGeo(options: {geoip?: string[]; asnDb?: string} = {}):
 
   // Results per address text: busy clients repeat, and a hit skips the tree walk of every
   // database. Bounded; cleared wholesale when full (cheaper than LRU bookkeeping per hit).
-  const cache = new Map<string, GeoInfo>()
+  const cache = new Map<string, Readonly<GeoInfo>>()
   const CACHE_MAX = 65_536
 
-  function lookup(rawIp: string): GeoInfo {
-    if (typeof rawIp !== 'string' || rawIp.length === 0) return {}
+  const NOTHING: Readonly<GeoInfo> = Object.freeze({})
+
+  function lookup(rawIp: string): Readonly<GeoInfo> {
+    if (typeof rawIp !== 'string' || rawIp.length === 0) return NOTHING
     const hit = cache.get(rawIp)
-    if (hit !== undefined) return {...hit}
-    const out = lookupUncached(rawIp)
+    if (hit !== undefined) return hit
+    const out = Object.freeze(lookupUncached(rawIp))
     if (cache.size >= CACHE_MAX) cache.clear()
-    cache.set(rawIp, {...out})
+    cache.set(rawIp, out)
     return out
   }
 

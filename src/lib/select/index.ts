@@ -45,33 +45,87 @@ function growScratch(n: number): void {
   scratchKey = new Float64Array(size)
 }
 
-// Per-mirror position as a unit vector on the sphere, cached by id for the current mirror
-// object: the distance term then needs no trigonometry per mirror and request.
-const posOwner: Array<SelectMirror | undefined> = []
+// Per-mirror data compiled once per mirror object and cached by id, checked by identity
+// (`compiledOwner[slot] === m`), so that a new snapshot's mirror objects recompile on first
+// use. The hot path then reads typed arrays instead of a dozen object fields per mirror and
+// request, compares interned country/continent numbers instead of strings, and needs no
+// trigonometry for the distance term.
+const compiledOwner: Array<SelectMirror | undefined> = []
+const mirrorFlags = new Uint16Array(65536)
+const mirrorMaxRealm = new Int8Array(65536)
+const mirrorCountry = new Int32Array(65536)
+const mirrorContinent = new Int32Array(65536)
+/** Unix seconds of the last successful scan, NaN when none. */
+const mirrorScanOk = new Float64Array(65536)
 const posX = new Float64Array(65536)
 const posY = new Float64Array(65536)
 const posZ = new Float64Array(65536)
 
-/**
- * The haversine term a = sin²(Δσ/2) between the client (unit vector x, y, z) and a mirror,
- * computed as a quarter of the squared chord between their unit vectors (the same quantity:
- * chord = 2 sin(Δσ/2)), without cancellation at short distances. NaN without coordinates.
- * Distance = 2R asin(√a), monotonic in a.
- */
-function haversineA(m: SelectMirror, x: number, y: number, z: number): number {
-  if (m.latitude === null || m.longitude === null) return Number.NaN
-  const id = m.id & 0xffff
-  if (posOwner[id] !== m) {
-    posOwner[id] = m
+/** Enabled, up, score > 0, no rescan pending, and none of the checks that need the client or the file beyond the scan age, scheme and family. */
+const PLAIN = 1
+const HAS_HTTPS = 2
+const HAS_URL = 4
+const NO_IPV6 = 8
+const HAS_PREFIXES = 16
+const HAS_OTHER_COUNTRIES = 32
+const IS_FALLBACK = 64
+const HAS_POSITION = 128
+
+/** Country and continent codes as small numbers (mirrors' codes are added; clients' codes are only looked up). */
+const codeNumbers = new Map<string, number>()
+const NO_CODE = -3
+function codeNumber(code: string | null): number {
+  if (code === null) return NO_CODE
+  let n = codeNumbers.get(code)
+  if (n === undefined) {
+    n = codeNumbers.size
+    codeNumbers.set(code, n)
+  }
+  return n
+}
+
+/** The number of a client's code, or `absent` when no mirror has that code. */
+function clientCode(code: string | undefined, absent: number): number {
+  return code === undefined ? absent : codeNumbers.get(code) ?? absent
+}
+
+/** Fills the typed-array slots of `m` (slot = id & 0xffff). */
+function compileSlot(m: SelectMirror, slot: number): void {
+  compiledOwner[slot] = m
+  let flags = 0
+  if (m.enabled && m.up && m.score > 0 && !m.needsRescan && !m.basePath && m.fileMaxsize === null && m.clientPrefixes.length === 0 && m.excludeCountries.size === 0) flags |= PLAIN
+  if (m.httpsUrl !== null) flags |= HAS_HTTPS
+  if (m.httpUrl !== null || m.httpsUrl !== null) flags |= HAS_URL
+  if (m.ipv6 === false) flags |= NO_IPV6
+  if (m.prefixes.length > 0) flags |= HAS_PREFIXES
+  if (m.otherCountries.size > 0) flags |= HAS_OTHER_COUNTRIES
+  if (m.fallback) flags |= IS_FALLBACK
+  if (m.latitude !== null && m.longitude !== null) {
+    flags |= HAS_POSITION
     const lat = m.latitude * RAD
     const lon = m.longitude * RAD
-    posX[id] = Math.cos(lat) * Math.cos(lon)
-    posY[id] = Math.cos(lat) * Math.sin(lon)
-    posZ[id] = Math.sin(lat)
+    posX[slot] = Math.cos(lat) * Math.cos(lon)
+    posY[slot] = Math.cos(lat) * Math.sin(lon)
+    posZ[slot] = Math.sin(lat)
   }
-  const dx = posX[id] - x
-  const dy = posY[id] - y
-  const dz = posZ[id] - z
+  mirrorFlags[slot] = flags
+  mirrorMaxRealm[slot] = maxRealm(m)
+  mirrorCountry[slot] = codeNumber(m.country)
+  mirrorContinent[slot] = codeNumber(m.continent)
+  mirrorScanOk[slot] = m.lastScanOkAt ?? Number.NaN
+}
+
+/**
+ * The haversine term a = sin²(Δσ/2) between the client (unit vector x, y, z) and the mirror
+ * in `slot`, computed as a quarter of the squared chord between their unit vectors (the same
+ * quantity: chord = 2 sin(Δσ/2)), without cancellation at short distances. NaN without
+ * coordinates. Distance = 2R asin(√a), monotonic in a.
+ */
+function haversineA(slot: number, x: number, y: number, z: number): number {
+  if ((mirrorFlags[slot] & HAS_POSITION) === 0) return Number.NaN
+  const dx = posX[slot] - x
+  const dy = posY[slot] - y
+  const dz = posZ[slot] - z
   return (dx * dx + dy * dy + dz * dz) / 4
 }
 
@@ -199,6 +253,18 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
       m = mirrors.get(id)
       if (m === undefined) continue
     }
+    const slot = m.id & 0xffff
+    if (compiledOwner[slot] !== m) compileSlot(m, slot)
+    const flags = mirrorFlags[slot]
+    if (!explain && (flags & PLAIN) !== 0) {
+      // The hot path: the same verdict as the checks below, from the compiled slot (only
+      // the reason, which nobody reads here, would differ in order).
+      if (maxAge !== null && !(now - mirrorScanOk[slot] <= maxAge)) continue
+      if ((flags & (https ? HAS_HTTPS : HAS_URL)) === 0) continue
+      if (v6 && (flags & NO_IPV6) !== 0) continue
+      eligible.push(m)
+      continue
+    }
     let reason: ExclusionReason | undefined
     let detail = ''
     if (!m.enabled) {
@@ -261,17 +327,23 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
   if (scratchRealm.length < n) growScratch(n)
   const realmOf = scratchRealm
   let ownCountryUsable = false
+  // Codes as numbers: a client code no mirror has never matches (-1, -2 against NO_CODE).
+  const countryCode = clientCode(country, -1)
+  const substituteCode = clientCode(substitute, -2)
+  const continentCode = clientCode(continent, -1)
   for (let i = 0; i < n; i++) {
     const m = eligible[i]
+    const slot = m.id & 0xffff
+    const flags = mirrorFlags[slot]
     let realm: number
-    if (m.fallback) realm = FALLBACK
-    else if (address !== undefined && m.prefixes.length > 0 && inAny(m.prefixes, address)) realm = PREFIX
+    if ((flags & IS_FALLBACK) !== 0) realm = FALLBACK
+    else if ((flags & HAS_PREFIXES) !== 0 && address !== undefined && inAny(m.prefixes, address)) realm = PREFIX
     else if (asn !== undefined && m.asn !== null && m.asn === asn) realm = AS
-    else if (m.country !== null && country !== undefined && (m.country === country || m.country === substitute)) realm = COUNTRY
-    else if (country !== undefined && m.otherCountries.size > 0 && (m.otherCountries.has(country) || (substitute !== undefined && m.otherCountries.has(substitute)))) realm = OTHER
-    else if (continent !== undefined && m.continent === continent) realm = CONTINENT
+    else if (country !== undefined && (mirrorCountry[slot] === countryCode || mirrorCountry[slot] === substituteCode)) realm = COUNTRY
+    else if (country !== undefined && (flags & HAS_OTHER_COUNTRIES) !== 0 && (m.otherCountries.has(country) || (substitute !== undefined && m.otherCountries.has(substitute)))) realm = OTHER
+    else if (mirrorContinent[slot] === continentCode) realm = CONTINENT
     else realm = WORLD
-    if (realm === COUNTRY && maxRealm(m) >= COUNTRY) ownCountryUsable = true
+    if (realm === COUNTRY && mirrorMaxRealm[slot] >= COUNTRY) ownCountryUsable = true
     realmOf[i] = realm
   }
   let present = 0 // bit p set when pool p has a member
@@ -280,7 +352,7 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
     let realm = realmOf[i]
     const other = realm === OTHER
     if (other) realm = ownCountryUsable ? (continent !== undefined && m.continent === continent ? CONTINENT : WORLD) : COUNTRY
-    const limit = realm === FALLBACK ? FALLBACK : maxRealm(m)
+    const limit = realm === FALLBACK ? FALLBACK : mirrorMaxRealm[m.id & 0xffff]
     if (realm > limit) {
       if (explain) excluded.push({mirror: m, reason: flagReason(limit), detail: flagDetail(m, limit, client, country, continent, other)})
       realm = -1
@@ -319,7 +391,7 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
       let nearestA = Infinity
       for (let k = 0; k < count; k++) {
         const i = idx[k]
-        const a = haversineA(eligible[i], clientX, clientY, clientZ)
+        const a = haversineA(eligible[i].id & 0xffff, clientX, clientY, clientZ)
         dist[i] = a
         if (a < nearestA) nearestA = a
       }

@@ -118,7 +118,14 @@ export function classifyRequest(o: RequestOutcome): 'download' | 'other' | undef
  * Use {@link startStatsFlusher} to flush on an interval and at shutdown.
  */
 export class StatsCollector {
-  private pending = new Map<string, Entry>()
+  /**
+   * Unflushed counts by path, then a short list of (day, mirror, country) entries. The
+   * path is the key because the request's path string already carries its hash (the
+   * snapshot lookup computed it): a composite key string would be built and hashed on every
+   * request. Paths keep their first-seen order (drop-oldest works on whole paths).
+   */
+  private pending = new Map<string, Entry[]>()
+  private keys = 0
   private flushing?: Promise<FlushResult>
   /** Set by an unpaced flush: a paced flush in progress stops waiting between batches. */
   private hurry = true
@@ -152,12 +159,24 @@ export class StatsCollector {
     const day = this.dayText
     const mirrorId = o.outcome === 'redirect' && o.mirrorId ? o.mirrorId : 0
     const country = normCountry(o.country)
-    const key = `${day}|${mirrorId}|${country}|${o.path}`
-    let entry = this.pending.get(key)
+    const path = o.path!
+    let list = this.pending.get(path)
+    if (list === undefined) {
+      list = []
+      this.pending.set(path, list)
+    }
+    let entry: Entry | undefined
+    for (let i = 0; i < list.length; i++) {
+      const e = list[i]
+      if (e.mirrorId === mirrorId && e.country === country && e.day === day) {
+        entry = e
+        break
+      }
+    }
     if (entry === undefined) {
-      entry = {day, path: o.path!, mirrorId, country, downloads: 0, bytes: 0, otherRequests: 0}
-      this.pending.set(key, entry)
-      if (this.pending.size > this.maxPendingKeys) this.dropOldest()
+      entry = {day, path, mirrorId, country, downloads: 0, bytes: 0, otherRequests: 0}
+      list.push(entry)
+      this.keys += 1
     }
     if (kind === 'download') {
       entry.downloads += 1
@@ -166,6 +185,8 @@ export class StatsCollector {
       entry.otherRequests += 1
       if (o.outcome === 'local' && o.method === 'GET') entry.bytes += o.bytesSent
     }
+    // After counting: the drop may take this very entry (with its path), and then reports it.
+    if (this.keys > this.maxPendingKeys) this.dropOldest()
   }
 
   /** True while a flush is writing to the database. */
@@ -175,16 +196,18 @@ export class StatsCollector {
 
   /** Number of distinct keys waiting to be flushed. */
   get pendingKeys(): number {
-    return this.pending.size
+    return this.keys
   }
 
   /** Sum of the unflushed counts (for tests and shutdown messages). */
   pendingTotals(): StatsCounts {
     const t = {downloads: 0, bytes: 0, otherRequests: 0}
-    for (const e of this.pending.values()) {
-      t.downloads += e.downloads
-      t.bytes += e.bytes
-      t.otherRequests += e.otherRequests
+    for (const list of this.pending.values()) {
+      for (const e of list) {
+        t.downloads += e.downloads
+        t.bytes += e.bytes
+        t.otherRequests += e.otherRequests
+      }
     }
     return t
   }
@@ -193,13 +216,16 @@ export class StatsCollector {
     const lost = {keys: 0, downloads: 0, bytes: 0, otherRequests: 0}
     // Drop a tenth of the bound at once so that the warning is not logged per request.
     const target = Math.max(1, Math.floor(this.maxPendingKeys * 0.9))
-    for (const [key, e] of this.pending) {
-      if (this.pending.size <= target) break
-      this.pending.delete(key)
-      lost.keys += 1
-      lost.downloads += e.downloads
-      lost.bytes += e.bytes
-      lost.otherRequests += e.otherRequests
+    for (const [path, list] of this.pending) {
+      if (this.keys <= target) break
+      this.pending.delete(path)
+      this.keys -= list.length
+      for (const e of list) {
+        lost.keys += 1
+        lost.downloads += e.downloads
+        lost.bytes += e.bytes
+        lost.otherRequests += e.otherRequests
+      }
     }
     this.status.lostKeys += lost.keys
     this.status.lostDownloads += lost.downloads
@@ -209,20 +235,31 @@ export class StatsCollector {
 
   private mergeBack(entries: Entry[]): void {
     // Failed entries are older than what arrived since: put them first (drop-oldest order).
-    const merged = new Map<string, Entry>()
-    for (const e of entries) merged.set(`${e.day}|${e.mirrorId}|${e.country}|${e.path}`, e)
-    for (const [key, e] of this.pending) {
-      const old = merged.get(key)
-      if (old) {
+    const arrived = this.pending
+    this.pending = new Map()
+    this.keys = 0
+    for (const e of entries) this.add(e)
+    for (const list of arrived.values()) for (const e of list) this.add(e)
+    if (this.keys > this.maxPendingKeys) this.dropOldest()
+  }
+
+  /** Adds `e`'s counts to its key (taking `e` itself as the entry when the key is new). */
+  private add(e: Entry): void {
+    let list = this.pending.get(e.path)
+    if (list === undefined) {
+      list = []
+      this.pending.set(e.path, list)
+    }
+    for (const old of list) {
+      if (old.mirrorId === e.mirrorId && old.country === e.country && old.day === e.day) {
         old.downloads += e.downloads
         old.bytes += e.bytes
         old.otherRequests += e.otherRequests
-      } else {
-        merged.set(key, e)
+        return
       }
     }
-    this.pending = merged
-    if (this.pending.size > this.maxPendingKeys) this.dropOldest()
+    list.push(e)
+    this.keys += 1
   }
 
   /**
@@ -247,9 +284,11 @@ export class StatsCollector {
   }
 
   private async doFlush(database: Pick<Database, 'db'>): Promise<FlushResult> {
-    if (this.pending.size === 0) return {rows: 0, retained: 0, ok: true}
-    const entries = [...this.pending.values()]
+    if (this.keys === 0) return {rows: 0, retained: 0, ok: true}
+    const entries: Entry[] = []
+    for (const list of this.pending.values()) for (const e of list) entries.push(e)
     this.pending = new Map()
+    this.keys = 0
     // Each batch is upserted in primary-key order (ORDER BY in the statement), which keeps
     // concurrent replicas from deadlocking without sorting on the event loop here.
     let written = 0
