@@ -485,7 +485,11 @@ describe('select(): weighted rendezvous hashing', () => {
         expect(lean.realm).to.equal(full.realm)
         expect(lean.ranked).to.deep.equal(full.ranked.slice(0, limit))
       }
-      expect(select(client, file(held), ms, options, true, 1).ranked).to.deep.equal(full.ranked) // explain keeps everything
+      // Explaining keeps everything, and adds the distances the hot path does not compute.
+      const explained = select(client, file(held), ms, options, true, 1).ranked
+      expect(explained.map(({distanceKm, ...rest}) => rest)).to.deep.equal(full.ranked)
+      expect(full.ranked.every((c) => c.distanceKm === undefined)).to.equal(true)
+      if (client.latitude !== undefined) expect(explained.filter((c) => c.mirror.latitude !== null).every((c) => c.distanceKm! > 0)).to.equal(true)
     }
   })
 

@@ -12,11 +12,12 @@ import {cidrContains, type IpAddress, parseIp} from '../net.js'
 import {clientNetworkKey, rendezvousKey} from './hash.js'
 import type {SelectOptions} from './options.js'
 import type {Candidate, ClientInfo, Exclusion, ExclusionReason, OriginReason, Realm, SelectFile, SelectMirror, Selection} from './types.js'
+import {MirrorTable} from './mirror.js'
 import {encodePath, mirrorBase} from './url.js'
 
 export * from './types.js'
 export {compileSelectOptions, type SelectOptions} from './options.js'
-export {compileMirror, compileMirrors} from './mirror.js'
+export {compileMirror, compileMirrors, MirrorTable} from './mirror.js'
 export {encodePath, mirrorBase, mirrorUrl} from './url.js'
 export {clientNetworkKey, rendezvousKey, uniform} from './hash.js'
 
@@ -193,7 +194,9 @@ function flagReason(limit: number): ExclusionReason {
  * @param client    the resolved client (country before substitution); `address` is parsed
  *                  from `ip` when absent
  * @param file      the origin file (size in bytes, mtime in Unix seconds) and its mirror set
- * @param mirrors   every mirror of the snapshot, compiled by `compileMirror()`
+ * @param mirrors   every mirror of the snapshot, compiled by `compileMirror()`; a {@link MirrorTable}
+ *                  (what `compileMirrors()` and the snapshot build) is read through its dense
+ *                  `byId` array
  * @param options   the compiled `select:` section (`compileSelectOptions()`)
  * @param explain   false skips building `excluded` (the redirect hot path needs only `ranked`)
  * @param limit     with `explain` false: build at most this many candidates (the redirect
@@ -228,6 +231,7 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
   // Explaining walks every mirror (each gets a verdict); the hot path walks only the mirrors
   // that hold the file (deduplicated through the marks).
   const all = explain ? Array.from(mirrors.values()) : undefined
+  const byId = mirrors instanceof MirrorTable ? mirrors.byId : undefined
   if (all) for (let i = 0; i < fileMirrors.length; i++) held[fileMirrors[i] & 0xffff] = generation
   const total = all ? all.length : fileMirrors.length
 
@@ -250,7 +254,7 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
       const id = fileMirrors[k]
       if (held[id & 0xffff] === generation) continue // listed twice
       held[id & 0xffff] = generation
-      m = mirrors.get(id)
+      m = byId !== undefined ? byId[id] : mirrors.get(id)
       if (m === undefined) continue
     }
     const slot = m.id & 0xffff
@@ -447,7 +451,7 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
       const m = eligible[i]
       const url = m.basePath ? mirrorBase(m, https)! + encodePath(file.path.slice(m.basePath.length)) : mirrorBase(m, https)! + (encodedWhole ??= encodePath(file.path))
       const candidate: Candidate = {mirror: m, realm, rank: ranked.length + 1, url}
-      if (hasPosition && !Number.isNaN(dist[i])) candidate.distanceKm = kmFromA(dist[i])
+      if (explain && hasPosition && !Number.isNaN(dist[i])) candidate.distanceKm = kmFromA(dist[i])
       ranked.push(candidate)
     }
   }

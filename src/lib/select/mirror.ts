@@ -96,12 +96,42 @@ export function compileMirror(row: MirrorRow): SelectMirror {
   }
 }
 
-/** Compiles every row into a map keyed by mirror id, as `select()` takes it. */
-export function compileMirrors(rows: Iterable<MirrorRow>): Map<number, SelectMirror> {
-  const map = new Map<number, SelectMirror>()
-  for (const row of rows) {
-    const mirror = compileMirror(row)
-    map.set(mirror.id, mirror)
+/**
+ * Compiled mirrors by id, as `select()` takes them: a `Map` that is read-only once built,
+ * plus `byId`, a dense array indexed by id (ids are `smallint`), which spares `select()` a
+ * hash lookup per mirror and request. `set`, `delete` and `clear` throw after construction,
+ * so the array can never disagree with the map.
+ */
+export class MirrorTable extends Map<number, SelectMirror> {
+  readonly byId: Array<SelectMirror | undefined> = []
+  private sealed = false
+
+  constructor(mirrors: Iterable<SelectMirror> = []) {
+    super()
+    for (const m of mirrors) {
+      super.set(m.id, m)
+      this.byId[m.id] = m
+    }
+    this.sealed = true
   }
-  return map
+
+  override set(id: number, mirror: SelectMirror): this {
+    if (this.sealed) throw new TypeError('MirrorTable is read-only: build a new one')
+    return super.set(id, mirror)
+  }
+
+  override delete(_id: number): boolean {
+    throw new TypeError('MirrorTable is read-only: build a new one')
+  }
+
+  override clear(): void {
+    throw new TypeError('MirrorTable is read-only: build a new one')
+  }
+}
+
+/** Compiles every row into a {@link MirrorTable} (a read-only map by mirror id), as `select()` takes it. */
+export function compileMirrors(rows: Iterable<MirrorRow>): MirrorTable {
+  const compiled: SelectMirror[] = []
+  for (const row of rows) compiled.push(compileMirror(row))
+  return new MirrorTable(compiled)
 }

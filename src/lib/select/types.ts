@@ -85,7 +85,7 @@ export interface Candidate {
   rank: number
   /** Full URL of the file on this mirror, scheme chosen for the client, path percent-encoded. */
   url: string
-  /** Great-circle distance to the client in km, when both positions are known. */
+  /** Great-circle distance to the client in km, when both positions are known (explained selections only: the redirect hot path skips it). */
   distanceKm?: number
 }
 

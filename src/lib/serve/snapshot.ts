@@ -21,7 +21,7 @@ import type pg from 'pg'
 import type {PGlite} from '@electric-sql/pglite'
 import type {MirrorRow} from '../db/schema.js'
 import type {Database} from '../db/index.js'
-import {compileMirror} from '../select/mirror.js'
+import {compileMirror, MirrorTable} from '../select/mirror.js'
 import type {SelectFile, SelectMirror} from '../select/types.js'
 
 /** One origin file as the snapshot holds it. Size in bytes, mtime in Unix seconds (UTC). */
@@ -104,7 +104,7 @@ export class MirrorSetPool {
 /** A consistent picture of mirrors and files. Replaced wholesale on a full load. */
 export class Snapshot {
   readonly files = new Map<string, FileEntry>()
-  mirrors: Map<number, SelectMirror> = new Map()
+  mirrors: Map<number, SelectMirror> = new MirrorTable()
   mirrorRows: MirrorRow[] = []
   readonly pool = new MirrorSetPool()
   /** The last refresh's transaction snapshot (`pg_snapshot` text, `xmin:xmax:xip,...`). */
@@ -164,19 +164,19 @@ async function withTx<T>(database: Database, fn: (tx: Tx) => Promise<T>): Promis
   })
 }
 
-async function readMirrors(tx: Tx): Promise<{rows: MirrorRow[]; compiled: Map<number, SelectMirror>}> {
+async function readMirrors(tx: Tx): Promise<{rows: MirrorRow[]; compiled: MirrorTable}> {
   const result = await tx.query(`SELECT row_to_json(m)::text FROM mirror m ORDER BY id`)
   const rows: MirrorRow[] = []
-  const compiled = new Map<number, SelectMirror>()
+  const compiled: SelectMirror[] = []
   for (const [json] of result) {
     const row = JSON.parse(json as string) as MirrorRow
     for (const key of ['status_changed_at', 'last_scan_at', 'last_scan_ok_at', 'created_at', 'updated_at'] as const) {
       if (row[key]) (row as any)[key] = new Date(row[key] as unknown as string)
     }
     rows.push(row)
-    compiled.set(Number(row.id), compileMirror(row))
+    compiled.push(compileMirror(row))
   }
-  return {rows, compiled}
+  return {rows, compiled: new MirrorTable(compiled)}
 }
 
 async function currentXmin(tx: Tx): Promise<string> {
