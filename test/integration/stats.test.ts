@@ -199,6 +199,31 @@ describe(`stats collector and mb stats (${backend})`, function () {
     expect(c.pendingTotals().downloads).to.equal(900)
   })
 
+  it('a row PostgreSQL refuses is dropped and reported; the rest of its batch is written', async () => {
+    const errors: Array<{obj: any; msg: string}> = []
+    const lost: number[] = []
+    const c = new StatsCollector({batchSize: 8, logger: {warn: () => {}, error: (obj, msg) => errors.push({obj, msg: msg ?? ''})}, onLoss: (l) => lost.push(l.downloads)})
+    const time = Date.UTC(2025, 0, 10, 12)
+    // A lone UTF-16 surrogate cannot travel as JSON text to PostgreSQL (SQLSTATE 22P02);
+    // parseTarget keeps such paths out of mb serve, the collector must not depend on it.
+    const bad = 'poison-\ud800.iso'
+    for (let i = 0; i < 20; i++) c.observer(req({time, path: i === 5 ? bad : `good-${i}.iso`, bytesSent: 10, country: 'DE'}))
+    const result = await c.flush(database)
+    expect(result).to.deep.include({ok: true, rows: 19, retained: 0})
+    expect(c.pendingKeys).to.equal(0)
+    expect(lost).to.deep.equal([1])
+    expect(c.status.lostKeys).to.equal(1)
+    expect(errors).to.have.length(1)
+    expect(errors[0].msg).to.include('refused these rows')
+    expect(errors[0].obj.paths).to.deep.equal([JSON.stringify(bad)])
+    const stored = await sql<{n: number; downloads: number}>`SELECT count(*)::int AS n, sum(downloads)::int AS downloads FROM stats_daily WHERE day = '2025-01-10'`.execute(database.db)
+    expect(stored.rows[0]).to.deep.equal({n: 19, downloads: 19})
+    // nothing is retried at the next flush
+    expect(await c.flush(database)).to.deep.include({ok: true, rows: 0})
+    expect(errors).to.have.length(1)
+    await sql`DELETE FROM stats_daily WHERE day = '2025-01-10'`.execute(database.db)
+  })
+
   it('retention: daily rows older than the policy roll up into monthly rows with the same totals', async () => {
     const c = new StatsCollector()
     const start = Date.UTC(2026, 6, 25, 10) // 2026-07-25 .. 2026-09-22 (60 days)

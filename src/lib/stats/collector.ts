@@ -17,7 +17,9 @@
  *   a counted redirect the file size (what the mirror is expected to deliver).
  *
  * When a flush fails (database down) the batch is merged back and retried at the next
- * interval. Memory stays bounded by `maxPendingKeys`: beyond it the oldest keys are dropped
+ * interval. A row PostgreSQL refuses for its values (a data error, which would fail again at
+ * every retry) is isolated by splitting its batch, dropped, and reported as lost; the rest of
+ * the batch is written. Memory stays bounded by `maxPendingKeys`: beyond it the oldest keys are dropped
  * and their counts reported as lost.
  */
 import {sql} from 'kysely'
@@ -263,6 +265,56 @@ export class StatsCollector {
   }
 
   /**
+   * After `batch` failed with `rowError` ({@link isRowError}): writes it in halves, and halves
+   * of halves, around the rows PostgreSQL refuses; a refused single row is rejected. Stops at
+   * the first error that is not a row error: what was not written yet is then `retained`,
+   * with that error as `failure`.
+   */
+  private async writeAround(database: Pick<Database, 'db'>, batch: Entry[], rowError: unknown): Promise<{written: number; rejected: Entry[]; rowError: unknown; retained: Entry[]; failure?: unknown}> {
+    const out: {written: number; rejected: Entry[]; rowError: unknown; retained: Entry[]; failure?: unknown} = {written: 0, rejected: [], rowError, retained: []}
+    const split = (part: Entry[]) => [part.slice(part.length >> 1), part.slice(0, part.length >> 1)]
+    if (batch.length === 1) out.rejected.push(batch[0])
+    const stack: Entry[][] = batch.length > 1 ? split(batch) : []
+    while (stack.length > 0) {
+      const part = stack.pop()!
+      if (out.failure !== undefined) {
+        out.retained.push(...part)
+        continue
+      }
+      try {
+        await upsertDaily(database, part)
+        out.written += part.length
+      } catch (error) {
+        if (!isRowError(error)) {
+          out.failure = error
+          out.retained.push(...part)
+        } else if (part.length === 1) {
+          out.rejected.push(part[0])
+          out.rowError = error
+        } else {
+          stack.push(...split(part))
+        }
+      }
+    }
+    return out
+  }
+
+  /** Drops rows PostgreSQL refuses, reporting them as lost (log, status, `onLoss`). */
+  private reject(rows: Entry[], error: unknown): void {
+    const lost = {keys: rows.length, downloads: 0, bytes: 0, otherRequests: 0}
+    for (const e of rows) {
+      lost.downloads += e.downloads
+      lost.bytes += e.bytes
+      lost.otherRequests += e.otherRequests
+    }
+    this.status.lostKeys += lost.keys
+    this.status.lostDownloads += lost.downloads
+    const paths = rows.slice(0, 5).map((e) => JSON.stringify(e.path))
+    this.options.logger?.error({err: errorMessage(error), lost, paths}, 'stats: PostgreSQL refused these rows; dropped them and wrote the rest of their batch')
+    this.options.onLoss?.(lost)
+  }
+
+  /**
    * Writes every pending count to `stats_daily` (adding to existing rows), in batches of
    * `batchSize` rows, one upsert statement each. Batches that fail stay pending (merged
    * back) for the next flush; the failure is logged and reported to `onFlushFailure`.
@@ -298,8 +350,19 @@ export class StatsCollector {
       try {
         await upsertDaily(database, batch)
         written += batch.length
-      } catch (error) {
-        const rest = entries.slice(i)
+      } catch (first) {
+        let error = first
+        let rest = entries.slice(i)
+        if (isRowError(first)) {
+          // PostgreSQL refused a value of some row (not the connection): write the batch
+          // around the rows it refuses, and drop those alone (reported as lost).
+          const split = await this.writeAround(database, batch, first)
+          written += split.written
+          if (split.rejected.length > 0) this.reject(split.rejected, split.rowError)
+          if (split.failure === undefined) continue
+          error = split.failure
+          rest = [...split.retained, ...entries.slice(i + this.batchSize)]
+        }
         this.mergeBack(rest)
         this.status.flushFailures += 1
         this.status.lastError = errorMessage(error)
@@ -313,6 +376,17 @@ export class StatsCollector {
     this.status.lastFlushAt = new Date()
     return {rows: written, retained: 0, ok: true}
   }
+}
+
+/**
+ * True for an error PostgreSQL raised about a value of the statement (SQLSTATE class 22, data
+ * exception, e.g. a string JSON cannot carry; class 23, integrity constraint violation): the
+ * same rows would fail again. Connection, resource and server errors are not row errors:
+ * those counts are kept and retried.
+ */
+export function isRowError(error: unknown): boolean {
+  const code = (error as {code?: unknown} | null)?.code
+  return typeof code === 'string' && code.length === 5 && (code.startsWith('22') || code.startsWith('23'))
 }
 
 function sleep(ms: number): Promise<void> {
