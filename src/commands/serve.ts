@@ -62,7 +62,7 @@ Serves from an in-memory snapshot of mirrors and the file index, kept fresh thro
     if (config.serve.workers > 1 && !isWorker()) {
       if (!config.database_url) throw new UsageError('--workers needs PostgreSQL (MB_DATABASE_URL or --database-url): the embedded store allows one process. Drop --workers or use PostgreSQL.', 'WORKERS_NEED_POSTGRES')
       parseListen(config.serve.listen)
-      await runPrimary(config.serve.workers, createLogger(config.log_level))
+      await runPrimary(config.serve.workers, createLogger(config.log_level), {metricsListen: config.serve.metrics_listen})
       return {url: config.serve.listen, stopped: true}
     }
     const database = await this.openDb()
@@ -70,7 +70,7 @@ Serves from an in-memory snapshot of mirrors and the file index, kept fresh thro
     await database.share()
     const running = await startServe(config, database)
     // Download statistics, access log and metrics (src/lib/stats/attach.ts); flushed on close().
-    await attachObservability(running.server, {database, config, keeper: running.keeper, logger: running.logger, accessLog: config.serve.access_log, metricsListen: config.serve.metrics_listen}).catch(async (error) => {
+    await attachObservability(running.server, {database, config, keeper: running.keeper, logger: running.logger, accessLog: config.serve.access_log, metricsListen: config.serve.metrics_listen, clusterWorker: isWorker()}).catch(async (error) => {
       await running.close()
       throw error
     })

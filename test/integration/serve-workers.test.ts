@@ -2,10 +2,23 @@ import {expect} from 'chai'
 import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
+import {createServer} from 'node:net'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {mb} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 import {type ServeProcess, request, startServe} from '../helpers/serve-process.js'
+
+/** A TCP port that was free a moment ago on 127.0.0.1. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer()
+    s.on('error', reject)
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as {port: number}).port
+      s.close(() => resolve(port))
+    })
+  })
+}
 
 describe(`mb serve --workers (${backend})`, () => {
   let tdb: TestDatabase
@@ -40,6 +53,24 @@ describe(`mb serve --workers (${backend})`, () => {
       expect(serve.output()).to.include('primary started workers')
       expect(serve.output().match(/"msg":"listening"/g)).to.have.length(2)
       expect(serve.output()).to.include('primary stopped')
+    })
+
+    it('--metrics-listen: the primary answers the sum over both workers', async () => {
+      const metricsPort = await freePort()
+      serve = await startServe(['--root', root, '--workers', '2', '--metrics-listen', `127.0.0.1:${metricsPort}`], tdb.env)
+      for (let i = 0; i < 600 && (serve.output().match(/"msg":"listening"/g) ?? []).length < 2; i++) await sleep(100)
+      // One connection per request: the kernel spreads them over the workers.
+      for (let i = 0; i < 30; i++) expect((await request(serve.port, '/a.iso')).status).to.equal(302)
+      const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
+      expect(res.status).to.equal(200)
+      const text = await res.text()
+      expect(text).to.match(/^mb_serve_processes 2$/m)
+      const redirects = [...text.matchAll(/^mb_requests_total\{outcome="redirect",realm="[a-z]+"\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0)
+      expect(redirects).to.equal(30)
+      expect(text).to.match(/^mb_database_up 1$/m)
+      await serve.stop()
+      expect(serve.child.exitCode).to.equal(0)
+      expect(serve.output()).to.include('aggregated over the workers')
     })
   } else {
     it('refuses --workers on the embedded store with a usage error', async () => {

@@ -23,7 +23,7 @@ describe('metrics', () => {
   it('serves /metrics in Prometheus text format with requests, latency, snapshot, database, mirrors and flush failures', async () => {
     let dbUp = true
     server = await startMetricsServer({listen: '127.0.0.1:0', sources: {snapshotAgeSeconds: () => 4.5, databaseUp: async () => dbUp, mirrors: () => ({up: 3, down: 1}), statsPendingKeys: () => 17}})
-    const m = server.metrics
+    const m = server.metrics!
     for (let i = 0; i < 5; i++) m.observer(req({realm: 'country'}))
     m.observer(req({realm: 'world', durationSeconds: 0.02}))
     m.observer(req({outcome: 'local', status: 200, durationSeconds: 0.3}))

@@ -3,10 +3,13 @@
  * Each worker loads its own snapshot, keeps it fresh and listens on the shared port (the
  * kernel spreads connections: SCHED_NONE). The primary restarts a worker that dies, and on
  * SIGINT/SIGTERM stops them all (each drains and flushes like a single process would).
+ * With `--metrics-listen` the primary owns the metrics listener and answers each scrape with
+ * the aggregate of every worker's metrics (src/lib/serve/metrics.ts).
  * PostgreSQL only: the embedded store allows one process.
  */
 import cluster, {type Worker} from 'node:cluster'
 import type {Logger} from 'pino'
+import {startClusterMetricsServer} from './metrics.js'
 
 /** Resolves at the first SIGINT or SIGTERM, then stops listening for them (graceful shutdown). */
 export function untilStopSignal(): Promise<void> {
@@ -24,9 +27,13 @@ export function untilStopSignal(): Promise<void> {
 /**
  * Runs the primary until SIGINT/SIGTERM; resolves when every worker has exited.
  * @param count worker processes (>= 2)
+ * @param options.metricsListen HOST:PORT of the aggregated metrics listener (none when absent)
+ * @throws UsageError/MbError when the metrics address is bad or taken (before any worker starts)
  */
-export async function runPrimary(count: number, logger: Logger): Promise<void> {
+export async function runPrimary(count: number, logger: Logger, options: {metricsListen?: string} = {}): Promise<void> {
   cluster.schedulingPolicy = cluster.SCHED_NONE
+  const metrics = options.metricsListen ? await startClusterMetricsServer(options.metricsListen) : undefined
+  if (metrics) logger.info({metrics: metrics.url}, 'metrics listening (aggregated over the workers)')
   let stopping = false
   const spawnWorker = (): Worker => cluster.fork()
   for (let i = 0; i < count; i++) spawnWorker()
@@ -55,6 +62,7 @@ export async function runPrimary(count: number, logger: Logger): Promise<void> {
         }),
     ),
   )
+  await metrics?.close()
   logger.info('primary stopped')
   await new Promise<void>((resolve) => logger.flush(() => resolve()))
 }

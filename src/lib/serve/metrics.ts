@@ -12,12 +12,19 @@
  * - `mb_mirrors{state="up"|"down"}` gauge: enabled mirrors by probe state;
  * - `mb_stats_flush_failures_total` counter, `mb_stats_lost_downloads_total` counter and
  *   `mb_stats_pending_keys` gauge: the download-statistics flusher;
+ * - `mb_serve_processes` gauge: serving processes in this answer (1, or the workers that
+ *   reported with `--workers`);
  * - prom-client's default process metrics (`mb_process_*`, `mb_nodejs_*`).
  * Gauges read their values through callbacks given by the serve code, at scrape time.
+ *
+ * With `--workers N` the cluster primary owns the listener: each scrape asks every worker for
+ * its registry over the cluster IPC channel and answers the aggregate (prom-client's
+ * `AggregatorRegistry`): counters and histograms are summed, `mb_snapshot_age_seconds` takes
+ * the oldest worker, `mb_database_up` the worst, `mb_mirrors` the largest count.
  */
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
-import {collectDefaultMetrics, Counter, Gauge, Histogram, Registry} from 'prom-client'
+import {AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry} from 'prom-client'
 import {MbError, UsageError} from '../errors.js'
 import type {RequestObserver} from './types.js'
 
@@ -60,6 +67,7 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
     name: 'mb_snapshot_age_seconds',
     help: 'Seconds since the in-memory snapshot of mirrors and files was last refreshed',
     registers: [registry],
+    aggregator: 'max',
     collect() {
       const age = sources.snapshotAgeSeconds?.()
       if (age !== undefined) this.set(age)
@@ -69,6 +77,7 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
     name: 'mb_database_up',
     help: '1 when the database is reachable, 0 when not',
     registers: [registry],
+    aggregator: 'min',
     async collect() {
       const up = await sources.databaseUp?.()
       if (up !== undefined) this.set(up ? 1 : 0)
@@ -79,6 +88,7 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
     help: 'Enabled mirrors by probe state',
     labelNames: ['state'] as const,
     registers: [registry],
+    aggregator: 'max',
     collect() {
       const m = sources.mirrors?.()
       if (m) {
@@ -98,6 +108,7 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
       if (n !== undefined) this.set(n)
     },
   })
+  new Gauge({name: 'mb_serve_processes', help: 'Serving processes in this answer (the workers that reported with --workers)', registers: [registry]}).set(1)
   flushFailures.inc(0)
   lost.inc(0)
 
@@ -133,8 +144,15 @@ export interface MetricsServer {
   /** e.g. `http://127.0.0.1:9100` */
   url: string
   port: number
-  metrics: ServeMetrics
+  /** The metrics answered (absent on a cluster primary, which aggregates its workers'). */
+  metrics?: ServeMetrics
   close(): Promise<void>
+}
+
+/** What a metrics listener answers: a content type and the exposition text. */
+export interface MetricsSource {
+  contentType: string
+  metrics(): Promise<string>
 }
 
 function parseHostPort(text: string): {host: string; port: number} {
@@ -148,17 +166,19 @@ function parseHostPort(text: string): {host: string; port: number} {
  * Starts the metrics listener at `listen` (HOST:PORT, [V6]:PORT; port 0 picks a free one):
  * `GET /metrics` answers the Prometheus text format, anything else 404.
  * @param options.metrics an existing {@link ServeMetrics}; otherwise one is created from `sources`
+ * @param options.source  what to answer instead of a process's own metrics (the cluster primary's aggregate)
  * @throws UsageError for a bad address, MbError when the port cannot be bound
  */
-export async function startMetricsServer(options: {listen: string; sources?: MetricsSources; metrics?: ServeMetrics}): Promise<MetricsServer> {
+export async function startMetricsServer(options: {listen: string; sources?: MetricsSources; metrics?: ServeMetrics; source?: MetricsSource}): Promise<MetricsServer> {
   const {host, port} = parseHostPort(options.listen)
-  const metrics = options.metrics ?? createServeMetrics(options.sources)
+  const metrics = options.source ? options.metrics : options.metrics ?? createServeMetrics(options.sources)
+  const source: MetricsSource = options.source ?? metrics!.registry
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0]
     if ((req.method === 'GET' || req.method === 'HEAD') && path === '/metrics') {
-      metrics.registry.metrics().then(
+      source.metrics().then(
         (text) => {
-          res.writeHead(200, {'Content-Type': metrics.registry.contentType, 'Cache-Control': 'no-store'})
+          res.writeHead(200, {'Content-Type': source.contentType, 'Cache-Control': 'no-store'})
           res.end(req.method === 'HEAD' ? undefined : text)
         },
         (error: Error) => {
@@ -193,4 +213,24 @@ export async function startMetricsServer(options: {listen: string; sources?: Met
         server.closeAllConnections()
       }),
   }
+}
+
+/**
+ * In a `--workers` worker: answers the cluster primary's metrics requests (over the cluster
+ * IPC channel) with `registry`, instead of listening itself.
+ */
+export function exposeToClusterPrimary(registry: Registry): void {
+  AggregatorRegistry.setRegistries([registry])
+  new AggregatorRegistry() // installs the worker's IPC listener (idempotent)
+}
+
+/**
+ * In the `--workers` cluster primary: the metrics listener at `listen`, answering every
+ * scrape with the aggregate of all workers' metrics (see the module doc). A worker that does
+ * not answer within 5 s fails the scrape with 500.
+ * @throws UsageError for a bad address, MbError when the port cannot be bound
+ */
+export async function startClusterMetricsServer(listen: string): Promise<MetricsServer> {
+  const aggregator = new AggregatorRegistry()
+  return startMetricsServer({listen, source: {contentType: aggregator.contentType, metrics: () => aggregator.clusterMetrics()}})
 }

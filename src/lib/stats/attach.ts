@@ -15,7 +15,7 @@
 import type {Config} from '../config/index.js'
 import type {Database} from '../db/index.js'
 import {type AccessLog, openAccessLog} from '../serve/access-log.js'
-import {createServeMetrics, type MetricsServer, type ServeMetrics, startMetricsServer} from '../serve/metrics.js'
+import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type ServeMetrics, startMetricsServer} from '../serve/metrics.js'
 import type {RequestObserver} from '../serve/types.js'
 import {StatsCollector, type StatsFlusher, type StatsLogger, startStatsFlusher} from './collector.js'
 import {retentionPolicy} from './config.js'
@@ -43,6 +43,12 @@ export interface ObservabilityOptions {
   accessLog?: string
   /** HOST:PORT for `GET /metrics`; absent = no metrics listener. */
   metricsListen?: string
+  /**
+   * This process is a `--workers` worker: with `metricsListen` its metrics are collected by
+   * the cluster primary (which owns the listener, src/lib/serve/cluster.ts) instead of being
+   * served here.
+   */
+  clusterWorker?: boolean
   /** Overrides `stats.flush_interval_seconds`. */
   flushIntervalSeconds?: number
   /** Apply the retention policy once a day (default true). */
@@ -92,8 +98,12 @@ export async function attachObservability(server: ObservableServer, options: Obs
         : undefined,
       statsPendingKeys: () => collector?.pendingKeys ?? 0,
     })
-    metricsServer = await startMetricsServer({listen: options.metricsListen, metrics})
-    options.logger?.info?.({metrics: metricsServer.url}, 'metrics listening')
+    if (options.clusterWorker) {
+      exposeToClusterPrimary(metrics.registry)
+    } else {
+      metricsServer = await startMetricsServer({listen: options.metricsListen, metrics})
+      options.logger?.info?.({metrics: metricsServer.url}, 'metrics listening')
+    }
     server.addObserver(metrics.observer)
   }
 
