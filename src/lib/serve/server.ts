@@ -311,14 +311,21 @@ export class MirrorServer {
       return
     }
     const best = ranked[0]
-    const headers: string[] = ['Location', best.url, 'X-MB-Mirror', best.mirror.identifier, 'X-MB-Realm', best.realm, ...REDIRECT_FIXED]
     const links = Math.min(ranked.length, this.linkCount)
+    const duplicates: string[] = new Array(links)
     for (let i = 0; i < links; i++) {
       const c = ranked[i]
       const cc = c.mirror.country
-      headers.push('Link', cc ? `<${c.url}>; rel=duplicate; pri=${i + 1}; geo=${cc.toLowerCase()}` : `<${c.url}>; rel=duplicate; pri=${i + 1}`)
+      duplicates[i] = cc ? `<${c.url}>; rel=duplicate; pri=${i + 1}; geo=${cc.toLowerCase()}` : `<${c.url}>; rel=duplicate; pri=${i + 1}`
     }
-    if (this.options.redirectHeaders) headers.push(...this.options.redirectHeaders(ctx, file, client))
+    // One name with an array of values: node writes one `Link:` line per value and checks
+    // the name once.
+    const headers: Array<string | string[]> = ['Location', best.url, 'X-MB-Mirror', best.mirror.identifier, 'X-MB-Realm', best.realm, REDIRECT_FIXED[0], REDIRECT_FIXED[1], REDIRECT_FIXED[2], REDIRECT_FIXED[3], REDIRECT_FIXED[4], REDIRECT_FIXED[5]]
+    if (links > 0) headers.push('Link', duplicates)
+    if (this.options.redirectHeaders) {
+      const extra = this.options.redirectHeaders(ctx, file, client)
+      for (let i = 0; i < extra.length; i++) headers.push(extra[i])
+    }
     ctx.res.writeHead(302, headers)
     ctx.res.end()
     // A Range not starting at byte 0 (a resumed download) is reported so that stats do not count it again.
