@@ -7,7 +7,9 @@
  * (the ceiling) and prints requests/s, p50/p99 latency, CPU per request, the ratio to the
  * ceiling and RSS. `--workers 1,2` (the default) measures one process against a one-process
  * ceiling, then `mb serve --workers 2` (node:cluster, PostgreSQL only) against a two-worker
- * ceiling; wrk runs on the same cores, so both ratios are printed as measured.
+ * ceiling; wrk runs on the same cores, so both ratios are printed as measured. For
+ * reference it also measures the trivial server sending mb's header lines: what node:http
+ * alone costs for mb's answer, with no selection.
  *
  *   npm run bench                                   # 100,000 files x 100 mirrors
  *   npm run bench -- --files 1000000 --mirrors 200  # also reports snapshot load time and RSS
@@ -283,12 +285,20 @@ async function stop(child: ChildProcess | undefined): Promise<void> {
   clearTimeout(t)
 }
 
-/** The ceiling: a trivial node:http 302 server, as N node:cluster workers when argv[3] > 1 (run from a file: cluster forks argv[1]). */
+/**
+ * The ceiling: a trivial node:http 302 server, as N node:cluster workers when argv[3] > 1 (run
+ * from a file: cluster forks argv[1]). With argv[4] = 'full' it sends the same header lines
+ * as mb's redirect (X-MB-*, Vary, five Link alternatives, the describedby Link): what
+ * node:http costs for mb's answer, with no selection at all.
+ */
 const CEILING_SERVER = `
 const http = require('node:http')
 const cluster = require('node:cluster')
 const port = Number(process.argv[2])
 const workers = Number(process.argv[3] || 1)
+const full = process.argv[4] === 'full'
+const links = []
+for (let i = 1; i <= 5; i++) links.push('<http://m' + i + '.de.example.net/pub/pub/dir1/sub0/file-1.iso>; rel=duplicate; pri=' + i + '; geo=de')
 if (workers > 1 && cluster.isPrimary) {
   cluster.schedulingPolicy = cluster.SCHED_NONE
   let up = 0
@@ -296,7 +306,8 @@ if (workers > 1 && cluster.isPrimary) {
   process.on('SIGTERM', () => { for (const w of Object.values(cluster.workers)) w.process.kill('SIGTERM'); process.exit(0) })
 } else {
   http.createServer((req, res) => {
-    res.writeHead(302, ['Location', 'http://mirror.example.net' + req.url, 'Cache-Control', 'private, no-store', 'Content-Length', '0'])
+    if (full) res.writeHead(302, ['Location', 'http://mirror.example.net' + req.url, 'X-MB-Mirror', 'm1.de.example.net', 'X-MB-Realm', 'country', 'Cache-Control', 'private, no-store', 'Vary', 'X-Forwarded-For, X-Forwarded-Proto', 'Content-Length', '0', 'Link', links, 'Link', '<http://127.0.0.1:' + port + req.url + '.meta4>; rel=describedby; type="application/metalink4+xml"'])
+    else res.writeHead(302, ['Location', 'http://mirror.example.net' + req.url, 'Cache-Control', 'private, no-store', 'Content-Length', '0'])
     res.end()
   }).listen(port, '127.0.0.1', () => { if (workers === 1) console.log('listening') })
 }
@@ -427,18 +438,25 @@ export async function main(argv: string[]): Promise<void> {
       const mbCpuUs = measured.cpuUs
       const mbRss = measured.rss
 
-      let ceiling: WrkResult | undefined
-      let ceilingCpuUs = Number.NaN
-      if (!values['no-ceiling']) {
+      /** Measures the trivial server (`full`: with mb's header lines). */
+      const measureTrivial = async (full: boolean) => {
         const cport = await freePort()
-        const trivial = spawn(process.execPath, [ceilingFile, String(cport), String(workers)], {stdio: ['ignore', 'pipe', 'pipe']})
+        const trivial = spawn(process.execPath, [ceilingFile, String(cport), String(workers), full ? 'full' : 'plain'], {stdio: ['ignore', 'pipe', 'pipe']})
         children.push(trivial)
         await waitForLine(trivial, /listening/, 10_000)
         runWrk(`http://127.0.0.1:${cport}`, script, connections, 2, threads)
         const c0 = cpuSeconds(trivial.pid!)
-        ceiling = runWrk(`http://127.0.0.1:${cport}`, script, connections, seconds, threads)
-        ceilingCpuUs = ((cpuSeconds(trivial.pid!) - c0) / ceiling.requests) * 1e6
+        const result = runWrk(`http://127.0.0.1:${cport}`, script, connections, seconds, threads)
+        const cpuUs = ((cpuSeconds(trivial.pid!) - c0) / result.requests) * 1e6
         await stop(trivial)
+        return {result, cpuUs}
+      }
+      let ceiling: WrkResult | undefined
+      let ceilingCpuUs = Number.NaN
+      let fullHeaders: {result: WrkResult; cpuUs: number} | undefined
+      if (!values['no-ceiling']) {
+        ;({result: ceiling, cpuUs: ceilingCpuUs} = await measureTrivial(false))
+        fullHeaders = await measureTrivial(true)
       }
 
       const processes = workers === 1 ? '1 process' : `${workers} workers`
@@ -446,6 +464,7 @@ export async function main(argv: string[]): Promise<void> {
       console.log(row(`mb serve (${processes})`, mbResult, mbCpuUs, mbRss))
       if (ceiling) {
         console.log(row(`trivial 302 (${processes})`, ceiling, ceilingCpuUs))
+        if (fullHeaders) console.log(row(`  same, mb's 12 header lines`, fullHeaders.result, fullHeaders.cpuUs))
         console.log(`ratio to the ${processes} ceiling: ${((mbResult.rps / ceiling.rps) * 100).toFixed(1)}% (by CPU per request: ${((ceilingCpuUs / mbCpuUs) * 100).toFixed(1)}%)`)
         console.log(`machine load average: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${cpus().length} cores (wrk shares them)`)
       }

@@ -2,7 +2,7 @@ import {expect} from 'chai'
 import picomatch from 'picomatch'
 import {loadConfig} from '../../src/lib/config/index.js'
 import type {MirrorRow} from '../../src/lib/db/schema.js'
-import {compileMirror, compileSelectOptions, encodePath, mirrorUrl} from '../../src/lib/select/index.js'
+import {compileMirror, compileMirrors, compileSelectOptions, encodePath, MirrorTable, mirrorUrl} from '../../src/lib/select/index.js'
 import {globToLike} from '../../src/lib/select/lookup.js'
 import {DEFAULT_ORIGIN_ONLY} from '../../src/lib/select/config.js'
 
@@ -154,4 +154,19 @@ describe('select: globToLike', () => {
       for (const path of misses) expect(match(path), `${glob} misses ${path}`).to.equal(false)
     })
   }
+})
+
+describe('compileMirrors: MirrorTable', () => {
+  it('is a read-only map by id with a dense byId array, of frozen mirrors', () => {
+    const table = compileMirrors([{...base, id: 3} as unknown as MirrorRow, {...base, id: 9, identifier: 'other.example'} as unknown as MirrorRow])
+    expect(table).to.be.instanceOf(MirrorTable).and.instanceOf(Map)
+    expect([...table.keys()]).to.deep.equal([3, 9])
+    expect(table.byId[9]).to.equal(table.get(9))
+    expect(table.byId[4]).to.equal(undefined)
+    expect(() => table.set(4, table.get(3)!)).to.throw(TypeError, /read-only/)
+    expect(() => table.delete(3)).to.throw(TypeError, /read-only/)
+    expect(() => table.clear()).to.throw(TypeError, /read-only/)
+    expect(table.size).to.equal(2)
+    expect(Object.isFrozen(table.get(3))).to.equal(true)
+  })
 })

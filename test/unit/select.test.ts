@@ -10,6 +10,7 @@ import {
   clientNetworkKey,
   compileMirror,
   compileSelectOptions,
+  MirrorTable,
   select as selectFn,
   uniform,
 } from '../../src/lib/select/index.js'
@@ -25,6 +26,9 @@ function select(...args: Parameters<typeof selectFn>): Selection {
     const lean = selectFn(args[0], args[1], args[2], args[3], false)
     const shape = (x: Selection) => ({realm: x.realm, origin: x.origin?.reason, ranked: x.ranked.map((c) => [c.mirror.id, c.realm, c.rank, c.url])})
     expect(shape(lean), 'hot path (explain false)').to.deep.equal(shape(s))
+    // The snapshot's MirrorTable (dense lookup by id) decides the same.
+    const table = selectFn(args[0], args[1], new MirrorTable(args[2].values()), args[3], false)
+    expect(shape(table), 'hot path on a MirrorTable').to.deep.equal(shape(s))
   }
   return s
 }

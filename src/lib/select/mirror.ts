@@ -55,6 +55,8 @@ function unixSeconds(value: unknown): number | null {
  * - `prefixes` and `client_prefixes` are parsed into CIDRs.
  * - `country`/`continent` are upper-cased; a missing continent is derived from the country.
  * - `last_scan_ok_at` becomes Unix seconds (UTC).
+ * - The result is frozen: `select()` caches per-mirror data by object identity, so a changed
+ *   mirror must be a new object (compile the row again).
  *
  * @throws UsageError when a stored CIDR is not valid (the database's `cidr` type prevents it)
  */
@@ -66,7 +68,7 @@ export function compileMirror(row: MirrorRow): SelectMirror {
   const hasPosition = latitude !== null && longitude !== null
   let basePath = (row.base_path ?? '').replace(/^\/+/, '')
   if (basePath && !basePath.endsWith('/')) basePath += '/'
-  return {
+  return Object.freeze({
     id: Number(row.id),
     identifier: row.identifier,
     httpUrl: baseUrl(row.http_url),
@@ -93,7 +95,7 @@ export function compileMirror(row: MirrorRow): SelectMirror {
     basePath,
     lastScanOkAt: unixSeconds(row.last_scan_ok_at),
     needsRescan: Boolean(row.needs_rescan),
-  }
+  })
 }
 
 /**

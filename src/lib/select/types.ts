@@ -40,7 +40,8 @@ export interface SelectFile {
 
 /**
  * A mirror compiled for selection (built once per snapshot from a `MirrorRow`, not per
- * request). URLs are base URLs ending in `/`.
+ * request). URLs are base URLs ending in `/`. Immutable: `select()` caches data derived
+ * from it by object identity (`compileMirror()` freezes it).
  */
 export interface SelectMirror {
   id: number
