@@ -313,6 +313,22 @@ if (workers > 1 && cluster.isPrimary) {
 }
 `
 
+/**
+ * `empty`: empties the bench database's statistics (earlier benchmarks' counts mean nothing),
+ * so the first run counts into a fresh day (inserts) and later runs into a day that already
+ * has most keys (updates), as a redirector does after its first minutes. Otherwise vacuums
+ * `stats_daily`.
+ */
+async function vacuumStats(url: string, empty: boolean): Promise<void> {
+  const client = new pg.Client({connectionString: url})
+  await client.connect()
+  try {
+    await client.query(empty ? 'TRUNCATE stats_daily, stats_monthly' : 'VACUUM stats_daily')
+  } finally {
+    await client.end()
+  }
+}
+
 /** Waits until `count` lines match `pattern` (one "listening" line per worker). */
 async function waitForLines(child: ChildProcess, pattern: RegExp, count: number, timeoutMs: number): Promise<string> {
   let first = ''
@@ -404,6 +420,9 @@ export async function main(argv: string[]): Promise<void> {
     let snapshotSeconds: number | undefined
     /** Starts `mb serve --workers N` with `extra` flags, warms up, measures, stops it. */
     const measureServe = async (workers: number, extra: string[], announce: boolean) => {
+      // Dead tuples of earlier runs' upserts are vacuumed first (where autovacuum is off, as
+      // on this machine, they pile up and make every run's upserts dearer than the last).
+      await vacuumStats(dbUrl(values.database), false)
       const port = await freePort()
       const serveStart = performance.now()
       const serve = spawn(process.execPath, [BIN, 'serve', '--root', root, '--listen', `127.0.0.1:${port}`, '--trusted-proxy', '127.0.0.1/32', '--log-level', values['log-level']!, '--workers', String(workers), ...(values['serve-arg'] as string[]), ...extra], {
@@ -432,6 +451,17 @@ export async function main(argv: string[]): Promise<void> {
     }
     const statsRounds = Number(values['stats-rounds'])
     if (!(Number.isInteger(statsRounds) && statsRounds >= 0)) throw new Error('--stats-rounds takes a whole number (0 skips the comparison)')
+    await vacuumStats(dbUrl(values.database), true)
+    // Load the machine for 5 s before measuring anything: here the first measurement of a
+    // run often lagged the same configuration measured a minute later by 10-20%.
+    {
+      const wport = await freePort()
+      const warm = spawn(process.execPath, [ceilingFile, String(wport), '2', 'plain'], {stdio: ['ignore', 'pipe', 'pipe']})
+      children.push(warm)
+      await waitForLine(warm, /listening/, 10_000)
+      runWrk(`http://127.0.0.1:${wport}`, script, connections, 5, threads)
+      await stop(warm)
+    }
     for (const workers of workerCounts) {
       const measured = await measureServe(workers, [], true)
       const mbResult = measured.result
