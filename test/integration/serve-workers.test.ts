@@ -2,23 +2,11 @@ import {expect} from 'chai'
 import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
-import {createServer} from 'node:net'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {mb} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 import {type ServeProcess, request, startServe} from '../helpers/serve-process.js'
-
-/** A TCP port that was free a moment ago on 127.0.0.1. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.on('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as {port: number}).port
-      s.close(() => resolve(port))
-    })
-  })
-}
+import {freePort} from '../helpers/servers.js'
 
 describe(`mb serve --workers (${backend})`, () => {
   let tdb: TestDatabase
