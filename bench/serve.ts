@@ -4,7 +4,8 @@
  * `--files` files each held by 20-60% of the mirrors. Starts `mb serve` on it, drives it with
  * wrk (random paths, random X-Forwarded-For from a list, `--trusted-proxy 127.0.0.1/32`) at
  * `--connections` for `--seconds`, then measures a trivial node:http 302 server the same way
- * (the ceiling) and prints requests/s, p50/p99 latency, CPU per request, the ratio to the
+ * (the ceiling) and prints requests/s, p50/p99 latency, CPU per request (mb's, and this
+ * host's PostgreSQL's, which upserts the download counts), the ratio to the
  * ceiling and RSS. `--workers 1,2` (the default) measures one process against a one-process
  * ceiling, then `mb serve --workers 2` (node:cluster, PostgreSQL only) against a two-worker
  * ceiling; wrk runs on the same cores, so both ratios are printed as measured. For
@@ -230,6 +231,26 @@ function cpuSeconds(pid: number): number {
   return ticks / 100 // USER_HZ
 }
 
+/**
+ * CPU seconds (user + system) used so far by this host's `postgres` processes (0 when the
+ * database is elsewhere): what counting downloads costs on the database side.
+ */
+function postgresCpuSeconds(): number {
+  const r = spawnSync('pgrep', ['-x', 'postgres'], {encoding: 'utf8'})
+  let ticks = 0
+  for (const line of r.stdout.split('\n')) {
+    const pid = Number(line.trim())
+    if (!(pid > 0)) continue
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')
+      ticks += Number(fields[11]) + Number(fields[12])
+    } catch {
+      /* gone */
+    }
+  }
+  return ticks / 100 // USER_HZ
+}
+
 /** Sum of RSS over a process and its children (for --workers). */
 function treeRssMB(pid: number): number {
   const r = spawnSync('ps', ['-o', 'rss=', '--ppid', String(pid)], {encoding: 'utf8'})
@@ -443,11 +464,13 @@ export async function main(argv: string[]): Promise<void> {
       // Warm-up, then the measured run.
       runWrk(`http://127.0.0.1:${port}`, script, connections, 2, threads)
       const cpu0 = cpuSeconds(serve.pid!)
+      const pg0 = postgresCpuSeconds()
       const result = runWrk(`http://127.0.0.1:${port}`, script, connections, seconds, threads)
       const cpuUs = ((cpuSeconds(serve.pid!) - cpu0) / result.requests) * 1e6
+      const pgCpuUs = ((postgresCpuSeconds() - pg0) / result.requests) * 1e6
       const rss = treeRssMB(serve.pid!)
       await stop(serve)
-      return {result, cpuUs, rss}
+      return {result, cpuUs, pgCpuUs, rss}
     }
     const statsRounds = Number(values['stats-rounds'])
     if (!(Number.isInteger(statsRounds) && statsRounds >= 0)) throw new Error('--stats-rounds takes a whole number (0 skips the comparison)')
@@ -467,6 +490,7 @@ export async function main(argv: string[]): Promise<void> {
       const mbResult = measured.result
       const mbCpuUs = measured.cpuUs
       const mbRss = measured.rss
+      const mbPgCpuUs = measured.pgCpuUs
 
       /** Measures the trivial server (`full`: with mb's header lines). */
       const measureTrivial = async (full: boolean) => {
@@ -491,7 +515,7 @@ export async function main(argv: string[]): Promise<void> {
 
       const processes = workers === 1 ? '1 process' : `${workers} workers`
       console.log(`\nwrk, ${connections} connections, ${seconds} s, random paths and X-Forwarded-For, ${processes}:`)
-      console.log(row(`mb serve (${processes})`, mbResult, mbCpuUs, mbRss))
+      console.log(`${row(`mb serve (${processes})`, mbResult, mbCpuUs, mbRss)}   PostgreSQL CPU ${mbPgCpuUs.toFixed(1)} us/req`)
       if (ceiling) {
         console.log(row(`trivial 302 (${processes})`, ceiling, ceilingCpuUs))
         if (fullHeaders) console.log(row(`  same, mb's 12 header lines`, fullHeaders.result, fullHeaders.cpuUs))
@@ -508,9 +532,17 @@ export async function main(argv: string[]): Promise<void> {
       if (statsRounds > 0 && workers === workerCounts[0]) {
         const on = [mbResult.rps]
         const off: number[] = []
+        const pgOn = [mbPgCpuUs]
+        const pgOff: number[] = []
         for (let r = 0; r < statsRounds; r++) {
-          off.push((await measureServe(workers, ['--no-stats'], false)).result.rps)
-          if (r < statsRounds - 1) on.push((await measureServe(workers, [], false)).result.rps)
+          const without = await measureServe(workers, ['--no-stats'], false)
+          off.push(without.result.rps)
+          pgOff.push(without.pgCpuUs)
+          if (r < statsRounds - 1) {
+            const again = await measureServe(workers, [], false)
+            on.push(again.result.rps)
+            pgOn.push(again.pgCpuUs)
+          }
         }
         const median = (xs: number[]) => {
           const sorted = [...xs].sort((a, b) => a - b)
@@ -519,6 +551,7 @@ export async function main(argv: string[]): Promise<void> {
         }
         const drop = (1 - median(on) / median(off)) * 100
         console.log(`counting downloads (${processes}): on ${on.map((x) => x.toFixed(0)).join(', ')} req/s, off ${off.map((x) => x.toFixed(0)).join(', ')} req/s; median drop ${drop.toFixed(1)}%`)
+        console.log(`  PostgreSQL CPU per request: on ${median(pgOn).toFixed(1)} us, off ${median(pgOff).toFixed(1)} us (medians)`)
         console.log('  (uniformly random paths and clients: most requests in a flush interval bring a new day x path x mirror x country key, near the worst case; PostgreSQL upserts them on the same 2 cores)')
         summary.push(`${processes}: counting costs <= 10% of throughput (issue 7) ${drop <= 10 ? 'met' : 'MISSED'} (${drop.toFixed(1)}%)`)
       }
