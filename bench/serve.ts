@@ -17,6 +17,7 @@
  *   npm run bench -- --workers 2 --log-level warn   # variations (default --workers 1,2: both)
  *   npm run bench -- --no-ceiling --serve-arg=--no-stats   # extra `mb serve` flags
  *   npm run bench -- --workers 1 --stats-rounds 3   # counting on/off compared over 3 rounds (0: skip)
+ *   npm run bench -- --rounds 3                     # 3 interleaved mb/ceiling pairs, medians in the verdict
  *
  * Issue 7's budget (counting costs at most 10% of throughput) is measured on the first
  * `--workers` value: the run with counting, then alternately `--no-stats` and counting again
@@ -398,6 +399,7 @@ export async function main(argv: string[]): Promise<void> {
       database: {type: 'string', default: 'mb_bench'},
       'serve-arg': {type: 'string', multiple: true, default: []},
       'stats-rounds': {type: 'string', default: '3'},
+      rounds: {type: 'string', default: '1'},
     },
   })
   const files = Number(values.files)
@@ -472,6 +474,8 @@ export async function main(argv: string[]): Promise<void> {
       await stop(serve)
       return {result, cpuUs, pgCpuUs, rss}
     }
+    const rounds = Number(values.rounds)
+    if (!(Number.isInteger(rounds) && rounds >= 1)) throw new Error('--rounds takes a whole number >= 1 (interleaved mb/ceiling pairs)')
     const statsRounds = Number(values['stats-rounds'])
     if (!(Number.isInteger(statsRounds) && statsRounds >= 0)) throw new Error('--stats-rounds takes a whole number (0 skips the comparison)')
     await vacuumStats(dbUrl(values.database), true)
@@ -485,13 +489,12 @@ export async function main(argv: string[]): Promise<void> {
       runWrk(`http://127.0.0.1:${wport}`, script, connections, 5, threads)
       await stop(warm)
     }
+    const median = (xs: number[]) => {
+      const sorted = [...xs].sort((x, y) => x - y)
+      const mid = sorted.length >> 1
+      return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+    }
     for (const workers of workerCounts) {
-      const measured = await measureServe(workers, [], true)
-      const mbResult = measured.result
-      const mbCpuUs = measured.cpuUs
-      const mbRss = measured.rss
-      const mbPgCpuUs = measured.pgCpuUs
-
       /** Measures the trivial server (`full`: with mb's header lines). */
       const measureTrivial = async (full: boolean) => {
         const cport = await freePort()
@@ -505,26 +508,38 @@ export async function main(argv: string[]): Promise<void> {
         await stop(trivial)
         return {result, cpuUs}
       }
-      let ceiling: WrkResult | undefined
-      let ceilingCpuUs = Number.NaN
-      let fullHeaders: {result: WrkResult; cpuUs: number} | undefined
-      if (!values['no-ceiling']) {
-        ;({result: ceiling, cpuUs: ceilingCpuUs} = await measureTrivial(false))
-        fullHeaders = await measureTrivial(true)
+      // `--rounds` interleaved pairs (mb, then the ceiling): the machine drifts by 10-20%
+      // within a minute, so one pair's ratio scatters; the median of several is steadier.
+      const pairs: Array<{mb: Awaited<ReturnType<typeof measureServe>>; ceiling?: {result: WrkResult; cpuUs: number}}> = []
+      for (let r = 0; r < rounds; r++) {
+        const mb = await measureServe(workers, [], r === 0)
+        pairs.push({mb, ceiling: values['no-ceiling'] ? undefined : await measureTrivial(false)})
       }
+      const fullHeaders = values['no-ceiling'] ? undefined : await measureTrivial(true)
+      const mbResult = pairs[0].mb.result
+      const mbRss = pairs[0].mb.rss
+      const mbPgCpuUs = pairs[0].mb.pgCpuUs
 
       const processes = workers === 1 ? '1 process' : `${workers} workers`
       console.log(`\nwrk, ${connections} connections, ${seconds} s, random paths and X-Forwarded-For, ${processes}:`)
-      console.log(`${row(`mb serve (${processes})`, mbResult, mbCpuUs, mbRss)}   PostgreSQL CPU ${mbPgCpuUs.toFixed(1)} us/req`)
-      if (ceiling) {
-        console.log(row(`trivial 302 (${processes})`, ceiling, ceilingCpuUs))
-        if (fullHeaders) console.log(row(`  same, mb's 12 header lines`, fullHeaders.result, fullHeaders.cpuUs))
-        console.log(`ratio to the ${processes} ceiling: ${((mbResult.rps / ceiling.rps) * 100).toFixed(1)}% (by CPU per request: ${((ceilingCpuUs / mbCpuUs) * 100).toFixed(1)}%)`)
-        console.log(`machine load average: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${cpus().length} cores (wrk shares them)`)
-      }
+      const ratios: number[] = []
+      pairs.forEach(({mb, ceiling}, r) => {
+        const tag = rounds > 1 ? ` #${r + 1}` : ''
+        console.log(`${row(`mb serve (${processes})${tag}`, mb.result, mb.cpuUs, mb.rss)}   PostgreSQL CPU ${mb.pgCpuUs.toFixed(1)} us/req`)
+        if (!ceiling) return
+        console.log(row(`trivial 302 (${processes})${tag}`, ceiling.result, ceiling.cpuUs))
+        ratios.push(mb.result.rps / ceiling.result.rps)
+        console.log(`ratio to the ${processes} ceiling${tag}: ${((mb.result.rps / ceiling.result.rps) * 100).toFixed(1)}% (by CPU per request: ${((ceiling.cpuUs / mb.cpuUs) * 100).toFixed(1)}%)`)
+      })
+      if (fullHeaders) console.log(row(`trivial 302, mb's headers`, fullHeaders.result, fullHeaders.cpuUs))
+      if (ratios.length > 0) console.log(`machine load average: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${cpus().length} cores (wrk shares them)`)
+      const rps = median(pairs.map((p) => p.mb.result.rps))
+      const p99 = median(pairs.map((p) => p.mb.result.p99ms))
+      const ratio = ratios.length > 0 ? median(ratios) : undefined
+      const of = rounds > 1 ? `, median of ${rounds}` : ''
       summary.push(
-        `${processes}: >= 15000 req/s ${mbResult.rps >= 15_000 ? 'met' : 'MISSED'} (${mbResult.rps.toFixed(0)}); p99 < 10 ms ${mbResult.p99ms < 10 ? 'met' : 'MISSED'} (${mbResult.p99ms.toFixed(2)})` +
-          `${ceiling ? `; >= 50% of the ${processes} ceiling ${mbResult.rps >= ceiling.rps / 2 ? 'met' : 'MISSED'} (${((mbResult.rps / ceiling.rps) * 100).toFixed(1)}%)` : ''}; RSS < 1.5 GB ${mbRss < 1536 ? 'met' : 'MISSED'} (${mbRss} MB)`,
+        `${processes}: >= 15000 req/s ${rps >= 15_000 ? 'met' : 'MISSED'} (${rps.toFixed(0)}${of}); p99 < 10 ms ${p99 < 10 ? 'met' : 'MISSED'} (${p99.toFixed(2)}${of})` +
+          `${ratio === undefined ? '' : `; >= 50% of the ${processes} ceiling ${ratio >= 0.5 ? 'met' : 'MISSED'} (${(ratio * 100).toFixed(1)}%${of})`}; RSS < 1.5 GB ${mbRss < 1536 ? 'met' : 'MISSED'} (${mbRss} MB)`,
       )
 
       // Issue 7: what counting downloads costs. Alternating runs with and without --no-stats
@@ -543,11 +558,6 @@ export async function main(argv: string[]): Promise<void> {
             on.push(again.result.rps)
             pgOn.push(again.pgCpuUs)
           }
-        }
-        const median = (xs: number[]) => {
-          const sorted = [...xs].sort((a, b) => a - b)
-          const mid = sorted.length >> 1
-          return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
         }
         const drop = (1 - median(on) / median(off)) * 100
         console.log(`counting downloads (${processes}): on ${on.map((x) => x.toFixed(0)).join(', ')} req/s, off ${off.map((x) => x.toFixed(0)).join(', ')} req/s; median drop ${drop.toFixed(1)}%`)
