@@ -41,6 +41,18 @@ interface Entry extends StatsCounts {
   country: string
 }
 
+/** What {@link StatsCollector.writeAround} did with a batch PostgreSQL partly refused. */
+interface WrittenAround {
+  /** Rows written. */
+  written: number
+  /** Rows refused alone (dropped), and the last such refusal. */
+  rejected: Entry[]
+  rowError: unknown
+  /** Rows not tried because `failure` (not a row error) stopped the batch. */
+  retained: Entry[]
+  failure?: unknown
+}
+
 /** A minimal logger (pino fits). */
 export interface StatsLogger {
   warn(obj: object, msg?: string): void
@@ -161,25 +173,7 @@ export class StatsCollector {
     const day = this.dayText
     const mirrorId = o.outcome === 'redirect' && o.mirrorId ? o.mirrorId : 0
     const country = normCountry(o.country)
-    const path = o.path!
-    let list = this.pending.get(path)
-    if (list === undefined) {
-      list = []
-      this.pending.set(path, list)
-    }
-    let entry: Entry | undefined
-    for (let i = 0; i < list.length; i++) {
-      const e = list[i]
-      if (e.mirrorId === mirrorId && e.country === country && e.day === day) {
-        entry = e
-        break
-      }
-    }
-    if (entry === undefined) {
-      entry = {day, path, mirrorId, country, downloads: 0, bytes: 0, otherRequests: 0}
-      list.push(entry)
-      this.keys += 1
-    }
+    const entry = this.entry(day, o.path!, mirrorId, country)
     if (kind === 'download') {
       entry.downloads += 1
       entry.bytes += o.outcome === 'local' ? o.bytesSent : o.fileSize ?? 0
@@ -245,23 +239,29 @@ export class StatsCollector {
     if (this.keys > this.maxPendingKeys) this.dropOldest()
   }
 
-  /** Adds `e`'s counts to its key (taking `e` itself as the entry when the key is new). */
-  private add(e: Entry): void {
-    let list = this.pending.get(e.path)
+  /** The pending entry of a key, created (with zero counts) when the key is new. */
+  private entry(day: string, path: string, mirrorId: number, country: string): Entry {
+    let list = this.pending.get(path)
     if (list === undefined) {
       list = []
-      this.pending.set(e.path, list)
+      this.pending.set(path, list)
     }
-    for (const old of list) {
-      if (old.mirrorId === e.mirrorId && old.country === e.country && old.day === e.day) {
-        old.downloads += e.downloads
-        old.bytes += e.bytes
-        old.otherRequests += e.otherRequests
-        return
-      }
+    for (let i = 0; i < list.length; i++) {
+      const e = list[i]
+      if (e.mirrorId === mirrorId && e.country === country && e.day === day) return e
     }
+    const e: Entry = {day, path, mirrorId, country, downloads: 0, bytes: 0, otherRequests: 0}
     list.push(e)
     this.keys += 1
+    return e
+  }
+
+  /** Adds `e`'s counts to its key. */
+  private add(e: Entry): void {
+    const entry = this.entry(e.day, e.path, e.mirrorId, e.country)
+    entry.downloads += e.downloads
+    entry.bytes += e.bytes
+    entry.otherRequests += e.otherRequests
   }
 
   /**
@@ -270,8 +270,8 @@ export class StatsCollector {
    * the first error that is not a row error: what was not written yet is then `retained`,
    * with that error as `failure`.
    */
-  private async writeAround(database: Pick<Database, 'db'>, batch: Entry[], rowError: unknown): Promise<{written: number; rejected: Entry[]; rowError: unknown; retained: Entry[]; failure?: unknown}> {
-    const out: {written: number; rejected: Entry[]; rowError: unknown; retained: Entry[]; failure?: unknown} = {written: 0, rejected: [], rowError, retained: []}
+  private async writeAround(database: Pick<Database, 'db'>, batch: Entry[], rowError: unknown): Promise<WrittenAround> {
+    const out: WrittenAround = {written: 0, rejected: [], rowError, retained: []}
     const split = (part: Entry[]) => [part.slice(part.length >> 1), part.slice(0, part.length >> 1)]
     if (batch.length === 1) out.rejected.push(batch[0])
     const stack: Entry[][] = batch.length > 1 ? split(batch) : []
