@@ -87,8 +87,6 @@ export interface Route {
   handle(ctx: RequestContext, server: MirrorServer): void | Promise<void>
 }
 
-const REDIRECT_FIXED = ['Cache-Control', 'private, no-store', 'Vary', 'X-Forwarded-For, X-Forwarded-Proto', 'Content-Length', '0']
-
 /** The server. Create, `listen()`, and `close()` on shutdown. */
 export class MirrorServer {
   readonly http: http.Server
@@ -180,7 +178,7 @@ export class MirrorServer {
   clientInfo(ctx: RequestContext): ClientInfo | undefined {
     if (ctx.info !== undefined) return ctx.info
     const c = this.client(ctx)
-    const geo = c.ip ? this.options.geo.lookup(c.ip) : {}
+    const geo = this.options.geo.lookup(c.ip) // {} for an empty or unparsable address
     const info: ClientInfo = {ip: c.ip, address: c.address, country: geo.country, continent: geo.continent, latitude: geo.latitude, longitude: geo.longitude, asn: geo.asn, https: c.https, userAgent: ctx.req.headers['user-agent']}
     if (this.countryQuery && ctx.query.length > 0 && ctx.query.includes('country=')) {
       const cc = queryParam(ctx.query, 'country')
@@ -320,7 +318,7 @@ export class MirrorServer {
     }
     // One name with an array of values: node writes one `Link:` line per value and checks
     // the name once.
-    const headers: Array<string | string[]> = ['Location', best.url, 'X-MB-Mirror', best.mirror.identifier, 'X-MB-Realm', best.realm, REDIRECT_FIXED[0], REDIRECT_FIXED[1], REDIRECT_FIXED[2], REDIRECT_FIXED[3], REDIRECT_FIXED[4], REDIRECT_FIXED[5]]
+    const headers: Array<string | string[]> = ['Location', best.url, 'X-MB-Mirror', best.mirror.identifier, 'X-MB-Realm', best.realm, 'Cache-Control', 'private, no-store', 'Vary', 'X-Forwarded-For, X-Forwarded-Proto', 'Content-Length', '0']
     if (links > 0) headers.push('Link', duplicates)
     if (this.options.redirectHeaders) {
       const extra = this.options.redirectHeaders(ctx, file, client)
