@@ -187,6 +187,26 @@ describe(`stats collector and mb stats (${backend})`, function () {
     expect(result.total).to.deep.equal({downloads: 100, bytes: 200, other_requests: 0})
   })
 
+  it('spreads a paced flush over spreadSeconds; a shutdown flush ends the spreading at once', async () => {
+    const c = new StatsCollector({batchSize: 2})
+    for (let i = 0; i < 8; i++) c.observer(req({path: `spread${i}`, bytesSent: 1}))
+    // 4 batches over 1.2 s: three waits of about 0.3 s between them
+    let started = performance.now()
+    const spread = await c.flush(database, {paced: true, spreadSeconds: 1.2})
+    expect(spread.rows).to.equal(8)
+    expect(performance.now() - started).to.be.at.least(800)
+    // the same flush joined by an unpaced one (shutdown): no more waiting
+    for (let i = 0; i < 8; i++) c.observer(req({path: `spread${i}`, bytesSent: 1}))
+    started = performance.now()
+    const slow = c.flush(database, {paced: true, spreadSeconds: 60})
+    const last = await c.flush(database)
+    expect((await slow).rows).to.equal(8)
+    expect(last.rows).to.equal(0)
+    expect(performance.now() - started).to.be.below(2000) // spreading alone would wait 3 x 1 s
+    const result = await queryStats(database, {pathPrefix: 'spread', by: 'file'})
+    expect(result.total.downloads).to.equal(16)
+  })
+
   it('bounds memory: beyond max_pending_keys the oldest keys are dropped and counted as lost', () => {
     const lost: number[] = []
     const warnings: string[] = []

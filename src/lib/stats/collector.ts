@@ -93,14 +93,19 @@ export interface CollectorStatus {
 }
 
 const DAY_MS = 86_400_000
-const COUNTRY = /^[A-Z]{2}$/
-
 /** Normalises a country code to two upper-case letters, or '--' when unknown. */
 function normCountry(country: string | undefined): string {
   if (!country) return '--'
-  if (COUNTRY.test(country)) return country
+  if (isUpperPair(country)) return country // what GeoIP and `?country=` give: no copy, no regex
   const upper = country.toUpperCase()
-  return COUNTRY.test(upper) ? upper : '--'
+  return isUpperPair(upper) ? upper : '--'
+}
+
+function isUpperPair(text: string): boolean {
+  if (text.length !== 2) return false
+  const a = text.charCodeAt(0)
+  const b = text.charCodeAt(1)
+  return a >= 65 && a <= 90 && b >= 65 && b <= 90
 }
 
 /**
@@ -320,23 +325,27 @@ export class StatsCollector {
    * back) for the next flush; the failure is logged and reported to `onFlushFailure`.
    * Concurrent calls share one flush. Never throws.
    *
-   * `paced` (the interval flusher's mode) waits after each batch as long as the batch took,
-   * so that a large flush takes at most half of the database's time instead of a burst that
-   * starves the requests served beside it (PostgreSQL often shares the host). An unpaced
-   * call (shutdown, tests) ends the pacing of a flush in progress.
+   * `paced` (the interval flusher's mode) waits after each batch at least as long as the
+   * batch took, so that a large flush takes at most half of the database's time instead of a
+   * burst that starves the requests served beside it (PostgreSQL often shares the host).
+   * With `spreadSeconds` as well, the batches are spread evenly over that many seconds: the
+   * database's work then runs beside the requests as a steady trickle, not as a burst that
+   * makes the slowest requests slower. An unpaced call (shutdown, tests) ends the pacing of
+   * a flush in progress.
    */
-  flush(database: Pick<Database, 'db'>, options: {paced?: boolean} = {}): Promise<FlushResult> {
+  flush(database: Pick<Database, 'db'>, options: {paced?: boolean; spreadSeconds?: number} = {}): Promise<FlushResult> {
     if (!options.paced) this.hurry = true
     if (this.flushing) return this.flushing.then(() => this.flush(database, options))
     this.hurry = !options.paced
-    this.flushing = this.doFlush(database).finally(() => {
+    this.flushing = this.doFlush(database, options.paced ? (options.spreadSeconds ?? 0) * 1000 : 0).finally(() => {
       this.flushing = undefined
     })
     return this.flushing
   }
 
-  private async doFlush(database: Pick<Database, 'db'>): Promise<FlushResult> {
+  private async doFlush(database: Pick<Database, 'db'>, spreadMs: number): Promise<FlushResult> {
     if (this.keys === 0) return {rows: 0, retained: 0, ok: true}
+    const deadline = performance.now() + spreadMs
     const entries: Entry[] = []
     for (const list of this.pending.values()) for (const e of list) entries.push(e)
     this.pending = new Map()
@@ -370,7 +379,14 @@ export class StatsCollector {
         this.options.onFlushFailure?.(error)
         return {rows: written, retained: rest.length, ok: false, error: errorMessage(error)}
       }
-      if (!this.hurry && i + this.batchSize < entries.length) await sleep(Math.min(1000, performance.now() - started))
+      const next = i + this.batchSize
+      if (!this.hurry && next < entries.length) {
+        const now = performance.now()
+        const took = now - started
+        // The time left before the deadline, shared among the batches left, less this one's cost.
+        const share = (deadline - now) / Math.ceil((entries.length - next) / this.batchSize) - took
+        await sleep(Math.min(1000, Math.max(took, share)))
+      }
     }
     this.status.flushes += 1
     this.status.lastFlushAt = new Date()
@@ -422,13 +438,17 @@ export interface StatsFlusher {
 
 /**
  * Flushes `collector` into `database` every `intervalSeconds` (unref'd timer) until stopped.
- * A crash loses at most one interval of counts.
+ * A crash loses the counts not written yet: at most one interval, plus what remains of a flush
+ * in progress (each is spread over 70% of the interval).
  */
 export function startStatsFlusher(collector: StatsCollector, database: Pick<Database, 'db'>, intervalSeconds: number): StatsFlusher {
+  // Each flush is spread over most of the interval (see StatsCollector.flush), so that it
+  // ends before the next tick.
+  const spreadSeconds = intervalSeconds * 0.7
   const timer = setInterval(() => {
     // While a flush still runs (a slow database), skip this tick: the next one takes what
     // arrived meanwhile, and flushes never queue up behind each other.
-    if (!collector.flushInProgress) void collector.flush(database, {paced: true})
+    if (!collector.flushInProgress) void collector.flush(database, {paced: true, spreadSeconds})
   }, Math.max(0.05, intervalSeconds) * 1000)
   timer.unref()
   return {
