@@ -87,6 +87,18 @@ export interface Route {
   handle(ctx: RequestContext, server: MirrorServer): void | Promise<void>
 }
 
+const geoParameters = new Map<string, string>()
+
+/** `; geo=cc` for a mirror's country code (RFC 6249 §6: lower case), built once per code. */
+function geoParameter(country: string): string {
+  let text = geoParameters.get(country)
+  if (text === undefined) {
+    text = `; geo=${country.toLowerCase()}`
+    if (geoParameters.size < 1000) geoParameters.set(country, text)
+  }
+  return text
+}
+
 /** The server. Create, `listen()`, and `close()` on shutdown. */
 export class MirrorServer {
   readonly http: http.Server
@@ -201,14 +213,23 @@ export class MirrorServer {
    * is the access log (`--access-log`); the JSON line is for debugging.
    */
   finish(ctx: RequestContext, status: number, outcome: Outcome, extra?: Partial<RequestOutcome>): void {
-    const observers = this.observers
-    const logger = this.options.logger
-    const debug = logger !== undefined && logger.isLevelEnabled('debug')
-    if (observers.length === 0 && !debug) return
+    if (!this.reporting) return
+    const record = this.record(ctx, status, outcome)
+    if (extra !== undefined) Object.assign(record, extra)
+    this.report(record)
+  }
+
+  /** Someone reads the request records: an observer, or the debug log. */
+  private get reporting(): boolean {
+    return this.observers.length > 0 || (this.options.logger !== undefined && this.options.logger.isLevelEnabled('debug'))
+  }
+
+  /** The record of an answered request, with every optional field present (unset). */
+  private record(ctx: RequestContext, status: number, outcome: Outcome): RequestOutcome {
     const req = ctx.req
     const c = ctx.resolved ?? this.client(ctx)
     const headers = req.headers
-    const record: RequestOutcome = {
+    return {
       time: ctx.startedMs,
       method: req.method ?? '',
       target: req.url ?? '',
@@ -229,15 +250,20 @@ export class MirrorServer {
       fileSize: undefined,
       rangeStart: undefined,
     }
-    if (extra !== undefined) Object.assign(record, extra)
-    if (debug) {
+  }
+
+  /** Hands a finished record to the debug log and every observer. */
+  private report(record: RequestOutcome): void {
+    const observers = this.observers
+    const logger = this.options.logger
+    if (logger !== undefined && logger.isLevelEnabled('debug')) {
       logger.debug({
         ip: record.clientIp,
         cc: record.country,
         m: record.method,
         url: record.target,
-        st: status,
-        out: outcome,
+        st: record.status,
+        out: record.outcome,
         mirror: record.mirrorIdentifier,
         realm: record.realm ?? undefined,
         bytes: record.bytesSent,
@@ -314,7 +340,7 @@ export class MirrorServer {
     for (let i = 0; i < links; i++) {
       const c = ranked[i]
       const cc = c.mirror.country
-      duplicates[i] = cc ? `<${c.url}>; rel=duplicate; pri=${i + 1}; geo=${cc.toLowerCase()}` : `<${c.url}>; rel=duplicate; pri=${i + 1}`
+      duplicates[i] = `<${c.url}>; rel=duplicate; pri=${i + 1}${cc ? geoParameter(cc) : ''}`
     }
     // One name with an array of values: node writes one `Link:` line per value and checks
     // the name once.
@@ -326,10 +352,17 @@ export class MirrorServer {
     }
     ctx.res.writeHead(302, headers)
     ctx.res.end()
+    if (!this.reporting) return
+    // The record's fields set in place (one object shape, no merge of an extra object).
+    const record = this.record(ctx, 302, 'redirect')
+    record.mirrorId = best.mirror.id
+    record.mirrorIdentifier = best.mirror.identifier
+    record.realm = best.realm
+    record.fileSize = file.size
     // A Range not starting at byte 0 (a resumed download) is reported so that stats do not count it again.
     const range = ctx.req.headers.range
-    const rangeStart = range === undefined ? undefined : /^bytes=0-/.test(range) ? 0 : Number(/^bytes=(\d+)-/.exec(range)?.[1] ?? -1)
-    this.finish(ctx, 302, 'redirect', {mirrorId: best.mirror.id, mirrorIdentifier: best.mirror.identifier, realm: best.realm, fileSize: file.size, rangeStart})
+    if (range !== undefined) record.rangeStart = /^bytes=0-/.test(range) ? 0 : Number(/^bytes=(\d+)-/.exec(range)?.[1] ?? -1)
+    this.report(record)
   }
 
   /** Not in the index: a directory, a file on disk not indexed yet, or 404. */
