@@ -32,7 +32,7 @@ Serves from an in-memory snapshot of mirrors and the file index, kept fresh thro
     'log-level': Flags.string({description: 'log level', options: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']}),
     'access-log': Flags.string({description: "write an access log in Apache combined format (+ mirror and realm) to FILE, or '-' for stdout; reopened on SIGHUP"}),
     'metrics-listen': Flags.string({description: 'serve Prometheus metrics at http://HOST:PORT/metrics on a separate listener'}),
-    'stats-flush-interval': Flags.string({description: 'seconds between flushes of the download counts to the database (default 10)'}),
+    'stats-flush-interval': Flags.string({description: 'seconds a download count may wait in memory before it is written to the database (default 10)'}),
     stats: Flags.boolean({description: 'count downloads for `mb stats` (default on)', allowNo: true}),
     'probe-interval': Flags.integer({description: 'probe the mirrors every SECONDS in the background, as `mb probe --all` would (one replica at a time on PostgreSQL; default off)', min: 0}),
   }

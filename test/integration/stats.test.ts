@@ -12,7 +12,7 @@ import {join} from 'node:path'
 import {expect} from 'chai'
 import {sql} from 'kysely'
 import {openDatabase, type Database} from '../../src/lib/db/index.js'
-import {StatsCollector} from '../../src/lib/stats/collector.js'
+import {StatsCollector, startStatsFlusher} from '../../src/lib/stats/collector.js'
 import {pruneStats} from '../../src/lib/stats/prune.js'
 import {queryStats} from '../../src/lib/stats/query.js'
 import type {RequestOutcome} from '../../src/lib/serve/types.js'
@@ -187,24 +187,39 @@ describe(`stats collector and mb stats (${backend})`, function () {
     expect(result.total).to.deep.equal({downloads: 100, bytes: 200, other_requests: 0})
   })
 
-  it('spreads a paced flush over spreadSeconds; a shutdown flush ends the spreading at once', async () => {
-    const c = new StatsCollector({batchSize: 2})
-    for (let i = 0; i < 8; i++) c.observer(req({path: `spread${i}`, bytesSent: 1}))
-    // 4 batches over 1.2 s: three waits of about 0.3 s between them
-    let started = performance.now()
-    const spread = await c.flush(database, {paced: true, spreadSeconds: 1.2})
-    expect(spread.rows).to.equal(8)
-    expect(performance.now() - started).to.be.at.least(800)
-    // the same flush joined by an unpaced one (shutdown): no more waiting
-    for (let i = 0; i < 8; i++) c.observer(req({path: `spread${i}`, bytesSent: 1}))
-    started = performance.now()
-    const slow = c.flush(database, {paced: true, spreadSeconds: 60})
-    const last = await c.flush(database)
-    expect((await slow).rows).to.equal(8)
-    expect(last.rows).to.equal(0)
-    expect(performance.now() - started).to.be.below(2000) // spreading alone would wait 3 x 1 s
-    const result = await queryStats(database, {pathPrefix: 'spread', by: 'file'})
-    expect(result.total.downloads).to.equal(16)
+  it('flushes by age: olderThanSeconds writes only the paths first counted that long ago, oldest first', async () => {
+    const c = new StatsCollector()
+    const now = Date.now()
+    c.observer(req({path: 'age/old.iso', bytesSent: 1, time: now - 20_000}))
+    c.observer(req({path: 'age/young.iso', bytesSent: 1, time: now}))
+    c.observer(req({path: 'age/old.iso', bytesSent: 1, time: now})) // a later count of an old path goes with it
+    const due = await c.flush(database, {paced: true, olderThanSeconds: 10})
+    expect(due.rows).to.equal(new Date(now - 20_000).getUTCDate() === new Date(now).getUTCDate() ? 1 : 2) // one key, or two across midnight
+    expect(c.pendingKeys).to.equal(1)
+    let result = await queryStats(database, {pathPrefix: 'age/', by: 'file'})
+    expect(result.rows.map((r) => [r.key, r.downloads])).to.deep.equal([['age/old.iso', 2]])
+    expect((await c.flush(database, {paced: true, olderThanSeconds: 10})).rows).to.equal(0)
+    expect((await c.flush(database)).rows).to.equal(1)
+    result = await queryStats(database, {pathPrefix: 'age/', by: 'file'})
+    expect(result.total.downloads).to.equal(3)
+  })
+
+  it('the interval flusher writes a count within about one interval, not at once', async () => {
+    const c = new StatsCollector()
+    const flusher = startStatsFlusher(c, database, 0.5) // ticks every 50 ms, writes paths older than 0.4 s
+    try {
+      c.observer(req({path: 'tick/a.iso', bytesSent: 1, time: Date.now()}))
+      await new Promise((resolve) => setTimeout(resolve, 150))
+      expect(c.pendingKeys).to.equal(1) // not due yet
+      const deadline = Date.now() + 5000
+      while (c.pendingKeys > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+      expect(c.pendingKeys).to.equal(0)
+      while (c.flushInProgress) await new Promise((resolve) => setTimeout(resolve, 20))
+      const result = await queryStats(database, {pathPrefix: 'tick/', by: 'file'})
+      expect(result.total.downloads).to.equal(1)
+    } finally {
+      await flusher.stop()
+    }
   })
 
   it('bounds memory: beyond max_pending_keys the oldest keys are dropped and counted as lost', () => {

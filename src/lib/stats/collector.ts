@@ -3,9 +3,15 @@
  * request to in-memory aggregates (UTC day x path x mirror x client country), and a flusher
  * that writes them to `stats_daily` in batches of 500 keys, one multi-row upsert per batch
  * (`INSERT … SELECT FROM json_to_recordset(…) ON CONFLICT DO UPDATE SET downloads =
- * stats_daily.downloads + EXCLUDED.downloads`), paced on the interval so that a flush takes
- * at most half of the database's time. There is never a database write per request; upserts
- * add, so several replicas flushing into one PostgreSQL add up.
+ * stats_daily.downloads + EXCLUDED.downloads`). There is never a database write per request;
+ * upserts add, so several replicas flushing into one PostgreSQL add up.
+ *
+ * The interval flusher writes by age: several times per interval it writes the paths whose
+ * first unflushed count is older than most of the interval, oldest first, paced so that it
+ * takes at most half of the database's time. Each path is still written about once per
+ * interval (the same aggregation as one flush of everything per interval), no count waits
+ * longer than one interval, and the database works as a steady trickle beside the requests
+ * instead of a burst once per interval, which slowed the slowest requests.
  *
  * What counts (issue 7):
  * - a download is a GET answered by a redirect or by local delivery, unless it is a Range
@@ -51,6 +57,13 @@ interface WrittenAround {
   /** Rows not tried because `failure` (not a row error) stopped the batch. */
   retained: Entry[]
   failure?: unknown
+}
+
+/** The unflushed entries of one path. */
+interface PathCounts {
+  /** When the first of them was counted (the request's time, Unix ms). */
+  since: number
+  entries: Entry[]
 }
 
 /** A minimal logger (pino fits). */
@@ -141,9 +154,10 @@ export class StatsCollector {
    * Unflushed counts by path, then a short list of (day, mirror, country) entries. The
    * path is the key because the request's path string already carries its hash (the
    * snapshot lookup computed it): a composite key string would be built and hashed on every
-   * request. Paths keep their first-seen order (drop-oldest works on whole paths).
+   * request. Paths keep their first-seen order: the flusher takes the oldest first, and
+   * drop-oldest works on whole paths.
    */
-  private pending = new Map<string, Entry[]>()
+  private pending = new Map<string, PathCounts>()
   private keys = 0
   private flushing?: Promise<FlushResult>
   /** Set by an unpaced flush: a paced flush in progress stops waiting between batches. */
@@ -178,7 +192,7 @@ export class StatsCollector {
     const day = this.dayText
     const mirrorId = o.outcome === 'redirect' && o.mirrorId ? o.mirrorId : 0
     const country = normCountry(o.country)
-    const entry = this.entry(day, o.path!, mirrorId, country)
+    const entry = this.entry(day, o.path!, mirrorId, country, time)
     if (kind === 'download') {
       entry.downloads += 1
       entry.bytes += o.outcome === 'local' ? o.bytesSent : o.fileSize ?? 0
@@ -203,8 +217,8 @@ export class StatsCollector {
   /** Sum of the unflushed counts (for tests and shutdown messages). */
   pendingTotals(): StatsCounts {
     const t = {downloads: 0, bytes: 0, otherRequests: 0}
-    for (const list of this.pending.values()) {
-      for (const e of list) {
+    for (const group of this.pending.values()) {
+      for (const e of group.entries) {
         t.downloads += e.downloads
         t.bytes += e.bytes
         t.otherRequests += e.otherRequests
@@ -217,11 +231,11 @@ export class StatsCollector {
     const lost = {keys: 0, downloads: 0, bytes: 0, otherRequests: 0}
     // Drop a tenth of the bound at once so that the warning is not logged per request.
     const target = Math.max(1, Math.floor(this.maxPendingKeys * 0.9))
-    for (const [path, list] of this.pending) {
+    for (const [path, group] of this.pending) {
       if (this.keys <= target) break
       this.pending.delete(path)
-      this.keys -= list.length
-      for (const e of list) {
+      this.keys -= group.entries.length
+      for (const e of group.entries) {
         lost.keys += 1
         lost.downloads += e.downloads
         lost.bytes += e.bytes
@@ -234,23 +248,27 @@ export class StatsCollector {
     this.options.onLoss?.(lost)
   }
 
-  private mergeBack(entries: Entry[]): void {
-    // Failed entries are older than what arrived since: put them first (drop-oldest order).
+  /**
+   * Puts the entries of a failed flush back, before what arrived since (they are older), each
+   * path with the time it was first counted (`since`, from the groups the flush took).
+   */
+  private mergeBack(entries: Entry[], taken: ReadonlyMap<string, PathCounts>): void {
     const arrived = this.pending
     this.pending = new Map()
     this.keys = 0
-    for (const e of entries) this.add(e)
-    for (const list of arrived.values()) for (const e of list) this.add(e)
+    for (const e of entries) this.add(e, taken.get(e.path)?.since ?? 0)
+    for (const group of arrived.values()) for (const e of group.entries) this.add(e, group.since)
     if (this.keys > this.maxPendingKeys) this.dropOldest()
   }
 
-  /** The pending entry of a key, created (with zero counts) when the key is new. */
-  private entry(day: string, path: string, mirrorId: number, country: string): Entry {
-    let list = this.pending.get(path)
-    if (list === undefined) {
-      list = []
-      this.pending.set(path, list)
+  /** The pending entry of a key, created (with zero counts) when the key is new; `since` dates a new path. */
+  private entry(day: string, path: string, mirrorId: number, country: string, since: number): Entry {
+    let group = this.pending.get(path)
+    if (group === undefined) {
+      group = {since, entries: []}
+      this.pending.set(path, group)
     }
+    const list = group.entries
     for (let i = 0; i < list.length; i++) {
       const e = list[i]
       if (e.mirrorId === mirrorId && e.country === country && e.day === day) return e
@@ -262,8 +280,8 @@ export class StatsCollector {
   }
 
   /** Adds `e`'s counts to its key. */
-  private add(e: Entry): void {
-    const entry = this.entry(e.day, e.path, e.mirrorId, e.country)
+  private add(e: Entry, since: number): void {
+    const entry = this.entry(e.day, e.path, e.mirrorId, e.country, since)
     entry.downloads += e.downloads
     entry.bytes += e.bytes
     entry.otherRequests += e.otherRequests
@@ -325,31 +343,46 @@ export class StatsCollector {
    * back) for the next flush; the failure is logged and reported to `onFlushFailure`.
    * Concurrent calls share one flush. Never throws.
    *
-   * `paced` (the interval flusher's mode) waits after each batch at least as long as the
-   * batch took, so that a large flush takes at most half of the database's time instead of a
-   * burst that starves the requests served beside it (PostgreSQL often shares the host).
-   * With `spreadSeconds` as well, the batches are spread evenly over that many seconds: the
-   * database's work then runs beside the requests as a steady trickle, not as a burst that
-   * makes the slowest requests slower. An unpaced call (shutdown, tests) ends the pacing of
-   * a flush in progress.
+   * `olderThanSeconds` (the interval flusher's mode) writes only the paths whose first
+   * unflushed count is at least that old (request time), oldest first; later counts of
+   * those paths go with them.
+   *
+   * `paced` (the interval flusher's mode) waits after each batch as long as the batch took,
+   * so that a large flush takes at most half of the database's time instead of a burst that
+   * starves the requests served beside it (PostgreSQL often shares the host). An unpaced
+   * call (shutdown, tests) ends the pacing of a flush in progress.
    */
-  flush(database: Pick<Database, 'db'>, options: {paced?: boolean; spreadSeconds?: number} = {}): Promise<FlushResult> {
+  flush(database: Pick<Database, 'db'>, options: {paced?: boolean; olderThanSeconds?: number} = {}): Promise<FlushResult> {
     if (!options.paced) this.hurry = true
     if (this.flushing) return this.flushing.then(() => this.flush(database, options))
     this.hurry = !options.paced
-    this.flushing = this.doFlush(database, options.paced ? (options.spreadSeconds ?? 0) * 1000 : 0).finally(() => {
+    this.flushing = this.doFlush(database, options.olderThanSeconds === undefined ? undefined : Date.now() - options.olderThanSeconds * 1000).finally(() => {
       this.flushing = undefined
     })
     return this.flushing
   }
 
-  private async doFlush(database: Pick<Database, 'db'>, spreadMs: number): Promise<FlushResult> {
+  /** Writes the pending paths first counted at or before `cutoff` (Unix ms), or all of them. */
+  private async doFlush(database: Pick<Database, 'db'>, cutoff: number | undefined): Promise<FlushResult> {
     if (this.keys === 0) return {rows: 0, retained: 0, ok: true}
-    const deadline = performance.now() + spreadMs
     const entries: Entry[] = []
-    for (const list of this.pending.values()) for (const e of list) entries.push(e)
-    this.pending = new Map()
-    this.keys = 0
+    let taken: Map<string, PathCounts>
+    if (cutoff === undefined) {
+      taken = this.pending
+      this.pending = new Map()
+      this.keys = 0
+      for (const group of taken.values()) for (const e of group.entries) entries.push(e)
+    } else {
+      taken = new Map()
+      for (const [path, group] of this.pending) {
+        if (group.since > cutoff) break // first-seen order: the rest are younger
+        this.pending.delete(path)
+        this.keys -= group.entries.length
+        taken.set(path, group)
+        for (const e of group.entries) entries.push(e)
+      }
+      if (entries.length === 0) return {rows: 0, retained: 0, ok: true}
+    }
     // Each batch is upserted in primary-key order (ORDER BY in the statement), which keeps
     // concurrent replicas from deadlocking without sorting on the event loop here.
     let written = 0
@@ -372,21 +405,14 @@ export class StatsCollector {
           error = split.failure
           rest = [...split.retained, ...entries.slice(i + this.batchSize)]
         }
-        this.mergeBack(rest)
+        this.mergeBack(rest, taken)
         this.status.flushFailures += 1
         this.status.lastError = errorMessage(error)
         this.options.logger?.error({err: errorMessage(error), retained: rest.length}, 'stats: flush to the database failed; counts kept for the next flush')
         this.options.onFlushFailure?.(error)
         return {rows: written, retained: rest.length, ok: false, error: errorMessage(error)}
       }
-      const next = i + this.batchSize
-      if (!this.hurry && next < entries.length) {
-        const now = performance.now()
-        const took = now - started
-        // The time left before the deadline, shared among the batches left, less this one's cost.
-        const share = (deadline - now) / Math.ceil((entries.length - next) / this.batchSize) - took
-        await sleep(Math.min(1000, Math.max(took, share)))
-      }
+      if (!this.hurry && i + this.batchSize < entries.length) await sleep(Math.min(1000, performance.now() - started))
     }
     this.status.flushes += 1
     this.status.lastFlushAt = new Date()
@@ -437,19 +463,24 @@ export interface StatsFlusher {
 }
 
 /**
- * Flushes `collector` into `database` every `intervalSeconds` (unref'd timer) until stopped.
- * A crash loses the counts not written yet: at most one interval, plus what remains of a flush
- * in progress (each is spread over 70% of the interval).
+ * Writes `collector` into `database` by age until stopped: every tenth of `intervalSeconds`
+ * (at least 50 ms, at most 1 s; unref'd timer) it flushes, paced, the paths first counted
+ * more than 0.8 of the interval ago. A count is written within about one interval of its
+ * request, so a crash loses at most one interval of counts. After a failed flush (database
+ * down) nothing is tried for one interval; the counts are kept meanwhile.
  */
 export function startStatsFlusher(collector: StatsCollector, database: Pick<Database, 'db'>, intervalSeconds: number): StatsFlusher {
-  // Each flush is spread over most of the interval (see StatsCollector.flush), so that it
-  // ends before the next tick.
-  const spreadSeconds = intervalSeconds * 0.7
+  const tickSeconds = Math.min(1, Math.max(0.05, intervalSeconds / 10))
+  const olderThanSeconds = intervalSeconds * 0.8
+  let retryAt = 0
   const timer = setInterval(() => {
     // While a flush still runs (a slow database), skip this tick: the next one takes what
-    // arrived meanwhile, and flushes never queue up behind each other.
-    if (!collector.flushInProgress) void collector.flush(database, {paced: true, spreadSeconds})
-  }, Math.max(0.05, intervalSeconds) * 1000)
+    // became due meanwhile, and flushes never queue up behind each other.
+    if (collector.flushInProgress || Date.now() < retryAt) return
+    void collector.flush(database, {paced: true, olderThanSeconds}).then((result) => {
+      if (!result.ok) retryAt = Date.now() + intervalSeconds * 1000
+    })
+  }, tickSeconds * 1000)
   timer.unref()
   return {
     collector,

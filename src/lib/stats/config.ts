@@ -4,7 +4,7 @@
  * ```yaml
  * stats:
  *   enabled: true                 # count downloads in `mb serve`
- *   flush_interval_seconds: 10    # how often counts go to the database (each flush is spread over 70% of it)
+ *   flush_interval_seconds: 10    # how long a count may wait in memory (a crash loses at most this)
  *   max_pending_keys: 200000      # bound on unflushed (day, path, mirror, country) keys while the DB is down
  *   daily_retention_days: 90      # daily rows older than this roll up into monthly rows
  *   monthly_retention_months: 120 # monthly rows older than this are deleted
