@@ -204,6 +204,22 @@ describe(`stats collector and mb stats (${backend})`, function () {
     expect(result.total.downloads).to.equal(3)
   })
 
+  it('jitterSeconds: paths first counted together fall due at different ages (a share fixed per path)', async () => {
+    const c = new StatsCollector()
+    const time = Date.now() - 13_000
+    for (let i = 0; i < 200; i++) c.observer(req({path: `jitter/f${i}.iso`, bytesSent: 1, time}))
+    // 13 s old; due from 8 s plus a share of 10 s: about half of the paths are due
+    const first = await c.flush(database, {paced: true, olderThanSeconds: 8, jitterSeconds: 10})
+    expect(first.rows).to.be.within(40, 160)
+    expect(c.pendingKeys).to.equal(200 - first.rows)
+    // the same call again: only the few paths whose share passed meanwhile (0.02 paths per ms)
+    const again = await c.flush(database, {paced: true, olderThanSeconds: 8, jitterSeconds: 10})
+    expect(again.rows).to.be.below(40)
+    expect((await c.flush(database, {paced: true, olderThanSeconds: 8})).rows).to.equal(200 - first.rows - again.rows)
+    const result = await queryStats(database, {pathPrefix: 'jitter/', by: 'file', limit: 1000})
+    expect(result.groups).to.equal(200)
+  })
+
   it('the interval flusher writes a count within about one interval, not at once', async () => {
     const c = new StatsCollector()
     const flusher = startStatsFlusher(c, database, 0.5) // ticks every 50 ms, writes paths older than 0.4 s

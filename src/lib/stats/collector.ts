@@ -63,7 +63,16 @@ interface WrittenAround {
 interface PathCounts {
   /** When the first of them was counted (the request's time, Unix ms). */
   since: number
+  /** The path's place in [0, 1) among the due times (a hash of the path; -1 until computed). */
+  phase: number
   entries: Entry[]
+}
+
+/** FNV-1a of `path` scaled to [0, 1): where in a jitter window the path falls due. */
+function pathPhase(path: string): number {
+  let h = 0x811c9dc5
+  for (let i = 0; i < path.length; i++) h = Math.imul(h ^ path.charCodeAt(i), 0x01000193)
+  return (h >>> 0) / 4_294_967_296
 }
 
 /** A minimal logger (pino fits). */
@@ -265,7 +274,7 @@ export class StatsCollector {
   private entry(day: string, path: string, mirrorId: number, country: string, since: number): Entry {
     let group = this.pending.get(path)
     if (group === undefined) {
-      group = {since, entries: []}
+      group = {since, phase: -1, entries: []}
       this.pending.set(path, group)
     }
     const list = group.entries
@@ -345,25 +354,31 @@ export class StatsCollector {
    *
    * `olderThanSeconds` (the interval flusher's mode) writes only the paths whose first
    * unflushed count is at least that old (request time), oldest first; later counts of
-   * those paths go with them.
+   * those paths go with them. `jitterSeconds` adds to that age a fixed share of its own per
+   * path (a hash of the path): paths first counted together (the busy ones, after a start)
+   * fall due spread over that window, and since each path then keeps its own period, they
+   * drift apart instead of reaching the database together at every interval.
    *
    * `paced` (the interval flusher's mode) waits after each batch as long as the batch took,
    * so that a large flush takes at most half of the database's time instead of a burst that
    * starves the requests served beside it (PostgreSQL often shares the host). An unpaced
    * call (shutdown, tests) ends the pacing of a flush in progress.
    */
-  flush(database: Pick<Database, 'db'>, options: {paced?: boolean; olderThanSeconds?: number} = {}): Promise<FlushResult> {
+  flush(database: Pick<Database, 'db'>, options: {paced?: boolean; olderThanSeconds?: number; jitterSeconds?: number} = {}): Promise<FlushResult> {
     if (!options.paced) this.hurry = true
     if (this.flushing) return this.flushing.then(() => this.flush(database, options))
     this.hurry = !options.paced
-    this.flushing = this.doFlush(database, options.olderThanSeconds === undefined ? undefined : Date.now() - options.olderThanSeconds * 1000).finally(() => {
+    this.flushing = this.doFlush(database, options.olderThanSeconds === undefined ? undefined : Date.now() - options.olderThanSeconds * 1000, (options.jitterSeconds ?? 0) * 1000).finally(() => {
       this.flushing = undefined
     })
     return this.flushing
   }
 
-  /** Writes the pending paths first counted at or before `cutoff` (Unix ms), or all of them. */
-  private async doFlush(database: Pick<Database, 'db'>, cutoff: number | undefined): Promise<FlushResult> {
+  /**
+   * Writes the pending paths first counted at or before `cutoff` (Unix ms) less their share
+   * of `jitterMs`, or all of them.
+   */
+  private async doFlush(database: Pick<Database, 'db'>, cutoff: number | undefined, jitterMs: number): Promise<FlushResult> {
     if (this.keys === 0) return {rows: 0, retained: 0, ok: true}
     const entries: Entry[] = []
     let taken: Map<string, PathCounts>
@@ -376,6 +391,10 @@ export class StatsCollector {
       taken = new Map()
       for (const [path, group] of this.pending) {
         if (group.since > cutoff) break // first-seen order: the rest are younger
+        if (jitterMs > 0) {
+          if (group.phase < 0) group.phase = pathPhase(path)
+          if (group.since > cutoff - group.phase * jitterMs) continue // not due yet
+        }
         this.pending.delete(path)
         this.keys -= group.entries.length
         taken.set(path, group)
@@ -465,19 +484,21 @@ export interface StatsFlusher {
 /**
  * Writes `collector` into `database` by age until stopped: every tenth of `intervalSeconds`
  * (at least 50 ms, at most 1 s; unref'd timer) it flushes, paced, the paths first counted
- * more than 0.8 of the interval ago. A count is written within about one interval of its
+ * more than 0.8-0.9 of the interval ago (the share fixed per path, see
+ * {@link StatsCollector.flush}). A count is written within about one interval of its
  * request, so a crash loses at most one interval of counts. After a failed flush (database
  * down) nothing is tried for one interval; the counts are kept meanwhile.
  */
 export function startStatsFlusher(collector: StatsCollector, database: Pick<Database, 'db'>, intervalSeconds: number): StatsFlusher {
   const tickSeconds = Math.min(1, Math.max(0.05, intervalSeconds / 10))
   const olderThanSeconds = intervalSeconds * 0.8
+  const jitterSeconds = intervalSeconds * 0.1
   let retryAt = 0
   const timer = setInterval(() => {
     // While a flush still runs (a slow database), skip this tick: the next one takes what
     // became due meanwhile, and flushes never queue up behind each other.
     if (collector.flushInProgress || Date.now() < retryAt) return
-    void collector.flush(database, {paced: true, olderThanSeconds}).then((result) => {
+    void collector.flush(database, {paced: true, olderThanSeconds, jitterSeconds}).then((result) => {
       if (!result.ok) retryAt = Date.now() + intervalSeconds * 1000
     })
   }, tickSeconds * 1000)
