@@ -72,3 +72,13 @@ export function uniform(networkKey: number, mirrorId: number): number {
 export function rendezvousKey(networkKey: number, mirrorId: number, weight: number): number {
   return -Math.log(uniform(networkKey, mirrorId)) / weight
 }
+
+/**
+ * 32-bit FNV-1a of a string's UTF-16 code units (Fowler, Noll, Vo; public domain): a stable
+ * hash of text, identical on every process and restart. Returns an unsigned 32-bit integer.
+ */
+export function fnv1a32(text: string): number {
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193)
+  return h >>> 0
+}

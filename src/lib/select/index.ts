@@ -9,7 +9,7 @@ import mime from 'mime-types'
 import {continentOf} from '../geo/countries.js'
 import {EARTH_RADIUS_KM} from '../geo/distance.js'
 import {cidrContains, type IpAddress, parseIp} from '../net.js'
-import {clientNetworkKey, rendezvousKey} from './hash.js'
+import {clientNetworkKey, fnv1a32, rendezvousKey} from './hash.js'
 import type {SelectOptions} from './options.js'
 import type {Candidate, ClientInfo, Exclusion, ExclusionReason, OriginReason, Realm, SelectFile, SelectMirror, Selection} from './types.js'
 import {MirrorTable} from './mirror.js'
@@ -378,7 +378,7 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
     clientY = Math.cos(lat) * Math.sin(lon)
     clientZ = Math.sin(lat)
   }
-  const networkKey = address ? clientNetworkKey(address, options.clientPrefixV4, options.clientPrefixV6) : hashText(client.ip)
+  const networkKey = address ? clientNetworkKey(address, options.clientPrefixV4, options.clientPrefixV6) : fnv1a32(client.ip) // an address text that did not parse (never on the normal path)
   const ranked: Candidate[] = []
   const idx = scratchOrder
   const dist = scratchDistance
@@ -476,11 +476,4 @@ function flagDetail(m: SelectMirror, limit: number, client: ClientInfo, country:
     default:
       return `region_only: mirror in ${m.continent ?? '?'}, client in ${continent ?? 'an unknown continent'}`
   }
-}
-
-/** FNV-1a of a string, for clients whose address text did not parse (never on the normal path). */
-function hashText(text: string): number {
-  let h = 0x811c9dc5
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193)
-  return h >>> 0
 }

@@ -89,7 +89,7 @@ export interface Route {
 
 const geoParameters = new Map<string, string>()
 
-/** `; geo=cc` for a mirror's country code (RFC 6249 §6: lower case), built once per code. */
+/** `; geo=cc` for a mirror's country code (RFC 6249 §6), lower-cased once per code instead of per request. */
 function geoParameter(country: string): string {
   let text = geoParameters.get(country)
   if (text === undefined) {

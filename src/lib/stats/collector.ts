@@ -31,6 +31,7 @@
 import {sql} from 'kysely'
 import type {Database} from '../db/index.js'
 import {errorMessage} from '../errors.js'
+import {fnv1a32} from '../select/hash.js'
 import type {RequestObserver, RequestOutcome} from '../serve/types.js'
 
 /** Counts for one (day, path, mirror, country) key. */
@@ -68,11 +69,9 @@ interface PathCounts {
   entries: Entry[]
 }
 
-/** FNV-1a of `path` scaled to [0, 1): where in a jitter window the path falls due. */
+/** A hash of `path` scaled to [0, 1): where in a jitter window the path falls due. */
 function pathPhase(path: string): number {
-  let h = 0x811c9dc5
-  for (let i = 0; i < path.length; i++) h = Math.imul(h ^ path.charCodeAt(i), 0x01000193)
-  return (h >>> 0) / 4_294_967_296
+  return fnv1a32(path) / 4_294_967_296
 }
 
 /** A minimal logger (pino fits). */
