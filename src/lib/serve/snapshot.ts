@@ -104,7 +104,8 @@ export class MirrorSetPool {
 /** A consistent picture of mirrors and files. Replaced wholesale on a full load. */
 export class Snapshot {
   readonly files = new Map<string, FileEntry>()
-  mirrors: Map<number, SelectMirror> = new MirrorTable()
+  /** Compiled mirrors by id: read-only once built; a refresh assigns a new table. */
+  mirrors: MirrorTable = new MirrorTable()
   mirrorRows: MirrorRow[] = []
   readonly pool = new MirrorSetPool()
   /** The last refresh's transaction snapshot (`pg_snapshot` text, `xmin:xmax:xip,...`). */

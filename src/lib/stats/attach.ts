@@ -6,7 +6,7 @@
  * const obs = await attachObservability(running.server, {database, config, keeper: running.keeper, logger, accessLog: '-', metricsListen: '127.0.0.1:9100'})
  * ```
  *
- * Registers the observers, starts the stats flusher (every `stats.flush_interval_seconds`),
+ * Registers the observers, starts the stats flusher (counts written within `stats.flush_interval_seconds`),
  * the daily retention job, the metrics listener, and a shutdown hook on the server that
  * flushes the counts and the log and closes the listener. Without `metricsListen` no metric
  * is created at all: no per-request observer, no default process metrics (GC and event-loop
