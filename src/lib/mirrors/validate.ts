@@ -116,7 +116,7 @@ export const FIELD_FLAGS: Record<keyof MirrorInput, string> = {
 }
 
 /** The mutually exclusive pool-restriction flags (issue 3 item 1). */
-export const ONLY_FLAGS = ['country_only', 'region_only', 'as_only', 'prefix_only'] as const
+const ONLY_FLAGS = ['country_only', 'region_only', 'as_only', 'prefix_only'] as const
 
 /**
  * Fields that may be cleared (by an empty value or `--clear FIELD`), with their cleared value,
@@ -145,12 +145,15 @@ export const CLEARED_VALUES = {
   comment: null,
 } satisfies Partial<Record<keyof MirrorValues, null | '' | never[]>>
 
-/** {@link CLEARED_VALUES}, indexable by any field name. */
+/**
+ * {@link CLEARED_VALUES}, indexable by any field name (the same object, widened type).
+ * @alias
+ */
 export const CLEARABLE: Partial<Record<keyof MirrorValues, null | '' | never[]>> = CLEARED_VALUES
 
 const ASN_MAX = 4_294_967_295
 const SCORE_MAX = 2_147_483_647
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is this pattern's job
 const CONTROL = /[\u0000-\u001f\u007f]/
 
 function invalid(field: keyof MirrorInput, value: unknown, expected: string): UsageError {
@@ -372,6 +375,7 @@ function optionalText(field: 'admin' | 'comment', value: string): string | null 
   const text = value.trim()
   if (text === '') return null
   if (text.length > 1000) throw invalid(field, value, 'at most 1000 characters')
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters (tab and newline allowed) is this pattern's job
   if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(text)) throw invalid(field, value, 'text without control characters')
   return text
 }

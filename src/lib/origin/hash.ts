@@ -27,7 +27,7 @@ export type PieceHash = 'sha256' | 'sha1'
 
 export const MIN_PIECE_SIZE = 256 * 1024
 export const MAX_PIECE_SIZE = 16 * 1024 * 1024
-export const MAX_PIECES = 2048
+const MAX_PIECES = 2048
 
 /** The hashes of one file as read from disk. Sizes in bytes, mtime in Unix seconds (UTC). */
 export interface FileHashes {
@@ -124,7 +124,7 @@ export interface StoredHashes {
  * `onDisk` (a stat of the origin file) is given, its size and mtime match too.
  */
 export function hashesFresh(row: StoredHashes | null | undefined, onDisk?: {size: number; mtimeMs: number} | null): boolean {
-  if (!row || !row.md5 || !row.sha1 || !row.sha256) return false
+  if (!row?.md5 || !row.sha1 || !row.sha256) return false
   if (row.hashed_size === null || row.hashed_mtime === null) return false
   if (Number(row.hashed_size) !== Number(row.size) || Number(row.hashed_mtime) !== Number(row.mtime)) return false
   if (onDisk && (onDisk.size !== Number(row.size) || mtimeSeconds(onDisk) !== Number(row.mtime))) return false

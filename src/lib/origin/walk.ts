@@ -8,6 +8,7 @@
  * A symlink that points outside the root, dangles, or loops back into its own ancestry is
  * skipped with a warning. Sockets, FIFOs and devices are ignored.
  */
+import type {Dir, Stats} from 'node:fs'
 import {opendir, realpath, stat} from 'node:fs/promises'
 import {dirname, join, relative, sep} from 'node:path'
 import {UsageError} from '../errors.js'
@@ -71,7 +72,7 @@ export async function* walkOrigin(root: string, options: WalkOptions = {}): Asyn
   const stack: Array<{rel: string; real: string; ancestors: Set<string>}> = [{rel: start, real: startReal, ancestors: startAncestors}]
   while (stack.length > 0) {
     const dir = stack.pop()!
-    let handle
+    let handle: Dir
     try {
       handle = await opendir(dir.real)
     } catch (error) {
@@ -106,7 +107,7 @@ export async function* walkOrigin(root: string, options: WalkOptions = {}): Asyn
               return null
             }
           }
-          let st
+          let st: Stats
           try {
             st = await stat(real)
           } catch (error) {

@@ -41,8 +41,8 @@ export interface FtpListerOptions {
 }
 
 /** Default connect and idle timeouts, seconds. */
-export const FTP_DEFAULT_CONNECT_TIMEOUT = 30
-export const FTP_DEFAULT_IO_TIMEOUT = 60
+const FTP_DEFAULT_CONNECT_TIMEOUT = 30
+const FTP_DEFAULT_IO_TIMEOUT = 60
 
 /** rsync's in-progress directory: never part of a mirror. */
 const TMP_DIR = '.~tmp~'

@@ -47,8 +47,8 @@ export interface HttpListerOptions {
 }
 
 /** Default connect and idle timeouts, seconds. */
-export const HTTP_DEFAULT_CONNECT_TIMEOUT = 30
-export const HTTP_DEFAULT_IO_TIMEOUT = 60
+const HTTP_DEFAULT_CONNECT_TIMEOUT = 30
+const HTTP_DEFAULT_IO_TIMEOUT = 60
 const MAX_REDIRECTS = 5
 /** Retries of a directory answering 503 or 429 (busy), with Retry-After or 0.1, 0.2, 0.4… s between. */
 const MAX_BUSY_RETRIES = 6

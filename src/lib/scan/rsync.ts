@@ -162,7 +162,7 @@ function joinSub(base: string, subdir: string | undefined): string {
  *         RsyncParseError on a line that is not a listing line, MbError `SCAN_ABORTED` when
  *         the signal fires.
  */
-export async function* listRsync(baseUrl: string, options: RsyncListOptions = {}): AsyncGenerator<ListingEntry> {
+async function* listRsync(baseUrl: string, options: RsyncListOptions = {}): AsyncGenerator<ListingEntry> {
   const {url, password, display} = parseRsyncUrl(baseUrl)
   const target = joinSub(url, options.subdir)
   const prefix = (options.subdir ?? '').replace(/^\/+|\/+$/g, '')
