@@ -421,65 +421,73 @@ export function validateMirrorInput(input: MirrorInput): MirrorValues {
       set(key as 'asn', CLEARABLE[key as keyof MirrorValues] as null)
       continue
     }
-    const text = Array.isArray(raw) ? raw.map(String) : String(raw)
-    const one = Array.isArray(text) ? text.join(',') : text
-    const list = Array.isArray(text) ? text : [text]
-    switch (key) {
-      case 'http_url':
-      case 'https_url':
-      case 'rsync_url':
-      case 'ftp_url':
-        set(key, normalizeMirrorUrl(key, one))
-        break
-      case 'country':
-        set('country', normalizeCountry(one))
-        break
-      case 'continent':
-        set('continent', normalizeContinent(one))
-        break
-      case 'latitude':
-        set('latitude', parseLatitude(one))
-        break
-      case 'longitude':
-        set('longitude', parseLongitude(one))
-        break
-      case 'asn':
-        set('asn', parseAsn(one))
-        break
-      case 'score':
-        if (isClear(raw)) throw invalid('score', raw, 'expected a whole number >= 0')
-        set('score', parseScore(one))
-        break
-      case 'file_maxsize':
-        set('file_maxsize', parseFileSize(one))
-        break
-      case 'prefixes':
-      case 'client_prefixes':
-        set(key, normalizeCidrList(key, list))
-        break
-      case 'other_countries':
-      case 'exclude_countries':
-        set(key, normalizeCountryList(key, list))
-        break
-      case 'base_path':
-        set('base_path', normalizeBasePath(one))
-        break
-      case 'include_patterns':
-      case 'exclude_patterns':
-        set(key, normalizePatterns(key, list))
-        break
-      case 'admin':
-      case 'comment':
-        set(key, optionalText(key, one))
-        break
-      case 'admin_email':
-        set('admin_email', normalizeEmail(one))
-        break
-      default:
-        throw invalid(key, raw, 'unexpected value')
-    }
+    setTextField(out, key, raw)
   }
   return out
+}
+
+/** Validates one field given as text, or as a list of texts, into `out`. */
+function setTextField(out: MirrorValues, key: keyof MirrorInput, raw: unknown): void {
+  const set = <K extends keyof MirrorValues>(k: K, value: MirrorValues[K]) => {
+    out[k] = value
+  }
+  const text = Array.isArray(raw) ? raw.map(String) : String(raw)
+  const one = Array.isArray(text) ? text.join(',') : text
+  const list = Array.isArray(text) ? text : [text]
+  switch (key) {
+    case 'http_url':
+    case 'https_url':
+    case 'rsync_url':
+    case 'ftp_url':
+      set(key, normalizeMirrorUrl(key, one))
+      break
+    case 'country':
+      set('country', normalizeCountry(one))
+      break
+    case 'continent':
+      set('continent', normalizeContinent(one))
+      break
+    case 'latitude':
+      set('latitude', parseLatitude(one))
+      break
+    case 'longitude':
+      set('longitude', parseLongitude(one))
+      break
+    case 'asn':
+      set('asn', parseAsn(one))
+      break
+    case 'score':
+      if (isClear(raw)) throw invalid('score', raw, 'expected a whole number >= 0')
+      set('score', parseScore(one))
+      break
+    case 'file_maxsize':
+      set('file_maxsize', parseFileSize(one))
+      break
+    case 'prefixes':
+    case 'client_prefixes':
+      set(key, normalizeCidrList(key, list))
+      break
+    case 'other_countries':
+    case 'exclude_countries':
+      set(key, normalizeCountryList(key, list))
+      break
+    case 'base_path':
+      set('base_path', normalizeBasePath(one))
+      break
+    case 'include_patterns':
+    case 'exclude_patterns':
+      set(key, normalizePatterns(key, list))
+      break
+    case 'admin':
+    case 'comment':
+      set(key, optionalText(key, one))
+      break
+    case 'admin_email':
+      set('admin_email', normalizeEmail(one))
+      break
+    default:
+      throw invalid(key, raw, 'unexpected value')
+  }
 }
 
 /** The fields of a stored or about-to-be-stored row that {@link checkMirrorRow} looks at. */
