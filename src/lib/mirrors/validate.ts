@@ -115,7 +115,7 @@ export const FIELD_FLAGS: Record<keyof MirrorInput, string> = {
   enabled: '--enabled/--disabled',
 }
 
-/** The mutually exclusive pool-restriction flags (issue 3 item 1). */
+/** The mutually exclusive pool restrictions: a mirror serves only clients of its countries, its continent, its AS or its prefixes. */
 const ONLY_FLAGS = ['country_only', 'region_only', 'as_only', 'prefix_only'] as const
 
 /**
