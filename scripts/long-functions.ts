@@ -27,7 +27,13 @@ interface LongFunction {
 
 /** The .ts files under the given directories, sorted. */
 function sources(dirs: string[]): string[] {
-  return dirs.flatMap((dir) => readdirSync(dir, {recursive: true, encoding: 'utf8'}).filter((f) => f.endsWith('.ts')).map((f) => join(dir, f))).sort()
+  return dirs
+    .flatMap((dir) =>
+      readdirSync(dir, {recursive: true, encoding: 'utf8'})
+        .filter((f) => f.endsWith('.ts'))
+        .map((f) => join(dir, f)),
+    )
+    .sort()
 }
 
 /** A readable name: the declared name, the variable or property it is assigned to, or `<anonymous>`. */
