@@ -1,5 +1,5 @@
 /**
- * Metalink 4 benchmark (issue 6): meta4 responses per second for one file held by
+ * Metalink 4 benchmark: meta4 responses per second for one file held by
  * `--mirrors` mirrors (default 40), target >= 5,000/s (MirrorBrain: about 2,600/s).
  *
  * Creates a fresh PostgreSQL database `mb_bench_meta4` (MB_BENCH_ADMIN_URL, default

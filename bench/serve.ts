@@ -1,5 +1,5 @@
 /**
- * Serve benchmark (issue 3 item 12). Generates a dataset straight into PostgreSQL
+ * Serve benchmark. Generates a dataset straight into PostgreSQL
  * (127.0.0.1:5432, database `mb_bench`): `--mirrors` mirrors in 30 countries on 6 continents,
  * `--files` files each held by 20-60% of the mirrors. Starts `mb serve` on it, drives it with
  * wrk (random paths, random X-Forwarded-For from a list, `--trusted-proxy 127.0.0.1/32`) at
@@ -19,7 +19,7 @@
  *   npm run bench -- --workers 1 --stats-rounds 3   # counting on/off compared over 3 rounds (0: skip)
  *   npm run bench -- --rounds 3                     # 3 interleaved mb/ceiling pairs, medians in the verdict
  *
- * Issue 7's budget (counting costs at most 10% of throughput) is measured on the first
+ * The statistics budget (counting costs at most 10% of throughput) is measured on the first
  * `--workers` value: the run with counting, then alternately `--no-stats` and counting again
  * (`--stats-rounds` pairs), medians compared.
  *
@@ -542,7 +542,7 @@ export async function main(argv: string[]): Promise<void> {
           `${ratio === undefined ? '' : `; >= 50% of the ${processes} ceiling ${ratio >= 0.5 ? 'met' : 'MISSED'} (${(ratio * 100).toFixed(1)}%${of})`}; RSS < 1.5 GB ${mbRss < 1536 ? 'met' : 'MISSED'} (${mbRss} MB)`,
       )
 
-      // Issue 7: what counting downloads costs. Alternating runs with and without --no-stats
+      // What counting downloads costs. Alternating runs with and without --no-stats
       // (the machine's speed drifts over a minute); medians of each side.
       if (statsRounds > 0 && workers === workerCounts[0]) {
         const on = [mbResult.rps]

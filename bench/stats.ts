@@ -1,11 +1,11 @@
 /**
- * Statistics benchmark (issue 7): what counting costs on the hot path.
+ * Statistics benchmark: what counting costs on the hot path.
  *
  * In process, with `--requests` synthetic answered requests spread over `--paths` files,
  * 50 mirrors and 30 countries, it times each observer `mb serve` may run per request (the
  * stats collector, the metrics observer, the access log writing to /dev/null) in ns/request,
  * and the share of a request's time that is at `--rate` requests/s (default 20,000/s, about
- * what `mb serve` answers per core here; see `npm run bench -- serve`). The issue's budget is
+ * what `mb serve` answers per core here; see `npm run bench -- serve`). The budget is
  * 10%. Then it flushes the collected keys into PostgreSQL (database `mb_bench_stats`, created
  * fresh; MB_BENCH_ADMIN_URL, default postgres://postgres@127.0.0.1:5432/postgres) and prints
  * keys/s of the batched upsert, the second flush adding to existing rows.

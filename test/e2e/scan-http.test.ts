@@ -211,7 +211,8 @@ function aprStrfsize(bytes: number): string {
       continue
     }
     if (size < 9 || (size === 9 && remain < 973)) {
-      if ((remain = Math.floor((remain * 5 + 256) / 512)) >= 10) {
+      remain = Math.floor((remain * 5 + 256) / 512)
+      if (remain >= 10) {
         size++
         remain = 0
       }

@@ -1,5 +1,5 @@
 /**
- * Issue 2's walkthrough, end to end, the way a sysadmin does it: a real `rsync --daemon` and
+ * The README's walkthrough, end to end, the way a sysadmin does it: a real `rsync --daemon` and
  * nginx on loopback serve three mirror trees (GB, SE, US) copied from an origin tree, each
  * missing different files and one holding a wrong-size copy; `mb mirror add` x3, `mb index`,
  * `mb scan --all`, `mb serve` with MaxMind's test database and `--trusted-proxy 127.0.0.1/32`;

@@ -48,7 +48,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** A self-signed certificate for 127.0.0.1 / localhost, written by the openssl CLI into `dir`. */
-export async function selfSignedCert(dir: string): Promise<{cert: string; key: string}> {
+async function selfSignedCert(dir: string): Promise<{cert: string; key: string}> {
   const cert = join(dir, 'cert.pem')
   const key = join(dir, 'key.pem')
   const r = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'], {encoding: 'utf8'})

@@ -19,7 +19,7 @@ import {
   validateIdentifier,
   validateMirrorInput,
 } from '../../src/lib/mirrors/validate.js'
-import {type PublicMirror} from '../../src/lib/mirrors/registry.js'
+import type {PublicMirror} from '../../src/lib/mirrors/registry.js'
 import {MIRROR_SHOW_FIELDS, scanResult} from '../../src/lib/mirrors/render.js'
 
 /** Asserts that fn throws a UsageError (exit 2) whose message matches every pattern. */

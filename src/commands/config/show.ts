@@ -11,7 +11,7 @@ export default class ConfigShow extends BaseCommand<typeof ConfigShow> {
     const settings = Object.keys(sources)
       .sort()
       .map((key) => {
-        let value: unknown = key.split('.').reduce<any>((node, part) => node?.[part], config)
+        let value: unknown = key.split('.').reduce<unknown>((node, part) => (node as Record<string, unknown> | undefined)?.[part], config)
         if (key === 'database_url' && typeof value === 'string') value = redactUrl(value)
         return {key, value: value ?? null, source: sources[key]}
       })

@@ -41,6 +41,7 @@ type FieldFlags = {[K in keyof typeof mirrorFieldFlags]?: unknown}
 
 /** Maps parsed field flags to registry input (flags not given stay undefined). */
 export function mirrorInputFromFlags(flags: FieldFlags): MirrorInput {
+  // biome-ignore lint/suspicious/noExplicitAny: oclif has parsed each flag to its MirrorInput field's type; FieldFlags only names the keys
   const f = flags as Record<string, any>
   return {
     http_url: f['http-url'],

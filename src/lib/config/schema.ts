@@ -11,7 +11,7 @@ import {ServeConfigSchema} from '../serve/config.js'
 import {StatsConfigSchema} from '../stats/config.js'
 
 /** A CIDR string, validated and normalised. */
-export const cidrString = z.string().transform((value, ctx) => {
+const cidrString = z.string().transform((value, ctx) => {
   try {
     return normalizeCidr(value)
   } catch (error) {

@@ -12,7 +12,7 @@ import type {Selection} from '../select/types.js'
 export const DEFAULT_MAX_URLS = 20
 
 /** The generator string written into metalinks. */
-export const GENERATOR = 'mb/0.1.0'
+const GENERATOR = 'mb/0.1.0'
 
 /** Digests of a file, lower-case hex, present only when fresh. */
 export interface DocumentHashes {
@@ -91,7 +91,7 @@ export interface BuildOptions {
 }
 
 /** Fresh hashes from a stored row, or null. */
-export function documentHashes(stored: StoredHashes | null, fresh: boolean): DocumentHashes | null {
+function documentHashes(stored: StoredHashes | null, fresh: boolean): DocumentHashes | null {
   if (!stored || !fresh || !stored.md5 || !stored.sha1 || !stored.sha256) return null
   const pieceHash = stored.piece_hash === 'sha1' ? 'sha1' : 'sha256'
   return {

@@ -36,7 +36,7 @@ export interface Sent {
 
 /** True when an `Accept` header asks for Metalink 4 (`application/metalink4+xml`). */
 export function acceptsMeta4(accept: string | undefined): boolean {
-  return accept !== undefined && accept.includes(META4_MEDIA_TYPE)
+  return accept?.includes(META4_MEDIA_TYPE) === true
 }
 
 /** True when an `Accept` header prefers JSON (`application/json` listed before any HTML). */

@@ -22,7 +22,7 @@ import {fragment} from 'xmlbuilder2'
 import {type MetalinkDocument, pieceList, rfc3339} from './document.js'
 
 export const META4_MEDIA_TYPE = 'application/metalink4+xml'
-export const META4_NAMESPACE = 'urn:ietf:params:xml:ns:metalink'
+const META4_NAMESPACE = 'urn:ietf:params:xml:ns:metalink'
 
 /** IANA hash names (RFC 5854 §4.2.4) for our piece algorithms. */
 const PIECE_TYPE = {sha256: 'sha-256', sha1: 'sha-1'} as const

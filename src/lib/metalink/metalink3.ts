@@ -9,7 +9,7 @@ import {createCB} from 'xmlbuilder2'
 import {type MetalinkDocument, pieceList} from './document.js'
 
 export const METALINK3_MEDIA_TYPE = 'application/metalink+xml'
-export const METALINK3_NAMESPACE = 'http://www.metalinker.org/'
+const METALINK3_NAMESPACE = 'http://www.metalinker.org/'
 
 /** `preference` for the source at `index` (0-based): 100, 99, …, never below 1. */
 export function preferenceAt(index: number): number {
@@ -44,7 +44,7 @@ export function renderMetalink3(doc: MetalinkDocument): string {
     xml.ele('hash').att('type', 'sha256').txt(h.sha256).up()
     if (h.pieceCount > 0 && h.pieceSize > 0) {
       xml.ele('pieces').att('length', String(h.pieceSize)).att('type', h.pieceHash)
-      pieceList(h).forEach((piece, i) => xml.ele('hash').att('piece', String(i)).txt(piece).up())
+      for (const [i, piece] of pieceList(h).entries()) xml.ele('hash').att('piece', String(i)).txt(piece).up()
       xml.up()
     }
     xml.up() // verification

@@ -20,12 +20,10 @@ import {
   normalizeContinent,
   normalizeCountry,
   redactUrl,
-  validateIdentifier,
   validateMirrorInput,
 } from './validate.js'
 
-export {redactUrl} from './validate.js'
-export type {MirrorInput, MirrorValues} from './validate.js'
+export type {MirrorInput} from './validate.js'
 
 type Db = Kysely<DB> | Transaction<DB>
 

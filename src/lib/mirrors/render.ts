@@ -7,7 +7,7 @@ import type {Column} from '../output.js'
 import type {PublicMirror} from './registry.js'
 
 /** An ISO 8601 UTC timestamp without milliseconds, or null. */
-export function shortTime(value: string | null): string | null {
+function shortTime(value: string | null): string | null {
   return value === null ? null : value.replace(/\.\d{3}Z$/, 'Z')
 }
 

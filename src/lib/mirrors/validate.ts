@@ -115,8 +115,8 @@ export const FIELD_FLAGS: Record<keyof MirrorInput, string> = {
   enabled: '--enabled/--disabled',
 }
 
-/** The mutually exclusive pool-restriction flags (issue 3 item 1). */
-export const ONLY_FLAGS = ['country_only', 'region_only', 'as_only', 'prefix_only'] as const
+/** The mutually exclusive pool restrictions: a mirror serves only clients of its countries, its continent, its AS or its prefixes. */
+const ONLY_FLAGS = ['country_only', 'region_only', 'as_only', 'prefix_only'] as const
 
 /**
  * Fields that may be cleared (by an empty value or `--clear FIELD`), with their cleared value,
@@ -145,12 +145,15 @@ export const CLEARED_VALUES = {
   comment: null,
 } satisfies Partial<Record<keyof MirrorValues, null | '' | never[]>>
 
-/** {@link CLEARED_VALUES}, indexable by any field name. */
+/**
+ * {@link CLEARED_VALUES}, indexable by any field name (the same object, widened type).
+ * @alias
+ */
 export const CLEARABLE: Partial<Record<keyof MirrorValues, null | '' | never[]>> = CLEARED_VALUES
 
 const ASN_MAX = 4_294_967_295
 const SCORE_MAX = 2_147_483_647
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is this pattern's job
 const CONTROL = /[\u0000-\u001f\u007f]/
 
 function invalid(field: keyof MirrorInput, value: unknown, expected: string): UsageError {
@@ -372,6 +375,7 @@ function optionalText(field: 'admin' | 'comment', value: string): string | null 
   const text = value.trim()
   if (text === '') return null
   if (text.length > 1000) throw invalid(field, value, 'at most 1000 characters')
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters (tab and newline allowed) is this pattern's job
   if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(text)) throw invalid(field, value, 'text without control characters')
   return text
 }
@@ -417,65 +421,73 @@ export function validateMirrorInput(input: MirrorInput): MirrorValues {
       set(key as 'asn', CLEARABLE[key as keyof MirrorValues] as null)
       continue
     }
-    const text = Array.isArray(raw) ? raw.map(String) : String(raw)
-    const one = Array.isArray(text) ? text.join(',') : text
-    const list = Array.isArray(text) ? text : [text]
-    switch (key) {
-      case 'http_url':
-      case 'https_url':
-      case 'rsync_url':
-      case 'ftp_url':
-        set(key, normalizeMirrorUrl(key, one))
-        break
-      case 'country':
-        set('country', normalizeCountry(one))
-        break
-      case 'continent':
-        set('continent', normalizeContinent(one))
-        break
-      case 'latitude':
-        set('latitude', parseLatitude(one))
-        break
-      case 'longitude':
-        set('longitude', parseLongitude(one))
-        break
-      case 'asn':
-        set('asn', parseAsn(one))
-        break
-      case 'score':
-        if (isClear(raw)) throw invalid('score', raw, 'expected a whole number >= 0')
-        set('score', parseScore(one))
-        break
-      case 'file_maxsize':
-        set('file_maxsize', parseFileSize(one))
-        break
-      case 'prefixes':
-      case 'client_prefixes':
-        set(key, normalizeCidrList(key, list))
-        break
-      case 'other_countries':
-      case 'exclude_countries':
-        set(key, normalizeCountryList(key, list))
-        break
-      case 'base_path':
-        set('base_path', normalizeBasePath(one))
-        break
-      case 'include_patterns':
-      case 'exclude_patterns':
-        set(key, normalizePatterns(key, list))
-        break
-      case 'admin':
-      case 'comment':
-        set(key, optionalText(key, one))
-        break
-      case 'admin_email':
-        set('admin_email', normalizeEmail(one))
-        break
-      default:
-        throw invalid(key, raw, 'unexpected value')
-    }
+    setTextField(out, key, raw)
   }
   return out
+}
+
+/** Validates one field given as text, or as a list of texts, into `out`. */
+function setTextField(out: MirrorValues, key: keyof MirrorInput, raw: unknown): void {
+  const set = <K extends keyof MirrorValues>(k: K, value: MirrorValues[K]) => {
+    out[k] = value
+  }
+  const text = Array.isArray(raw) ? raw.map(String) : String(raw)
+  const one = Array.isArray(text) ? text.join(',') : text
+  const list = Array.isArray(text) ? text : [text]
+  switch (key) {
+    case 'http_url':
+    case 'https_url':
+    case 'rsync_url':
+    case 'ftp_url':
+      set(key, normalizeMirrorUrl(key, one))
+      break
+    case 'country':
+      set('country', normalizeCountry(one))
+      break
+    case 'continent':
+      set('continent', normalizeContinent(one))
+      break
+    case 'latitude':
+      set('latitude', parseLatitude(one))
+      break
+    case 'longitude':
+      set('longitude', parseLongitude(one))
+      break
+    case 'asn':
+      set('asn', parseAsn(one))
+      break
+    case 'score':
+      if (isClear(raw)) throw invalid('score', raw, 'expected a whole number >= 0')
+      set('score', parseScore(one))
+      break
+    case 'file_maxsize':
+      set('file_maxsize', parseFileSize(one))
+      break
+    case 'prefixes':
+    case 'client_prefixes':
+      set(key, normalizeCidrList(key, list))
+      break
+    case 'other_countries':
+    case 'exclude_countries':
+      set(key, normalizeCountryList(key, list))
+      break
+    case 'base_path':
+      set('base_path', normalizeBasePath(one))
+      break
+    case 'include_patterns':
+    case 'exclude_patterns':
+      set(key, normalizePatterns(key, list))
+      break
+    case 'admin':
+    case 'comment':
+      set(key, optionalText(key, one))
+      break
+    case 'admin_email':
+      set('admin_email', normalizeEmail(one))
+      break
+    default:
+      throw invalid(key, raw, 'unexpected value')
+  }
 }
 
 /** The fields of a stored or about-to-be-stored row that {@link checkMirrorRow} looks at. */

@@ -27,7 +27,7 @@ export type PieceHash = 'sha256' | 'sha1'
 
 export const MIN_PIECE_SIZE = 256 * 1024
 export const MAX_PIECE_SIZE = 16 * 1024 * 1024
-export const MAX_PIECES = 2048
+const MAX_PIECES = 2048
 
 /** The hashes of one file as read from disk. Sizes in bytes, mtime in Unix seconds (UTC). */
 export interface FileHashes {
@@ -124,7 +124,7 @@ export interface StoredHashes {
  * `onDisk` (a stat of the origin file) is given, its size and mtime match too.
  */
 export function hashesFresh(row: StoredHashes | null | undefined, onDisk?: {size: number; mtimeMs: number} | null): boolean {
-  if (!row || !row.md5 || !row.sha1 || !row.sha256) return false
+  if (!row?.md5 || !row.sha1 || !row.sha256) return false
   if (row.hashed_size === null || row.hashed_mtime === null) return false
   if (Number(row.hashed_size) !== Number(row.size) || Number(row.hashed_mtime) !== Number(row.mtime)) return false
   if (onDisk && (onDisk.size !== Number(row.size) || mtimeSeconds(onDisk) !== Number(row.mtime))) return false
@@ -294,12 +294,7 @@ export async function hashIndex(database: Database, root: string, options: HashI
   const jobs = Math.max(1, options.jobs ?? availableParallelism())
   const batchSize = options.batchSize ?? 100
   const {db} = database
-
-  const due = options.force
-    ? sql<boolean>`true`
-    : sql<boolean>`(sha256 IS NULL OR hashed_size IS DISTINCT FROM size OR hashed_mtime IS DISTINCT FROM mtime OR piece_hash IS DISTINCT FROM ${pieceHash})`
-  const prefix = options.subdir ? `${options.subdir.replace(/^\/+|\/+$/g, '')}/` : ''
-  const stale = prefix ? sql<boolean>`(${due} AND starts_with(path, ${prefix}))` : due
+  const stale = dueCondition(pieceHash, options)
   // Totals for progress, then the due files page by page (keyset on id), so that a tree of
   // a million files is never held in memory at once.
   const totals = await db
@@ -322,17 +317,7 @@ export async function hashIndex(database: Database, root: string, options: HashI
     const rows = batch
     batch = []
     if (rows.length === 0) return
-    writing = writing.then(() =>
-      db.transaction().execute(async (trx) => {
-        for (const {id, h} of rows) {
-          await trx
-            .updateTable('file')
-            .set({md5: h.md5, sha1: h.sha1, sha256: h.sha256, piece_size: h.pieceSize, piece_hash: h.pieceHash, pieces: h.pieces.join(''), hashed_size: h.size, hashed_mtime: h.mtime})
-            .where('id', '=', id)
-            .execute()
-        }
-      }),
-    )
+    writing = writing.then(() => storeHashes(db, rows))
   }
 
   try {
@@ -366,6 +351,28 @@ export async function hashIndex(database: Database, root: string, options: HashI
   }
   result.seconds = Number(process.hrtime.bigint() - started) / 1e9
   return result
+}
+
+/** The SQL condition for a file {@link hashIndex} hashes: every file with `force`, else those whose hashes are missing or stale; under `subdir` when given. */
+function dueCondition(pieceHash: PieceHash, options: Pick<HashIndexOptions, 'force' | 'subdir'>) {
+  const due = options.force
+    ? sql<boolean>`true`
+    : sql<boolean>`(sha256 IS NULL OR hashed_size IS DISTINCT FROM size OR hashed_mtime IS DISTINCT FROM mtime OR piece_hash IS DISTINCT FROM ${pieceHash})`
+  const prefix = options.subdir ? `${options.subdir.replace(/^\/+|\/+$/g, '')}/` : ''
+  return prefix ? sql<boolean>`(${due} AND starts_with(path, ${prefix}))` : due
+}
+
+/** Writes one batch of hashes, with the size and mtime of the bytes read, in one transaction. */
+async function storeHashes(db: Database['db'], rows: Array<{id: number; h: FileHashes}>): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    for (const {id, h} of rows) {
+      await trx
+        .updateTable('file')
+        .set({md5: h.md5, sha1: h.sha1, sha256: h.sha256, piece_size: h.pieceSize, piece_hash: h.pieceHash, pieces: h.pieces.join(''), hashed_size: h.size, hashed_mtime: h.mtime})
+        .where('id', '=', id)
+        .execute()
+    }
+  })
 }
 
 /**

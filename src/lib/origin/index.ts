@@ -13,7 +13,7 @@ import {type Kysely, sql} from 'kysely'
 import type {DB} from '../db/schema.js'
 import {type OriginFile, walkOrigin} from './walk.js'
 
-export {type OriginFile, walkOrigin, type WalkOptions} from './walk.js'
+export {type OriginFile, walkOrigin} from './walk.js'
 
 /** Rows per `unnest` statement. */
 const BATCH = 5000
@@ -89,7 +89,7 @@ export async function upsertOriginFiles(db: Kysely<DB>, files: OriginFile[]): Pr
  * written by trigger for snapshot readers).
  * @returns number of rows removed
  */
-export async function removeOriginFiles(db: Kysely<DB>, paths: string[]): Promise<number> {
+async function removeOriginFiles(db: Kysely<DB>, paths: string[]): Promise<number> {
   let removed = 0
   for (let i = 0; i < paths.length; i += BATCH) {
     const result = await sql`DELETE FROM file WHERE path = ANY(${paths.slice(i, i + BATCH)}::text[])`.execute(db)

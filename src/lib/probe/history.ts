@@ -31,30 +31,6 @@ export async function recentTransitions(db: Kysely<DB>, mirrorId: number, limit 
   return rows.map((r) => ({at: new Date(r.at), scope: r.scope, from: r.from_state, to: r.to_state, reason: r.reason}))
 }
 
-/** One recorded check. Latency in milliseconds, time UTC. */
-export interface ProbeRecord {
-  at: Date
-  protocol: string
-  family: string
-  ok: boolean
-  http_status: number | null
-  latency_ms: number | null
-  reason: string
-  url: string | null
-}
-
-/** The newest `limit` checks of a mirror, newest first (default 20). */
-export async function recentProbes(db: Kysely<DB>, mirrorId: number, limit = 20): Promise<ProbeRecord[]> {
-  const rows = await db
-    .selectFrom('mirror_probe')
-    .select(['at', 'protocol', 'family', 'ok', 'http_status', 'latency_ms', 'reason', 'url'])
-    .where('mirror_id', '=', mirrorId)
-    .orderBy('id', 'desc')
-    .limit(limit)
-    .execute()
-  return rows.map((r) => ({...r, at: new Date(r.at)}))
-}
-
 /** A mirror's probe state at a glance. */
 export interface ProbeSummary {
   /** 'up' / 'down' from the summary; 'unknown' when never probed. */

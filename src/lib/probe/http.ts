@@ -14,7 +14,7 @@
  */
 import {lookup as dnsLookup} from 'node:dns/promises'
 import type {LookupAddress} from 'node:dns'
-import {isIP} from 'node:net'
+import {isIP, type LookupFunction} from 'node:net'
 import ipaddr from 'ipaddr.js'
 import {Agent} from 'undici'
 import type {RedirectPolicy} from './config.js'
@@ -49,7 +49,7 @@ export type ReasonCode =
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>
 
 /** The system resolver (getaddrinfo via `dns.lookup`, all addresses, both families). */
-export const systemResolver: Resolver = (hostname) => dnsLookup(hostname, {all: true, verbatim: true})
+const systemResolver: Resolver = (hostname) => dnsLookup(hostname, {all: true, verbatim: true})
 
 /** Options of a {@link ProbeClient}. Times in seconds. */
 export interface ProbeClientOptions {
@@ -176,23 +176,24 @@ export class ProbeClient {
           rejectUnauthorized: !this.options.insecureTls,
           family: want,
           autoSelectFamily: false,
-          lookup(hostname: string, opts: {all?: boolean}, callback: (...args: any[]) => void) {
+          // net.connect ignores the address when the lookup fails, so the failures pass an empty one.
+          lookup(hostname: string, opts: {all?: boolean}, callback: Parameters<LookupFunction>[2]) {
             resolver(hostname).then(
               (addresses) => {
                 const matching = addresses.filter((a) => a.family === want)
                 if (matching.length === 0) {
                   const error = Object.assign(new Error(`${hostname} has no IPv${want} address`), {code: 'ENODATA'})
-                  callback(error)
+                  callback(error, '')
                 } else if (opts?.all) {
                   callback(null, matching)
                 } else {
                   callback(null, matching[0].address, matching[0].family)
                 }
               },
-              (error) => callback(error),
+              (error: NodeJS.ErrnoException) => callback(error, ''),
             )
           },
-        } as any,
+        },
       })
       this.agents.set(family, agent)
     }

@@ -223,33 +223,7 @@ export async function recordProbe(
         .where('id', '=', row.id)
         .execute()
     }
-    if (result.checks.length > 0) {
-      await trx
-        .insertInto('mirror_probe')
-        .values(
-          result.checks.map((c) => ({
-            mirror_id: row.id,
-            at: c.at,
-            protocol: c.protocol,
-            family: c.family,
-            ok: c.ok,
-            http_status: c.httpStatus,
-            latency_ms: c.latencyMs,
-            reason: c.reason,
-            url: c.url,
-            detail: c.detail ?? null,
-          })),
-        )
-        .execute()
-      await trim(trx, 'mirror_probe', row.id, config.history)
-    }
-    if (transitions.length > 0) {
-      await trx
-        .insertInto('mirror_transition')
-        .values(transitions.map((t) => ({mirror_id: row.id, at: t.at, scope: t.scope, from_state: t.from_state, to_state: t.to_state, reason: t.reason})))
-        .execute()
-      await trim(trx, 'mirror_transition', row.id, config.transitions)
-    }
+    await appendHistory(trx, row.id, result.checks, transitions, config)
     return {
       mirrorId: row.id,
       identifier: row.identifier,
@@ -263,6 +237,37 @@ export async function recordProbe(
       transitions,
     }
   })
+}
+
+/** Appends a round's checks and transitions to the mirror's history, each trimmed to its configured length. */
+async function appendHistory(trx: Transaction<DB>, mirrorId: number, checks: MirrorProbeResult['checks'], transitions: Transition[], config: ProbeConfig): Promise<void> {
+  if (checks.length > 0) {
+    await trx
+      .insertInto('mirror_probe')
+      .values(
+        checks.map((c) => ({
+          mirror_id: mirrorId,
+          at: c.at,
+          protocol: c.protocol,
+          family: c.family,
+          ok: c.ok,
+          http_status: c.httpStatus,
+          latency_ms: c.latencyMs,
+          reason: c.reason,
+          url: c.url,
+          detail: c.detail ?? null,
+        })),
+      )
+      .execute()
+    await trim(trx, 'mirror_probe', mirrorId, config.history)
+  }
+  if (transitions.length > 0) {
+    await trx
+      .insertInto('mirror_transition')
+      .values(transitions.map((t) => ({mirror_id: mirrorId, at: t.at, scope: t.scope, from_state: t.from_state, to_state: t.to_state, reason: t.reason})))
+      .execute()
+    await trim(trx, 'mirror_transition', mirrorId, config.transitions)
+  }
 }
 
 /** Keeps the newest `keep` rows of `mirrorId` in a history table. */

@@ -37,5 +37,3 @@ export const ScanConfigSchema = z
     rsync_password_file: z.string().optional(),
   })
   .strict()
-
-export type ScanConfig = z.infer<typeof ScanConfigSchema>

@@ -90,8 +90,7 @@ const UNIT_POWER: Record<string, number> = {k: 1, m: 2, g: 3, t: 4, p: 5, e: 6}
  */
 export function parseIndexSize(text: string): IndexSize | undefined {
   const re = /(?:^|[\s(])(\d{1,3}(?:,\d{3})+|\d+(?:[.,]\d+)?)\s?((?:[kKMGTPE](?:i?B)?)|B|bytes?)?(?=[\s)]|$)/g
-  let m: RegExpExecArray | null
-  while ((m = re.exec(text)) !== null) {
+  for (const m of text.matchAll(re)) {
     // "1,204" is a thousands separator; "1,2" (with a unit) a decimal comma.
     const number = /^\d{1,3}(,\d{3})+$/.test(m[1]) ? m[1].replace(/,/g, '') : m[1].replace(',', '.')
     const unit = m[2]

@@ -47,8 +47,8 @@ export interface HttpListerOptions {
 }
 
 /** Default connect and idle timeouts, seconds. */
-export const HTTP_DEFAULT_CONNECT_TIMEOUT = 30
-export const HTTP_DEFAULT_IO_TIMEOUT = 60
+const HTTP_DEFAULT_CONNECT_TIMEOUT = 30
+const HTTP_DEFAULT_IO_TIMEOUT = 60
 const MAX_REDIRECTS = 5
 /** Retries of a directory answering 503 or 429 (busy), with Retry-After or 0.1, 0.2, 0.4… s between. */
 const MAX_BUSY_RETRIES = 6
@@ -102,6 +102,7 @@ function parseBase(baseUrl: string): {url: URL; auth?: string; display: string} 
   return {url, auth, display: url.href}
 }
 
+/** Walks the tree from the base URL (or `subdir` below it), fetching up to `concurrency` directories at a time. */
 async function* listHttp(baseUrl: string, listOptions: ListOptions, options: HttpListerOptions): AsyncGenerator<ListingEntry> {
   const base = parseBase(baseUrl)
   const concurrency = Math.max(1, options.concurrency ?? 4)
@@ -149,23 +150,7 @@ async function* listHttp(baseUrl: string, listOptions: ListOptions, options: Htt
     const first = await fetchDirectory({rel: subdir.join('/'), url: startUrl, depth: 0, ancestors: []}, root, ctx, options, heads, true)
     if (!first) return
     if (subdir.length === 0) root = first.url
-    const handle = function* (result: DirResult): Generator<ListingEntry> {
-      for (const e of result.entries) {
-        if (e.name === TMP_DIR) continue
-        const rel = result.task.rel === '' ? e.name : `${result.task.rel}/${e.name}`
-        const out: ListingEntry = {path: rel, type: e.type, size: e.size}
-        if (e.mtime !== undefined) Object.assign(out, {mtime: e.mtime, mtimePrecision: e.mtimePrecision})
-        if (e.sizeApproximate) Object.assign(out, {sizeApproximate: true, sizeMin: e.sizeMin, sizeMax: e.sizeMax})
-        yield out
-        if (e.type === 'dir') {
-          if (result.task.depth + 1 > maxDepth) {
-            warn(`HTTP directory ${rel}/ is deeper than ${maxDepth} levels; skipped`)
-            continue
-          }
-          queue.push({rel, url: new URL(encodeURIComponent(e.name) + '/', result.url), depth: result.task.depth + 1, ancestors: [...result.task.ancestors, result.fingerprint]})
-        }
-      }
-    }
+    const handle = (result: DirResult) => directoryEntries(result, queue, maxDepth, warn)
     yield* handle(first)
     while (head < queue.length || inflight.size > 0) {
       while (head < queue.length && inflight.size < concurrency) {
@@ -185,6 +170,25 @@ async function* listHttp(baseUrl: string, listOptions: ListOptions, options: Htt
     controller.abort()
     for (const p of inflight.values()) p.catch(() => {})
     await agent.destroy().catch(() => {})
+  }
+}
+
+/** The entries of one fetched directory; its subdirectories no deeper than `maxDepth` are queued. */
+function* directoryEntries(result: DirResult, queue: DirTask[], maxDepth: number, warn: (m: string) => void): Generator<ListingEntry> {
+  for (const e of result.entries) {
+    if (e.name === TMP_DIR) continue
+    const rel = result.task.rel === '' ? e.name : `${result.task.rel}/${e.name}`
+    const out: ListingEntry = {path: rel, type: e.type, size: e.size}
+    if (e.mtime !== undefined) Object.assign(out, {mtime: e.mtime, mtimePrecision: e.mtimePrecision})
+    if (e.sizeApproximate) Object.assign(out, {sizeApproximate: true, sizeMin: e.sizeMin, sizeMax: e.sizeMax})
+    yield out
+    if (e.type === 'dir') {
+      if (result.task.depth + 1 > maxDepth) {
+        warn(`HTTP directory ${rel}/ is deeper than ${maxDepth} levels; skipped`)
+        continue
+      }
+      queue.push({rel, url: new URL(encodeURIComponent(e.name) + '/', result.url), depth: result.task.depth + 1, ancestors: [...result.task.ancestors, result.fingerprint]})
+    }
   }
 }
 
@@ -285,23 +289,31 @@ async function fetchDirectory(task: DirTask, root: URL, ctx: FetchContext, optio
       const hint = isBase && (status === 403 || status === 404) ? `; check the mirror's HTTP URL and that directory indexes are enabled` : ''
       throw new MbError(`HTTP ${isBase ? 'base URL' : 'directory'} ${url.href} answered ${status}${hint}`, {code: isBase && status === 404 ? 'SCAN_BASE_MISSING' : 'SCAN_HTTP'})
     }
-    const type = String(res.headers['content-type'] ?? '').toLowerCase()
-    let entries: IndexEntry[]
-    try {
-      entries = await readIndex(res.body, type, url)
-    } catch (error) {
-      if (error instanceof MbError) throw error
-      if ((error as {code?: string})?.code?.startsWith('UND_ERR') || ctx.signal.aborted) throw mapHttpError(error, ctx, url.href)
-      throw new MbError(`HTTP ${url.href} did not return a readable directory index (${type || 'no Content-Type'}): ${(error as Error).message}`, {code: 'SCAN_PARSE', cause: error})
-    }
-    const fingerprint = createHash('sha1').update(entries.map((e) => `${e.name}\0${e.type}\0${e.size}\0${e.mtime ?? ''}`).sort().join('\n')).digest('hex')
-    if (task.ancestors.includes(fingerprint) && entries.length > 0) {
-      ctx.warn(`HTTP directory ${url.href} lists exactly what one of its ancestors lists (a symlink loop); skipped`)
-      return undefined
-    }
-    if (options.exactSizes === 'head') await resolveSizes(entries, url, ctx, heads)
-    return {task, entries, url, fingerprint}
+    return directoryResult(task, res, url, ctx, options, heads)
   }
+}
+
+/**
+ * Reads a directory's 200 answer (at `url`, after redirects) into its entries and fingerprint.
+ * @returns undefined when it lists exactly what an ancestor lists (a symlink loop).
+ */
+async function directoryResult(task: DirTask, res: Dispatcher.ResponseData, url: URL, ctx: FetchContext, options: HttpListerOptions, heads: ReturnType<typeof pLimit>): Promise<DirResult | undefined> {
+  const type = String(res.headers['content-type'] ?? '').toLowerCase()
+  let entries: IndexEntry[]
+  try {
+    entries = await readIndex(res.body, type, url)
+  } catch (error) {
+    if (error instanceof MbError) throw error
+    if ((error as {code?: string})?.code?.startsWith('UND_ERR') || ctx.signal.aborted) throw mapHttpError(error, ctx, url.href)
+    throw new MbError(`HTTP ${url.href} did not return a readable directory index (${type || 'no Content-Type'}): ${(error as Error).message}`, {code: 'SCAN_PARSE', cause: error})
+  }
+  const fingerprint = createHash('sha1').update(entries.map((e) => `${e.name}\0${e.type}\0${e.size}\0${e.mtime ?? ''}`).sort().join('\n')).digest('hex')
+  if (task.ancestors.includes(fingerprint) && entries.length > 0) {
+    ctx.warn(`HTTP directory ${url.href} lists exactly what one of its ancestors lists (a symlink loop); skipped`)
+    return undefined
+  }
+  if (options.exactSizes === 'head') await resolveSizes(entries, url, ctx, heads)
+  return {task, entries, url, fingerprint}
 }
 
 async function readIndex(body: Dispatcher.ResponseData['body'], contentType: string, url: URL): Promise<IndexEntry[]> {

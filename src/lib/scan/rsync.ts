@@ -162,7 +162,7 @@ function joinSub(base: string, subdir: string | undefined): string {
  *         RsyncParseError on a line that is not a listing line, MbError `SCAN_ABORTED` when
  *         the signal fires.
  */
-export async function* listRsync(baseUrl: string, options: RsyncListOptions = {}): AsyncGenerator<ListingEntry> {
+async function* listRsync(baseUrl: string, options: RsyncListOptions = {}): AsyncGenerator<ListingEntry> {
   const {url, password, display} = parseRsyncUrl(baseUrl)
   const target = joinSub(url, options.subdir)
   const prefix = (options.subdir ?? '').replace(/^\/+|\/+$/g, '')
@@ -170,11 +170,7 @@ export async function* listRsync(baseUrl: string, options: RsyncListOptions = {}
   const secrets: string[] = []
   if (password !== undefined) env.RSYNC_PASSWORD = password
   if (env.RSYNC_PASSWORD) secrets.push(env.RSYNC_PASSWORD)
-  const args = ['--list-only', '-r', '--no-h', '-8', '--copy-links', '--no-motd']
-  args.push(`--contimeout=${Math.max(1, Math.round(options.connectTimeoutSeconds ?? 20))}`)
-  args.push(`--timeout=${Math.max(1, Math.round(options.ioTimeoutSeconds ?? 120))}`)
-  if (options.passwordFile) args.push(`--password-file=${options.passwordFile}`)
-  args.push(...(options.extraArgs ?? []), target)
+  const args = rsyncArgs(target, options)
   const redact = (text: string) => redactCredentials(text, secrets)
 
   if (options.signal?.aborted) throw new MbError(`rsync listing of ${display} aborted before it started: ${String(options.signal.reason ?? 'aborted')}`, {code: 'SCAN_ABORTED'})
@@ -198,15 +194,7 @@ export async function* listRsync(baseUrl: string, options: RsyncListOptions = {}
   try {
     let rest = ''
     const decoder = new TextDecoder('utf-8')
-    const handle = (line: string): ListingEntry | undefined => {
-      if (line === '') return undefined
-      const parsed = parseRsyncLine(line)
-      if (parsed.name === '.') return undefined
-      const path = prefix ? `${prefix}/${parsed.name}` : parsed.name
-      if (isRsyncTmp(parsed.name)) return undefined
-      if (parsed.type === 'other') return undefined
-      return {path, type: parsed.type, size: parsed.type === 'file' ? parsed.size : 0, mtime: parsed.mtime, mtimePrecision: 1}
-    }
+    const handle = (line: string) => listingEntry(line, prefix)
     for await (const chunk of child.stdout) {
       const text = rest + decoder.decode(chunk as Buffer, {stream: true})
       const lines = text.split('\n')
@@ -219,21 +207,50 @@ export async function* listRsync(baseUrl: string, options: RsyncListOptions = {}
     rest += decoder.decode()
     const result = await exited
     if (aborted) throw new MbError(`rsync listing of ${display} aborted: ${redact(String(options.signal?.reason instanceof Error ? options.signal.reason.message : options.signal?.reason ?? 'aborted'))}`, {code: 'SCAN_ABORTED'})
-    if (result.error) {
-      const missing = (result.error as NodeJS.ErrnoException).code === 'ENOENT'
-      throw new MbError(missing ? 'The rsync binary was not found. Install it (apt-get install rsync).' : `Cannot run rsync: ${result.error.message}`, {code: 'RSYNC_FAILED'})
-    }
-    if (result.code !== 0 && result.code !== 23 && result.code !== 24) {
-      const reason = result.code === null ? `killed by ${result.signal}` : `exit ${result.code}${EXIT_REASONS[result.code] ? `: ${EXIT_REASONS[result.code]}` : ''}`
-      const detail = stderr.trim().split('\n').filter((l) => l && !/^rsync error:/.test(l)).slice(-3).join(' | ')
-      throw new MbError(`rsync listing of ${display} failed (${reason})${detail ? `: ${redact(detail)}` : ''}`, {code: 'RSYNC_FAILED'})
-    }
+    throwOnFailure(result, display, stderr, redact)
     const last = handle(rest)
     if (last) yield last
     finished = true
   } finally {
     options.signal?.removeEventListener('abort', onAbort)
     if (!finished && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  }
+}
+
+/** The rsync command line that lists `target` recursively, symlinks followed. */
+function rsyncArgs(target: string, options: RsyncListOptions): string[] {
+  const args = ['--list-only', '-r', '--no-h', '-8', '--copy-links', '--no-motd']
+  args.push(`--contimeout=${Math.max(1, Math.round(options.connectTimeoutSeconds ?? 20))}`)
+  args.push(`--timeout=${Math.max(1, Math.round(options.ioTimeoutSeconds ?? 120))}`)
+  if (options.passwordFile) args.push(`--password-file=${options.passwordFile}`)
+  args.push(...(options.extraArgs ?? []), target)
+  return args
+}
+
+/** One listing line as an entry under `prefix`; undefined for a blank line, `.`, rsync's temporary files and non-file types. */
+function listingEntry(line: string, prefix: string): ListingEntry | undefined {
+  if (line === '') return undefined
+  const parsed = parseRsyncLine(line)
+  if (parsed.name === '.') return undefined
+  const path = prefix ? `${prefix}/${parsed.name}` : parsed.name
+  if (isRsyncTmp(parsed.name)) return undefined
+  if (parsed.type === 'other') return undefined
+  return {path, type: parsed.type, size: parsed.type === 'file' ? parsed.size : 0, mtime: parsed.mtime, mtimePrecision: 1}
+}
+
+/**
+ * Throws RSYNC_FAILED when rsync could not run or exited with an error; exits 23 (partial
+ * transfer) and 24 (files vanished) pass, their listing being usable (see the module notes).
+ */
+function throwOnFailure(result: {code: number | null; signal: NodeJS.Signals | null; error?: Error}, display: string, stderr: string, redact: (text: string) => string): void {
+  if (result.error) {
+    const missing = (result.error as NodeJS.ErrnoException).code === 'ENOENT'
+    throw new MbError(missing ? 'The rsync binary was not found. Install it (apt-get install rsync).' : `Cannot run rsync: ${result.error.message}`, {code: 'RSYNC_FAILED'})
+  }
+  if (result.code !== 0 && result.code !== 23 && result.code !== 24) {
+    const reason = result.code === null ? `killed by ${result.signal}` : `exit ${result.code}${EXIT_REASONS[result.code] ? `: ${EXIT_REASONS[result.code]}` : ''}`
+    const detail = stderr.trim().split('\n').filter((l) => l && !/^rsync error:/.test(l)).slice(-3).join(' | ')
+    throw new MbError(`rsync listing of ${display} failed (${reason})${detail ? `: ${redact(detail)}` : ''}`, {code: 'RSYNC_FAILED'})
   }
 }
 

@@ -90,7 +90,7 @@ function iso(ms: number): string {
 }
 
 /** The mirror id for `--mirror NAME` ('origin' = 0). @throws UsageError when unknown */
-export async function resolveMirror(database: Pick<Database, 'db'>, name: string): Promise<number> {
+async function resolveMirror(database: Pick<Database, 'db'>, name: string): Promise<number> {
   if (name === 'origin') return 0
   const row = await database.db.selectFrom('mirror').select('id').where('identifier', '=', name).executeTakeFirst()
   if (!row) throw new UsageError(`No mirror ${JSON.stringify(name)}. Use a mirror identifier as listed by \`mb mirror list\`, or 'origin'.`, 'MIRROR_NOT_FOUND')
