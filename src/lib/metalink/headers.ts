@@ -13,8 +13,6 @@ import {META4_MEDIA_TYPE} from './meta4.js'
 /** Hash file kinds by their extension. */
 export type HashKind = 'sha256' | 'sha1' | 'md5'
 
-export const HASH_KINDS: readonly HashKind[] = ['sha256', 'sha1', 'md5']
-
 /**
  * The body of a hash file: `"<hex>  <name>\n"` where `name` is the file's basename (so the
  * file checks with `sha256sum -c` in the directory it was downloaded to).

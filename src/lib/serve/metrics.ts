@@ -53,7 +53,7 @@ export interface ServeMetrics {
 }
 
 /** Latency buckets in seconds: redirects take well under a millisecond, local delivery longer. */
-export const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
 /**
  * Creates the registry and metrics (see the module doc).

@@ -36,7 +36,7 @@ import {duplicateLinks, MirrorServer} from './server.js'
 import {watchOrigin} from './watch.js'
 
 /** Creates the JSON request/event logger (pino) writing asynchronously to stdout. */
-export function createLogger(level: string): Logger {
+function createLogger(level: string): Logger {
   return pino({level, base: {pid: process.pid}, timestamp: isoTimeCached, formatters: {level: (label) => ({level: label})}}, pino.destination({dest: 1, sync: false}))
 }
 
@@ -119,7 +119,7 @@ export async function startServe(config: Config, options: {database?: Database; 
     const loadSeconds = (performance.now() - t0) / 1000
     const geo = await openGeo({geoip: config.geoip, asnDb: config.asn_db})
     const server = (parts.server = createServer(config, root, keeper, geo, database, logger))
-    await observe(parts, config, server, keeper)
+    await observe(parts, config, server, keeper, database)
     let address
     try {
       address = await server.listen(host, port)
@@ -191,7 +191,7 @@ function createServer(config: Config, root: string, keeper: SnapshotKeeper, geo:
  * metrics go to the cluster primary, which owns the listener.
  * @throws UsageError/MbError when the metrics address is bad or taken
  */
-async function observe(parts: Parts, config: Config, server: MirrorServer, keeper: SnapshotKeeper): Promise<void> {
+async function observe(parts: Parts, config: Config, server: MirrorServer, keeper: SnapshotKeeper, database: Database): Promise<void> {
   const logger = parts.logger
   const metricsListen = config.serve.metrics_listen
   const metrics = metricsListen ? createMetrics(keeper, () => parts.stats?.collector.pendingKeys ?? 0) : undefined
@@ -205,7 +205,7 @@ async function observe(parts: Parts, config: Config, server: MirrorServer, keepe
     server.addObserver(metrics.observer)
   }
   if (config.stats.enabled) {
-    parts.stats = startCounting(config, parts.database!, logger, metrics)
+    parts.stats = startCounting(config, database, logger, metrics)
     server.addObserver(parts.stats.collector.observer)
   }
   if (config.serve.access_log) {
@@ -284,7 +284,7 @@ function logListening(logger: Logger, s: {url: string; server: MirrorServer; dat
  * the rest still run.
  */
 async function stopParts(parts: Parts): Promise<void> {
-  const logger = parts.logger
+  const {logger, probes, server, unwatch, stats, accessLog, metricsServer, keeper, database} = parts
   const step = async (name: string, fn: (() => unknown) | undefined) => {
     try {
       await fn?.()
@@ -292,16 +292,16 @@ async function stopParts(parts: Parts): Promise<void> {
       logger.error({err: (error as Error).message, step: name}, 'shutdown step failed')
     }
   }
-  await step('probes', parts.probes && (() => parts.probes!.stop()))
-  await step('listener', parts.listening ? () => parts.server!.close() : undefined)
-  await step('watch', parts.unwatch)
-  await step('stats', parts.stats && (() => stopCounting(parts.stats!, logger)))
-  await step('access log', parts.accessLog && (() => parts.accessLog!.close()))
-  await step('metrics', parts.metricsServer && (() => parts.metricsServer!.close()))
-  await step('keeper', parts.keeper && (() => parts.keeper!.close()))
+  await step('probes', probes && (() => probes.stop()))
+  await step('listener', server && parts.listening ? () => server.close() : undefined)
+  await step('watch', unwatch)
+  await step('stats', stats && (() => stopCounting(stats, logger)))
+  await step('access log', accessLog && (() => accessLog.close()))
+  await step('metrics', metricsServer && (() => metricsServer.close()))
+  await step('keeper', keeper && (() => keeper.close()))
   if (parts.listening) logger.info('stopped')
   await new Promise<void>((resolve) => logger.flush(() => resolve()))
-  if (parts.ownsDatabase) await step('database', parts.database && (() => parts.database!.close()))
+  if (parts.ownsDatabase) await step('database', database && (() => database.close()))
 }
 
 /** Stops the retention job and writes the last counts (reported when that fails: they are lost). */

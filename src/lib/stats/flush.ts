@@ -15,7 +15,7 @@ import type {Pacer} from './pacing.js'
 import type {Entry} from './pending.js'
 
 /** What {@link writeBatches} did. */
-export interface Written {
+interface Written {
   /** Rows written. */
   written: number
   /** Set when an error that is not a row error stopped the write: the error, and the entries not written. */
