@@ -141,14 +141,14 @@ export class MetalinkRoutes {
   }
 
   /** The public base URL for this request. */
-  baseUrl(ctx: RequestContext, https: boolean): string {
+  private baseUrl(ctx: RequestContext, https: boolean): string {
     if (this.options.baseUrl) return this.options.baseUrl.endsWith('/') ? this.options.baseUrl : `${this.options.baseUrl}/`
     const host = ctx.req.headers.host ?? `${ctx.req.socket.localAddress}:${ctx.req.socket.localPort}`
     return `${https ? 'https' : 'http'}://${host}/`
   }
 
   /** The stored hash row of `file` when its hashes are fresh in the snapshot, else null. */
-  async storedHashes(file: FileEntry): Promise<StoredHashes | null> {
+  private async storedHashes(file: FileEntry): Promise<StoredHashes | null> {
     if (!file.sha256 || !file.md5 || !file.sha1) return null
     const cached = this.cache.get(file)
     if (cached) return cached
@@ -207,7 +207,7 @@ export class MetalinkRoutes {
   }
 
   /** True when the file on disk still has the indexed size and mtime (stat cached for diskCheckSeconds). */
-  diskMatches(file: FileEntry, now = Date.now()): boolean {
+  private diskMatches(file: FileEntry, now = Date.now()): boolean {
     const seen = this.diskChecks.get(file.path)
     if (seen && now - seen.at < this.diskCheckMs) return seen.size === file.size && seen.mtime === file.mtime
     let size = -1
