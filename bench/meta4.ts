@@ -99,7 +99,7 @@ export async function main(args: string[]): Promise<void> {
       ids.push(row.id)
     }
     await database.db.insertInto('file').values({path: 'pub/big.iso', size, mtime, mirrors: ids, md5: stored.md5, sha1: stored.sha1, sha256: stored.sha256, piece_size: pieceSize, piece_hash: 'sha256', pieces: stored.pieces, hashed_size: size, hashed_mtime: mtime}).execute()
-    running = await startServe(ConfigSchema.parse({root, database_url: dbUrl(name), serve: {listen: '127.0.0.1:0'}, log_level: 'silent'}), database)
+    running = await startServe(ConfigSchema.parse({root, database_url: dbUrl(name), serve: {listen: '127.0.0.1:0'}, log_level: 'silent'}), {database})
     const url = `${running.url}/pub/big.iso.meta4`
     const probe = await fetch(url, {headers: {'x-forwarded-for': '81.2.69.142'}})
     const body = await probe.text()

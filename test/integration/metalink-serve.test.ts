@@ -62,7 +62,7 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     const ids = [de.id, fr.id, down.id]
     await database.db.updateTable('file').set({mirrors: ids}).execute()
     const config = ConfigSchema.parse({root, geoip: [GEOIP], serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, log_level: 'silent'})
-    running = await startServe(config, database)
+    running = await startServe(config, {database})
     running.server.addObserver((o) => outcomes.push({target: o.target, status: o.status, outcome: o.outcome}))
     base = running.url
   })

@@ -3,7 +3,7 @@
  * CSV, terminal bars and the HTML report's escaping.
  */
 import {expect} from 'chai'
-import {classifyRequest} from '../../src/lib/stats/collector.js'
+import {classifyRequest} from '../../src/lib/stats/count.js'
 import {parseDay} from '../../src/lib/stats/query.js'
 import {barChart, fillDays, htmlReport, humanBytes, sparkline, statsCsv, svgDayChart} from '../../src/lib/stats/render.js'
 import type {StatsResult} from '../../src/lib/stats/query.js'
