@@ -78,7 +78,7 @@ const NO_RETRY = new Set(['SCAN_BUSY', 'USAGE'])
  */
 export async function scanMirror(database: Database, mirror: MirrorRow, options: ScanMirrorOptions = {}): Promise<ScanMirrorResult> {
   const started = performance.now()
-  planScope(mirror.base_path, options.subdir) // validates --dir before any listing
+  const plan = planScope(mirror.base_path, options.subdir) // validates --dir before any listing
   let candidates = scanUrls(mirror)
   if (options.protocol) {
     candidates = candidates.filter((c) => c.protocol === options.protocol)
@@ -110,9 +110,8 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
         continue
       }
       try {
-        const {listSubdir} = planScope(mirror.base_path, options.subdir)
         const listOptions: RsyncListOptions = {
-          subdir: listSubdir || undefined,
+          subdir: plan.listSubdir || undefined,
           signal: controller.signal,
           connectTimeoutSeconds: options.connectTimeoutSeconds,
           ioTimeoutSeconds: options.ioTimeoutSeconds,
@@ -121,7 +120,7 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
         }
         const result: ReconcileResult = await reconcileListing(database, lister.list(url, listOptions), {
           mirror,
-          subdir: options.subdir,
+          plan,
           include: options.include,
           exclude: options.exclude,
           minRatio: options.minRatio,

@@ -64,7 +64,7 @@ export async function startServe(config: Config, database: Database, options: {l
   const t0 = performance.now()
   let keeper: SnapshotKeeper
   try {
-    keeper = await SnapshotKeeper.start(database, {url: config.database_url, logger, pollSeconds: config.serve.poll_seconds})
+    keeper = await SnapshotKeeper.start(database, {logger, pollSeconds: config.serve.poll_seconds})
   } catch (error) {
     throw new MbError(`Cannot load the snapshot from ${database.location}: ${(error as Error).message}`, {code: 'SNAPSHOT_FAILED', cause: error})
   }
