@@ -12,7 +12,7 @@ import {openPostgres} from './postgres.js'
 import type {Database} from './store.js'
 
 export type {DB} from './schema.js'
-export type {Database, ReadView, Session} from './store.js'
+export type {Database, ReadView, Subscription} from './store.js'
 
 export interface OpenOptions {
   /** postgres:// URL; when absent, PGlite in `dataDir` is used. */

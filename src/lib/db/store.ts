@@ -12,7 +12,7 @@ import type {Lock} from './locks.js'
 import type {DB} from './schema.js'
 
 /** Which store is open; for display (`mb db status`) and for the code in `db/` only. */
-export type Backend = 'postgres' | 'pglite' | 'pglite-shared'
+type Backend = 'postgres' | 'pglite' | 'pglite-shared'
 
 /** Row-array queries inside one read-only REPEATABLE READ transaction. */
 export interface ReadView {

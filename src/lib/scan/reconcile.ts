@@ -115,7 +115,7 @@ export function planScope(basePath: string, subdir: string | undefined): ScanSco
 }
 
 /** Maps a listed mirror path to its origin path, or undefined for a hostile or empty path. */
-export function toOriginPath(basePath: string, mirrorPath: string): string | undefined {
+function toOriginPath(basePath: string, mirrorPath: string): string | undefined {
   const rel = mirrorPath.replace(/^(\.\/)+/, '').replace(/^\/+/, '')
   if (!rel) return undefined
   const parts = rel.split('/')
@@ -129,7 +129,7 @@ export function toOriginPath(basePath: string, mirrorPath: string): string | und
  * non-empty include list (global, then per mirror) and no exclude glob. Globs are picomatch
  * with `dot: true`.
  */
-export function pathFilter(include: string[][], exclude: string[]): (path: string) => boolean {
+function pathFilter(include: string[][], exclude: string[]): (path: string) => boolean {
   const includes = include.filter((list) => list.length > 0).map((list) => picomatch(list, {dot: true}))
   const excludes = exclude.length > 0 ? picomatch(exclude, {dot: true}) : undefined
   return (path) => includes.every((m) => m(path)) && !(excludes && excludes(path))

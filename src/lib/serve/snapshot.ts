@@ -33,7 +33,7 @@ export interface FileEntry extends SelectFile {
 const CHUNK_ENTRIES = 1 << 20
 const EMPTY = new Int16Array(0)
 /** Rows per keyset batch. */
-export const BATCH_ROWS = 20_000
+const BATCH_ROWS = 20_000
 
 /**
  * Allocates mirror-id sets out of large shared Int16Array chunks (no per-file ArrayBuffer).
