@@ -76,6 +76,7 @@ async function lockDataDir(dataDir: string, waitSeconds: number): Promise<(() =>
   }
 }
 
+/** The {@link ReadView} over PGlite transaction `t`. */
 function readView(t: Transaction): ReadView {
   const view: ReadView = {
     query: async (text, params) => (await t.query<unknown[]>(text, params as any[], {rowMode: 'array'})).rows,

@@ -24,6 +24,7 @@ function arrayQuery(client: pg.ClientBase): ReadView['query'] {
   return async (text, params) => (await client.query({text, values: params as unknown[] | undefined, rowMode: 'array'})).rows as unknown[][]
 }
 
+/** The {@link ReadView} over `client`'s open transaction; `helpers` allows helper connections from `pool`. */
 function readView(pool: pg.Pool, client: pg.ClientBase, helpers: boolean): ReadView {
   const view: ReadView = {
     query: arrayQuery(client),
@@ -55,6 +56,7 @@ async function inParallel<T>(pool: pg.Pool, view: ReadView, tasks: Array<(view: 
   }
 }
 
+/** {@link Database.readSnapshot} on one pool connection; a connection that saw an error is discarded. */
 async function readSnapshot<T>(pool: pg.Pool, helpers: boolean, fn: (view: ReadView) => Promise<T>): Promise<T> {
   const client = await pool.connect()
   let broken = false
@@ -95,6 +97,7 @@ function singleClientPool(client: pg.PoolClient, discard: () => void): PostgresP
   return {connect: async () => lease as any, end: async () => {}}
 }
 
+/** {@link Database.session} on one pool connection, with a kysely instance bound to it. */
 async function session<T>(pool: pg.Pool, fn: (session: Session) => Promise<T>): Promise<T> {
   const client = await pool.connect()
   let discarded = false
@@ -167,6 +170,7 @@ interface PoolStoreOptions {
   helpers: boolean
 }
 
+/** The {@link Database} over `pool`. */
 function poolStore(pool: pg.Pool, options: PoolStoreOptions): Database {
   const db = new Kysely<DB>({dialect: new PostgresDialect({pool})})
   const listeners = new Set<Subscription>()
