@@ -14,6 +14,7 @@
  *   npm run bench -- stats --requests 2000000 --paths 100000 --rate 40000 --flush-interval 10 --no-db
  */
 import {parseArgs} from 'node:util'
+import {sql} from 'kysely'
 import pg from 'pg'
 import {openDatabase} from '../src/lib/db/index.js'
 import {openAccessLog} from '../src/lib/serve/access-log.js'
@@ -142,7 +143,7 @@ export async function main(argv: string[]): Promise<void> {
       const cpuUs = (cpu.user + cpu.system) / Math.max(1, keys)
       console.log(`flush ${label}: ${result.rows} keys in ${s.toFixed(2)} s (${Math.round(keys / s)} keys/s; this process ${cpuUs.toFixed(1)} us CPU per key)`)
     }
-    const total = await database.pool!.query('SELECT sum(downloads)::bigint AS d, count(*)::bigint AS n FROM stats_daily')
+    const total = await sql<{d: number; n: number}>`SELECT sum(downloads)::bigint AS d, count(*)::bigint AS n FROM stats_daily`.execute(database.db)
     console.log(`stored: ${total.rows[0].n} rows, ${total.rows[0].d} downloads`)
   } finally {
     await database.close()

@@ -2,6 +2,7 @@ import {expect} from 'chai'
 import type {LookupAddress} from 'node:dns'
 import {sql} from 'kysely'
 import type {Database} from '../../src/lib/db/index.js'
+import {PROBE_LOCK} from '../../src/lib/db/locks.js'
 import {ProbeConfigSchema, type ProbeConfig} from '../../src/lib/probe/config.js'
 import {probeMirrors} from '../../src/lib/probe/run.js'
 import {probeFile} from '../../src/lib/probe/file.js'
@@ -335,17 +336,14 @@ describe(`probe (${backend})`, function () {
       // Both rounds went over the same pooled connection (same client port).
       const ports = new Set(s.requests.slice(-2).map((r) => r.remotePort))
       expect(ports.size).to.equal(1)
-      if (database.kind === 'postgres') {
-        const other = await database.pool!.connect()
-        try {
-          await other.query('SELECT pg_advisory_lock($1::bigint)', ['30789007557223013'])
-          expect(await background.runOnce()).to.equal(null)
-          await other.query('SELECT pg_advisory_unlock($1::bigint)', ['30789007557223013'])
-        } finally {
-          other.release()
-        }
-        expect(await background.runOnce()).not.to.equal(null)
-      }
+      // Another replica holding the probe lock (another session on PostgreSQL, the same
+      // process on the embedded store): the round is skipped, and runs again once it is free.
+      await database.withLock(
+        PROBE_LOCK,
+        async () => expect(await background.runOnce()).to.equal(null),
+        () => expect.fail('the probe lock was not free'),
+      )
+      expect(await background.runOnce()).not.to.equal(null)
     } finally {
       await background.stop()
     }

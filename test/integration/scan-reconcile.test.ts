@@ -212,7 +212,7 @@ describe('scan reconciler', function () {
       ]),
       {mirror: m, protocol: 'rsync'},
     )
-    const result = await reconcileListing(database, listing([{path: 'sub/d.txt', size: 4, mtime: T}, {path: 'sub/deep/f.txt', size: 6, mtime: T}]), {mirror: m, protocol: 'rsync', subdir: 'sub', minRatio: 0})
+    const result = await reconcileListing(database, listing([{path: 'sub/d.txt', size: 4, mtime: T}, {path: 'sub/deep/f.txt', size: 6, mtime: T}]), {mirror: m, protocol: 'rsync', plan: planScope(m.base_path, 'sub'), minRatio: 0})
     expect(result).to.deep.include({subdir: 'sub', previous: 2, matched: 2, added: 1, removed: 1})
     const h = await holders()
     expect(h['a.iso']).to.deep.equal([m.id])

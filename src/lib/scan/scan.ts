@@ -10,8 +10,9 @@ import type {Database} from '../db/index.js'
 import type {MirrorRow} from '../db/schema.js'
 import {MbError, errorMessage} from '../errors.js'
 import {getLister, PROTOCOL_ORDER, type Protocol} from './listers.js'
-import {planScope, reconcileListing, type ReconcileResult, recordScanFailure} from './reconcile.js'
+import {planScope, reconcileListing, type ReconcileResult, recordScanFailure, type ScanScope} from './reconcile.js'
 import {redactCredentials, type RsyncListOptions} from './rsync.js'
+import type {ListingEntry} from './types.js'
 
 export interface ScanMirrorOptions {
   /** Only this protocol (no fallback). */
@@ -78,7 +79,7 @@ const NO_RETRY = new Set(['SCAN_BUSY', 'USAGE'])
  */
 export async function scanMirror(database: Database, mirror: MirrorRow, options: ScanMirrorOptions = {}): Promise<ScanMirrorResult> {
   const started = performance.now()
-  planScope(mirror.base_path, options.subdir) // validates --dir before any listing
+  const plan = planScope(mirror.base_path, options.subdir) // validates --dir before any listing
   let candidates = scanUrls(mirror)
   if (options.protocol) {
     candidates = candidates.filter((c) => c.protocol === options.protocol)
@@ -110,42 +111,9 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
         continue
       }
       try {
-        const {listSubdir} = planScope(mirror.base_path, options.subdir)
-        const listOptions: RsyncListOptions = {
-          subdir: listSubdir || undefined,
-          signal: controller.signal,
-          connectTimeoutSeconds: options.connectTimeoutSeconds,
-          ioTimeoutSeconds: options.ioTimeoutSeconds,
-          passwordFile: options.rsyncPasswordFile,
-          env: options.env,
-        }
-        const result: ReconcileResult = await reconcileListing(database, lister.list(url, listOptions), {
-          mirror,
-          subdir: options.subdir,
-          include: options.include,
-          exclude: options.exclude,
-          minRatio: options.minRatio,
-          protocol,
-          enable: options.enable,
-          onProgress: (n) => options.onProgress?.(protocol, n),
-        })
+        const result = await listAndReconcile(database, mirror, plan, protocol, lister.list(url, listOptions(plan, controller.signal, options)), options)
         attempts.push({protocol, url: display})
-        return {
-          mirror: mirror.identifier,
-          ok: true,
-          protocol,
-          files: result.files,
-          matched: result.matched,
-          stale: result.stale,
-          missing: result.missing,
-          previous: result.previous,
-          added: result.added,
-          removed: result.removed,
-          enabled: result.enabled,
-          seconds: seconds(),
-          error: null,
-          attempts,
-        }
+        return succeeded(mirror, protocol, result, attempts, seconds())
       } catch (error) {
         let message = redactCredentials(errorMessage(error))
         const why = controller.signal.aborted ? errorMessage(controller.signal.reason) : ''
@@ -166,6 +134,37 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
     clearTimeout(timer)
     options.signal?.removeEventListener('abort', onOuterAbort)
   }
+}
+
+/** The lister options for one attempt: the plan's subtree, the scan's signal, timeouts and credentials. */
+function listOptions(plan: ScanScope, signal: AbortSignal, options: ScanMirrorOptions): RsyncListOptions {
+  return {
+    subdir: plan.listSubdir || undefined,
+    signal,
+    connectTimeoutSeconds: options.connectTimeoutSeconds,
+    ioTimeoutSeconds: options.ioTimeoutSeconds,
+    passwordFile: options.rsyncPasswordFile,
+    env: options.env,
+  }
+}
+
+/** Reconciles one attempt's listing into the index, with the scan's plan and filters. */
+function listAndReconcile(database: Database, mirror: MirrorRow, plan: ScanScope, protocol: Protocol, entries: AsyncIterable<ListingEntry>, options: ScanMirrorOptions): Promise<ReconcileResult> {
+  return reconcileListing(database, entries, {
+    mirror,
+    plan,
+    include: options.include,
+    exclude: options.exclude,
+    minRatio: options.minRatio,
+    protocol,
+    enable: options.enable,
+    onProgress: (n) => options.onProgress?.(protocol, n),
+  })
+}
+
+function succeeded(mirror: MirrorRow, protocol: Protocol, result: ReconcileResult, attempts: ScanAttempt[], seconds: number): ScanMirrorResult {
+  const {files, matched, stale, missing, previous, added, removed, enabled} = result
+  return {mirror: mirror.identifier, ok: true, protocol, files, matched, stale, missing, previous, added, removed, enabled, seconds, error: null, attempts}
 }
 
 function failed(mirror: MirrorRow, reason: string, attempts: ScanAttempt[], seconds: number): ScanMirrorResult {
