@@ -11,8 +11,8 @@
  * for an IPv6-only mirror, some IPv6 check is up). `mirror.ipv6` is true when some IPv6
  * check is up, false when the hosts have no IPv6 address or every IPv6 check is down, and
  * unchanged otherwise. A mirror that comes back after being down longer than
- * `rescan_after_seconds` gets `needs_rescan = true` (cleared by a successful scan, see
- * {@link clearNeedsRescan}).
+ * `rescan_after_seconds` gets `needs_rescan = true` (cleared by a successful scan, in
+ * scan/reconcile.ts).
  */
 import {sql, type Kysely, type Transaction} from 'kysely'
 import type {DB} from '../db/schema.js'
@@ -301,13 +301,4 @@ export async function chooseRequest(db: Kysely<DB>, mirror: {id: number; status:
     .executeTakeFirst()
   if (smallest) return {kind: 'file', path: smallest.path}
   return {kind: 'base'}
-}
-
-/**
- * Clears `needs_rescan` after a successful scan of `mirrorId` (call it from the scan's
- * success path, in its transaction if it has one). Returns true when the flag was set.
- */
-export async function clearNeedsRescan(db: Kysely<DB>, mirrorId: number): Promise<boolean> {
-  const result = await db.updateTable('mirror').set({needs_rescan: false}).where('id', '=', mirrorId).where('needs_rescan', '=', true).executeTakeFirst()
-  return Number(result.numUpdatedRows) > 0
 }

@@ -373,7 +373,7 @@ function mapFtpError(error: unknown, ctx: {where: string; doing: string; target:
 }
 
 /**
- * The default FTP lister `mb scan` finds through the lister registry (listers.ts): anonymous
+ * The FTP lister `mb scan` uses (listers.ts): anonymous
  * unless the URL carries credentials, certificates verified on ftps://.
  */
 export const ftpLister: Lister = createFtpLister()

@@ -368,10 +368,10 @@ function mapHttpError(error: unknown, ctx: FetchContext, where: string): MbError
 }
 
 /**
- * The default HTTP lister `mb scan` finds through the lister registry (listers.ts). It resolves
+ * The HTTP lister `mb scan` uses (listers.ts). It resolves
  * rounded index sizes (Apache, lighttpd) with HEAD requests, so its entries are exact and a
  * reconciler that compares `size` alone stays correct; nginx indexes need no HEAD at all.
- * A reconciler that honours sizeMin/sizeMax can register `createHttpLister()` instead and save
+ * A reconciler that honours sizeMin/sizeMax can use `createHttpLister()` instead and save
  * those requests.
  */
 export const httpLister: Lister = createHttpLister({exactSizes: 'head'})

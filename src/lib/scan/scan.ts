@@ -9,9 +9,10 @@
 import type {Database} from '../db/index.js'
 import type {MirrorRow} from '../db/schema.js'
 import {MbError, errorMessage} from '../errors.js'
-import {getLister, PROTOCOL_ORDER, type Protocol} from './listers.js'
+import {LISTERS, PROTOCOL_ORDER, type Protocol} from './listers.js'
 import {planScope, reconcileListing, type ReconcileResult, recordScanFailure} from './reconcile.js'
 import {redactCredentials, type RsyncListOptions} from './rsync.js'
+import type {Lister} from './types.js'
 
 export interface ScanMirrorOptions {
   /** Only this protocol (no fallback). */
@@ -35,6 +36,8 @@ export interface ScanMirrorOptions {
   signal?: AbortSignal
   /** Progress: protocol in use and entries seen so far. */
   onProgress?: (protocol: Protocol, entries: number) => void
+  /** Listers to use instead of the built-in ones ({@link LISTERS}), per protocol; for tests. */
+  listers?: Partial<Record<Protocol, Lister>>
 }
 
 /** One protocol tried. */
@@ -91,6 +94,8 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
   options.signal?.addEventListener('abort', onOuterAbort, {once: true})
   const attempts: ScanAttempt[] = []
   let busy = false
+  /** The last protocol whose lister ran (skipped attempts do not count). */
+  let tried: Protocol | null = null
   const seconds = () => Math.round((performance.now() - started) / 10) / 100
   try {
     if (candidates.length === 0) {
@@ -104,11 +109,8 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
         attempts.push({protocol, url: display, error: `skipped: ${errorMessage(controller.signal.reason)}`})
         continue
       }
-      const lister = await getLister(protocol)
-      if (!lister) {
-        attempts.push({protocol, url: display, error: `no ${protocol} lister in this build`})
-        continue
-      }
+      const lister = options.listers?.[protocol] ?? LISTERS[protocol]
+      tried = protocol
       try {
         const {listSubdir} = planScope(mirror.base_path, options.subdir)
         const listOptions: RsyncListOptions = {
@@ -159,8 +161,7 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
     }
     const reason = attempts.map((a) => `${a.protocol}: ${a.error}`).join('; ')
     // A refused concurrent scan leaves the running one to record its own outcome.
-    const tried = attempts.filter((a) => !/^(no \S+ lister in this build|skipped: )/.test(a.error ?? '')).at(-1)
-    if (!busy) await recordScanFailure(database.db, mirror.id, reason, tried?.protocol ?? null)
+    if (!busy) await recordScanFailure(database.db, mirror.id, reason, tried)
     return failed(mirror, reason, attempts, seconds())
   } finally {
     clearTimeout(timer)
