@@ -9,6 +9,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import {Kysely, PostgresDialect} from 'kysely'
 import pg from 'pg'
 import {MbError} from '../errors.js'
+import {redact} from '../redact.js'
 import {migrateToLatest, pendingMigrations} from './migrate.js'
 import type {DB} from './schema.js'
 
@@ -62,17 +63,6 @@ const toNumber = (value: string) => Number(value)
 pg.types.setTypeParser(INT8, toNumber)
 pg.types.setTypeParser(INT8_ARRAY as any, (value: string) => (pg.types.arrayParser as any).create(value, toNumber).parse())
 
-/** The URL with its password replaced by `***`, safe for messages and logs. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url)
-    if (parsed.password) parsed.password = '***'
-    return parsed.toString()
-  } catch {
-    return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@')
-  }
-}
-
 /**
  * Opens the database named by `url` (PostgreSQL) or `dataDir` (PGlite).
  * @throws MbError when the server cannot be reached, the embedded store is held by another
@@ -100,7 +90,7 @@ export async function openDatabase(options: OpenOptions): Promise<Database> {
 }
 
 async function openPostgres(url: string, max: number): Promise<Database> {
-  const location = redactUrl(url)
+  const location = redact(url)
   const pool = new pg.Pool({connectionString: url, max, connectionTimeoutMillis: 10_000})
   pool.on('error', () => {
     /* idle client errors (server restart) are handled by the next query */

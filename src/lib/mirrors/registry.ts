@@ -19,12 +19,11 @@ import {
   type MirrorValues,
   normalizeContinent,
   normalizeCountry,
-  redactUrl,
   validateIdentifier,
   validateMirrorInput,
 } from './validate.js'
+import {redact} from '../redact.js'
 
-export {redactUrl} from './validate.js'
 export type {MirrorInput, MirrorValues} from './validate.js'
 
 type Db = Kysely<DB> | Transaction<DB>
@@ -286,7 +285,7 @@ function iso(value: Date | string | null | undefined): string | null {
 }
 
 function redacted(value: string | null): string | null {
-  return value === null ? null : redactUrl(value)
+  return value === null ? null : redact(value)
 }
 
 function cidrs(value: unknown): string[] {

@@ -14,6 +14,7 @@ import picomatch from 'picomatch'
 import {UsageError} from '../errors.js'
 import {continentOf, isContinentCode, isCountryCode} from '../geo/countries.js'
 import {normalizeCidr} from '../net.js'
+import {redact} from '../redact.js'
 
 /**
  * Raw input for one mirror as the CLI receives it. Every field is optional: `add` applies
@@ -154,19 +155,8 @@ const SCORE_MAX = 2_147_483_647
 const CONTROL = /[\u0000-\u001f\u007f]/
 
 function invalid(field: keyof MirrorInput, value: unknown, expected: string): UsageError {
-  const shown = typeof value === 'string' ? JSON.stringify(redactUrl(value)) : JSON.stringify(value)
+  const shown = typeof value === 'string' ? JSON.stringify(redact(value)) : JSON.stringify(value)
   return new UsageError(`Invalid ${FIELD_FLAGS[field]} ${shown}: ${expected}`, 'INVALID_MIRROR_FIELD')
-}
-
-/**
- * A URL with its password replaced by `***` (`rsync://user:***@host/module/`), safe to print.
- * Also redacts `user:password@host::module` and any URL embedded in free text (e.g. an error
- * message from a scan). Text without credentials comes back unchanged.
- */
-export function redactUrl(text: string): string {
-  return text
-    .replace(/([a-z][a-z0-9+.-]*:\/\/)([^\s:@/]*):([^\s/]*)@/gi, (_m, scheme: string, user: string, password: string) => (password ? `${scheme}${user}:***@` : `${scheme}${user}:@`))
-    .replace(/(^|[\s"'(])([^\s:@/"'(]+):([^\s@/]+)@([^\s:/@]+::)/g, '$1$2:***@$4')
 }
 
 /**

@@ -26,6 +26,7 @@
  */
 import {spawn} from 'node:child_process'
 import {MbError} from '../errors.js'
+import {redact} from '../redact.js'
 import type {ListingEntry, Lister, ListOptions} from './types.js'
 
 /** Options of the rsync lister beyond the shared ones. */
@@ -109,13 +110,6 @@ export function isRsyncTmp(path: string): boolean {
   return path === '.~tmp~' || path.startsWith('.~tmp~/') || path.includes('/.~tmp~/') || path.endsWith('/.~tmp~')
 }
 
-/** Replaces `user:password@` (and a bare password) in any text with `user:***@`. */
-export function redactCredentials(text: string, secrets: string[] = []): string {
-  let out = text.replace(/([a-z][a-z0-9+.-]*:\/\/[^/:@\s]*):[^@/\s]*@/gi, '$1:***@')
-  for (const secret of secrets) if (secret) out = out.split(secret).join('***')
-  return out
-}
-
 /** What rsync's exit codes mean (rsync(1), EXIT VALUES). */
 const EXIT_REASONS: Record<number, string> = {
   1: 'syntax or usage error',
@@ -136,9 +130,9 @@ export function parseRsyncUrl(url: string): {url: string; user?: string; passwor
   try {
     parsed = new URL(url)
   } catch {
-    throw new MbError(`Not a valid rsync URL: ${redactCredentials(url)}. Use rsync://host/module/path.`, {code: 'RSYNC_URL'})
+    throw new MbError(`Not a valid rsync URL: ${redact(url)}. Use rsync://host/module/path.`, {code: 'RSYNC_URL'})
   }
-  if (parsed.protocol !== 'rsync:') throw new MbError(`Not an rsync:// URL: ${redactCredentials(url)}.`, {code: 'RSYNC_URL'})
+  if (parsed.protocol !== 'rsync:') throw new MbError(`Not an rsync:// URL: ${redact(url)}.`, {code: 'RSYNC_URL'})
   const password = parsed.password ? decodeURIComponent(parsed.password) : undefined
   const user = parsed.username ? decodeURIComponent(parsed.username) : undefined
   parsed.password = ''
@@ -175,7 +169,7 @@ export async function* listRsync(baseUrl: string, options: RsyncListOptions = {}
   args.push(`--timeout=${Math.max(1, Math.round(options.ioTimeoutSeconds ?? 120))}`)
   if (options.passwordFile) args.push(`--password-file=${options.passwordFile}`)
   args.push(...(options.extraArgs ?? []), target)
-  const redact = (text: string) => redactCredentials(text, secrets)
+  const scrub = (text: string) => redact(text, secrets)
 
   if (options.signal?.aborted) throw new MbError(`rsync listing of ${display} aborted before it started: ${String(options.signal.reason ?? 'aborted')}`, {code: 'SCAN_ABORTED'})
   const child = spawn(options.binary ?? 'rsync', args, {env, stdio: ['ignore', 'pipe', 'pipe']})
@@ -218,7 +212,7 @@ export async function* listRsync(baseUrl: string, options: RsyncListOptions = {}
     }
     rest += decoder.decode()
     const result = await exited
-    if (aborted) throw new MbError(`rsync listing of ${display} aborted: ${redact(String(options.signal?.reason instanceof Error ? options.signal.reason.message : options.signal?.reason ?? 'aborted'))}`, {code: 'SCAN_ABORTED'})
+    if (aborted) throw new MbError(`rsync listing of ${display} aborted: ${scrub(String(options.signal?.reason instanceof Error ? options.signal.reason.message : options.signal?.reason ?? 'aborted'))}`, {code: 'SCAN_ABORTED'})
     if (result.error) {
       const missing = (result.error as NodeJS.ErrnoException).code === 'ENOENT'
       throw new MbError(missing ? 'The rsync binary was not found. Install it (apt-get install rsync).' : `Cannot run rsync: ${result.error.message}`, {code: 'RSYNC_FAILED'})
@@ -226,7 +220,7 @@ export async function* listRsync(baseUrl: string, options: RsyncListOptions = {}
     if (result.code !== 0 && result.code !== 23 && result.code !== 24) {
       const reason = result.code === null ? `killed by ${result.signal}` : `exit ${result.code}${EXIT_REASONS[result.code] ? `: ${EXIT_REASONS[result.code]}` : ''}`
       const detail = stderr.trim().split('\n').filter((l) => l && !/^rsync error:/.test(l)).slice(-3).join(' | ')
-      throw new MbError(`rsync listing of ${display} failed (${reason})${detail ? `: ${redact(detail)}` : ''}`, {code: 'RSYNC_FAILED'})
+      throw new MbError(`rsync listing of ${display} failed (${reason})${detail ? `: ${scrub(detail)}` : ''}`, {code: 'RSYNC_FAILED'})
     }
     const last = handle(rest)
     if (last) yield last

@@ -9,9 +9,10 @@
 import type {Database} from '../db/index.js'
 import type {MirrorRow} from '../db/schema.js'
 import {MbError, errorMessage} from '../errors.js'
+import {redact} from '../redact.js'
 import {LISTERS, PROTOCOL_ORDER, type Protocol} from './listers.js'
 import {planScope, reconcileListing, type ReconcileResult, recordScanFailure} from './reconcile.js'
-import {redactCredentials, type RsyncListOptions} from './rsync.js'
+import type {RsyncListOptions} from './rsync.js'
 import type {Lister} from './types.js'
 
 export interface ScanMirrorOptions {
@@ -104,7 +105,7 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
       return failed(mirror, reason, attempts, seconds())
     }
     for (const {protocol, url} of candidates) {
-      const display = redactCredentials(url)
+      const display = redact(url)
       if (controller.signal.aborted) {
         attempts.push({protocol, url: display, error: `skipped: ${errorMessage(controller.signal.reason)}`})
         continue
@@ -149,7 +150,7 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
           attempts,
         }
       } catch (error) {
-        let message = redactCredentials(errorMessage(error))
+        let message = redact(errorMessage(error))
         const why = controller.signal.aborted ? errorMessage(controller.signal.reason) : ''
         if (why && !message.includes(why)) message = `${message} (${why})`
         attempts.push({protocol, url: display, error: message})
