@@ -5,7 +5,8 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {expect} from 'chai'
 import type {Database} from '../../src/lib/db/index.js'
-import {hashIndex, hashesFresh, readStoredHashes} from '../../src/lib/origin/hash.js'
+import {hashesFresh} from '../../src/lib/origin/freshness.js'
+import {hashIndex, readStoredHashes} from '../../src/lib/origin/hash.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 
 describe(`hashIndex (${backend})`, () => {

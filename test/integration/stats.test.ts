@@ -143,12 +143,15 @@ describe(`stats collector and mb stats (${backend})`, function () {
     expect(plain.stdout.trim().split('\n')).to.deep.equal(['file\tdownloads\tbytes\tother requests', 'f5.iso\t6\t60\t0', 'f4.iso\t5\t50\t0', '(other)\t10\t100\t0', 'total\t21\t210\t0'])
   })
 
-  it('refuses bad dates, spans and mirrors with a usage error (exit 2)', async () => {
-    for (const args of [['--since', '2026-02-30'], ['--since', 'last week'], ['--until', '7x'], ['--since', '2026-11-21', '--until', '2026-11-20'], ['--mirror', 'no.such.mirror']]) {
+  it('refuses bad dates and spans with a usage error (exit 2), an unknown mirror with exit 1', async () => {
+    for (const args of [['--since', '2026-02-30'], ['--since', 'last week'], ['--until', '7x'], ['--since', '2026-11-21', '--until', '2026-11-20']]) {
       const res = await cli(['stats', ...args, '--json'])
       expect(res.code, args.join(' ')).to.equal(2)
-      expect(res.json().error.code).to.be.oneOf(['BAD_DATE', 'MIRROR_NOT_FOUND'])
+      expect(res.json().error.code).to.equal('BAD_DATE')
     }
+    const unknown = await cli(['stats', '--mirror', 'no.such.mirror', '--json'])
+    expect(unknown.code).to.equal(1)
+    expect(unknown.json().error.code).to.equal('MIRROR_NOT_FOUND')
     const ok = await cli(['stats', '--since', '7d', '--until', '0d', '--json'])
     expect(ok.code).to.equal(0)
   })

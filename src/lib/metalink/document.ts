@@ -4,7 +4,8 @@
  * Metalink 4 (RFC 5854), Metalink 3.0, hash files, Metalink/HTTP headers (RFC 6249) and the
  * mirror list all read this one shape, so they always agree.
  */
-import {hashesFresh, splitPieces, type StoredHashes} from '../origin/hash.js'
+import {hashesFresh} from '../origin/freshness.js'
+import {splitPieces, type StoredHashes} from '../origin/hash.js'
 import {encodePath} from '../select/url.js'
 import type {Selection} from '../select/types.js'
 

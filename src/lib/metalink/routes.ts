@@ -19,7 +19,8 @@
 import {statSync} from 'node:fs'
 import {sep} from 'node:path'
 import type {Database} from '../db/index.js'
-import {mtimeSeconds, readStoredHashes, type StoredHashes} from '../origin/hash.js'
+import {diskMatches, hashesMatchVersion, mtimeSeconds, sameVersion} from '../origin/freshness.js'
+import {readStoredHashes, type StoredHashes} from '../origin/hash.js'
 import type {RequestContext, Route, MirrorServer} from '../serve/server.js'
 import type {FileEntry} from '../serve/snapshot.js'
 import {hasQueryFlag} from '../serve/path.js'
@@ -82,7 +83,7 @@ class HashCache {
   get(file: FileEntry): StoredHashes | undefined {
     const row = this.map.get(file.path)
     if (!row) return undefined
-    if (row.size !== file.size || row.mtime !== file.mtime || row.sha256 !== file.sha256) {
+    if (!sameVersion(row, file) || row.sha256 !== file.sha256) {
       this.map.delete(file.path)
       return undefined
     }
@@ -144,7 +145,7 @@ export class MetalinkRoutes {
     if (!this.options.database) return fallback
     try {
       const row = await readStoredHashes(this.options.database, file.path)
-      if (!row || row.sha256 !== file.sha256 || Number(row.hashed_size) !== file.size || Number(row.hashed_mtime) !== file.mtime) return fallback
+      if (!row || row.sha256 !== file.sha256 || !hashesMatchVersion(row, file)) return fallback
       const normalized = {...row, size: Number(row.size), mtime: Number(row.mtime)}
       this.cache.set(file.path, normalized)
       return normalized
@@ -172,7 +173,7 @@ export class MetalinkRoutes {
       } catch {
         st = undefined
       }
-      if (!st || st.size !== file.size || mtimeSeconds(st) !== file.mtime) stored = null
+      if (!diskMatches(st, file)) stored = null
     }
     const doc = buildDocument({path: file.path, size: file.size, mtime: file.mtime, stored, hashesFresh: stored !== null, selection, baseUrl: this.baseUrl(ctx, client.https), maxUrls: this.maxUrls})
     const mctx: MetalinkContext = {doc, selection, client}
@@ -196,7 +197,7 @@ export class MetalinkRoutes {
   /** True when the file on disk still has the indexed size and mtime (stat cached for diskCheckSeconds). */
   diskMatches(root: string, file: FileEntry, now = Date.now()): boolean {
     const seen = this.diskChecks.get(file.path)
-    if (seen && now - seen.at < this.diskCheckMs) return seen.size === file.size && seen.mtime === file.mtime
+    if (seen && now - seen.at < this.diskCheckMs) return sameVersion(seen, file)
     let size = -1
     let mtime = -1
     try {
@@ -210,7 +211,7 @@ export class MetalinkRoutes {
       if (this.diskChecks.size > 100_000) this.diskChecks.clear()
       this.diskChecks.set(file.path, {at: now, size, mtime})
     }
-    return size === file.size && mtime === file.mtime
+    return sameVersion({size, mtime}, file)
   }
 
   /**

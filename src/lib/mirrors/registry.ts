@@ -23,6 +23,7 @@ import {
   validateMirrorInput,
 } from './validate.js'
 import {redact} from '../redact.js'
+import {escapeLike} from '../db/sql.js'
 
 export type {MirrorInput, MirrorValues} from './validate.js'
 
@@ -42,10 +43,6 @@ const DEFAULTS = {
   prefix_only: false,
   fallback: false,
 } satisfies Required<Omit<MirrorValues, 'identifier'>>
-
-function escapeLike(text: string): string {
-  return text.replace(/[\\%_]/g, (c) => `\\${c}`)
-}
 
 /**
  * Finds a mirror by name: the exact identifier wins; then the same identifier ignoring case;

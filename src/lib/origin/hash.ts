@@ -2,10 +2,8 @@
  * Hashes of the origin tree: MD5, SHA-1, SHA-256 and piece hashes of every file, computed in
  * one streaming read per file, on all cores (worker_threads), and stored on the `file` row.
  *
- * Freshness: hashes describe the bytes that had `hashed_size` bytes and `hashed_mtime`
- * (Unix seconds, UTC) when they were read. They are valid only while the index row has the
- * same size and mtime (`file.size = hashed_size AND file.mtime = hashed_mtime`) and the file
- * on disk still matches them ({@link hashesFresh}). A stale hash is never served.
+ * Freshness: `hashed_size`/`hashed_mtime` record the version the hashes were read from; when
+ * they may be served is decided in freshness.ts. A stale hash is never served.
  *
  * Piece size ({@link pieceSizeFor}): the smallest power of two from 256 KiB up to 16 MiB
  * that keeps a file at or under 2,048 pieces; files above 32 GiB keep 16 MiB pieces and get
@@ -21,6 +19,9 @@ import {Worker} from 'node:worker_threads'
 import {sql} from 'kysely'
 import type {Database} from '../db/index.js'
 import {MbError} from '../errors.js'
+import {inSubtree} from '../db/sql.js'
+import {trimSlashes} from '../text.js'
+import {hashesOutdatedSql, mtimeSeconds} from './freshness.js'
 
 /** Piece hash algorithms for Metalink `<pieces type=…>`. */
 export type PieceHash = 'sha256' | 'sha1'
@@ -51,11 +52,6 @@ export function pieceSizeFor(size: number): number {
   let piece = MIN_PIECE_SIZE
   while (piece < MAX_PIECE_SIZE && Math.ceil(size / piece) > MAX_PIECES) piece *= 2
   return piece
-}
-
-/** Unix seconds (UTC) of a stat's mtime, the unit the index uses. */
-export function mtimeSeconds(st: {mtimeMs: number}): number {
-  return Math.floor(st.mtimeMs / 1000)
 }
 
 const PIECE_ALGO: Record<PieceHash, string> = {sha256: 'sha256', sha1: 'sha1'}
@@ -116,19 +112,6 @@ export interface StoredHashes {
   pieces: string | null
   hashed_size: number | null
   hashed_mtime: number | null
-}
-
-/**
- * True when the stored hashes describe the file as the index and the disk know it now:
- * all three digests present, `hashed_size = size`, `hashed_mtime = mtime`, and, when
- * `onDisk` (a stat of the origin file) is given, its size and mtime match too.
- */
-export function hashesFresh(row: StoredHashes | null | undefined, onDisk?: {size: number; mtimeMs: number} | null): boolean {
-  if (!row || !row.md5 || !row.sha1 || !row.sha256) return false
-  if (row.hashed_size === null || row.hashed_mtime === null) return false
-  if (Number(row.hashed_size) !== Number(row.size) || Number(row.hashed_mtime) !== Number(row.mtime)) return false
-  if (onDisk && (onDisk.size !== Number(row.size) || mtimeSeconds(onDisk) !== Number(row.mtime))) return false
-  return true
 }
 
 /** Splits the stored `pieces` text (concatenated hex digests) into one digest per piece. */
@@ -297,9 +280,9 @@ export async function hashIndex(database: Database, root: string, options: HashI
 
   const due = options.force
     ? sql<boolean>`true`
-    : sql<boolean>`(sha256 IS NULL OR hashed_size IS DISTINCT FROM size OR hashed_mtime IS DISTINCT FROM mtime OR piece_hash IS DISTINCT FROM ${pieceHash})`
-  const prefix = options.subdir ? `${options.subdir.replace(/^\/+|\/+$/g, '')}/` : ''
-  const stale = prefix ? sql<boolean>`(${due} AND starts_with(path, ${prefix}))` : due
+    : sql<boolean>`(${hashesOutdatedSql()} OR piece_hash IS DISTINCT FROM ${pieceHash})`
+  const prefix = trimSlashes(options.subdir ?? '')
+  const stale = prefix ? sql<boolean>`(${due} AND ${inSubtree(prefix)})` : due
   // Totals for progress, then the due files page by page (keyset on id), so that a tree of
   // a million files is never held in memory at once.
   const totals = await db

@@ -27,6 +27,8 @@ import type {Database} from '../db/index.js'
 import type {DB} from '../db/schema.js'
 import {MbError, UsageError} from '../errors.js'
 import type {ListingEntry} from './types.js'
+import {inSubtree} from '../db/sql.js'
+import {trimSlashes} from '../text.js'
 
 /** Rows per `unnest` insert into the temp table. */
 const BATCH = 10_000
@@ -94,10 +96,6 @@ export interface ScanScope {
   scope: string
 }
 
-function trimSlashes(path: string): string {
-  return path.replace(/^\/+|\/+$/g, '')
-}
-
 /**
  * Plans a scan of `subdir` (origin-relative) on a mirror carrying `basePath`.
  * @throws UsageError when the mirror carries nothing under `subdir`, or `subdir` holds '..'
@@ -133,11 +131,6 @@ export function pathFilter(include: string[][], exclude: string[]): (path: strin
   const includes = include.filter((list) => list.length > 0).map((list) => picomatch(list, {dot: true}))
   const excludes = exclude.length > 0 ? picomatch(exclude, {dot: true}) : undefined
   return (path) => includes.every((m) => m(path)) && !(excludes && excludes(path))
-}
-
-/** SQL: `col` lies in the origin subtree `scope` ('' = everything). */
-function inScope(scope: string, column = 'path') {
-  return scope === '' ? sql<boolean>`true` : sql<boolean>`starts_with(${sql.ref(column)}, ${scope + '/'})`
 }
 
 /** A database session on which temp tables live: one pg connection, or the PGlite instance. */
@@ -252,7 +245,7 @@ export async function reconcileListing(database: Database, entries: AsyncIterabl
         await sql`ANALYZE ${sql.id(table)}`.execute(db)
 
         const counts = await session.transaction(async (trx) => {
-          const prev = await sql<{n: number}>`SELECT count(*)::int AS n FROM file WHERE ${M}::smallint = ANY(mirrors) AND ${inScope(scope)}`.execute(trx)
+          const prev = await sql<{n: number}>`SELECT count(*)::int AS n FROM file WHERE ${M}::smallint = ANY(mirrors) AND ${inSubtree(scope)}`.execute(trx)
           const previous = prev.rows[0].n
           const matchTable = `${table}_m`
           // One row per origin file listed; ok = same size and mtime within precision or whole hours.
@@ -279,7 +272,7 @@ export async function reconcileListing(database: Database, entries: AsyncIterabl
           }
           const removed = await sql`
             UPDATE file SET mirrors = array_remove(mirrors, ${M}::smallint), txid = pg_current_xact_id()
-            WHERE ${M}::smallint = ANY(mirrors) AND ${inScope(scope)}
+            WHERE ${M}::smallint = ANY(mirrors) AND ${inSubtree(scope)}
               AND NOT EXISTS (SELECT 1 FROM ${sql.id(matchTable)} m WHERE m.id = file.id AND m.ok)`.execute(trx)
           mark = phase('remove from sets', mark)
           const added = await sql`
@@ -289,7 +282,7 @@ export async function reconcileListing(database: Database, entries: AsyncIterabl
           mark = phase('add to sets', mark)
           await sql`
             DELETE FROM mirror_file_stale s USING file f
-            WHERE s.mirror_id = ${M}::smallint AND f.id = s.file_id AND ${inScope(scope, 'f.path')}`.execute(trx)
+            WHERE s.mirror_id = ${M}::smallint AND f.id = s.file_id AND ${inSubtree(scope, 'f.path')}`.execute(trx)
           await sql`
             INSERT INTO mirror_file_stale (mirror_id, file_id, size, mtime)
             SELECT ${M}::smallint, id, size, mtime FROM ${sql.id(matchTable)} WHERE NOT ok`.execute(trx)
@@ -297,7 +290,7 @@ export async function reconcileListing(database: Database, entries: AsyncIterabl
           const base = trimSlashes(mirror.base_path ?? '')
           // The deeper of the scope and the mirror's base path (planScope made sure they overlap).
           const carried = !scope ? base : !base ? scope : scope.length >= base.length ? scope : base
-          const originInScope = await sql<{n: number}>`SELECT count(*)::int AS n FROM file WHERE ${inScope(carried)}`.execute(trx)
+          const originInScope = await sql<{n: number}>`SELECT count(*)::int AS n FROM file WHERE ${inSubtree(carried)}`.execute(trx)
           const total = scope
             ? (await sql<{n: number}>`SELECT count(*)::int AS n FROM file WHERE ${M}::smallint = ANY(mirrors)`.execute(trx)).rows[0].n
             : matched

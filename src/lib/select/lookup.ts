@@ -14,6 +14,8 @@ import {compileSelectOptions} from './options.js'
 import {select} from './index.js'
 import type {ClientInfo, SelectFile, SelectMirror} from './types.js'
 import {mirrorUrl} from './url.js'
+import {escapeLike} from '../db/sql.js'
+import {hasDigests, hashesMatchVersion} from '../origin/freshness.js'
 
 /** A mirror holding the file, with the URL a client of the given scheme would get. */
 export interface HoldingMirror {
@@ -71,11 +73,6 @@ export interface LookupOptions {
   geo?: GeoInfo
 }
 
-/** Escapes LIKE wildcards (`\` is PostgreSQL's default LIKE escape). */
-function likeEscape(text: string): string {
-  return text.replace(/[\\%_]/g, (c) => `\\${c}`)
-}
-
 /**
  * A SQL LIKE pattern that matches a superset of the glob's matches: the literal directory
  * prefix (picomatch.scan's `base`), `%`, and the literal tail after the last glob character.
@@ -85,7 +82,7 @@ export function globToLike(glob: string): string {
   const {base, glob: rest} = picomatch.scan(glob)
   const tail = /[^*?[\]{}()!+@|\\]*$/.exec(rest)?.[0] ?? ''
   const prefix = glob.includes('/') ? (base ? `${base}/` : '') : ''
-  return `${likeEscape(prefix)}%${likeEscape(tail)}`
+  return `${escapeLike(prefix)}%${escapeLike(tail)}`
 }
 
 function iso(seconds: number): string {
@@ -150,7 +147,7 @@ export async function lookupFiles(database: Database, config: Config, options: L
     const size = Number(r.size)
     const mtime = Number(r.mtime)
     const stale = staleByFile.get(Number(r.id)) ?? new Map()
-    const fresh = r.md5 && r.sha1 && r.sha256 && Number(r.hashed_size) === size && Number(r.hashed_mtime) === mtime && r.hashed_size !== null
+    const fresh = hasDigests(r) && hashesMatchVersion(r, {size, mtime})
     const held: HoldingMirror[] = []
     for (const id of r.mirrors) {
       const m = mirrors.get(Number(id))

@@ -13,6 +13,8 @@
 import {sql, type RawBuilder} from 'kysely'
 import type {Database} from '../db/index.js'
 import {UsageError} from '../errors.js'
+import {resolveMirror} from '../mirrors/registry.js'
+import {escapeLike} from '../db/sql.js'
 
 export const GROUPINGS = ['file', 'dir', 'mirror', 'country', 'day', 'month'] as const
 export type Grouping = (typeof GROUPINGS)[number]
@@ -89,12 +91,12 @@ function iso(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10)
 }
 
-/** The mirror id for `--mirror NAME` ('origin' = 0). @throws UsageError when unknown */
-export async function resolveMirror(database: Pick<Database, 'db'>, name: string): Promise<number> {
-  if (name === 'origin') return 0
-  const row = await database.db.selectFrom('mirror').select('id').where('identifier', '=', name).executeTakeFirst()
-  if (!row) throw new UsageError(`No mirror ${JSON.stringify(name)}. Use a mirror identifier as listed by \`mb mirror list\`, or 'origin'.`, 'MIRROR_NOT_FOUND')
-  return row.id
+/**
+ * The mirror id for `--mirror NAME`: 0 for 'origin', else the mirror {@link resolveMirror} finds.
+ * @throws MbError MIRROR_NOT_FOUND; UsageError AMBIGUOUS_MIRROR
+ */
+async function statsMirrorId(database: Pick<Database, 'db'>, name: string): Promise<number> {
+  return name === 'origin' ? 0 : (await resolveMirror(database.db, name)).id
 }
 
 function keyExpr(by: Grouping, period: 'day' | 'month'): RawBuilder<string> {
@@ -115,18 +117,14 @@ function keyExpr(by: Grouping, period: 'day' | 'month'): RawBuilder<string> {
   }
 }
 
-function escapeLike(prefix: string): string {
-  return prefix.replace(/[\\%_]/g, (c) => `\\${c}`)
-}
-
 /**
  * Runs a statistics query (see the module doc for the semantics).
- * @throws UsageError for an unknown mirror or since > until
+ * @throws UsageError for since > until or a bad limit; MbError MIRROR_NOT_FOUND for an unknown mirror
  */
 export async function queryStats(database: Pick<Database, 'db'>, query: StatsQuery): Promise<StatsResult> {
   if (query.since && query.until && query.since > query.until) throw new UsageError(`--since ${query.since} is after --until ${query.until}. Swap them.`, 'BAD_DATE')
   if (query.limit !== undefined && (!Number.isInteger(query.limit) || query.limit < 1)) throw new UsageError('--limit must be a positive integer.', 'BAD_LIMIT')
-  const mirrorId = query.mirror === undefined ? undefined : await resolveMirror(database, query.mirror)
+  const mirrorId = query.mirror === undefined ? undefined : await statsMirrorId(database, query.mirror)
   const prefix = query.pathPrefix?.replace(/^\/+/, '')
 
   const part = (period: 'day' | 'month') => {

@@ -1,0 +1,20 @@
+/**
+ * SQL fragments shared by the modules that query the store (PostgreSQL syntax, also PGlite).
+ */
+import {sql, type RawBuilder} from 'kysely'
+
+/**
+ * `text` with the LIKE wildcards `%` and `_` and the escape character `\` escaped, so that it
+ * matches literally inside a LIKE/ILIKE pattern (`\` is PostgreSQL's default LIKE escape).
+ */
+export function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`)
+}
+
+/**
+ * SQL condition "`column` lies in the subtree `prefix`": the path starts with `prefix/`.
+ * `prefix` is origin-relative without leading or trailing slash; '' means everything (`true`).
+ */
+export function inSubtree(prefix: string, column = 'path'): RawBuilder<boolean> {
+  return prefix === '' ? sql<boolean>`true` : sql<boolean>`starts_with(${sql.ref(column)}, ${prefix + '/'})`
+}
