@@ -12,9 +12,9 @@ export function trimLeadingSlashes(path: string): string {
   return path.replace(/^\/+/, '')
 }
 
-/** The URL or path with exactly one trailing slash added when it has none (`''` stays `''`). */
+/** The URL or path ending in `/`: `text` when it already does, else `text + '/'`. */
 export function withTrailingSlash(text: string): string {
-  return text === '' || text.endsWith('/') ? text : `${text}/`
+  return text.endsWith('/') ? text : `${text}/`
 }
 
 /** The items of a comma-separated list, trimmed, without empty ones (`'a, b,,c'` → `['a', 'b', 'c']`). */

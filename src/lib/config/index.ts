@@ -14,6 +14,7 @@ import {parse as parseYaml} from 'yaml'
 import {z} from 'zod'
 import {UsageError} from '../errors.js'
 import {ConfigSchema, type Config} from './schema.js'
+import {splitList} from '../text.js'
 
 export {ConfigSchema, type Config} from './schema.js'
 
@@ -124,7 +125,7 @@ export function loadConfig(options: {file?: string; flags?: Record<string, unkno
   for (const [name, {key, list}] of Object.entries(ENV_KEYS)) {
     const raw = env[name]
     if (raw === undefined || raw === '') continue
-    setPath(tree, key, list ? raw.split(',').map((s) => s.trim()).filter(Boolean) : raw)
+    setPath(tree, key, list ? splitList(raw) : raw)
     sources[key] = `env:${name}`
   }
 

@@ -18,3 +18,17 @@ export function escapeLike(text: string): string {
 export function inSubtree(prefix: string, column = 'path'): RawBuilder<boolean> {
   return prefix === '' ? sql<boolean>`true` : sql<boolean>`starts_with(${sql.ref(column)}, ${prefix + '/'})`
 }
+
+/**
+ * The items of a PostgreSQL array column, which arrives as a JS array, or as its text form
+ * `{a,b,"c"}` when no array parser is registered for its type (e.g. `cidr[]`). Anything else
+ * reads as no items. Items are strings; double quotes around an item are dropped.
+ */
+export function textArray(value: unknown): string[] {
+  if (Array.isArray(value)) return value.map(String)
+  if (typeof value === 'string') {
+    const inner = value.replace(/^\{|\}$/g, '').trim()
+    return inner ? inner.split(',').map((s) => s.trim().replace(/^"|"$/g, '')) : []
+  }
+  return []
+}

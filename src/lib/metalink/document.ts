@@ -8,6 +8,7 @@ import {hashesFresh} from '../origin/freshness.js'
 import {splitPieces, type StoredHashes} from '../origin/hash.js'
 import {encodePath} from '../select/url.js'
 import type {Selection} from '../select/types.js'
+import {withTrailingSlash} from '../text.js'
 
 /** Default cap on mirror URLs in a metalink (config `metalink.max_urls`). */
 export const DEFAULT_MAX_URLS = 20
@@ -108,7 +109,7 @@ export function documentHashes(stored: StoredHashes | null, fresh: boolean): Doc
 
 /** The URL of `path` on the server at `baseUrl` (path percent-encoded, RFC 3986). */
 export function originUrlFor(baseUrl: string, path: string): string {
-  return (baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`) + encodePath(path)
+  return withTrailingSlash(baseUrl) + encodePath(path)
 }
 
 /**
@@ -146,7 +147,3 @@ export function buildDocument(options: BuildOptions): MetalinkDocument {
   }
 }
 
-/** RFC 3339 UTC timestamp without fractional seconds, e.g. `2026-11-29T16:00:00Z`. */
-export function rfc3339(date: Date): string {
-  return date.toISOString().replace(/\.\d{3}Z$/, 'Z')
-}

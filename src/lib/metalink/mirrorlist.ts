@@ -9,7 +9,8 @@
  */
 import type {Candidate, ClientInfo, Exclusion, Realm, Selection, SelectMirror} from '../select/types.js'
 import {encodePath, mirrorBase} from '../select/url.js'
-import {type MetalinkDocument, rfc3339} from './document.js'
+import {type MetalinkDocument} from './document.js'
+import {unixIso} from '../time.js'
 
 export interface MirrorListMirror {
   identifier: string
@@ -87,7 +88,7 @@ export function buildMirrorList(doc: MetalinkDocument, selection: Selection, cli
     path: doc.path,
     name: doc.name,
     size: doc.size,
-    mtime: rfc3339(new Date(doc.mtime * 1000)),
+    mtime: unixIso(doc.mtime),
     hashes: h ? {md5: h.md5, sha1: h.sha1, sha256: h.sha256, pieceSize: h.pieceSize, pieceHash: h.pieceHash, pieces: h.pieceCount} : null,
     links: {
       file: doc.originUrl,

@@ -23,7 +23,7 @@ import {
   validateMirrorInput,
 } from './validate.js'
 import {redact} from '../redact.js'
-import {escapeLike} from '../db/sql.js'
+import {escapeLike, textArray} from '../db/sql.js'
 
 export type {MirrorInput, MirrorValues} from './validate.js'
 
@@ -285,13 +285,6 @@ function redacted(value: string | null): string | null {
   return value === null ? null : redact(value)
 }
 
-function cidrs(value: unknown): string[] {
-  // pg may hand back a cidr[] as its text form when no array parser is registered.
-  if (Array.isArray(value)) return value.map(String)
-  if (typeof value === 'string') return value.replace(/^\{|\}$/g, '').split(',').filter((v) => v !== '')
-  return []
-}
-
 /** The public, password-free shape of a mirror row (see {@link PublicMirror}). */
 export function publicMirror(row: MirrorRow): PublicMirror {
   return {
@@ -308,7 +301,7 @@ export function publicMirror(row: MirrorRow): PublicMirror {
     latitude: row.latitude,
     longitude: row.longitude,
     asn: row.asn === null ? null : Number(row.asn),
-    prefixes: cidrs(row.prefixes),
+    prefixes: textArray(row.prefixes),
     score: row.score,
     country_only: row.country_only,
     region_only: row.region_only,
@@ -317,7 +310,7 @@ export function publicMirror(row: MirrorRow): PublicMirror {
     fallback: row.fallback,
     other_countries: row.other_countries,
     exclude_countries: row.exclude_countries,
-    client_prefixes: cidrs(row.client_prefixes),
+    client_prefixes: textArray(row.client_prefixes),
     file_maxsize: row.file_maxsize === null ? null : Number(row.file_maxsize),
     base_path: row.base_path,
     include_patterns: row.include_patterns,

@@ -15,6 +15,7 @@ import {UsageError} from '../errors.js'
 import {continentOf, isContinentCode, isCountryCode} from '../geo/countries.js'
 import {normalizeCidr} from '../net.js'
 import {redact} from '../redact.js'
+import {splitList} from '../text.js'
 
 /**
  * Raw input for one mirror as the CLI receives it. Every field is optional: `add` applies
@@ -247,7 +248,7 @@ export function normalizeContinent(text: string): string {
  * @throws UsageError naming the first bad code
  */
 export function normalizeCountryList(field: 'other_countries' | 'exclude_countries', values: string | string[]): string[] {
-  const parts = (Array.isArray(values) ? values : [values]).flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '')
+  const parts = (Array.isArray(values) ? values : [values]).flatMap(splitList)
   return [...new Set(parts.map((p) => normalizeCountry(p, field)))]
 }
 
@@ -257,7 +258,7 @@ export function normalizeCountryList(field: 'other_countries' | 'exclude_countri
  * @throws UsageError naming the field and the bad prefix
  */
 export function normalizeCidrList(field: 'prefixes' | 'client_prefixes', values: string[]): string[] {
-  const parts = values.flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '')
+  const parts = values.flatMap(splitList)
   const result: string[] = []
   for (const part of parts) {
     let cidr: string

@@ -11,6 +11,7 @@
 import {opendir, realpath, stat} from 'node:fs/promises'
 import {dirname, join, relative, sep} from 'node:path'
 import {UsageError} from '../errors.js'
+import {trimSlashes} from '../text.js'
 
 /** One regular file of the origin tree. */
 export interface OriginFile {
@@ -54,7 +55,7 @@ export async function* walkOrigin(root: string, options: WalkOptions = {}): Asyn
   } catch (error) {
     throw new UsageError(`The origin root ${root} is not a readable directory (${(error as Error).message}). Pass --root DIR or set MB_ROOT.`, 'ROOT_INVALID')
   }
-  const start = options.subdir ? options.subdir.replace(/^\/+|\/+$/g, '') : ''
+  const start = trimSlashes(options.subdir ?? '')
   let startReal = rootReal
   if (start) {
     try {

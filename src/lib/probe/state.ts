@@ -18,6 +18,7 @@ import {sql, type Kysely, type Transaction} from 'kysely'
 import type {DB} from '../db/schema.js'
 import type {ProbeConfig} from './config.js'
 import type {CheckResult, MirrorProbeResult, ProbeRequest} from './probe.js'
+import {trimLeadingSlashes} from '../text.js'
 
 /** The state of one protocol/family, as stored in `mirror.status.checks[key]`. */
 export interface CheckState {
@@ -279,7 +280,7 @@ async function trim(trx: Transaction<DB>, table: 'mirror_probe' | 'mirror_transi
  * the scans found on this mirror (non-empty files first); else the base URL.
  */
 export async function chooseRequest(db: Kysely<DB>, mirror: {id: number; status: unknown}, config: Pick<ProbeConfig, 'sentinel'>): Promise<ProbeRequest> {
-  if (config.sentinel) return {kind: 'sentinel', path: config.sentinel.replace(/^\/+/, '')}
+  if (config.sentinel) return {kind: 'sentinel', path: trimLeadingSlashes(config.sentinel)}
   const cached = parseStatus(mirror.status).probe_path
   if (cached) {
     const still = await db

@@ -28,7 +28,7 @@ import type {DB} from '../db/schema.js'
 import {MbError, UsageError} from '../errors.js'
 import type {ListingEntry} from './types.js'
 import {inSubtree} from '../db/sql.js'
-import {trimSlashes} from '../text.js'
+import {trimLeadingSlashes, trimSlashes} from '../text.js'
 
 /** Rows per `unnest` insert into the temp table. */
 const BATCH = 10_000
@@ -114,7 +114,7 @@ export function planScope(basePath: string, subdir: string | undefined): ScanSco
 
 /** Maps a listed mirror path to its origin path, or undefined for a hostile or empty path. */
 export function toOriginPath(basePath: string, mirrorPath: string): string | undefined {
-  const rel = mirrorPath.replace(/^(\.\/)+/, '').replace(/^\/+/, '')
+  const rel = trimLeadingSlashes(mirrorPath.replace(/^(\.\/)+/, ''))
   if (!rel) return undefined
   const parts = rel.split('/')
   if (parts.some((p) => p === '' || p === '.' || p === '..')) return undefined

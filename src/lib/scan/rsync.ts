@@ -28,6 +28,7 @@ import {spawn} from 'node:child_process'
 import {MbError} from '../errors.js'
 import {redact} from '../redact.js'
 import type {ListingEntry, Lister, ListOptions} from './types.js'
+import {trimSlashes, withTrailingSlash} from '../text.js'
 
 /** Options of the rsync lister beyond the shared ones. */
 export interface RsyncListOptions extends ListOptions {
@@ -139,12 +140,12 @@ export function parseRsyncUrl(url: string): {url: string; user?: string; passwor
   let clean = parsed.toString()
   // rsync takes the path raw, not percent-encoded.
   clean = decodeURI(clean)
-  if (!clean.endsWith('/')) clean += '/'
+  clean = withTrailingSlash(clean)
   return {url: clean, user, password, display: clean}
 }
 
 function joinSub(base: string, subdir: string | undefined): string {
-  const sub = (subdir ?? '').replace(/^\/+|\/+$/g, '')
+  const sub = trimSlashes(subdir ?? '')
   return sub ? `${base}${sub}/` : base
 }
 
@@ -159,7 +160,7 @@ function joinSub(base: string, subdir: string | undefined): string {
 export async function* listRsync(baseUrl: string, options: RsyncListOptions = {}): AsyncGenerator<ListingEntry> {
   const {url, password, display} = parseRsyncUrl(baseUrl)
   const target = joinSub(url, options.subdir)
-  const prefix = (options.subdir ?? '').replace(/^\/+|\/+$/g, '')
+  const prefix = trimSlashes(options.subdir ?? '')
   const env: NodeJS.ProcessEnv = {...(options.env ?? process.env), TZ: 'UTC', LC_ALL: 'C'}
   const secrets: string[] = []
   if (password !== undefined) env.RSYNC_PASSWORD = password

@@ -16,6 +16,8 @@ import type {ClientInfo, SelectFile, SelectMirror} from './types.js'
 import {mirrorUrl} from './url.js'
 import {escapeLike} from '../db/sql.js'
 import {hasDigests, hashesMatchVersion} from '../origin/freshness.js'
+import {trimLeadingSlashes} from '../text.js'
+import {unixIso} from '../time.js'
 
 /** A mirror holding the file, with the URL a client of the given scheme would get. */
 export interface HoldingMirror {
@@ -85,10 +87,6 @@ export function globToLike(glob: string): string {
   return `${escapeLike(prefix)}%${escapeLike(tail)}`
 }
 
-function iso(seconds: number): string {
-  return new Date(seconds * 1000).toISOString().replace('.000Z', 'Z')
-}
-
 /**
  * Looks up a path or glob in the origin index.
  *
@@ -96,7 +94,7 @@ function iso(seconds: number): string {
  *         when the path is not indexed, `NO_MATCH` when a glob matches nothing.
  */
 export async function lookupFiles(database: Database, config: Config, options: LookupOptions): Promise<FileLookup[]> {
-  const pattern = options.pattern.replace(/^\/+/, '')
+  const pattern = trimLeadingSlashes(options.pattern)
   if (!pattern) throw new UsageError('Give an origin-relative path or a glob, e.g. `mb file lookup iso/distro.iso` or `mb file lookup "*.iso"`.')
   // Dotted quads only: ipaddr.js also accepts legacy forms such as `1.2.3` or `0x7f.1`.
   const address = options.clientIp === undefined || (!options.clientIp.includes(':') && !/^\d{1,3}(\.\d{1,3}){3}$/.test(options.clientIp)) ? undefined : parseIp(options.clientIp)
@@ -157,7 +155,7 @@ export async function lookupFiles(database: Database, config: Config, options: L
       path: r.path,
       size,
       mtime,
-      mtime_utc: iso(mtime),
+      mtime_utc: unixIso(mtime),
       hashes: fresh ? {md5: r.md5!, sha1: r.sha1!, sha256: r.sha256!} : null,
       mirrors: held,
       stale: [...stale].map(([id, copy]) => ({identifier: mirrors.get(id)?.identifier ?? String(id), size: copy.size, mtime: copy.mtime})),

@@ -33,6 +33,7 @@ import type {Database} from '../db/index.js'
 import {errorMessage} from '../errors.js'
 import {fnv1a32} from '../select/hash.js'
 import type {RequestObserver, RequestOutcome} from '../serve/types.js'
+import {isoDay} from '../time.js'
 
 /** Counts for one (day, path, mirror, country) key. */
 export interface StatsCounts {
@@ -195,7 +196,7 @@ export class StatsCollector {
     if (time < this.dayStart || time >= this.dayEnd) {
       this.dayStart = Math.floor(time / DAY_MS) * DAY_MS
       this.dayEnd = this.dayStart + DAY_MS
-      this.dayText = new Date(this.dayStart).toISOString().slice(0, 10)
+      this.dayText = isoDay(this.dayStart)
     }
     const day = this.dayText
     const mirrorId = o.outcome === 'redirect' && o.mirrorId ? o.mirrorId : 0

@@ -8,6 +8,7 @@ import type {Database} from '../db/index.js'
 import {errorMessage} from '../errors.js'
 import type {RetentionPolicy} from './config.js'
 import type {StatsLogger} from './collector.js'
+import {isoDay} from '../time.js'
 
 /** What one prune did. Dates are UTC 'YYYY-MM-DD'. */
 export interface PruneResult {
@@ -23,10 +24,6 @@ export interface PruneResult {
   downloadsRolledUp: number
   /** Monthly rows deleted as older than the monthly retention. */
   monthlyRowsDeleted: number
-}
-
-function isoDay(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10)
 }
 
 /**
