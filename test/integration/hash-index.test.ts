@@ -101,6 +101,6 @@ describe(`hashIndex (${backend})`, () => {
     expect(result.hashed).to.equal(0)
     expect(result.failed.map((f) => f.path)).to.deep.equal(['gone.bin'])
     const error = await hashIndex(database, join(root, 'nope')).catch((e) => e)
-    expect(error.code).to.equal('ROOT_MISSING')
+    expect(error.code).to.equal('ROOT_INVALID')
   })
 })

@@ -69,7 +69,7 @@ export async function resolveMirror(db: Db, name: string): Promise<MirrorRow> {
     const names = matches.slice(0, 50).map((m) => m.identifier)
     throw new UsageError(`Mirror name "${wanted}" is ambiguous; it matches: ${names.join(', ')}${matches.length > 50 ? ', …' : ''}. Give the full name.`, 'AMBIGUOUS_MIRROR')
   }
-  throw new MbError(`No mirror named "${wanted}". Run \`mb mirror list\` to see the registered mirrors.`, {code: 'MIRROR_NOT_FOUND', exitCode: 1})
+  throw new MbError(`No mirror named "${wanted}". Run \`mb mirror list\` to see the registered mirrors.`, {code: 'MIRROR_NOT_FOUND'})
 }
 
 async function assertNameFree(db: Db, identifier: string, exceptId?: number): Promise<void> {
@@ -77,7 +77,7 @@ async function assertNameFree(db: Db, identifier: string, exceptId?: number): Pr
   if (exceptId !== undefined) query = query.where('id', '!=', exceptId)
   const clash = await query.executeTakeFirst()
   if (clash) {
-    throw new MbError(`A mirror named "${clash.identifier}" already exists. Use \`mb mirror edit ${clash.identifier}\` to change it, or pick another name.`, {code: 'MIRROR_EXISTS', exitCode: 1})
+    throw new MbError(`A mirror named "${clash.identifier}" already exists. Use \`mb mirror edit ${clash.identifier}\` to change it, or pick another name.`, {code: 'MIRROR_EXISTS'})
   }
 }
 

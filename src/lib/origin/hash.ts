@@ -16,12 +16,13 @@ import {stat} from 'node:fs/promises'
 import {availableParallelism} from 'node:os'
 import {join} from 'node:path'
 import {Worker} from 'node:worker_threads'
-import {sql} from 'kysely'
+import {type Selectable, sql} from 'kysely'
 import type {Database} from '../db/index.js'
-import {MbError} from '../errors.js'
+import {MbError, UsageError} from '../errors.js'
 import {inSubtree} from '../db/sql.js'
 import {trimSlashes} from '../text.js'
 import {hashesOutdatedSql, mtimeSeconds} from './freshness.js'
+import type {FileTable} from '../db/schema.js'
 
 /** Piece hash algorithms for Metalink `<pieces type=…>`. */
 export type PieceHash = 'sha256' | 'sha1'
@@ -101,18 +102,7 @@ export async function hashFile(path: string, pieceHash: PieceHash = 'sha256'): P
 }
 
 /** Hash columns of a `file` row, as read for serving. */
-export interface StoredHashes {
-  size: number
-  mtime: number
-  md5: string | null
-  sha1: string | null
-  sha256: string | null
-  piece_size: number | null
-  piece_hash: string | null
-  pieces: string | null
-  hashed_size: number | null
-  hashed_mtime: number | null
-}
+export type StoredHashes = Pick<Selectable<FileTable>, 'size' | 'mtime' | 'md5' | 'sha1' | 'sha256' | 'piece_size' | 'piece_hash' | 'pieces' | 'hashed_size' | 'hashed_mtime'>
 
 /** Splits the stored `pieces` text (concatenated hex digests) into one digest per piece. */
 export function splitPieces(pieces: string | null, pieceHash: string | null): string[] {
@@ -267,12 +257,12 @@ interface Todo {
  * so a file that changed on disk since the last walk gets hashes that become fresh only once
  * the index records the same size and mtime.
  *
- * @throws MbError when `root` is not a readable directory
+ * @throws UsageError ROOT_INVALID when `root` is not a readable directory
  */
 export async function hashIndex(database: Database, root: string, options: HashIndexOptions = {}): Promise<HashIndexResult> {
   const started = process.hrtime.bigint()
   const rootStat = await stat(root).catch(() => null)
-  if (!rootStat?.isDirectory()) throw new MbError(`The origin root ${root} is not a readable directory; set \`root\` in the config or pass --root.`, {code: 'ROOT_MISSING'})
+  if (!rootStat?.isDirectory()) throw new UsageError(`The origin root ${root} is not a readable directory; set \`root\` in the config or pass --root.`, 'ROOT_INVALID')
   const pieceHash = options.pieceHash ?? 'sha256'
   const jobs = Math.max(1, options.jobs ?? availableParallelism())
   const batchSize = options.batchSize ?? 100

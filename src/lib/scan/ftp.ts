@@ -154,7 +154,7 @@ async function* listFtp(baseUrl: string, listOptions: ListOptions, options: FtpL
     }
     const baseDir = posix.join(target.absolute ? '/' : loginDir, ...target.segments)
     const subdir = (listOptions.subdir ?? '').split('/').filter((s) => s !== '' && s !== '.')
-    if (subdir.includes('..')) throw new MbError(`Subdirectory "${listOptions.subdir}" must not contain ".."`, {code: 'SCAN_BAD_SUBDIR', exitCode: 2})
+    if (subdir.includes('..')) throw new MbError(`Subdirectory "${listOptions.subdir}" must not contain ".."`, {code: 'SCAN_BAD_SUBDIR'})
     const startDir = posix.join(baseDir, ...subdir)
     try {
       await client.cd(startDir)

@@ -110,7 +110,7 @@ async function* listHttp(baseUrl: string, listOptions: ListOptions, options: Htt
   const connectTimeout = (listOptions.connectTimeoutSeconds ?? HTTP_DEFAULT_CONNECT_TIMEOUT) * 1000
   const ioTimeout = (listOptions.ioTimeoutSeconds ?? HTTP_DEFAULT_IO_TIMEOUT) * 1000
   const subdir = (listOptions.subdir ?? '').split('/').filter((s) => s !== '' && s !== '.')
-  if (subdir.includes('..')) throw new MbError(`Subdirectory "${listOptions.subdir}" must not contain ".."`, {code: 'SCAN_BAD_SUBDIR', exitCode: 2})
+  if (subdir.includes('..')) throw new MbError(`Subdirectory "${listOptions.subdir}" must not contain ".."`, {code: 'SCAN_BAD_SUBDIR'})
   const agent = new Agent({
     connections: concurrency + 1,
     connect: {timeout: connectTimeout, rejectUnauthorized: !options.allowSelfSigned},

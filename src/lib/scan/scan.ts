@@ -8,7 +8,7 @@
  */
 import type {Database} from '../db/index.js'
 import type {MirrorRow} from '../db/schema.js'
-import {MbError, errorMessage} from '../errors.js'
+import {MbError, UsageError, errorMessage} from '../errors.js'
 import {redact} from '../redact.js'
 import {LISTERS, PROTOCOL_ORDER, type Protocol} from './listers.js'
 import {planScope, reconcileListing, type ReconcileResult, recordScanFailure} from './reconcile.js'
@@ -86,7 +86,7 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
   let candidates = scanUrls(mirror)
   if (options.protocol) {
     candidates = candidates.filter((c) => c.protocol === options.protocol)
-    if (candidates.length === 0) throw new MbError(`Mirror ${mirror.identifier} has no ${options.protocol} URL to scan. Add one with \`mb mirror edit ${mirror.identifier} --${options.protocol === 'http' ? 'http' : options.protocol}-url URL\`.`, {code: 'USAGE', exitCode: 2})
+    if (candidates.length === 0) throw new UsageError(`Mirror ${mirror.identifier} has no ${options.protocol} URL to scan. Add one with \`mb mirror edit ${mirror.identifier} --${options.protocol === 'http' ? 'http' : options.protocol}-url URL\`.`)
   }
   const budget = (options.timeoutSeconds ?? 3600) * 1000
   const controller = new AbortController()

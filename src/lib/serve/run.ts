@@ -57,8 +57,8 @@ export interface RunningServer {
  *         MbError when the first snapshot cannot be read or the port is taken
  */
 export async function startServe(config: Config, database: Database, options: {logger?: Logger} = {}): Promise<RunningServer> {
-  if (!config.root) throw new UsageError('No origin root given: pass --root DIR (or set MB_ROOT / `root:` in the config file).', 'NO_ROOT')
-  if (!existsSync(config.root) || !statSync(config.root).isDirectory()) throw new UsageError(`The origin root ${config.root} is not a directory. Pass the tree that \`mb index\` walks with --root.`, 'NO_ROOT')
+  if (!config.root) throw new UsageError('No origin root given: pass --root DIR (or set MB_ROOT / `root:` in the config file).', 'ROOT_INVALID')
+  if (!existsSync(config.root) || !statSync(config.root).isDirectory()) throw new UsageError(`The origin root ${config.root} is not a directory. Pass the tree that \`mb index\` walks with --root.`, 'ROOT_INVALID')
   const {host, port} = parseListen(config.serve.listen)
   const logger = options.logger ?? createLogger(config.log_level)
   const t0 = performance.now()
