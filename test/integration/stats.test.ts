@@ -293,30 +293,30 @@ describe(`stats collector and mb stats (${backend})`, function () {
 
     const now = new Date(Date.UTC(2026, 9, 1, 3)) // 2026-10-01: keep 30 days -> daily rows before 2026-09-01 roll up
     const result = await pruneStats(database, {dailyRetentionDays: 30, monthlyRetentionMonths: 120}, now)
-    expect(result.dailyCutoff).to.equal('2026-09-01')
-    expect(result.monthlyRowsDeleted).to.equal(0)
+    expect(result.daily_cutoff).to.equal('2026-09-01')
+    expect(result.monthly_rows_deleted).to.equal(0)
     const left = await sql<{first: string}>`SELECT to_char(min(day), 'YYYY-MM-DD') AS first FROM stats_daily`.execute(database.db)
     expect(left.rows[0].first).to.equal('2026-09-01')
     const monthly = await sql<{month: string; downloads: number}>`SELECT to_char(month, 'YYYY-MM') AS month, sum(downloads)::bigint AS downloads FROM stats_monthly GROUP BY 1 ORDER BY 1`.execute(database.db)
     const expected = dailyBefore.rows.map((r) => ({month: r.month, downloads: Number(r.downloads) + (r.month === '2026-07' ? 1000 : 0)}))
     expect(monthly.rows.map((r) => ({month: r.month, downloads: Number(r.downloads)}))).to.deep.equal(expected)
-    expect(result.downloadsRolledUp).to.equal(dailyBefore.rows.reduce((a, r) => a + Number(r.downloads), 0))
+    expect(result.downloads_rolled_up).to.equal(dailyBefore.rows.reduce((a, r) => a + Number(r.downloads), 0))
 
     // every grouping reports the same totals across the retention boundary
     const after = await Promise.all((['file', 'mirror', 'country', 'month'] as const).map((g) => queryStats(database, {by: g})))
     for (let i = 0; i < before.length; i++) expect(after[i].rows, before[i].by).to.deep.equal(before[i].rows)
     // a second prune changes nothing; a short monthly retention deletes old months
-    expect((await pruneStats(database, {dailyRetentionDays: 30, monthlyRetentionMonths: 120}, now)).dailyRowsRolledUp).to.equal(0)
+    expect((await pruneStats(database, {dailyRetentionDays: 30, monthlyRetentionMonths: 120}, now)).daily_rows_rolled_up).to.equal(0)
     const cut = await pruneStats(database, {dailyRetentionDays: 30, monthlyRetentionMonths: 2}, now)
-    expect(cut.monthlyCutoff).to.equal('2026-08-01')
-    expect(cut.monthlyRowsDeleted).to.be.greaterThan(0)
+    expect(cut.monthly_cutoff).to.equal('2026-08-01')
+    expect(cut.monthly_rows_deleted).to.be.greaterThan(0)
     const months = await sql<{month: string}>`SELECT DISTINCT to_char(month, 'YYYY-MM') AS month FROM stats_monthly ORDER BY 1`.execute(database.db)
     expect(months.rows.map((r) => r.month)).to.deep.equal(['2026-08'])
 
     // the CLI applies the configured policy
     const pruned = await cli(['stats', 'prune', '--daily-retention-days', '1', '--json'])
     expect(pruned.code).to.equal(0)
-    expect(pruned.json().dailyRowsRolledUp).to.be.greaterThan(0)
+    expect(pruned.json().daily_rows_rolled_up).to.be.greaterThan(0)
   })
 })
 

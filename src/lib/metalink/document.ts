@@ -72,6 +72,39 @@ export interface MetalinkDocument {
   generator: string
 }
 
+/** {@link MetalinkDocument} as `mb metalink --json` prints it: snake_case keys, `published` in ISO 8601 UTC. */
+export interface DocumentJson {
+  path: string
+  name: string
+  size: number
+  mtime: number
+  hashes: {md5: string; sha1: string; sha256: string; piece_size: number; piece_hash: 'sha256' | 'sha1'; pieces_hex: string; piece_count: number} | null
+  sources: Source[]
+  origin_url: string
+  meta4_url: string
+  metalink_url: string
+  published: string
+  generator: string
+}
+
+/** The JSON form of `doc` (see {@link DocumentJson}). */
+export function documentJson(doc: MetalinkDocument): DocumentJson {
+  const h = doc.hashes
+  return {
+    path: doc.path,
+    name: doc.name,
+    size: doc.size,
+    mtime: doc.mtime,
+    hashes: h && {md5: h.md5, sha1: h.sha1, sha256: h.sha256, piece_size: h.pieceSize, piece_hash: h.pieceHash, pieces_hex: h.piecesHex, piece_count: h.pieceCount},
+    sources: doc.sources,
+    origin_url: doc.originUrl,
+    meta4_url: doc.meta4Url,
+    metalink_url: doc.metalinkUrl,
+    published: doc.published.toISOString(),
+    generator: doc.generator,
+  }
+}
+
 export interface BuildOptions {
   /** Origin-relative path (no leading '/', not encoded). */
   path: string
