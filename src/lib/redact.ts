@@ -1,6 +1,7 @@
 /**
- * Redaction of credentials in text that is printed, logged or stored as an error: one rule for
- * URLs, mirror records, scan errors and database locations.
+ * Credentials out of text: {@link redact} for what operators see (messages, logs, `mb mirror
+ * show`, stored scan errors, database locations), {@link stripUserinfo} for URLs handed to the
+ * public (mirror lists), which show no user name either.
  */
 
 /** Query parameters whose value is a credential (compared case-insensitively). */
@@ -29,4 +30,9 @@ export function redact(text: string, secrets: readonly string[] = []): string {
     .replace(QUERY, '$1***')
   for (const secret of secrets) if (secret) out = out.split(secret).join('***')
   return out
+}
+
+/** `url` without its userinfo (`ftp://user:pw@host/` → `ftp://host/`), for URLs shown to the public. */
+export function stripUserinfo(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1')
 }
