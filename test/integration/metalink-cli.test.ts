@@ -84,6 +84,10 @@ describe(`mb index --hashes and mb metalink (${backend})`, () => {
     const json = (await mb(['metalink', 'iso/a.iso', '--json'], {env})).json()
     expect(json.hashes.sha256).to.equal(sha256)
     expect(json.sources.at(-1).url).to.equal('http://127.0.0.1:8080/iso/a.iso')
+    // --json keys are snake_case, like every other command's.
+    expect(json).to.have.keys(['path', 'name', 'size', 'mtime', 'hashes', 'sources', 'origin_url', 'meta4_url', 'metalink_url', 'published', 'generator'])
+    expect(json.hashes).to.include({piece_hash: 'sha256', piece_count: 2})
+    expect(json.meta4_url).to.equal('http://127.0.0.1:8080/iso/a.iso.meta4')
   })
 
   it('rejects an unknown path (exit 1) and a bad --client-ip (exit 2)', async () => {

@@ -221,6 +221,7 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     const list = JSON.parse(text)
     expect(list.size).to.equal(big.length)
     expect(list.hashes.sha256).to.equal(createHash('sha256').update(big).digest('hex'))
+    expect(list.hashes).to.include.keys(['piece_size', 'piece_hash', 'pieces'])
     expect(list.realm).to.equal('country')
     expect(list.realms.map((g: any) => [g.realm, g.mirrors.map((m: any) => m.identifier)])).to.deep.equal([
       ['country', ['de.mirror.test']],

@@ -6,6 +6,7 @@
 import {expect} from 'chai'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 import {mb} from '../helpers/cli.js'
+import {ERRORS} from '../../src/lib/errors.js'
 
 const PASSWORD = 'hunter2-s3cret'
 
@@ -62,7 +63,7 @@ describe(`mb mirror (${backend})`, () => {
   it('refuses a duplicate name (exit 1) and bad values (exit 2), writing nothing', async () => {
     const duplicate = await mb(['mirror', 'add', 'Mirror.Example.GB', '--http-url', 'http://other.example/', '--json'], {env})
     expect(duplicate.code).to.equal(1)
-    expect(duplicate.json().error).to.deep.equal({code: 'MIRROR_EXISTS', message: 'A mirror named "mirror.example.gb" already exists. Use `mb mirror edit mirror.example.gb` to change it, or pick another name.'})
+    expect(duplicate.json().error).to.deep.equal({code: 'MIRROR_EXISTS', message: 'A mirror named "mirror.example.gb" already exists. Use `mb mirror edit mirror.example.gb` to change it, or pick another name.', hint: ERRORS.MIRROR_EXISTS.hint})
 
     const badAdd = await mb(['mirror', 'add', 'mirror.example.us', '--https-url', 'https://mirror.example.us/', '--country', 'XX'], {env})
     expect(badAdd.code).to.equal(2)

@@ -58,8 +58,8 @@ describe('scan reconciler', function () {
     await tdb.drop()
   })
 
-  it('matches equal size and mtime, records stale copies, leaves missing files out', async () => {
-    const m = await addMirror('m1')
+  it('matches equal size and mtime, records stale copies, leaves missing files out, clears needs_rescan', async () => {
+    const m = await addMirror('m1', {needs_rescan: true})
     const result = await reconcileListing(
       database,
       listing([
@@ -90,6 +90,7 @@ describe('scan reconciler', function () {
     expect(row.last_scan_matched).to.equal(3)
     expect(row.last_scan_error).to.equal(null)
     expect(row.last_scan_ok_at).to.be.instanceOf(Date)
+    expect(row.needs_rescan).to.equal(false)
   })
 
   it('matches a rounded index size by its range, and still records a copy outside it as stale', async () => {

@@ -144,12 +144,15 @@ describe(`stats collector and mb stats (${backend})`, function () {
     expect(plain.stdout.trim().split('\n')).to.deep.equal(['file\tdownloads\tbytes\tother requests', 'f5.iso\t6\t60\t0', 'f4.iso\t5\t50\t0', '(other)\t10\t100\t0', 'total\t21\t210\t0'])
   })
 
-  it('refuses bad dates, spans and mirrors with a usage error (exit 2)', async () => {
-    for (const args of [['--since', '2026-02-30'], ['--since', 'last week'], ['--until', '7x'], ['--since', '2026-11-21', '--until', '2026-11-20'], ['--mirror', 'no.such.mirror']]) {
+  it('refuses bad dates and spans with a usage error (exit 2), an unknown mirror with exit 1', async () => {
+    for (const args of [['--since', '2026-02-30'], ['--since', 'last week'], ['--until', '7x'], ['--since', '2026-11-21', '--until', '2026-11-20']]) {
       const res = await cli(['stats', ...args, '--json'])
       expect(res.code, args.join(' ')).to.equal(2)
-      expect(res.json().error.code).to.be.oneOf(['BAD_DATE', 'MIRROR_NOT_FOUND'])
+      expect(res.json().error.code).to.equal('BAD_DATE')
     }
+    const unknown = await cli(['stats', '--mirror', 'no.such.mirror', '--json'])
+    expect(unknown.code).to.equal(1)
+    expect(unknown.json().error.code).to.equal('MIRROR_NOT_FOUND')
     const ok = await cli(['stats', '--since', '7d', '--until', '0d', '--json'])
     expect(ok.code).to.equal(0)
   })
@@ -291,30 +294,30 @@ describe(`stats collector and mb stats (${backend})`, function () {
 
     const now = new Date(Date.UTC(2026, 9, 1, 3)) // 2026-10-01: keep 30 days -> daily rows before 2026-09-01 roll up
     const result = await pruneStats(database, {dailyRetentionDays: 30, monthlyRetentionMonths: 120}, now)
-    expect(result.dailyCutoff).to.equal('2026-09-01')
-    expect(result.monthlyRowsDeleted).to.equal(0)
+    expect(result.daily_cutoff).to.equal('2026-09-01')
+    expect(result.monthly_rows_deleted).to.equal(0)
     const left = await sql<{first: string}>`SELECT to_char(min(day), 'YYYY-MM-DD') AS first FROM stats_daily`.execute(database.db)
     expect(left.rows[0].first).to.equal('2026-09-01')
     const monthly = await sql<{month: string; downloads: number}>`SELECT to_char(month, 'YYYY-MM') AS month, sum(downloads)::bigint AS downloads FROM stats_monthly GROUP BY 1 ORDER BY 1`.execute(database.db)
     const expected = dailyBefore.rows.map((r) => ({month: r.month, downloads: Number(r.downloads) + (r.month === '2026-07' ? 1000 : 0)}))
     expect(monthly.rows.map((r) => ({month: r.month, downloads: Number(r.downloads)}))).to.deep.equal(expected)
-    expect(result.downloadsRolledUp).to.equal(dailyBefore.rows.reduce((a, r) => a + Number(r.downloads), 0))
+    expect(result.downloads_rolled_up).to.equal(dailyBefore.rows.reduce((a, r) => a + Number(r.downloads), 0))
 
     // every grouping reports the same totals across the retention boundary
     const after = await Promise.all((['file', 'mirror', 'country', 'month'] as const).map((g) => queryStats(database, {by: g})))
     for (let i = 0; i < before.length; i++) expect(after[i].rows, before[i].by).to.deep.equal(before[i].rows)
     // a second prune changes nothing; a short monthly retention deletes old months
-    expect((await pruneStats(database, {dailyRetentionDays: 30, monthlyRetentionMonths: 120}, now)).dailyRowsRolledUp).to.equal(0)
+    expect((await pruneStats(database, {dailyRetentionDays: 30, monthlyRetentionMonths: 120}, now)).daily_rows_rolled_up).to.equal(0)
     const cut = await pruneStats(database, {dailyRetentionDays: 30, monthlyRetentionMonths: 2}, now)
-    expect(cut.monthlyCutoff).to.equal('2026-08-01')
-    expect(cut.monthlyRowsDeleted).to.be.greaterThan(0)
+    expect(cut.monthly_cutoff).to.equal('2026-08-01')
+    expect(cut.monthly_rows_deleted).to.be.greaterThan(0)
     const months = await sql<{month: string}>`SELECT DISTINCT to_char(month, 'YYYY-MM') AS month FROM stats_monthly ORDER BY 1`.execute(database.db)
     expect(months.rows.map((r) => r.month)).to.deep.equal(['2026-08'])
 
     // the CLI applies the configured policy
     const pruned = await cli(['stats', 'prune', '--daily-retention-days', '1', '--json'])
     expect(pruned.code).to.equal(0)
-    expect(pruned.json().dailyRowsRolledUp).to.be.greaterThan(0)
+    expect(pruned.json().daily_rows_rolled_up).to.be.greaterThan(0)
   })
 })
 

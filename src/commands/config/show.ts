@@ -1,5 +1,5 @@
 import {BaseCommand} from '../../base-command.js'
-import {redactUrl} from '../../lib/db/index.js'
+import {redact} from '../../lib/redact.js'
 import {renderTable} from '../../lib/output.js'
 
 export default class ConfigShow extends BaseCommand<typeof ConfigShow> {
@@ -12,7 +12,7 @@ export default class ConfigShow extends BaseCommand<typeof ConfigShow> {
       .sort()
       .map((key) => {
         let value: unknown = key.split('.').reduce<unknown>((node, part) => (node as Record<string, unknown> | undefined)?.[part], config)
-        if (key === 'database_url' && typeof value === 'string') value = redactUrl(value)
+        if (key === 'database_url' && typeof value === 'string') value = redact(value)
         return {key, value: value ?? null, source: sources[key]}
       })
     this.print(renderTable(settings, [

@@ -2,6 +2,7 @@ import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
 import {renderRecord, renderTable} from '../../lib/output.js'
 import {type FileLookup, lookupFiles} from '../../lib/select/lookup.js'
+import {unixIso} from '../../lib/time.js'
 
 export default class FileLookupCommand extends BaseCommand<typeof FileLookupCommand> {
   static override description = `Show an indexed file: size, mtime, hashes, and the mirrors that hold it
@@ -63,7 +64,7 @@ function render(f: FileLookup): string {
     lines.push(renderTable(f.stale, [
       {header: 'mirror', get: (s) => s.identifier},
       {header: 'size', get: (s) => s.size},
-      {header: 'mtime (UTC)', get: (s) => (s.mtime === null ? null : new Date(s.mtime * 1000).toISOString().replace('.000Z', 'Z'))},
+      {header: 'mtime (UTC)', get: (s) => (s.mtime === null ? null : unixIso(s.mtime))},
     ]))
   }
   const e = f.explain

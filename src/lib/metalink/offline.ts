@@ -11,12 +11,14 @@ import type {Database} from '../db/index.js'
 import {MbError, UsageError} from '../errors.js'
 import {openGeo} from '../geo/geoip.js'
 import {parseIp} from '../net.js'
-import {hashesFresh, readStoredHashes} from '../origin/hash.js'
+import {hashesFresh} from '../origin/freshness.js'
+import {readStoredHashes} from '../origin/hash.js'
 import {compileMirrors, compileSelectOptions, select} from '../select/index.js'
 import type {ClientInfo} from '../select/types.js'
 import {buildDocument, type MetalinkDocument} from './document.js'
 import {renderMeta4} from './meta4.js'
 import {renderMetalink3} from './metalink3.js'
+import {trimLeadingSlashes} from '../text.js'
 
 export interface OfflineOptions {
   /** Origin-relative path (a leading '/' is ignored). */
@@ -37,7 +39,7 @@ export interface OfflineOptions {
  * @throws UsageError for a bad client address; MbError (FILE_NOT_FOUND) when the path is not indexed
  */
 export async function offlineMetalink(database: Database, config: Config, options: OfflineOptions): Promise<{doc: MetalinkDocument; text: string}> {
-  const path = options.path.replace(/^\/+/, '')
+  const path = trimLeadingSlashes(options.path)
   const ip = options.clientIp ?? '127.0.0.1'
   const address = parseIp(ip)
   if (!address) throw new UsageError(`--client-ip ${ip} is not an IPv4 or IPv6 address; pass one such as 203.0.113.7 or 2001:db8::1.`)

@@ -21,13 +21,15 @@
 import {statSync} from 'node:fs'
 import {sep} from 'node:path'
 import type {Database} from '../db/index.js'
-import {mtimeSeconds, readStoredHashes, type StoredHashes} from '../origin/hash.js'
+import {diskMatches, hashesMatchVersion, mtimeSeconds, sameVersion} from '../origin/freshness.js'
+import {readStoredHashes, type StoredHashes} from '../origin/hash.js'
 import type {RedirectHeaderProvider, RequestContext, Route, RouteServices} from '../serve/server.js'
 import type {FileEntry} from '../serve/snapshot.js'
 import {hasQueryFlag} from '../serve/path.js'
 import {buildDocument, DEFAULT_MAX_URLS, originUrlFor} from './document.js'
 import {describedByLink, digestHeader, type HashKind} from './headers.js'
 import {acceptsMeta4, type MetalinkContext, type Sent, sendHashFile, sendMeta4, sendMetalink3, sendMirrorList} from './http.js'
+import {withTrailingSlash} from '../text.js'
 
 export interface MetalinkRouteOptions {
   /** For piece hashes; without it documents carry whole-file hashes only. */
@@ -90,7 +92,7 @@ class HashCache {
   get(file: FileEntry): StoredHashes | undefined {
     const row = this.map.get(file.path)
     if (!row) return undefined
-    if (row.size !== file.size || row.mtime !== file.mtime || row.sha256 !== file.sha256) {
+    if (!sameVersion(row, file) || row.sha256 !== file.sha256) {
       this.map.delete(file.path)
       return undefined
     }
@@ -156,7 +158,7 @@ export class MetalinkRoutes {
     if (!this.options.database) return fallback
     try {
       const row = await readStoredHashes(this.options.database, file.path)
-      if (!row || row.sha256 !== file.sha256 || Number(row.hashed_size) !== file.size || Number(row.hashed_mtime) !== file.mtime) return fallback
+      if (!row || row.sha256 !== file.sha256 || !hashesMatchVersion(row, file)) return fallback
       const normalized = {...row, size: Number(row.size), mtime: Number(row.mtime)}
       this.cache.set(file.path, normalized)
       return normalized
@@ -185,7 +187,7 @@ export class MetalinkRoutes {
       } catch {
         st = undefined
       }
-      if (!st || st.size !== file.size || mtimeSeconds(st) !== file.mtime) stored = null
+      if (!diskMatches(st, file)) stored = null
     }
     const doc = buildDocument({path: file.path, size: file.size, mtime: file.mtime, stored, hashesFresh: stored !== null, selection, baseUrl: this.baseUrl(ctx, client.https), maxUrls: this.maxUrls})
     const mctx: MetalinkContext = {doc, selection, client}
@@ -209,7 +211,7 @@ export class MetalinkRoutes {
   /** True when the file on disk still has the indexed size and mtime (stat cached for diskCheckSeconds). */
   private diskMatches(file: FileEntry, now = Date.now()): boolean {
     const seen = this.diskChecks.get(file.path)
-    if (seen && now - seen.at < this.diskCheckMs) return seen.size === file.size && seen.mtime === file.mtime
+    if (seen && now - seen.at < this.diskCheckMs) return sameVersion(seen, file)
     let size = -1
     let mtime = -1
     try {
@@ -223,6 +225,6 @@ export class MetalinkRoutes {
       if (this.diskChecks.size > 100_000) this.diskChecks.clear()
       this.diskChecks.set(file.path, {at: now, size, mtime})
     }
-    return size === file.size && mtime === file.mtime
+    return sameVersion({size, mtime}, file)
   }
 }

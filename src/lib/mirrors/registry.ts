@@ -19,9 +19,11 @@ import {
   type MirrorValues,
   normalizeContinent,
   normalizeCountry,
-  redactUrl,
+  validateIdentifier,
   validateMirrorInput,
 } from './validate.js'
+import {redact} from '../redact.js'
+import {escapeLike, textArray} from '../db/sql.js'
 
 export type {MirrorInput} from './validate.js'
 
@@ -41,10 +43,6 @@ const DEFAULTS = {
   prefix_only: false,
   fallback: false,
 } satisfies Required<Omit<MirrorValues, 'identifier'>>
-
-function escapeLike(text: string): string {
-  return text.replace(/[\\%_]/g, (c) => `\\${c}`)
-}
 
 /**
  * Finds a mirror by name: the exact identifier wins; then the same identifier ignoring case;
@@ -71,7 +69,7 @@ export async function resolveMirror(db: Db, name: string): Promise<MirrorRow> {
     const names = matches.slice(0, 50).map((m) => m.identifier)
     throw new UsageError(`Mirror name "${wanted}" is ambiguous; it matches: ${names.join(', ')}${matches.length > 50 ? ', …' : ''}. Give the full name.`, 'AMBIGUOUS_MIRROR')
   }
-  throw new MbError(`No mirror named "${wanted}". Run \`mb mirror list\` to see the registered mirrors.`, {code: 'MIRROR_NOT_FOUND', exitCode: 1})
+  throw new MbError(`No mirror named "${wanted}". Run \`mb mirror list\` to see the registered mirrors.`, {code: 'MIRROR_NOT_FOUND'})
 }
 
 async function assertNameFree(db: Db, identifier: string, exceptId?: number): Promise<void> {
@@ -79,7 +77,7 @@ async function assertNameFree(db: Db, identifier: string, exceptId?: number): Pr
   if (exceptId !== undefined) query = query.where('id', '!=', exceptId)
   const clash = await query.executeTakeFirst()
   if (clash) {
-    throw new MbError(`A mirror named "${clash.identifier}" already exists. Use \`mb mirror edit ${clash.identifier}\` to change it, or pick another name.`, {code: 'MIRROR_EXISTS', exitCode: 1})
+    throw new MbError(`A mirror named "${clash.identifier}" already exists. Use \`mb mirror edit ${clash.identifier}\` to change it, or pick another name.`, {code: 'MIRROR_EXISTS'})
   }
 }
 
@@ -284,14 +282,7 @@ function iso(value: Date | string | null | undefined): string | null {
 }
 
 function redacted(value: string | null): string | null {
-  return value === null ? null : redactUrl(value)
-}
-
-function cidrs(value: unknown): string[] {
-  // pg may hand back a cidr[] as its text form when no array parser is registered.
-  if (Array.isArray(value)) return value.map(String)
-  if (typeof value === 'string') return value.replace(/^\{|\}$/g, '').split(',').filter((v) => v !== '')
-  return []
+  return value === null ? null : redact(value)
 }
 
 /** The public, password-free shape of a mirror row (see {@link PublicMirror}). */
@@ -310,7 +301,7 @@ export function publicMirror(row: MirrorRow): PublicMirror {
     latitude: row.latitude,
     longitude: row.longitude,
     asn: row.asn === null ? null : Number(row.asn),
-    prefixes: cidrs(row.prefixes),
+    prefixes: textArray(row.prefixes),
     score: row.score,
     country_only: row.country_only,
     region_only: row.region_only,
@@ -319,7 +310,7 @@ export function publicMirror(row: MirrorRow): PublicMirror {
     fallback: row.fallback,
     other_countries: row.other_countries,
     exclude_countries: row.exclude_countries,
-    client_prefixes: cidrs(row.client_prefixes),
+    client_prefixes: textArray(row.client_prefixes),
     file_maxsize: row.file_maxsize === null ? null : Number(row.file_maxsize),
     base_path: row.base_path,
     include_patterns: row.include_patterns,

@@ -14,6 +14,8 @@ import picomatch from 'picomatch'
 import {UsageError} from '../errors.js'
 import {continentOf, isContinentCode, isCountryCode} from '../geo/countries.js'
 import {normalizeCidr} from '../net.js'
+import {redact} from '../redact.js'
+import {splitList} from '../text.js'
 
 /**
  * Raw input for one mirror as the CLI receives it. Every field is optional: `add` applies
@@ -157,19 +159,8 @@ const SCORE_MAX = 2_147_483_647
 const CONTROL = /[\u0000-\u001f\u007f]/
 
 function invalid(field: keyof MirrorInput, value: unknown, expected: string): UsageError {
-  const shown = typeof value === 'string' ? JSON.stringify(redactUrl(value)) : JSON.stringify(value)
+  const shown = typeof value === 'string' ? JSON.stringify(redact(value)) : JSON.stringify(value)
   return new UsageError(`Invalid ${FIELD_FLAGS[field]} ${shown}: ${expected}`, 'INVALID_MIRROR_FIELD')
-}
-
-/**
- * A URL with its password replaced by `***` (`rsync://user:***@host/module/`), safe to print.
- * Also redacts `user:password@host::module` and any URL embedded in free text (e.g. an error
- * message from a scan). Text without credentials comes back unchanged.
- */
-export function redactUrl(text: string): string {
-  return text
-    .replace(/([a-z][a-z0-9+.-]*:\/\/)([^\s:@/]*):([^\s/]*)@/gi, (_m, scheme: string, user: string, password: string) => (password ? `${scheme}${user}:***@` : `${scheme}${user}:@`))
-    .replace(/(^|[\s"'(])([^\s:@/"'(]+):([^\s@/]+)@([^\s:/@]+::)/g, '$1$2:***@$4')
 }
 
 /**
@@ -260,7 +251,7 @@ export function normalizeContinent(text: string): string {
  * @throws UsageError naming the first bad code
  */
 export function normalizeCountryList(field: 'other_countries' | 'exclude_countries', values: string | string[]): string[] {
-  const parts = (Array.isArray(values) ? values : [values]).flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '')
+  const parts = (Array.isArray(values) ? values : [values]).flatMap(splitList)
   return [...new Set(parts.map((p) => normalizeCountry(p, field)))]
 }
 
@@ -270,7 +261,7 @@ export function normalizeCountryList(field: 'other_countries' | 'exclude_countri
  * @throws UsageError naming the field and the bad prefix
  */
 export function normalizeCidrList(field: 'prefixes' | 'client_prefixes', values: string[]): string[] {
-  const parts = values.flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '')
+  const parts = values.flatMap(splitList)
   const result: string[] = []
   for (const part of parts) {
     let cidr: string

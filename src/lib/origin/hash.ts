@@ -2,10 +2,8 @@
  * Hashes of the origin tree: MD5, SHA-1, SHA-256 and piece hashes of every file, computed in
  * one streaming read per file, on all cores (worker_threads), and stored on the `file` row.
  *
- * Freshness: hashes describe the bytes that had `hashed_size` bytes and `hashed_mtime`
- * (Unix seconds, UTC) when they were read. They are valid only while the index row has the
- * same size and mtime (`file.size = hashed_size AND file.mtime = hashed_mtime`) and the file
- * on disk still matches them ({@link hashesFresh}). A stale hash is never served.
+ * Freshness: `hashed_size`/`hashed_mtime` record the version the hashes were read from; when
+ * they may be served is decided in freshness.ts. A stale hash is never served.
  *
  * Piece size ({@link pieceSizeFor}): the smallest power of two from 256 KiB up to 16 MiB
  * that keeps a file at or under 2,048 pieces; files above 32 GiB keep 16 MiB pieces and get
@@ -18,9 +16,13 @@ import {stat} from 'node:fs/promises'
 import {availableParallelism} from 'node:os'
 import {join} from 'node:path'
 import {Worker} from 'node:worker_threads'
-import {sql} from 'kysely'
+import {type Selectable, sql} from 'kysely'
 import type {Database} from '../db/index.js'
-import {MbError} from '../errors.js'
+import {MbError, UsageError} from '../errors.js'
+import {inSubtree} from '../db/sql.js'
+import {trimSlashes} from '../text.js'
+import {hashesOutdatedSql, mtimeSeconds} from './freshness.js'
+import type {FileTable} from '../db/schema.js'
 
 /** Piece hash algorithms for Metalink `<pieces type=…>`. */
 export type PieceHash = 'sha256' | 'sha1'
@@ -51,11 +53,6 @@ export function pieceSizeFor(size: number): number {
   let piece = MIN_PIECE_SIZE
   while (piece < MAX_PIECE_SIZE && Math.ceil(size / piece) > MAX_PIECES) piece *= 2
   return piece
-}
-
-/** Unix seconds (UTC) of a stat's mtime, the unit the index uses. */
-export function mtimeSeconds(st: {mtimeMs: number}): number {
-  return Math.floor(st.mtimeMs / 1000)
 }
 
 const PIECE_ALGO: Record<PieceHash, string> = {sha256: 'sha256', sha1: 'sha1'}
@@ -105,31 +102,7 @@ export async function hashFile(path: string, pieceHash: PieceHash = 'sha256'): P
 }
 
 /** Hash columns of a `file` row, as read for serving. */
-export interface StoredHashes {
-  size: number
-  mtime: number
-  md5: string | null
-  sha1: string | null
-  sha256: string | null
-  piece_size: number | null
-  piece_hash: string | null
-  pieces: string | null
-  hashed_size: number | null
-  hashed_mtime: number | null
-}
-
-/**
- * True when the stored hashes describe the file as the index and the disk know it now:
- * all three digests present, `hashed_size = size`, `hashed_mtime = mtime`, and, when
- * `onDisk` (a stat of the origin file) is given, its size and mtime match too.
- */
-export function hashesFresh(row: StoredHashes | null | undefined, onDisk?: {size: number; mtimeMs: number} | null): boolean {
-  if (!row?.md5 || !row.sha1 || !row.sha256) return false
-  if (row.hashed_size === null || row.hashed_mtime === null) return false
-  if (Number(row.hashed_size) !== Number(row.size) || Number(row.hashed_mtime) !== Number(row.mtime)) return false
-  if (onDisk && (onDisk.size !== Number(row.size) || mtimeSeconds(onDisk) !== Number(row.mtime))) return false
-  return true
-}
+export type StoredHashes = Pick<Selectable<FileTable>, 'size' | 'mtime' | 'md5' | 'sha1' | 'sha256' | 'piece_size' | 'piece_hash' | 'pieces' | 'hashed_size' | 'hashed_mtime'>
 
 /** Splits the stored `pieces` text (concatenated hex digests) into one digest per piece. */
 export function splitPieces(pieces: string | null, pieceHash: string | null): string[] {
@@ -284,12 +257,12 @@ interface Todo {
  * so a file that changed on disk since the last walk gets hashes that become fresh only once
  * the index records the same size and mtime.
  *
- * @throws MbError when `root` is not a readable directory
+ * @throws UsageError ROOT_INVALID when `root` is not a readable directory
  */
 export async function hashIndex(database: Database, root: string, options: HashIndexOptions = {}): Promise<HashIndexResult> {
   const started = process.hrtime.bigint()
   const rootStat = await stat(root).catch(() => null)
-  if (!rootStat?.isDirectory()) throw new MbError(`The origin root ${root} is not a readable directory; set \`root\` in the config or pass --root.`, {code: 'ROOT_MISSING'})
+  if (!rootStat?.isDirectory()) throw new UsageError(`The origin root ${root} is not a readable directory; set \`root\` in the config or pass --root.`, 'ROOT_INVALID')
   const pieceHash = options.pieceHash ?? 'sha256'
   const jobs = Math.max(1, options.jobs ?? availableParallelism())
   const batchSize = options.batchSize ?? 100

@@ -12,6 +12,9 @@
 import {type Kysely, sql} from 'kysely'
 import type {DB} from '../db/schema.js'
 import {type OriginFile, walkOrigin} from './walk.js'
+import {inSubtree} from '../db/sql.js'
+import {trimSlashes} from '../text.js'
+import {sameVersion} from './freshness.js'
 
 export {type OriginFile, walkOrigin} from './walk.js'
 
@@ -42,15 +45,6 @@ export interface IndexOptions {
   subdir?: string
   /** Receives each warning as it happens (they are also collected in the result). */
   onWarning?: (message: string) => void
-}
-
-function normSubdir(subdir: string | undefined): string {
-  return (subdir ?? '').replace(/^\/+|\/+$/g, '')
-}
-
-/** SQL condition "path lies in the subtree `prefix`" ('' = everything). */
-function inSubtree(prefix: string) {
-  return prefix === '' ? sql<boolean>`true` : sql<boolean>`starts_with(path, ${prefix + '/'})`
 }
 
 /**
@@ -109,7 +103,7 @@ async function removeOriginFiles(db: Kysely<DB>, paths: string[]): Promise<numbe
  */
 export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOptions = {}): Promise<IndexResult> {
   const started = performance.now()
-  const subdir = normSubdir(options.subdir)
+  const subdir = trimSlashes(options.subdir ?? '')
   const warnings: string[] = []
   const unreadable: string[] = []
   const onWarning = (message: string) => {
@@ -143,7 +137,7 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
       const old = existing.get(file.path)
       if (old) {
         existing.delete(file.path)
-        if (old.size === file.size && old.mtime === file.mtime) {
+        if (sameVersion(old, file)) {
           unchanged++
           continue
         }

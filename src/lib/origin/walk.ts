@@ -12,6 +12,7 @@ import type {Dir, Stats} from 'node:fs'
 import {opendir, realpath, stat} from 'node:fs/promises'
 import {dirname, join, relative, sep} from 'node:path'
 import {UsageError} from '../errors.js'
+import {trimSlashes} from '../text.js'
 
 /** One regular file of the origin tree. */
 export interface OriginFile {

@@ -14,6 +14,7 @@ import type {ProbeConfig} from './config.js'
 import {ProbeClient, type Family, type Resolver, classifyError} from './http.js'
 import {requestUrl} from './probe.js'
 import {clientOptions} from './run.js'
+import {trimLeadingSlashes} from '../text.js'
 
 /** How a mirror's copy compares to the origin. */
 export type FileVerdict = 'ok' | 'stale' | 'missing' | 'unknown_size' | 'error'
@@ -51,7 +52,7 @@ export interface FileProbeResult {
  * @throws MbError FILE_NOT_FOUND when the origin index has no such file
  */
 export async function probeFile(db: Kysely<DB>, config: ProbeConfig, path: string, options: {protocol?: 'http' | 'https'; jobs?: number; resolver?: Resolver} = {}): Promise<FileProbeResult> {
-  const clean = path.replace(/^\/+/, '')
+  const clean = trimLeadingSlashes(path)
   const file = await db.selectFrom('file').select(['id', 'path', 'size', 'mtime', 'mirrors']).where('path', '=', clean).executeTakeFirst()
   if (!file) throw new MbError(`The origin index has no file "${clean}". Check the path (relative to the origin root) or run \`mb index\` first.`, {code: 'FILE_NOT_FOUND'})
   const stale = await db.selectFrom('mirror_file_stale').select(['mirror_id', 'size']).where('file_id', '=', file.id).execute()

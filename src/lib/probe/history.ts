@@ -6,6 +6,7 @@ import {sql, type Kysely} from 'kysely'
 import type {DB} from '../db/schema.js'
 import type {Column} from '../output.js'
 import {parseStatus} from './state.js'
+import {isoSeconds} from '../time.js'
 
 /** A recorded state change. `scope` is 'mirror' (the summary) or e.g. 'https/ipv6'. */
 export interface TransitionRecord {
@@ -92,6 +93,6 @@ export function transitionJson(t: TransitionRecord): {at: string; scope: string;
 /** Text lines for a "recent transitions" section (newest first), or a note when there are none. */
 export function renderTransitions(transitions: TransitionRecord[]): string {
   if (transitions.length === 0) return 'recent transitions: none recorded'
-  const lines = transitions.map((t) => `  ${t.at.toISOString().replace(/\.\d{3}Z$/, 'Z')}  ${t.scope.padEnd(10)}  ${t.from} -> ${t.to}  (${t.reason})`)
+  const lines = transitions.map((t) => `  ${isoSeconds(t.at)}  ${t.scope.padEnd(10)}  ${t.from} -> ${t.to}  (${t.reason})`)
   return ['recent transitions:', ...lines].join('\n')
 }

@@ -18,6 +18,7 @@ import {isIP, type LookupFunction} from 'node:net'
 import ipaddr from 'ipaddr.js'
 import {Agent} from 'undici'
 import type {RedirectPolicy} from './config.js'
+import {trimLeadingSlashes, withTrailingSlash} from '../text.js'
 
 /** Address family of one check. */
 export type Family = 'ipv4' | 'ipv6'
@@ -293,10 +294,10 @@ export class ProbeClient {
  * the origin subtree `basePath` ('' = the whole tree). Path segments are percent-encoded.
  */
 export function mirrorFileUrl(baseUrl: string, basePath: string, path: string): string {
-  let relative = path.replace(/^\/+/, '')
-  let prefix = basePath.replace(/^\/+/, '')
-  if (prefix && !prefix.endsWith('/')) prefix += '/'
+  let relative = trimLeadingSlashes(path)
+  const bare = trimLeadingSlashes(basePath)
+  const prefix = bare && withTrailingSlash(bare)
   if (prefix && relative.startsWith(prefix)) relative = relative.slice(prefix.length)
-  const base = baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`
+  const base = withTrailingSlash(baseUrl)
   return base + relative.split('/').map((segment) => encodeURIComponent(segment)).join('/')
 }

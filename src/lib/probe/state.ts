@@ -11,13 +11,14 @@
  * for an IPv6-only mirror, some IPv6 check is up). `mirror.ipv6` is true when some IPv6
  * check is up, false when the hosts have no IPv6 address or every IPv6 check is down, and
  * unchanged otherwise. A mirror that comes back after being down longer than
- * `rescan_after_seconds` gets `needs_rescan = true` (cleared by a successful scan, see
- * {@link clearNeedsRescan}).
+ * `rescan_after_seconds` gets `needs_rescan = true` (cleared by a successful scan, in
+ * scan/reconcile.ts).
  */
 import {sql, type Kysely, type Transaction} from 'kysely'
 import type {DB} from '../db/schema.js'
 import type {ProbeConfig} from './config.js'
 import type {CheckResult, MirrorProbeResult, ProbeRequest} from './probe.js'
+import {trimLeadingSlashes} from '../text.js'
 
 /** The state of one protocol/family, as stored in `mirror.status.checks[key]`. */
 export interface CheckState {
@@ -284,7 +285,7 @@ async function trim(trx: Transaction<DB>, table: 'mirror_probe' | 'mirror_transi
  * the scans found on this mirror (non-empty files first); else the base URL.
  */
 export async function chooseRequest(db: Kysely<DB>, mirror: {id: number; status: unknown}, config: Pick<ProbeConfig, 'sentinel'>): Promise<ProbeRequest> {
-  if (config.sentinel) return {kind: 'sentinel', path: config.sentinel.replace(/^\/+/, '')}
+  if (config.sentinel) return {kind: 'sentinel', path: trimLeadingSlashes(config.sentinel)}
   const cached = parseStatus(mirror.status).probe_path
   if (cached) {
     const still = await db
@@ -306,13 +307,4 @@ export async function chooseRequest(db: Kysely<DB>, mirror: {id: number; status:
     .executeTakeFirst()
   if (smallest) return {kind: 'file', path: smallest.path}
   return {kind: 'base'}
-}
-
-/**
- * Clears `needs_rescan` after a successful scan of `mirrorId` (call it from the scan's
- * success path, in its transaction if it has one). Returns true when the flag was set.
- */
-export async function clearNeedsRescan(db: Kysely<DB>, mirrorId: number): Promise<boolean> {
-  const result = await db.updateTable('mirror').set({needs_rescan: false}).where('id', '=', mirrorId).where('needs_rescan', '=', true).executeTakeFirst()
-  return Number(result.numUpdatedRows) > 0
 }

@@ -21,6 +21,7 @@
 import {posix} from 'node:path'
 import {Client, FTPError, type FileInfo} from 'basic-ftp'
 import {MbError} from '../errors.js'
+import {redact} from '../redact.js'
 import {toFtpListItem, type FtpListItem} from './ftp-listing.js'
 import type {ListOptions, Lister, ListingEntry} from './types.js'
 
@@ -80,10 +81,10 @@ export function parseFtpUrl(baseUrl: string, tls: FtpListerOptions['tls'] = 'aut
   try {
     url = new URL(baseUrl)
   } catch {
-    throw new MbError(`Not a valid FTP URL: ${redactUrl(baseUrl)}; expected ftp://host[:port]/path`, {code: 'SCAN_BAD_URL'})
+    throw new MbError(`Not a valid FTP URL: ${redact(baseUrl)}; expected ftp://host[:port]/path`, {code: 'SCAN_BAD_URL'})
   }
   if (url.protocol !== 'ftp:' && url.protocol !== 'ftps:') {
-    throw new MbError(`Not an FTP URL: ${redactUrl(baseUrl)}; expected ftp:// or ftps://`, {code: 'SCAN_BAD_URL'})
+    throw new MbError(`Not an FTP URL: ${redact(baseUrl)}; expected ftp:// or ftps://`, {code: 'SCAN_BAD_URL'})
   }
   const implicitDefault = tls === 'implicit'
   const port = url.port ? Number(url.port) : implicitDefault ? 990 : 21
@@ -100,7 +101,7 @@ export function parseFtpUrl(baseUrl: string, tls: FtpListerOptions['tls'] = 'aut
     try {
       return decodeURIComponent(s)
     } catch {
-      throw new MbError(`FTP URL ${redactUrl(baseUrl)} has a malformed percent-escape in "${s}"`, {code: 'SCAN_BAD_URL'})
+      throw new MbError(`FTP URL ${redact(baseUrl)} has a malformed percent-escape in "${s}"`, {code: 'SCAN_BAD_URL'})
     }
   })
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1')
@@ -114,11 +115,6 @@ export function parseFtpUrl(baseUrl: string, tls: FtpListerOptions['tls'] = 'aut
     absolute,
     display: `${url.protocol}//${url.host}${url.pathname}`,
   }
-}
-
-/** Removes `user:password@` from a URL-like string (also when it does not parse). */
-export function redactUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@?#]*@/i, '$1')
 }
 
 interface DirTask {
@@ -195,7 +191,7 @@ async function enterStartDirectory(client: Client, target: FtpTarget, subdirOpti
   }
   const baseDir = posix.join(target.absolute ? '/' : loginDir, ...target.segments)
   const subdir = (subdirOption ?? '').split('/').filter((s) => s !== '' && s !== '.')
-  if (subdir.includes('..')) throw new MbError(`Subdirectory "${subdirOption}" must not contain ".."`, {code: 'SCAN_BAD_SUBDIR', exitCode: 2})
+  if (subdir.includes('..')) throw new MbError(`Subdirectory "${subdirOption}" must not contain ".."`, {code: 'SCAN_BAD_SUBDIR'})
   const startDir = posix.join(baseDir, ...subdir)
   try {
     await client.cd(startDir)
@@ -390,7 +386,7 @@ function serverText(error: FTPError): string {
 function mapFtpError(error: unknown, ctx: {where: string; doing: string; target: FtpTarget; ioTimeout: number; aborted: boolean}): MbError {
   if (error instanceof MbError) return error
   const {where, doing} = ctx
-  const scrub = (s: string) => (ctx.target.password ? s.split(ctx.target.password).join('***') : s)
+  const scrub = (s: string) => redact(s, [ctx.target.password])
   const code = (error as {code?: unknown})?.code
   const message = scrub(error instanceof Error ? error.message : String(error))
   if (ctx.aborted) return new MbError(`FTP listing of ${ctx.target.display} aborted while ${doing}`, {code: 'SCAN_ABORTED', cause: error})
@@ -412,7 +408,7 @@ function mapFtpError(error: unknown, ctx: {where: string; doing: string; target:
 }
 
 /**
- * The default FTP lister `mb scan` finds through the lister registry (listers.ts): anonymous
+ * The FTP lister `mb scan` uses (listers.ts): anonymous
  * unless the URL carries credentials, certificates verified on ftps://.
  */
 export const ftpLister: Lister = createFtpLister()

@@ -27,7 +27,7 @@ import {createHash} from 'node:crypto'
 import pLimit from 'p-limit'
 import {Agent, request, type Dispatcher} from 'undici'
 import {MbError} from '../errors.js'
-import {redactUrl} from './ftp.js'
+import {redact} from '../redact.js'
 import {canonicalPath, HtmlIndexParser, parseJsonIndex, parseXmlIndex, type IndexEntry} from './http-listing.js'
 import type {ListOptions, Lister, ListingEntry} from './types.js'
 
@@ -85,10 +85,10 @@ function parseBase(baseUrl: string): {url: URL; auth?: string; display: string} 
   try {
     url = new URL(baseUrl)
   } catch {
-    throw new MbError(`Not a valid HTTP URL: ${redactUrl(baseUrl)}; expected http(s)://host[:port]/path/`, {code: 'SCAN_BAD_URL'})
+    throw new MbError(`Not a valid HTTP URL: ${redact(baseUrl)}; expected http(s)://host[:port]/path/`, {code: 'SCAN_BAD_URL'})
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new MbError(`Not an HTTP URL: ${redactUrl(baseUrl)}; expected http:// or https://`, {code: 'SCAN_BAD_URL'})
+    throw new MbError(`Not an HTTP URL: ${redact(baseUrl)}; expected http:// or https://`, {code: 'SCAN_BAD_URL'})
   }
   let auth: string | undefined
   if (url.username || url.password) {
@@ -111,7 +111,7 @@ async function* listHttp(baseUrl: string, listOptions: ListOptions, options: Htt
   const connectTimeout = (listOptions.connectTimeoutSeconds ?? HTTP_DEFAULT_CONNECT_TIMEOUT) * 1000
   const ioTimeout = (listOptions.ioTimeoutSeconds ?? HTTP_DEFAULT_IO_TIMEOUT) * 1000
   const subdir = (listOptions.subdir ?? '').split('/').filter((s) => s !== '' && s !== '.')
-  if (subdir.includes('..')) throw new MbError(`Subdirectory "${listOptions.subdir}" must not contain ".."`, {code: 'SCAN_BAD_SUBDIR', exitCode: 2})
+  if (subdir.includes('..')) throw new MbError(`Subdirectory "${listOptions.subdir}" must not contain ".."`, {code: 'SCAN_BAD_SUBDIR'})
   const agent = new Agent({
     connections: concurrency + 1,
     connect: {timeout: connectTimeout, rejectUnauthorized: !options.allowSelfSigned},
@@ -250,10 +250,10 @@ async function fetchDirectory(task: DirTask, root: URL, ctx: FetchContext, optio
       try {
         next = new URL(loc, url)
       } catch {
-        throw new MbError(`HTTP ${status} for ${url.href} has an invalid Location "${redactUrl(loc)}"`, {code: 'SCAN_HTTP'})
+        throw new MbError(`HTTP ${status} for ${url.href} has an invalid Location "${redact(loc)}"`, {code: 'SCAN_HTTP'})
       }
       if (!sameOrigin(next, url)) {
-        const message = `HTTP ${isBase ? 'base URL' : 'directory'} ${url.href} redirects to ${redactUrl(next.href)}; refusing to scan`
+        const message = `HTTP ${isBase ? 'base URL' : 'directory'} ${url.href} redirects to ${redact(next.href)}; refusing to scan`
         if (isBase) throw new MbError(`${message} (a redirect to another scheme, host or port is not this mirror's tree; fix the mirror's HTTP URL)`, {code: 'SCAN_REDIRECT'})
         ctx.warn(`${message} it (outside the mirror's tree)`)
         return undefined
@@ -360,7 +360,7 @@ function mapHttpError(error: unknown, ctx: FetchContext, where: string): MbError
   if (error instanceof MbError) return error
   const code = (error as {code?: unknown})?.code
   const message = error instanceof Error ? error.message : String(error)
-  const target = redactUrl(where)
+  const target = redact(where)
   let host = target
   try {
     host = new URL(where).host
@@ -380,10 +380,10 @@ function mapHttpError(error: unknown, ctx: FetchContext, where: string): MbError
 }
 
 /**
- * The default HTTP lister `mb scan` finds through the lister registry (listers.ts). It resolves
+ * The HTTP lister `mb scan` uses (listers.ts). It resolves
  * rounded index sizes (Apache, lighttpd) with HEAD requests, so its entries are exact and a
  * reconciler that compares `size` alone stays correct; nginx indexes need no HEAD at all.
- * A reconciler that honours sizeMin/sizeMax can register `createHttpLister()` instead and save
+ * A reconciler that honours sizeMin/sizeMax can use `createHttpLister()` instead and save
  * those requests.
  */
 export const httpLister: Lister = createHttpLister({exactSizes: 'head'})

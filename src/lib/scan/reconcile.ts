@@ -29,6 +29,8 @@ import {scanLock} from '../db/locks.js'
 import type {DB} from '../db/schema.js'
 import {MbError, UsageError} from '../errors.js'
 import type {ListingEntry} from './types.js'
+import {inSubtree} from '../db/sql.js'
+import {trimLeadingSlashes, trimSlashes} from '../text.js'
 
 /** Rows per `unnest` insert into the temp table. */
 const BATCH = 10_000
@@ -94,10 +96,6 @@ export interface ScanScope {
   scope: string
 }
 
-function trimSlashes(path: string): string {
-  return path.replace(/^\/+|\/+$/g, '')
-}
-
 /**
  * Plans a scan of `subdir` (origin-relative) on a mirror carrying `basePath`.
  * @throws UsageError when the mirror carries nothing under `subdir`, or `subdir` holds '..'
@@ -116,7 +114,7 @@ export function planScope(basePath: string, subdir: string | undefined): ScanSco
 
 /** Maps a listed mirror path to its origin path, or undefined for a hostile or empty path. */
 function toOriginPath(basePath: string, mirrorPath: string): string | undefined {
-  const rel = mirrorPath.replace(/^(\.\/)+/, '').replace(/^\/+/, '')
+  const rel = trimLeadingSlashes(mirrorPath.replace(/^(\.\/)+/, ''))
   if (!rel) return undefined
   const parts = rel.split('/')
   if (parts.some((p) => p === '' || p === '.' || p === '..')) return undefined
@@ -133,11 +131,6 @@ function pathFilter(include: string[][], exclude: string[]): (path: string) => b
   const includes = include.filter((list) => list.length > 0).map((list) => picomatch(list, {dot: true}))
   const excludes = exclude.length > 0 ? picomatch(exclude, {dot: true}) : undefined
   return (path) => includes.every((m) => m(path)) && !(excludes && excludes(path))
-}
-
-/** SQL: `col` lies in the origin subtree `scope` ('' = everything). */
-function inScope(scope: string, column = 'path') {
-  return scope === '' ? sql<boolean>`true` : sql<boolean>`starts_with(${sql.ref(column)}, ${scope + '/'})`
 }
 
 /** Phase timings on stderr when MB_SCAN_DEBUG is set (for benchmarks): each call reports the time since the previous one. */
@@ -308,12 +301,12 @@ async function applyListing(trx: Kysely<DB>, pass: Pass, files: number, options:
 
 /** Files in the origin subtree `scope` that mirror `M` holds. */
 async function countHeld(trx: Kysely<DB>, M: number, scope: string): Promise<number> {
-  return (await sql<{n: number}>`SELECT count(*)::int AS n FROM file WHERE ${M}::smallint = ANY(mirrors) AND ${inScope(scope)}`.execute(trx)).rows[0].n
+  return (await sql<{n: number}>`SELECT count(*)::int AS n FROM file WHERE ${M}::smallint = ANY(mirrors) AND ${inSubtree(scope)}`.execute(trx)).rows[0].n
 }
 
 /** Files in the origin subtree `scope`. */
 async function countInScope(trx: Kysely<DB>, scope: string): Promise<number> {
-  return (await sql<{n: number}>`SELECT count(*)::int AS n FROM file WHERE ${inScope(scope)}`.execute(trx)).rows[0].n
+  return (await sql<{n: number}>`SELECT count(*)::int AS n FROM file WHERE ${inSubtree(scope)}`.execute(trx)).rows[0].n
 }
 
 /** The origin subtree the mirror can hold in the scan's scope: the deeper of the scope and its base path (planScope made sure they overlap). */
@@ -350,7 +343,7 @@ async function updateMirrorSets(trx: Kysely<DB>, pass: Pass, matchTable: string)
   const M = pass.mirror.id
   const removed = await sql`
     UPDATE file SET mirrors = array_remove(mirrors, ${M}::smallint), txid = pg_current_xact_id()
-    WHERE ${M}::smallint = ANY(mirrors) AND ${inScope(pass.scope)}
+    WHERE ${M}::smallint = ANY(mirrors) AND ${inSubtree(pass.scope)}
       AND NOT EXISTS (SELECT 1 FROM ${sql.id(matchTable)} m WHERE m.id = file.id AND m.ok)`.execute(trx)
   pass.phase('remove from sets')
   const added = await sql`
@@ -365,7 +358,7 @@ async function updateMirrorSets(trx: Kysely<DB>, pass: Pass, matchTable: string)
 async function replaceStaleRows(trx: Kysely<DB>, M: number, scope: string, matchTable: string): Promise<void> {
   await sql`
     DELETE FROM mirror_file_stale s USING file f
-    WHERE s.mirror_id = ${M}::smallint AND f.id = s.file_id AND ${inScope(scope, 'f.path')}`.execute(trx)
+    WHERE s.mirror_id = ${M}::smallint AND f.id = s.file_id AND ${inSubtree(scope, 'f.path')}`.execute(trx)
   await sql`
     INSERT INTO mirror_file_stale (mirror_id, file_id, size, mtime)
     SELECT ${M}::smallint, id, size, mtime FROM ${sql.id(matchTable)} WHERE NOT ok`.execute(trx)

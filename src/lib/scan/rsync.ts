@@ -26,7 +26,9 @@
  */
 import {spawn} from 'node:child_process'
 import {MbError} from '../errors.js'
+import {redact} from '../redact.js'
 import type {ListingEntry, Lister, ListOptions} from './types.js'
+import {trimSlashes, withTrailingSlash} from '../text.js'
 
 /** Options of the rsync lister beyond the shared ones. */
 export interface RsyncListOptions extends ListOptions {
@@ -109,13 +111,6 @@ export function isRsyncTmp(path: string): boolean {
   return path === '.~tmp~' || path.startsWith('.~tmp~/') || path.includes('/.~tmp~/') || path.endsWith('/.~tmp~')
 }
 
-/** Replaces `user:password@` (and a bare password) in any text with `user:***@`. */
-export function redactCredentials(text: string, secrets: string[] = []): string {
-  let out = text.replace(/([a-z][a-z0-9+.-]*:\/\/[^/:@\s]*):[^@/\s]*@/gi, '$1:***@')
-  for (const secret of secrets) if (secret) out = out.split(secret).join('***')
-  return out
-}
-
 /** What rsync's exit codes mean (rsync(1), EXIT VALUES). */
 const EXIT_REASONS: Record<number, string> = {
   1: 'syntax or usage error',
@@ -136,21 +131,21 @@ export function parseRsyncUrl(url: string): {url: string; user?: string; passwor
   try {
     parsed = new URL(url)
   } catch {
-    throw new MbError(`Not a valid rsync URL: ${redactCredentials(url)}. Use rsync://host/module/path.`, {code: 'RSYNC_URL'})
+    throw new MbError(`Not a valid rsync URL: ${redact(url)}. Use rsync://host/module/path.`, {code: 'RSYNC_URL'})
   }
-  if (parsed.protocol !== 'rsync:') throw new MbError(`Not an rsync:// URL: ${redactCredentials(url)}.`, {code: 'RSYNC_URL'})
+  if (parsed.protocol !== 'rsync:') throw new MbError(`Not an rsync:// URL: ${redact(url)}.`, {code: 'RSYNC_URL'})
   const password = parsed.password ? decodeURIComponent(parsed.password) : undefined
   const user = parsed.username ? decodeURIComponent(parsed.username) : undefined
   parsed.password = ''
   let clean = parsed.toString()
   // rsync takes the path raw, not percent-encoded.
   clean = decodeURI(clean)
-  if (!clean.endsWith('/')) clean += '/'
+  clean = withTrailingSlash(clean)
   return {url: clean, user, password, display: clean}
 }
 
 function joinSub(base: string, subdir: string | undefined): string {
-  const sub = (subdir ?? '').replace(/^\/+|\/+$/g, '')
+  const sub = trimSlashes(subdir ?? '')
   return sub ? `${base}${sub}/` : base
 }
 
@@ -165,13 +160,13 @@ function joinSub(base: string, subdir: string | undefined): string {
 async function* listRsync(baseUrl: string, options: RsyncListOptions = {}): AsyncGenerator<ListingEntry> {
   const {url, password, display} = parseRsyncUrl(baseUrl)
   const target = joinSub(url, options.subdir)
-  const prefix = (options.subdir ?? '').replace(/^\/+|\/+$/g, '')
+  const prefix = trimSlashes(options.subdir ?? '')
   const env: NodeJS.ProcessEnv = {...(options.env ?? process.env), TZ: 'UTC', LC_ALL: 'C'}
   const secrets: string[] = []
   if (password !== undefined) env.RSYNC_PASSWORD = password
   if (env.RSYNC_PASSWORD) secrets.push(env.RSYNC_PASSWORD)
   const args = rsyncArgs(target, options)
-  const redact = (text: string) => redactCredentials(text, secrets)
+  const scrub = (text: string) => redact(text, secrets)
 
   if (options.signal?.aborted) throw new MbError(`rsync listing of ${display} aborted before it started: ${String(options.signal.reason ?? 'aborted')}`, {code: 'SCAN_ABORTED'})
   const child = spawn(options.binary ?? 'rsync', args, {env, stdio: ['ignore', 'pipe', 'pipe']})
@@ -206,8 +201,8 @@ async function* listRsync(baseUrl: string, options: RsyncListOptions = {}): Asyn
     }
     rest += decoder.decode()
     const result = await exited
-    if (aborted) throw new MbError(`rsync listing of ${display} aborted: ${redact(String(options.signal?.reason instanceof Error ? options.signal.reason.message : options.signal?.reason ?? 'aborted'))}`, {code: 'SCAN_ABORTED'})
-    throwOnFailure(result, display, stderr, redact)
+    if (aborted) throw new MbError(`rsync listing of ${display} aborted: ${scrub(String(options.signal?.reason instanceof Error ? options.signal.reason.message : options.signal?.reason ?? 'aborted'))}`, {code: 'SCAN_ABORTED'})
+    throwOnFailure(result, display, stderr, scrub)
     const last = handle(rest)
     if (last) yield last
     finished = true

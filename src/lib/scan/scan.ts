@@ -8,11 +8,12 @@
  */
 import type {Database} from '../db/index.js'
 import type {MirrorRow} from '../db/schema.js'
-import {MbError, errorMessage} from '../errors.js'
-import {getLister, PROTOCOL_ORDER, type Protocol} from './listers.js'
+import {MbError, UsageError, errorMessage} from '../errors.js'
+import {redact} from '../redact.js'
+import {LISTERS, PROTOCOL_ORDER, type Protocol} from './listers.js'
 import {planScope, reconcileListing, type ReconcileResult, recordScanFailure, type ScanScope} from './reconcile.js'
-import {redactCredentials, type RsyncListOptions} from './rsync.js'
-import type {ListingEntry} from './types.js'
+import type {RsyncListOptions} from './rsync.js'
+import type {Lister, ListingEntry} from './types.js'
 
 export interface ScanMirrorOptions {
   /** Only this protocol (no fallback). */
@@ -36,6 +37,8 @@ export interface ScanMirrorOptions {
   signal?: AbortSignal
   /** Progress: protocol in use and entries seen so far. */
   onProgress?: (protocol: Protocol, entries: number) => void
+  /** Listers to use instead of the built-in ones ({@link LISTERS}), per protocol; for tests. */
+  listers?: Partial<Record<Protocol, Lister>>
 }
 
 /** One protocol tried. */
@@ -83,7 +86,7 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
   let candidates = scanUrls(mirror)
   if (options.protocol) {
     candidates = candidates.filter((c) => c.protocol === options.protocol)
-    if (candidates.length === 0) throw new MbError(`Mirror ${mirror.identifier} has no ${options.protocol} URL to scan. Add one with \`mb mirror edit ${mirror.identifier} --${options.protocol === 'http' ? 'http' : options.protocol}-url URL\`.`, {code: 'USAGE', exitCode: 2})
+    if (candidates.length === 0) throw new UsageError(`Mirror ${mirror.identifier} has no ${options.protocol} URL to scan. Add one with \`mb mirror edit ${mirror.identifier} --${options.protocol === 'http' ? 'http' : options.protocol}-url URL\`.`)
   }
   const budget = (options.timeoutSeconds ?? 3600) * 1000
   const controller = new AbortController()
@@ -92,6 +95,8 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
   options.signal?.addEventListener('abort', onOuterAbort, {once: true})
   const attempts: ScanAttempt[] = []
   let busy = false
+  /** The last protocol whose lister ran (skipped attempts do not count). */
+  let tried: Protocol | null = null
   const seconds = () => Math.round((performance.now() - started) / 10) / 100
   try {
     if (candidates.length === 0) {
@@ -100,22 +105,19 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
       return failed(mirror, reason, attempts, seconds())
     }
     for (const {protocol, url} of candidates) {
-      const display = redactCredentials(url)
+      const display = redact(url)
       if (controller.signal.aborted) {
         attempts.push({protocol, url: display, error: `skipped: ${errorMessage(controller.signal.reason)}`})
         continue
       }
-      const lister = await getLister(protocol)
-      if (!lister) {
-        attempts.push({protocol, url: display, error: `no ${protocol} lister in this build`})
-        continue
-      }
+      const lister = options.listers?.[protocol] ?? LISTERS[protocol]
+      tried = protocol
       try {
         const result = await listAndReconcile(database, mirror, plan, protocol, lister.list(url, listOptions(plan, controller.signal, options)), options)
         attempts.push({protocol, url: display})
         return succeeded(mirror, protocol, result, attempts, seconds())
       } catch (error) {
-        let message = redactCredentials(errorMessage(error))
+        let message = redact(errorMessage(error))
         const why = controller.signal.aborted ? errorMessage(controller.signal.reason) : ''
         if (why && !message.includes(why)) message = `${message} (${why})`
         attempts.push({protocol, url: display, error: message})
@@ -127,8 +129,7 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
     }
     const reason = attempts.map((a) => `${a.protocol}: ${a.error}`).join('; ')
     // A refused concurrent scan leaves the running one to record its own outcome.
-    const tried = attempts.filter((a) => !/^(no \S+ lister in this build|skipped: )/.test(a.error ?? '')).at(-1)
-    if (!busy) await recordScanFailure(database.db, mirror.id, reason, tried?.protocol ?? null)
+    if (!busy) await recordScanFailure(database.db, mirror.id, reason, tried)
     return failed(mirror, reason, attempts, seconds())
   } finally {
     clearTimeout(timer)

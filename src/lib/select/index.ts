@@ -14,6 +14,7 @@ import type {SelectOptions} from './options.js'
 import type {Candidate, ClientInfo, Exclusion, ExclusionReason, OriginReason, Realm, SelectFile, SelectMirror, Selection} from './types.js'
 import {MirrorTable} from './mirror.js'
 import {encodePath, mirrorBase} from './url.js'
+import {unixIso} from '../time.js'
 
 export * from './types.js'
 export {compileSelectOptions, type SelectOptions} from './options.js'
@@ -153,10 +154,6 @@ function cidrList(list: readonly [IpAddress, number][]): string {
   return list.length > 3 ? `${shown}, … (${list.length})` : shown
 }
 
-function isoTime(seconds: number): string {
-  return new Date(seconds * 1000).toISOString().replace('.000Z', 'Z')
-}
-
 /** The most specific pool a mirror's flags allow it in. */
 function maxRealm(m: SelectMirror): number {
   return m.prefixOnly ? PREFIX : m.asOnly ? AS : m.countryOnly ? COUNTRY : m.regionOnly ? CONTINENT : WORLD
@@ -291,7 +288,7 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
           detail =
             stale.size !== file.size
               ? `stale: ${stale.size} bytes, origin ${file.size}`
-              : `stale: mtime ${stale.mtime === null ? 'unknown' : isoTime(stale.mtime)}, origin ${isoTime(file.mtime)}`
+              : `stale: mtime ${stale.mtime === null ? 'unknown' : unixIso(stale.mtime)}, origin ${unixIso(file.mtime)}`
         }
       } else {
         reason = 'not_held'

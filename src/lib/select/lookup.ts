@@ -14,6 +14,10 @@ import {compileSelectOptions} from './options.js'
 import {select} from './index.js'
 import type {ClientInfo, SelectFile, SelectMirror} from './types.js'
 import {mirrorUrl} from './url.js'
+import {escapeLike} from '../db/sql.js'
+import {hasDigests, hashesMatchVersion} from '../origin/freshness.js'
+import {trimLeadingSlashes} from '../text.js'
+import {unixIso} from '../time.js'
 
 /** A mirror holding the file, with the URL a client of the given scheme would get. */
 export interface HoldingMirror {
@@ -71,11 +75,6 @@ export interface LookupOptions {
   geo?: GeoInfo
 }
 
-/** Escapes LIKE wildcards (`\` is PostgreSQL's default LIKE escape). */
-function likeEscape(text: string): string {
-  return text.replace(/[\\%_]/g, (c) => `\\${c}`)
-}
-
 /**
  * A SQL LIKE pattern that matches a superset of the glob's matches: the literal directory
  * prefix (picomatch.scan's `base`), `%`, and the literal tail after the last glob character.
@@ -85,11 +84,7 @@ export function globToLike(glob: string): string {
   const {base, glob: rest} = picomatch.scan(glob)
   const tail = /[^*?[\]{}()!+@|\\]*$/.exec(rest)?.[0] ?? ''
   const prefix = glob.includes('/') ? (base ? `${base}/` : '') : ''
-  return `${likeEscape(prefix)}%${likeEscape(tail)}`
-}
-
-function iso(seconds: number): string {
-  return new Date(seconds * 1000).toISOString().replace('.000Z', 'Z')
+  return `${escapeLike(prefix)}%${escapeLike(tail)}`
 }
 
 /**
@@ -99,7 +94,7 @@ function iso(seconds: number): string {
  *         when the path is not indexed, `NO_MATCH` when a glob matches nothing.
  */
 export async function lookupFiles(database: Database, config: Config, options: LookupOptions): Promise<FileLookup[]> {
-  const pattern = options.pattern.replace(/^\/+/, '')
+  const pattern = trimLeadingSlashes(options.pattern)
   if (!pattern) throw new UsageError('Give an origin-relative path or a glob, e.g. `mb file lookup iso/distro.iso` or `mb file lookup "*.iso"`.')
   // Dotted quads only: ipaddr.js also accepts legacy forms such as `1.2.3` or `0x7f.1`.
   const address = options.clientIp === undefined || (!options.clientIp.includes(':') && !/^\d{1,3}(\.\d{1,3}){3}$/.test(options.clientIp)) ? undefined : parseIp(options.clientIp)
@@ -150,7 +145,7 @@ export async function lookupFiles(database: Database, config: Config, options: L
     const size = Number(r.size)
     const mtime = Number(r.mtime)
     const stale = staleByFile.get(Number(r.id)) ?? new Map()
-    const fresh = r.md5 && r.sha1 && r.sha256 && Number(r.hashed_size) === size && Number(r.hashed_mtime) === mtime && r.hashed_size !== null
+    const fresh = hasDigests(r) && hashesMatchVersion(r, {size, mtime})
     const held: HoldingMirror[] = []
     for (const id of r.mirrors) {
       const m = mirrors.get(Number(id))
@@ -160,7 +155,7 @@ export async function lookupFiles(database: Database, config: Config, options: L
       path: r.path,
       size,
       mtime,
-      mtime_utc: iso(mtime),
+      mtime_utc: unixIso(mtime),
       hashes: fresh ? {md5: r.md5!, sha1: r.sha1!, sha256: r.sha256!} : null,
       mirrors: held,
       stale: [...stale].map(([id, copy]) => ({identifier: mirrors.get(id)?.identifier ?? String(id), size: copy.size, mtime: copy.mtime})),

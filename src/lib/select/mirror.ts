@@ -7,16 +7,8 @@ import type {MirrorRow} from '../db/schema.js'
 import {continentOf} from '../geo/countries.js'
 import {type Cidr, parseCidr} from '../net.js'
 import type {SelectMirror} from './types.js'
-
-/** Reads a PostgreSQL array that may arrive as a JS array or as `{a,b}` text. */
-function textArray(value: unknown): string[] {
-  if (Array.isArray(value)) return value.map(String)
-  if (typeof value === 'string') {
-    const inner = value.replace(/^\{|\}$/g, '').trim()
-    return inner ? inner.split(',').map((s) => s.trim().replace(/^"|"$/g, '')) : []
-  }
-  return []
-}
+import {trimLeadingSlashes, withTrailingSlash} from '../text.js'
+import {textArray} from '../db/sql.js'
 
 function cidrs(value: unknown): Cidr[] {
   const out: Cidr[] = []
@@ -32,7 +24,7 @@ function codes(value: unknown): Set<string> {
 
 function baseUrl(url: string | null | undefined): string | null {
   if (!url) return null
-  return url.endsWith('/') ? url : `${url}/`
+  return withTrailingSlash(url)
 }
 
 function num(value: unknown): number | null {
@@ -66,8 +58,8 @@ export function compileMirror(row: MirrorRow): SelectMirror {
   const latitude = num(row.latitude)
   const longitude = num(row.longitude)
   const hasPosition = latitude !== null && longitude !== null
-  let basePath = (row.base_path ?? '').replace(/^\/+/, '')
-  if (basePath && !basePath.endsWith('/')) basePath += '/'
+  const bare = trimLeadingSlashes(row.base_path ?? '')
+  const basePath = bare && withTrailingSlash(bare)
   return Object.freeze({
     id: Number(row.id),
     identifier: row.identifier,

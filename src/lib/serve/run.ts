@@ -138,10 +138,10 @@ export async function startServe(config: Config, options: {database?: Database; 
   }
 }
 
-/** The origin root, checked. @throws UsageError `NO_ROOT` when absent or not a directory */
+/** The origin root, checked. @throws UsageError `ROOT_INVALID` when absent or not a directory */
 function checkRoot(root: string | undefined): string {
-  if (!root) throw new UsageError('No origin root given: pass --root DIR (or set MB_ROOT / `root:` in the config file).', 'NO_ROOT')
-  if (!existsSync(root) || !statSync(root).isDirectory()) throw new UsageError(`The origin root ${root} is not a directory. Pass the tree that \`mb index\` walks with --root.`, 'NO_ROOT')
+  if (!root) throw new UsageError('No origin root given: pass --root DIR (or set MB_ROOT / `root:` in the config file).', 'ROOT_INVALID')
+  if (!existsSync(root) || !statSync(root).isDirectory()) throw new UsageError(`The origin root ${root} is not a directory. Pass the tree that \`mb index\` walks with --root.`, 'ROOT_INVALID')
   return root
 }
 

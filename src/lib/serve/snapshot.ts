@@ -16,6 +16,7 @@ import type {Database, ReadView} from '../db/index.js'
 import type {MirrorRow} from '../db/schema.js'
 import {compileMirror, MirrorTable} from '../select/mirror.js'
 import type {SelectFile, SelectMirror} from '../select/types.js'
+import {HASHES_MATCH_VERSION_SQL} from '../origin/freshness.js'
 
 /** One origin file as the snapshot holds it. Size in bytes, mtime in Unix seconds (UTC). */
 export interface FileEntry extends SelectFile {
@@ -121,8 +122,8 @@ function fileFromRow(sets: MirrorSetPool, row: unknown[]): FileEntry {
   }
 }
 
-// Hashes only while fresh: hashed_size/hashed_mtime equal the row's size/mtime (src/lib/origin/hash.ts).
-const FRESH = 'hashed_size = size AND hashed_mtime = mtime'
+// Hashes only while they describe the row's version (origin/freshness.ts).
+const FRESH = HASHES_MATCH_VERSION_SQL
 const FILE_COLUMNS = `id, path, size, mtime, array_to_string(mirrors, ','), CASE WHEN ${FRESH} THEN md5 END, CASE WHEN ${FRESH} THEN sha1 END, CASE WHEN ${FRESH} THEN sha256 END`
 
 async function readMirrors(view: ReadView): Promise<MirrorTable> {

@@ -16,6 +16,7 @@
  */
 import type {Database} from '../db/index.js'
 import {errorMessage} from '../errors.js'
+import {isoDay} from '../time.js'
 import {addCounts, classifyRequest, type CountedRequest, countedCountry, countedMirror, countRequest, type StatsCounts} from './count.js'
 import {writeBatches} from './flush.js'
 import {Pacer} from './pacing.js'
@@ -106,7 +107,7 @@ export class StatsCollector {
     if (time < this.dayStart || time >= this.dayEnd) {
       this.dayStart = Math.floor(time / DAY_MS) * DAY_MS
       this.dayEnd = this.dayStart + DAY_MS
-      this.dayText = new Date(this.dayStart).toISOString().slice(0, 10)
+      this.dayText = isoDay(this.dayStart)
     }
     countRequest(this.pending.entry(this.dayText, o.path!, countedMirror(o), countedCountry(o.country), time), o, kind)
     // After counting: the drop may take this very entry (with its path), and then reports it.
