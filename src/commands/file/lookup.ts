@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
 import {renderRecord, renderTable} from '../../lib/output.js'
-import {type FileLookup, lookupFiles} from '../../lib/select/lookup.js'
+import {type FileLookup, lookupFiles} from '../../lib/lookup/files.js'
 
 export default class FileLookupCommand extends BaseCommand<typeof FileLookupCommand> {
   static override description = `Show an indexed file: size, mtime, hashes, and the mirrors that hold it

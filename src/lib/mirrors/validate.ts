@@ -49,6 +49,8 @@ export interface MirrorInput {
   admin_email?: string
   comment?: string
   enabled?: boolean
+  /** An ISO 8601 time with a UTC offset, or `none` (or '') to end the window. */
+  maintenance_until?: string
 }
 
 /** Validated, normalised column values (null = cleared). Only fields that were given appear. */
@@ -81,6 +83,8 @@ export interface MirrorValues {
   admin_email?: string | null
   comment?: string | null
   enabled?: boolean
+  /** ISO 8601 UTC (`toISOString()`), or null. */
+  maintenance_until?: string | null
 }
 
 /** The CLI flag of each field, used in messages. */
@@ -113,6 +117,7 @@ export const FIELD_FLAGS: Record<keyof MirrorInput, string> = {
   admin_email: '--admin-email',
   comment: '--comment',
   enabled: '--enabled/--disabled',
+  maintenance_until: '--maintenance-until',
 }
 
 /** The mutually exclusive pool-restriction flags (issue 3 item 1). */
@@ -143,6 +148,7 @@ export const CLEARED_VALUES = {
   admin: null,
   admin_email: null,
   comment: null,
+  maintenance_until: null,
 } satisfies Partial<Record<keyof MirrorValues, null | '' | never[]>>
 
 /** {@link CLEARED_VALUES}, indexable by any field name. */
@@ -368,6 +374,30 @@ export function normalizePatterns(field: 'include_patterns' | 'exclude_patterns'
   return result
 }
 
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/i
+
+/**
+ * The end of a maintenance window: an ISO 8601 date and time with `Z` or a UTC offset
+ * (`2026-12-01T18:00:00Z`, `2026-12-01T19:00+01:00`), or `none` to end the window.
+ * @returns the time as ISO 8601 UTC, or null for `none`
+ * @throws UsageError for anything else (a date without a time, a time without an offset, an impossible date)
+ */
+export function parseMaintenanceUntil(value: string): string | null {
+  const text = value.trim()
+  if (text.toLowerCase() === 'none') return null
+  const ms = ISO_TIME.test(text) ? Date.parse(text) : Number.NaN
+  // Date.parse rolls some impossible dates over (2026-02-30 → March 2); the day must survive.
+  if (!Number.isFinite(ms) || !sameDay(text, ms)) throw invalid('maintenance_until', value, 'expected an ISO 8601 time with an offset, such as 2026-12-01T18:00:00Z or 2026-12-01T19:00+01:00, or none to end the window')
+  return new Date(ms).toISOString()
+}
+
+/** True when the calendar date written in `text` is the date of `ms` in the offset `text` gives. */
+function sameDay(text: string, ms: number): boolean {
+  const offset = /([+-])(\d{2}):(\d{2})$/.exec(text)
+  const minutes = offset ? (offset[1] === '-' ? -1 : 1) * (Number(offset[2]) * 60 + Number(offset[3])) : 0
+  return new Date(ms + minutes * 60_000).toISOString().slice(0, 10) === text.slice(0, 10)
+}
+
 function optionalText(field: 'admin' | 'comment', value: string): string | null {
   const text = value.trim()
   if (text === '') return null
@@ -470,6 +500,9 @@ export function validateMirrorInput(input: MirrorInput): MirrorValues {
         break
       case 'admin_email':
         set('admin_email', normalizeEmail(one))
+        break
+      case 'maintenance_until':
+        set('maintenance_until', parseMaintenanceUntil(one))
         break
       default:
         throw invalid(key, raw, 'unexpected value')
