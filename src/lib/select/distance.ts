@@ -9,10 +9,18 @@
  * monotonic in a, so the arcsine is taken only for the nearest member and for explanations.
  */
 import {EARTH_RADIUS_KM} from '../geo/distance.js'
-import {HAS_POSITION, type MirrorTable} from './mirror.js'
+import type {MirrorTable} from './mirror.js'
 import type {SelectOptions} from './options.js'
 import type {Query} from './query.js'
 import type {Exclusion, Realm, SelectMirror} from './types.js'
+
+/** The bit of `MirrorTable.flags` set when the mirror has coordinates (module-private for speed, see ./pools.ts). */
+const HAS_POSITION = 8
+
+/** The bit of `MirrorTable.flags` that this step reads, for one mirror. */
+export function positionFlags(m: SelectMirror): number {
+  return m.latitude !== null && m.longitude !== null ? HAS_POSITION : 0
+}
 
 /** Kilometres from a haversine term. */
 export function kmFromA(a: number): number {

@@ -8,7 +8,8 @@ import {continentOf} from '../geo/countries.js'
 import {type Cidr, parseCidr} from '../net.js'
 import type {SelectOptions} from './options.js'
 import {emptyQuery, type Query} from './query.js'
-import {maxRealm} from './realm.js'
+import {positionFlags} from './distance.js'
+import {maxRealm, poolFlags} from './pools.js'
 import {ELIGIBILITY_RULES, type ExclusionRule, type RequestRule, type SchemeFacts} from './rules.js'
 import type {SelectMirror} from './types.js'
 
@@ -115,12 +116,6 @@ export function compileMirror(row: MirrorRow): SelectMirror {
   })
 }
 
-/** Bits of `MirrorTable.flags`. */
-export const HAS_PREFIXES = 1
-export const HAS_OTHER_COUNTRIES = 2
-export const IS_FALLBACK = 4
-export const HAS_POSITION = 8
-
 /** The code number of a mirror without that code (never a client's). */
 const NO_CODE = -3
 const RAD = Math.PI / 180
@@ -144,13 +139,13 @@ export class MirrorTable extends Map<number, SelectMirror> {
   readonly byId: Array<SelectMirror | undefined> = []
   /** Bit 1 << schemeClass set when a `mirror` or `scheme` rule (./rules.ts) excludes the mirror for that client class. */
   readonly excludedFor: Uint8Array
-  /** HAS_PREFIXES | HAS_OTHER_COUNTRIES | IS_FALLBACK | HAS_POSITION. */
+  /** Bits read by the pool step (`poolFlags`, ./pools.ts) and the distance step (`positionFlags`, ./distance.ts). */
   readonly flags: Uint8Array
-  /** The most specific pool its `*_only` flags allow (./realm.ts). */
+  /** The most specific pool its `*_only` flags allow (./pools.ts). */
   readonly maxRealm: Int8Array
   readonly countryCode: Int32Array
   readonly continentCode: Int32Array
-  /** The mirror's position as a unit vector (HAS_POSITION). */
+  /** The mirror's position as a unit vector (when `positionFlags` is set). */
   readonly posX: Float64Array
   readonly posY: Float64Array
   readonly posZ: Float64Array
@@ -265,19 +260,14 @@ export class MirrorTable extends Map<number, SelectMirror> {
       for (let c = 0; c < 4; c++) if (rule.excludes(m, SCHEME_CLASSES[c])) excluded |= 1 << c
     }
     this.excludedFor[id] = excluded
-    let flags = 0
-    if (m.prefixes.length > 0) flags |= HAS_PREFIXES
-    if (m.otherCountries.size > 0) flags |= HAS_OTHER_COUNTRIES
-    if (m.fallback) flags |= IS_FALLBACK
     if (m.latitude !== null && m.longitude !== null) {
-      flags |= HAS_POSITION
       const lat = m.latitude * RAD
       const lon = m.longitude * RAD
       this.posX[id] = Math.cos(lat) * Math.cos(lon)
       this.posY[id] = Math.cos(lat) * Math.sin(lon)
       this.posZ[id] = Math.sin(lat)
     }
-    this.flags[id] = flags
+    this.flags[id] = poolFlags(m) | positionFlags(m)
     this.maxRealm[id] = maxRealm(m)
     this.countryCode[id] = this.intern(m.country)
     this.continentCode[id] = this.intern(m.continent)

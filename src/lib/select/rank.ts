@@ -9,7 +9,7 @@ import {rendezvousKey} from './hash.js'
 import type {MirrorTable} from './mirror.js'
 import type {SelectOptions} from './options.js'
 import type {Query} from './query.js'
-import {FALLBACK, REALMS} from './realm.js'
+import {REALMS} from './pools.js'
 import type {Candidate, Exclusion, SelectMirror} from './types.js'
 import {encodePath, mirrorBase} from './url.js'
 
@@ -58,7 +58,7 @@ export function rankPools(table: MirrorTable, q: Query, eligible: readonly Selec
   const n = eligible.length
   const path = q.file.path
   let encodedWhole: string | undefined
-  for (let p = 0; p <= FALLBACK && ranked.length < max; p++) {
+  for (let p = 0; p < REALMS.length && ranked.length < max; p++) {
     if ((present & (1 << p)) === 0) continue
     const realm = REALMS[p]
     let count = 0
