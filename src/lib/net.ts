@@ -33,7 +33,7 @@ export function parseIp(text: string): IpAddress | undefined {
  * accepts) without regular expressions: the redirect path parses one per request.
  * Undefined for anything else, including the octal/hex/short forms that inet_aton accepts.
  */
-export function parseDottedQuad(text: string): ipaddr.IPv4 | undefined {
+function parseDottedQuad(text: string): ipaddr.IPv4 | undefined {
   const octets = [0, 0, 0, 0]
   let part = 0
   let value = 0

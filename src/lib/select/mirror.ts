@@ -137,7 +137,7 @@ const NO_RULES: readonly RequestRule[] = Object.freeze([])
 export class MirrorTable extends Map<number, SelectMirror> {
   /** The mirrors by id (a dense array: no hash lookup per mirror and request). */
   readonly byId: Array<SelectMirror | undefined> = []
-  /** Bit 1 << schemeClass set when a `mirror` or `scheme` rule (./rules.ts) excludes the mirror for that client class. */
+  /** Bit `Query.schemeBit` set when a `mirror` or `scheme` rule (./rules.ts) excludes the mirror for that client class. */
   readonly excludedFor: Uint8Array
   /** Bits read by the pool step (`poolFlags`, ./pools.ts) and the distance step (`positionFlags`, ./distance.ts). */
   readonly flags: Uint8Array

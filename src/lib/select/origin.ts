@@ -9,7 +9,7 @@ import type {SelectOptions} from './options.js'
 import type {ClientInfo, OriginReason, SelectFile} from './types.js'
 
 /** Why the origin delivers a file, with a human detail. */
-export interface OriginException {
+interface OriginException {
   reason: OriginReason
   detail: string
 }

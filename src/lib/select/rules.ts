@@ -23,7 +23,7 @@ export interface SchemeFacts {
 }
 
 /** A rule that reads only the mirror (`mirror`) or the mirror and {@link SchemeFacts} (`scheme`). */
-export interface SchemeRule {
+interface SchemeRule {
   reason: string
   needs: 'mirror' | 'scheme'
   excludes(m: SelectMirror, q: SchemeFacts): boolean
