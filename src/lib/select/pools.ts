@@ -52,7 +52,7 @@ export function assignPools(table: MirrorTable, q: Query, eligible: readonly Sel
   const n = eligible.length
   // The table's arrays and the client's codes in locals: this loop runs for every eligible mirror.
   const {flags, countryCode, continentCode, maxRealm} = table
-  const {address, asn, country, substitute} = q
+  const {address, asn, country, substitute, countryCode: clientCountry, substituteCode: clientSubstitute, continentCode: clientContinent} = q
   let ownCountryUsable = false
   for (let i = 0; i < n; i++) {
     const m = eligible[i]
@@ -62,9 +62,9 @@ export function assignPools(table: MirrorTable, q: Query, eligible: readonly Sel
     if ((f & IS_FALLBACK) !== 0) realm = FALLBACK
     else if ((f & HAS_PREFIXES) !== 0 && inAny(m.prefixes, address)) realm = PREFIX
     else if (asn !== undefined && m.asn !== null && m.asn === asn) realm = AS
-    else if (country !== undefined && (countryCode[id] === q.countryCode || countryCode[id] === q.substituteCode)) realm = COUNTRY
+    else if (country !== undefined && (countryCode[id] === clientCountry || countryCode[id] === clientSubstitute)) realm = COUNTRY
     else if (country !== undefined && (f & HAS_OTHER_COUNTRIES) !== 0 && (m.otherCountries.has(country) || (substitute !== undefined && m.otherCountries.has(substitute)))) realm = OTHER
-    else realm = continentCode[id] === q.continentCode ? CONTINENT : WORLD
+    else realm = continentCode[id] === clientContinent ? CONTINENT : WORLD
     if (realm === COUNTRY && maxRealm[id] >= COUNTRY) ownCountryUsable = true
     realmOf[i] = realm
   }

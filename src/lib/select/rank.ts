@@ -19,9 +19,10 @@ import {encodePath, mirrorBase} from './url.js'
  * allocation (pools are small). `key[position]` is filled here.
  */
 function orderPool(q: Query, eligible: readonly SelectMirror[], order: Int32Array, count: number, key: Float64Array, want: number): void {
+  const networkKey = q.networkKey
   for (let k = 0; k < count; k++) {
     const m = eligible[order[k]]
-    key[order[k]] = rendezvousKey(q.networkKey, m.id, m.score)
+    key[order[k]] = rendezvousKey(networkKey, m.id, m.score)
   }
   let filled = 0
   for (let k = 0; k < count; k++) {
@@ -57,6 +58,7 @@ export function rankPools(table: MirrorTable, q: Query, eligible: readonly Selec
   const ranked: Candidate[] = []
   const n = eligible.length
   const path = q.file.path
+  const https = q.https
   let encodedWhole: string | undefined
   for (let p = 0; p < REALMS.length && ranked.length < max; p++) {
     if ((present & (1 << p)) === 0) continue
@@ -69,7 +71,7 @@ export function rankPools(table: MirrorTable, q: Query, eligible: readonly Selec
     for (let k = 0; k < want; k++) {
       const i = order[k]
       const m = eligible[i]
-      const base = mirrorBase(m, q.https)!
+      const base = mirrorBase(m, https)!
       const url = m.basePath ? base + encodePath(path.slice(m.basePath.length)) : base + (encodedWhole ??= encodePath(path))
       const candidate: Candidate = {mirror: m, realm, rank: ranked.length + 1, url}
       if (excluded && q.hasPosition && !Number.isNaN(distance[i])) candidate.distanceKm = kmFromA(distance[i])
