@@ -427,88 +427,64 @@ function isClear(value: unknown): boolean {
  * @throws UsageError on the first bad field
  */
 export function validateMirrorInput(input: MirrorInput): MirrorValues {
-  const out: MirrorValues = {}
-  const set = <K extends keyof MirrorValues>(key: K, value: MirrorValues[K]) => {
-    out[key] = value
-  }
+  const out: Record<string, unknown> = {}
   for (const [key, raw] of Object.entries(input) as Array<[keyof MirrorInput, unknown]>) {
     if (raw === undefined) continue
-    if (key === 'identifier') {
-      set('identifier', validateIdentifier(String(raw)))
-      continue
-    }
-    if (typeof raw === 'boolean') {
-      if (key === 'enabled' || key === 'fallback' || (ONLY_FLAGS as readonly string[]).includes(key)) {
-        set(key as 'enabled', raw)
-        continue
-      }
-    }
-    if (key in CLEARABLE && isClear(raw)) {
-      set(key as 'asn', CLEARABLE[key as keyof MirrorValues] as null)
-      continue
-    }
-    const text = Array.isArray(raw) ? raw.map(String) : String(raw)
-    const one = Array.isArray(text) ? text.join(',') : text
-    const list = Array.isArray(text) ? text : [text]
-    switch (key) {
-      case 'http_url':
-      case 'https_url':
-      case 'rsync_url':
-      case 'ftp_url':
-        set(key, normalizeMirrorUrl(key, one))
-        break
-      case 'country':
-        set('country', normalizeCountry(one))
-        break
-      case 'continent':
-        set('continent', normalizeContinent(one))
-        break
-      case 'latitude':
-        set('latitude', parseLatitude(one))
-        break
-      case 'longitude':
-        set('longitude', parseLongitude(one))
-        break
-      case 'asn':
-        set('asn', parseAsn(one))
-        break
-      case 'score':
-        if (isClear(raw)) throw invalid('score', raw, 'expected a whole number >= 0')
-        set('score', parseScore(one))
-        break
-      case 'file_maxsize':
-        set('file_maxsize', parseFileSize(one))
-        break
-      case 'prefixes':
-      case 'client_prefixes':
-        set(key, normalizeCidrList(key, list))
-        break
-      case 'other_countries':
-      case 'exclude_countries':
-        set(key, normalizeCountryList(key, list))
-        break
-      case 'base_path':
-        set('base_path', normalizeBasePath(one))
-        break
-      case 'include_patterns':
-      case 'exclude_patterns':
-        set(key, normalizePatterns(key, list))
-        break
-      case 'admin':
-      case 'comment':
-        set(key, optionalText(key, one))
-        break
-      case 'admin_email':
-        set('admin_email', normalizeEmail(one))
-        break
-      case 'maintenance_until':
-        set('maintenance_until', parseMaintenanceUntil(one))
-        break
-      default:
-        throw invalid(key, raw, 'unexpected value')
-    }
+    if (key === 'identifier') out.identifier = validateIdentifier(String(raw))
+    else if (typeof raw === 'boolean' && (key === 'enabled' || key === 'fallback' || (ONLY_FLAGS as readonly string[]).includes(key))) out[key] = raw
+    else if (key in CLEARABLE && isClear(raw)) out[key] = CLEARABLE[key as keyof MirrorValues]
+    else out[key] = normalizeField(key, raw)
   }
-  return out
+  return out as MirrorValues
+}
+
+/** The stored value of one given, non-empty field of {@link MirrorInput}. @throws UsageError */
+function normalizeField(key: keyof MirrorInput, raw: unknown): unknown {
+  const text = Array.isArray(raw) ? raw.map(String) : String(raw)
+  const one = Array.isArray(text) ? text.join(',') : text
+  const list = Array.isArray(text) ? text : [text]
+  switch (key) {
+    case 'http_url':
+    case 'https_url':
+    case 'rsync_url':
+    case 'ftp_url':
+      return normalizeMirrorUrl(key, one)
+    case 'country':
+      return normalizeCountry(one)
+    case 'continent':
+      return normalizeContinent(one)
+    case 'latitude':
+      return parseLatitude(one)
+    case 'longitude':
+      return parseLongitude(one)
+    case 'asn':
+      return parseAsn(one)
+    case 'score':
+      if (isClear(raw)) throw invalid('score', raw, 'expected a whole number >= 0')
+      return parseScore(one)
+    case 'file_maxsize':
+      return parseFileSize(one)
+    case 'prefixes':
+    case 'client_prefixes':
+      return normalizeCidrList(key, list)
+    case 'other_countries':
+    case 'exclude_countries':
+      return normalizeCountryList(key, list)
+    case 'base_path':
+      return normalizeBasePath(one)
+    case 'include_patterns':
+    case 'exclude_patterns':
+      return normalizePatterns(key, list)
+    case 'admin':
+    case 'comment':
+      return optionalText(key, one)
+    case 'admin_email':
+      return normalizeEmail(one)
+    case 'maintenance_until':
+      return parseMaintenanceUntil(one)
+    default:
+      throw invalid(key, raw, 'unexpected value')
+  }
 }
 
 /** The fields of a stored or about-to-be-stored row that {@link checkMirrorRow} looks at. */
