@@ -16,6 +16,7 @@ import * as m0004 from './0004_probe.js'
 import * as m0006 from './0006_stats.js'
 import * as m0007 from './0007_file_touch_once.js'
 import * as m0008 from './0008_stats_daily_fillfactor.js'
+import * as m0009 from './0009_mirror_maintenance.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_init': m0001,
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '0006_stats': m0006,
   '0007_file_touch_once': m0007,
   '0008_stats_daily_fillfactor': m0008,
+  '0009_mirror_maintenance': m0009,
 }

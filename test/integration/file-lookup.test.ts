@@ -165,4 +165,23 @@ describe(`mb file lookup (${backend})`, () => {
     expect(bad.code).to.equal(2)
     expect(bad.stderr).to.contain('--client-ip 1.2.3 is not an IPv4 or IPv6 address')
   })
+
+  it('a maintenance window set with mb mirror edit excludes the mirror until it ends, and none ends it', async () => {
+    const until = new Date(Date.now() + 3_600_000)
+    until.setUTCMilliseconds(0)
+    const iso = until.toISOString().replace('.000Z', 'Z')
+    const edit = await mb(['mirror', 'edit', 'se.example', '--maintenance-until', iso], {env})
+    expect(edit.code, edit.stderr).to.equal(0)
+    expect(edit.stdout).to.match(new RegExp(`^maintenance_until: +${iso}$`, 'm'))
+    const during = (await mb(['file', 'lookup', 'iso/distro-1.0.iso', '--client-ip', '81.2.69.142', '--json'], {env})).json().files[0].explain
+    expect(during.ranked.map((c: any) => c.mirror)).to.deep.equal(['gb.example', 'us.example'])
+    expect(during.excluded.find((x: any) => x.mirror === 'se.example')).to.deep.equal({mirror: 'se.example', reason: 'maintenance', detail: `in maintenance until ${iso} (\`mb mirror edit se.example --maintenance-until none\` ends it)`})
+
+    const ended = await mb(['mirror', 'edit', 'se.example', '--maintenance-until', 'none', '--json'], {env})
+    expect(ended.code, ended.stderr).to.equal(0)
+    expect(ended.json().maintenance_until).to.equal(null)
+    const after = (await mb(['file', 'lookup', 'iso/distro-1.0.iso', '--client-ip', '81.2.69.142', '--json'], {env})).json().files[0].explain
+    expect(after.ranked.map((c: any) => c.mirror)).to.deep.equal(['gb.example', 'se.example', 'us.example'])
+    expect(after.excluded.map((x: any) => x.mirror)).to.not.include('se.example')
+  })
 })

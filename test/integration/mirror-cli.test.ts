@@ -15,7 +15,7 @@ const KEYS = [
   'id', 'identifier', 'enabled', 'base_url', 'http_url', 'https_url', 'rsync_url', 'ftp_url', 'country', 'continent', 'latitude', 'longitude',
   'asn', 'prefixes', 'score', 'country_only', 'region_only', 'as_only', 'prefix_only', 'fallback', 'other_countries', 'exclude_countries',
   'client_prefixes', 'file_maxsize', 'base_path', 'include_patterns', 'exclude_patterns', 'admin', 'admin_email', 'comment', 'up', 'ipv6',
-  'status', 'status_reason', 'status_changed_at', 'needs_rescan', 'last_scan_at', 'last_scan_ok_at', 'last_scan_error', 'last_scan_protocol',
+  'status', 'status_reason', 'status_changed_at', 'needs_rescan', 'maintenance_until', 'last_scan_at', 'last_scan_ok_at', 'last_scan_error', 'last_scan_protocol',
   'last_scan_files', 'last_scan_matched', 'last_scan_seconds', 'created_at', 'updated_at',
 ]
 
@@ -75,6 +75,12 @@ describe(`mb mirror (${backend})`, () => {
     expect(badEdit.json().error.code).to.equal('INVALID_MIRROR_FIELD')
     expect(badEdit.json().error.message).to.contain('Invalid --ftp-url "http://x:***@h.example/"')
 
+    for (const time of ['tomorrow', '2026-12-01', '2026-12-01T18:00:00', '2026-02-30T10:00:00Z']) {
+      const badTime = await mb(['mirror', 'edit', 'mirror.example.gb', '--maintenance-until', time], {env})
+      expect(badTime.code, time).to.equal(2)
+      expect(badTime.stderr).to.contain(`Invalid --maintenance-until "${time}": expected an ISO 8601 time with an offset, such as 2026-12-01T18:00:00Z or 2026-12-01T19:00+01:00, or none to end the window`)
+    }
+
     const conflict = await mb(['mirror', 'edit', 'mirror.example.gb', '--score', '10', '--as-only'], {env})
     expect(conflict.code).to.equal(2)
     expect(conflict.stderr).to.contain('--region-only and --as-only exclude each other')
@@ -110,6 +116,18 @@ describe(`mb mirror (${backend})`, () => {
     expect(Object.keys(m)).to.deep.equal([...KEYS, 'probe'])
     expect(m).to.deep.include({identifier: 'mirror.example.gb', score: 0, asn: null, prefixes: [], region_only: false, country_only: true, https_url: 'https://mirror.example.gb/new/', needs_rescan: true, latitude: 51.5, comment: 'London'})
     expect(show.stdout).not.to.contain(PASSWORD)
+  })
+
+  it('sets a maintenance window (any offset, stored and shown in UTC) and ends it with none', async () => {
+    const set = await mb(['mirror', 'edit', 'mirror.example.se', '--maintenance-until', '2030-06-01T20:30+02:00', '--json'], {env})
+    expect(set.code, set.stderr).to.equal(0)
+    expect(set.json().maintenance_until).to.equal('2030-06-01T18:30:00.000Z')
+    const show = await mb(['mirror', 'show', 'mirror.example.se'], {env})
+    expect(show.stdout).to.match(/^maintenance_until: +2030-06-01T18:30:00Z$/m)
+    const ended = await mb(['mirror', 'edit', 'mirror.example.se', '--maintenance-until', 'none'], {env})
+    expect(ended.code, ended.stderr).to.equal(0)
+    expect(ended.stdout).to.contain('Updated mirror mirror.example.se: maintenance_until.')
+    expect((await mb(['mirror', 'show', 'mirror.example.se', '--json'], {env})).json().maintenance_until).to.equal(null)
   })
 
   it('enables, disables, lists with filters, and removes', async () => {

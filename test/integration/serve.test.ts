@@ -271,6 +271,14 @@ describe(`mb serve (${backend})`, function () {
         expect(await eventually(5, async () => (await get('/big.iso', {'X-Forwarded-For': GB})).headers['x-mb-mirror'] === 'gb.example.org')).to.equal(true)
       })
 
+      it('a mirror in a maintenance window set with `mb mirror edit --maintenance-until` gets no redirects until it ends', async () => {
+        const until = new Date(Date.now() + 3_600_000).toISOString()
+        expect((await mb(['mirror', 'edit', 'gb.example.org', '--maintenance-until', until], {env: database.env})).code).to.equal(0)
+        expect(await eventually(5, async () => (await get('/big.iso', {'X-Forwarded-For': GB})).headers['x-mb-mirror'] === 'se.example.org')).to.equal(true)
+        expect((await mb(['mirror', 'edit', 'gb.example.org', '--maintenance-until', 'none'], {env: database.env})).code).to.equal(0)
+        expect(await eventually(5, async () => (await get('/big.iso', {'X-Forwarded-For': GB})).headers['x-mb-mirror'] === 'gb.example.org')).to.equal(true)
+      })
+
       it('an origin file rewritten with a new size is served locally until a rescan', async () => {
         const changed = Buffer.alloc(12_345, 'n')
         writeFileSync(join(seeded.root, 'big.iso'), changed)

@@ -20,7 +20,7 @@ const SCHEMA = readFileSync(new URL('../fixtures/metalink/metalink4.rng', import
 const parser = new XMLParser({ignoreAttributes: false, attributeNamePrefix: '@', isArray: (name) => ['url', 'hash'].includes(name), parseTagValue: false})
 
 function mirror(id: number, country: string | null, extra: Partial<SelectMirror> = {}): SelectMirror {
-  return {id, identifier: `m${id}.example.net`, httpUrl: `http://m${id}.example.net/pub/`, httpsUrl: null, country, continent: 'EU', latitude: null, longitude: null, asn: null, prefixes: [], clientPrefixes: [], excludeCountries: new Set(), otherCountries: new Set(), score: 100, enabled: true, up: true, ipv6: null, countryOnly: false, regionOnly: false, asOnly: false, prefixOnly: false, fallback: false, fileMaxsize: null, basePath: '', lastScanOkAt: null, needsRescan: false, ...extra}
+  return {id, identifier: `m${id}.example.net`, httpUrl: `http://m${id}.example.net/pub/`, httpsUrl: null, country, continent: 'EU', latitude: null, longitude: null, asn: null, prefixes: [], clientPrefixes: [], excludeCountries: new Set(), otherCountries: new Set(), score: 100, enabled: true, up: true, ipv6: null, countryOnly: false, regionOnly: false, asOnly: false, prefixOnly: false, fallback: false, fileMaxsize: null, basePath: '', lastScanOkAt: null, needsRescan: false, maintenanceUntil: null, ...extra}
 }
 
 const candidates = (n: number): Candidate[] => Array.from({length: n}, (_, i) => ({mirror: mirror(i + 1, i % 2 ? 'FR' : 'DE'), realm: i < 2 ? 'country' : 'continent', rank: i + 1, url: `http://m${i + 1}.example.net/pub/dir/file.iso`}))

@@ -244,7 +244,7 @@ describe('mirror rendering', () => {
     country: 'DE', continent: 'EU', latitude: null, longitude: null, asn: null, prefixes: [], score: 100,
     country_only: false, region_only: false, as_only: false, prefix_only: false, fallback: false, other_countries: [], exclude_countries: [],
     client_prefixes: [], file_maxsize: null, base_path: '', include_patterns: [], exclude_patterns: [], admin: null, admin_email: null, comment: null,
-    up: true, ipv6: null, status: {}, status_reason: null, status_changed_at: null, needs_rescan: false,
+    up: true, ipv6: null, status: {}, status_reason: null, status_changed_at: null, needs_rescan: false, maintenance_until: null,
     last_scan_at: '2026-01-02T03:04:05.000Z', last_scan_ok_at: '2026-01-02T03:04:05.000Z', last_scan_error: null, last_scan_protocol: 'rsync',
     last_scan_files: 1300, last_scan_matched: 1200, last_scan_seconds: 1.5, created_at: null, updated_at: null,
   }

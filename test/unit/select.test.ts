@@ -73,6 +73,7 @@ function row(id: number, overrides: Partial<MirrorRow> = {}): MirrorRow {
     status_reason: null,
     status_changed_at: null,
     needs_rescan: false,
+    maintenance_until: null,
     last_scan_at: new Date((NOW - 600) * 1000),
     last_scan_ok_at: new Date((NOW - 600) * 1000),
     last_scan_error: null,
@@ -328,6 +329,8 @@ describe('select(): restrictions and exclusions', () => {
     {name: 'client outside client_prefixes', mirror: {client_prefixes: ['10.0.0.0/8', '2001:db8::/32']}, reason: 'client_not_allowed', detail: 'serves only clients in 10.0.0.0/8, 2001:db8::/32; client 81.2.69.142'},
     {name: 'client country excluded', mirror: {exclude_countries: ['GB']}, reason: 'country_excluded', detail: 'excludes clients from GB'},
     {name: 'outside the mirror subtree', mirror: {base_path: 'other'}, reason: 'not_in_subtree', detail: 'carries only other/'},
+    {name: 'in a maintenance window', mirror: {maintenance_until: new Date((NOW + 3600) * 1000)}, reason: 'maintenance', detail: 'in maintenance until 2027-01-15T09:00:00Z (`mb mirror edit m1 --maintenance-until none` ends it)'},
+    {name: 'in a maintenance window (timestamp text), before it holds the file', mirror: {maintenance_until: '2027-01-15T08:00:00.5Z' as unknown as Date}, held: false, reason: 'maintenance', detail: 'in maintenance until 2027-01-15T08:00:00.500Z (`mb mirror edit m1 --maintenance-until none` ends it)'},
   ]
   for (const c of cases) {
     it(c.name, () => {
@@ -340,6 +343,19 @@ describe('select(): restrictions and exclusions', () => {
     })
   }
 
+  it('a maintenance window ends at its end time: the mirror is used again from then on', () => {
+    for (const end of [NOW, NOW - 1]) {
+      const s = select(GB, file([1]), mirrors(row(1, {country: 'GB', maintenance_until: new Date(end * 1000)})), options)
+      expect(order(s), `end ${end}`).to.deep.equal([['m1', 'country']])
+      expect(s.excluded).to.deep.equal([])
+    }
+  })
+  it('a maintenance window is read against the clock of each call, not when the table is built', () => {
+    const ms = new MirrorTable(mirrors(row(1, {country: 'GB', maintenance_until: new Date((NOW + 60) * 1000)})).values())
+    const at = (now: number) => Object.assign(compileSelectOptions({}), {now: () => now})
+    expect(selectFn(GB, file([1]), ms, at(NOW), false).ranked).to.deep.equal([])
+    expect(selectFn(GB, file([1]), ms, at(NOW + 60), false).ranked.map((c) => c.mirror.identifier)).to.deep.equal(['m1'])
+  })
   it('an IPv6 client may use a mirror whose IPv6 is not probed yet (null)', () => {
     const ms = mirrors(row(1, {country: 'GB', ipv6: null}), row(2, {country: 'GB', ipv6: true}))
     const s = select({...GB, ip: '2001:db8::1'}, file([1, 2]), ms, options)

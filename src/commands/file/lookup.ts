@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
 import {renderRecord, renderTable} from '../../lib/output.js'
-import {type FileLookup, lookupFiles} from '../../lib/select/lookup.js'
+import {type FileLookup, lookupFiles} from '../../lib/lookup/files.js'
 import {unixIso} from '../../lib/time.js'
 
 export default class FileLookupCommand extends BaseCommand<typeof FileLookupCommand> {

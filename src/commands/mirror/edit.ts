@@ -16,6 +16,7 @@ export default class MirrorEdit extends BaseCommand<typeof MirrorEdit> {
     "<%= config.bin %> mirror edit ftp.example.de --asn '' --clear prefix --clear lat",
     '<%= config.bin %> mirror edit ftp.example.de --no-country-only --region-only --disabled',
     '<%= config.bin %> mirror edit old.example.org --rename new.example.org --json',
+    {description: 'Keep clients away from a mirror until its maintenance ends (none ends it early)', command: '<%= config.bin %> mirror edit ftp.example.de --maintenance-until 2026-12-01T18:00:00Z'},
   ]
 
   static override args = {

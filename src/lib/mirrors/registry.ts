@@ -264,6 +264,8 @@ export interface PublicMirror {
   status_reason: string | null
   status_changed_at: string | null
   needs_rescan: boolean
+  /** End of the maintenance window (ISO 8601 UTC), or null; selection skips the mirror until then. */
+  maintenance_until: string | null
   last_scan_at: string | null
   last_scan_ok_at: string | null
   last_scan_error: string | null
@@ -324,6 +326,7 @@ export function publicMirror(row: MirrorRow): PublicMirror {
     status_reason: redacted(row.status_reason),
     status_changed_at: iso(row.status_changed_at),
     needs_rescan: row.needs_rescan,
+    maintenance_until: iso(row.maintenance_until),
     last_scan_at: iso(row.last_scan_at),
     last_scan_ok_at: iso(row.last_scan_ok_at),
     last_scan_error: redacted(row.last_scan_error),

@@ -51,6 +51,8 @@ export interface MirrorInput {
   admin_email?: string
   comment?: string
   enabled?: boolean
+  /** An ISO 8601 time with a UTC offset, or `none` (or '') to end the window. */
+  maintenance_until?: string
 }
 
 /** Validated, normalised column values (null = cleared). Only fields that were given appear. */
@@ -83,6 +85,8 @@ export interface MirrorValues {
   admin_email?: string | null
   comment?: string | null
   enabled?: boolean
+  /** ISO 8601 UTC (`toISOString()`), or null. */
+  maintenance_until?: string | null
 }
 
 /** The CLI flag of each field, used in messages. */
@@ -115,6 +119,7 @@ export const FIELD_FLAGS: Record<keyof MirrorInput, string> = {
   admin_email: '--admin-email',
   comment: '--comment',
   enabled: '--enabled/--disabled',
+  maintenance_until: '--maintenance-until',
 }
 
 /** The mutually exclusive pool restrictions: a mirror serves only clients of its countries, its continent, its AS or its prefixes. */
@@ -145,6 +150,7 @@ export const CLEARED_VALUES = {
   admin: null,
   admin_email: null,
   comment: null,
+  maintenance_until: null,
 } satisfies Partial<Record<keyof MirrorValues, null | '' | never[]>>
 
 /**
@@ -362,6 +368,30 @@ export function normalizePatterns(field: 'include_patterns' | 'exclude_patterns'
   return result
 }
 
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/i
+
+/**
+ * The end of a maintenance window: an ISO 8601 date and time with `Z` or a UTC offset
+ * (`2026-12-01T18:00:00Z`, `2026-12-01T19:00+01:00`), or `none` to end the window.
+ * @returns the time as ISO 8601 UTC, or null for `none`
+ * @throws UsageError for anything else (a date without a time, a time without an offset, an impossible date)
+ */
+export function parseMaintenanceUntil(value: string): string | null {
+  const text = value.trim()
+  if (text.toLowerCase() === 'none') return null
+  const ms = ISO_TIME.test(text) ? Date.parse(text) : Number.NaN
+  // Date.parse rolls some impossible dates over (2026-02-30 → March 2); the day must survive.
+  if (!Number.isFinite(ms) || !sameDay(text, ms)) throw invalid('maintenance_until', value, 'expected an ISO 8601 time with an offset, such as 2026-12-01T18:00:00Z or 2026-12-01T19:00+01:00, or none to end the window')
+  return new Date(ms).toISOString()
+}
+
+/** True when the calendar date written in `text` is the date of `ms` in the offset `text` gives. */
+function sameDay(text: string, ms: number): boolean {
+  const offset = /([+-])(\d{2}):(\d{2})$/.exec(text)
+  const minutes = offset ? (offset[1] === '-' ? -1 : 1) * (Number(offset[2]) * 60 + Number(offset[3])) : 0
+  return new Date(ms + minutes * 60_000).toISOString().slice(0, 10) === text.slice(0, 10)
+}
+
 function optionalText(field: 'admin' | 'comment', value: string): string | null {
   const text = value.trim()
   if (text === '') return null
@@ -392,36 +422,19 @@ function isClear(value: unknown): boolean {
  * @throws UsageError on the first bad field
  */
 export function validateMirrorInput(input: MirrorInput): MirrorValues {
-  const out: MirrorValues = {}
-  const set = <K extends keyof MirrorValues>(key: K, value: MirrorValues[K]) => {
-    out[key] = value
-  }
+  const out: Record<string, unknown> = {}
   for (const [key, raw] of Object.entries(input) as Array<[keyof MirrorInput, unknown]>) {
     if (raw === undefined) continue
-    if (key === 'identifier') {
-      set('identifier', validateIdentifier(String(raw)))
-      continue
-    }
-    if (typeof raw === 'boolean') {
-      if (key === 'enabled' || key === 'fallback' || (ONLY_FLAGS as readonly string[]).includes(key)) {
-        set(key as 'enabled', raw)
-        continue
-      }
-    }
-    if (key in CLEARABLE && isClear(raw)) {
-      set(key as 'asn', CLEARABLE[key as keyof MirrorValues] as null)
-      continue
-    }
-    setTextField(out, key, raw)
+    if (key === 'identifier') out.identifier = validateIdentifier(String(raw))
+    else if (typeof raw === 'boolean' && (key === 'enabled' || key === 'fallback' || (ONLY_FLAGS as readonly string[]).includes(key))) out[key] = raw
+    else if (key in CLEARABLE && isClear(raw)) out[key] = CLEARABLE[key as keyof MirrorValues]
+    else out[key] = normalizeField(key, raw)
   }
-  return out
+  return out as MirrorValues
 }
 
-/** Validates one field given as text, or as a list of texts, into `out`. */
-function setTextField(out: MirrorValues, key: keyof MirrorInput, raw: unknown): void {
-  const set = <K extends keyof MirrorValues>(k: K, value: MirrorValues[K]) => {
-    out[k] = value
-  }
+/** The stored value of one given, non-empty field of {@link MirrorInput}. @throws UsageError */
+function normalizeField(key: keyof MirrorInput, raw: unknown): unknown {
   const text = Array.isArray(raw) ? raw.map(String) : String(raw)
   const one = Array.isArray(text) ? text.join(',') : text
   const list = Array.isArray(text) ? text : [text]
@@ -430,52 +443,40 @@ function setTextField(out: MirrorValues, key: keyof MirrorInput, raw: unknown): 
     case 'https_url':
     case 'rsync_url':
     case 'ftp_url':
-      set(key, normalizeMirrorUrl(key, one))
-      break
+      return normalizeMirrorUrl(key, one)
     case 'country':
-      set('country', normalizeCountry(one))
-      break
+      return normalizeCountry(one)
     case 'continent':
-      set('continent', normalizeContinent(one))
-      break
+      return normalizeContinent(one)
     case 'latitude':
-      set('latitude', parseLatitude(one))
-      break
+      return parseLatitude(one)
     case 'longitude':
-      set('longitude', parseLongitude(one))
-      break
+      return parseLongitude(one)
     case 'asn':
-      set('asn', parseAsn(one))
-      break
+      return parseAsn(one)
     case 'score':
       if (isClear(raw)) throw invalid('score', raw, 'expected a whole number >= 0')
-      set('score', parseScore(one))
-      break
+      return parseScore(one)
     case 'file_maxsize':
-      set('file_maxsize', parseFileSize(one))
-      break
+      return parseFileSize(one)
     case 'prefixes':
     case 'client_prefixes':
-      set(key, normalizeCidrList(key, list))
-      break
+      return normalizeCidrList(key, list)
     case 'other_countries':
     case 'exclude_countries':
-      set(key, normalizeCountryList(key, list))
-      break
+      return normalizeCountryList(key, list)
     case 'base_path':
-      set('base_path', normalizeBasePath(one))
-      break
+      return normalizeBasePath(one)
     case 'include_patterns':
     case 'exclude_patterns':
-      set(key, normalizePatterns(key, list))
-      break
+      return normalizePatterns(key, list)
     case 'admin':
     case 'comment':
-      set(key, optionalText(key, one))
-      break
+      return optionalText(key, one)
     case 'admin_email':
-      set('admin_email', normalizeEmail(one))
-      break
+      return normalizeEmail(one)
+    case 'maintenance_until':
+      return parseMaintenanceUntil(one)
     default:
       throw invalid(key, raw, 'unexpected value')
   }

@@ -44,7 +44,7 @@ export class TrustedProxies {
   peer(text: string): {address?: IpAddress; ip: string; trusted: boolean} {
     let entry = this.peerMemo.get(text)
     if (entry === undefined) {
-      const address = parseDottedQuad(text) ?? parseIp(text)
+      const address = parseIp(text)
       entry = {address, ip: address ? address.toString() : text, trusted: address !== undefined && this.contains(address)}
       if (this.peerMemo.size >= 4096) this.peerMemo.clear()
       this.peerMemo.set(text, entry)
@@ -71,40 +71,7 @@ export function parseForwardedElement(raw: string): IpAddress | undefined {
     // Exactly one colon: IPv4 with a port.
     if (colon > 0 && text.indexOf(':', colon + 1) < 0) text = text.slice(0, colon)
   }
-  if (!text.includes(':')) return parseDottedQuad(text)
   return parseIp(text)
-}
-
-/**
- * Parses a canonical dotted-quad IPv4 address (four decimal octets 0-255, no leading zeros;
- * the only IPv4 form RFC 7239 and proxies emit) without regular expressions: the hot path
- * parses one per request. Undefined for anything else, including the octal/hex/short forms
- * that inet_aton would accept.
- */
-export function parseDottedQuad(text: string): ipaddr.IPv4 | undefined {
-  const octets = [0, 0, 0, 0]
-  let part = 0
-  let value = 0
-  let digits = 0
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    if (c === 46 /* . */) {
-      if (digits === 0 || part === 3) return undefined
-      octets[part++] = value
-      value = 0
-      digits = 0
-    } else if (c >= 48 && c <= 57) {
-      if (digits > 0 && value === 0) return undefined // leading zero
-      value = value * 10 + (c - 48)
-      if (value > 255) return undefined
-      digits++
-    } else {
-      return undefined
-    }
-  }
-  if (digits === 0 || part !== 3) return undefined
-  octets[3] = value
-  return new ipaddr.IPv4(octets)
 }
 
 function ipv4Text(address: ipaddr.IPv4): string {

@@ -7,13 +7,8 @@ import picomatch from 'picomatch'
 import type {Config} from '../config/index.js'
 import type {Database} from '../db/index.js'
 import {MbError, UsageError} from '../errors.js'
-import {type GeoInfo, openGeo} from '../geo/geoip.js'
-import {parseIp} from '../net.js'
-import {compileMirrors} from './mirror.js'
-import {compileSelectOptions} from './options.js'
-import {select} from './index.js'
-import type {ClientInfo, SelectFile, SelectMirror} from './types.js'
-import {mirrorUrl} from './url.js'
+import {compileMirrors, compileSelectOptions, mirrorUrl, select, selectionContext, type SelectFile, type SelectionContext, type SelectMirror} from '../select/index.js'
+import {clientFromFlag, configuredGeo} from './client.js'
 import {escapeLike} from '../db/sql.js'
 import {hasDigests, hashesMatchVersion} from '../origin/freshness.js'
 import {trimLeadingSlashes} from '../text.js'
@@ -69,10 +64,8 @@ export interface LookupOptions {
   https?: boolean
   /** At most this many files for a glob (default 1000). */
   limit?: number
-  /** Clock for scan ages (Unix seconds); default now. */
+  /** Clock for scan ages and maintenance windows (Unix seconds); default now. */
   now?: number
-  /** GeoIP answer to use instead of opening the configured databases (tests). */
-  geo?: GeoInfo
 }
 
 /**
@@ -96,10 +89,8 @@ export function globToLike(glob: string): string {
 export async function lookupFiles(database: Database, config: Config, options: LookupOptions): Promise<FileLookup[]> {
   const pattern = trimLeadingSlashes(options.pattern)
   if (!pattern) throw new UsageError('Give an origin-relative path or a glob, e.g. `mb file lookup iso/distro.iso` or `mb file lookup "*.iso"`.')
-  // Dotted quads only: ipaddr.js also accepts legacy forms such as `1.2.3` or `0x7f.1`.
-  const address = options.clientIp === undefined || (!options.clientIp.includes(':') && !/^\d{1,3}(\.\d{1,3}){3}$/.test(options.clientIp)) ? undefined : parseIp(options.clientIp)
-  if (options.clientIp !== undefined && !address) throw new UsageError(`--client-ip ${options.clientIp} is not an IPv4 or IPv6 address; pass one such as 203.0.113.7 or 2001:db8::1.`)
   const https = options.https ?? false
+  const facts = options.clientIp === undefined ? undefined : clientFromFlag(options.clientIp, https)
   const limit = options.limit ?? 1000
 
   const columns = ['id', 'path', 'size', 'mtime', 'mirrors', 'md5', 'sha1', 'sha256', 'hashed_size', 'hashed_mtime'] as const
@@ -133,11 +124,7 @@ export async function lookupFiles(database: Database, config: Config, options: L
     map.set(Number(s.mirror_id), {size: Number(s.size), mtime: s.mtime === null ? null : Number(s.mtime)})
   }
 
-  let client: ClientInfo | undefined
-  if (address) {
-    const geo = options.geo ?? (await openGeo({geoip: config.geoip, asnDb: config.asn_db})).lookup(options.clientIp!)
-    client = {ip: address.toString(), address, https, country: geo.country, continent: geo.continent, latitude: geo.latitude, longitude: geo.longitude, asn: geo.asn}
-  }
+  const geo = facts === undefined ? undefined : await configuredGeo(config)
   const selectOptions = compileSelectOptions(config.select)
   if (options.now !== undefined) selectOptions.now = () => options.now!
 
@@ -160,19 +147,25 @@ export async function lookupFiles(database: Database, config: Config, options: L
       mirrors: held,
       stale: [...stale].map(([id, copy]) => ({identifier: mirrors.get(id)?.identifier ?? String(id), size: copy.size, mtime: copy.mtime})),
     }
-    if (client) {
+    if (facts !== undefined && geo !== undefined) {
       const file: SelectFile = {path: r.path, size, mtime, mirrors: r.mirrors.map(Number), stale}
-      const s = select(client, file, mirrors, selectOptions, true)
-      result.explain = {
-        client: {ip: client.ip, https, country: client.country ?? null, continent: client.continent ?? null, asn: client.asn ?? null, latitude: client.latitude ?? null, longitude: client.longitude ?? null},
-        realm: s.realm,
-        origin: s.origin ?? null,
-        ranked: s.ranked.map((c) => ({rank: c.rank, realm: c.realm, mirror: c.mirror.identifier, country: c.mirror.country, url: c.url, distance_km: c.distanceKm === undefined ? null : Math.round(c.distanceKm)})),
-        excluded: s.excluded.map((e) => ({mirror: e.mirror.identifier, reason: e.reason, detail: e.detail})).sort((a, b) => a.mirror.localeCompare(b.mirror)),
-      }
+      result.explain = explain(selectionContext(facts, geo, file, mirrors, selectOptions))
     }
     return result
   })
+}
+
+/** The explanation of one file's selection: `select()` with every exclusion, in JSON shape. */
+function explain(context: SelectionContext): LookupExplain {
+  const {client, file, mirrors, options} = context
+  const s = select(client, file, mirrors, options, true)
+  return {
+    client: {ip: client.ip, https: client.https, country: client.country ?? null, continent: client.continent ?? null, asn: client.asn ?? null, latitude: client.latitude ?? null, longitude: client.longitude ?? null},
+    realm: s.realm,
+    origin: s.origin ?? null,
+    ranked: s.ranked.map((c) => ({rank: c.rank, realm: c.realm, mirror: c.mirror.identifier, country: c.mirror.country, url: c.url, distance_km: c.distanceKm === undefined ? null : Math.round(c.distanceKm)})),
+    excluded: s.excluded.map((e) => ({mirror: e.mirror.identifier, reason: e.reason, detail: e.detail})).sort((a, b) => a.mirror.localeCompare(b.mirror)),
+  }
 }
 
 function safeUrl(m: SelectMirror, path: string, https: boolean): string | null {
