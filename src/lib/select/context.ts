@@ -39,11 +39,11 @@ export interface SelectionContext {
 }
 
 /**
- * Builds the selection context of one request: GeoIP's country, continent, coordinates and
- * AS for `facts.ip` (or `facts.country` instead of GeoIP's location), then the file, mirrors
- * and options as given. Pure apart from the (in-memory) GeoIP lookup.
+ * The client as selection sees it: GeoIP's country, continent, coordinates and AS for
+ * `facts.ip`, or `facts.country` instead of GeoIP's location (the continent follows it and
+ * the coordinates are dropped). Pure apart from the (in-memory) GeoIP lookup.
  */
-export function selectionContext(facts: ClientFacts, geo: GeoLookup, file: SelectFile, mirrors: ReadonlyMap<number, SelectMirror>, options: SelectOptions): SelectionContext {
+export function clientInfo(facts: ClientFacts, geo: GeoLookup): ClientInfo {
   const g = geo.lookup(facts.ip)
   const client: ClientInfo = {ip: facts.ip, address: facts.address, country: g.country, continent: g.continent, latitude: g.latitude, longitude: g.longitude, asn: g.asn, https: facts.https, userAgent: facts.userAgent}
   if (facts.country !== undefined) {
@@ -52,5 +52,13 @@ export function selectionContext(facts: ClientFacts, geo: GeoLookup, file: Selec
     client.latitude = undefined
     client.longitude = undefined
   }
-  return {client, file, mirrors, options}
+  return client
+}
+
+/**
+ * Builds the selection context of one request: the client ({@link clientInfo}), then the
+ * file, mirrors and options as given.
+ */
+export function selectionContext(facts: ClientFacts, geo: GeoLookup, file: SelectFile, mirrors: ReadonlyMap<number, SelectMirror>, options: SelectOptions): SelectionContext {
+  return {client: clientInfo(facts, geo), file, mirrors, options}
 }

@@ -21,7 +21,7 @@ export {compileSelectOptions, type SelectOptions} from './options.js'
 export {compileMirror, compileMirrors, MirrorTable} from './mirror.js'
 export {encodePath, mirrorBase, mirrorUrl} from './url.js'
 export {clientNetworkKey, rendezvousKey, uniform} from './hash.js'
-export {type ClientFacts, type GeoLookup, type SelectionContext, selectionContext} from './context.js'
+export {type ClientFacts, clientInfo, type GeoLookup, type SelectionContext, selectionContext} from './context.js'
 
 /**
  * Chooses mirrors for one request.

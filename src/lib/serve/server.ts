@@ -24,9 +24,9 @@ import {performance} from 'node:perf_hooks'
 import type {TLSSocket} from 'node:tls'
 import send from 'send'
 import type {Logger} from 'pino'
-import {continentOf, isCountryCode} from '../geo/countries.js'
+import {isCountryCode} from '../geo/countries.js'
 import type {GeoResolver} from '../geo/geoip.js'
-import {select} from '../select/index.js'
+import {clientInfo, select} from '../select/index.js'
 import type {SelectOptions} from '../select/options.js'
 import type {ClientInfo, Selection} from '../select/types.js'
 import {encodePath} from '../select/url.js'
@@ -228,21 +228,16 @@ export class MirrorServer implements RouteServices {
   clientInfo(ctx: RequestContext): ClientInfo | undefined {
     if (ctx.info !== undefined) return ctx.info
     const c = this.client(ctx)
-    const geo = this.options.geo.lookup(c.ip) // {} for an empty or unparsable address
-    const info: ClientInfo = {ip: c.ip, address: c.address, country: geo.country, continent: geo.continent, latitude: geo.latitude, longitude: geo.longitude, asn: geo.asn, https: c.https, userAgent: ctx.req.headers['user-agent']}
+    let country: string | undefined
     if (this.countryQuery && ctx.query.length > 0 && ctx.query.includes('country=')) {
       const cc = queryParam(ctx.query, 'country')
       if (cc !== undefined) {
-        const upper = cc.toUpperCase()
-        if (!isCountryCode(upper)) return undefined
-        info.country = upper
-        info.continent = continentOf(upper)
-        info.latitude = undefined
-        info.longitude = undefined
+        country = cc.toUpperCase()
+        if (!isCountryCode(country)) return undefined
       }
     }
-    ctx.info = info
-    return info
+    ctx.info = clientInfo({ip: c.ip, address: c.address, https: c.https, userAgent: ctx.req.headers['user-agent'], country}, this.options.geo)
+    return ctx.info
   }
 
   /**
