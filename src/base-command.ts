@@ -83,7 +83,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   /** Keeps exit code 2 for usage errors even under `--json`, and prints MbErrors plainly. */
   protected override async catch(error: Error & {exitCode?: number; oclif?: {exit?: number}}): Promise<unknown> {
-    const exitCode = error instanceof MbError ? error.exitCode : error.oclif?.exit ?? error.exitCode ?? 1
+    const exitCode = error instanceof MbError ? error.exitCode : (error.oclif?.exit ?? error.exitCode ?? 1)
     const code: ErrorCode = error instanceof MbError ? error.code : exitCode === 2 ? 'USAGE' : 'FAILED'
     const message = errorMessage(error)
     if (this.jsonEnabled()) {

@@ -28,7 +28,10 @@ describe(`database (${backend})`, () => {
   it('round-trips bigint sizes as numbers and arrays as arrays', async () => {
     const database = await tdb.open()
     try {
-      await database.db.insertInto('file').values({path: 'big.iso', size: 5_000_000_000, mtime: 1_700_000_000, mirrors: [3, 1]}).execute()
+      await database.db
+        .insertInto('file')
+        .values({path: 'big.iso', size: 5_000_000_000, mtime: 1_700_000_000, mirrors: [3, 1]})
+        .execute()
       const row = await database.db.selectFrom('file').selectAll().where('path', '=', 'big.iso').executeTakeFirstOrThrow()
       expect(row.size).to.equal(5_000_000_000)
       expect(row.mtime).to.equal(1_700_000_000)
@@ -86,7 +89,18 @@ describe(`store capabilities (${backend})`, () => {
     )
     // A holder that fails releases the lock too; onBusy's error becomes the caller's.
     let error: unknown
-    await database.withLock(PROBE_LOCK, () => database.withLock(PROBE_LOCK, async () => 'ran', () => Promise.reject(new Error('busy'))), busy).catch((e) => (error = e))
+    await database
+      .withLock(
+        PROBE_LOCK,
+        () =>
+          database.withLock(
+            PROBE_LOCK,
+            async () => 'ran',
+            () => Promise.reject(new Error('busy')),
+          ),
+        busy,
+      )
+      .catch((e) => (error = e))
     expect((error as Error).message).to.equal('busy')
     expect(await database.withLock(PROBE_LOCK, async () => 'ran', busy)).to.equal('ran')
   })
@@ -109,7 +123,13 @@ describe(`store capabilities (${backend})`, () => {
   })
 
   it('reads one snapshot, also from parallel tasks, in order', async () => {
-    await database.db.insertInto('file').values([{path: 'one', size: 1, mtime: 1}, {path: 'two', size: 2, mtime: 2}]).execute()
+    await database.db
+      .insertInto('file')
+      .values([
+        {path: 'one', size: 1, mtime: 1},
+        {path: 'two', size: 2, mtime: 2},
+      ])
+      .execute()
     const counts = await database.readSnapshot(async (view) => {
       const [[before]] = await view.query('SELECT count(*)::int FROM file')
       // A commit after the view began stays invisible to it (on PostgreSQL through another connection).
@@ -129,7 +149,10 @@ describe(`store capabilities (${backend})`, () => {
     let notified = 0
     const subscription = await database.listen('mb_change', () => notified++)
     try {
-      await database.db.insertInto('mirror').values({identifier: 'notify.example', http_url: 'http://notify.example/'} as any).execute()
+      await database.db
+        .insertInto('mirror')
+        .values({identifier: 'notify.example', http_url: 'http://notify.example/'} as any)
+        .execute()
       for (let i = 0; i < 100 && notified === 0; i++) await new Promise((r) => setTimeout(r, 20))
       expect(notified).to.be.greaterThan(0)
       await subscription.renew() // connected already: nothing to do
@@ -177,46 +200,47 @@ describe('database errors', () => {
 })
 
 // Only the embedded store has a single-process lock, so this suite exists on PGlite runs only.
-if (backend === 'pglite') describe('embedded store shared by a running process', function () {
-  let tdb: TestDatabase
-  before(async function () {
-    tdb = await createTestDatabase()
-  })
-  after(async () => tdb?.drop())
+if (backend === 'pglite')
+  describe('embedded store shared by a running process', function () {
+    let tdb: TestDatabase
+    before(async function () {
+      tdb = await createTestDatabase()
+    })
+    after(async () => tdb?.drop())
 
-  it('lets another mb process read and write through the holder\'s socket', async () => {
-    const holder = await tdb.open()
-    try {
-      await holder.share()
-      const added = await mb(['mirror', 'add', 'shared.example.org', '--http-url', 'http://shared.example.org/pub/', '--country', 'de', '--json'], {env: tdb.env})
-      expect(added.code, added.stderr).to.equal(0)
-      const status = await mb(['db', 'status', '--json'], {env: tdb.env})
-      expect(status.json().database).to.contain('shared by process')
-      expect(status.json().kind).to.equal('pglite-shared')
-      const row = await holder.db.selectFrom('mirror').select(['identifier', 'country', 'continent']).where('identifier', '=', 'shared.example.org').executeTakeFirst()
-      expect(row).to.deep.equal({identifier: 'shared.example.org', country: 'DE', continent: 'EU'})
-    } finally {
-      await holder.close()
-    }
-  })
+    it("lets another mb process read and write through the holder's socket", async () => {
+      const holder = await tdb.open()
+      try {
+        await holder.share()
+        const added = await mb(['mirror', 'add', 'shared.example.org', '--http-url', 'http://shared.example.org/pub/', '--country', 'de', '--json'], {env: tdb.env})
+        expect(added.code, added.stderr).to.equal(0)
+        const status = await mb(['db', 'status', '--json'], {env: tdb.env})
+        expect(status.json().database).to.contain('shared by process')
+        expect(status.json().kind).to.equal('pglite-shared')
+        const row = await holder.db.selectFrom('mirror').select(['identifier', 'country', 'continent']).where('identifier', '=', 'shared.example.org').executeTakeFirst()
+        expect(row).to.deep.equal({identifier: 'shared.example.org', country: 'DE', continent: 'EU'})
+      } finally {
+        await holder.close()
+      }
+    })
 
-  it('scans through the holder\'s socket: session, lock and temp tables on the shared store', async () => {
-    const listing = JSON.stringify([{name: 'a.iso', type: 'file', mtime: 'Fri, 02 Jan 2026 03:04:05 GMT', size: 100}])
-    const server = createServer((_req, res) => res.writeHead(200, {'content-type': 'application/json'}).end(listing))
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    const holder = await tdb.open()
-    try {
-      await holder.share()
-      await upsertOriginFiles(holder.db, [{path: 'a.iso', size: 100, mtime: Date.UTC(2026, 0, 2, 3, 4, 5) / 1000}])
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`
-      expect((await mb(['mirror', 'add', 'scan.example.org', '--http-url', url, '--json'], {env: tdb.env})).code).to.equal(0)
-      const scanned = await mb(['scan', 'scan.example.org', '--json'], {env: tdb.env})
-      expect(scanned.code, scanned.stderr + scanned.stdout).to.equal(0)
-      const row = await holder.db.selectFrom('file').select('mirrors').where('path', '=', 'a.iso').executeTakeFirstOrThrow()
-      expect(row.mirrors).to.have.length(1)
-    } finally {
-      await holder.close()
-      server.close()
-    }
+    it("scans through the holder's socket: session, lock and temp tables on the shared store", async () => {
+      const listing = JSON.stringify([{name: 'a.iso', type: 'file', mtime: 'Fri, 02 Jan 2026 03:04:05 GMT', size: 100}])
+      const server = createServer((_req, res) => res.writeHead(200, {'content-type': 'application/json'}).end(listing))
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+      const holder = await tdb.open()
+      try {
+        await holder.share()
+        await upsertOriginFiles(holder.db, [{path: 'a.iso', size: 100, mtime: Date.UTC(2026, 0, 2, 3, 4, 5) / 1000}])
+        const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`
+        expect((await mb(['mirror', 'add', 'scan.example.org', '--http-url', url, '--json'], {env: tdb.env})).code).to.equal(0)
+        const scanned = await mb(['scan', 'scan.example.org', '--json'], {env: tdb.env})
+        expect(scanned.code, scanned.stderr + scanned.stdout).to.equal(0)
+        const row = await holder.db.selectFrom('file').select('mirrors').where('path', '=', 'a.iso').executeTakeFirstOrThrow()
+        expect(row.mirrors).to.have.length(1)
+      } finally {
+        await holder.close()
+        server.close()
+      }
+    })
   })
-})

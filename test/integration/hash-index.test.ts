@@ -16,7 +16,10 @@ describe(`hashIndex (${backend})`, () => {
 
   async function addRow(path: string) {
     const st = statSync(join(root, path))
-    await database.db.insertInto('file').values({path, size: st.size, mtime: Math.floor(st.mtimeMs / 1000)}).execute()
+    await database.db
+      .insertInto('file')
+      .values({path, size: st.size, mtime: Math.floor(st.mtimeMs / 1000)})
+      .execute()
   }
 
   before(async () => {

@@ -25,10 +25,13 @@ describe(`mb index --hashes and mb metalink (${backend})`, () => {
     env = {...test.env, MB_ROOT: root}
     const database = await test.open()
     try {
-      await database.db.insertInto('mirror').values([
-        {identifier: 'se.mirror.test', http_url: 'http://se.mirror.test/', country: 'SE', continent: 'EU', last_scan_ok_at: new Date()},
-        {identifier: 'us.mirror.test', http_url: 'http://us.mirror.test/', country: 'US', continent: 'NA', last_scan_ok_at: new Date()},
-      ] as any).execute()
+      await database.db
+        .insertInto('mirror')
+        .values([
+          {identifier: 'se.mirror.test', http_url: 'http://se.mirror.test/', country: 'SE', continent: 'EU', last_scan_ok_at: new Date()},
+          {identifier: 'us.mirror.test', http_url: 'http://us.mirror.test/', country: 'US', continent: 'NA', last_scan_ok_at: new Date()},
+        ] as any)
+        .execute()
     } finally {
       await database.close()
     }

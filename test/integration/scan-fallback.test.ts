@@ -57,7 +57,11 @@ describe('scan orchestration: protocol order, fallback, time budget', function (
   })
 
   async function mirror(values: Record<string, unknown>): Promise<MirrorRow> {
-    return database.db.insertInto('mirror').values({identifier: 'm1', http_url: 'http://m1.example/pub/', ...values} as any).returningAll().executeTakeFirstOrThrow()
+    return database.db
+      .insertInto('mirror')
+      .values({identifier: 'm1', http_url: 'http://m1.example/pub/', ...values} as any)
+      .returningAll()
+      .executeTakeFirstOrThrow()
   }
 
   it('orders rsync, ftp, http by the URLs the mirror has', () => {

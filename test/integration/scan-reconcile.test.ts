@@ -37,7 +37,13 @@ describe('scan reconciler', function () {
   }
 
   async function staleRows(mirrorId: number) {
-    return (await sql<{path: string; size: number; mtime: number | null}>`SELECT f.path, s.size, s.mtime FROM mirror_file_stale s JOIN file f ON f.id = s.file_id WHERE s.mirror_id = ${mirrorId} ORDER BY f.path`.execute(database.db)).rows
+    return (
+      await sql<{
+        path: string
+        size: number
+        mtime: number | null
+      }>`SELECT f.path, s.size, s.mtime FROM mirror_file_stale s JOIN file f ON f.id = s.file_id WHERE s.mirror_id = ${mirrorId} ORDER BY f.path`.execute(database.db)
+    ).rows
   }
 
   beforeEach(async () => {
@@ -133,10 +139,32 @@ describe('scan reconciler', function () {
   it('a rescan replaces the set: files gone from the mirror leave it, other mirrors are untouched', async () => {
     const m1 = await addMirror('m1')
     const m2 = await addMirror('m2')
-    await reconcileListing(database, listing([{path: 'a.iso', size: 100, mtime: T}, {path: 'b.iso', size: 200, mtime: T}]), {mirror: m2, protocol: 'rsync'})
-    await reconcileListing(database, listing([{path: 'a.iso', size: 100, mtime: T}, {path: 'b.iso', size: 200, mtime: T}, {path: 'c.iso', size: 1, mtime: T}]), {mirror: m1, protocol: 'rsync'})
+    await reconcileListing(
+      database,
+      listing([
+        {path: 'a.iso', size: 100, mtime: T},
+        {path: 'b.iso', size: 200, mtime: T},
+      ]),
+      {mirror: m2, protocol: 'rsync'},
+    )
+    await reconcileListing(
+      database,
+      listing([
+        {path: 'a.iso', size: 100, mtime: T},
+        {path: 'b.iso', size: 200, mtime: T},
+        {path: 'c.iso', size: 1, mtime: T},
+      ]),
+      {mirror: m1, protocol: 'rsync'},
+    )
     expect(await staleRows(m1.id)).to.have.length(1)
-    const again = await reconcileListing(database, listing([{path: 'a.iso', size: 100, mtime: T}, {path: 'c.iso', size: 300, mtime: T}]), {mirror: m1, protocol: 'rsync'})
+    const again = await reconcileListing(
+      database,
+      listing([
+        {path: 'a.iso', size: 100, mtime: T},
+        {path: 'c.iso', size: 300, mtime: T},
+      ]),
+      {mirror: m1, protocol: 'rsync'},
+    )
     expect(again).to.deep.include({previous: 2, matched: 2, added: 1, removed: 1, stale: 0})
     const h = await holders()
     expect(h['a.iso']).to.deep.equal([m1.id, m2.id].sort())
@@ -149,7 +177,11 @@ describe('scan reconciler', function () {
     const m = await addMirror('sub-only', {base_path: 'sub'})
     const result = await reconcileListing(
       database,
-      listing([{path: 'd.txt', size: 4, mtime: T}, {path: 'deep/f.txt', size: 6, mtime: T}, {path: 'a.iso', size: 100, mtime: T}]),
+      listing([
+        {path: 'd.txt', size: 4, mtime: T},
+        {path: 'deep/f.txt', size: 6, mtime: T},
+        {path: 'a.iso', size: 100, mtime: T},
+      ]),
       {mirror: m, protocol: 'rsync'},
     )
     expect(result).to.deep.include({matched: 2, missing: 1})
@@ -213,7 +245,14 @@ describe('scan reconciler', function () {
       ]),
       {mirror: m, protocol: 'rsync'},
     )
-    const result = await reconcileListing(database, listing([{path: 'sub/d.txt', size: 4, mtime: T}, {path: 'sub/deep/f.txt', size: 6, mtime: T}]), {mirror: m, protocol: 'rsync', plan: planScope(m.base_path, 'sub'), minRatio: 0})
+    const result = await reconcileListing(
+      database,
+      listing([
+        {path: 'sub/d.txt', size: 4, mtime: T},
+        {path: 'sub/deep/f.txt', size: 6, mtime: T},
+      ]),
+      {mirror: m, protocol: 'rsync', plan: planScope(m.base_path, 'sub'), minRatio: 0},
+    )
     expect(result).to.deep.include({subdir: 'sub', previous: 2, matched: 2, added: 1, removed: 1})
     const h = await holders()
     expect(h['a.iso']).to.deep.equal([m.id])
@@ -233,12 +272,29 @@ describe('scan reconciler', function () {
 
   it('a listing that fails halfway changes nothing; the failure is recorded', async () => {
     const m = await addMirror('m1')
-    await reconcileListing(database, listing([{path: 'a.iso', size: 100, mtime: T}, {path: 'b.iso', size: 1, mtime: T}]), {mirror: m, protocol: 'rsync'})
+    await reconcileListing(
+      database,
+      listing([
+        {path: 'a.iso', size: 100, mtime: T},
+        {path: 'b.iso', size: 1, mtime: T},
+      ]),
+      {mirror: m, protocol: 'rsync'},
+    )
     const before = await holders()
     const staleBefore = await staleRows(m.id)
     let error: unknown
     try {
-      await reconcileListing(database, listing([{path: 'c.iso', size: 300, mtime: T}, {path: 'sub/d.txt', size: 4, mtime: T}], 1), {mirror: m, protocol: 'rsync', minRatio: 0})
+      await reconcileListing(
+        database,
+        listing(
+          [
+            {path: 'c.iso', size: 300, mtime: T},
+            {path: 'sub/d.txt', size: 4, mtime: T},
+          ],
+          1,
+        ),
+        {mirror: m, protocol: 'rsync', minRatio: 0},
+      )
     } catch (e) {
       error = e
     }

@@ -93,7 +93,9 @@ describe(`serve snapshot load and incremental refresh (${backend})`, () => {
     await other.connect()
     try {
       await other.query(`INSERT INTO file (path, size, mtime) VALUES ('late.iso', 1, 1)`)
-      const {rows} = await other.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%FROM file WHERE id > $1 AND id <= $2%' AND xact_start IS NOT NULL AND pid <> pg_backend_pid()`)
+      const {rows} = await other.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%FROM file WHERE id > $1 AND id <= $2%' AND xact_start IS NOT NULL AND pid <> pg_backend_pid()`,
+      )
       return rows[0].n
     } finally {
       await other.end()

@@ -60,7 +60,11 @@ export async function seed(database: TestDatabase): Promise<Seeded> {
       {path: 'dir/with space#1+x:y.iso', size: big.length, mirrors: [1]},
       {path: 'gone.iso', size: 50_000, mirrors: []},
     ]
-    for (const r of rows) await db.db.insertInto('file').values({path: r.path, size: r.size, mtime: r.path === 'gone.iso' ? 0 : mtime(r.path), mirrors: r.mirrors}).execute()
+    for (const r of rows)
+      await db.db
+        .insertInto('file')
+        .values({path: r.path, size: r.size, mtime: r.path === 'gone.iso' ? 0 : mtime(r.path), mirrors: r.mirrors})
+        .execute()
   } finally {
     await db.close()
   }
@@ -239,7 +243,11 @@ describe(`mb serve (${backend})`, function () {
     await get('/big.iso?logcheck=1', {'X-Forwarded-For': GB})
     let line: any
     for (let i = 0; i < 50 && !line; i++) {
-      line = serve.output().split('\n').filter((l) => l.includes('logcheck=1')).map((l) => JSON.parse(l))[0]
+      line = serve
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('logcheck=1'))
+        .map((l) => JSON.parse(l))[0]
       if (!line) await sleep(100)
     }
     expect(line).to.include({ip: GB, cc: 'GB', m: 'GET', st: 302, out: 'redirect', mirror: 'gb.example.org', realm: 'country'})

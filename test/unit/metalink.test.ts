@@ -20,17 +20,67 @@ const SCHEMA = readFileSync(new URL('../fixtures/metalink/metalink4.rng', import
 const parser = new XMLParser({ignoreAttributes: false, attributeNamePrefix: '@', isArray: (name) => ['url', 'hash'].includes(name), parseTagValue: false})
 
 function mirror(id: number, country: string | null, extra: Partial<SelectMirror> = {}): SelectMirror {
-  return {id, identifier: `m${id}.example.net`, httpUrl: `http://m${id}.example.net/pub/`, httpsUrl: null, country, continent: 'EU', latitude: null, longitude: null, asn: null, prefixes: [], clientPrefixes: [], excludeCountries: new Set(), otherCountries: new Set(), score: 100, enabled: true, up: true, ipv6: null, countryOnly: false, regionOnly: false, asOnly: false, prefixOnly: false, fallback: false, fileMaxsize: null, basePath: '', lastScanOkAt: null, needsRescan: false, maintenanceUntil: null, ...extra}
+  return {
+    id,
+    identifier: `m${id}.example.net`,
+    httpUrl: `http://m${id}.example.net/pub/`,
+    httpsUrl: null,
+    country,
+    continent: 'EU',
+    latitude: null,
+    longitude: null,
+    asn: null,
+    prefixes: [],
+    clientPrefixes: [],
+    excludeCountries: new Set(),
+    otherCountries: new Set(),
+    score: 100,
+    enabled: true,
+    up: true,
+    ipv6: null,
+    countryOnly: false,
+    regionOnly: false,
+    asOnly: false,
+    prefixOnly: false,
+    fallback: false,
+    fileMaxsize: null,
+    basePath: '',
+    lastScanOkAt: null,
+    needsRescan: false,
+    maintenanceUntil: null,
+    ...extra,
+  }
 }
 
-const candidates = (n: number): Candidate[] => Array.from({length: n}, (_, i) => ({mirror: mirror(i + 1, i % 2 ? 'FR' : 'DE'), realm: i < 2 ? 'country' : 'continent', rank: i + 1, url: `http://m${i + 1}.example.net/pub/dir/file.iso`}))
+const candidates = (n: number): Candidate[] =>
+  Array.from({length: n}, (_, i) => ({mirror: mirror(i + 1, i % 2 ? 'FR' : 'DE'), realm: i < 2 ? 'country' : 'continent', rank: i + 1, url: `http://m${i + 1}.example.net/pub/dir/file.iso`}))
 
 const data = Buffer.from('metalink test data\n')
 const hex = (algo: string) => createHash(algo).update(data).digest('hex')
-const stored = {size: 19, mtime: 1_700_000_000, md5: hex('md5'), sha1: hex('sha1'), sha256: hex('sha256'), piece_size: 262144, piece_hash: 'sha256', pieces: hex('sha256'), hashed_size: 19, hashed_mtime: 1_700_000_000}
+const stored = {
+  size: 19,
+  mtime: 1_700_000_000,
+  md5: hex('md5'),
+  sha1: hex('sha1'),
+  sha256: hex('sha256'),
+  piece_size: 262144,
+  piece_hash: 'sha256',
+  pieces: hex('sha256'),
+  hashed_size: 19,
+  hashed_mtime: 1_700_000_000,
+}
 
 function options(extra: Partial<BuildOptions> = {}): BuildOptions {
-  return {path: 'dir/file.iso', size: 19, mtime: 1_700_000_000, stored, selection: {realm: 'country', ranked: candidates(3), excluded: []}, baseUrl: 'https://dl.example.org/', now: new Date('2026-11-29T12:00:00.123Z'), ...extra}
+  return {
+    path: 'dir/file.iso',
+    size: 19,
+    mtime: 1_700_000_000,
+    stored,
+    selection: {realm: 'country', ranked: candidates(3), excluded: []},
+    baseUrl: 'https://dl.example.org/',
+    now: new Date('2026-11-29T12:00:00.123Z'),
+    ...extra,
+  }
 }
 
 async function valid(xml: string): Promise<boolean> {
@@ -161,7 +211,9 @@ describe('metalink documents', () => {
       ['continent', ['m3.example.net']],
     ])
     expect(list.realms[0].mirrors[0].url).to.equal('http://m1.example.net/pub/dir/file.iso')
-    expect(list.excluded).to.deep.equal([{identifier: 'm9.example.net', country: 'DE', continent: 'EU', url: 'http://m9.example.net/pub/dir/%3Cscript%3E.iso', score: 100, state: 'down', reason: 'down', detail: 'probe failed'}])
+    expect(list.excluded).to.deep.equal([
+      {identifier: 'm9.example.net', country: 'DE', continent: 'EU', url: 'http://m9.example.net/pub/dir/%3Cscript%3E.iso', score: 100, state: 'down', reason: 'down', detail: 'probe failed'},
+    ])
     const html = renderMirrorListHtml(list)
     expect(html).not.to.include('<script>')
     expect(html).to.include('&lt;script&gt;.iso')

@@ -2,7 +2,10 @@ import {readFileSync} from 'node:fs'
 import {expect} from 'chai'
 import {decodeRsyncName, isRsyncTmp, parseRsyncLine, parseRsyncUrl, RsyncParseError} from '../../src/lib/scan/rsync.js'
 
-const fixture = (name: string) => readFileSync(new URL(`../fixtures/listings/${name}`, import.meta.url), 'utf8').split('\n').filter(Boolean)
+const fixture = (name: string) =>
+  readFileSync(new URL(`../fixtures/listings/${name}`, import.meta.url), 'utf8')
+    .split('\n')
+    .filter(Boolean)
 
 describe('rsync listing parser', () => {
   it('parses a recorded daemon listing: files, dirs, symlinks, awkward names', () => {
@@ -40,7 +43,12 @@ describe('rsync listing parser', () => {
 
   it('parses local listings with symlink lines', () => {
     const lines = fixture('rsync-3.5.0-local-symlinks.txt').map(parseRsyncLine)
-    expect(lines.filter((l) => l.type === 'symlink').map((l) => l.name).sort()).to.deep.equal(['link.iso', 'linkdir', 'outside'])
+    expect(
+      lines
+        .filter((l) => l.type === 'symlink')
+        .map((l) => l.name)
+        .sort(),
+    ).to.deep.equal(['link.iso', 'linkdir', 'outside'])
   })
 
   it('strips a "-> target" shown by older clients on symlink lines', () => {

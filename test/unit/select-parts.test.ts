@@ -63,7 +63,21 @@ describe('select: compileMirror', () => {
     expect([...m.excludeCountries]).to.deep.equal(['CN'])
   })
   it('keeps missing values null, and a lone coordinate counts as no position', () => {
-    const m = compileMirror({...base, http_url: null, https_url: '', country: null, continent: 'oc', latitude: 10, longitude: null, asn: null, file_maxsize: null, base_path: '', last_scan_ok_at: null, prefixes: [], client_prefixes: []} as unknown as MirrorRow)
+    const m = compileMirror({
+      ...base,
+      http_url: null,
+      https_url: '',
+      country: null,
+      continent: 'oc',
+      latitude: 10,
+      longitude: null,
+      asn: null,
+      file_maxsize: null,
+      base_path: '',
+      last_scan_ok_at: null,
+      prefixes: [],
+      client_prefixes: [],
+    } as unknown as MirrorRow)
     expect(m).to.deep.include({httpUrl: null, httpsUrl: null, country: null, continent: 'OC', latitude: null, longitude: null, asn: null, fileMaxsize: null, basePath: '', lastScanOkAt: null})
     expect(m.prefixes).to.deep.equal([])
   })
@@ -123,7 +137,10 @@ describe('select: options', () => {
     const {config} = loadConfig({env: {}, flags: {'select.exclude_user_agents': ['^curl/'], 'select.country_substitutions': {nz: 'au', at: 'DE'}}})
     const o = compileSelectOptions(config.select)
     expect(o.excludeUserAgents.map((r) => r.source)).to.deep.equal(['^curl\\/'])
-    expect([...o.countrySubstitutions]).to.deep.equal([['NZ', 'AU'], ['AT', 'DE']])
+    expect([...o.countrySubstitutions]).to.deep.equal([
+      ['NZ', 'AU'],
+      ['AT', 'DE'],
+    ])
     expect(() => loadConfig({env: {}, flags: {'select.exclude_user_agents': ['(unclosed']}})).to.throw(/select\.exclude_user_agents\.0.*not a valid regular expression/)
     expect(() => loadConfig({env: {}, flags: {'select.country_substitutions': {NZ: 'XX'}}})).to.throw(/select\.country_substitutions\.NZ.*ISO 3166-1/)
     expect(() => loadConfig({env: {}, flags: {'select.exclude_clients': ['10.0.0.1/8']}})).to.throw(/host bits are set/)
@@ -151,7 +168,9 @@ describe('select: globToLike', () => {
   for (const [glob, like, matches, misses] of cases) {
     it(`${glob} -> LIKE ${like}, a superset of the glob`, () => {
       expect(globToLike(glob)).to.equal(like)
-      const re = new RegExp(`^${like.replace(/\\([%_\\])|([%_])|([^%_\\])/g, (_, esc, wild, lit) => (esc ? esc.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : wild === '%' ? '.*' : wild === '_' ? '.' : lit.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))}$`)
+      const re = new RegExp(
+        `^${like.replace(/\\([%_\\])|([%_])|([^%_\\])/g, (_, esc, wild, lit) => (esc ? esc.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : wild === '%' ? '.*' : wild === '_' ? '.' : lit.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))}$`,
+      )
       const match = picomatch(glob, {dot: true, basename: !glob.includes('/')})
       for (const path of matches) {
         expect(match(path), `${glob} matches ${path}`).to.equal(true)

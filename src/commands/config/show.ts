@@ -15,11 +15,13 @@ export default class ConfigShow extends BaseCommand<typeof ConfigShow> {
         if (key === 'database_url' && typeof value === 'string') value = redact(value)
         return {key, value: value ?? null, source: sources[key]}
       })
-    this.print(renderTable(settings, [
-      {header: 'setting', get: (s) => s.key},
-      {header: 'value', get: (s) => (typeof s.value === 'object' && s.value !== null && !Array.isArray(s.value) ? JSON.stringify(s.value) : s.value)},
-      {header: 'source', get: (s) => s.source},
-    ]))
+    this.print(
+      renderTable(settings, [
+        {header: 'setting', get: (s) => s.key},
+        {header: 'value', get: (s) => (typeof s.value === 'object' && s.value !== null && !Array.isArray(s.value) ? JSON.stringify(s.value) : s.value)},
+        {header: 'source', get: (s) => s.source},
+      ]),
+    )
     return {file: file ?? null, settings}
   }
 }

@@ -7,7 +7,7 @@ import {mirrorFieldFlags, mirrorInputFromFlags} from './add.js'
 
 export default class MirrorEdit extends BaseCommand<typeof MirrorEdit> {
   static override description =
-    'Change fields of a mirror; fields not given stay as they are. An empty value (--asn \'\') or --clear FIELD clears an optional field. ' +
+    "Change fields of a mirror; fields not given stay as they are. An empty value (--asn '') or --clear FIELD clears an optional field. " +
     'Repeatable flags (--prefix, --client-prefix, --include, --exclude) replace the whole list. Changing a URL, --base-path or patterns marks the mirror for rescan.'
 
   static override examples = [

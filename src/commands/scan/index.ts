@@ -93,7 +93,10 @@ from RSYNC_PASSWORD or the file named by scan.rsync_password_file, and is never 
   private async scanMirrors(database: Database, mirrors: MirrorRow[]): Promise<ScanMirrorResult[]> {
     const tty = Boolean(process.stderr.isTTY) && !this.jsonEnabled()
     const multibar = tty
-      ? new cliProgress.MultiBar({format: '{mirror} [{protocol}] {value} entries, {rate}/s, {elapsed}s', hideCursor: true, clearOnComplete: true, stream: process.stderr, fps: 5}, cliProgress.Presets.shades_classic)
+      ? new cliProgress.MultiBar(
+          {format: '{mirror} [{protocol}] {value} entries, {rate}/s, {elapsed}s', hideCursor: true, clearOnComplete: true, stream: process.stderr, fps: 5},
+          cliProgress.Presets.shades_classic,
+        )
       : undefined
     const controller = new AbortController()
     const onSigint = () => controller.abort(new Error('interrupted (SIGINT)'))
@@ -144,14 +147,18 @@ from RSYNC_PASSWORD or the file named by scan.rsync_password_file, and is never 
 
 /** One row per mirror scanned, for a terminal. */
 function summaryTable(results: ScanMirrorResult[]): string {
-  return renderTable(results, [
-    {header: 'mirror', get: (r) => r.mirror},
-    {header: 'result', get: (r) => (r.ok ? 'ok' : 'FAILED')},
-    {header: 'protocol', get: (r) => r.protocol},
-    {header: 'files', get: (r) => r.files},
-    {header: 'matched', get: (r) => r.matched},
-    {header: 'stale', get: (r) => r.stale},
-    {header: 'missing', get: (r) => r.missing},
-    {header: 'seconds', get: (r) => r.seconds},
-  ], true)
+  return renderTable(
+    results,
+    [
+      {header: 'mirror', get: (r) => r.mirror},
+      {header: 'result', get: (r) => (r.ok ? 'ok' : 'FAILED')},
+      {header: 'protocol', get: (r) => r.protocol},
+      {header: 'files', get: (r) => r.files},
+      {header: 'matched', get: (r) => r.matched},
+      {header: 'stale', get: (r) => r.stale},
+      {header: 'missing', get: (r) => r.missing},
+      {header: 'seconds', get: (r) => r.seconds},
+    ],
+    true,
+  )
 }

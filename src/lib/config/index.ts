@@ -146,4 +146,3 @@ export function loadConfig(options: {file?: string; flags?: Record<string, unkno
   for (const leaf of [...leaves(config), ...OPTIONAL_KEYS]) sources[leaf] ??= 'default'
   return {config, sources, file}
 }
-

@@ -31,7 +31,6 @@ export interface OpenOptions {
   lockWaitSeconds?: number
 }
 
-
 /**
  * Opens the database named by `url` (PostgreSQL) or `dataDir` (PGlite).
  * @throws MbError when the server cannot be reached, the embedded store is held by another
@@ -47,7 +46,9 @@ export async function openDatabase(options: OpenOptions): Promise<Database> {
         if (mode === 'auto') {
           await migrateToLatest(database.db)
         } else {
-          throw new MbError(`The database schema at ${database.location} is outdated (${pending.length} pending migration(s): ${pending.join(', ')}). Run \`mb db migrate\` first.`, {code: 'SCHEMA_OUTDATED'})
+          throw new MbError(`The database schema at ${database.location} is outdated (${pending.length} pending migration(s): ${pending.join(', ')}). Run \`mb db migrate\` first.`, {
+            code: 'SCHEMA_OUTDATED',
+          })
         }
       }
     }

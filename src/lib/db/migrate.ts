@@ -49,5 +49,7 @@ async function appliedMigrations(db: Kysely<any>): Promise<Map<string, Date>> {
 /** Names of migrations not yet applied, in order. */
 export async function pendingMigrations(db: Kysely<any>): Promise<string[]> {
   const applied = await appliedMigrations(db)
-  return Object.keys(migrations).sort().filter((name) => !applied.has(name))
+  return Object.keys(migrations)
+    .sort()
+    .filter((name) => !applied.has(name))
 }

@@ -70,7 +70,10 @@ async function lockDataDir(dataDir: string, waitSeconds: number): Promise<(() =>
     }
     if (Number.isFinite(owner) && existsSync(join(dataDir, SHARED_SOCKET_NAME))) return {sharedBy: owner}
     if (Date.now() > deadline) {
-      throw new MbError(`The embedded store at ${dataDir} is in use by process ${owner} (for example a running \`mb serve\`). Wait for it to finish or stop it, or use PostgreSQL (MB_DATABASE_URL) to run several mb processes at once.`, {code: 'DB_BUSY'})
+      throw new MbError(
+        `The embedded store at ${dataDir} is in use by process ${owner} (for example a running \`mb serve\`). Wait for it to finish or stop it, or use PostgreSQL (MB_DATABASE_URL) to run several mb processes at once.`,
+        {code: 'DB_BUSY'},
+      )
     }
     await sleep(100)
   }

@@ -237,7 +237,10 @@ export async function openPostgres(url: string, location: string, max: number): 
   try {
     await checkConnect(pool)
   } catch (error) {
-    throw new MbError(`Cannot connect to PostgreSQL at ${location}: ${(error as Error).message}. Check that the server runs and that MB_DATABASE_URL (or --database-url) is right.`, {code: 'DB_UNREACHABLE', cause: error})
+    throw new MbError(`Cannot connect to PostgreSQL at ${location}: ${(error as Error).message}. Check that the server runs and that MB_DATABASE_URL (or --database-url) is right.`, {
+      code: 'DB_UNREACHABLE',
+      cause: error,
+    })
   }
   return poolStore(pool, {backend: 'postgres', location, listenUrl: url, helpers: true})
 }
@@ -252,7 +255,10 @@ export async function openSharedPglite(dataDir: string, owner: number): Promise<
   try {
     await checkConnect(pool)
   } catch (error) {
-    throw new MbError(`The embedded store at ${dataDir} is held by process ${owner}, and its shared socket does not answer (${(error as Error).message}). Wait for that process to finish, or stop it.`, {code: 'DB_BUSY', cause: error})
+    throw new MbError(
+      `The embedded store at ${dataDir} is held by process ${owner}, and its shared socket does not answer (${(error as Error).message}). Wait for that process to finish, or stop it.`,
+      {code: 'DB_BUSY', cause: error},
+    )
   }
   return poolStore(pool, {backend: 'pglite-shared', location: `${dataDir} (embedded, shared by process ${owner})`, helpers: false})
 }

@@ -106,7 +106,9 @@ async function openMmdb(path: string, role: 'location' | 'asn'): Promise<{reader
   try {
     reader = await maxmind.open<MmdbRecord>(path, {cache: {max: 20_000}})
   } catch (error) {
-    throw new MbError(`The ${what} ${path} cannot be read as a MaxMind DB (.mmdb) file: ${errorMessage(error)}. Download it again (geoipupdate), or unpack it if it is gzipped.`, {code: 'GEOIP_INVALID'})
+    throw new MbError(`The ${what} ${path} cannot be read as a MaxMind DB (.mmdb) file: ${errorMessage(error)}. Download it again (geoipupdate), or unpack it if it is gzipped.`, {
+      code: 'GEOIP_INVALID',
+    })
   }
   const type = String(reader.metadata.databaseType ?? '')
   const isAsn = /asn/i.test(type)

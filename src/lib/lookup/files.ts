@@ -95,13 +95,28 @@ export async function lookupFiles(database: Database, config: Config, options: L
 
   const columns = ['id', 'path', 'size', 'mtime', 'mirrors', 'md5', 'sha1', 'sha256', 'hashed_size', 'hashed_mtime'] as const
   // A name that merely contains glob characters (`distro [beta].iso`) is looked up as itself first.
-  let rows = await database.db.selectFrom('file').select([...columns]).where('path', '=', pattern).execute()
+  let rows = await database.db
+    .selectFrom('file')
+    .select([...columns])
+    .where('path', '=', pattern)
+    .execute()
   const isGlob = rows.length === 0 && picomatch.scan(pattern).isGlob
   if (isGlob) {
     const match = picomatch(pattern, {dot: true, basename: !pattern.includes('/')})
     const candidates = await database.db.selectFrom('file').select(['id', 'path']).where('path', 'like', globToLike(pattern)).orderBy('path').execute()
-    const wanted = candidates.filter((r) => match(r.path)).slice(0, limit).map((r) => r.id)
-    rows = wanted.length === 0 ? [] : await database.db.selectFrom('file').select([...columns]).where('id', 'in', wanted).orderBy('path').execute()
+    const wanted = candidates
+      .filter((r) => match(r.path))
+      .slice(0, limit)
+      .map((r) => r.id)
+    rows =
+      wanted.length === 0
+        ? []
+        : await database.db
+            .selectFrom('file')
+            .select([...columns])
+            .where('id', 'in', wanted)
+            .orderBy('path')
+            .execute()
     if (rows.length === 0) throw new MbError(`No indexed file matches ${pattern}. Check the pattern (quote it so the shell does not expand it) or run \`mb index\`.`, {code: 'NO_MATCH'})
   } else if (rows.length === 0) {
     throw new MbError(`${pattern} is not in the origin index; check the path (relative to the root, e.g. iso/distro.iso) or run \`mb index\`.`, {code: 'FILE_NOT_FOUND'})
@@ -160,10 +175,25 @@ function explain(context: SelectionContext): LookupExplain {
   const {client, file, mirrors, options} = context
   const s = select(client, file, mirrors, options, true)
   return {
-    client: {ip: client.ip, https: client.https, country: client.country ?? null, continent: client.continent ?? null, asn: client.asn ?? null, latitude: client.latitude ?? null, longitude: client.longitude ?? null},
+    client: {
+      ip: client.ip,
+      https: client.https,
+      country: client.country ?? null,
+      continent: client.continent ?? null,
+      asn: client.asn ?? null,
+      latitude: client.latitude ?? null,
+      longitude: client.longitude ?? null,
+    },
     realm: s.realm,
     origin: s.origin ?? null,
-    ranked: s.ranked.map((c) => ({rank: c.rank, realm: c.realm, mirror: c.mirror.identifier, country: c.mirror.country, url: c.url, distance_km: c.distanceKm === undefined ? null : Math.round(c.distanceKm)})),
+    ranked: s.ranked.map((c) => ({
+      rank: c.rank,
+      realm: c.realm,
+      mirror: c.mirror.identifier,
+      country: c.mirror.country,
+      url: c.url,
+      distance_km: c.distanceKm === undefined ? null : Math.round(c.distanceKm),
+    })),
     excluded: s.excluded.map((e) => ({mirror: e.mirror.identifier, reason: e.reason, detail: e.detail})).sort((a, b) => a.mirror.localeCompare(b.mirror)),
   }
 }

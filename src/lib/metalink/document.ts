@@ -179,4 +179,3 @@ export function buildDocument(options: BuildOptions): MetalinkDocument {
     generator: options.generator ?? GENERATOR,
   }
 }
-

@@ -26,13 +26,7 @@ export function renderMetalink3(doc: MetalinkDocument): string {
   let out = ''
   const xml = createCB({data: (text: string) => (out += text), prettyPrint: true})
   xml.dec({version: '1.0', encoding: 'UTF-8'})
-  xml
-    .ele(METALINK3_NAMESPACE, 'metalink')
-    .att('version', '3.0')
-    .att('type', 'dynamic')
-    .att('origin', doc.metalinkUrl)
-    .att('generator', doc.generator)
-    .att('pubdate', doc.published.toUTCString())
+  xml.ele(METALINK3_NAMESPACE, 'metalink').att('version', '3.0').att('type', 'dynamic').att('origin', doc.metalinkUrl).att('generator', doc.generator).att('pubdate', doc.published.toUTCString())
   xml.ele('files')
   xml.ele('file').att('name', doc.name)
   xml.ele('size').txt(String(doc.size)).up()
@@ -53,7 +47,10 @@ export function renderMetalink3(doc: MetalinkDocument): string {
   doc.sources.forEach((source, i) => {
     const url = xml.ele('url').att('type', urlType(source.url))
     if (source.location) url.att('location', source.location)
-    url.att('preference', String(preferenceAt(i))).txt(source.url).up()
+    url
+      .att('preference', String(preferenceAt(i)))
+      .txt(source.url)
+      .up()
   })
   xml.up() // resources
   xml.up() // file

@@ -54,7 +54,17 @@ function stateOf(m: SelectMirror): 'up' | 'down' | 'disabled' {
 
 function fromCandidate(c: Candidate): MirrorListMirror {
   const m = c.mirror
-  return {identifier: m.identifier, country: m.country, continent: m.continent, url: stripUserinfo(c.url), score: m.score, state: stateOf(m), realm: c.realm, rank: c.rank, distance_km: c.distanceKm === undefined ? undefined : Math.round(c.distanceKm)}
+  return {
+    identifier: m.identifier,
+    country: m.country,
+    continent: m.continent,
+    url: stripUserinfo(c.url),
+    score: m.score,
+    state: stateOf(m),
+    realm: c.realm,
+    rank: c.rank,
+    distance_km: c.distanceKm === undefined ? undefined : Math.round(c.distanceKm),
+  }
 }
 
 function fromExclusion(e: Exclusion, path: string, https: boolean): MirrorListMirror {
@@ -161,7 +171,8 @@ export function renderMirrorListHtml(list: MirrorList): string {
     parts.push('<tr><th>Hashes</th><td>not available (the file has not been hashed since it last changed)</td></tr>')
   }
   const links = [`<a href="${escapeHtml(list.links.meta4)}">Metalink 4 (.meta4)</a>`, `<a href="${escapeHtml(list.links.metalink)}">Metalink 3 (.metalink)</a>`]
-  if (list.links.sha256) links.push(`<a href="${escapeHtml(list.links.sha256)}">.sha256</a>`, `<a href="${escapeHtml(list.links.sha1!)}">.sha1</a>`, `<a href="${escapeHtml(list.links.md5!)}">.md5</a>`)
+  if (list.links.sha256)
+    links.push(`<a href="${escapeHtml(list.links.sha256)}">.sha256</a>`, `<a href="${escapeHtml(list.links.sha1!)}">.sha1</a>`, `<a href="${escapeHtml(list.links.md5!)}">.md5</a>`)
   parts.push(`<tr><th>Metalinks and hashes</th><td>${links.join(' · ')}</td></tr>
 </table>
 <p>Your address: ${escapeHtml(list.client.ip)}${list.client.country ? ` (${escapeHtml(list.client.country)}${list.client.continent ? `, ${escapeHtml(list.client.continent)}` : ''})` : ''}${list.client.asn ? `, AS${list.client.asn}` : ''}</p>`)

@@ -48,6 +48,16 @@ export async function offlineMetalink(database: Database, config: Config, option
   const stored = await readStoredHashes(database, path)
   let fresh = hashesFresh(stored)
   if (fresh && config.root) fresh = hashesFresh(stored, await stat(join(config.root, path)).catch(() => ({size: -1, mtimeMs: -1})))
-  const doc = buildDocument({path, size: file.size, mtime: file.mtime, stored, hashesFresh: fresh, selection, baseUrl: options.baseUrl ?? `http://${config.serve.listen}/`, maxUrls: options.maxUrls, now: options.now})
+  const doc = buildDocument({
+    path,
+    size: file.size,
+    mtime: file.mtime,
+    stored,
+    hashesFresh: fresh,
+    selection,
+    baseUrl: options.baseUrl ?? `http://${config.serve.listen}/`,
+    maxUrls: options.maxUrls,
+    now: options.now,
+  })
   return {doc, text: options.format === 'metalink' ? renderMetalink3(doc) : renderMeta4(doc)}
 }

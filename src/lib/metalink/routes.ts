@@ -154,7 +154,18 @@ export class MetalinkRoutes {
     if (!file.sha256 || !file.md5 || !file.sha1) return null
     const cached = this.cache.get(file)
     if (cached) return cached
-    const fallback: StoredHashes = {size: file.size, mtime: file.mtime, md5: file.md5, sha1: file.sha1, sha256: file.sha256, piece_size: null, piece_hash: null, pieces: null, hashed_size: file.size, hashed_mtime: file.mtime}
+    const fallback: StoredHashes = {
+      size: file.size,
+      mtime: file.mtime,
+      md5: file.md5,
+      sha1: file.sha1,
+      sha256: file.sha256,
+      piece_size: null,
+      piece_hash: null,
+      pieces: null,
+      hashed_size: file.size,
+      hashed_mtime: file.mtime,
+    }
     if (!this.options.database) return fallback
     try {
       const row = await readStoredHashes(this.options.database, file.path)

@@ -118,7 +118,11 @@ function clearTargets(name: string): Array<keyof MirrorValues> {
   const aliases: Record<string, keyof MirrorValues> = {prefix: 'prefixes', client_prefix: 'client_prefixes', include: 'include_patterns', exclude: 'exclude_patterns'}
   const column = (aliases[key] ?? key) as keyof MirrorValues
   if (!(column in CLEARABLE)) {
-    const names = Object.keys(CLEARABLE).map((c) => Object.entries(FIELD_FLAGS).find(([k]) => k === c)![1].slice(2))
+    const names = Object.keys(CLEARABLE).map((c) =>
+      Object.entries(FIELD_FLAGS)
+        .find(([k]) => k === c)![1]
+        .slice(2),
+    )
     throw new UsageError(`Cannot clear "${name}": clearable fields are ${names.join(', ')}.`)
   }
   return [column]
@@ -175,7 +179,10 @@ export async function removeMirror(db: Kysely<DB>, name: string, options: {allow
   return db.transaction().execute(async (trx) => {
     const mirror = await resolveMirror(trx, name)
     if (!options.allowPrefix && mirror.identifier.toLowerCase() !== name.toLowerCase()) {
-      throw new UsageError(`"${name}" matches the mirror ${mirror.identifier}. Removing deletes its records, so give the full name (mb mirror remove ${mirror.identifier}) or confirm the prefix with --yes.`, 'PREFIX_NOT_CONFIRMED')
+      throw new UsageError(
+        `"${name}" matches the mirror ${mirror.identifier}. Removing deletes its records, so give the full name (mb mirror remove ${mirror.identifier}) or confirm the prefix with --yes.`,
+        'PREFIX_NOT_CONFIRMED',
+      )
     }
     await trx
       .updateTable('file')

@@ -381,7 +381,8 @@ export function parseMaintenanceUntil(value: string): string | null {
   if (text.toLowerCase() === 'none') return null
   const ms = ISO_TIME.test(text) ? Date.parse(text) : Number.NaN
   // Date.parse rolls some impossible dates over (2026-02-30 → March 2); the day must survive.
-  if (!Number.isFinite(ms) || !sameDay(text, ms)) throw invalid('maintenance_until', value, 'expected an ISO 8601 time with an offset, such as 2026-12-01T18:00:00Z or 2026-12-01T19:00+01:00, or none to end the window')
+  if (!Number.isFinite(ms) || !sameDay(text, ms))
+    throw invalid('maintenance_until', value, 'expected an ISO 8601 time with an offset, such as 2026-12-01T18:00:00Z or 2026-12-01T19:00+01:00, or none to end the window')
   return new Date(ms).toISOString()
 }
 

@@ -163,7 +163,10 @@ export class HashPool {
   private nextId = 1
 
   /** @param size number of threads (>= 1) */
-  constructor(size: number, private readonly pieceHash: PieceHash = 'sha256') {
+  constructor(
+    size: number,
+    private readonly pieceHash: PieceHash = 'sha256',
+  ) {
     for (let i = 0; i < Math.max(1, size); i++) {
       const worker = new Worker(WORKER_SOURCE, {eval: true})
       worker.on('message', (message: {id: number; result?: FileHashes; error?: {message: string; code?: string}}) => {
@@ -272,7 +275,11 @@ export async function hashIndex(database: Database, root: string, options: HashI
   // a million files is never held in memory at once.
   const totals = await db
     .selectFrom('file')
-    .select((eb) => [eb.fn.countAll<number>().as('n'), sql<number>`coalesce(sum(CASE WHEN ${stale} THEN 1 ELSE 0 END), 0)`.as('due'), sql<number>`coalesce(sum(CASE WHEN ${stale} THEN size ELSE 0 END), 0)`.as('bytes')])
+    .select((eb) => [
+      eb.fn.countAll<number>().as('n'),
+      sql<number>`coalesce(sum(CASE WHEN ${stale} THEN 1 ELSE 0 END), 0)`.as('due'),
+      sql<number>`coalesce(sum(CASE WHEN ${stale} THEN size ELSE 0 END), 0)`.as('bytes'),
+    ])
     .executeTakeFirstOrThrow()
   const totalFiles = Number(totals.due)
   const totalBytes = Number(totals.bytes)
@@ -296,7 +303,14 @@ export async function hashIndex(database: Database, root: string, options: HashI
   try {
     let lastId = 0
     for (;;) {
-      const page = (await db.selectFrom('file').select(['id', 'path', 'size']).where(stale).where('id', '>', lastId).orderBy('id').limit(options.pageRows ?? PAGE_ROWS).execute()) as Todo[]
+      const page = (await db
+        .selectFrom('file')
+        .select(['id', 'path', 'size'])
+        .where(stale)
+        .where('id', '>', lastId)
+        .orderBy('id')
+        .limit(options.pageRows ?? PAGE_ROWS)
+        .execute()) as Todo[]
       if (page.length === 0) break
       lastId = page[page.length - 1].id
       let next = 0

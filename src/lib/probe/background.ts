@@ -37,11 +37,7 @@ export interface BackgroundProbes {
  * @param options.logger           where to log transitions and failures
  * @param options.resolver         host name resolver (tests)
  */
-export function startBackgroundProbes(
-  database: Database,
-  config: Config,
-  options: {intervalSeconds: number; logger?: ProbeLogger; resolver?: Resolver},
-): BackgroundProbes {
+export function startBackgroundProbes(database: Database, config: Config, options: {intervalSeconds: number; logger?: ProbeLogger; resolver?: Resolver}): BackgroundProbes {
   if (!(options.intervalSeconds > 0)) throw new RangeError('intervalSeconds must be positive')
   const clients = new Map<number, ProbeClient>()
   const logger = options.logger
@@ -52,7 +48,8 @@ export function startBackgroundProbes(
   async function round(): Promise<ProbeRound | null> {
     const result = await probeMirrors(database.db, config.probe, {clients, resolver: options.resolver})
     for (const mirror of result.mirrors) {
-      for (const t of mirror.transitions.filter((t) => t.scope === 'mirror')) logger?.warn({mirror: mirror.identifier, from: t.from, to: t.to, reason: t.reason}, `mirror ${mirror.identifier} is ${t.to}`)
+      for (const t of mirror.transitions.filter((t) => t.scope === 'mirror'))
+        logger?.warn({mirror: mirror.identifier, from: t.from, to: t.to, reason: t.reason}, `mirror ${mirror.identifier} is ${t.to}`)
     }
     logger?.info({probed: result.probed, up: result.up, down: result.down}, 'probe round done')
     return result

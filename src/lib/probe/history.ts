@@ -22,13 +22,7 @@ export interface TransitionRecord {
  * @param limit rows (default 10)
  */
 export async function recentTransitions(db: Kysely<DB>, mirrorId: number, limit = 10): Promise<TransitionRecord[]> {
-  const rows = await db
-    .selectFrom('mirror_transition')
-    .select(['at', 'scope', 'from_state', 'to_state', 'reason'])
-    .where('mirror_id', '=', mirrorId)
-    .orderBy('id', 'desc')
-    .limit(limit)
-    .execute()
+  const rows = await db.selectFrom('mirror_transition').select(['at', 'scope', 'from_state', 'to_state', 'reason']).where('mirror_id', '=', mirrorId).orderBy('id', 'desc').limit(limit).execute()
   return rows.map((r) => ({at: new Date(r.at), scope: r.scope, from: r.from_state, to: r.to_state, reason: r.reason}))
 }
 

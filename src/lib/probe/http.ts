@@ -108,12 +108,7 @@ export function classifyError(error: unknown): ReasonCode {
   if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED') return 'reset'
   if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT') return 'unreachable'
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_FAIL' || code === 'ENODATA') return 'dns'
-  if (
-    code.startsWith('ERR_TLS') ||
-    code.startsWith('ERR_SSL') ||
-    /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|HOSTNAME_MISMATCH/.test(code) ||
-    /certificate|SSL routines|TLS/i.test(e?.message ?? '')
-  ) {
+  if (code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|HOSTNAME_MISMATCH/.test(code) || /certificate|SSL routines|TLS/i.test(e?.message ?? '')) {
     return 'tls_error'
   }
   if (e?.cause && e.cause !== error) {
@@ -277,7 +272,15 @@ export class ProbeClient {
         continue
       }
       const reason = classifyStatus(status)
-      return {ok: reason === 'ok', reason, httpStatus: status, latencyMs: elapsed(), finalUrl: current.href, size: sizeFromHeaders(status, headers), ...(reason === 'ok' ? {} : {detail: `HTTP ${status}`})}
+      return {
+        ok: reason === 'ok',
+        reason,
+        httpStatus: status,
+        latencyMs: elapsed(),
+        finalUrl: current.href,
+        size: sizeFromHeaders(status, headers),
+        ...(reason === 'ok' ? {} : {detail: `HTTP ${status}`}),
+      }
     }
   }
 
@@ -299,5 +302,11 @@ export function mirrorFileUrl(baseUrl: string, basePath: string, path: string): 
   const prefix = bare && withTrailingSlash(bare)
   if (prefix && relative.startsWith(prefix)) relative = relative.slice(prefix.length)
   const base = withTrailingSlash(baseUrl)
-  return base + relative.split('/').map((segment) => encodeURIComponent(segment)).join('/')
+  return (
+    base +
+    relative
+      .split('/')
+      .map((segment) => encodeURIComponent(segment))
+      .join('/')
+  )
 }

@@ -127,14 +127,14 @@ export function nextState(
   else if (options.noIpv6) ipv6 = false
 
   const failing = sorted.find((c) => !c.ok)
-  const relevant = up ? failing : sorted.find((c) => !c.ok && !states[c.key].up) ?? failing
+  const relevant = up ? failing : (sorted.find((c) => !c.ok && !states[c.key].up) ?? failing)
   const statusReason = sorted.length === 0 ? previous.status_reason : relevant ? relevant.reason : 'ok'
 
   let statusChangedAt = previous.status_changed_at
   let needsRescan = previous.needs_rescan
   if (up !== previous.up) {
     if (up && statusChangedAt && config.rescan_after_seconds >= 0 && now.getTime() - statusChangedAt.getTime() > config.rescan_after_seconds * 1000) needsRescan = true
-    transitions.push({scope: 'mirror', from_state: previous.up ? 'up' : 'down', to_state: up ? 'up' : 'down', reason: up ? 'ok' : statusReason ?? 'error', at: now})
+    transitions.push({scope: 'mirror', from_state: previous.up ? 'up' : 'down', to_state: up ? 'up' : 'down', reason: up ? 'ok' : (statusReason ?? 'error'), at: now})
     statusChangedAt = now
   }
 
@@ -147,7 +147,11 @@ export function nextState(
 /** Stable JSON (sorted keys) for change detection. */
 function stable(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(stable).join(',')}]`
-  if (value && typeof value === 'object') return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${stable((value as Record<string, unknown>)[k])}`).join(',')}}`
+  if (value && typeof value === 'object')
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stable((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`
   return JSON.stringify(value)
 }
 
@@ -176,12 +180,7 @@ export interface RecordedProbe {
  * @param options.enable  re-enable the mirror when it is disabled and some check succeeded
  * @throws MbError-free: database errors propagate (the transaction is rolled back)
  */
-export async function recordProbe(
-  db: Kysely<DB>,
-  result: MirrorProbeResult,
-  config: ProbeConfig,
-  options: {enable?: boolean; now?: Date} = {},
-): Promise<RecordedProbe | undefined> {
+export async function recordProbe(db: Kysely<DB>, result: MirrorProbeResult, config: ProbeConfig, options: {enable?: boolean; now?: Date} = {}): Promise<RecordedProbe | undefined> {
   const now = options.now ?? new Date()
   return db.transaction().execute(async (trx) => {
     const row = await trx
@@ -288,12 +287,7 @@ export async function chooseRequest(db: Kysely<DB>, mirror: {id: number; status:
   if (config.sentinel) return {kind: 'sentinel', path: trimLeadingSlashes(config.sentinel)}
   const cached = parseStatus(mirror.status).probe_path
   if (cached) {
-    const still = await db
-      .selectFrom('file')
-      .select('id')
-      .where('path', '=', cached)
-      .where(sql<boolean>`${mirror.id}::smallint = ANY(mirrors)`)
-      .executeTakeFirst()
+    const still = await db.selectFrom('file').select('id').where('path', '=', cached).where(sql<boolean>`${mirror.id}::smallint = ANY(mirrors)`).executeTakeFirst()
     if (still) return {kind: 'file', path: cached}
   }
   const smallest = await db

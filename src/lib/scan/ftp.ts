@@ -97,13 +97,15 @@ export function parseFtpUrl(baseUrl: string, tls: FtpListerOptions['tls'] = 'aut
   const rawSegments = rawPath.split('/').slice(1)
   const absolute = rawSegments.length > 0 && /^%2f/i.test(rawSegments[0])
   if (absolute) rawSegments[0] = rawSegments[0].slice(3)
-  const segments = rawSegments.filter((s) => s !== '').map((s) => {
-    try {
-      return decodeURIComponent(s)
-    } catch {
-      throw new MbError(`FTP URL ${redact(baseUrl)} has a malformed percent-escape in "${s}"`, {code: 'SCAN_BAD_URL'})
-    }
-  })
+  const segments = rawSegments
+    .filter((s) => s !== '')
+    .map((s) => {
+      try {
+        return decodeURIComponent(s)
+      } catch {
+        throw new MbError(`FTP URL ${redact(baseUrl)} has a malformed percent-escape in "${s}"`, {code: 'SCAN_BAD_URL'})
+      }
+    })
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1')
   return {
     host,
@@ -302,7 +304,12 @@ async function connectWithTimeout(client: Client, target: FtpTarget, options: Ft
     timer = setTimeout(() => {
       timedOut = true
       client.close()
-      reject(new MbError(`FTP server ${target.host}:${target.port} did not complete the connection and login within ${timeoutMs / 1000} s (connect timeout); is the host reachable and the FTP server answering?`, {code: 'SCAN_TIMEOUT'}))
+      reject(
+        new MbError(
+          `FTP server ${target.host}:${target.port} did not complete the connection and login within ${timeoutMs / 1000} s (connect timeout); is the host reachable and the FTP server answering?`,
+          {code: 'SCAN_TIMEOUT'},
+        ),
+      )
     }, timeoutMs)
   })
   try {

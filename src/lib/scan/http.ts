@@ -307,7 +307,14 @@ async function directoryResult(task: DirTask, res: Dispatcher.ResponseData, url:
     if ((error as {code?: string})?.code?.startsWith('UND_ERR') || ctx.signal.aborted) throw mapHttpError(error, ctx, url.href)
     throw new MbError(`HTTP ${url.href} did not return a readable directory index (${type || 'no Content-Type'}): ${(error as Error).message}`, {code: 'SCAN_PARSE', cause: error})
   }
-  const fingerprint = createHash('sha1').update(entries.map((e) => `${e.name}\0${e.type}\0${e.size}\0${e.mtime ?? ''}`).sort().join('\n')).digest('hex')
+  const fingerprint = createHash('sha1')
+    .update(
+      entries
+        .map((e) => `${e.name}\0${e.type}\0${e.size}\0${e.mtime ?? ''}`)
+        .sort()
+        .join('\n'),
+    )
+    .digest('hex')
   if (task.ancestors.includes(fingerprint) && entries.length > 0) {
     ctx.warn(`HTTP directory ${url.href} lists exactly what one of its ancestors lists (a symlink loop); skipped`)
     return undefined
@@ -336,23 +343,29 @@ async function readIndex(body: Dispatcher.ResponseData['body'], contentType: str
 
 /** HEAD each approximately-sized file for its Content-Length (exactSizes: 'head'). */
 async function resolveSizes(entries: IndexEntry[], dirUrl: URL, ctx: FetchContext, heads: ReturnType<typeof pLimit>): Promise<void> {
-  await Promise.all(entries.filter((e) => e.type === 'file' && e.sizeApproximate).map((e) => heads(async () => {
-    const url = new URL(encodeURIComponent(e.name), dirUrl)
-    let res: Dispatcher.ResponseData
-    try {
-      res = await request(url, {method: 'HEAD', dispatcher: ctx.agent, headers: ctx.headers, signal: ctx.signal})
-    } catch (error) {
-      throw mapHttpError(error, ctx, url.href)
-    }
-    await res.body.dump().catch(() => {})
-    const length = Number(res.headers['content-length'])
-    if (res.statusCode === 200 && Number.isInteger(length) && length >= 0) {
-      e.size = length
-      delete e.sizeApproximate
-      delete e.sizeMin
-      delete e.sizeMax
-    }
-  })))
+  await Promise.all(
+    entries
+      .filter((e) => e.type === 'file' && e.sizeApproximate)
+      .map((e) =>
+        heads(async () => {
+          const url = new URL(encodeURIComponent(e.name), dirUrl)
+          let res: Dispatcher.ResponseData
+          try {
+            res = await request(url, {method: 'HEAD', dispatcher: ctx.agent, headers: ctx.headers, signal: ctx.signal})
+          } catch (error) {
+            throw mapHttpError(error, ctx, url.href)
+          }
+          await res.body.dump().catch(() => {})
+          const length = Number(res.headers['content-length'])
+          if (res.statusCode === 200 && Number.isInteger(length) && length >= 0) {
+            e.size = length
+            delete e.sizeApproximate
+            delete e.sizeMin
+            delete e.sizeMax
+          }
+        }),
+      ),
+  )
 }
 
 /** Maps undici and socket errors to MbErrors that name the host and the cause; never shows credentials. */
@@ -372,7 +385,8 @@ function mapHttpError(error: unknown, ctx: FetchContext, where: string): MbError
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
     return new MbError(`HTTP server ${host} did not answer ${target} within ${ctx.ioTimeout / 1000} s (idle timeout)`, {code: 'SCAN_TIMEOUT', cause: error})
   }
-  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE') return new MbError(`HTTP connection to ${host} broke while fetching ${target} (${code})`, {code: 'SCAN_CONNECT', cause: error})
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE')
+    return new MbError(`HTTP connection to ${host} broke while fetching ${target} (${code})`, {code: 'SCAN_CONNECT', cause: error})
   if (typeof code === 'string' && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(code)) {
     return new MbError(`HTTPS certificate of ${host} is not trusted (${code}); fix the certificate or allow self-signed certificates for this mirror`, {code: 'SCAN_TLS', cause: error})
   }

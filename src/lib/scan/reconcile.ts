@@ -223,7 +223,9 @@ class ListingBatch {
 
   async insertInto(db: Kysely<DB>, table: string): Promise<void> {
     if (this.paths.length === 0) return
-    await sql`INSERT INTO ${sql.id(table)} SELECT * FROM unnest(${this.paths}::text[], ${this.sizes}::bigint[], ${this.mtimes}::bigint[], ${this.precs}::int[], ${this.smins}::bigint[], ${this.smaxs}::bigint[])`.execute(db)
+    await sql`INSERT INTO ${sql.id(table)} SELECT * FROM unnest(${this.paths}::text[], ${this.sizes}::bigint[], ${this.mtimes}::bigint[], ${this.precs}::int[], ${this.smins}::bigint[], ${this.smaxs}::bigint[])`.execute(
+      db,
+    )
   }
 }
 
@@ -232,7 +234,13 @@ class ListingBatch {
  * mapped to origin paths. Nothing visible changes.
  * @returns files listed, and those of them considered (in scope, through the filter)
  */
-async function loadListing(db: Kysely<DB>, pass: Pass, entries: AsyncIterable<ListingEntry>, filter: (path: string) => boolean, onProgress?: (entries: number) => void): Promise<{files: number; considered: number}> {
+async function loadListing(
+  db: Kysely<DB>,
+  pass: Pass,
+  entries: AsyncIterable<ListingEntry>,
+  filter: (path: string) => boolean,
+  onProgress?: (entries: number) => void,
+): Promise<{files: number; considered: number}> {
   const {mirror, scope} = pass
   let files = 0
   let considered = 0

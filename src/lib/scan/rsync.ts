@@ -201,7 +201,10 @@ async function* listRsync(baseUrl: string, options: RsyncListOptions = {}): Asyn
     }
     rest += decoder.decode()
     const result = await exited
-    if (aborted) throw new MbError(`rsync listing of ${display} aborted: ${scrub(String(options.signal?.reason instanceof Error ? options.signal.reason.message : options.signal?.reason ?? 'aborted'))}`, {code: 'SCAN_ABORTED'})
+    if (aborted)
+      throw new MbError(`rsync listing of ${display} aborted: ${scrub(String(options.signal?.reason instanceof Error ? options.signal.reason.message : (options.signal?.reason ?? 'aborted')))}`, {
+        code: 'SCAN_ABORTED',
+      })
     throwOnFailure(result, display, stderr, scrub)
     const last = handle(rest)
     if (last) yield last
@@ -244,7 +247,12 @@ function throwOnFailure(result: {code: number | null; signal: NodeJS.Signals | n
   }
   if (result.code !== 0 && result.code !== 23 && result.code !== 24) {
     const reason = result.code === null ? `killed by ${result.signal}` : `exit ${result.code}${EXIT_REASONS[result.code] ? `: ${EXIT_REASONS[result.code]}` : ''}`
-    const detail = stderr.trim().split('\n').filter((l) => l && !/^rsync error:/.test(l)).slice(-3).join(' | ')
+    const detail = stderr
+      .trim()
+      .split('\n')
+      .filter((l) => l && !/^rsync error:/.test(l))
+      .slice(-3)
+      .join(' | ')
     throw new MbError(`rsync listing of ${display} failed (${reason})${detail ? `: ${redact(detail)}` : ''}`, {code: 'RSYNC_FAILED'})
   }
 }

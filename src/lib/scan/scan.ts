@@ -86,7 +86,10 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
   let candidates = scanUrls(mirror)
   if (options.protocol) {
     candidates = candidates.filter((c) => c.protocol === options.protocol)
-    if (candidates.length === 0) throw new UsageError(`Mirror ${mirror.identifier} has no ${options.protocol} URL to scan. Add one with \`mb mirror edit ${mirror.identifier} --${options.protocol === 'http' ? 'http' : options.protocol}-url URL\`.`)
+    if (candidates.length === 0)
+      throw new UsageError(
+        `Mirror ${mirror.identifier} has no ${options.protocol} URL to scan. Add one with \`mb mirror edit ${mirror.identifier} --${options.protocol === 'http' ? 'http' : options.protocol}-url URL\`.`,
+      )
   }
   const budget = (options.timeoutSeconds ?? 3600) * 1000
   const controller = new AbortController()

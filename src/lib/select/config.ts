@@ -37,11 +37,14 @@ export const SelectConfigSchema = z
     /** MIME type globs (e.g. `text/*`), by file extension, delivered from the origin. */
     exclude_mime: listOf(z.string().min(1)).default([]),
     /** Client country -> country whose mirrors also count as the client's own (NZ -> AU). */
-    country_substitutions: z.record(z.string(), countryCode).default({NZ: 'AU'}).superRefine((map, ctx) => {
-      for (const key of Object.keys(map)) {
-        if (!isCountryCode(key)) ctx.addIssue({code: z.ZodIssueCode.custom, path: [key], message: `"${key}" is not an ISO 3166-1 alpha-2 country code`})
-      }
-    }),
+    country_substitutions: z
+      .record(z.string(), countryCode)
+      .default({NZ: 'AU'})
+      .superRefine((map, ctx) => {
+        for (const key of Object.keys(map)) {
+          if (!isCountryCode(key)) ctx.addIssue({code: z.ZodIssueCode.custom, path: [key], message: `"${key}" is not an ISO 3166-1 alpha-2 country code`})
+        }
+      }),
     /** Client network prefix length for sticky choice, IPv4 (bits). */
     client_prefix_v4: z.number().int().min(0).max(32).default(24),
     /** Client network prefix length for sticky choice, IPv6 (bits). */

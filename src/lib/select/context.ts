@@ -45,7 +45,17 @@ export interface SelectionContext {
  */
 export function clientInfo(facts: ClientFacts, geo: GeoLookup): ClientInfo {
   const g = geo.lookup(facts.ip)
-  const client: ClientInfo = {ip: facts.ip, address: facts.address, country: g.country, continent: g.continent, latitude: g.latitude, longitude: g.longitude, asn: g.asn, https: facts.https, userAgent: facts.userAgent}
+  const client: ClientInfo = {
+    ip: facts.ip,
+    address: facts.address,
+    country: g.country,
+    continent: g.continent,
+    latitude: g.latitude,
+    longitude: g.longitude,
+    asn: g.asn,
+    https: facts.https,
+    userAgent: facts.userAgent,
+  }
   if (facts.country !== undefined) {
     client.country = facts.country
     client.continent = continentOf(facts.country)

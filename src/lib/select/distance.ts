@@ -33,7 +33,17 @@ export function kmFromA(a: number): number {
  * members kept (in their order), appending the others to `excluded` when given.
  * @returns the number of members kept (`count` when the client has no coordinates)
  */
-export function keepNear(table: MirrorTable, q: Query, eligible: readonly SelectMirror[], order: Int32Array, count: number, dist: Float64Array, realm: Realm, options: SelectOptions, excluded: Exclusion[] | undefined): number {
+export function keepNear(
+  table: MirrorTable,
+  q: Query,
+  eligible: readonly SelectMirror[],
+  order: Int32Array,
+  count: number,
+  dist: Float64Array,
+  realm: Realm,
+  options: SelectOptions,
+  excluded: Exclusion[] | undefined,
+): number {
   if (!q.hasPosition) return count
   // The table's arrays and the client vector in locals: this loop runs for every pool member.
   const {flags, posX, posY, posZ} = table
@@ -61,7 +71,12 @@ export function keepNear(table: MirrorTable, q: Query, eligible: readonly Select
   for (let k = 0; k < count; k++) {
     const i = order[k]
     if (dist[i] > limitA) {
-      if (excluded) excluded.push({mirror: eligible[i], reason: 'too_far', detail: `${Math.round(kmFromA(dist[i]))} km away, beyond ${options.distanceFactor} x the nearest ${realm} mirror's ${Math.round(nearest)} km`})
+      if (excluded)
+        excluded.push({
+          mirror: eligible[i],
+          reason: 'too_far',
+          detail: `${Math.round(kmFromA(dist[i]))} km away, beyond ${options.distanceFactor} x the nearest ${realm} mirror's ${Math.round(nearest)} km`,
+        })
     } else {
       order[kept++] = i
     }

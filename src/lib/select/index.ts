@@ -78,7 +78,12 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
 
   if (ranked.length === 0) {
     const total = mirrors.size
-    return {realm: null, ranked, excluded: excluded ?? [], origin: {reason: 'no_mirror', detail: total === 0 ? 'no mirrors are registered' : `no eligible mirror holds this version (${total} mirror${total === 1 ? '' : 's'} checked)`}}
+    return {
+      realm: null,
+      ranked,
+      excluded: excluded ?? [],
+      origin: {reason: 'no_mirror', detail: total === 0 ? 'no mirrors are registered' : `no eligible mirror holds this version (${total} mirror${total === 1 ? '' : 's'} checked)`},
+    }
   }
   return {realm: ranked[0].realm, ranked, excluded: excluded ?? []}
 }

@@ -24,7 +24,11 @@ function cidrs(value: unknown): Cidr[] {
 }
 
 function codes(value: unknown): Set<string> {
-  return new Set(textArray(value).map((s) => s.trim().toUpperCase()).filter(Boolean))
+  return new Set(
+    textArray(value)
+      .map((s) => s.trim().toUpperCase())
+      .filter(Boolean),
+  )
 }
 
 function baseUrl(url: string | null | undefined): string | null {
@@ -71,7 +75,7 @@ function unixSeconds(value: unknown): number | null {
  */
 export function compileMirror(row: MirrorRow): SelectMirror {
   const country = row.country ? row.country.trim().toUpperCase() || null : null
-  const continent = row.continent ? row.continent.trim().toUpperCase() || null : country ? continentOf(country) ?? null : null
+  const continent = row.continent ? row.continent.trim().toUpperCase() || null : country ? (continentOf(country) ?? null) : null
   const latitude = num(row.latitude)
   const longitude = num(row.longitude)
   const hasPosition = latitude !== null && longitude !== null
@@ -180,7 +184,7 @@ export class MirrorTable extends Map<number, SelectMirror> {
 
   /** The number of a code (mirrors' codes are interned here), or `absent` when no mirror has it. */
   codeOf(code: string | undefined, absent: number): number {
-    return code === undefined ? absent : this.codes.get(code) ?? absent
+    return code === undefined ? absent : (this.codes.get(code) ?? absent)
   }
 
   /**

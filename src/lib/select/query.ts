@@ -52,7 +52,30 @@ export interface Query extends SchemeFacts {
 /** A query with every field present (one object shape), for a table to refill per call. */
 export function emptyQuery(): Query {
   const none = new Uint32Array(0)
-  return {client: {ip: '', https: false}, address: undefined, file: {path: '', size: 0, mtime: 0, mirrors: []}, https: false, v6: false, country: undefined, substitute: undefined, continent: undefined, asn: undefined, now: 0, maxScanAge: null, held: none, generation: 0, schemeBit: 1, countryCode: -1, substituteCode: -2, continentCode: -1, hasPosition: false, x: 0, y: 0, z: 0, networkKey: 0}
+  return {
+    client: {ip: '', https: false},
+    address: undefined,
+    file: {path: '', size: 0, mtime: 0, mirrors: []},
+    https: false,
+    v6: false,
+    country: undefined,
+    substitute: undefined,
+    continent: undefined,
+    asn: undefined,
+    now: 0,
+    maxScanAge: null,
+    held: none,
+    generation: 0,
+    schemeBit: 1,
+    countryCode: -1,
+    substituteCode: -2,
+    continentCode: -1,
+    hasPosition: false,
+    x: 0,
+    y: 0,
+    z: 0,
+    networkKey: 0,
+  }
 }
 
 /**

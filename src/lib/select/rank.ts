@@ -53,7 +53,16 @@ function orderPool(q: Query, eligible: readonly SelectMirror[], order: Int32Arra
  * @param excluded  receives the `too_far` exclusions (explained selections)
  * @returns the candidates, with `distanceKm` when `excluded` is given and both positions are known
  */
-export function rankPools(table: MirrorTable, q: Query, eligible: readonly SelectMirror[], realmOf: Int8Array, present: number, options: SelectOptions, max: number, excluded: Exclusion[] | undefined): Candidate[] {
+export function rankPools(
+  table: MirrorTable,
+  q: Query,
+  eligible: readonly SelectMirror[],
+  realmOf: Int8Array,
+  present: number,
+  options: SelectOptions,
+  max: number,
+  excluded: Exclusion[] | undefined,
+): Candidate[] {
   const {order, distance, key} = table.scratch
   const ranked: Candidate[] = []
   const n = eligible.length

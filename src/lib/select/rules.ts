@@ -50,7 +50,10 @@ export type ExclusionRule = SchemeRule | RequestRule
 
 /** Up to three CIDRs as text, then the count. */
 export function cidrList(list: readonly Cidr[]): string {
-  const shown = list.slice(0, 3).map(([a, b]) => `${a.toString()}/${b}`).join(', ')
+  const shown = list
+    .slice(0, 3)
+    .map(([a, b]) => `${a.toString()}/${b}`)
+    .join(', ')
   return list.length > 3 ? `${shown}, … (${list.length})` : shown
 }
 

@@ -94,14 +94,20 @@ function ipv4Text(address: ipaddr.IPv4): string {
  * entries left of garbage cannot be trusted. When every entry is trusted, the left-most is
  * the client. `X-Forwarded-Proto` takes its first (left-most, client-facing) value.
  */
-export function resolveClient(peer: string | undefined, forwardedFor: string | string[] | undefined, forwardedProto: string | string[] | undefined, tls: boolean, trusted: TrustedProxies): ResolvedClient {
+export function resolveClient(
+  peer: string | undefined,
+  forwardedFor: string | string[] | undefined,
+  forwardedProto: string | string[] | undefined,
+  tls: boolean,
+  trusted: TrustedProxies,
+): ResolvedClient {
   if (peer === undefined) return {ip: '', https: tls, forwarded: false}
   const p = trusted.peer(peer)
   if (!p.trusted) return {ip: p.ip, address: p.address, https: tls, forwarded: false}
 
   let https = tls
   if (forwardedProto !== undefined) {
-    const proto = Array.isArray(forwardedProto) ? forwardedProto[0] ?? '' : forwardedProto
+    const proto = Array.isArray(forwardedProto) ? (forwardedProto[0] ?? '') : forwardedProto
     const comma = proto.indexOf(',')
     const first = (comma >= 0 ? proto.slice(0, comma) : proto).trim().toLowerCase()
     if (first === 'https') https = true

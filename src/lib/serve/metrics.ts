@@ -63,7 +63,13 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
   const registry = new Registry()
   if (options.defaultMetrics !== false) collectDefaultMetrics({register: registry, prefix: 'mb_'})
   const requests = new Counter({name: 'mb_requests_total', help: 'Answered requests by outcome and selection realm', labelNames: ['outcome', 'realm'] as const, registers: [registry]})
-  const latency = new Histogram({name: 'mb_request_duration_seconds', help: 'Time to produce the response, in seconds', labelNames: ['outcome'] as const, buckets: LATENCY_BUCKETS, registers: [registry]})
+  const latency = new Histogram({
+    name: 'mb_request_duration_seconds',
+    help: 'Time to produce the response, in seconds',
+    labelNames: ['outcome'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  })
   new Gauge({
     name: 'mb_snapshot_age_seconds',
     help: 'Seconds since the in-memory snapshot of mirrors and files was last refreshed',
@@ -165,7 +171,7 @@ export interface MetricsSource {
  */
 export async function startMetricsServer(options: {listen: string; sources?: MetricsSources; metrics?: ServeMetrics; source?: MetricsSource}): Promise<MetricsServer> {
   const {host, port} = parseListen(options.listen, '--metrics-listen', 9100)
-  const metrics = options.source ? options.metrics : options.metrics ?? createServeMetrics(options.sources)
+  const metrics = options.source ? options.metrics : (options.metrics ?? createServeMetrics(options.sources))
   const source: MetricsSource = options.source ?? metrics!.registry
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0]

@@ -61,7 +61,8 @@ function isoTimeCached(): string {
  */
 export async function runServe(config: Config): Promise<{url: string; stopped: boolean}> {
   if (config.serve.workers > 1 && !isWorker()) {
-    if (!config.database_url) throw new UsageError('--workers needs PostgreSQL (MB_DATABASE_URL or --database-url): the embedded store allows one process. Drop --workers or use PostgreSQL.', 'WORKERS_NEED_POSTGRES')
+    if (!config.database_url)
+      throw new UsageError('--workers needs PostgreSQL (MB_DATABASE_URL or --database-url): the embedded store allows one process. Drop --workers or use PostgreSQL.', 'WORKERS_NEED_POSTGRES')
     parseListen(config.serve.listen)
     await runPrimary(config.serve.workers, createLogger(config.log_level), {metricsListen: config.serve.metrics_listen})
     return {url: config.serve.listen, stopped: true}

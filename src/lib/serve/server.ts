@@ -334,7 +334,17 @@ export class MirrorServer implements RouteServices {
     const method = req.method
     const parsed = parseTarget(req.url ?? '/')
     const snapshot = this.options.keeper.current
-    const ctx: RequestContext = {req, res, path: parsed.ok ? parsed.path : '', slash: parsed.ok ? parsed.slash : false, query: parsed.ok ? parsed.query : '', snapshot, file: undefined, startedAt, startedMs: Date.now()}
+    const ctx: RequestContext = {
+      req,
+      res,
+      path: parsed.ok ? parsed.path : '',
+      slash: parsed.ok ? parsed.slash : false,
+      query: parsed.ok ? parsed.query : '',
+      snapshot,
+      file: undefined,
+      startedAt,
+      startedMs: Date.now(),
+    }
     try {
       if (method !== 'GET' && method !== 'HEAD') return this.plain(ctx, 405, 'bad_request', 'Method not allowed: use GET or HEAD.', {Allow: 'GET, HEAD'})
       if (!parsed.ok) return this.plain(ctx, parsed.status, 'bad_request', `Bad request: ${parsed.reason}.`)
@@ -378,7 +388,20 @@ export class MirrorServer implements RouteServices {
       return
     }
     const best = ranked[0]
-    const headers: Array<string | string[]> = ['Location', best.url, 'X-MB-Mirror', best.mirror.identifier, 'X-MB-Realm', best.realm, 'Cache-Control', 'private, no-store', 'Vary', 'X-Forwarded-For, X-Forwarded-Proto', 'Content-Length', '0']
+    const headers: Array<string | string[]> = [
+      'Location',
+      best.url,
+      'X-MB-Mirror',
+      best.mirror.identifier,
+      'X-MB-Realm',
+      best.realm,
+      'Cache-Control',
+      'private, no-store',
+      'Vary',
+      'X-Forwarded-For, X-Forwarded-Proto',
+      'Content-Length',
+      '0',
+    ]
     const providers = this.redirectHeaders
     for (let i = 0; i < providers.length; i++) providers[i](headers, ctx, file, client, selection)
     ctx.res.writeHead(302, headers)

@@ -68,7 +68,7 @@ export function classifyRequest(o: CountedRequest): CountKind | undefined {
 export function countRequest(counts: StatsCounts, o: CountedRequest, kind: CountKind): void {
   if (kind === 'download') {
     counts.downloads += 1
-    counts.bytes += o.outcome === 'local' ? o.bytesSent : o.fileSize ?? 0
+    counts.bytes += o.outcome === 'local' ? o.bytesSent : (o.fileSize ?? 0)
   } else {
     counts.otherRequests += 1
     if (o.outcome === 'local' && o.method === 'GET') counts.bytes += o.bytesSent

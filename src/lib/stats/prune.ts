@@ -80,7 +80,11 @@ export async function pruneStats(database: Pick<Database, 'db'>, policy: Retenti
  * and then every 24 hours, on unref'd timers; failures are logged and retried at the next
  * run. Returns a function that stops it.
  */
-export function startDailyPrune(database: Pick<Database, 'db'>, policy: RetentionPolicy, options: {logger?: StatsLogger; firstDelaySeconds?: number; onResult?: (result: PruneResult) => void} = {}): () => void {
+export function startDailyPrune(
+  database: Pick<Database, 'db'>,
+  policy: RetentionPolicy,
+  options: {logger?: StatsLogger; firstDelaySeconds?: number; onResult?: (result: PruneResult) => void} = {},
+): () => void {
   let stopped = false
   const run = async () => {
     if (stopped) return

@@ -153,8 +153,18 @@ export async function queryStats(database: Pick<Database, 'db'>, query: StatsQue
   const groups = first ? Number(first.groups) : 0
   const out: StatsResult = {by: query.by, since: query.since ?? null, until: query.until ?? null, rows, total, groups}
   if (groups > rows.length) {
-    const shown = rows.reduce((a, r) => ({downloads: a.downloads + r.downloads, bytes: a.bytes + r.bytes, other_requests: a.other_requests + r.other_requests}), {downloads: 0, bytes: 0, other_requests: 0})
-    out.other = {key: '(other)', downloads: total.downloads - shown.downloads, bytes: total.bytes - shown.bytes, other_requests: total.other_requests - shown.other_requests, groups: groups - rows.length}
+    const shown = rows.reduce((a, r) => ({downloads: a.downloads + r.downloads, bytes: a.bytes + r.bytes, other_requests: a.other_requests + r.other_requests}), {
+      downloads: 0,
+      bytes: 0,
+      other_requests: 0,
+    })
+    out.other = {
+      key: '(other)',
+      downloads: total.downloads - shown.downloads,
+      bytes: total.bytes - shown.bytes,
+      other_requests: total.other_requests - shown.other_requests,
+      groups: groups - rows.length,
+    }
   }
   return out
 }

@@ -98,7 +98,10 @@ function table(result: StatsResult, label: string): string {
   const pct = (n: number) => (total === 0 ? '0.0' : ((100 * n) / total).toFixed(1))
   const rows = result.other ? [...result.rows, result.other] : result.rows
   const body = rows
-    .map((r) => `<tr><td>${esc(r.key)}</td><td class="n">${r.downloads}</td><td class="n">${pct(r.downloads)}%<span class="bar" style="width:${pct(r.downloads)}%"></span></td><td class="n">${esc(humanBytes(r.bytes))}</td><td class="n">${r.other_requests}</td></tr>`)
+    .map(
+      (r) =>
+        `<tr><td>${esc(r.key)}</td><td class="n">${r.downloads}</td><td class="n">${pct(r.downloads)}%<span class="bar" style="width:${pct(r.downloads)}%"></span></td><td class="n">${esc(humanBytes(r.bytes))}</td><td class="n">${r.other_requests}</td></tr>`,
+    )
     .join('\n')
   return `<table><thead><tr><th>${esc(label)}</th><th>downloads</th><th>share</th><th>bytes</th><th>other requests</th></tr></thead>
 <tbody>
@@ -128,9 +131,7 @@ export function svgDayChart(rows: StatsRow[], width = 900, height = 260): string
     })
     .join('')
   const labelEvery = Math.max(1, Math.ceil(rows.length / 8))
-  const labels = rows
-    .map((r, i) => (i % labelEvery === 0 ? `<text x="${(left + i * step + step / 2).toFixed(1)}" y="${height - 8}" text-anchor="middle">${esc(r.key)}</text>` : ''))
-    .join('')
+  const labels = rows.map((r, i) => (i % labelEvery === 0 ? `<text x="${(left + i * step + step / 2).toFixed(1)}" y="${height - 8}" text-anchor="middle">${esc(r.key)}</text>` : '')).join('')
   const ticks = [0, 0.5, 1]
     .map((f) => {
       const y = top + plotH - f * plotH
