@@ -520,7 +520,9 @@ export async function main(argv: string[]): Promise<void> {
       )
       children.push(serve)
       // One "listening" line per process that serves (every worker).
-      const line = verbose ? await waitForLines(serve, /"msg":"listening"/, workers, 300_000) : (await waitForPort(port, 300_000), '{}')
+      let line = '{}'
+      if (verbose) line = await waitForLines(serve, /"msg":"listening"/, workers, 300_000)
+      else await waitForPort(port, 300_000)
       const ready = (performance.now() - serveStart) / 1000
       const info = JSON.parse(line)
       snapshotSeconds ??= info.snapshotSeconds

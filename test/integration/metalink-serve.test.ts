@@ -18,7 +18,7 @@ const SCHEMA = readFileSync(new URL('../fixtures/metalink/metalink4.rng', import
 const GEOIP = new URL('../fixtures/geoip/GeoLite2-City-Test.mmdb', import.meta.url).pathname
 
 /** Validates a Metalink 4 document against the RFC 5854 RELAX NG schema fixture. */
-export async function validateMeta4(xml: string): Promise<{valid: boolean; output: string}> {
+async function validateMeta4(xml: string): Promise<{valid: boolean; output: string}> {
   const result = await validateXML({xml: {fileName: 'doc.meta4', contents: xml}, schema: {fileName: 'metalink4.rng', contents: SCHEMA}, extension: 'relaxng'})
   return {valid: result.valid, output: result.rawOutput}
 }

@@ -24,7 +24,7 @@ const SE = '89.160.20.112'
 const US = '216.160.83.56'
 
 /** Apache combined format plus two quoted fields (mirror, realm). */
-export const COMBINED =
+const COMBINED =
   /^(\S+) (\S+) (\S+) \[(\d{2})\/(\w{3})\/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-]\d{4})\] "(\S+) (\S+) (HTTP\/[\d.]+)" (\d{3}) (\d+|-) "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)"$/
 
 interface Serve {

@@ -269,7 +269,7 @@ describe('select(): pools', () => {
       expect(reasons(s)).to.deep.equal(c.excluded ?? {})
       if (c.realm === null) expect(s.origin?.reason).to.equal('no_mirror')
       else expect(s.origin).to.equal(undefined)
-      s.ranked.forEach((candidate, i) => expect(candidate.rank).to.equal(i + 1))
+      for (const [i, candidate] of s.ranked.entries()) expect(candidate.rank).to.equal(i + 1)
     })
   }
 })
@@ -557,7 +557,7 @@ describe('select(): weighted rendezvous hashing', () => {
       const id = select(clientFor(i), file([1, 2, 3, 4]), ms, options, false).ranked[0].mirror.id
       wins.set(id, (wins.get(id) ?? 0) + 1)
     }
-    scores.forEach((score, i) => expect(wins.get(i + 1)! / N, `score ${score}`).to.be.within((score / 500) * 0.98, (score / 500) * 1.02))
+    for (const [i, score] of scores.entries()) expect(wins.get(i + 1)! / N, `score ${score}`).to.be.within((score / 500) * 0.98, (score / 500) * 1.02)
   })
 
   it('stickiness: the same client (and its /24) always gets the same mirror and order', () => {

@@ -12,7 +12,6 @@ import {openPglite} from './pglite.js'
 import {openPostgres} from './postgres.js'
 import type {Database} from './store.js'
 
-export type {DB} from './schema.js'
 export type {Database, ReadView, Subscription} from './store.js'
 
 export interface OpenOptions {

@@ -82,7 +82,7 @@ async function lockDataDir(dataDir: string, waitSeconds: number): Promise<(() =>
 /** The {@link ReadView} over PGlite transaction `t`. */
 function readView(t: Transaction): ReadView {
   const view: ReadView = {
-    query: async (text, params) => (await t.query<unknown[]>(text, params as any[], {rowMode: 'array'})).rows,
+    query: async (text, params) => (await t.query<unknown[]>(text, params as unknown[], {rowMode: 'array'})).rows,
     parallel: (tasks) => runInSequence(view, tasks),
   }
   return view

@@ -17,6 +17,7 @@ const INT8_ARRAY = 1016
 /** Parses int8 text as a JS number (exact up to 2^53, beyond any size or id mb stores). */
 export const int8ToNumber = (value: string) => Number(value)
 pg.types.setTypeParser(INT8, int8ToNumber)
+// biome-ignore lint/suspicious/noExplicitAny: @types/pg declares neither array type ids nor arrayParser.create
 pg.types.setTypeParser(INT8_ARRAY as any, (value: string) => (pg.types.arrayParser as any).create(value, int8ToNumber).parse())
 
 /** Rows of one array-mode query on `client`. */
@@ -94,6 +95,7 @@ function singleClientPool(client: pg.PoolClient, discard: () => void): PostgresP
       if (destroy) discard()
     },
   }
+  // biome-ignore lint/suspicious/noExplicitAny: kysely's PostgresPool wants a pg.PoolClient; the lease implements the part kysely calls
   return {connect: async () => lease as any, end: async () => {}}
 }
 

@@ -155,5 +155,3 @@ export interface DB {
 import type {Selectable} from 'kysely'
 /** A mirror row as read from the database. */
 export type MirrorRow = Selectable<MirrorTable>
-/** A file row as read from the database. */
-export type FileRow = Selectable<FileTable>

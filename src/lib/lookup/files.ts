@@ -80,24 +80,18 @@ export function globToLike(glob: string): string {
   return `${escapeLike(prefix)}%${escapeLike(tail)}`
 }
 
-/**
- * Looks up a path or glob in the origin index.
- *
- * @throws UsageError for a bad `--client-ip` or an empty pattern; MbError `FILE_NOT_FOUND`
- *         when the path is not indexed, `NO_MATCH` when a glob matches nothing.
- */
-export async function lookupFiles(database: Database, config: Config, options: LookupOptions): Promise<FileLookup[]> {
-  const pattern = trimLeadingSlashes(options.pattern)
-  if (!pattern) throw new UsageError('Give an origin-relative path or a glob, e.g. `mb file lookup iso/distro.iso` or `mb file lookup "*.iso"`.')
-  const https = options.https ?? false
-  const facts = options.clientIp === undefined ? undefined : clientFromFlag(options.clientIp, https)
-  const limit = options.limit ?? 1000
+const FILE_COLUMNS = ['id', 'path', 'size', 'mtime', 'mirrors', 'md5', 'sha1', 'sha256', 'hashed_size', 'hashed_mtime'] as const
 
-  const columns = ['id', 'path', 'size', 'mtime', 'mirrors', 'md5', 'sha1', 'sha256', 'hashed_size', 'hashed_mtime'] as const
+/**
+ * The index rows for `pattern`: the path itself, or else (when it is a glob) up to `limit`
+ * matching paths in path order.
+ * @throws MbError `NO_MATCH` when a glob matches nothing, `FILE_NOT_FOUND` for a missing path
+ */
+async function findFileRows(database: Database, pattern: string, limit: number) {
   // A name that merely contains glob characters (`distro [beta].iso`) is looked up as itself first.
   let rows = await database.db
     .selectFrom('file')
-    .select([...columns])
+    .select([...FILE_COLUMNS])
     .where('path', '=', pattern)
     .execute()
   const isGlob = rows.length === 0 && picomatch.scan(pattern).isGlob
@@ -113,7 +107,7 @@ export async function lookupFiles(database: Database, config: Config, options: L
         ? []
         : await database.db
             .selectFrom('file')
-            .select([...columns])
+            .select([...FILE_COLUMNS])
             .where('id', 'in', wanted)
             .orderBy('path')
             .execute()
@@ -121,23 +115,43 @@ export async function lookupFiles(database: Database, config: Config, options: L
   } else if (rows.length === 0) {
     throw new MbError(`${pattern} is not in the origin index; check the path (relative to the root, e.g. iso/distro.iso) or run \`mb index\`.`, {code: 'FILE_NOT_FOUND'})
   }
+  return rows
+}
 
-  const mirrors = compileMirrors(await database.db.selectFrom('mirror').selectAll().orderBy('id').execute())
-  const staleRows = await database.db
-    .selectFrom('mirror_file_stale')
-    .select(['mirror_id', 'file_id', 'size', 'mtime'])
-    .where(
-      'file_id',
-      'in',
-      rows.map((r) => r.id),
-    )
-    .execute()
+/** The differing copies the mirrors' last scans saw of the files `fileIds`: file id → mirror id → size and mtime (Unix seconds). */
+async function staleCopies(database: Database, fileIds: number[]): Promise<Map<number, Map<number, {size: number; mtime: number | null}>>> {
+  const staleRows = await database.db.selectFrom('mirror_file_stale').select(['mirror_id', 'file_id', 'size', 'mtime']).where('file_id', 'in', fileIds).execute()
   const staleByFile = new Map<number, Map<number, {size: number; mtime: number | null}>>()
   for (const s of staleRows) {
     let map = staleByFile.get(Number(s.file_id))
-    if (!map) staleByFile.set(Number(s.file_id), (map = new Map()))
+    if (!map) {
+      map = new Map()
+      staleByFile.set(Number(s.file_id), map)
+    }
     map.set(Number(s.mirror_id), {size: Number(s.size), mtime: s.mtime === null ? null : Number(s.mtime)})
   }
+  return staleByFile
+}
+
+/**
+ * Looks up a path or glob in the origin index.
+ *
+ * @throws UsageError for a bad `--client-ip` or an empty pattern; MbError `FILE_NOT_FOUND`
+ *         when the path is not indexed, `NO_MATCH` when a glob matches nothing.
+ */
+export async function lookupFiles(database: Database, config: Config, options: LookupOptions): Promise<FileLookup[]> {
+  const pattern = trimLeadingSlashes(options.pattern)
+  if (!pattern) throw new UsageError('Give an origin-relative path or a glob, e.g. `mb file lookup iso/distro.iso` or `mb file lookup "*.iso"`.')
+  const https = options.https ?? false
+  const facts = options.clientIp === undefined ? undefined : clientFromFlag(options.clientIp, https)
+  const limit = options.limit ?? 1000
+
+  const rows = await findFileRows(database, pattern, limit)
+  const mirrors = compileMirrors(await database.db.selectFrom('mirror').selectAll().orderBy('id').execute())
+  const staleByFile = await staleCopies(
+    database,
+    rows.map((r) => r.id),
+  )
 
   const geo = facts === undefined ? undefined : await configuredGeo(config)
   const selectOptions = compileSelectOptions(config.select)

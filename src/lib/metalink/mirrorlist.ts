@@ -9,7 +9,7 @@
  */
 import type {Candidate, ClientInfo, Exclusion, Realm, Selection, SelectMirror} from '../select/types.js'
 import {encodePath, mirrorBase} from '../select/url.js'
-import {type MetalinkDocument} from './document.js'
+import type {MetalinkDocument} from './document.js'
 import {unixIso} from '../time.js'
 import {stripUserinfo} from '../redact.js'
 

@@ -24,12 +24,12 @@ import type {Database} from '../db/index.js'
 import {diskMatches, hashesMatchVersion, mtimeSeconds, sameVersion} from '../origin/freshness.js'
 import {readStoredHashes, type StoredHashes} from '../origin/hash.js'
 import type {RedirectHeaderProvider, RequestContext, Route, RouteServices} from '../serve/server.js'
+import {withTrailingSlash} from '../text.js'
 import type {FileEntry} from '../serve/snapshot.js'
 import {hasQueryFlag} from '../serve/path.js'
 import {buildDocument, DEFAULT_MAX_URLS, originUrlFor} from './document.js'
 import {describedByLink, digestHeader, type HashKind} from './headers.js'
 import {acceptsMeta4, type MetalinkContext, type Sent, sendHashFile, sendMeta4, sendMetalink3, sendMirrorList} from './http.js'
-import {withTrailingSlash} from '../text.js'
 
 export interface MetalinkRouteOptions {
   /** For piece hashes; without it documents carry whole-file hashes only. */
@@ -144,7 +144,7 @@ export class MetalinkRoutes {
 
   /** The public base URL for this request. */
   private baseUrl(ctx: RequestContext, https: boolean): string {
-    if (this.options.baseUrl) return this.options.baseUrl.endsWith('/') ? this.options.baseUrl : `${this.options.baseUrl}/`
+    if (this.options.baseUrl) return withTrailingSlash(this.options.baseUrl)
     const host = ctx.req.headers.host ?? `${ctx.req.socket.localAddress}:${ctx.req.socket.localPort}`
     return `${https ? 'https' : 'http'}://${host}/`
   }

@@ -9,19 +9,7 @@
 import {type Kysely, sql, type Transaction} from 'kysely'
 import type {DB, MirrorRow} from '../db/schema.js'
 import {MbError, UsageError} from '../errors.js'
-import {
-  CLEARABLE,
-  CLEARED_VALUES,
-  checkMirrorRow,
-  FIELD_FLAGS,
-  impliedContinent,
-  type MirrorInput,
-  type MirrorValues,
-  normalizeContinent,
-  normalizeCountry,
-  validateIdentifier,
-  validateMirrorInput,
-} from './validate.js'
+import {CLEARABLE, CLEARED_VALUES, checkMirrorRow, FIELD_FLAGS, impliedContinent, type MirrorInput, type MirrorValues, normalizeContinent, normalizeCountry, validateMirrorInput} from './validate.js'
 import {redact} from '../redact.js'
 import {escapeLike, textArray} from '../db/sql.js'
 

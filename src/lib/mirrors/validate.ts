@@ -376,7 +376,7 @@ const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+
  * @returns the time as ISO 8601 UTC, or null for `none`
  * @throws UsageError for anything else (a date without a time, a time without an offset, an impossible date)
  */
-export function parseMaintenanceUntil(value: string): string | null {
+function parseMaintenanceUntil(value: string): string | null {
   const text = value.trim()
   if (text.toLowerCase() === 'none') return null
   const ms = ISO_TIME.test(text) ? Date.parse(text) : Number.NaN

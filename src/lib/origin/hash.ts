@@ -19,9 +19,9 @@ import {Worker} from 'node:worker_threads'
 import {type Selectable, sql} from 'kysely'
 import type {Database} from '../db/index.js'
 import {MbError, UsageError} from '../errors.js'
+import {hashesOutdatedSql, mtimeSeconds} from './freshness.js'
 import {inSubtree} from '../db/sql.js'
 import {trimSlashes} from '../text.js'
-import {hashesOutdatedSql, mtimeSeconds} from './freshness.js'
 import type {FileTable} from '../db/schema.js'
 
 /** Piece hash algorithms for Metalink `<pieces type=…>`. */
@@ -342,11 +342,9 @@ export async function hashIndex(database: Database, root: string, options: HashI
 
 /** The SQL condition for a file {@link hashIndex} hashes: every file with `force`, else those whose hashes are missing or stale; under `subdir` when given. */
 function dueCondition(pieceHash: PieceHash, options: Pick<HashIndexOptions, 'force' | 'subdir'>) {
-  const due = options.force
-    ? sql<boolean>`true`
-    : sql<boolean>`(sha256 IS NULL OR hashed_size IS DISTINCT FROM size OR hashed_mtime IS DISTINCT FROM mtime OR piece_hash IS DISTINCT FROM ${pieceHash})`
-  const prefix = options.subdir ? `${options.subdir.replace(/^\/+|\/+$/g, '')}/` : ''
-  return prefix ? sql<boolean>`(${due} AND starts_with(path, ${prefix}))` : due
+  const due = options.force ? sql<boolean>`true` : sql<boolean>`(${hashesOutdatedSql()} OR piece_hash IS DISTINCT FROM ${pieceHash})`
+  const prefix = trimSlashes(options.subdir ?? '')
+  return prefix ? sql<boolean>`(${due} AND ${inSubtree(prefix)})` : due
 }
 
 /** Writes one batch of hashes, with the size and mtime of the bytes read, in one transaction. */

@@ -106,7 +106,7 @@ async function resolveStart(root: string, subdir: string | undefined): Promise<{
   } catch (error) {
     throw new UsageError(`The origin root ${root} is not a readable directory (${(error as Error).message}). Pass --root DIR or set MB_ROOT.`, 'ROOT_INVALID')
   }
-  const start = subdir ? subdir.replace(/^\/+|\/+$/g, '') : ''
+  const start = trimSlashes(subdir ?? '')
   let startReal = rootReal
   if (start) {
     try {

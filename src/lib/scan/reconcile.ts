@@ -130,7 +130,7 @@ function toOriginPath(basePath: string, mirrorPath: string): string | undefined 
 function pathFilter(include: string[][], exclude: string[]): (path: string) => boolean {
   const includes = include.filter((list) => list.length > 0).map((list) => picomatch(list, {dot: true}))
   const excludes = exclude.length > 0 ? picomatch(exclude, {dot: true}) : undefined
-  return (path) => includes.every((m) => m(path)) && !(excludes && excludes(path))
+  return (path) => includes.every((m) => m(path)) && !excludes?.(path)
 }
 
 /** Phase timings on stderr when MB_SCAN_DEBUG is set (for benchmarks): each call reports the time since the previous one. */

@@ -19,9 +19,9 @@ import type {ClientInfo, Exclusion, SelectFile, SelectMirror, Selection} from '.
 export * from './types.js'
 export {compileSelectOptions, type SelectOptions} from './options.js'
 export {compileMirror, compileMirrors, MirrorTable} from './mirror.js'
-export {encodePath, mirrorBase, mirrorUrl} from './url.js'
-export {clientNetworkKey, rendezvousKey, uniform} from './hash.js'
-export {type ClientFacts, clientInfo, type GeoLookup, type SelectionContext, selectionContext} from './context.js'
+export {encodePath, mirrorUrl} from './url.js'
+export {clientNetworkKey, uniform} from './hash.js'
+export {clientInfo, type SelectionContext, selectionContext} from './context.js'
 
 /**
  * Chooses mirrors for one request.

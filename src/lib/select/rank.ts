@@ -81,7 +81,13 @@ export function rankPools(
       const i = order[k]
       const m = eligible[i]
       const base = mirrorBase(m, https)!
-      const url = m.basePath ? base + encodePath(path.slice(m.basePath.length)) : base + (encodedWhole ??= encodePath(path))
+      let url: string
+      if (m.basePath) {
+        url = base + encodePath(path.slice(m.basePath.length))
+      } else {
+        if (encodedWhole === undefined) encodedWhole = encodePath(path)
+        url = base + encodedWhole
+      }
       const candidate: Candidate = {mirror: m, realm, rank: ranked.length + 1, url}
       if (excluded && q.hasPosition && !Number.isNaN(distance[i])) candidate.distanceKm = kmFromA(distance[i])
       ranked.push(candidate)

@@ -134,7 +134,7 @@ export const ELIGIBILITY_RULES = [
     needs: 'request',
     appliesTo: (m) => m.excludeCountries.size > 0,
     excludes: (m, q) => q.country !== undefined && m.excludeCountries.has(q.country),
-    detail: (m, q) => `excludes clients from ${q.country}`,
+    detail: (_m, q) => `excludes clients from ${q.country}`,
   },
 ] as const satisfies readonly ExclusionRule[]
 

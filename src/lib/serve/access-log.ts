@@ -34,7 +34,7 @@ export function apacheTime(ms: number): string {
  * control and non-ASCII bytes become `\xhh`, so a line can never be broken or forged.
  */
 export function escapeLogField(value: string): string {
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control bytes are what this escapes
   if (!/["\\\x00-\x1f\x7f-\uffff]/.test(value)) return value
   let out = ''
   for (const byte of Buffer.from(value, 'utf8')) {

@@ -8,7 +8,7 @@
  * Pure: no I/O, no clock. Never throws; bad header values fall back to the nearest address
  * that can be believed (a safe default), never to an address the client made up.
  */
-import ipaddr from 'ipaddr.js'
+import type ipaddr from 'ipaddr.js'
 import {type Cidr, type IpAddress, cidrContains, parseCidr, parseIp} from '../net.js'
 
 /** The resolved client: canonical address text, parsed address and the scheme it used. */
@@ -122,7 +122,7 @@ export function resolveClient(
   while (end > 0) {
     const start = header.lastIndexOf(',', end - 1)
     const element = header.slice(start + 1, end)
-    end = start < 0 ? 0 : start
+    end = Math.max(start, 0)
     if (element.trim().length === 0) continue
     const parsed = parseForwardedElement(element)
     if (parsed === undefined) break // garbage: keep the last believed hop

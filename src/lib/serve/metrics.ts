@@ -55,21 +55,8 @@ export interface ServeMetrics {
 /** Latency buckets in seconds: redirects take well under a millisecond, local delivery longer. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
-/**
- * Creates the registry and metrics (see the module doc).
- * @param options.defaultMetrics also collect prom-client's process metrics (default true)
- */
-export function createServeMetrics(sources: MetricsSources = {}, options: {defaultMetrics?: boolean} = {}): ServeMetrics {
-  const registry = new Registry()
-  if (options.defaultMetrics !== false) collectDefaultMetrics({register: registry, prefix: 'mb_'})
-  const requests = new Counter({name: 'mb_requests_total', help: 'Answered requests by outcome and selection realm', labelNames: ['outcome', 'realm'] as const, registers: [registry]})
-  const latency = new Histogram({
-    name: 'mb_request_duration_seconds',
-    help: 'Time to produce the response, in seconds',
-    labelNames: ['outcome'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [registry],
-  })
+/** The gauges read from `sources` at scrape time: snapshot age, database reachability, mirrors by probe state. */
+function registerStateGauges(registry: Registry, sources: MetricsSources): void {
   new Gauge({
     name: 'mb_snapshot_age_seconds',
     help: 'Seconds since the in-memory snapshot of mirrors and files was last refreshed',
@@ -104,6 +91,24 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
       }
     },
   })
+}
+
+/**
+ * Creates the registry and metrics (see the module doc).
+ * @param options.defaultMetrics also collect prom-client's process metrics (default true)
+ */
+export function createServeMetrics(sources: MetricsSources = {}, options: {defaultMetrics?: boolean} = {}): ServeMetrics {
+  const registry = new Registry()
+  if (options.defaultMetrics !== false) collectDefaultMetrics({register: registry, prefix: 'mb_'})
+  const requests = new Counter({name: 'mb_requests_total', help: 'Answered requests by outcome and selection realm', labelNames: ['outcome', 'realm'] as const, registers: [registry]})
+  const latency = new Histogram({
+    name: 'mb_request_duration_seconds',
+    help: 'Time to produce the response, in seconds',
+    labelNames: ['outcome'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  })
+  registerStateGauges(registry, sources)
   const flushFailures = new Counter({name: 'mb_stats_flush_failures_total', help: 'Failed flushes of download statistics to the database (counts are kept and retried)', registers: [registry]})
   const lost = new Counter({name: 'mb_stats_lost_downloads_total', help: 'Downloads dropped from the statistics because too many keys waited for the database', registers: [registry]})
   new Gauge({

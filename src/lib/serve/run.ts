@@ -13,6 +13,7 @@
  * listener (draining connections), the watch, the retention job, the last statistics flush,
  * the access log, the metrics listener, the snapshot keeper, the log, the database.
  */
+import type {AddressInfo} from 'node:net'
 import {existsSync, statSync} from 'node:fs'
 import {pino, type Logger} from 'pino'
 import type {Config} from '../config/index.js'
@@ -114,14 +115,17 @@ export async function startServe(config: Config, options: {database?: Database; 
   const close = () => (closing ??= stopParts(parts))
   try {
     const logger = parts.logger
-    const database = (parts.database = options.database ?? (await openSharedDatabase(config)))
+    const database = options.database ?? (await openSharedDatabase(config))
+    parts.database = database
     const t0 = performance.now()
-    const keeper = (parts.keeper = await startKeeper(database, config, logger))
+    const keeper = await startKeeper(database, config, logger)
+    parts.keeper = keeper
     const loadSeconds = (performance.now() - t0) / 1000
     const geo = await openGeo({geoip: config.geoip, asnDb: config.asn_db})
-    const server = (parts.server = createServer(config, root, keeper, geo, database, logger))
+    const server = createServer(config, root, keeper, geo, database, logger)
+    parts.server = server
     await observe(parts, config, server, keeper, database)
-    let address
+    let address: AddressInfo
     try {
       address = await server.listen(host, port)
     } catch (error) {

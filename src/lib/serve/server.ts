@@ -263,7 +263,7 @@ export class MirrorServer implements RouteServices {
 
   /** Someone reads the request records: an observer, or the debug log. */
   private get reporting(): boolean {
-    return this.observers.length > 0 || (this.options.logger !== undefined && this.options.logger.isLevelEnabled('debug'))
+    return this.observers.length > 0 || this.options.logger?.isLevelEnabled('debug') === true
   }
 
   /** The record of an answered request, with every optional field present (unset). */
@@ -298,7 +298,7 @@ export class MirrorServer implements RouteServices {
   private report(record: RequestOutcome): void {
     const observers = this.observers
     const logger = this.options.logger
-    if (logger !== undefined && logger.isLevelEnabled('debug')) {
+    if (logger?.isLevelEnabled('debug')) {
       logger.debug({
         ip: record.clientIp,
         cc: record.country,
@@ -346,8 +346,14 @@ export class MirrorServer implements RouteServices {
       startedMs: Date.now(),
     }
     try {
-      if (method !== 'GET' && method !== 'HEAD') return this.plain(ctx, 405, 'bad_request', 'Method not allowed: use GET or HEAD.', {Allow: 'GET, HEAD'})
-      if (!parsed.ok) return this.plain(ctx, parsed.status, 'bad_request', `Bad request: ${parsed.reason}.`)
+      if (method !== 'GET' && method !== 'HEAD') {
+        this.plain(ctx, 405, 'bad_request', 'Method not allowed: use GET or HEAD.', {Allow: 'GET, HEAD'})
+        return
+      }
+      if (!parsed.ok) {
+        this.plain(ctx, parsed.status, 'bad_request', `Bad request: ${parsed.reason}.`)
+        return
+      }
       if (!ctx.slash) ctx.file = snapshot.files.get(ctx.path)
       for (let i = 0; i < this.routes.length; i++) {
         const route = this.routes[i]
@@ -358,7 +364,10 @@ export class MirrorServer implements RouteServices {
           return
         }
       }
-      if (ctx.file !== undefined) return this.redirectOrDeliver(ctx, ctx.file)
+      if (ctx.file !== undefined) {
+        this.redirectOrDeliver(ctx, ctx.file)
+        return
+      }
       this.fromDisk(ctx).catch((error) => this.fail(ctx, error))
     } catch (error) {
       this.fail(ctx, error)
@@ -379,7 +388,10 @@ export class MirrorServer implements RouteServices {
   /** Indexed file: select a mirror and redirect, or deliver it from the origin. */
   private redirectOrDeliver(ctx: RequestContext, file: FileEntry): void {
     const client = this.clientInfo(ctx)
-    if (client === undefined) return this.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
+    if (client === undefined) {
+      this.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
+      return
+    }
     // Only the first `linkCount` candidates are used (Location is the first): rank no more.
     const selection = this.selectMirrors(ctx, client, file, false, this.selectLimit)
     const ranked = selection.ranked

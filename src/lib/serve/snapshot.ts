@@ -132,7 +132,7 @@ async function readMirrors(view: ReadView): Promise<MirrorTable> {
   for (const [json] of result) {
     const row = JSON.parse(json as string) as MirrorRow
     for (const key of ['status_changed_at', 'last_scan_at', 'last_scan_ok_at', 'created_at', 'updated_at'] as const) {
-      if (row[key]) (row as any)[key] = new Date(row[key] as unknown as string)
+      if (row[key]) (row as unknown as Record<string, unknown>)[key] = new Date(row[key] as unknown as string)
     }
     compiled.push(compileMirror(row))
   }
