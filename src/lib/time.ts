@@ -19,3 +19,12 @@ export function unixIso(seconds: number): string {
 export function isoDay(time: Date | number): string {
   return (time instanceof Date ? time : new Date(time)).toISOString().slice(0, 10)
 }
+
+/**
+ * RFC 3339 UTC timestamp of a Unix time in seconds, keeping milliseconds when there are any
+ * (`2027-01-15T08:00:00.500Z`, but `2027-01-15T09:00:00Z`): for times an admin set to the
+ * millisecond, such as a maintenance window's end.
+ */
+export function unixIsoMillis(seconds: number): string {
+  return new Date(seconds * 1000).toISOString().replace('.000Z', 'Z')
+}

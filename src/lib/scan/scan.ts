@@ -49,20 +49,10 @@ export interface ScanAttempt {
 }
 
 /** The outcome for one mirror, as `mb scan --json` prints it. */
-export interface ScanMirrorResult {
-  mirror: string
+export interface ScanMirrorResult extends Pick<ReconcileResult, 'mirror' | 'files' | 'matched' | 'stale' | 'missing' | 'previous' | 'added' | 'removed' | 'enabled' | 'seconds'> {
   ok: boolean
   /** Protocol whose listing was used (null when all failed). */
   protocol: Protocol | null
-  files: number
-  matched: number
-  stale: number
-  missing: number
-  previous: number
-  added: number
-  removed: number
-  enabled: boolean
-  seconds: number
   error: string | null
   attempts: ScanAttempt[]
 }

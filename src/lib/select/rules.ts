@@ -13,7 +13,7 @@ import {type Cidr, cidrContains, type IpAddress} from '../net.js'
 import type {SelectOptions} from './options.js'
 import type {Query} from './query.js'
 import type {SelectMirror} from './types.js'
-import {unixIso} from '../time.js'
+import {unixIso, unixIsoMillis} from '../time.js'
 
 /** The client facts that `scheme` rules may read. */
 export interface SchemeFacts {
@@ -79,7 +79,7 @@ export const ELIGIBILITY_RULES = [
     needs: 'request',
     appliesTo: (m) => m.maintenanceUntil !== null,
     excludes: (m, q) => m.maintenanceUntil !== null && q.now < m.maintenanceUntil,
-    detail: (m) => `in maintenance until ${unixIso(m.maintenanceUntil!)} (\`mb mirror edit ${m.identifier} --maintenance-until none\` ends it)`,
+    detail: (m) => `in maintenance until ${unixIsoMillis(m.maintenanceUntil!)} (\`mb mirror edit ${m.identifier} --maintenance-until none\` ends it)`,
   },
   {
     reason: 'not_in_subtree',
