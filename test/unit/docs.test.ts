@@ -53,6 +53,14 @@ function anchors(path: string): Set<string> {
   return result
 }
 
+/** The command a file under src/commands defines: `mirror/add.ts` → `mirror add`, `scan/index.ts` → `scan`. */
+function commandId(file: string): string {
+  return file
+    .replace(/\.ts$/, '')
+    .replace(/(^|\/)index$/, '')
+    .replaceAll('/', ' ')
+}
+
 /** Relative link targets `[text](target)` outside code, with the line they are on. */
 function links(path: string): Array<{target: string; line: number}> {
   const text = prose(readFileSync(path, 'utf8'))
@@ -82,7 +90,7 @@ describe('README and docs/', () => {
 
   it('the command reference has a section for every command (run `npm run readme` after changing one)', () => {
     const commands = join(ROOT, 'src', 'commands')
-    const ids = filesBelow(commands, '.ts').map((file) => relative(commands, file).replace(/\.ts$/, '').replace(/(^|\/)index$/, '').replaceAll('/', ' '))
+    const ids = filesBelow(commands, '.ts').map((file) => commandId(relative(commands, file)))
     const missing = ids.filter((id) => {
       const page = join(ROOT, 'docs', 'commands', `${id.split(' ')[0]}.md`)
       return !existsSync(page) || !new RegExp(`^## \`mb ${id}( |\`)`, 'm').test(readFileSync(page, 'utf8'))
@@ -95,9 +103,10 @@ describe('README and docs/', () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
     expect(readme).not.to.contain('<!-- commands -->')
     const linked = new Set(links(join(ROOT, 'README.md')).map(({target}) => target.split('#')[0]))
-    const pages = readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)
+    const pages = filesBelow(join(ROOT, 'docs'), '.md')
+      .map((path) => relative(ROOT, path))
+      .filter((path) => !path.startsWith('docs/commands/'))
     expect(pages.filter((page) => !linked.has(page))).to.deep.equal([])
     expect(linked).to.include('docs/commands/README.md')
   })
 })
-
