@@ -1,5 +1,5 @@
 /**
- * Metalink 4 benchmark (issue 6): meta4 responses per second for one file held by
+ * Metalink 4 benchmark: meta4 responses per second for one file held by
  * `--mirrors` mirrors (default 40), target >= 5,000/s (MirrorBrain: about 2,600/s).
  *
  * Creates a fresh PostgreSQL database `mb_bench_meta4` (MB_BENCH_ADMIN_URL, default
@@ -27,7 +27,18 @@ import type {Candidate} from '../src/lib/select/types.js'
 import {startServe} from '../src/lib/serve/run.js'
 
 const ADMIN_URL = process.env.MB_BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
-const COUNTRIES: Array<[string, string]> = [['DE', 'EU'], ['FR', 'EU'], ['GB', 'EU'], ['SE', 'EU'], ['NL', 'EU'], ['US', 'NA'], ['CA', 'NA'], ['BR', 'SA'], ['JP', 'AS'], ['AU', 'OC']]
+const COUNTRIES: Array<[string, string]> = [
+  ['DE', 'EU'],
+  ['FR', 'EU'],
+  ['GB', 'EU'],
+  ['SE', 'EU'],
+  ['NL', 'EU'],
+  ['US', 'NA'],
+  ['CA', 'NA'],
+  ['BR', 'SA'],
+  ['JP', 'AS'],
+  ['AU', 'OC'],
+]
 
 function dbUrl(name: string): string {
   const url = new URL(ADMIN_URL)
@@ -65,8 +76,24 @@ export async function main(args: string[]): Promise<void> {
   const hex = (bytes: number) => randomBytes(bytes).toString('hex')
 
   // In-process: build + render only.
-  const ranked: Candidate[] = Array.from({length: mirrorCount}, (_, i) => ({mirror: {id: i + 1, identifier: `m${i}`, country: COUNTRIES[i % COUNTRIES.length][0]} as any, realm: 'world', rank: i + 1, url: `http://m${i}.example.net/pub/pub/big.iso`}))
-  const stored = {size, mtime: 1_700_000_000, md5: hex(16), sha1: hex(20), sha256: hex(32), piece_size: pieceSize, piece_hash: 'sha256', pieces: hex(32 * pieces), hashed_size: size, hashed_mtime: 1_700_000_000}
+  const ranked: Candidate[] = Array.from({length: mirrorCount}, (_, i) => ({
+    mirror: {id: i + 1, identifier: `m${i}`, country: COUNTRIES[i % COUNTRIES.length][0]} as any,
+    realm: 'world',
+    rank: i + 1,
+    url: `http://m${i}.example.net/pub/pub/big.iso`,
+  }))
+  const stored = {
+    size,
+    mtime: 1_700_000_000,
+    md5: hex(16),
+    sha1: hex(20),
+    sha256: hex(32),
+    piece_size: pieceSize,
+    piece_hash: 'sha256',
+    pieces: hex(32 * pieces),
+    hashed_size: size,
+    hashed_mtime: 1_700_000_000,
+  }
   let n = 0
   const t0 = performance.now()
   while (performance.now() - t0 < 2000) {
@@ -95,11 +122,31 @@ export async function main(args: string[]): Promise<void> {
     const ids: number[] = []
     for (let i = 0; i < mirrorCount; i++) {
       const [cc, continent] = COUNTRIES[i % COUNTRIES.length]
-      const row = await database.db.insertInto('mirror').values({identifier: `m${i}.example.net`, http_url: `http://m${i}.example.net/pub/`, country: cc, continent} as any).returning('id').executeTakeFirstOrThrow()
+      const row = await database.db
+        .insertInto('mirror')
+        .values({identifier: `m${i}.example.net`, http_url: `http://m${i}.example.net/pub/`, country: cc, continent} as any)
+        .returning('id')
+        .executeTakeFirstOrThrow()
       ids.push(row.id)
     }
-    await database.db.insertInto('file').values({path: 'pub/big.iso', size, mtime, mirrors: ids, md5: stored.md5, sha1: stored.sha1, sha256: stored.sha256, piece_size: pieceSize, piece_hash: 'sha256', pieces: stored.pieces, hashed_size: size, hashed_mtime: mtime}).execute()
-    running = await startServe(ConfigSchema.parse({root, database_url: dbUrl(name), serve: {listen: '127.0.0.1:0'}, log_level: 'silent'}), database)
+    await database.db
+      .insertInto('file')
+      .values({
+        path: 'pub/big.iso',
+        size,
+        mtime,
+        mirrors: ids,
+        md5: stored.md5,
+        sha1: stored.sha1,
+        sha256: stored.sha256,
+        piece_size: pieceSize,
+        piece_hash: 'sha256',
+        pieces: stored.pieces,
+        hashed_size: size,
+        hashed_mtime: mtime,
+      })
+      .execute()
+    running = await startServe(ConfigSchema.parse({root, database_url: dbUrl(name), serve: {listen: '127.0.0.1:0'}, log_level: 'silent'}), {database})
     const url = `${running.url}/pub/big.iso.meta4`
     const probe = await fetch(url, {headers: {'x-forwarded-for': '81.2.69.142'}})
     const body = await probe.text()

@@ -81,7 +81,11 @@ async function generatedListing(database: Database, n: number): Promise<void> {
     SELECT 'pub/dir' || (i / 1000) || '/sub' || ((i / 100) % 10) || '/file-' || i || '.rpm', 1000 + (i % 5000), ${T} + (i % 1000)
     FROM generate_series(0, ${n - 1}::int) AS i`.execute(db)
   console.log(`origin index: ${n} rows generated in ${((performance.now() - t) / 1000).toFixed(1)} s`)
-  const mirror = await db.insertInto('mirror').values({identifier: 'bench', http_url: 'http://bench.example/'}).returning(['id', 'identifier', 'base_path', 'include_patterns', 'exclude_patterns']).executeTakeFirstOrThrow()
+  const mirror = await db
+    .insertInto('mirror')
+    .values({identifier: 'bench', http_url: 'http://bench.example/'})
+    .returning(['id', 'identifier', 'base_path', 'include_patterns', 'exclude_patterns'])
+    .executeTakeFirstOrThrow()
   for (const label of ['first scan (all rows join the set)', 'rescan (nothing changed)']) {
     t = performance.now()
     const result = await reconcileListing(database, generated(n), {mirror, protocol: 'rsync'})
@@ -115,7 +119,11 @@ async function realTree(database: Database, files: number): Promise<void> {
     writeFileSync(join(dir, 'rsyncd.conf'), `use chroot = no\nuid = root\ngid = root\npid file = ${join(dir, 'pid')}\n[pub]\npath = ${root}\nread only = yes\n`)
     daemon = spawn('rsync', ['--daemon', '--no-detach', `--config=${join(dir, 'rsyncd.conf')}`, `--port=${port}`, '--address=127.0.0.1'], {stdio: 'ignore'})
     await new Promise((r) => setTimeout(r, 500))
-    const mirror = await database.db.insertInto('mirror').values({identifier: 'bench-rsync', http_url: 'http://bench-rsync.example/', rsync_url: `rsync://127.0.0.1:${port}/pub/`}).returningAll().executeTakeFirstOrThrow()
+    const mirror = await database.db
+      .insertInto('mirror')
+      .values({identifier: 'bench-rsync', http_url: 'http://bench-rsync.example/', rsync_url: `rsync://127.0.0.1:${port}/pub/`})
+      .returningAll()
+      .executeTakeFirstOrThrow()
     t = performance.now()
     const scan = await scanMirror(database, mirror, {})
     if (!scan.ok) throw new Error(`rsync scan failed: ${scan.error}`)

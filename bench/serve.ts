@@ -1,5 +1,5 @@
 /**
- * Serve benchmark (issue 3 item 12). Generates a dataset straight into PostgreSQL
+ * Serve benchmark. Generates a dataset straight into PostgreSQL
  * (127.0.0.1:5432, database `mb_bench`): `--mirrors` mirrors in 30 countries on 6 continents,
  * `--files` files each held by 20-60% of the mirrors. Starts `mb serve` on it, drives it with
  * wrk (random paths, random X-Forwarded-For from a list, `--trusted-proxy 127.0.0.1/32`) at
@@ -19,7 +19,7 @@
  *   npm run bench -- --workers 1 --stats-rounds 3   # counting on/off compared over 3 rounds (0: skip)
  *   npm run bench -- --rounds 3                     # 3 interleaved mb/ceiling pairs, medians in the verdict
  *
- * Issue 7's budget (counting costs at most 10% of throughput) is measured on the first
+ * The statistics budget (counting costs at most 10% of throughput) is measured on the first
  * `--workers` value: the run with counting, then alternately `--no-stats` and counting again
  * (`--stats-rounds` pairs), medians compared.
  *
@@ -41,13 +41,36 @@ const ADMIN_URL = process.env.MB_BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0
 
 /** 30 countries on 6 continents with rough coordinates. */
 const COUNTRIES: Array<[string, string, number, number]> = [
-  ['DE', 'EU', 51, 9], ['FR', 'EU', 46, 2], ['GB', 'EU', 54, -2], ['SE', 'EU', 62, 15], ['NL', 'EU', 52, 5], ['IT', 'EU', 42, 12],
-  ['ES', 'EU', 40, -4], ['PL', 'EU', 52, 20], ['CZ', 'EU', 49, 15], ['AT', 'EU', 47, 13], ['CH', 'EU', 47, 8], ['FI', 'EU', 64, 26],
-  ['US', 'NA', 38, -97], ['CA', 'NA', 60, -95], ['MX', 'NA', 23, -102],
-  ['BR', 'SA', -10, -55], ['AR', 'SA', -34, -64], ['CL', 'SA', -30, -71],
-  ['JP', 'AS', 36, 138], ['CN', 'AS', 35, 105], ['KR', 'AS', 37, 127], ['IN', 'AS', 20, 77], ['SG', 'AS', 1, 103], ['TW', 'AS', 23, 121],
-  ['AU', 'OC', -27, 133], ['NZ', 'OC', -41, 174],
-  ['ZA', 'AF', -29, 24], ['KE', 'AF', 1, 38], ['EG', 'AF', 27, 30], ['NG', 'AF', 10, 8],
+  ['DE', 'EU', 51, 9],
+  ['FR', 'EU', 46, 2],
+  ['GB', 'EU', 54, -2],
+  ['SE', 'EU', 62, 15],
+  ['NL', 'EU', 52, 5],
+  ['IT', 'EU', 42, 12],
+  ['ES', 'EU', 40, -4],
+  ['PL', 'EU', 52, 20],
+  ['CZ', 'EU', 49, 15],
+  ['AT', 'EU', 47, 13],
+  ['CH', 'EU', 47, 8],
+  ['FI', 'EU', 64, 26],
+  ['US', 'NA', 38, -97],
+  ['CA', 'NA', 60, -95],
+  ['MX', 'NA', 23, -102],
+  ['BR', 'SA', -10, -55],
+  ['AR', 'SA', -34, -64],
+  ['CL', 'SA', -30, -71],
+  ['JP', 'AS', 36, 138],
+  ['CN', 'AS', 35, 105],
+  ['KR', 'AS', 37, 127],
+  ['IN', 'AS', 20, 77],
+  ['SG', 'AS', 1, 103],
+  ['TW', 'AS', 23, 121],
+  ['AU', 'OC', -27, 133],
+  ['NZ', 'OC', -41, 174],
+  ['ZA', 'AF', -29, 24],
+  ['KE', 'AF', 1, 38],
+  ['EG', 'AF', 27, 30],
+  ['NG', 'AF', 10, 8],
 ]
 
 /** Deterministic PRNG (mulberry32), so datasets of one shape are identical. */
@@ -120,10 +143,16 @@ async function prepareDataset(name: string, files: number, mirrors: number, fres
     for (let m = 0; m < mirrors; m++) {
       const [cc, continent, lat, lon] = COUNTRIES[m % COUNTRIES.length]
       const score = [50, 100, 100, 150, 200][m % 5]
-      const r = await client.query(
-        `INSERT INTO mirror (identifier, http_url, https_url, country, continent, latitude, longitude, score) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-        [`m${m}.${cc.toLowerCase()}.example.net`, `http://m${m}.${cc.toLowerCase()}.example.net/pub/`, m % 3 === 0 ? null : `https://m${m}.${cc.toLowerCase()}.example.net/pub/`, cc, continent, lat + random() * 2, lon + random() * 2, score],
-      )
+      const r = await client.query(`INSERT INTO mirror (identifier, http_url, https_url, country, continent, latitude, longitude, score) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`, [
+        `m${m}.${cc.toLowerCase()}.example.net`,
+        `http://m${m}.${cc.toLowerCase()}.example.net/pub/`,
+        m % 3 === 0 ? null : `https://m${m}.${cc.toLowerCase()}.example.net/pub/`,
+        cc,
+        continent,
+        lat + random() * 2,
+        lon + random() * 2,
+        score,
+      ])
       ids.push(r.rows[0].id)
     }
     await client.query(`CREATE TABLE bench_meta (key text PRIMARY KEY, value text)`)
@@ -143,7 +172,12 @@ async function prepareDataset(name: string, files: number, mirrors: number, fres
         for (const id of ids) if (random() < share) held.push(id)
         sets.push(`{${held.join(',')}}`)
       }
-      await client.query(`INSERT INTO file (path, size, mtime, mirrors) SELECT p, s, t, m::smallint[] FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[]) AS u(p, s, t, m)`, [paths, sizes, mtimes, sets])
+      await client.query(`INSERT INTO file (path, size, mtime, mirrors) SELECT p, s, t, m::smallint[] FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[]) AS u(p, s, t, m)`, [
+        paths,
+        sizes,
+        mtimes,
+        sets,
+      ])
       if ((start / batch) % 10 === 9) process.stdout.write(`  generated ${start + batch} files\n`)
     }
     await client.query('ANALYZE')
@@ -219,11 +253,19 @@ function rssMB(pid: number): number {
 
 /** CPU seconds (user + system) used so far by a process and its children (for --workers). */
 function cpuSeconds(pid: number): number {
-  const pids = [pid, ...spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], {encoding: 'utf8'}).stdout.split('\n').map((l) => Number(l.trim())).filter((n) => n > 0)]
+  const pids = [
+    pid,
+    ...spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], {encoding: 'utf8'})
+      .stdout.split('\n')
+      .map((l) => Number(l.trim()))
+      .filter((n) => n > 0),
+  ]
   let ticks = 0
   for (const p of pids) {
     try {
-      const fields = readFileSync(`/proc/${p}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')
+      const fields = readFileSync(`/proc/${p}/stat`, 'utf8')
+        .replace(/^.*\) /, '')
+        .split(' ')
       ticks += Number(fields[11]) + Number(fields[12]) // utime, stime (fields 14 and 15 of stat)
     } catch {
       /* gone */
@@ -243,7 +285,9 @@ function postgresCpuSeconds(): number {
     const pid = Number(line.trim())
     if (!(pid > 0)) continue
     try {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+        .replace(/^.*\) /, '')
+        .split(' ')
       ticks += Number(fields[11]) + Number(fields[12])
     } catch {
       /* gone */
@@ -255,7 +299,10 @@ function postgresCpuSeconds(): number {
 /** Sum of RSS over a process and its children (for --workers). */
 function treeRssMB(pid: number): number {
   const r = spawnSync('ps', ['-o', 'rss=', '--ppid', String(pid)], {encoding: 'utf8'})
-  const children = r.stdout.split('\n').filter(Boolean).reduce((a, l) => a + Number(l.trim()) / 1024, 0)
+  const children = r.stdout
+    .split('\n')
+    .filter(Boolean)
+    .reduce((a, l) => a + Number(l.trim()) / 1024, 0)
   return Math.round(rssMB(pid) + children)
 }
 
@@ -448,17 +495,41 @@ export async function main(argv: string[]): Promise<void> {
       await vacuumStats(dbUrl(values.database), false)
       const port = await freePort()
       const serveStart = performance.now()
-      const serve = spawn(process.execPath, [BIN, 'serve', '--root', root, '--listen', `127.0.0.1:${port}`, '--trusted-proxy', '127.0.0.1/32', '--log-level', values['log-level']!, '--workers', String(workers), ...(values['serve-arg'] as string[]), ...extra], {
-        env: {...process.env, MB_DATABASE_URL: dbUrl(values.database), MB_CONFIG: undefined},
-        stdio: ['ignore', 'pipe', 'pipe'],
-      })
+      const serve = spawn(
+        process.execPath,
+        [
+          BIN,
+          'serve',
+          '--root',
+          root,
+          '--listen',
+          `127.0.0.1:${port}`,
+          '--trusted-proxy',
+          '127.0.0.1/32',
+          '--log-level',
+          values['log-level']!,
+          '--workers',
+          String(workers),
+          ...(values['serve-arg'] as string[]),
+          ...extra,
+        ],
+        {
+          env: {...process.env, MB_DATABASE_URL: dbUrl(values.database), MB_CONFIG: undefined},
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      )
       children.push(serve)
       // One "listening" line per process that serves (every worker).
-      const line = verbose ? await waitForLines(serve, /"msg":"listening"/, workers, 300_000) : (await waitForPort(port, 300_000), '{}')
+      let line = '{}'
+      if (verbose) line = await waitForLines(serve, /"msg":"listening"/, workers, 300_000)
+      else await waitForPort(port, 300_000)
       const ready = (performance.now() - serveStart) / 1000
       const info = JSON.parse(line)
       snapshotSeconds ??= info.snapshotSeconds
-      if (announce && verbose) console.log(`mb serve --workers ${workers}: snapshot ${info.files} files, ${info.mirrors} mirrors loaded in ${info.snapshotSeconds} s (ready in ${ready.toFixed(1)} s), RSS after load ${info.rssMB} MB per process`)
+      if (announce && verbose)
+        console.log(
+          `mb serve --workers ${workers}: snapshot ${info.files} files, ${info.mirrors} mirrors loaded in ${info.snapshotSeconds} s (ready in ${ready.toFixed(1)} s), RSS after load ${info.rssMB} MB per process`,
+        )
       else if (announce) console.log(`mb serve --workers ${workers}: ready in ${ready.toFixed(1)} s (--log-level ${values['log-level']} hides the snapshot figures)`)
       // Discard the log (events; one line per request at --log-level debug) while measuring.
       serve.stdout!.on('data', () => {})
@@ -542,7 +613,7 @@ export async function main(argv: string[]): Promise<void> {
           `${ratio === undefined ? '' : `; >= 50% of the ${processes} ceiling ${ratio >= 0.5 ? 'met' : 'MISSED'} (${(ratio * 100).toFixed(1)}%${of})`}; RSS < 1.5 GB ${mbRss < 1536 ? 'met' : 'MISSED'} (${mbRss} MB)`,
       )
 
-      // Issue 7: what counting downloads costs. Alternating runs with and without --no-stats
+      // What counting downloads costs. Alternating runs with and without --no-stats
       // (the machine's speed drifts over a minute); medians of each side.
       if (statsRounds > 0 && workers === workerCounts[0]) {
         const on = [mbResult.rps]
@@ -562,7 +633,9 @@ export async function main(argv: string[]): Promise<void> {
         const drop = (1 - median(on) / median(off)) * 100
         console.log(`counting downloads (${processes}): on ${on.map((x) => x.toFixed(0)).join(', ')} req/s, off ${off.map((x) => x.toFixed(0)).join(', ')} req/s; median drop ${drop.toFixed(1)}%`)
         console.log(`  PostgreSQL CPU per request: on ${median(pgOn).toFixed(1)} us, off ${median(pgOff).toFixed(1)} us (medians)`)
-        console.log('  (uniformly random paths and clients: most requests in a flush interval bring a new day x path x mirror x country key, near the worst case; PostgreSQL upserts them on the same 2 cores)')
+        console.log(
+          '  (uniformly random paths and clients: most requests in a flush interval bring a new day x path x mirror x country key, near the worst case; PostgreSQL upserts them on the same 2 cores)',
+        )
         summary.push(`${processes}: counting costs <= 10% of throughput (issue 7) ${drop <= 10 ? 'met' : 'MISSED'} (${drop.toFixed(1)}%)`)
       }
     }

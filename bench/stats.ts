@@ -1,11 +1,11 @@
 /**
- * Statistics benchmark (issue 7): what counting costs on the hot path.
+ * Statistics benchmark: what counting costs on the hot path.
  *
  * In process, with `--requests` synthetic answered requests spread over `--paths` files,
  * 50 mirrors and 30 countries, it times each observer `mb serve` may run per request (the
  * stats collector, the metrics observer, the access log writing to /dev/null) in ns/request,
  * and the share of a request's time that is at `--rate` requests/s (default 20,000/s, about
- * what `mb serve` answers per core here; see `npm run bench -- serve`). The issue's budget is
+ * what `mb serve` answers per core here; see `npm run bench -- serve`). The budget is
  * 10%. Then it flushes the collected keys into PostgreSQL (database `mb_bench_stats`, created
  * fresh; MB_BENCH_ADMIN_URL, default postgres://postgres@127.0.0.1:5432/postgres) and prints
  * keys/s of the batched upsert, the second flush adding to existing rows.
@@ -14,6 +14,7 @@
  *   npm run bench -- stats --requests 2000000 --paths 100000 --rate 40000 --flush-interval 10 --no-db
  */
 import {parseArgs} from 'node:util'
+import {sql} from 'kysely'
 import pg from 'pg'
 import {openDatabase} from '../src/lib/db/index.js'
 import {openAccessLog} from '../src/lib/serve/access-log.js'
@@ -142,7 +143,7 @@ export async function main(argv: string[]): Promise<void> {
       const cpuUs = (cpu.user + cpu.system) / Math.max(1, keys)
       console.log(`flush ${label}: ${result.rows} keys in ${s.toFixed(2)} s (${Math.round(keys / s)} keys/s; this process ${cpuUs.toFixed(1)} us CPU per key)`)
     }
-    const total = await database.pool!.query('SELECT sum(downloads)::bigint AS d, count(*)::bigint AS n FROM stats_daily')
+    const total = await sql<{d: number; n: number}>`SELECT sum(downloads)::bigint AS d, count(*)::bigint AS n FROM stats_daily`.execute(database.db)
     console.log(`stored: ${total.rows[0].n} rows, ${total.rows[0].d} downloads`)
   } finally {
     await database.close()

@@ -1,6 +1,7 @@
 /**
  * Initial schema: mirrors, the origin file index with per-file mirror sets, sparse records of
- * mismatching mirror copies, and change tracking for `mb serve` snapshots.
+ * mismatching mirror copies, and change tracking for `mb serve` snapshots (`txid` columns,
+ * tombstones, triggers and NOTIFY: the contract is docs/change-tracking.md).
  *
  * Sized for 1,000,000 files x 200 mirrors: one `file` row per origin file holding
  * `mirrors smallint[]` (the MirrorBrain layout), not one row per file and mirror.
@@ -89,7 +90,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     )`.execute(db)
   await sql`CREATE INDEX mirror_file_stale_file_idx ON mirror_file_stale (file_id)`.execute(db)
 
-  // Deleted origin files, so that snapshots can drop them incrementally.
+  // Deleted origin files, so that snapshots can drop them incrementally (docs/change-tracking.md).
   await sql`
     CREATE TABLE file_tombstone (
       path text COLLATE "C" NOT NULL,

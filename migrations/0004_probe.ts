@@ -1,5 +1,5 @@
 /**
- * Probe history and state transitions (issue 5).
+ * Probe history and state transitions.
  *
  * - `mirror_probe`: one row per check (mirror x protocol x address family x time), bounded
  *   per mirror by the prober (it keeps the last `probe.history` rows).

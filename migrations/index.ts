@@ -2,6 +2,12 @@
  * The ordered list of schema migrations (applied in name order). Add a new file
  * `NNNN_name.ts` with the next number and register it here; never edit a migration that has
  * been released.
+ *
+ * The numbers have gaps (no 0003, no 0005) because a number is handed to a change when the
+ * change is planned, so that changes made side by side do not collide, and it is never
+ * reused: a planned change that needed no schema leaves its number unused. The gaps are
+ * harmless, since kysely only needs the names to sort in the order they run. Never fill them: a database that has applied 0006 would see a new 0003 as a
+ * migration out of order, which kysely refuses. The next migration is 0009.
  */
 import type {Migration} from 'kysely'
 import * as m0001 from './0001_init.js'
@@ -10,6 +16,7 @@ import * as m0004 from './0004_probe.js'
 import * as m0006 from './0006_stats.js'
 import * as m0007 from './0007_file_touch_once.js'
 import * as m0008 from './0008_stats_daily_fillfactor.js'
+import * as m0009 from './0009_mirror_maintenance.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_init': m0001,
@@ -18,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '0006_stats': m0006,
   '0007_file_touch_once': m0007,
   '0008_stats_daily_fillfactor': m0008,
+  '0009_mirror_maintenance': m0009,
 }

@@ -6,7 +6,7 @@
 import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
 import {type Config as MbConfig, type LoadedConfig, loadConfig} from './lib/config/index.js'
 import {type Database, openDatabase, type OpenOptions} from './lib/db/index.js'
-import {MbError, errorMessage} from './lib/errors.js'
+import {ERRORS, type ErrorCode, MbError, errorMessage} from './lib/errors.js'
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
 
@@ -83,11 +83,11 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   /** Keeps exit code 2 for usage errors even under `--json`, and prints MbErrors plainly. */
   protected override async catch(error: Error & {exitCode?: number; oclif?: {exit?: number}}): Promise<unknown> {
-    const exitCode = error instanceof MbError ? error.exitCode : error.oclif?.exit ?? error.exitCode ?? 1
-    const code = error instanceof MbError ? error.code : exitCode === 2 ? 'USAGE' : 'FAILED'
+    const exitCode = error instanceof MbError ? error.exitCode : (error.oclif?.exit ?? error.exitCode ?? 1)
+    const code: ErrorCode = error instanceof MbError ? error.code : exitCode === 2 ? 'USAGE' : 'FAILED'
     const message = errorMessage(error)
     if (this.jsonEnabled()) {
-      this.logJson({error: {code, message}})
+      this.logJson({error: {code, message, hint: ERRORS[code].hint}})
     } else if (error instanceof MbError || exitCode === 2) {
       process.stderr.write(`Error: ${message}\n`)
     } else {

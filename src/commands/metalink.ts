@@ -1,5 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.js'
+import {documentJson, type DocumentJson} from '../lib/metalink/document.js'
 import {offlineMetalink} from '../lib/metalink/offline.js'
 
 export default class Metalink extends BaseCommand<typeof Metalink> {
@@ -32,7 +33,7 @@ document model (sources, hashes) is printed instead of the XML.`
     return {root: this.flags.root}
   }
 
-  public async run(): Promise<unknown> {
+  public async run(): Promise<DocumentJson> {
     const database = await this.openDb()
     const {doc, text} = await offlineMetalink(database, this.mbConfig, {
       path: this.args.path,
@@ -42,6 +43,6 @@ document model (sources, hashes) is printed instead of the XML.`
       maxUrls: this.flags['max-urls'],
     })
     if (!this.jsonEnabled()) process.stdout.write(text)
-    return {...doc, published: doc.published.toISOString()}
+    return documentJson(doc)
   }
 }

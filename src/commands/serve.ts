@@ -1,10 +1,6 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.js'
-import {UsageError} from '../lib/errors.js'
-import {isWorker, releaseWorker, runPrimary, untilStopSignal} from '../lib/serve/cluster.js'
-import {createLogger, parseListen, startServe} from '../lib/serve/run.js'
-import {startBackgroundProbes} from '../lib/probe/background.js'
-import {attachObservability} from '../lib/stats/attach.js'
+import {runServe} from '../lib/serve/run.js'
 
 export default class Serve extends BaseCommand<typeof Serve> {
   static override description = `Run the redirector: answer downloads with a 302 to the best mirror, or deliver from the origin
@@ -58,27 +54,6 @@ Serves from an in-memory snapshot of mirrors and the file index, kept fresh thro
   }
 
   public async run(): Promise<{url: string; stopped: boolean}> {
-    const config = this.mbConfig
-    if (config.serve.workers > 1 && !isWorker()) {
-      if (!config.database_url) throw new UsageError('--workers needs PostgreSQL (MB_DATABASE_URL or --database-url): the embedded store allows one process. Drop --workers or use PostgreSQL.', 'WORKERS_NEED_POSTGRES')
-      parseListen(config.serve.listen)
-      await runPrimary(config.serve.workers, createLogger(config.log_level), {metricsListen: config.serve.metrics_listen})
-      return {url: config.serve.listen, stopped: true}
-    }
-    const database = await this.openDb()
-    // On the embedded store, let other mb commands (mirror disable, scan, stats) in through a socket.
-    await database.share()
-    const running = await startServe(config, database)
-    // Download statistics, access log and metrics (src/lib/stats/attach.ts); flushed on close().
-    await attachObservability(running.server, {database, config, keeper: running.keeper, logger: running.logger, accessLog: config.serve.access_log, metricsListen: config.serve.metrics_listen, clusterWorker: isWorker()}).catch(async (error) => {
-      await running.close()
-      throw error
-    })
-    const probes = config.serve.probe_interval > 0 ? startBackgroundProbes(database, config, {intervalSeconds: config.serve.probe_interval, logger: running.logger}) : undefined
-    await untilStopSignal()
-    await probes?.stop()
-    await running.close()
-    releaseWorker()
-    return {url: running.url, stopped: true}
+    return runServe(this.mbConfig)
   }
 }

@@ -17,14 +17,46 @@ export type Cidr = [IpAddress, number]
 export function parseIp(text: string): IpAddress | undefined {
   // Only the standard forms: dotted quads for IPv4 (no legacy `1.2.3` or octal/hex parts)
   // and RFC 4291 text for IPv6.
-  if (text.includes(':') ? !ipaddr.IPv6.isValid(text) : !ipaddr.IPv4.isValidFourPartDecimal(text)) return undefined
+  if (!text.includes(':')) return parseDottedQuad(text)
+  if (!ipaddr.IPv6.isValid(text)) return undefined
   try {
-    const address = ipaddr.parse(text)
-    if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) return (address as ipaddr.IPv6).toIPv4Address()
-    return address
+    const address = ipaddr.IPv6.parse(text)
+    return address.isIPv4MappedAddress() ? address.toIPv4Address() : address
   } catch {
     return undefined
   }
+}
+
+/**
+ * Parses a dotted-quad IPv4 address (four decimal octets 0-255, no leading zeros; the only
+ * IPv4 form RFC 7239 and proxies emit, and what `ipaddr.IPv4.isValidFourPartDecimal`
+ * accepts) without regular expressions: the redirect path parses one per request.
+ * Undefined for anything else, including the octal/hex/short forms that inet_aton accepts.
+ */
+function parseDottedQuad(text: string): ipaddr.IPv4 | undefined {
+  const octets = [0, 0, 0, 0]
+  let part = 0
+  let value = 0
+  let digits = 0
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 46 /* . */) {
+      if (digits === 0 || part === 3) return undefined
+      octets[part++] = value
+      value = 0
+      digits = 0
+    } else if (c >= 48 && c <= 57) {
+      if (digits > 0 && value === 0) return undefined // leading zero
+      value = value * 10 + (c - 48)
+      if (value > 255) return undefined
+      digits++
+    } else {
+      return undefined
+    }
+  }
+  if (digits === 0 || part !== 3) return undefined
+  octets[3] = value
+  return new ipaddr.IPv4(octets)
 }
 
 /** Canonical text of an address (IPv4-mapped IPv6 shown as IPv4), or undefined. */

@@ -3,6 +3,7 @@
  * Machine output is `--json`, handled by the command base class.
  */
 import Table from 'cli-table3'
+import {isoSeconds} from './time.js'
 
 /** A column: header text and how to get the cell from a row. */
 export interface Column<T> {
@@ -12,7 +13,7 @@ export interface Column<T> {
 
 function cell(value: unknown): string {
   if (value === null || value === undefined) return '-'
-  if (value instanceof Date) return value.toISOString().replace('.000Z', 'Z')
+  if (value instanceof Date) return isoSeconds(value)
   if (Array.isArray(value)) return value.length === 0 ? '-' : value.join(',')
   return String(value)
 }

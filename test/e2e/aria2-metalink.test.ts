@@ -40,7 +40,20 @@ function aria2c(args: string[]): Promise<{code: number; log: string}> {
   })
 }
 
-const COMMON = ['--log=-', '--log-level=debug', '--console-log-level=warn', '--summary-interval=0', '--no-conf', '--allow-overwrite=true', '--auto-file-renaming=false', '--file-allocation=none', '--retry-wait=0', '--max-tries=20', '--connect-timeout=5', '--timeout=20']
+const COMMON = [
+  '--log=-',
+  '--log-level=debug',
+  '--console-log-level=warn',
+  '--summary-interval=0',
+  '--no-conf',
+  '--allow-overwrite=true',
+  '--auto-file-renaming=false',
+  '--file-allocation=none',
+  '--retry-wait=0',
+  '--max-tries=20',
+  '--connect-timeout=5',
+  '--timeout=20',
+]
 
 describe(`aria2c through mb serve (${backend})`, function () {
   let test: TestDatabase
@@ -75,12 +88,19 @@ describe(`aria2c through mb serve (${backend})`, function () {
     await indexOrigin(database.db, root)
     await hashIndex(database, root, {jobs: 2})
     const ids: number[] = []
-    for (const [identifier, m] of [['a.mirror', mirrors[0]], ['b.mirror', mirrors[1]]] as const) {
-      const row = await database.db.insertInto('mirror').values({identifier, http_url: m.url, country: 'DE', continent: 'EU', last_scan_ok_at: new Date()} as any).returning('id').executeTakeFirstOrThrow()
+    for (const [identifier, m] of [
+      ['a.mirror', mirrors[0]],
+      ['b.mirror', mirrors[1]],
+    ] as const) {
+      const row = await database.db
+        .insertInto('mirror')
+        .values({identifier, http_url: m.url, country: 'DE', continent: 'EU', last_scan_ok_at: new Date()} as any)
+        .returning('id')
+        .executeTakeFirstOrThrow()
       ids.push(row.id)
     }
     await database.db.updateTable('file').set({mirrors: ids}).execute()
-    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, log_level: 'silent'}), database)
+    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, log_level: 'silent'}), {database})
     // Corrupt one piece on the mirror that the selection ranks first for this client.
     const first = /<url[^>]*priority="1"[^>]*>([^<]+)</.exec(await (await fetch(`${serve.url}/pub/big.bin.meta4`)).text())![1]
     const index = mirrors.findIndex((m) => first.startsWith(m.url))
@@ -113,7 +133,13 @@ describe(`aria2c through mb serve (${backend})`, function () {
     }
     // The corrupted piece failed its hash and was fetched again.
     expect(log).to.match(new RegExp(`Chunk checksum validation failed\\. checksumIndex=${BAD_PIECE},`))
-    expect(log).to.match(new RegExp(`Good chunk checksum\\. hash=${createHash('sha256').update(data.subarray(BAD_PIECE * PIECE, (BAD_PIECE + 1) * PIECE)).digest('hex')}`))
+    expect(log).to.match(
+      new RegExp(
+        `Good chunk checksum\\. hash=${createHash('sha256')
+          .update(data.subarray(BAD_PIECE * PIECE, (BAD_PIECE + 1) * PIECE))
+          .digest('hex')}`,
+      ),
+    )
   })
 
   it('follows the plain 302 with Link rel=duplicate and Digest, and fails on a wrong Digest', async () => {
@@ -129,10 +155,18 @@ describe(`aria2c through mb serve (${backend})`, function () {
     expect(ok.log).to.include(`Link: <${serve.url}/pub/big.bin.meta4>; rel=describedby`)
     expect(ok.log).to.match(/Digest: SHA-256=/)
     expect(ok.log).to.match(/Setting digest: type=sha-256/)
-    expect(createHash('sha256').update(readFileSync(join(out, 'big.bin'))).digest('hex')).to.equal(sha256)
+    expect(
+      createHash('sha256')
+        .update(readFileSync(join(out, 'big.bin')))
+        .digest('hex'),
+    ).to.equal(sha256)
 
     // A wrong SHA-256 in the index (still "fresh") makes the Digest header lie.
-    await database.db.updateTable('file').set({sha256: 'f'.repeat(64), md5: '0'.repeat(32), sha1: '1'.repeat(40)}).where('path', '=', 'pub/big.bin').execute()
+    await database.db
+      .updateTable('file')
+      .set({sha256: 'f'.repeat(64), md5: '0'.repeat(32), sha1: '1'.repeat(40)})
+      .where('path', '=', 'pub/big.bin')
+      .execute()
     let digest: string | null = null
     for (let i = 0; i < 100; i++) {
       const res = await fetch(`${serve.url}/pub/big.bin`, {redirect: 'manual'})

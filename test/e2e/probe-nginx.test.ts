@@ -54,11 +54,22 @@ describe(`mb probe against nginx, and mb serve afterwards (${backend})`, functio
       const ids: number[] = []
       for (const [identifier, url] of Object.entries(urls)) {
         const values = url.startsWith('https:') ? {identifier, https_url: url} : {identifier, http_url: url}
-        ids.push((await database.db.insertInto('mirror').values({...values, country: 'GB', continent: 'EU'}).returning('id').executeTakeFirstOrThrow()).id)
+        ids.push(
+          (
+            await database.db
+              .insertInto('mirror')
+              .values({...values, country: 'GB', continent: 'EU'})
+              .returning('id')
+              .executeTakeFirstOrThrow()
+          ).id,
+        )
       }
       for (const path of ['pub/big.iso', 'pub/small.txt']) {
         const stat = statSync(join(root, path))
-        await database.db.insertInto('file').values({path, size: stat.size, mtime: Math.floor(stat.mtimeMs / 1000), mirrors: ids}).execute()
+        await database.db
+          .insertInto('file')
+          .values({path, size: stat.size, mtime: Math.floor(stat.mtimeMs / 1000), mirrors: ids})
+          .execute()
       }
     } finally {
       await database.close()
@@ -82,7 +93,11 @@ describe(`mb probe against nginx, and mb serve afterwards (${backend})`, functio
     expect(first('reinstalled.test')).to.include({ok: false, reason: 'http_404', http_status: 404})
     expect(first('tls.test')).to.include({key: 'https/ipv4', ok: false, reason: 'tls_error', http_status: null})
     expect(first('gone.test')).to.include({ok: false, reason: 'refused'})
-    expect(Object.values(byName).map((m: any) => `${m.identifier}:${m.up}`).sort()).to.deep.equal(['gone.test:false', 'healthy.test:true', 'picky.test:false', 'reinstalled.test:false', 'tls.test:false'])
+    expect(
+      Object.values(byName)
+        .map((m: any) => `${m.identifier}:${m.up}`)
+        .sort(),
+    ).to.deep.equal(['gone.test:false', 'healthy.test:true', 'picky.test:false', 'reinstalled.test:false', 'tls.test:false'])
     const root200 = await fetch(urls['reinstalled.test'])
     expect(root200.status).to.equal(200)
   })
@@ -102,7 +117,10 @@ describe(`mb probe against nginx, and mb serve afterwards (${backend})`, functio
     expect(res.status).to.equal(302)
     const up = [`${urls['healthy.test']}pub/big.iso`, `${urls['tls.test']}pub/big.iso`]
     expect(up).to.include(res.headers.location)
-    const links = headerLines(res, 'link').filter((l) => l.includes('rel=duplicate')).map((l) => /^<([^>]+)>/.exec(l)![1]).sort()
+    const links = headerLines(res, 'link')
+      .filter((l) => l.includes('rel=duplicate'))
+      .map((l) => /^<([^>]+)>/.exec(l)![1])
+      .sort()
     expect(links).to.deep.equal(up.sort())
   })
 })

@@ -117,7 +117,9 @@ describe('e2e: FTP lister against vsftpd', function () {
     const silent = await startSilentServer()
     try {
       const error = await failure(collect(silent.url('ftp'), {}, {connectTimeoutSeconds: 1, ioTimeoutSeconds: 1}))
-      expect(error.message).to.match(new RegExp(`^FTP server 127\\.0\\.0\\.1:${silent.port} did not (complete the connection and login within 1 s \\(connect timeout\\)|answer within 1 s while connecting \\(idle timeout\\))`))
+      expect(error.message).to.match(
+        new RegExp(`^FTP server 127\\.0\\.0\\.1:${silent.port} did not (complete the connection and login within 1 s \\(connect timeout\\)|answer within 1 s while connecting \\(idle timeout\\))`),
+      )
       expect(error.code).to.equal('SCAN_TIMEOUT')
     } finally {
       await silent.stop()

@@ -18,8 +18,14 @@ const collect = (url: string, options: HttpListerOptions = {}, listOptions: List
 /** Asserts the listing holds exactly the expected files, each size exact or its range holding the true size. */
 function expectSameFiles(entries: ListingEntry[], expected: Map<string, number>, exact: boolean): void {
   const got = new Map(entries.filter((e) => e.type === 'file').map((e) => [e.path, e]))
-  expect([...got.keys()].filter((p) => !expected.has(p)), 'extra paths').to.deep.equal([])
-  expect([...expected.keys()].filter((p) => !got.has(p)), 'missing paths').to.deep.equal([])
+  expect(
+    [...got.keys()].filter((p) => !expected.has(p)),
+    'extra paths',
+  ).to.deep.equal([])
+  expect(
+    [...expected.keys()].filter((p) => !got.has(p)),
+    'missing paths',
+  ).to.deep.equal([])
   for (const [path, size] of expected) {
     const e = got.get(path)!
     if (exact) {
@@ -91,8 +97,14 @@ describe('e2e: HTTP lister against nginx and lighttpd', function () {
   it('lighttpd with exactSizes: head resolves rounded sizes exactly', async () => {
     const {entries} = await collect(lighttpd.url, {exactSizes: 'head'}, {subdir: 'sizes'})
     expect(entries.map((e) => `${e.path} ${e.size} ${e.sizeApproximate ?? 'exact'}`).sort()).to.deep.equal([
-      'sizes/1023.bin 1023 exact', 'sizes/1024.bin 1024 exact', 'sizes/1048576.bin 1048576 exact', 'sizes/5000.bin 5000 exact',
-      'sizes/972.bin 972 exact', 'sizes/99.bin 99 exact', 'sizes/one.bin 1 exact', 'sizes/zero.bin 0 exact',
+      'sizes/1023.bin 1023 exact',
+      'sizes/1024.bin 1024 exact',
+      'sizes/1048576.bin 1048576 exact',
+      'sizes/5000.bin 5000 exact',
+      'sizes/972.bin 972 exact',
+      'sizes/99.bin 99 exact',
+      'sizes/one.bin 1 exact',
+      'sizes/zero.bin 0 exact',
     ])
   })
 
@@ -109,9 +121,7 @@ describe('e2e: HTTP lister against nginx and lighttpd', function () {
 
   it('follows a redirect of the base within the same origin', async () => {
     const {entries} = await collect(html.url + 'moved/')
-    expect(entries.map((e) => `${e.type} ${e.path} ${e.size}`).sort()).to.deep.equal([
-      'dir nested 0', 'file big.iso 100000', 'file nested/leaf.txt 23', 'file target file.bin 1536',
-    ])
+    expect(entries.map((e) => `${e.type} ${e.path} ${e.size}`).sort()).to.deep.equal(['dir nested 0', 'file big.iso 100000', 'file nested/leaf.txt 23', 'file target file.bin 1536'])
   })
 
   it('refuses a base URL that redirects to ftp:// or another port, with a clear reason', async () => {
@@ -157,8 +167,14 @@ describe('e2e: HTTP lister against nginx and lighttpd', function () {
       expect(error.code).to.equal('SCAN_TLS')
       const {entries} = await collect(secure.url, {allowSelfSigned: true}, {subdir: 'sizes'})
       expect(entries.map((e) => `${e.path} ${e.size}`).sort()).to.deep.equal([
-        'sizes/1023.bin 1023', 'sizes/1024.bin 1024', 'sizes/1048576.bin 1048576', 'sizes/5000.bin 5000',
-        'sizes/972.bin 972', 'sizes/99.bin 99', 'sizes/one.bin 1', 'sizes/zero.bin 0',
+        'sizes/1023.bin 1023',
+        'sizes/1024.bin 1024',
+        'sizes/1048576.bin 1048576',
+        'sizes/5000.bin 5000',
+        'sizes/972.bin 972',
+        'sizes/99.bin 99',
+        'sizes/one.bin 1',
+        'sizes/zero.bin 0',
       ])
     } finally {
       await secure.stop()
@@ -177,12 +193,18 @@ describe('e2e: HTTP lister against nginx and lighttpd', function () {
       const {entries, warnings} = await collect(web.url + 'dir%20with%20space/')
       expect(entries.map((e) => `${e.type} ${e.path}`).sort()).to.deep.equal(['dir sub#dir', 'file inner file.txt'])
       expect(warnings).to.have.length(1)
-      expect(warnings[0]).to.match(/^HTTP directory http:\/\/127\.0\.0\.1:\d+\/dir%20with%20space\/sub%23dir\/ redirects to http:\/\/127\.0\.0\.1:\d+\/real%20dir\/, outside the mirror's tree; skipped$/)
+      expect(warnings[0]).to.match(
+        /^HTTP directory http:\/\/127\.0\.0\.1:\d+\/dir%20with%20space\/sub%23dir\/ redirects to http:\/\/127\.0\.0\.1:\d+\/real%20dir\/, outside the mirror's tree; skipped$/,
+      )
       // From the root, the same redirect stays inside the tree: its target is listed under the linking path.
       const inside = await collect(web.url, {}, {subdir: 'dir with space'})
       expect(inside.entries.map((e) => e.path).sort()).to.deep.equal([
-        'dir with space/inner file.txt', 'dir with space/sub#dir', 'dir with space/sub#dir/big.iso',
-        'dir with space/sub#dir/nested', 'dir with space/sub#dir/nested/leaf.txt', 'dir with space/sub#dir/target file.bin',
+        'dir with space/inner file.txt',
+        'dir with space/sub#dir',
+        'dir with space/sub#dir/big.iso',
+        'dir with space/sub#dir/nested',
+        'dir with space/sub#dir/nested/leaf.txt',
+        'dir with space/sub#dir/target file.bin',
       ])
     } finally {
       await web.stop()
@@ -211,7 +233,8 @@ function aprStrfsize(bytes: number): string {
       continue
     }
     if (size < 9 || (size === 9 && remain < 973)) {
-      if ((remain = Math.floor((remain * 5 + 256) / 512)) >= 10) {
+      remain = Math.floor((remain * 5 + 256) / 512)
+      if (remain >= 10) {
         size++
         remain = 0
       }
@@ -234,11 +257,15 @@ async function writeApacheIndexes(dir: string, urlPath: string): Promise<void> {
     const href = (entry.includes(':') ? './' : '') + encodeURIComponent(entry).replace(/%3A/g, ':').replace(/%2B/g, '+') + (st.isDirectory() ? '/' : '')
     const text = entry.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
     const size = st.isDirectory() ? '  - ' : aprStrfsize(st.size)
-    rows.push(`<tr><td valign="top"><img src="/icons/${st.isDirectory() ? 'folder' : 'unknown'}.gif" alt="[${st.isDirectory() ? 'DIR' : '   '}]"></td><td><a href="${href}">${text}${st.isDirectory() ? '/' : ''}</a></td><td align="right">${date}  </td><td align="right">${size}</td><td>&nbsp;</td></tr>`)
+    rows.push(
+      `<tr><td valign="top"><img src="/icons/${st.isDirectory() ? 'folder' : 'unknown'}.gif" alt="[${st.isDirectory() ? 'DIR' : '   '}]"></td><td><a href="${href}">${text}${st.isDirectory() ? '/' : ''}</a></td><td align="right">${date}  </td><td align="right">${size}</td><td>&nbsp;</td></tr>`,
+    )
     if (st.isDirectory()) await writeApacheIndexes(join(dir, entry), `${urlPath}${entry}/`)
   }
   const title = `Index of ${urlPath}`.replace(/&/g, '&amp;').replace(/</g, '&lt;')
-  await writeFile(join(dir, 'index.html'), `<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 3.2 Final//EN">
+  await writeFile(
+    join(dir, 'index.html'),
+    `<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 3.2 Final//EN">
 <html>
  <head>
   <title>${title}</title>
@@ -254,7 +281,9 @@ ${rows.join('\n')}
 </table>
 <address>Apache/2.4.62 (Debian) Server at 127.0.0.1 Port 80</address>
 </body></html>
-`, {mode: 0o644})
+`,
+    {mode: 0o644},
+  )
 }
 
 describe('e2e: HTTP lister on Apache-style (mod_autoindex HTMLTable) indexes served as static pages', function () {
@@ -282,14 +311,23 @@ describe('e2e: HTTP lister on Apache-style (mod_autoindex HTMLTable) indexes ser
     expect([...got.keys()].sort()).to.deep.equal([...expected.keys()].sort())
     for (const [path, size] of expected) {
       const e = got.get(path)!
-      if (size < 973) expect(e, path).to.deep.include({size, mtime: MIRROR_TREE_MTIME - 5, mtimePrecision: 60}).and.not.have.property('sizeApproximate')
+      if (size < 973)
+        expect(e, path)
+          .to.deep.include({size, mtime: MIRROR_TREE_MTIME - 5, mtimePrecision: 60})
+          .and.not.have.property('sizeApproximate')
       else expect(e.sizeMin! <= size && size <= e.sizeMax!, `${path}: ${size} in [${e.sizeMin}, ${e.sizeMax}]`).to.equal(true)
     }
     // With HEAD, every size is exact.
     const exact = await collect(web.url, {exactSizes: 'head'}, {subdir: 'sizes'})
     expect(exact.entries.map((e) => `${e.path} ${e.size} ${e.sizeApproximate ?? 'exact'}`).sort()).to.deep.equal([
-      'sizes/1023.bin 1023 exact', 'sizes/1024.bin 1024 exact', 'sizes/1048576.bin 1048576 exact', 'sizes/5000.bin 5000 exact',
-      'sizes/972.bin 972 exact', 'sizes/99.bin 99 exact', 'sizes/one.bin 1 exact', 'sizes/zero.bin 0 exact',
+      'sizes/1023.bin 1023 exact',
+      'sizes/1024.bin 1024 exact',
+      'sizes/1048576.bin 1048576 exact',
+      'sizes/5000.bin 5000 exact',
+      'sizes/972.bin 972 exact',
+      'sizes/99.bin 99 exact',
+      'sizes/one.bin 1 exact',
+      'sizes/zero.bin 0 exact',
     ])
   })
 })

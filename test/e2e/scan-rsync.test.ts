@@ -184,7 +184,10 @@ describe('mb scan over a real rsync daemon (e2e)', function () {
     expect(held.filter((p) => p.includes('.~tmp~'))).to.deep.equal([])
     const database = await tdb.open()
     try {
-      const stale = await sql<{path: string; size: number}>`SELECT f.path, s.size FROM mirror_file_stale s JOIN file f ON f.id = s.file_id JOIN mirror m ON m.id = s.mirror_id WHERE m.identifier = 'good'`.execute(database.db)
+      const stale = await sql<{
+        path: string
+        size: number
+      }>`SELECT f.path, s.size FROM mirror_file_stale s JOIN file f ON f.id = s.file_id JOIN mirror m ON m.id = s.mirror_id WHERE m.identifier = 'good'`.execute(database.db)
       expect(stale.rows).to.deep.equal([{path: 'stale.iso', size: 'mirror has an older version'.length}])
     } finally {
       await database.close()
@@ -293,7 +296,7 @@ describe('mb scan over a real rsync daemon (e2e)', function () {
     const usage = await mb(['scan'], {env})
     expect(usage.code).to.equal(2)
     expect(usage.stderr).to.match(/Name the mirror\(s\) to scan, or pass --all/)
-    const escape = await mb(['scan', 'good', '--dir', '../etc'], {env})
-    expect(escape.code).to.equal(2)
+    const escaping = await mb(['scan', 'good', '--dir', '../etc'], {env})
+    expect(escaping.code).to.equal(2)
   })
 })

@@ -1,5 +1,5 @@
 /**
- * Issue 2's walkthrough, end to end, the way a sysadmin does it: a real `rsync --daemon` and
+ * The README's walkthrough, end to end, the way a sysadmin does it: a real `rsync --daemon` and
  * nginx on loopback serve three mirror trees (GB, SE, US) copied from an origin tree, each
  * missing different files and one holding a wrong-size copy; `mb mirror add` x3, `mb index`,
  * `mb scan --all`, `mb serve` with MaxMind's test database and `--trusted-proxy 127.0.0.1/32`;
@@ -97,7 +97,15 @@ describe('walkthrough: mirrors, index, scan, serve, curl (e2e)', function () {
     const rsyncPort = await freePort()
     writeFileSync(
       join(dir, 'rsyncd.conf'),
-      ['use chroot = no', 'uid = root', 'gid = root', `pid file = ${join(dir, 'rsyncd.pid')}`, `log file = ${join(dir, 'rsyncd.log')}`, ...['gb', 'se', 'us'].flatMap((m) => [`[${m}]`, `path = ${join(mirrors, m)}`, 'read only = yes']), ''].join('\n'),
+      [
+        'use chroot = no',
+        'uid = root',
+        'gid = root',
+        `pid file = ${join(dir, 'rsyncd.pid')}`,
+        `log file = ${join(dir, 'rsyncd.log')}`,
+        ...['gb', 'se', 'us'].flatMap((m) => [`[${m}]`, `path = ${join(mirrors, m)}`, 'read only = yes']),
+        '',
+      ].join('\n'),
     )
     rsyncd = spawn('rsync', ['--daemon', '--no-detach', `--config=${join(dir, 'rsyncd.conf')}`, `--port=${rsyncPort}`, '--address=127.0.0.1'], {stdio: 'ignore'})
     await waitForPort(rsyncPort)
@@ -133,7 +141,9 @@ describe('walkthrough: mirrors, index, scan, serve, curl (e2e)', function () {
   /** The mirror a client is sent to for `path` ('' = served locally), via curl. */
   function chosen(path: string, cc: keyof typeof CLIENTS): {status: number; location: string} {
     const url = `${serve!.url}/${path.split('/').map(encodeURIComponent).join('/')}`
-    const out = curl(['-o', '/dev/null', '-w', '%{http_code} %{redirect_url}', '-H', `X-Forwarded-For: ${CLIENTS[cc]}`, url]).stdout.toString().trim()
+    const out = curl(['-o', '/dev/null', '-w', '%{http_code} %{redirect_url}', '-H', `X-Forwarded-For: ${CLIENTS[cc]}`, url])
+      .stdout.toString()
+      .trim()
     const [status, location = ''] = out.split(' ')
     return {status: Number(status), location}
   }

@@ -49,7 +49,7 @@ export async function mb(args: string[], options: {env?: Record<string, string |
 }
 
 /** True when `name` is on PATH. */
-export function hasBinary(name: string): boolean {
+function hasBinary(name: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${name}`]).status === 0
 }
 

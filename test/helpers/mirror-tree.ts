@@ -22,7 +22,7 @@ import {join} from 'node:path'
 export const MIRROR_TREE_MTIME = Date.UTC(2026, 0, 2, 3, 4, 5) / 1000
 
 /** Paths (relative, '/'-separated) of the awkward names, each a regular file, with its size in bytes. */
-export const SPECIAL_FILES: Record<string, number> = {
+const SPECIAL_FILES: Record<string, number> = {
   'README.txt': 42,
   'with space.txt': 11,
   'hash#name.txt': 12,

@@ -48,10 +48,14 @@ export async function freePort(): Promise<number> {
 }
 
 /** A self-signed certificate for 127.0.0.1 / localhost, written by the openssl CLI into `dir`. */
-export async function selfSignedCert(dir: string): Promise<{cert: string; key: string}> {
+async function selfSignedCert(dir: string): Promise<{cert: string; key: string}> {
   const cert = join(dir, 'cert.pem')
   const key = join(dir, 'key.pem')
-  const r = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'], {encoding: 'utf8'})
+  const r = spawnSync(
+    'openssl',
+    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'],
+    {encoding: 'utf8'},
+  )
   if (r.status !== 0) throw new Error(`openssl failed: ${r.stderr}`)
   return {cert, key}
 }
@@ -69,10 +73,12 @@ async function launch(dir: string, port: number, spec: Launch): Promise<RunningS
   child.stdout?.on('data', (d) => (output += d))
   child.stderr?.on('data', (d) => (output += d))
   let exited = false
-  const exitPromise = new Promise<void>((resolve) => child.once('exit', () => {
-    exited = true
-    resolve()
-  }))
+  const exitPromise = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      exited = true
+      resolve()
+    }),
+  )
   child.once('error', (e) => (output += String(e)))
   const log = async () => output + (await readFile(spec.logFile, 'utf8').catch(() => ''))
   // Wait until it accepts connections (or dies).
@@ -268,9 +274,16 @@ export async function startVsftpd(options: VsftpdOptions): Promise<RunningServer
       isRoot ? '' : 'run_as_launching_user=YES',
     ]
     if (tls) {
-      lines.push('ssl_enable=YES', `rsa_cert_file=${tls.cert}`, `rsa_private_key_file=${tls.key}`, 'allow_anon_ssl=YES',
-        `force_anon_logins_ssl=${options.tls === 'required' ? 'YES' : 'NO'}`, `force_anon_data_ssl=${options.tls === 'required' ? 'YES' : 'NO'}`,
-        'require_ssl_reuse=NO', 'ssl_ciphers=HIGH')
+      lines.push(
+        'ssl_enable=YES',
+        `rsa_cert_file=${tls.cert}`,
+        `rsa_private_key_file=${tls.key}`,
+        'allow_anon_ssl=YES',
+        `force_anon_logins_ssl=${options.tls === 'required' ? 'YES' : 'NO'}`,
+        `force_anon_data_ssl=${options.tls === 'required' ? 'YES' : 'NO'}`,
+        'require_ssl_reuse=NO',
+        'ssl_ciphers=HIGH',
+      )
     }
     if (options.extraConfig) lines.push(options.extraConfig)
     await writeFile(join(dir, 'vsftpd.conf'), lines.filter(Boolean).join('\n') + '\n', {mode: 0o600})
@@ -299,9 +312,10 @@ export async function startSilentServer(): Promise<{port: number; url(scheme: st
   return {
     port,
     url: (scheme) => `${scheme}://127.0.0.1:${port}/`,
-    stop: () => new Promise<void>((resolve) => {
-      for (const s of sockets) s.destroy()
-      server.close(() => resolve())
-    }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy()
+        server.close(() => resolve())
+      }),
   }
 }

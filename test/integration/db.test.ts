@@ -1,5 +1,11 @@
+import {createServer} from 'node:http'
+import type {AddressInfo} from 'node:net'
 import {expect} from 'chai'
 import {sql} from 'kysely'
+import pg from 'pg'
+import type {Database} from '../../src/lib/db/index.js'
+import {PROBE_LOCK, scanLock} from '../../src/lib/db/locks.js'
+import {upsertOriginFiles} from '../../src/lib/origin/index.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 import {mb} from '../helpers/cli.js'
 
@@ -22,7 +28,10 @@ describe(`database (${backend})`, () => {
   it('round-trips bigint sizes as numbers and arrays as arrays', async () => {
     const database = await tdb.open()
     try {
-      await database.db.insertInto('file').values({path: 'big.iso', size: 5_000_000_000, mtime: 1_700_000_000, mirrors: [3, 1]}).execute()
+      await database.db
+        .insertInto('file')
+        .values({path: 'big.iso', size: 5_000_000_000, mtime: 1_700_000_000, mirrors: [3, 1]})
+        .execute()
       const row = await database.db.selectFrom('file').selectAll().where('path', '=', 'big.iso').executeTakeFirstOrThrow()
       expect(row.size).to.equal(5_000_000_000)
       expect(row.mtime).to.equal(1_700_000_000)
@@ -50,6 +59,137 @@ describe(`database (${backend})`, () => {
   })
 })
 
+describe(`store capabilities (${backend})`, () => {
+  let tdb: TestDatabase
+  let database: Database
+  before(async () => {
+    tdb = await createTestDatabase()
+    database = await tdb.open()
+  })
+  after(async () => {
+    await database?.close()
+    await tdb?.drop()
+  })
+
+  it('names its backend', () => {
+    expect(database.backend).to.equal(backend)
+  })
+
+  it('refuses a named lock another session holds, without waiting, and frees it afterwards', async () => {
+    const busy = () => 'busy'
+    const inner = await database.withLock(scanLock(7), () => database.withLock(scanLock(7), async () => 'ran', busy), busy)
+    expect(inner).to.equal('busy')
+    // Other names are independent; a held lock is free again once its holder is done.
+    expect(await database.withLock(scanLock(7), () => database.withLock(scanLock(8), async () => 'ran', busy), busy)).to.equal('ran')
+    expect(await database.withLock(scanLock(7), async () => 'ran', busy)).to.equal('ran')
+    await database.withLock(
+      PROBE_LOCK,
+      async () => expect(await database.session((s) => s.withLock(PROBE_LOCK, async () => 'ran', busy))).to.equal('busy'),
+      () => expect.fail('the probe lock was not free'),
+    )
+    // A holder that fails releases the lock too; onBusy's error becomes the caller's.
+    let error: unknown
+    await database
+      .withLock(
+        PROBE_LOCK,
+        () =>
+          database.withLock(
+            PROBE_LOCK,
+            async () => 'ran',
+            () => Promise.reject(new Error('busy')),
+          ),
+        busy,
+      )
+      .catch((e) => (error = e))
+    expect((error as Error).message).to.equal('busy')
+    expect(await database.withLock(PROBE_LOCK, async () => 'ran', busy)).to.equal('ran')
+  })
+
+  it('keeps temp tables for the whole session and rolls a failed transaction back', async () => {
+    const count = await database.session(async (session) => {
+      await sql`CREATE TEMP TABLE mb_test_session (n int)`.execute(session.db)
+      await session.transaction((trx) => sql`INSERT INTO mb_test_session VALUES (1)`.execute(trx))
+      await session
+        .transaction(async (trx) => {
+          await sql`INSERT INTO mb_test_session VALUES (2)`.execute(trx)
+          throw new Error('rolled back')
+        })
+        .catch(() => {})
+      const {rows} = await sql<{n: number}>`SELECT count(*)::int AS n FROM mb_test_session`.execute(session.db)
+      await sql`DROP TABLE mb_test_session`.execute(session.db)
+      return rows[0].n
+    })
+    expect(count).to.equal(1)
+  })
+
+  it('reads one snapshot, also from parallel tasks, in order', async () => {
+    await database.db
+      .insertInto('file')
+      .values([
+        {path: 'one', size: 1, mtime: 1},
+        {path: 'two', size: 2, mtime: 2},
+      ])
+      .execute()
+    const counts = await database.readSnapshot(async (view) => {
+      const [[before]] = await view.query('SELECT count(*)::int FROM file')
+      // A commit after the view began stays invisible to it (on PostgreSQL through another connection).
+      if (backend === 'postgres') {
+        const other = new pg.Client({connectionString: tdb.url})
+        await other.connect()
+        await other.query(`INSERT INTO file (path, size, mtime) VALUES ('three', 3, 3)`)
+        await other.end()
+      }
+      const halves = await view.parallel([async (v) => (await v.query('SELECT count(*)::int, min(path) FROM file'))[0], async (v) => (await v.query('SELECT $1::int', [42]))[0]])
+      return [before, ...halves]
+    })
+    expect(counts).to.deep.equal([2, [2, 'one'], [42]])
+  })
+
+  it('calls a listener on NOTIFY mb_change, and no more after close', async () => {
+    let notified = 0
+    const subscription = await database.listen('mb_change', () => notified++)
+    try {
+      await database.db
+        .insertInto('mirror')
+        .values({identifier: 'notify.example', http_url: 'http://notify.example/'} as any)
+        .execute()
+      for (let i = 0; i < 100 && notified === 0; i++) await new Promise((r) => setTimeout(r, 20))
+      expect(notified).to.be.greaterThan(0)
+      await subscription.renew() // connected already: nothing to do
+    } finally {
+      await subscription.close()
+    }
+    const seen = notified
+    await database.db.deleteFrom('mirror').where('identifier', '=', 'notify.example').execute()
+    await new Promise((r) => setTimeout(r, 200))
+    expect(notified).to.equal(seen)
+  })
+  if (backend === 'postgres') {
+    it('renews a dropped LISTEN connection, at most once per 2 s', async () => {
+      let notified = 0
+      const subscription = await database.listen('mb_change', () => notified++)
+      const notify = async () => {
+        notified = 0
+        await sql`SELECT pg_notify('mb_change', 'test')`.execute(database.db)
+        for (let i = 0; i < 100 && notified === 0; i++) await new Promise((r) => setTimeout(r, 20))
+        return notified > 0
+      }
+      try {
+        expect(await notify()).to.equal(true)
+        await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`.execute(database.db)
+        await new Promise((r) => setTimeout(r, 200))
+        await subscription.renew() // too soon after the drop: no attempt yet
+        expect(await notify()).to.equal(false)
+        await new Promise((r) => setTimeout(r, 2000))
+        await subscription.renew()
+        expect(await notify()).to.equal(true)
+      } finally {
+        await subscription.close()
+      }
+    })
+  }
+})
+
 describe('database errors', () => {
   it('refuses an unreachable PostgreSQL with a clear message and exit 1', async () => {
     const result = await mb(['db', 'status'], {env: {MB_DATABASE_URL: 'postgres://nobody:secret@127.0.0.1:1/none', MB_DATA_DIR: undefined}})
@@ -60,25 +200,47 @@ describe('database errors', () => {
 })
 
 // Only the embedded store has a single-process lock, so this suite exists on PGlite runs only.
-if (backend === 'pglite') describe('embedded store shared by a running process', function () {
-  let tdb: TestDatabase
-  before(async function () {
-    tdb = await createTestDatabase()
-  })
-  after(async () => tdb?.drop())
+if (backend === 'pglite')
+  describe('embedded store shared by a running process', function () {
+    let tdb: TestDatabase
+    before(async function () {
+      tdb = await createTestDatabase()
+    })
+    after(async () => tdb?.drop())
 
-  it('lets another mb process read and write through the holder\'s socket', async () => {
-    const holder = await tdb.open()
-    try {
-      await holder.share()
-      const added = await mb(['mirror', 'add', 'shared.example.org', '--http-url', 'http://shared.example.org/pub/', '--country', 'de', '--json'], {env: tdb.env})
-      expect(added.code, added.stderr).to.equal(0)
-      const status = await mb(['db', 'status', '--json'], {env: tdb.env})
-      expect(status.json().database).to.contain('shared by process')
-      const row = await holder.db.selectFrom('mirror').select(['identifier', 'country', 'continent']).where('identifier', '=', 'shared.example.org').executeTakeFirst()
-      expect(row).to.deep.equal({identifier: 'shared.example.org', country: 'DE', continent: 'EU'})
-    } finally {
-      await holder.close()
-    }
+    it("lets another mb process read and write through the holder's socket", async () => {
+      const holder = await tdb.open()
+      try {
+        await holder.share()
+        const added = await mb(['mirror', 'add', 'shared.example.org', '--http-url', 'http://shared.example.org/pub/', '--country', 'de', '--json'], {env: tdb.env})
+        expect(added.code, added.stderr).to.equal(0)
+        const status = await mb(['db', 'status', '--json'], {env: tdb.env})
+        expect(status.json().database).to.contain('shared by process')
+        expect(status.json().kind).to.equal('pglite-shared')
+        const row = await holder.db.selectFrom('mirror').select(['identifier', 'country', 'continent']).where('identifier', '=', 'shared.example.org').executeTakeFirst()
+        expect(row).to.deep.equal({identifier: 'shared.example.org', country: 'DE', continent: 'EU'})
+      } finally {
+        await holder.close()
+      }
+    })
+
+    it("scans through the holder's socket: session, lock and temp tables on the shared store", async () => {
+      const listing = JSON.stringify([{name: 'a.iso', type: 'file', mtime: 'Fri, 02 Jan 2026 03:04:05 GMT', size: 100}])
+      const server = createServer((_req, res) => res.writeHead(200, {'content-type': 'application/json'}).end(listing))
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+      const holder = await tdb.open()
+      try {
+        await holder.share()
+        await upsertOriginFiles(holder.db, [{path: 'a.iso', size: 100, mtime: Date.UTC(2026, 0, 2, 3, 4, 5) / 1000}])
+        const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`
+        expect((await mb(['mirror', 'add', 'scan.example.org', '--http-url', url, '--json'], {env: tdb.env})).code).to.equal(0)
+        const scanned = await mb(['scan', 'scan.example.org', '--json'], {env: tdb.env})
+        expect(scanned.code, scanned.stderr + scanned.stdout).to.equal(0)
+        const row = await holder.db.selectFrom('file').select('mirrors').where('path', '=', 'a.iso').executeTakeFirstOrThrow()
+        expect(row.mirrors).to.have.length(1)
+      } finally {
+        await holder.close()
+        server.close()
+      }
+    })
   })
-})

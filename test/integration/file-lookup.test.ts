@@ -40,7 +40,17 @@ describe(`mb file lookup (${backend})`, () => {
       const files = await db
         .insertInto('file')
         .values([
-          {path: 'iso/distro-1.0.iso', size: 65536, mtime: 1_700_000_000, mirrors: all, md5: 'a'.repeat(32), sha1: 'b'.repeat(40), sha256: 'c'.repeat(64), hashed_size: 65536, hashed_mtime: 1_700_000_000},
+          {
+            path: 'iso/distro-1.0.iso',
+            size: 65536,
+            mtime: 1_700_000_000,
+            mirrors: all,
+            md5: 'a'.repeat(32),
+            sha1: 'b'.repeat(40),
+            sha256: 'c'.repeat(64),
+            hashed_size: 65536,
+            hashed_mtime: 1_700_000_000,
+          },
           {path: 'iso/distro 2.0 #beta.iso', size: 70000, mtime: 1_700_000_100, mirrors: [ids['us.example']]},
           {path: 'iso/SHA256SUMS', size: 200, mtime: 1_700_000_000, mirrors: all},
           {path: 'docs/readme.txt', size: 9000, mtime: 1_700_000_000, mirrors: []},
@@ -48,7 +58,10 @@ describe(`mb file lookup (${backend})`, () => {
         .returning(['id', 'path'])
         .execute()
       const iso = files.find((f) => f.path === 'iso/distro-1.0.iso')!
-      await db.insertInto('mirror_file_stale').values({mirror_id: ids['stale.example'], file_id: Number(iso.id), size: 60000, mtime: 1_690_000_000}).execute()
+      await db
+        .insertInto('mirror_file_stale')
+        .values({mirror_id: ids['stale.example'], file_id: Number(iso.id), size: 60000, mtime: 1_690_000_000})
+        .execute()
     } finally {
       await database.close()
     }
@@ -119,9 +132,18 @@ describe(`mb file lookup (${backend})`, () => {
     expect(e.client).to.deep.include({ip: '2a02:d180::1', country: 'DE', continent: 'EU', asn: null})
     expect(e.realm).to.equal('continent')
     expect(e.ranked.map((c: any) => c.realm)).to.deep.equal(['continent', 'continent', 'world'])
-    expect(e.ranked.slice(0, 2).map((c: any) => c.mirror).sort()).to.deep.equal(['gb.example', 'se.example'])
+    expect(
+      e.ranked
+        .slice(0, 2)
+        .map((c: any) => c.mirror)
+        .sort(),
+    ).to.deep.equal(['gb.example', 'se.example'])
     expect(e.ranked[2].mirror).to.equal('us.example')
-    expect(e.excluded.map((x: any) => [x.mirror, x.reason])).to.deep.equal([['fr-only.example', 'country_only'], ['off.example', 'disabled'], ['stale.example', 'stale']])
+    expect(e.excluded.map((x: any) => [x.mirror, x.reason])).to.deep.equal([
+      ['fr-only.example', 'country_only'],
+      ['off.example', 'disabled'],
+      ['stale.example', 'stale'],
+    ])
   })
 
   it('says when the origin serves the file itself', async () => {
@@ -150,7 +172,9 @@ describe(`mb file lookup (${backend})`, () => {
     expect(dir.json().files.map((f: any) => f.path)).to.deep.equal(['iso/SHA256SUMS', 'iso/distro 2.0 #beta.iso', 'iso/distro-1.0.iso'])
     const text = await mb(['file', 'lookup', 'iso/distro*.iso', '--client-ip', '175.16.199.0'], {env})
     expect(text.code).to.equal(0)
-    expect(text.stdout).to.match(/path: +iso\/distro 2\.0 #beta\.iso/).and.match(/path: +iso\/distro-1\.0\.iso/)
+    expect(text.stdout)
+      .to.match(/path: +iso\/distro 2\.0 #beta\.iso/)
+      .and.match(/path: +iso\/distro-1\.0\.iso/)
     expect(text.stdout).to.contain('client 175.16.199.0 (CN, AS) over HTTP:')
   })
 
@@ -164,5 +188,28 @@ describe(`mb file lookup (${backend})`, () => {
     const bad = await mb(['file', 'lookup', 'iso/distro-1.0.iso', '--client-ip', '1.2.3'], {env})
     expect(bad.code).to.equal(2)
     expect(bad.stderr).to.contain('--client-ip 1.2.3 is not an IPv4 or IPv6 address')
+  })
+
+  it('a maintenance window set with mb mirror edit excludes the mirror until it ends, and none ends it', async () => {
+    const until = new Date(Date.now() + 3_600_000)
+    until.setUTCMilliseconds(0)
+    const iso = until.toISOString().replace('.000Z', 'Z')
+    const edit = await mb(['mirror', 'edit', 'se.example', '--maintenance-until', iso], {env})
+    expect(edit.code, edit.stderr).to.equal(0)
+    expect(edit.stdout).to.match(new RegExp(`^maintenance_until: +${iso}$`, 'm'))
+    const during = (await mb(['file', 'lookup', 'iso/distro-1.0.iso', '--client-ip', '81.2.69.142', '--json'], {env})).json().files[0].explain
+    expect(during.ranked.map((c: any) => c.mirror)).to.deep.equal(['gb.example', 'us.example'])
+    expect(during.excluded.find((x: any) => x.mirror === 'se.example')).to.deep.equal({
+      mirror: 'se.example',
+      reason: 'maintenance',
+      detail: `in maintenance until ${iso} (\`mb mirror edit se.example --maintenance-until none\` ends it)`,
+    })
+
+    const ended = await mb(['mirror', 'edit', 'se.example', '--maintenance-until', 'none', '--json'], {env})
+    expect(ended.code, ended.stderr).to.equal(0)
+    expect(ended.json().maintenance_until).to.equal(null)
+    const after = (await mb(['file', 'lookup', 'iso/distro-1.0.iso', '--client-ip', '81.2.69.142', '--json'], {env})).json().files[0].explain
+    expect(after.ranked.map((c: any) => c.mirror)).to.deep.equal(['gb.example', 'se.example', 'us.example'])
+    expect(after.excluded.map((x: any) => x.mirror)).to.not.include('se.example')
   })
 })

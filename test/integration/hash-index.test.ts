@@ -5,7 +5,8 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {expect} from 'chai'
 import type {Database} from '../../src/lib/db/index.js'
-import {hashIndex, hashesFresh, readStoredHashes} from '../../src/lib/origin/hash.js'
+import {hashesFresh} from '../../src/lib/origin/freshness.js'
+import {hashIndex, readStoredHashes} from '../../src/lib/origin/hash.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 
 describe(`hashIndex (${backend})`, () => {
@@ -15,7 +16,10 @@ describe(`hashIndex (${backend})`, () => {
 
   async function addRow(path: string) {
     const st = statSync(join(root, path))
-    await database.db.insertInto('file').values({path, size: st.size, mtime: Math.floor(st.mtimeMs / 1000)}).execute()
+    await database.db
+      .insertInto('file')
+      .values({path, size: st.size, mtime: Math.floor(st.mtimeMs / 1000)})
+      .execute()
   }
 
   before(async () => {
@@ -100,6 +104,6 @@ describe(`hashIndex (${backend})`, () => {
     expect(result.hashed).to.equal(0)
     expect(result.failed.map((f) => f.path)).to.deep.equal(['gone.bin'])
     const error = await hashIndex(database, join(root, 'nope')).catch((e) => e)
-    expect(error.code).to.equal('ROOT_MISSING')
+    expect(error.code).to.equal('ROOT_INVALID')
   })
 })

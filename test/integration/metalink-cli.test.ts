@@ -25,10 +25,13 @@ describe(`mb index --hashes and mb metalink (${backend})`, () => {
     env = {...test.env, MB_ROOT: root}
     const database = await test.open()
     try {
-      await database.db.insertInto('mirror').values([
-        {identifier: 'se.mirror.test', http_url: 'http://se.mirror.test/', country: 'SE', continent: 'EU', last_scan_ok_at: new Date()},
-        {identifier: 'us.mirror.test', http_url: 'http://us.mirror.test/', country: 'US', continent: 'NA', last_scan_ok_at: new Date()},
-      ] as any).execute()
+      await database.db
+        .insertInto('mirror')
+        .values([
+          {identifier: 'se.mirror.test', http_url: 'http://se.mirror.test/', country: 'SE', continent: 'EU', last_scan_ok_at: new Date()},
+          {identifier: 'us.mirror.test', http_url: 'http://us.mirror.test/', country: 'US', continent: 'NA', last_scan_ok_at: new Date()},
+        ] as any)
+        .execute()
     } finally {
       await database.close()
     }
@@ -84,6 +87,10 @@ describe(`mb index --hashes and mb metalink (${backend})`, () => {
     const json = (await mb(['metalink', 'iso/a.iso', '--json'], {env})).json()
     expect(json.hashes.sha256).to.equal(sha256)
     expect(json.sources.at(-1).url).to.equal('http://127.0.0.1:8080/iso/a.iso')
+    // --json keys are snake_case, like every other command's.
+    expect(json).to.have.keys(['path', 'name', 'size', 'mtime', 'hashes', 'sources', 'origin_url', 'meta4_url', 'metalink_url', 'published', 'generator'])
+    expect(json.hashes).to.include({piece_hash: 'sha256', piece_count: 2})
+    expect(json.meta4_url).to.equal('http://127.0.0.1:8080/iso/a.iso.meta4')
   })
 
   it('rejects an unknown path (exit 1) and a bad --client-ip (exit 2)', async () => {

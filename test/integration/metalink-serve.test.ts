@@ -18,7 +18,7 @@ const SCHEMA = readFileSync(new URL('../fixtures/metalink/metalink4.rng', import
 const GEOIP = new URL('../fixtures/geoip/GeoLite2-City-Test.mmdb', import.meta.url).pathname
 
 /** Validates a Metalink 4 document against the RFC 5854 RELAX NG schema fixture. */
-export async function validateMeta4(xml: string): Promise<{valid: boolean; output: string}> {
+async function validateMeta4(xml: string): Promise<{valid: boolean; output: string}> {
   const result = await validateXML({xml: {fileName: 'doc.meta4', contents: xml}, schema: {fileName: 'metalink4.rng', contents: SCHEMA}, extension: 'relaxng'})
   return {valid: result.valid, output: result.rawOutput}
 }
@@ -53,7 +53,19 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     const mirror = (identifier: string, country: string, continent: string, extra: Record<string, unknown> = {}) =>
       database.db
         .insertInto('mirror')
-        .values({identifier, http_url: `http://${identifier}/pub-mirror/`, rsync_url: `rsync://syncuser:rsyncpass@${identifier}/mod/`, ftp_url: `ftp://ftpuser:ftppass@${identifier}/`, country, continent, admin: 'Admin Person', admin_email: 'admin-secret@example.org', comment: 'SECRET-COMMENT', last_scan_ok_at: new Date(), ...extra} as any)
+        .values({
+          identifier,
+          http_url: `http://${identifier}/pub-mirror/`,
+          rsync_url: `rsync://syncuser:rsyncpass@${identifier}/mod/`,
+          ftp_url: `ftp://ftpuser:ftppass@${identifier}/`,
+          country,
+          continent,
+          admin: 'Admin Person',
+          admin_email: 'admin-secret@example.org',
+          comment: 'SECRET-COMMENT',
+          last_scan_ok_at: new Date(),
+          ...extra,
+        } as any)
         .returning('id')
         .executeTakeFirstOrThrow()
     const de = await mirror('de.mirror.test', 'DE', 'EU')
@@ -62,7 +74,7 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     const ids = [de.id, fr.id, down.id]
     await database.db.updateTable('file').set({mirrors: ids}).execute()
     const config = ConfigSchema.parse({root, geoip: [GEOIP], serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, log_level: 'silent'})
-    running = await startServe(config, database)
+    running = await startServe(config, {database})
     running.server.addObserver((o) => outcomes.push({target: o.target, status: o.status, outcome: o.outcome}))
     base = running.url
   })
@@ -100,7 +112,11 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     expect(file.pieces['@length']).to.equal('262144')
     expect(file.pieces['@type']).to.equal('sha-256')
     expect(file.pieces.hash).to.have.length(3)
-    expect(file.pieces.hash[2]).to.equal(createHash('sha256').update(big.subarray(2 * 262144)).digest('hex'))
+    expect(file.pieces.hash[2]).to.equal(
+      createHash('sha256')
+        .update(big.subarray(2 * 262144))
+        .digest('hex'),
+    )
     const urls = file.url.map((u: any) => [u['@priority'], u['@location'], u['#text']])
     expect(urls).to.deep.equal([
       ['1', 'de', 'http://de.mirror.test/pub-mirror/pub/big.iso'],
@@ -138,7 +154,11 @@ describe(`metalink routes of mb serve (${backend})`, () => {
   })
 
   it('serves hash files equal to sha256sum/sha1sum/md5sum output', async () => {
-    for (const [ext, tool] of [['sha256', 'sha256sum'], ['sha1', 'sha1sum'], ['md5', 'md5sum']]) {
+    for (const [ext, tool] of [
+      ['sha256', 'sha256sum'],
+      ['sha1', 'sha1sum'],
+      ['md5', 'md5sum'],
+    ]) {
       const res = await fetch(`${base}/pub/big.iso.${ext}`)
       expect(res.status).to.equal(200)
       expect(res.headers.get('content-type')).to.equal('text/plain; charset=utf-8')
@@ -217,10 +237,12 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     expect(res.status).to.equal(200)
     expect(res.headers.get('content-type')).to.equal('application/json; charset=utf-8')
     const text = await res.text()
-    for (const secret of ['admin-secret@example.org', 'SECRET-COMMENT', 'rsyncpass', 'ftppass', 'syncuser', 'Admin Person', 'rsync://', 'ftp://', 'admin', 'comment']) expect(text).not.to.include(secret)
+    for (const secret of ['admin-secret@example.org', 'SECRET-COMMENT', 'rsyncpass', 'ftppass', 'syncuser', 'Admin Person', 'rsync://', 'ftp://', 'admin', 'comment'])
+      expect(text).not.to.include(secret)
     const list = JSON.parse(text)
     expect(list.size).to.equal(big.length)
     expect(list.hashes.sha256).to.equal(createHash('sha256').update(big).digest('hex'))
+    expect(list.hashes).to.include.keys(['piece_size', 'piece_hash', 'pieces'])
     expect(list.realm).to.equal('country')
     expect(list.realms.map((g: any) => [g.realm, g.mirrors.map((m: any) => m.identifier)])).to.deep.equal([
       ['country', ['de.mirror.test']],

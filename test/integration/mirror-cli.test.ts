@@ -6,16 +6,58 @@
 import {expect} from 'chai'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 import {mb} from '../helpers/cli.js'
+import {ERRORS} from '../../src/lib/errors.js'
 
 const PASSWORD = 'hunter2-s3cret'
 
 /** The stable key set of a mirror in `--json` output (new keys may be appended, never renamed). */
 const KEYS = [
-  'id', 'identifier', 'enabled', 'base_url', 'http_url', 'https_url', 'rsync_url', 'ftp_url', 'country', 'continent', 'latitude', 'longitude',
-  'asn', 'prefixes', 'score', 'country_only', 'region_only', 'as_only', 'prefix_only', 'fallback', 'other_countries', 'exclude_countries',
-  'client_prefixes', 'file_maxsize', 'base_path', 'include_patterns', 'exclude_patterns', 'admin', 'admin_email', 'comment', 'up', 'ipv6',
-  'status', 'status_reason', 'status_changed_at', 'needs_rescan', 'last_scan_at', 'last_scan_ok_at', 'last_scan_error', 'last_scan_protocol',
-  'last_scan_files', 'last_scan_matched', 'last_scan_seconds', 'created_at', 'updated_at',
+  'id',
+  'identifier',
+  'enabled',
+  'base_url',
+  'http_url',
+  'https_url',
+  'rsync_url',
+  'ftp_url',
+  'country',
+  'continent',
+  'latitude',
+  'longitude',
+  'asn',
+  'prefixes',
+  'score',
+  'country_only',
+  'region_only',
+  'as_only',
+  'prefix_only',
+  'fallback',
+  'other_countries',
+  'exclude_countries',
+  'client_prefixes',
+  'file_maxsize',
+  'base_path',
+  'include_patterns',
+  'exclude_patterns',
+  'admin',
+  'admin_email',
+  'comment',
+  'up',
+  'ipv6',
+  'status',
+  'status_reason',
+  'status_changed_at',
+  'needs_rescan',
+  'maintenance_until',
+  'last_scan_at',
+  'last_scan_ok_at',
+  'last_scan_error',
+  'last_scan_protocol',
+  'last_scan_files',
+  'last_scan_matched',
+  'last_scan_seconds',
+  'created_at',
+  'updated_at',
 ]
 
 describe(`mb mirror (${backend})`, () => {
@@ -30,12 +72,54 @@ describe(`mb mirror (${backend})`, () => {
   it('adds mirrors with every flag, prints the result, and never prints a password', async () => {
     const gb = await mb(
       [
-        'mirror', 'add', 'mirror.example.gb', '--http-url', 'http://mirror.example.gb/pub', '--https-url', 'https://mirror.example.gb/pub/',
-        '--rsync-url', `rsync://mb:${PASSWORD}@mirror.example.gb/pub`, '--ftp-url', `ftp://anon:${PASSWORD}@mirror.example.gb/pub/`,
-        '--country', 'gb', '--lat', '51.5', '--lon=-0.12', '--asn', 'AS64500', '--prefix', '192.0.2.0/24', '--prefix', '2001:db8::/32',
-        '--score', '150', '--other-countries', 'ie,im', '--exclude-countries', 'CN', '--client-prefix', '198.51.100.0/24', '--region-only',
-        '--file-maxsize', '4G', '--base-path', '/pub/iso/', '--include', '*.iso', '--include', 'debug/**', '--exclude', '*.src.rpm',
-        '--admin', 'Jo Admin', '--admin-email', 'jo@example.gb', '--comment', 'London', '--json',
+        'mirror',
+        'add',
+        'mirror.example.gb',
+        '--http-url',
+        'http://mirror.example.gb/pub',
+        '--https-url',
+        'https://mirror.example.gb/pub/',
+        '--rsync-url',
+        `rsync://mb:${PASSWORD}@mirror.example.gb/pub`,
+        '--ftp-url',
+        `ftp://anon:${PASSWORD}@mirror.example.gb/pub/`,
+        '--country',
+        'gb',
+        '--lat',
+        '51.5',
+        '--lon=-0.12',
+        '--asn',
+        'AS64500',
+        '--prefix',
+        '192.0.2.0/24',
+        '--prefix',
+        '2001:db8::/32',
+        '--score',
+        '150',
+        '--other-countries',
+        'ie,im',
+        '--exclude-countries',
+        'CN',
+        '--client-prefix',
+        '198.51.100.0/24',
+        '--region-only',
+        '--file-maxsize',
+        '4G',
+        '--base-path',
+        '/pub/iso/',
+        '--include',
+        '*.iso',
+        '--include',
+        'debug/**',
+        '--exclude',
+        '*.src.rpm',
+        '--admin',
+        'Jo Admin',
+        '--admin-email',
+        'jo@example.gb',
+        '--comment',
+        'London',
+        '--json',
       ],
       {env},
     )
@@ -44,12 +128,36 @@ describe(`mb mirror (${backend})`, () => {
     const m = gb.json()
     expect(Object.keys(m)).to.deep.equal(KEYS)
     expect(m).to.deep.include({
-      identifier: 'mirror.example.gb', enabled: true, base_url: 'https://mirror.example.gb/pub/', http_url: 'http://mirror.example.gb/pub/',
-      rsync_url: 'rsync://mb:***@mirror.example.gb/pub/', ftp_url: 'ftp://anon:***@mirror.example.gb/pub/', country: 'GB', continent: 'EU',
-      latitude: 51.5, longitude: -0.12, asn: 64500, prefixes: ['192.0.2.0/24', '2001:db8::/32'], score: 150, other_countries: ['IE', 'IM'],
-      exclude_countries: ['CN'], client_prefixes: ['198.51.100.0/24'], region_only: true, country_only: false, fallback: false,
-      file_maxsize: 4 * 1024 ** 3, base_path: 'pub/iso', include_patterns: ['*.iso', 'debug/**'], exclude_patterns: ['*.src.rpm'],
-      admin: 'Jo Admin', admin_email: 'jo@example.gb', comment: 'London', up: true, ipv6: null, needs_rescan: false, last_scan_at: null,
+      identifier: 'mirror.example.gb',
+      enabled: true,
+      base_url: 'https://mirror.example.gb/pub/',
+      http_url: 'http://mirror.example.gb/pub/',
+      rsync_url: 'rsync://mb:***@mirror.example.gb/pub/',
+      ftp_url: 'ftp://anon:***@mirror.example.gb/pub/',
+      country: 'GB',
+      continent: 'EU',
+      latitude: 51.5,
+      longitude: -0.12,
+      asn: 64500,
+      prefixes: ['192.0.2.0/24', '2001:db8::/32'],
+      score: 150,
+      other_countries: ['IE', 'IM'],
+      exclude_countries: ['CN'],
+      client_prefixes: ['198.51.100.0/24'],
+      region_only: true,
+      country_only: false,
+      fallback: false,
+      file_maxsize: 4 * 1024 ** 3,
+      base_path: 'pub/iso',
+      include_patterns: ['*.iso', 'debug/**'],
+      exclude_patterns: ['*.src.rpm'],
+      admin: 'Jo Admin',
+      admin_email: 'jo@example.gb',
+      comment: 'London',
+      up: true,
+      ipv6: null,
+      needs_rescan: false,
+      last_scan_at: null,
     })
 
     const se = await mb(['mirror', 'add', 'mirror.example.se', '--http-url', 'http://mirror.example.se/', '--country', 'SE', '--disabled'], {env})
@@ -62,7 +170,11 @@ describe(`mb mirror (${backend})`, () => {
   it('refuses a duplicate name (exit 1) and bad values (exit 2), writing nothing', async () => {
     const duplicate = await mb(['mirror', 'add', 'Mirror.Example.GB', '--http-url', 'http://other.example/', '--json'], {env})
     expect(duplicate.code).to.equal(1)
-    expect(duplicate.json().error).to.deep.equal({code: 'MIRROR_EXISTS', message: 'A mirror named "mirror.example.gb" already exists. Use `mb mirror edit mirror.example.gb` to change it, or pick another name.'})
+    expect(duplicate.json().error).to.deep.equal({
+      code: 'MIRROR_EXISTS',
+      message: 'A mirror named "mirror.example.gb" already exists. Use `mb mirror edit mirror.example.gb` to change it, or pick another name.',
+      hint: ERRORS.MIRROR_EXISTS.hint,
+    })
 
     const badAdd = await mb(['mirror', 'add', 'mirror.example.us', '--https-url', 'https://mirror.example.us/', '--country', 'XX'], {env})
     expect(badAdd.code).to.equal(2)
@@ -73,6 +185,14 @@ describe(`mb mirror (${backend})`, () => {
     expect(badEdit.stdout).not.to.contain(PASSWORD)
     expect(badEdit.json().error.code).to.equal('INVALID_MIRROR_FIELD')
     expect(badEdit.json().error.message).to.contain('Invalid --ftp-url "http://x:***@h.example/"')
+
+    for (const time of ['tomorrow', '2026-12-01', '2026-12-01T18:00:00', '2026-02-30T10:00:00Z']) {
+      const badTime = await mb(['mirror', 'edit', 'mirror.example.gb', '--maintenance-until', time], {env})
+      expect(badTime.code, time).to.equal(2)
+      expect(badTime.stderr).to.contain(
+        `Invalid --maintenance-until "${time}": expected an ISO 8601 time with an offset, such as 2026-12-01T18:00:00Z or 2026-12-01T19:00+01:00, or none to end the window`,
+      )
+    }
 
     const conflict = await mb(['mirror', 'edit', 'mirror.example.gb', '--score', '10', '--as-only'], {env})
     expect(conflict.code).to.equal(2)
@@ -95,7 +215,10 @@ describe(`mb mirror (${backend})`, () => {
     expect(missing.code).to.equal(1)
     expect(missing.json().error.code).to.equal('MIRROR_NOT_FOUND')
 
-    const edit = await mb(['mirror', 'edit', 'mirror.example.g', '--score', '0', '--asn', '', '--clear', 'prefix', '--no-region-only', '--country-only', '--https-url', 'https://mirror.example.gb/new/'], {env})
+    const edit = await mb(
+      ['mirror', 'edit', 'mirror.example.g', '--score', '0', '--asn', '', '--clear', 'prefix', '--no-region-only', '--country-only', '--https-url', 'https://mirror.example.gb/new/'],
+      {env},
+    )
     expect(edit.code, edit.stderr).to.equal(0)
     expect(edit.stdout).to.match(/^Updated mirror mirror\.example\.gb: /)
     expect(edit.stdout).to.match(/^score: +0$/m)
@@ -107,8 +230,31 @@ describe(`mb mirror (${backend})`, () => {
     expect(show.code, show.stderr).to.equal(0)
     const m = show.json()
     expect(Object.keys(m)).to.deep.equal([...KEYS, 'probe'])
-    expect(m).to.deep.include({identifier: 'mirror.example.gb', score: 0, asn: null, prefixes: [], region_only: false, country_only: true, https_url: 'https://mirror.example.gb/new/', needs_rescan: true, latitude: 51.5, comment: 'London'})
+    expect(m).to.deep.include({
+      identifier: 'mirror.example.gb',
+      score: 0,
+      asn: null,
+      prefixes: [],
+      region_only: false,
+      country_only: true,
+      https_url: 'https://mirror.example.gb/new/',
+      needs_rescan: true,
+      latitude: 51.5,
+      comment: 'London',
+    })
     expect(show.stdout).not.to.contain(PASSWORD)
+  })
+
+  it('sets a maintenance window (any offset, stored and shown in UTC) and ends it with none', async () => {
+    const set = await mb(['mirror', 'edit', 'mirror.example.se', '--maintenance-until', '2030-06-01T20:30+02:00', '--json'], {env})
+    expect(set.code, set.stderr).to.equal(0)
+    expect(set.json().maintenance_until).to.equal('2030-06-01T18:30:00.000Z')
+    const show = await mb(['mirror', 'show', 'mirror.example.se'], {env})
+    expect(show.stdout).to.match(/^maintenance_until: +2030-06-01T18:30:00Z$/m)
+    const ended = await mb(['mirror', 'edit', 'mirror.example.se', '--maintenance-until', 'none'], {env})
+    expect(ended.code, ended.stderr).to.equal(0)
+    expect(ended.stdout).to.contain('Updated mirror mirror.example.se: maintenance_until.')
+    expect((await mb(['mirror', 'show', 'mirror.example.se', '--json'], {env})).json().maintenance_until).to.equal(null)
   })
 
   it('enables, disables, lists with filters, and removes', async () => {
@@ -123,7 +269,21 @@ describe(`mb mirror (${backend})`, () => {
     const table = await mb(['mirror', 'list', '--country', 'se', '--enabled'], {env})
     expect(table.code, table.stderr).to.equal(0)
     const lines = table.stdout.trim().split('\n')
-    expect(lines[0].split('\t')).to.deep.equal(['name', 'country', 'continent', 'score', 'enabled', 'up', 'status_reason', 'last_scan', 'scan_result', 'base_url', 'probe', 'last_probe', 'probe_reason'])
+    expect(lines[0].split('\t')).to.deep.equal([
+      'name',
+      'country',
+      'continent',
+      'score',
+      'enabled',
+      'up',
+      'status_reason',
+      'last_scan',
+      'scan_result',
+      'base_url',
+      'probe',
+      'last_probe',
+      'probe_reason',
+    ])
     expect(lines.slice(1)).to.deep.equal(['mirror.example.se\tSE\tEU\t100\tyes\tyes\t-\t-\t-\thttp://mirror.example.se/\tunknown\t-\t-'])
 
     const disabled = await mb(['mirror', 'list', '--disabled', '--json'], {env})

@@ -144,7 +144,11 @@ describe(`mirror registry (${backend})`, () => {
   it('removes a mirror together with its place in file mirror sets and its stale records', async () => {
     const de = await resolveMirror(database.db, 'ftp.example.de')
     const dk = await resolveMirror(database.db, 'mirror.example.dk')
-    const file = await database.db.insertInto('file').values({path: 'a.iso', size: 10, mtime: 1, mirrors: [de.id, dk.id]}).returning('id').executeTakeFirstOrThrow()
+    const file = await database.db
+      .insertInto('file')
+      .values({path: 'a.iso', size: 10, mtime: 1, mirrors: [de.id, dk.id]})
+      .returning('id')
+      .executeTakeFirstOrThrow()
     await database.db.insertInto('mirror_file_stale').values({mirror_id: dk.id, file_id: file.id, size: 9}).execute()
     const removed = await removeMirror(database.db, 'mirror.example.dk')
     expect(removed.identifier).to.equal('mirror.example.dk')

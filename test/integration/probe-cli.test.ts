@@ -40,7 +40,11 @@ describe(`mb probe CLI (${backend})`, () => {
       }
       const all = Object.values(ids)
       await database.db.insertInto('file').values({path: 'pub/small.txt', size: 5, mtime: 1700000000, mirrors: all}).execute()
-      const data = await database.db.insertInto('file').values({path: 'pub/data.bin', size: 1000, mtime: 1700000000, mirrors: [ids['good.test'], ids['missing.test']]}).returning('id').executeTakeFirstOrThrow()
+      const data = await database.db
+        .insertInto('file')
+        .values({path: 'pub/data.bin', size: 1000, mtime: 1700000000, mirrors: [ids['good.test'], ids['missing.test']]})
+        .returning('id')
+        .executeTakeFirstOrThrow()
       await database.db.insertInto('mirror_file_stale').values({mirror_id: ids['stale.test'], file_id: data.id, size: 700, mtime: 1700000000}).execute()
     } finally {
       await database.close()

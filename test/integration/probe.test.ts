@@ -2,10 +2,11 @@ import {expect} from 'chai'
 import type {LookupAddress} from 'node:dns'
 import {sql} from 'kysely'
 import type {Database} from '../../src/lib/db/index.js'
+import {PROBE_LOCK} from '../../src/lib/db/locks.js'
 import {ProbeConfigSchema, type ProbeConfig} from '../../src/lib/probe/config.js'
 import {probeMirrors} from '../../src/lib/probe/run.js'
 import {probeFile} from '../../src/lib/probe/file.js'
-import {clearNeedsRescan, parseStatus} from '../../src/lib/probe/state.js'
+import {parseStatus} from '../../src/lib/probe/state.js'
 import {probeSummaries, recentTransitions} from '../../src/lib/probe/history.js'
 import {startBackgroundProbes} from '../../src/lib/probe/background.js'
 import {ConfigSchema} from '../../src/lib/config/schema.js'
@@ -45,7 +46,11 @@ describe(`probe (${backend})`, function () {
   async function addMirror(urls: {http_url?: string; https_url?: string}, options: {enabled?: boolean; files?: Record<string, string>} = {}): Promise<{id: number; identifier: string}> {
     counter += 1
     const identifier = `m${counter}.test`
-    const row = await database.db.insertInto('mirror').values({identifier, http_url: urls.http_url ?? null, https_url: urls.https_url ?? null, enabled: options.enabled ?? true}).returning('id').executeTakeFirstOrThrow()
+    const row = await database.db
+      .insertInto('mirror')
+      .values({identifier, http_url: urls.http_url ?? null, https_url: urls.https_url ?? null, enabled: options.enabled ?? true})
+      .returning('id')
+      .executeTakeFirstOrThrow()
     for (const [path, content] of Object.entries(options.files ?? FILES)) {
       await sql`INSERT INTO file (path, size, mtime, mirrors) VALUES (${path}, ${Buffer.byteLength(content)}, 1700000000, ARRAY[${row.id}]::smallint[])
                 ON CONFLICT (path) DO UPDATE SET mirrors = array_append(file.mirrors, ${row.id}::smallint)`.execute(database.db)
@@ -192,7 +197,13 @@ describe(`probe (${backend})`, function () {
   it('checks IPv4 and IPv6 separately, keeping the Host header, and records ipv6', async () => {
     const v4 = await serve(httpServer(staticHandler(FILES), '127.0.0.1'))
     const v6 = await serve(httpServer(staticHandler(FILES), '::1', v4.port))
-    const resolver = async (host: string): Promise<LookupAddress[]> => (host === 'dual.test' ? [{address: '127.0.0.1', family: 4}, {address: '::1', family: 6}] : [])
+    const resolver = async (host: string): Promise<LookupAddress[]> =>
+      host === 'dual.test'
+        ? [
+            {address: '127.0.0.1', family: 4},
+            {address: '::1', family: 6},
+          ]
+        : []
     const m = await addMirror({http_url: `http://dual.test:${v4.port}/`})
     const result = await probeOne(m.identifier, probeConfig(), {resolver})
     expect(result.checks.map((c) => [c.key, c.address, c.reason])).to.deep.equal([
@@ -245,22 +256,24 @@ describe(`probe (${backend})`, function () {
     expect(transitions.filter((t) => t.scope === 'http/ipv4').map((t) => `${t.from}->${t.to}`)).to.deep.equal(['down->up', 'up->down', 'unknown->up'])
   })
 
-  it('sets needs_rescan when a mirror comes back after a long outage; clearNeedsRescan resets it', async () => {
+  it('sets needs_rescan when a mirror comes back after a long outage', async () => {
     let healthy = false
     const s = await serve(httpServer((req, res) => (healthy ? staticHandler(FILES)(req, res) : res.writeHead(500).end())))
     const m = await addMirror({http_url: `http://127.0.0.1:${s.port}/`})
     const config = probeConfig({rescan_after_seconds: 86400})
     expect((await probeOne(m.identifier, config)).up).to.equal(false)
     // The outage started two days ago.
-    await database.db.updateTable('mirror').set({status_changed_at: new Date(Date.now() - 2 * 86400 * 1000)}).where('id', '=', m.id).execute()
+    await database.db
+      .updateTable('mirror')
+      .set({status_changed_at: new Date(Date.now() - 2 * 86400 * 1000)})
+      .where('id', '=', m.id)
+      .execute()
     healthy = true
     await probeOne(m.identifier, config)
     const back = await probeOne(m.identifier, config)
     expect(back.up).to.equal(true)
     expect(back.needs_rescan).to.equal(true)
     expect((await mirrorRow(m.id)).needs_rescan).to.equal(true)
-    expect(await clearNeedsRescan(database.db, m.id)).to.equal(true)
-    expect((await mirrorRow(m.id)).needs_rescan).to.equal(false)
   })
 
   it('keeps only the newest probe.history results per mirror', async () => {
@@ -286,7 +299,11 @@ describe(`probe (${backend})`, function () {
     expect(mine.reenabled).to.equal(false)
     expect((await mirrorRow(m.id)).enabled).to.equal(false)
 
-    await database.db.updateTable('mirror').set({http_url: `http://127.0.0.1:${s.port}/`}).where('id', '=', m.id).execute()
+    await database.db
+      .updateTable('mirror')
+      .set({http_url: `http://127.0.0.1:${s.port}/`})
+      .where('id', '=', m.id)
+      .execute()
     const again = (await probeMirrors(database.db, config, {enable: true})).mirrors.find((r) => r.identifier === m.identifier)!
     expect(again.checks[0]).to.include({ok: true, http_status: 206})
     expect(again.reenabled).to.equal(true)
@@ -310,7 +327,11 @@ describe(`probe (${backend})`, function () {
     const a = await addMirror({http_url: `http://127.0.0.1:${right.port}/`}, {files: {}})
     const b = await addMirror({http_url: `http://127.0.0.1:${stale.port}/`}, {files: {}})
     const c = await addMirror({http_url: `http://127.0.0.1:${missing.port}/`}, {files: {}})
-    const file = await database.db.insertInto('file').values({path, size: 1000, mtime: 1700000000, mirrors: [a.id, c.id]}).returning('id').executeTakeFirstOrThrow()
+    const file = await database.db
+      .insertInto('file')
+      .values({path, size: 1000, mtime: 1700000000, mirrors: [a.id, c.id]})
+      .returning('id')
+      .executeTakeFirstOrThrow()
     await database.db.insertInto('mirror_file_stale').values({mirror_id: b.id, file_id: file.id, size: 600, mtime: 1700000000}).execute()
     const result = await probeFile(database.db, probeConfig(), `/${path}`)
     expect(result.size).to.equal(1000)
@@ -335,17 +356,14 @@ describe(`probe (${backend})`, function () {
       // Both rounds went over the same pooled connection (same client port).
       const ports = new Set(s.requests.slice(-2).map((r) => r.remotePort))
       expect(ports.size).to.equal(1)
-      if (database.kind === 'postgres') {
-        const other = await database.pool!.connect()
-        try {
-          await other.query('SELECT pg_advisory_lock($1::bigint)', ['30789007557223013'])
-          expect(await background.runOnce()).to.equal(null)
-          await other.query('SELECT pg_advisory_unlock($1::bigint)', ['30789007557223013'])
-        } finally {
-          other.release()
-        }
-        expect(await background.runOnce()).not.to.equal(null)
-      }
+      // Another replica holding the probe lock (another session on PostgreSQL, the same
+      // process on the embedded store): the round is skipped, and runs again once it is free.
+      await database.withLock(
+        PROBE_LOCK,
+        async () => expect(await background.runOnce()).to.equal(null),
+        () => expect.fail('the probe lock was not free'),
+      )
+      expect(await background.runOnce()).not.to.equal(null)
     } finally {
       await background.stop()
     }

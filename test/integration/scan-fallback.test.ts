@@ -3,7 +3,6 @@ import {expect} from 'chai'
 import type {Database} from '../../src/lib/db/index.js'
 import type {MirrorRow} from '../../src/lib/db/schema.js'
 import {upsertOriginFiles} from '../../src/lib/origin/index.js'
-import {getLister, registerLister} from '../../src/lib/scan/listers.js'
 import {scanMirror, scanUrls} from '../../src/lib/scan/scan.js'
 import type {Lister, ListingEntry, ListOptions} from '../../src/lib/scan/types.js'
 import {createTestDatabase, type TestDatabase} from '../helpers/db.js'
@@ -13,8 +12,6 @@ const T = 1_700_000_000
 describe('scan orchestration: protocol order, fallback, time budget', function () {
   let tdb: TestDatabase
   let database: Database
-  let realHttp: Lister | undefined
-  let realFtp: Lister | undefined
   let closedPort: number
   const calls: string[] = []
 
@@ -35,9 +32,9 @@ describe('scan orchestration: protocol order, fallback, time budget', function (
     },
   }
 
+  const listers = {http: fakeHttp, ftp: hangingFtp}
+
   before(async () => {
-    realHttp = await getLister('http')
-    realFtp = await getLister('ftp')
     closedPort = await new Promise<number>((resolve) => {
       const s = net.createServer().listen(0, '127.0.0.1', () => {
         const {port} = s.address() as net.AddressInfo
@@ -45,14 +42,8 @@ describe('scan orchestration: protocol order, fallback, time budget', function (
       })
     })
   })
-  after(() => {
-    if (realHttp) registerLister(realHttp)
-    if (realFtp) registerLister(realFtp)
-  })
   beforeEach(async () => {
     calls.length = 0
-    registerLister(fakeHttp)
-    registerLister(hangingFtp)
     tdb = await createTestDatabase()
     database = await tdb.open()
     await upsertOriginFiles(database.db, [
@@ -66,7 +57,11 @@ describe('scan orchestration: protocol order, fallback, time budget', function (
   })
 
   async function mirror(values: Record<string, unknown>): Promise<MirrorRow> {
-    return database.db.insertInto('mirror').values({identifier: 'm1', http_url: 'http://m1.example/pub/', ...values} as any).returningAll().executeTakeFirstOrThrow()
+    return database.db
+      .insertInto('mirror')
+      .values({identifier: 'm1', http_url: 'http://m1.example/pub/', ...values} as any)
+      .returningAll()
+      .executeTakeFirstOrThrow()
   }
 
   it('orders rsync, ftp, http by the URLs the mirror has', () => {
@@ -76,7 +71,7 @@ describe('scan orchestration: protocol order, fallback, time budget', function (
 
   it('falls back from a failing rsync to HTTP and says which protocol was used', async () => {
     const m = await mirror({rsync_url: `rsync://127.0.0.1:${closedPort}/pub/`})
-    const result = await scanMirror(database, m, {connectTimeoutSeconds: 5})
+    const result = await scanMirror(database, m, {connectTimeoutSeconds: 5, listers})
     expect(result).to.deep.include({ok: true, protocol: 'http', matched: 2, files: 2})
     expect(result.attempts[0].protocol).to.equal('rsync')
     expect(result.attempts[0].error).to.match(/Connection refused/)
@@ -88,9 +83,9 @@ describe('scan orchestration: protocol order, fallback, time budget', function (
 
   it('a listing that outlives the per-mirror budget fails, records the reason, and keeps the records', async () => {
     const m = await mirror({ftp_url: 'ftp://m1.example/pub/'})
-    const first = await scanMirror(database, m, {protocol: 'http'})
+    const first = await scanMirror(database, m, {protocol: 'http', listers})
     expect(first.ok).to.equal(true)
-    const result = await scanMirror(database, m, {protocol: 'ftp', timeoutSeconds: 1})
+    const result = await scanMirror(database, m, {protocol: 'ftp', timeoutSeconds: 1, listers})
     expect(result.ok).to.equal(false)
     expect(result.error).to.match(/^ftp: FTP listing aborted \(the per-mirror time budget of 1 s ran out\)/)
     const files = await database.db.selectFrom('file').select(['path', 'mirrors']).orderBy('path').execute()
@@ -103,7 +98,7 @@ describe('scan orchestration: protocol order, fallback, time budget', function (
 
   it('passes --dir to the lister relative to the mirror base_path', async () => {
     const m = await mirror({base_path: 'pub'})
-    await scanMirror(database, m, {subdir: 'pub/15.6', minRatio: 0})
+    await scanMirror(database, m, {subdir: 'pub/15.6', minRatio: 0, listers})
     expect(calls).to.deep.equal(['http http://m1.example/pub/ 15.6'])
   })
 
@@ -111,7 +106,7 @@ describe('scan orchestration: protocol order, fallback, time budget', function (
     const m = await mirror({})
     let error: any
     try {
-      await scanMirror(database, m, {protocol: 'rsync'})
+      await scanMirror(database, m, {protocol: 'rsync', listers})
     } catch (e) {
       error = e
     }

@@ -37,7 +37,13 @@ describe('scan reconciler', function () {
   }
 
   async function staleRows(mirrorId: number) {
-    return (await sql<{path: string; size: number; mtime: number | null}>`SELECT f.path, s.size, s.mtime FROM mirror_file_stale s JOIN file f ON f.id = s.file_id WHERE s.mirror_id = ${mirrorId} ORDER BY f.path`.execute(database.db)).rows
+    return (
+      await sql<{
+        path: string
+        size: number
+        mtime: number | null
+      }>`SELECT f.path, s.size, s.mtime FROM mirror_file_stale s JOIN file f ON f.id = s.file_id WHERE s.mirror_id = ${mirrorId} ORDER BY f.path`.execute(database.db)
+    ).rows
   }
 
   beforeEach(async () => {
@@ -58,8 +64,8 @@ describe('scan reconciler', function () {
     await tdb.drop()
   })
 
-  it('matches equal size and mtime, records stale copies, leaves missing files out', async () => {
-    const m = await addMirror('m1')
+  it('matches equal size and mtime, records stale copies, leaves missing files out, clears needs_rescan', async () => {
+    const m = await addMirror('m1', {needs_rescan: true})
     const result = await reconcileListing(
       database,
       listing([
@@ -90,6 +96,7 @@ describe('scan reconciler', function () {
     expect(row.last_scan_matched).to.equal(3)
     expect(row.last_scan_error).to.equal(null)
     expect(row.last_scan_ok_at).to.be.instanceOf(Date)
+    expect(row.needs_rescan).to.equal(false)
   })
 
   it('matches a rounded index size by its range, and still records a copy outside it as stale', async () => {
@@ -132,10 +139,32 @@ describe('scan reconciler', function () {
   it('a rescan replaces the set: files gone from the mirror leave it, other mirrors are untouched', async () => {
     const m1 = await addMirror('m1')
     const m2 = await addMirror('m2')
-    await reconcileListing(database, listing([{path: 'a.iso', size: 100, mtime: T}, {path: 'b.iso', size: 200, mtime: T}]), {mirror: m2, protocol: 'rsync'})
-    await reconcileListing(database, listing([{path: 'a.iso', size: 100, mtime: T}, {path: 'b.iso', size: 200, mtime: T}, {path: 'c.iso', size: 1, mtime: T}]), {mirror: m1, protocol: 'rsync'})
+    await reconcileListing(
+      database,
+      listing([
+        {path: 'a.iso', size: 100, mtime: T},
+        {path: 'b.iso', size: 200, mtime: T},
+      ]),
+      {mirror: m2, protocol: 'rsync'},
+    )
+    await reconcileListing(
+      database,
+      listing([
+        {path: 'a.iso', size: 100, mtime: T},
+        {path: 'b.iso', size: 200, mtime: T},
+        {path: 'c.iso', size: 1, mtime: T},
+      ]),
+      {mirror: m1, protocol: 'rsync'},
+    )
     expect(await staleRows(m1.id)).to.have.length(1)
-    const again = await reconcileListing(database, listing([{path: 'a.iso', size: 100, mtime: T}, {path: 'c.iso', size: 300, mtime: T}]), {mirror: m1, protocol: 'rsync'})
+    const again = await reconcileListing(
+      database,
+      listing([
+        {path: 'a.iso', size: 100, mtime: T},
+        {path: 'c.iso', size: 300, mtime: T},
+      ]),
+      {mirror: m1, protocol: 'rsync'},
+    )
     expect(again).to.deep.include({previous: 2, matched: 2, added: 1, removed: 1, stale: 0})
     const h = await holders()
     expect(h['a.iso']).to.deep.equal([m1.id, m2.id].sort())
@@ -148,7 +177,11 @@ describe('scan reconciler', function () {
     const m = await addMirror('sub-only', {base_path: 'sub'})
     const result = await reconcileListing(
       database,
-      listing([{path: 'd.txt', size: 4, mtime: T}, {path: 'deep/f.txt', size: 6, mtime: T}, {path: 'a.iso', size: 100, mtime: T}]),
+      listing([
+        {path: 'd.txt', size: 4, mtime: T},
+        {path: 'deep/f.txt', size: 6, mtime: T},
+        {path: 'a.iso', size: 100, mtime: T},
+      ]),
       {mirror: m, protocol: 'rsync'},
     )
     expect(result).to.deep.include({matched: 2, missing: 1})
@@ -212,7 +245,14 @@ describe('scan reconciler', function () {
       ]),
       {mirror: m, protocol: 'rsync'},
     )
-    const result = await reconcileListing(database, listing([{path: 'sub/d.txt', size: 4, mtime: T}, {path: 'sub/deep/f.txt', size: 6, mtime: T}]), {mirror: m, protocol: 'rsync', subdir: 'sub', minRatio: 0})
+    const result = await reconcileListing(
+      database,
+      listing([
+        {path: 'sub/d.txt', size: 4, mtime: T},
+        {path: 'sub/deep/f.txt', size: 6, mtime: T},
+      ]),
+      {mirror: m, protocol: 'rsync', plan: planScope(m.base_path, 'sub'), minRatio: 0},
+    )
     expect(result).to.deep.include({subdir: 'sub', previous: 2, matched: 2, added: 1, removed: 1})
     const h = await holders()
     expect(h['a.iso']).to.deep.equal([m.id])
@@ -232,12 +272,29 @@ describe('scan reconciler', function () {
 
   it('a listing that fails halfway changes nothing; the failure is recorded', async () => {
     const m = await addMirror('m1')
-    await reconcileListing(database, listing([{path: 'a.iso', size: 100, mtime: T}, {path: 'b.iso', size: 1, mtime: T}]), {mirror: m, protocol: 'rsync'})
+    await reconcileListing(
+      database,
+      listing([
+        {path: 'a.iso', size: 100, mtime: T},
+        {path: 'b.iso', size: 1, mtime: T},
+      ]),
+      {mirror: m, protocol: 'rsync'},
+    )
     const before = await holders()
     const staleBefore = await staleRows(m.id)
     let error: unknown
     try {
-      await reconcileListing(database, listing([{path: 'c.iso', size: 300, mtime: T}, {path: 'sub/d.txt', size: 4, mtime: T}], 1), {mirror: m, protocol: 'rsync', minRatio: 0})
+      await reconcileListing(
+        database,
+        listing(
+          [
+            {path: 'c.iso', size: 300, mtime: T},
+            {path: 'sub/d.txt', size: 4, mtime: T},
+          ],
+          1,
+        ),
+        {mirror: m, protocol: 'rsync', minRatio: 0},
+      )
     } catch (e) {
       error = e
     }

@@ -64,7 +64,10 @@ if (backend === 'postgres') {
             {id: 2, identifier: 'se.example.org', http_url: 'http://se.example.org/', country: 'SE', continent: 'EU'},
           ] as any)
           .execute()
-        await database.db.insertInto('file').values({path: 'big.iso', size: 10_000, mtime: 0, mirrors: [1, 2]}).execute()
+        await database.db
+          .insertInto('file')
+          .values({path: 'big.iso', size: 10_000, mtime: 0, mirrors: [1, 2]})
+          .execute()
       } finally {
         await database.close()
       }

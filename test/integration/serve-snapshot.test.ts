@@ -86,4 +86,37 @@ describe(`serve snapshot load and incremental refresh (${backend})`, () => {
       }
     })
   }
+
+  /** Commits a new file from another connection; resolves to the number of connections reading the file table. */
+  async function lateCommit(): Promise<number> {
+    const other = new pg.Client({connectionString: tdb.url})
+    await other.connect()
+    try {
+      await other.query(`INSERT INTO file (path, size, mtime) VALUES ('late.iso', 1, 1)`)
+      const {rows} = await other.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%FROM file WHERE id > $1 AND id <= $2%' AND xact_start IS NOT NULL AND pid <> pg_backend_pid()`,
+      )
+      return rows[0].n
+    } finally {
+      await other.end()
+    }
+  }
+
+  it('loads more than 200,000 files in two halves of one consistent view', async function () {
+    this.timeout(120_000)
+    await sql`INSERT INTO file (path, size, mtime, mirrors) SELECT 'bulk/' || n, n, n, '{1}' FROM generate_series(1, 200000) n`.execute(database.db)
+    const [{n: total}] = (await sql<{n: number}>`SELECT count(*)::int AS n FROM file`.execute(database.db)).rows
+    let late: Promise<number> | undefined
+    const snap = await loadSnapshot(database, () => {
+      // On PostgreSQL: a commit during the load, from another connection, stays out of it, and
+      // two connections read the file table at once.
+      if (backend === 'postgres' && !late) late = lateCommit()
+    })
+    if (backend === 'postgres') expect(await late).to.equal(2)
+    expect(snap.files.size).to.equal(total)
+    expect(snap.files.has('late.iso')).to.equal(false)
+    expect(snap.files.get('bulk/1')).to.include({size: 1, mtime: 1})
+    expect([...snap.files.get('bulk/200000')!.mirrors]).to.deep.equal([1])
+    await sql`DELETE FROM file WHERE path LIKE 'bulk/%' OR path = 'late.iso'`.execute(database.db)
+  })
 })

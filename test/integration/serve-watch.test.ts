@@ -17,8 +17,14 @@ describe(`mb serve --watch (${backend})`, () => {
     writeFileSync(join(root, 'a.iso'), Buffer.alloc(8000, 'a'))
     const db = await tdb.open()
     try {
-      await db.db.insertInto('mirror').values({id: 1, identifier: 'm.example', http_url: 'http://m.example/'} as any).execute()
-      await db.db.insertInto('file').values({path: 'a.iso', size: 8000, mtime: Math.floor(statSync(join(root, 'a.iso')).mtimeMs / 1000), mirrors: [1]}).execute()
+      await db.db
+        .insertInto('mirror')
+        .values({id: 1, identifier: 'm.example', http_url: 'http://m.example/'} as any)
+        .execute()
+      await db.db
+        .insertInto('file')
+        .values({path: 'a.iso', size: 8000, mtime: Math.floor(statSync(join(root, 'a.iso')).mtimeMs / 1000), mirrors: [1]})
+        .execute()
     } finally {
       await db.close()
     }

@@ -18,8 +18,14 @@ describe(`mb serve --workers (${backend})`, () => {
     root = mkdtempSync(join(tmpdir(), 'mb-serve-workers-'))
     const db = await tdb.open()
     try {
-      await db.db.insertInto('mirror').values({id: 1, identifier: 'm.example', http_url: 'http://m.example/'} as any).execute()
-      await db.db.insertInto('file').values({path: 'a.iso', size: 8000, mtime: 0, mirrors: [1]}).execute()
+      await db.db
+        .insertInto('mirror')
+        .values({id: 1, identifier: 'm.example', http_url: 'http://m.example/'} as any)
+        .execute()
+      await db.db
+        .insertInto('file')
+        .values({path: 'a.iso', size: 8000, mtime: 0, mirrors: [1]})
+        .execute()
     } finally {
       await db.close()
     }

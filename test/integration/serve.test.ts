@@ -20,7 +20,7 @@ const GB = '81.2.69.142'
 const SE = '89.160.20.112'
 const US = '216.160.83.56'
 
-export interface Seeded {
+interface Seeded {
   root: string
   big: Buffer
   small: Buffer
@@ -28,7 +28,7 @@ export interface Seeded {
 }
 
 /** Origin tree + index rows: mirrors 1 gb (http+https), 2 se (http only), 3 us (http+https). */
-export async function seed(database: TestDatabase): Promise<Seeded> {
+async function seed(database: TestDatabase): Promise<Seeded> {
   const root = mkdtempSync(join(tmpdir(), 'mb-serve-root-'))
   const big = Buffer.alloc(10_000, 'b')
   const small = Buffer.from('tiny\n')
@@ -60,7 +60,11 @@ export async function seed(database: TestDatabase): Promise<Seeded> {
       {path: 'dir/with space#1+x:y.iso', size: big.length, mirrors: [1]},
       {path: 'gone.iso', size: 50_000, mirrors: []},
     ]
-    for (const r of rows) await db.db.insertInto('file').values({path: r.path, size: r.size, mtime: r.path === 'gone.iso' ? 0 : mtime(r.path), mirrors: r.mirrors}).execute()
+    for (const r of rows)
+      await db.db
+        .insertInto('file')
+        .values({path: r.path, size: r.size, mtime: r.path === 'gone.iso' ? 0 : mtime(r.path), mirrors: r.mirrors})
+        .execute()
   } finally {
     await db.close()
   }
@@ -239,63 +243,72 @@ describe(`mb serve (${backend})`, function () {
     await get('/big.iso?logcheck=1', {'X-Forwarded-For': GB})
     let line: any
     for (let i = 0; i < 50 && !line; i++) {
-      line = serve.output().split('\n').filter((l) => l.includes('logcheck=1')).map((l) => JSON.parse(l))[0]
+      line = serve
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('logcheck=1'))
+        .map((l) => JSON.parse(l))[0]
       if (!line) await sleep(100)
     }
     expect(line).to.include({ip: GB, cc: 'GB', m: 'GET', st: 302, out: 'redirect', mirror: 'gb.example.org', realm: 'country'})
   })
-
-  {
-    // On PGlite, mb serve shares its store through a socket, so the same live changes work.
-    describe(`live changes (${backend})`, () => {
-      /** Polls until `check` passes, at most `seconds`. */
-      async function eventually(seconds: number, check: () => Promise<boolean>): Promise<boolean> {
-        const deadline = Date.now() + seconds * 1000
-        while (Date.now() < deadline) {
-          if (await check()) return true
-          await sleep(100)
-        }
-        return false
+  // On PGlite, mb serve shares its store through a socket, so the same live changes work.
+  describe(`live changes (${backend})`, () => {
+    /** Polls until `check` passes, at most `seconds`. */
+    async function eventually(seconds: number, check: () => Promise<boolean>): Promise<boolean> {
+      const deadline = Date.now() + seconds * 1000
+      while (Date.now() < deadline) {
+        if (await check()) return true
+        await sleep(100)
       }
+      return false
+    }
 
-      it('a mirror disabled with `mb mirror disable` stops receiving redirects within 5 s', async () => {
-        expect((await get('/big.iso', {'X-Forwarded-For': GB})).headers['x-mb-mirror']).to.equal('gb.example.org')
-        const disabled = await mb(['mirror', 'disable', 'gb.example.org', '--json'], {env: database.env})
-        expect(disabled.code, disabled.stderr).to.equal(0)
-        const moved = await eventually(5, async () => (await get('/big.iso', {'X-Forwarded-For': GB})).headers['x-mb-mirror'] !== 'gb.example.org')
-        expect(moved).to.equal(true)
-        const res = await get('/big.iso', {'X-Forwarded-For': GB})
-        expect(res.headers['x-mb-mirror']).to.equal('se.example.org')
-        expect(res.headers['x-mb-realm']).to.equal('continent')
-        expect((await mb(['mirror', 'enable', 'gb.example.org'], {env: database.env})).code).to.equal(0)
-        expect(await eventually(5, async () => (await get('/big.iso', {'X-Forwarded-For': GB})).headers['x-mb-mirror'] === 'gb.example.org')).to.equal(true)
-      })
-
-      it('an origin file rewritten with a new size is served locally until a rescan', async () => {
-        const changed = Buffer.alloc(12_345, 'n')
-        writeFileSync(join(seeded.root, 'big.iso'), changed)
-        // Re-index with the origin index library (what `mb index` runs).
-        const indexDb = await database.open()
-        try {
-          const result = await indexOrigin(indexDb.db, seeded.root)
-          expect(result).to.include({changed: 1})
-        } finally {
-          await indexDb.close()
-        }
-        expect(await eventually(5, async () => (await get('/big.iso', {'X-Forwarded-For': GB})).status === 200)).to.equal(true)
-        const local = await get('/big.iso', {'X-Forwarded-For': GB})
-        expect(local.body.equals(changed)).to.equal(true)
-        expect(local.headers['x-mb-origin-reason']).to.equal('no_mirror')
-        // A rescan confirms the GB mirror has the new version (the scan reconciler's write).
-        const db = await database.open()
-        try {
-          await sql`UPDATE file SET mirrors = '{1}' WHERE path = 'big.iso'`.execute(db.db)
-        } finally {
-          await db.close()
-        }
-        expect(await eventually(5, async () => (await get('/big.iso', {'X-Forwarded-For': GB})).status === 302)).to.equal(true)
-        expect((await get('/big.iso', {'X-Forwarded-For': US})).headers.location).to.equal('http://gb.example.org/pub/big.iso')
-      })
+    it('a mirror disabled with `mb mirror disable` stops receiving redirects within 5 s', async () => {
+      expect((await get('/big.iso', {'X-Forwarded-For': GB})).headers['x-mb-mirror']).to.equal('gb.example.org')
+      const disabled = await mb(['mirror', 'disable', 'gb.example.org', '--json'], {env: database.env})
+      expect(disabled.code, disabled.stderr).to.equal(0)
+      const moved = await eventually(5, async () => (await get('/big.iso', {'X-Forwarded-For': GB})).headers['x-mb-mirror'] !== 'gb.example.org')
+      expect(moved).to.equal(true)
+      const res = await get('/big.iso', {'X-Forwarded-For': GB})
+      expect(res.headers['x-mb-mirror']).to.equal('se.example.org')
+      expect(res.headers['x-mb-realm']).to.equal('continent')
+      expect((await mb(['mirror', 'enable', 'gb.example.org'], {env: database.env})).code).to.equal(0)
+      expect(await eventually(5, async () => (await get('/big.iso', {'X-Forwarded-For': GB})).headers['x-mb-mirror'] === 'gb.example.org')).to.equal(true)
     })
-  }
+
+    it('a mirror in a maintenance window set with `mb mirror edit --maintenance-until` gets no redirects until it ends', async () => {
+      const until = new Date(Date.now() + 3_600_000).toISOString()
+      expect((await mb(['mirror', 'edit', 'gb.example.org', '--maintenance-until', until], {env: database.env})).code).to.equal(0)
+      expect(await eventually(5, async () => (await get('/big.iso', {'X-Forwarded-For': GB})).headers['x-mb-mirror'] === 'se.example.org')).to.equal(true)
+      expect((await mb(['mirror', 'edit', 'gb.example.org', '--maintenance-until', 'none'], {env: database.env})).code).to.equal(0)
+      expect(await eventually(5, async () => (await get('/big.iso', {'X-Forwarded-For': GB})).headers['x-mb-mirror'] === 'gb.example.org')).to.equal(true)
+    })
+
+    it('an origin file rewritten with a new size is served locally until a rescan', async () => {
+      const changed = Buffer.alloc(12_345, 'n')
+      writeFileSync(join(seeded.root, 'big.iso'), changed)
+      // Re-index with the origin index library (what `mb index` runs).
+      const indexDb = await database.open()
+      try {
+        const result = await indexOrigin(indexDb.db, seeded.root)
+        expect(result).to.include({changed: 1})
+      } finally {
+        await indexDb.close()
+      }
+      expect(await eventually(5, async () => (await get('/big.iso', {'X-Forwarded-For': GB})).status === 200)).to.equal(true)
+      const local = await get('/big.iso', {'X-Forwarded-For': GB})
+      expect(local.body.equals(changed)).to.equal(true)
+      expect(local.headers['x-mb-origin-reason']).to.equal('no_mirror')
+      // A rescan confirms the GB mirror has the new version (the scan reconciler's write).
+      const db = await database.open()
+      try {
+        await sql`UPDATE file SET mirrors = '{1}' WHERE path = 'big.iso'`.execute(db.db)
+      } finally {
+        await db.close()
+      }
+      expect(await eventually(5, async () => (await get('/big.iso', {'X-Forwarded-For': GB})).status === 302)).to.equal(true)
+      expect((await get('/big.iso', {'X-Forwarded-For': US})).headers.location).to.equal('http://gb.example.org/pub/big.iso')
+    })
+  })
 })

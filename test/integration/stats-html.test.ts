@@ -22,7 +22,21 @@ function screenshot(dir: string, file: string): {png: PNG; console: string[]; st
   const shot = join(dir, `shot-${Date.now()}.png`)
   const res = spawnSync(
     'chromium',
-    ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', `--user-data-dir=${join(dir, 'chromium-profile')}`, '--enable-logging=stderr', '--v=0', `--screenshot=${shot}`, '--window-size=1200,900', pathToFileURL(file).href],
+    [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      `--user-data-dir=${join(dir, 'chromium-profile')}`,
+      '--enable-logging=stderr',
+      '--v=0',
+      `--screenshot=${shot}`,
+      '--window-size=1200,900',
+      pathToFileURL(file).href,
+    ],
     {encoding: 'utf8', timeout: 120_000},
   )
   const stderr = `${res.stdout}\n${res.stderr}`
@@ -73,7 +87,8 @@ describe(`mb stats --html in headless Chromium (${backend})`, function () {
       const start = Date.UTC(2026, 10, 1, 12)
       const base: RequestOutcome = {time: start, method: 'GET', target: '/', httpVersion: '1.1', status: 302, outcome: 'redirect', clientIp: '192.0.2.1', bytesSent: 0, durationSeconds: 0}
       for (let d = 0; d < 14; d++) {
-        for (let k = 0; k < 3 + ((d * 5) % 11); k++) c.observer({...base, time: start + d * DAY, path: `iso/release-${k % 3}.iso`, mirrorId: id, fileSize: 700_000_000, country: ['DE', 'FR', 'US'][k % 3]})
+        for (let k = 0; k < 3 + ((d * 5) % 11); k++)
+          c.observer({...base, time: start + d * DAY, path: `iso/release-${k % 3}.iso`, mirrorId: id, fileSize: 700_000_000, country: ['DE', 'FR', 'US'][k % 3]})
         c.observer({...base, time: start + d * DAY, path: 'README <b>&</b>.txt', outcome: 'local', status: 200, bytesSent: 100, country: 'SE'})
       }
       expect((await c.flush(database)).ok).to.equal(true)

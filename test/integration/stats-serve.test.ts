@@ -24,7 +24,8 @@ const SE = '89.160.20.112'
 const US = '216.160.83.56'
 
 /** Apache combined format plus two quoted fields (mirror, realm). */
-export const COMBINED = /^(\S+) (\S+) (\S+) \[(\d{2})\/(\w{3})\/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-]\d{4})\] "(\S+) (\S+) (HTTP\/[\d.]+)" (\d{3}) (\d+|-) "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)"$/
+const COMBINED =
+  /^(\S+) (\S+) (\S+) \[(\d{2})\/(\w{3})\/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-]\d{4})\] "(\S+) (\S+) (HTTP\/[\d.]+)" (\d{3}) (\d+|-) "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)"$/
 
 interface Serve {
   child: ChildProcess
@@ -70,8 +71,16 @@ async function startServe(t: TestDatabase, root: string, extra: string[] = []): 
   }
 }
 
-async function request(base: string, path: string, options: {method?: string; ip: string; headers?: Record<string, string>}): Promise<{status: number; location: string | null; mirror: string | null}> {
-  const res = await fetch(`${base}/${path}`, {method: options.method ?? 'GET', redirect: 'manual', headers: {'X-Forwarded-For': options.ip, 'User-Agent': 'stats-test/1.0 "quoted"', Referer: 'http://example.org/downloads', ...options.headers}})
+async function request(
+  base: string,
+  path: string,
+  options: {method?: string; ip: string; headers?: Record<string, string>},
+): Promise<{status: number; location: string | null; mirror: string | null}> {
+  const res = await fetch(`${base}/${path}`, {
+    method: options.method ?? 'GET',
+    redirect: 'manual',
+    headers: {'X-Forwarded-For': options.ip, 'User-Agent': 'stats-test/1.0 "quoted"', Referer: 'http://example.org/downloads', ...options.headers},
+  })
   await res.arrayBuffer()
   return {status: res.status, location: res.headers.get('location'), mirror: res.headers.get('x-mb-mirror')}
 }
@@ -212,7 +221,10 @@ describe(`stats through mb serve (${backend})`, function () {
     expect(count('meta4', 'continent')).to.equal(1)
     expect(count('local', 'none')).to.equal(4)
     expect(families.find((f) => f.name === 'mb_database_up')!.metrics[0].value).to.equal('1')
-    expect(families.find((f) => f.name === 'mb_mirrors')!.metrics.map((s: any) => [s.labels.state, s.value])).to.deep.equal([['up', '2'], ['down', '0']])
+    expect(families.find((f) => f.name === 'mb_mirrors')!.metrics.map((s: any) => [s.labels.state, s.value])).to.deep.equal([
+      ['up', '2'],
+      ['down', '0'],
+    ])
     expect(Number(families.find((f) => f.name === 'mb_snapshot_age_seconds')!.metrics[0].value)).to.be.within(0, 60)
     const latency = families.find((f) => f.name === 'mb_request_duration_seconds')!
     expect(latency.type).to.equal('HISTOGRAM')

@@ -12,7 +12,8 @@ import {join} from 'node:path'
 import {expect} from 'chai'
 import {sql} from 'kysely'
 import {openDatabase, type Database} from '../../src/lib/db/index.js'
-import {StatsCollector, startStatsFlusher} from '../../src/lib/stats/collector.js'
+import {StatsCollector} from '../../src/lib/stats/collector.js'
+import {startStatsFlusher} from '../../src/lib/stats/schedule.js'
 import {pruneStats} from '../../src/lib/stats/prune.js'
 import {queryStats} from '../../src/lib/stats/query.js'
 import type {RequestOutcome} from '../../src/lib/serve/types.js'
@@ -100,7 +101,14 @@ describe(`stats collector and mb stats (${backend})`, function () {
     expect(flushed).to.deep.include({ok: true, retained: 0})
     expect(c.pendingKeys).to.equal(0)
 
-    const rows = await database.db.selectFrom('stats_daily').select([sql<string>`to_char(day, 'YYYY-MM-DD')`.as('day'), 'path', 'mirror_id', 'country', 'downloads', 'bytes', 'other_requests']).orderBy('day').orderBy('path').orderBy('mirror_id').orderBy('country').execute()
+    const rows = await database.db
+      .selectFrom('stats_daily')
+      .select([sql<string>`to_char(day, 'YYYY-MM-DD')`.as('day'), 'path', 'mirror_id', 'country', 'downloads', 'bytes', 'other_requests'])
+      .orderBy('day')
+      .orderBy('path')
+      .orderBy('mirror_id')
+      .orderBy('country')
+      .execute()
     expect(rows).to.deep.equal([
       {day: '2026-11-20', path: 'README.txt', mirror_id: 0, country: '--', downloads: 1, bytes: 100, other_requests: 0},
       {day: '2026-11-20', path: 'README.txt', mirror_id: 0, country: 'FR', downloads: 1, bytes: 140, other_requests: 3},
@@ -118,7 +126,10 @@ describe(`stats collector and mb stats (${backend})`, function () {
     const countries = (await cli(['stats', '--by', 'country', '--json'])).json()
     expect(by(countries.rows)).to.deep.equal({DE: [5, 2], US: [2, 0], FR: [1, 6], '--': [1, 0]})
     const days = (await cli(['stats', '--by', 'day', '--since', '2026-11-20', '--until', '2026-11-21', '--json'])).json()
-    expect(days.rows.map((r: any) => [r.key, r.downloads])).to.deep.equal([['2026-11-20', 8], ['2026-11-21', 1]])
+    expect(days.rows.map((r: any) => [r.key, r.downloads])).to.deep.equal([
+      ['2026-11-20', 8],
+      ['2026-11-21', 1],
+    ])
     const oneDay = (await cli(['stats', '--by', 'mirror', '--since', '2026-11-21', '--until', '2026-11-21', '--mirror', 'mirror.de', '--json'])).json()
     expect(by(oneDay.rows)).to.deep.equal({'mirror.de': [1, 0]})
     const dirs = (await cli(['stats', '--by', 'dir', '--path', 'iso/', '--json'])).json()
@@ -130,7 +141,10 @@ describe(`stats collector and mb stats (${backend})`, function () {
     for (let i = 0; i < 6; i++) for (let k = 0; k <= i; k++) c.observer(req({path: `f${i}.iso`, bytesSent: 10, country: 'DE'}))
     await c.flush(database)
     const res = (await cli(['stats', '--by', 'file', '--limit', '2', '--json'])).json()
-    expect(res.rows.map((r: any) => [r.key, r.downloads])).to.deep.equal([['f5.iso', 6], ['f4.iso', 5]])
+    expect(res.rows.map((r: any) => [r.key, r.downloads])).to.deep.equal([
+      ['f5.iso', 6],
+      ['f4.iso', 5],
+    ])
     expect(res.other).to.deep.equal({key: '(other)', downloads: 10, bytes: 100, other_requests: 0, groups: 4})
     expect(res.total.downloads).to.equal(21)
     expect(res.rows.reduce((a: number, r: any) => a + r.downloads, 0) + res.other.downloads).to.equal(res.total.downloads)
@@ -143,12 +157,20 @@ describe(`stats collector and mb stats (${backend})`, function () {
     expect(plain.stdout.trim().split('\n')).to.deep.equal(['file\tdownloads\tbytes\tother requests', 'f5.iso\t6\t60\t0', 'f4.iso\t5\t50\t0', '(other)\t10\t100\t0', 'total\t21\t210\t0'])
   })
 
-  it('refuses bad dates, spans and mirrors with a usage error (exit 2)', async () => {
-    for (const args of [['--since', '2026-02-30'], ['--since', 'last week'], ['--until', '7x'], ['--since', '2026-11-21', '--until', '2026-11-20'], ['--mirror', 'no.such.mirror']]) {
+  it('refuses bad dates and spans with a usage error (exit 2), an unknown mirror with exit 1', async () => {
+    for (const args of [
+      ['--since', '2026-02-30'],
+      ['--since', 'last week'],
+      ['--until', '7x'],
+      ['--since', '2026-11-21', '--until', '2026-11-20'],
+    ]) {
       const res = await cli(['stats', ...args, '--json'])
       expect(res.code, args.join(' ')).to.equal(2)
-      expect(res.json().error.code).to.be.oneOf(['BAD_DATE', 'MIRROR_NOT_FOUND'])
+      expect(res.json().error.code).to.equal('BAD_DATE')
     }
+    const unknown = await cli(['stats', '--mirror', 'no.such.mirror', '--json'])
+    expect(unknown.code).to.equal(1)
+    expect(unknown.json().error.code).to.equal('MIRROR_NOT_FOUND')
     const ok = await cli(['stats', '--since', '7d', '--until', '0d', '--json'])
     expect(ok.code).to.equal(0)
   })
@@ -279,41 +301,47 @@ describe(`stats collector and mb stats (${backend})`, function () {
     const c = new StatsCollector()
     const start = Date.UTC(2026, 6, 25, 10) // 2026-07-25 .. 2026-09-22 (60 days)
     for (let d = 0; d < 60; d++) {
-      for (let k = 0; k <= d % 4; k++) c.observer(req({time: start + d * DAY, path: d % 2 ? 'a.iso' : 'dir/b.iso', status: 302, outcome: 'redirect', mirrorId: 1 + (d % 2), fileSize: 10, country: d % 3 ? 'DE' : 'US'}))
+      for (let k = 0; k <= d % 4; k++)
+        c.observer(req({time: start + d * DAY, path: d % 2 ? 'a.iso' : 'dir/b.iso', status: 302, outcome: 'redirect', mirrorId: 1 + (d % 2), fileSize: 10, country: d % 3 ? 'DE' : 'US'}))
       c.observer(req({time: start + d * DAY, path: 'a.iso', method: 'HEAD'}))
     }
     await c.flush(database)
     // an existing monthly row for July (from an earlier prune) must be added to, not replaced
     await database.db.insertInto('stats_monthly').values({month: '2026-07-01', path: 'a.iso', mirror_id: 2, country: 'DE', downloads: 1000, bytes: 10_000, other_requests: 0}).execute()
     const before = await Promise.all((['file', 'mirror', 'country', 'month'] as const).map((g) => queryStats(database, {by: g})))
-    const dailyBefore = await sql<{month: string; downloads: number}>`SELECT to_char(day, 'YYYY-MM') AS month, sum(downloads)::bigint AS downloads FROM stats_daily WHERE day < '2026-09-01' GROUP BY 1 ORDER BY 1`.execute(database.db)
+    const dailyBefore = await sql<{
+      month: string
+      downloads: number
+    }>`SELECT to_char(day, 'YYYY-MM') AS month, sum(downloads)::bigint AS downloads FROM stats_daily WHERE day < '2026-09-01' GROUP BY 1 ORDER BY 1`.execute(database.db)
 
     const now = new Date(Date.UTC(2026, 9, 1, 3)) // 2026-10-01: keep 30 days -> daily rows before 2026-09-01 roll up
     const result = await pruneStats(database, {dailyRetentionDays: 30, monthlyRetentionMonths: 120}, now)
-    expect(result.dailyCutoff).to.equal('2026-09-01')
-    expect(result.monthlyRowsDeleted).to.equal(0)
+    expect(result.daily_cutoff).to.equal('2026-09-01')
+    expect(result.monthly_rows_deleted).to.equal(0)
     const left = await sql<{first: string}>`SELECT to_char(min(day), 'YYYY-MM-DD') AS first FROM stats_daily`.execute(database.db)
     expect(left.rows[0].first).to.equal('2026-09-01')
-    const monthly = await sql<{month: string; downloads: number}>`SELECT to_char(month, 'YYYY-MM') AS month, sum(downloads)::bigint AS downloads FROM stats_monthly GROUP BY 1 ORDER BY 1`.execute(database.db)
+    const monthly = await sql<{month: string; downloads: number}>`SELECT to_char(month, 'YYYY-MM') AS month, sum(downloads)::bigint AS downloads FROM stats_monthly GROUP BY 1 ORDER BY 1`.execute(
+      database.db,
+    )
     const expected = dailyBefore.rows.map((r) => ({month: r.month, downloads: Number(r.downloads) + (r.month === '2026-07' ? 1000 : 0)}))
     expect(monthly.rows.map((r) => ({month: r.month, downloads: Number(r.downloads)}))).to.deep.equal(expected)
-    expect(result.downloadsRolledUp).to.equal(dailyBefore.rows.reduce((a, r) => a + Number(r.downloads), 0))
+    expect(result.downloads_rolled_up).to.equal(dailyBefore.rows.reduce((a, r) => a + Number(r.downloads), 0))
 
     // every grouping reports the same totals across the retention boundary
     const after = await Promise.all((['file', 'mirror', 'country', 'month'] as const).map((g) => queryStats(database, {by: g})))
     for (let i = 0; i < before.length; i++) expect(after[i].rows, before[i].by).to.deep.equal(before[i].rows)
     // a second prune changes nothing; a short monthly retention deletes old months
-    expect((await pruneStats(database, {dailyRetentionDays: 30, monthlyRetentionMonths: 120}, now)).dailyRowsRolledUp).to.equal(0)
+    expect((await pruneStats(database, {dailyRetentionDays: 30, monthlyRetentionMonths: 120}, now)).daily_rows_rolled_up).to.equal(0)
     const cut = await pruneStats(database, {dailyRetentionDays: 30, monthlyRetentionMonths: 2}, now)
-    expect(cut.monthlyCutoff).to.equal('2026-08-01')
-    expect(cut.monthlyRowsDeleted).to.be.greaterThan(0)
+    expect(cut.monthly_cutoff).to.equal('2026-08-01')
+    expect(cut.monthly_rows_deleted).to.be.greaterThan(0)
     const months = await sql<{month: string}>`SELECT DISTINCT to_char(month, 'YYYY-MM') AS month FROM stats_monthly ORDER BY 1`.execute(database.db)
     expect(months.rows.map((r) => r.month)).to.deep.equal(['2026-08'])
 
     // the CLI applies the configured policy
     const pruned = await cli(['stats', 'prune', '--daily-retention-days', '1', '--json'])
     expect(pruned.code).to.equal(0)
-    expect(pruned.json().dailyRowsRolledUp).to.be.greaterThan(0)
+    expect(pruned.json().daily_rows_rolled_up).to.be.greaterThan(0)
   })
 })
 
@@ -334,7 +362,8 @@ describe('stats flush while PostgreSQL is down (private cluster)', function () {
   let dir: string
   let port: number
   let started = false
-  const pgctl = (...args: string[]) => execFileSync('runuser', ['-u', 'postgres', '--', `${PG_BIN}/pg_ctl`, '-D', join(dir, 'data'), '-l', join(dir, 'log'), '-w', '-t', '60', ...args], {stdio: 'pipe'})
+  const pgctl = (...args: string[]) =>
+    execFileSync('runuser', ['-u', 'postgres', '--', `${PG_BIN}/pg_ctl`, '-D', join(dir, 'data'), '-l', join(dir, 'log'), '-w', '-t', '60', ...args], {stdio: 'pipe'})
 
   before(function () {
     if (!existsSync(`${PG_BIN}/initdb`)) {
@@ -393,7 +422,11 @@ describe('stats flush while PostgreSQL is down (private cluster)', function () {
       expect(ok).to.deep.include({ok: true, retained: 0, rows: 3})
       const result = await queryStats(database, {by: 'file'})
       expect(result.total).to.deep.equal({downloads: 22, bytes: 110, other_requests: 0})
-      expect(result.rows.map((r) => [r.key, r.downloads])).to.deep.equal([['f0', 9], ['f1', 7], ['f2', 6]])
+      expect(result.rows.map((r) => [r.key, r.downloads])).to.deep.equal([
+        ['f0', 9],
+        ['f1', 7],
+        ['f2', 6],
+      ])
       expect(readFileSync(join(dir, 'log'), 'utf8')).to.match(/database system is ready/)
     } finally {
       await database.close()

@@ -11,7 +11,8 @@ import {apacheTime, escapeLogField, formatAccessLine, openAccessLog} from '../..
 import type {RequestOutcome} from '../../src/lib/serve/types.js'
 
 /** Apache combined format (httpd's mod_log_config "combined") plus two quoted fields. */
-const COMBINED = /^(\S+) (\S+) (\S+) \[(\d{2})\/(\w{3})\/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-]\d{4})\] "((?:[^"\\]|\\.)*)" (\d{3}) (\d+|-) "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)"$/
+const COMBINED =
+  /^(\S+) (\S+) (\S+) \[(\d{2})\/(\w{3})\/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-]\d{4})\] "((?:[^"\\]|\\.)*)" (\d{3}) (\d+|-) "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)"$/
 
 const base: RequestOutcome = {
   time: Date.UTC(2026, 9, 10, 13, 55, 36),

@@ -64,7 +64,10 @@ describe('geo: MaxMind test databases', () => {
     expect(geo.lookup('1.128.0.1').asn).to.equal(1221)
     expect(geo.lookup('89.160.20.112')).to.deep.include({country: 'SE', asn: 29518})
     expect(geo.sources).to.deep.equal([fixture('GeoIP2-City-Test.mmdb'), fixture('GeoLite2-ASN-Test.mmdb')])
-    expect(geo.databases.map((d) => [d.role, d.type])).to.deep.equal([['location', 'GeoIP2-City'], ['asn', 'GeoLite2-ASN']])
+    expect(geo.databases.map((d) => [d.role, d.type])).to.deep.equal([
+      ['location', 'GeoIP2-City'],
+      ['asn', 'GeoLite2-ASN'],
+    ])
   })
 
   it('the first database that knows an address wins', async () => {

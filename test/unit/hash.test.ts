@@ -4,7 +4,8 @@ import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {expect} from 'chai'
-import {HashPool, hashFile, hashesFresh, MAX_PIECE_SIZE, MIN_PIECE_SIZE, pieceSizeFor, splitPieces} from '../../src/lib/origin/hash.js'
+import {hashesFresh} from '../../src/lib/origin/freshness.js'
+import {HashPool, hashFile, MAX_PIECE_SIZE, MIN_PIECE_SIZE, pieceSizeFor, splitPieces} from '../../src/lib/origin/hash.js'
 
 describe('origin hashes', () => {
   let dir: string

@@ -38,7 +38,9 @@ describe('HTTP index parsers on recorded listings', () => {
     expect([...sub.keys()]).to.deep.equal(['nested', 'big.iso', 'target file.bin'])
     expect(sub.get('big.iso')?.size).to.equal(100_000)
     const long = parseHtmlIndex(fixture('http-nginx-longname.html'), new URL('http://127.0.0.1:8080/empty-dir/'))
-    expect(long).to.deep.equal([{name: 'a-very-long-file-name-that-nginx-truncates-in-the-listing-display.tar.gz', type: 'file', size: 0, mtime: Date.UTC(2026, 10, 28, 10, 0) / 1000, mtimePrecision: 60}])
+    expect(long).to.deep.equal([
+      {name: 'a-very-long-file-name-that-nginx-truncates-in-the-listing-display.tar.gz', type: 'file', size: 0, mtime: Date.UTC(2026, 10, 28, 10, 0) / 1000, mtimePrecision: 60},
+    ])
   })
 
   it('reads nginx autoindex_format json with second precision', () => {
@@ -51,7 +53,8 @@ describe('HTTP index parsers on recorded listings', () => {
   })
 
   it('reads nginx autoindex_format xml', () => {
-    const xml = '<?xml version="1.0"?>\n<list>\n<directory mtime="2026-01-02T03:04:05Z">a:b dir</directory>\n<file mtime="2026-01-02T03:04:05Z" size="12">hash#name.txt</file>\n<file mtime="2026-01-02T03:04:05Z" size="13">a &amp; b.txt</file>\n</list>\n'
+    const xml =
+      '<?xml version="1.0"?>\n<list>\n<directory mtime="2026-01-02T03:04:05Z">a:b dir</directory>\n<file mtime="2026-01-02T03:04:05Z" size="12">hash#name.txt</file>\n<file mtime="2026-01-02T03:04:05Z" size="13">a &amp; b.txt</file>\n</list>\n'
     expect(parseXmlIndex(xml)).to.deep.equal([
       {name: 'a:b dir', type: 'dir', size: 0, mtime: T, mtimePrecision: 1},
       {name: 'hash#name.txt', type: 'file', size: 12, mtime: T, mtimePrecision: 1},
@@ -82,7 +85,19 @@ describe('HTTP index parsers on recorded listings', () => {
   it('reads an Apache 2.4 HTMLTable index (Debian default): ./ colon links, exact small sizes, 98K ranges, no sort or parent links', () => {
     const entries = parseHtmlIndex(fixture('http-apache-table.html'), new URL('http://127.0.0.1:8080/pub/'))
     const m = byName(entries)
-    expect([...m.keys()]).to.deep.equal(['a:b dir', 'dir with space', 'README.txt', 'big.iso', 'colon:name.txt', 'hash#name.txt', 'percent%name.txt', 'plus+name.txt', 'target file.bin', 'huge.iso', 'ütf8-ñame-日本.txt'])
+    expect([...m.keys()]).to.deep.equal([
+      'a:b dir',
+      'dir with space',
+      'README.txt',
+      'big.iso',
+      'colon:name.txt',
+      'hash#name.txt',
+      'percent%name.txt',
+      'plus+name.txt',
+      'target file.bin',
+      'huge.iso',
+      'ütf8-ñame-日本.txt',
+    ])
     expect(m.get('README.txt')).to.deep.equal({name: 'README.txt', type: 'file', size: 42, mtime: Date.UTC(2026, 0, 2, 3, 4) / 1000, mtimePrecision: 60})
     expect(m.get('plus+name.txt')?.size).to.equal(13)
     const big = m.get('big.iso')!

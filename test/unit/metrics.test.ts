@@ -8,7 +8,18 @@ import {parsePrometheus} from '../helpers/prometheus.js'
 import {createServeMetrics, startMetricsServer, type MetricsServer} from '../../src/lib/serve/metrics.js'
 import type {RequestOutcome} from '../../src/lib/serve/types.js'
 
-const req = (over: Partial<RequestOutcome>): RequestOutcome => ({time: 0, method: 'GET', target: '/x', httpVersion: '1.1', status: 302, outcome: 'redirect', clientIp: '127.0.0.1', bytesSent: 0, durationSeconds: 0.0003, ...over})
+const req = (over: Partial<RequestOutcome>): RequestOutcome => ({
+  time: 0,
+  method: 'GET',
+  target: '/x',
+  httpVersion: '1.1',
+  status: 302,
+  outcome: 'redirect',
+  clientIp: '127.0.0.1',
+  bytesSent: 0,
+  durationSeconds: 0.0003,
+  ...over,
+})
 
 /** Each line of Prometheus text exposition format 0.0.4: a comment, a sample, or blank (NaN/Inf in any case, as Go's ParseFloat reads them; prom-client writes `Nan`). */
 const LINE = /^(#\s(HELP|TYPE)\s[a-zA-Z_:][a-zA-Z0-9_:]*\s.*|[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*",?)*\})?\s(-?[0-9.e+-]+|NaN|\+Inf|-Inf)(\s-?\d+)?|)$/i
@@ -57,7 +68,10 @@ describe('metrics', () => {
     expect(text).to.match(/^mb_request_duration_seconds_bucket\{le="0.5",outcome="local"\} 1$/m)
     expect(family('mb_snapshot_age_seconds').metrics[0].value).to.equal('4.5')
     expect(family('mb_database_up').metrics[0].value).to.equal('0')
-    expect(family('mb_mirrors').metrics.map((s: any) => [s.labels.state, s.value])).to.deep.equal([['up', '3'], ['down', '1']])
+    expect(family('mb_mirrors').metrics.map((s: any) => [s.labels.state, s.value])).to.deep.equal([
+      ['up', '3'],
+      ['down', '1'],
+    ])
     expect(family('mb_stats_flush_failures_total').metrics[0].value).to.equal('2')
     expect(family('mb_stats_lost_downloads_total').metrics[0].value).to.equal('12')
     expect(family('mb_stats_pending_keys').metrics[0].value).to.equal('17')

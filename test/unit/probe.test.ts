@@ -79,7 +79,13 @@ describe('probe: hysteresis (nextState)', () => {
   })
 
   it('drops keys no longer checked and keeps the cached probe path', () => {
-    const s = nextState({...fresh, status: {checks: {'ftp/ipv4': {up: true, ok_count: 1, fail_count: 0, reason: 'ok', since: T0.toISOString()}}, probe_path: 'a/b'}}, [check('http/ipv4', true)], {noIpv6: false}, config, T0).state
+    const s = nextState(
+      {...fresh, status: {checks: {'ftp/ipv4': {up: true, ok_count: 1, fail_count: 0, reason: 'ok', since: T0.toISOString()}}, probe_path: 'a/b'}},
+      [check('http/ipv4', true)],
+      {noIpv6: false},
+      config,
+      T0,
+    ).state
     expect(Object.keys(s.status.checks)).to.deep.equal(['http/ipv4'])
     expect(s.status.probe_path).to.equal('a/b')
   })
@@ -111,7 +117,8 @@ describe('probe: classification', () => {
   })
 
   it('tells non-global addresses from global ones', () => {
-    for (const a of ['127.0.0.1', '10.1.2.3', '192.168.0.1', '172.16.5.4', '169.254.1.1', '100.64.0.1', '::1', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '0.0.0.0']) expect(isNonGlobalAddress(a), a).to.equal(true)
+    for (const a of ['127.0.0.1', '10.1.2.3', '192.168.0.1', '172.16.5.4', '169.254.1.1', '100.64.0.1', '::1', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '0.0.0.0'])
+      expect(isNonGlobalAddress(a), a).to.equal(true)
     for (const a of ['81.2.69.142', '2a02:d180::1', '8.8.8.8']) expect(isNonGlobalAddress(a), a).to.equal(false)
   })
 

@@ -3,8 +3,9 @@ import picomatch from 'picomatch'
 import {loadConfig} from '../../src/lib/config/index.js'
 import type {MirrorRow} from '../../src/lib/db/schema.js'
 import {compileMirror, compileMirrors, compileSelectOptions, encodePath, MirrorTable, mirrorUrl} from '../../src/lib/select/index.js'
-import {globToLike} from '../../src/lib/select/lookup.js'
+import {globToLike} from '../../src/lib/lookup/files.js'
 import {DEFAULT_ORIGIN_ONLY} from '../../src/lib/select/config.js'
+import {ELIGIBILITY_RULES} from '../../src/lib/select/rules.js'
 
 const base = {
   id: 7,
@@ -62,9 +63,28 @@ describe('select: compileMirror', () => {
     expect([...m.excludeCountries]).to.deep.equal(['CN'])
   })
   it('keeps missing values null, and a lone coordinate counts as no position', () => {
-    const m = compileMirror({...base, http_url: null, https_url: '', country: null, continent: 'oc', latitude: 10, longitude: null, asn: null, file_maxsize: null, base_path: '', last_scan_ok_at: null, prefixes: [], client_prefixes: []} as unknown as MirrorRow)
+    const m = compileMirror({
+      ...base,
+      http_url: null,
+      https_url: '',
+      country: null,
+      continent: 'oc',
+      latitude: 10,
+      longitude: null,
+      asn: null,
+      file_maxsize: null,
+      base_path: '',
+      last_scan_ok_at: null,
+      prefixes: [],
+      client_prefixes: [],
+    } as unknown as MirrorRow)
     expect(m).to.deep.include({httpUrl: null, httpsUrl: null, country: null, continent: 'OC', latitude: null, longitude: null, asn: null, fileMaxsize: null, basePath: '', lastScanOkAt: null})
     expect(m.prefixes).to.deep.equal([])
+  })
+  it('keeps the end of a maintenance window to the millisecond (Date or timestamp text), null when none', () => {
+    expect(compileMirror({...base, maintenance_until: new Date('2026-12-01T18:00:00.250Z')} as unknown as MirrorRow).maintenanceUntil).to.equal(1796148000.25)
+    expect(compileMirror({...base, maintenance_until: '2026-12-01T18:00:00+00:00'} as unknown as MirrorRow).maintenanceUntil).to.equal(1796148000)
+    expect(compileMirror(base).maintenanceUntil).to.equal(null)
   })
 })
 
@@ -117,7 +137,10 @@ describe('select: options', () => {
     const {config} = loadConfig({env: {}, flags: {'select.exclude_user_agents': ['^curl/'], 'select.country_substitutions': {nz: 'au', at: 'DE'}}})
     const o = compileSelectOptions(config.select)
     expect(o.excludeUserAgents.map((r) => r.source)).to.deep.equal(['^curl\\/'])
-    expect([...o.countrySubstitutions]).to.deep.equal([['NZ', 'AU'], ['AT', 'DE']])
+    expect([...o.countrySubstitutions]).to.deep.equal([
+      ['NZ', 'AU'],
+      ['AT', 'DE'],
+    ])
     expect(() => loadConfig({env: {}, flags: {'select.exclude_user_agents': ['(unclosed']}})).to.throw(/select\.exclude_user_agents\.0.*not a valid regular expression/)
     expect(() => loadConfig({env: {}, flags: {'select.country_substitutions': {NZ: 'XX'}}})).to.throw(/select\.country_substitutions\.NZ.*ISO 3166-1/)
     expect(() => loadConfig({env: {}, flags: {'select.exclude_clients': ['10.0.0.1/8']}})).to.throw(/host bits are set/)
@@ -145,7 +168,9 @@ describe('select: globToLike', () => {
   for (const [glob, like, matches, misses] of cases) {
     it(`${glob} -> LIKE ${like}, a superset of the glob`, () => {
       expect(globToLike(glob)).to.equal(like)
-      const re = new RegExp(`^${like.replace(/\\([%_\\])|([%_])|([^%_\\])/g, (_, esc, wild, lit) => (esc ? esc.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : wild === '%' ? '.*' : wild === '_' ? '.' : lit.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))}$`)
+      const re = new RegExp(
+        `^${like.replace(/\\([%_\\])|([%_])|([^%_\\])/g, (_, esc, wild, lit) => (esc ? esc.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : wild === '%' ? '.*' : wild === '_' ? '.' : lit.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))}$`,
+      )
       const match = picomatch(glob, {dot: true, basename: !glob.includes('/')})
       for (const path of matches) {
         expect(match(path), `${glob} matches ${path}`).to.equal(true)
@@ -168,5 +193,26 @@ describe('compileMirrors: MirrorTable', () => {
     expect(() => table.clear()).to.throw(TypeError, /read-only/)
     expect(table.size).to.equal(2)
     expect(Object.isFrozen(table.get(3))).to.equal(true)
+  })
+})
+
+describe('select: the table of exclusion rules', () => {
+  it('names each reason once', () => {
+    const reasons = ELIGIBILITY_RULES.map((r) => r.reason)
+    expect(new Set(reasons).size).to.equal(reasons.length)
+    expect(reasons).to.include.members(['disabled', 'maintenance', 'not_held', 'scan_too_old', 'country_excluded'])
+  })
+  it('compiles the mirror and scheme rules per client class, and only the request rules that apply', () => {
+    const table = compileMirrors([
+      {...base, id: 1, https_url: null, client_prefixes: [], exclude_countries: [], base_path: '', file_maxsize: null} as unknown as MirrorRow,
+      {...base, id: 2, enabled: false, maintenance_until: new Date()} as unknown as MirrorRow,
+    ])
+    // Mirror 1 has no https_url: excluded for the HTTPS classes (bits 1 and 3) only.
+    expect(table.excludedFor[1]).to.equal(0b1010)
+    expect(table.excludedFor[2]).to.equal(0b1111)
+    const plain = compileSelectOptions({})
+    expect(table.requestRules(plain)[1]).to.deep.equal([])
+    expect(table.requestRules(plain)[2].map((r) => r.reason)).to.deep.equal(['maintenance', 'not_in_subtree', 'too_large', 'client_not_allowed', 'country_excluded'])
+    expect(table.requestRules(compileSelectOptions({max_scan_age_seconds: 60}))[1].map((r) => r.reason)).to.deep.equal(['scan_too_old'])
   })
 })

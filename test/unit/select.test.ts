@@ -73,6 +73,7 @@ function row(id: number, overrides: Partial<MirrorRow> = {}): MirrorRow {
     status_reason: null,
     status_changed_at: null,
     needs_rescan: false,
+    maintenance_until: null,
     last_scan_at: new Date((NOW - 600) * 1000),
     last_scan_ok_at: new Date((NOW - 600) * 1000),
     last_scan_error: null,
@@ -133,42 +134,61 @@ describe('select(): pools', () => {
       client: {...GB, ip: '10.1.2.3'},
       rows: [row(1, {country: 'DE', prefixes: ['10.1.0.0/16']}), row(2, {country: 'GB'})],
       realm: 'prefix',
-      ranked: [['m1', 'prefix'], ['m2', 'country']],
+      ranked: [
+        ['m1', 'prefix'],
+        ['m2', 'country'],
+      ],
     },
     {
       name: 'prefix: IPv6 client in an IPv6 prefix; IPv4 prefixes never match it',
       client: {...GB, ip: '2001:db8:42::7'},
       rows: [row(1, {country: 'US', prefixes: ['2001:db8:42::/48']}), row(2, {country: 'GB', prefixes: ['0.0.0.0/0']})],
       realm: 'prefix',
-      ranked: [['m1', 'prefix'], ['m2', 'country']],
+      ranked: [
+        ['m1', 'prefix'],
+        ['m2', 'country'],
+      ],
     },
     {
       name: 'as: a mirror without an ASN never matches, nor does a client without one',
       client: GB,
       rows: [row(1, {country: 'US', asn: 64500}), row(2, {country: 'SE', asn: null})],
       realm: 'continent',
-      ranked: [['m2', 'continent'], ['m1', 'world']],
+      ranked: [
+        ['m2', 'continent'],
+        ['m1', 'world'],
+      ],
     },
     {
       name: 'as: same autonomous system beats same country',
       client: {...GB, asn: 64500},
       rows: [row(1, {country: 'US', asn: 64500}), row(2, {country: 'GB'})],
       realm: 'as',
-      ranked: [['m1', 'as'], ['m2', 'country']],
+      ranked: [
+        ['m1', 'as'],
+        ['m2', 'country'],
+      ],
     },
     {
       name: 'country: same country beats same continent',
       client: GB,
       rows: [row(1, {country: 'SE'}), row(2, {country: 'GB'}), row(3, {country: 'US'})],
       realm: 'country',
-      ranked: [['m2', 'country'], ['m1', 'continent'], ['m3', 'world']],
+      ranked: [
+        ['m2', 'country'],
+        ['m1', 'continent'],
+        ['m3', 'world'],
+      ],
     },
     {
       name: 'continent: no mirror in the country',
       client: GB,
       rows: [row(1, {country: 'US'}), row(2, {country: 'SE'})],
       realm: 'continent',
-      ranked: [['m2', 'continent'], ['m1', 'world']],
+      ranked: [
+        ['m2', 'continent'],
+        ['m1', 'world'],
+      ],
     },
     {
       name: 'world: nothing nearer',
@@ -189,14 +209,20 @@ describe('select(): pools', () => {
       client: IE,
       rows: [row(1, {country: 'GB', other_countries: ['IE']}), row(2, {country: 'FR'})],
       realm: 'country',
-      ranked: [['m1', 'country'], ['m2', 'continent']],
+      ranked: [
+        ['m1', 'country'],
+        ['m2', 'continent'],
+      ],
     },
     {
       name: 'other_countries: ignored when the client country has its own eligible mirror',
       client: IE,
       rows: [row(1, {country: 'GB', other_countries: ['IE']}), row(2, {country: 'IE'})],
       realm: 'country',
-      ranked: [['m2', 'country'], ['m1', 'continent']],
+      ranked: [
+        ['m2', 'country'],
+        ['m1', 'continent'],
+      ],
     },
     {
       name: 'other_countries: an own-country mirror that is not eligible does not count',
@@ -219,7 +245,10 @@ describe('select(): pools', () => {
       client: GB,
       rows: [row(1, {country: 'GB', fallback: true}), row(2, {country: 'US'})],
       realm: 'world',
-      ranked: [['m2', 'world'], ['m1', 'fallback']],
+      ranked: [
+        ['m2', 'world'],
+        ['m1', 'fallback'],
+      ],
     },
     {
       name: 'no mirror: the origin serves',
@@ -240,7 +269,7 @@ describe('select(): pools', () => {
       expect(reasons(s)).to.deep.equal(c.excluded ?? {})
       if (c.realm === null) expect(s.origin?.reason).to.equal('no_mirror')
       else expect(s.origin).to.equal(undefined)
-      s.ranked.forEach((candidate, i) => expect(candidate.rank).to.equal(i + 1))
+      for (const [i, candidate] of s.ranked.entries()) expect(candidate.rank).to.equal(i + 1)
     })
   }
 })
@@ -248,14 +277,35 @@ describe('select(): pools', () => {
 describe('select(): mirror flags narrow the pools', () => {
   const cases: Array<{name: string; client: ClientInfo; flagged: Partial<MirrorRow>; realm: string; excluded?: string; detail?: string}> = [
     {name: 'prefix_only, client inside', client: {...GB, ip: '10.9.8.7'}, flagged: {prefix_only: true, prefixes: ['10.9.0.0/16'], country: 'DE'}, realm: 'prefix'},
-    {name: 'prefix_only, client outside', client: GB, flagged: {prefix_only: true, prefixes: ['10.9.0.0/16'], country: 'GB'}, realm: 'continent', excluded: 'prefix_only', detail: 'prefix_only: client 81.2.69.142 is outside its prefixes 10.9.0.0/16'},
+    {
+      name: 'prefix_only, client outside',
+      client: GB,
+      flagged: {prefix_only: true, prefixes: ['10.9.0.0/16'], country: 'GB'},
+      realm: 'continent',
+      excluded: 'prefix_only',
+      detail: 'prefix_only: client 81.2.69.142 is outside its prefixes 10.9.0.0/16',
+    },
     {name: 'as_only, same AS', client: {...GB, asn: 65001}, flagged: {as_only: true, asn: 65001, country: 'US'}, realm: 'as'},
-    {name: 'as_only, other AS (even in the same country)', client: {...GB, asn: 65002}, flagged: {as_only: true, asn: 65001, country: 'GB'}, realm: 'continent', excluded: 'as_only', detail: 'as_only: mirror in AS65001, client in AS65002'},
+    {
+      name: 'as_only, other AS (even in the same country)',
+      client: {...GB, asn: 65002},
+      flagged: {as_only: true, asn: 65001, country: 'GB'},
+      realm: 'continent',
+      excluded: 'as_only',
+      detail: 'as_only: mirror in AS65001, client in AS65002',
+    },
     {name: 'as_only, in the prefix pool', client: {...GB, ip: '10.9.8.7'}, flagged: {as_only: true, asn: 65001, prefixes: ['10.9.0.0/16']}, realm: 'prefix'},
     {name: 'country_only, same country', client: GB, flagged: {country_only: true, country: 'GB'}, realm: 'country'},
     {name: 'country_only, other country', client: GB, flagged: {country_only: true, country: 'FR'}, realm: 'continent', excluded: 'country_only', detail: 'country_only: mirror in FR, client in GB'},
     {name: 'region_only, same continent', client: GB, flagged: {region_only: true, country: 'FR'}, realm: 'continent'},
-    {name: 'region_only, other continent', client: {...GB, country: 'US', continent: 'NA'}, flagged: {region_only: true, country: 'FR'}, realm: 'world', excluded: 'region_only', detail: 'region_only: mirror in EU, client in NA'},
+    {
+      name: 'region_only, other continent',
+      client: {...GB, country: 'US', continent: 'NA'},
+      flagged: {region_only: true, country: 'FR'},
+      realm: 'world',
+      excluded: 'region_only',
+      detail: 'region_only: mirror in EU, client in NA',
+    },
   ]
   for (const c of cases) {
     it(c.name, () => {
@@ -288,13 +338,22 @@ describe('select(): country substitution', () => {
     const ms = mirrors(row(1, {country: 'US'}), row(2, {country: 'AU'}), row(3, {country: 'FJ'}))
     const s = select(NZ, file([1, 2, 3]), ms, options)
     expect(s.realm).to.equal('country')
-    expect(order(s)).to.deep.equal([['m2', 'country'], ['m3', 'continent'], ['m1', 'world']])
+    expect(order(s)).to.deep.equal([
+      ['m2', 'country'],
+      ['m3', 'continent'],
+      ['m1', 'world'],
+    ])
   })
   it('without the substitution AU is only a continent mirror, tied with FJ', () => {
     const ms = mirrors(row(1, {country: 'US'}), row(2, {country: 'AU'}), row(3, {country: 'FJ'}))
     const s = select(NZ, file([1, 2, 3]), ms, Object.assign(compileSelectOptions({country_substitutions: {}}), {now: () => NOW}))
     expect(s.realm).to.equal('continent')
-    expect(s.ranked.filter((c) => c.realm === 'continent').map((c) => c.mirror.identifier).sort()).to.deep.equal(['m2', 'm3'])
+    expect(
+      s.ranked
+        .filter((c) => c.realm === 'continent')
+        .map((c) => c.mirror.identifier)
+        .sort(),
+    ).to.deep.equal(['m2', 'm3'])
   })
   it('the client country own mirrors stay in the country pool beside the substitute', () => {
     const ms = mirrors(row(1, {country: 'NZ'}), row(2, {country: 'AU'}))
@@ -305,29 +364,72 @@ describe('select(): country substitution', () => {
   it('a configured map applies to other countries (AT -> DE)', () => {
     const ms = mirrors(row(1, {country: 'DE'}), row(2, {country: 'FR'}))
     const s = select({ip: '192.0.2.5', https: false, country: 'AT', continent: 'EU'}, file([1, 2]), ms, Object.assign(compileSelectOptions({country_substitutions: {at: 'de'}}), {now: () => NOW}))
-    expect(order(s)).to.deep.equal([['m1', 'country'], ['m2', 'continent']])
+    expect(order(s)).to.deep.equal([
+      ['m1', 'country'],
+      ['m2', 'continent'],
+    ])
   })
 })
 
 describe('select(): restrictions and exclusions', () => {
-  const cases: Array<{name: string; client?: ClientInfo; mirror: Partial<MirrorRow>; file?: Partial<SelectFile>; held?: boolean; reason: string; detail: string; opts?: Parameters<typeof compileSelectOptions>[0]}> = [
+  const cases: Array<{
+    name: string
+    client?: ClientInfo
+    mirror: Partial<MirrorRow>
+    file?: Partial<SelectFile>
+    held?: boolean
+    reason: string
+    detail: string
+    opts?: Parameters<typeof compileSelectOptions>[0]
+  }> = [
     {name: 'disabled', mirror: {enabled: false}, reason: 'disabled', detail: 'disabled by the operator (`mb mirror enable` turns it back on)'},
     {name: 'down', mirror: {up: false}, reason: 'down', detail: 'down: the last probe failed'},
     {name: 'zero score', mirror: {score: 0}, reason: 'zero_score', detail: 'score is 0 (takes no traffic)'},
     {name: 'not held', mirror: {}, held: false, reason: 'not_held', detail: 'not held: its last scan did not list this file'},
     {name: 'not held, never scanned', mirror: {last_scan_ok_at: null}, held: false, reason: 'not_held', detail: 'not held: no successful scan yet'},
     {name: 'stale size', mirror: {}, held: false, file: {size: 65536, stale: new Map([[1, {size: 60000, mtime: null}]])}, reason: 'stale', detail: 'stale: 60000 bytes, origin 65536'},
-    {name: 'stale mtime', mirror: {}, held: false, file: {size: 65536, mtime: 1_700_000_000, stale: new Map([[1, {size: 65536, mtime: 1_600_000_000}]])}, reason: 'stale', detail: 'stale: mtime 2020-09-13T12:26:40Z, origin 2023-11-14T22:13:20Z'},
+    {
+      name: 'stale mtime',
+      mirror: {},
+      held: false,
+      file: {size: 65536, mtime: 1_700_000_000, stale: new Map([[1, {size: 65536, mtime: 1_600_000_000}]])},
+      reason: 'stale',
+      detail: 'stale: mtime 2020-09-13T12:26:40Z, origin 2023-11-14T22:13:20Z',
+    },
     {name: 'file larger than file_maxsize', mirror: {file_maxsize: 999_999}, reason: 'too_large', detail: '1000000 bytes, above its file_maxsize 999999'},
     {name: 'file_maxsize as a bigint string', mirror: {file_maxsize: '500000' as unknown as number}, reason: 'too_large', detail: '1000000 bytes, above its file_maxsize 500000'},
-    {name: 'scan older than max_scan_age_seconds', mirror: {last_scan_ok_at: new Date((NOW - 7200) * 1000)}, opts: {max_scan_age_seconds: 3600}, reason: 'scan_too_old', detail: 'last successful scan 7200 s ago, max_scan_age_seconds 3600'},
+    {
+      name: 'scan older than max_scan_age_seconds',
+      mirror: {last_scan_ok_at: new Date((NOW - 7200) * 1000)},
+      opts: {max_scan_age_seconds: 3600},
+      reason: 'scan_too_old',
+      detail: 'last successful scan 7200 s ago, max_scan_age_seconds 3600',
+    },
     {name: 'needs a rescan', mirror: {needs_rescan: true}, reason: 'needs_rescan', detail: 'was down; needs a fresh scan before it is used again'},
     {name: 'HTTPS client, mirror without https_url', client: {...GB, https: true}, mirror: {https_url: null}, reason: 'no_https', detail: 'HTTPS client and the mirror has no https_url'},
     {name: 'mirror without any HTTP URL', mirror: {http_url: null, https_url: null, rsync_url: 'rsync://m1/pub/'}, reason: 'no_http', detail: 'the mirror has no http_url or https_url'},
     {name: 'IPv6 client, mirror probed without IPv6', client: {...GB, ip: '2001:db8::1'}, mirror: {ipv6: false}, reason: 'no_ipv6', detail: 'IPv6 client and probing found no IPv6 on the mirror'},
-    {name: 'client outside client_prefixes', mirror: {client_prefixes: ['10.0.0.0/8', '2001:db8::/32']}, reason: 'client_not_allowed', detail: 'serves only clients in 10.0.0.0/8, 2001:db8::/32; client 81.2.69.142'},
+    {
+      name: 'client outside client_prefixes',
+      mirror: {client_prefixes: ['10.0.0.0/8', '2001:db8::/32']},
+      reason: 'client_not_allowed',
+      detail: 'serves only clients in 10.0.0.0/8, 2001:db8::/32; client 81.2.69.142',
+    },
     {name: 'client country excluded', mirror: {exclude_countries: ['GB']}, reason: 'country_excluded', detail: 'excludes clients from GB'},
     {name: 'outside the mirror subtree', mirror: {base_path: 'other'}, reason: 'not_in_subtree', detail: 'carries only other/'},
+    {
+      name: 'in a maintenance window',
+      mirror: {maintenance_until: new Date((NOW + 3600) * 1000)},
+      reason: 'maintenance',
+      detail: 'in maintenance until 2027-01-15T09:00:00Z (`mb mirror edit m1 --maintenance-until none` ends it)',
+    },
+    {
+      name: 'in a maintenance window (timestamp text), before it holds the file',
+      mirror: {maintenance_until: '2027-01-15T08:00:00.5Z' as unknown as Date},
+      held: false,
+      reason: 'maintenance',
+      detail: 'in maintenance until 2027-01-15T08:00:00.500Z (`mb mirror edit m1 --maintenance-until none` ends it)',
+    },
   ]
   for (const c of cases) {
     it(c.name, () => {
@@ -340,6 +442,19 @@ describe('select(): restrictions and exclusions', () => {
     })
   }
 
+  it('a maintenance window ends at its end time: the mirror is used again from then on', () => {
+    for (const end of [NOW, NOW - 1]) {
+      const s = select(GB, file([1]), mirrors(row(1, {country: 'GB', maintenance_until: new Date(end * 1000)})), options)
+      expect(order(s), `end ${end}`).to.deep.equal([['m1', 'country']])
+      expect(s.excluded).to.deep.equal([])
+    }
+  })
+  it('a maintenance window is read against the clock of each call, not when the table is built', () => {
+    const ms = new MirrorTable(mirrors(row(1, {country: 'GB', maintenance_until: new Date((NOW + 60) * 1000)})).values())
+    const at = (now: number) => Object.assign(compileSelectOptions({}), {now: () => now})
+    expect(selectFn(GB, file([1]), ms, at(NOW), false).ranked).to.deep.equal([])
+    expect(selectFn(GB, file([1]), ms, at(NOW + 60), false).ranked.map((c) => c.mirror.identifier)).to.deep.equal(['m1'])
+  })
   it('an IPv6 client may use a mirror whose IPv6 is not probed yet (null)', () => {
     const ms = mirrors(row(1, {country: 'GB', ipv6: null}), row(2, {country: 'GB', ipv6: true}))
     const s = select({...GB, ip: '2001:db8::1'}, file([1, 2]), ms, options)
@@ -442,7 +557,7 @@ describe('select(): weighted rendezvous hashing', () => {
       const id = select(clientFor(i), file([1, 2, 3, 4]), ms, options, false).ranked[0].mirror.id
       wins.set(id, (wins.get(id) ?? 0) + 1)
     }
-    scores.forEach((score, i) => expect(wins.get(i + 1)! / N, `score ${score}`).to.be.within((score / 500) * 0.98, (score / 500) * 1.02))
+    for (const [i, score] of scores.entries()) expect(wins.get(i + 1)! / N, `score ${score}`).to.be.within((score / 500) * 0.98, (score / 500) * 1.02)
   })
 
   it('stickiness: the same client (and its /24) always gets the same mirror and order', () => {

@@ -1,6 +1,6 @@
 import {expect} from 'chai'
 import {escapeHtml, renderIndex} from '../../src/lib/serve/autoindex.js'
-import {parseListen} from '../../src/lib/serve/run.js'
+import {parseListen} from '../../src/lib/serve/listen.js'
 import {MirrorSetPool} from '../../src/lib/serve/snapshot.js'
 
 describe('serve helpers', () => {

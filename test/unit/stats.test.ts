@@ -3,13 +3,25 @@
  * CSV, terminal bars and the HTML report's escaping.
  */
 import {expect} from 'chai'
-import {classifyRequest} from '../../src/lib/stats/collector.js'
+import {classifyRequest} from '../../src/lib/stats/count.js'
 import {parseDay} from '../../src/lib/stats/query.js'
 import {barChart, fillDays, htmlReport, humanBytes, sparkline, statsCsv, svgDayChart} from '../../src/lib/stats/render.js'
 import type {StatsResult} from '../../src/lib/stats/query.js'
 import type {RequestOutcome} from '../../src/lib/serve/types.js'
 
-const req = (over: Partial<RequestOutcome>): RequestOutcome => ({time: 0, method: 'GET', target: '/a', path: 'a', httpVersion: '1.1', status: 200, outcome: 'local', clientIp: '::1', bytesSent: 0, durationSeconds: 0, ...over})
+const req = (over: Partial<RequestOutcome>): RequestOutcome => ({
+  time: 0,
+  method: 'GET',
+  target: '/a',
+  path: 'a',
+  httpVersion: '1.1',
+  status: 200,
+  outcome: 'local',
+  clientIp: '::1',
+  bytesSent: 0,
+  durationSeconds: 0,
+  ...over,
+})
 
 describe('stats: counting rules', () => {
   it('a download is a GET answered by a redirect or local delivery, not a continuation', () => {
@@ -38,7 +50,9 @@ describe('stats: --since/--until', () => {
   })
   it('refuses anything else with a usage error', () => {
     for (const bad of ['2026-02-29', '2026-13-01', '26-01-01', '7', 'd7', '-7d', 'last week', '']) {
-      expect(() => parseDay(bad, '--since', now), bad).to.throw(/--since .* is not a date/).with.property('exitCode', 2)
+      expect(() => parseDay(bad, '--since', now), bad)
+        .to.throw(/--since .* is not a date/)
+        .with.property('exitCode', 2)
     }
   })
 })
@@ -60,7 +74,14 @@ describe('stats: output', () => {
     expect(statsCsv(result)).to.equal('file,downloads,bytes,other_requests\n"a,b ""c"".iso",5,2048,1\n<script>x</script>,3,10,0\n(other),2,1,0\n')
   })
   it('bars scale to the largest value; sparkline and bytes read well', () => {
-    const bars = barChart([{key: '2026-01-01', downloads: 8, bytes: 0, other_requests: 0}, {key: '2026-01-02', downloads: 4, bytes: 0, other_requests: 0}, {key: '2026-01-03', downloads: 0, bytes: 0, other_requests: 0}], 4).split('\n')
+    const bars = barChart(
+      [
+        {key: '2026-01-01', downloads: 8, bytes: 0, other_requests: 0},
+        {key: '2026-01-02', downloads: 4, bytes: 0, other_requests: 0},
+        {key: '2026-01-03', downloads: 0, bytes: 0, other_requests: 0},
+      ],
+      4,
+    ).split('\n')
     expect(bars).to.deep.equal(['2026-01-01 ████ 8', '2026-01-02 ██   4', '2026-01-03      0'])
     expect(sparkline([0, 1, 2, 4, 8])).to.equal('▁▁▂▄█')
     expect(humanBytes(512)).to.equal('512 B')
@@ -69,10 +90,24 @@ describe('stats: output', () => {
   })
   it('fills missing days with zeros for the charts', () => {
     const row = (key: string, downloads: number) => ({key, downloads, bytes: 0, other_requests: 0})
-    expect(fillDays([row('2026-02', 9), row('2026-02-27', 1), row('2026-03-02', 2)]).map((r) => [r.key, r.downloads])).to.deep.equal([['2026-02', 9], ['2026-02-27', 1], ['2026-02-28', 0], ['2026-03-01', 0], ['2026-03-02', 2]])
+    expect(fillDays([row('2026-02', 9), row('2026-02-27', 1), row('2026-03-02', 2)]).map((r) => [r.key, r.downloads])).to.deep.equal([
+      ['2026-02', 9],
+      ['2026-02-27', 1],
+      ['2026-02-28', 0],
+      ['2026-03-01', 0],
+      ['2026-03-02', 2],
+    ])
   })
   it('the HTML report escapes names and draws one column per day', () => {
-    const days: StatsResult = {...result, by: 'day', other: undefined, rows: [{key: '2026-01-01', downloads: 1, bytes: 0, other_requests: 0}, {key: '2026-01-02', downloads: 2, bytes: 0, other_requests: 0}]}
+    const days: StatsResult = {
+      ...result,
+      by: 'day',
+      other: undefined,
+      rows: [
+        {key: '2026-01-01', downloads: 1, bytes: 0, other_requests: 0},
+        {key: '2026-01-02', downloads: 2, bytes: 0, other_requests: 0},
+      ],
+    }
     const html = htmlReport({title: 'T', generatedAt: new Date(0), filter: {since: null, until: null}, files: result, mirrors: result, countries: result, days})
     expect(html).to.not.contain('<script>')
     expect(html).to.contain('&lt;script&gt;')

@@ -1,5 +1,5 @@
 import {BaseCommand} from '../../base-command.js'
-import {redactUrl} from '../../lib/db/index.js'
+import {redact} from '../../lib/redact.js'
 import {renderTable} from '../../lib/output.js'
 
 export default class ConfigShow extends BaseCommand<typeof ConfigShow> {
@@ -11,15 +11,17 @@ export default class ConfigShow extends BaseCommand<typeof ConfigShow> {
     const settings = Object.keys(sources)
       .sort()
       .map((key) => {
-        let value: unknown = key.split('.').reduce<any>((node, part) => node?.[part], config)
-        if (key === 'database_url' && typeof value === 'string') value = redactUrl(value)
+        let value: unknown = key.split('.').reduce<unknown>((node, part) => (node as Record<string, unknown> | undefined)?.[part], config)
+        if (key === 'database_url' && typeof value === 'string') value = redact(value)
         return {key, value: value ?? null, source: sources[key]}
       })
-    this.print(renderTable(settings, [
-      {header: 'setting', get: (s) => s.key},
-      {header: 'value', get: (s) => (typeof s.value === 'object' && s.value !== null && !Array.isArray(s.value) ? JSON.stringify(s.value) : s.value)},
-      {header: 'source', get: (s) => s.source},
-    ]))
+    this.print(
+      renderTable(settings, [
+        {header: 'setting', get: (s) => s.key},
+        {header: 'value', get: (s) => (typeof s.value === 'object' && s.value !== null && !Array.isArray(s.value) ? JSON.stringify(s.value) : s.value)},
+        {header: 'source', get: (s) => s.source},
+      ]),
+    )
     return {file: file ?? null, settings}
   }
 }

@@ -11,13 +11,13 @@ export default class DbStatus extends BaseCommand<typeof DbStatus> {
     const states = await migrationStatus(database.db)
     const current = states.every((s) => s.applied)
     this.print(
-      `${database.kind} ${database.location}: ${current ? 'up to date' : 'pending migrations, run `mb db migrate`'}\n` +
+      `${database.backend} ${database.location}: ${current ? 'up to date' : 'pending migrations, run `mb db migrate`'}\n` +
         renderTable(states, [
           {header: 'migration', get: (s) => s.name},
           {header: 'applied', get: (s) => (s.applied ? 'yes' : 'no')},
           {header: 'applied at (UTC)', get: (s) => s.appliedAt},
         ]),
     )
-    return {database: database.location, kind: database.kind, current, migrations: states.map((s) => ({name: s.name, applied: s.applied, applied_at: s.appliedAt?.toISOString() ?? null}))}
+    return {database: database.location, kind: database.backend, current, migrations: states.map((s) => ({name: s.name, applied: s.applied, applied_at: s.appliedAt?.toISOString() ?? null}))}
   }
 }

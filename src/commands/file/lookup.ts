@@ -1,7 +1,8 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
 import {renderRecord, renderTable} from '../../lib/output.js'
-import {type FileLookup, lookupFiles} from '../../lib/select/lookup.js'
+import {type FileLookup, lookupFiles} from '../../lib/lookup/files.js'
+import {unixIso} from '../../lib/time.js'
 
 export default class FileLookupCommand extends BaseCommand<typeof FileLookupCommand> {
   static override description = `Show an indexed file: size, mtime, hashes, and the mirrors that hold it
@@ -52,19 +53,23 @@ function render(f: FileLookup): string {
   record.push(['mirrors', `${f.mirrors.length} hold this version`])
   lines.push(renderRecord(record))
   if (f.mirrors.length > 0) {
-    lines.push(renderTable(f.mirrors, [
-      {header: 'mirror', get: (m) => m.identifier},
-      {header: 'country', get: (m) => m.country},
-      {header: 'url', get: (m) => m.url},
-    ]))
+    lines.push(
+      renderTable(f.mirrors, [
+        {header: 'mirror', get: (m) => m.identifier},
+        {header: 'country', get: (m) => m.country},
+        {header: 'url', get: (m) => m.url},
+      ]),
+    )
   }
   if (f.stale.length > 0) {
     lines.push('stale copies (size or mtime differ from the origin):')
-    lines.push(renderTable(f.stale, [
-      {header: 'mirror', get: (s) => s.identifier},
-      {header: 'size', get: (s) => s.size},
-      {header: 'mtime (UTC)', get: (s) => (s.mtime === null ? null : new Date(s.mtime * 1000).toISOString().replace('.000Z', 'Z'))},
-    ]))
+    lines.push(
+      renderTable(f.stale, [
+        {header: 'mirror', get: (s) => s.identifier},
+        {header: 'size', get: (s) => s.size},
+        {header: 'mtime (UTC)', get: (s) => (s.mtime === null ? null : unixIso(s.mtime))},
+      ]),
+    )
   }
   const e = f.explain
   if (e) {
@@ -74,22 +79,26 @@ function render(f: FileLookup): string {
     if (e.origin) lines.push(`served by the origin: ${e.origin.reason} (${e.origin.detail})`)
     else lines.push(`realm: ${e.realm}; redirect to ${e.ranked[0].url}`)
     if (e.ranked.length > 0) {
-      lines.push(renderTable(e.ranked, [
-        {header: 'rank', get: (c) => c.rank},
-        {header: 'realm', get: (c) => c.realm},
-        {header: 'mirror', get: (c) => c.mirror},
-        {header: 'country', get: (c) => c.country},
-        {header: 'km', get: (c) => c.distance_km},
-        {header: 'url', get: (c) => c.url},
-      ]))
+      lines.push(
+        renderTable(e.ranked, [
+          {header: 'rank', get: (c) => c.rank},
+          {header: 'realm', get: (c) => c.realm},
+          {header: 'mirror', get: (c) => c.mirror},
+          {header: 'country', get: (c) => c.country},
+          {header: 'km', get: (c) => c.distance_km},
+          {header: 'url', get: (c) => c.url},
+        ]),
+      )
     }
     if (e.excluded.length > 0) {
       lines.push('excluded:')
-      lines.push(renderTable(e.excluded, [
-        {header: 'mirror', get: (x) => x.mirror},
-        {header: 'reason', get: (x) => x.reason},
-        {header: 'detail', get: (x) => x.detail},
-      ]))
+      lines.push(
+        renderTable(e.excluded, [
+          {header: 'mirror', get: (x) => x.mirror},
+          {header: 'reason', get: (x) => x.reason},
+          {header: 'detail', get: (x) => x.detail},
+        ]),
+      )
     }
   }
   return lines.join('\n')

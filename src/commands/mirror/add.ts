@@ -29,6 +29,7 @@ export const mirrorFieldFlags = {
   'prefix-only': Flags.boolean({description: 'only for clients inside its --prefix networks', allowNo: true, helpGroup: 'SELECTION'}),
   fallback: Flags.boolean({description: 'a complete fallback mirror, used when no regular mirror is eligible', allowNo: true, helpGroup: 'SELECTION'}),
   'file-maxsize': Flags.string({description: 'largest file to send to this mirror, bytes or 4G/700M (powers of 1024)', helpGroup: 'SELECTION'}),
+  'maintenance-until': Flags.string({description: 'in maintenance (never selected) until this ISO 8601 time, e.g. 2026-12-01T18:00:00Z; none ends the window', helpGroup: 'SELECTION'}),
   'base-path': Flags.string({description: 'origin subtree this mirror carries at its base URL, e.g. pub/iso (default: whole tree)', helpGroup: 'SCAN'}),
   include: Flags.string({description: 'glob of origin paths the mirror carries; repeatable (edit: replaces the list)', multiple: true, helpGroup: 'SCAN'}),
   exclude: Flags.string({description: 'glob of origin paths the mirror does not carry; repeatable (edit: replaces the list)', multiple: true, helpGroup: 'SCAN'}),
@@ -41,6 +42,7 @@ type FieldFlags = {[K in keyof typeof mirrorFieldFlags]?: unknown}
 
 /** Maps parsed field flags to registry input (flags not given stay undefined). */
 export function mirrorInputFromFlags(flags: FieldFlags): MirrorInput {
+  // biome-ignore lint/suspicious/noExplicitAny: oclif has parsed each flag to its MirrorInput field's type; FieldFlags only names the keys
   const f = flags as Record<string, any>
   return {
     http_url: f['http-url'],
@@ -63,6 +65,7 @@ export function mirrorInputFromFlags(flags: FieldFlags): MirrorInput {
     prefix_only: f['prefix-only'],
     fallback: f.fallback,
     file_maxsize: f['file-maxsize'],
+    maintenance_until: f['maintenance-until'],
     base_path: f['base-path'],
     include_patterns: f.include,
     exclude_patterns: f.exclude,

@@ -7,7 +7,7 @@ import {mirrorFieldFlags, mirrorInputFromFlags} from './add.js'
 
 export default class MirrorEdit extends BaseCommand<typeof MirrorEdit> {
   static override description =
-    'Change fields of a mirror; fields not given stay as they are. An empty value (--asn \'\') or --clear FIELD clears an optional field. ' +
+    "Change fields of a mirror; fields not given stay as they are. An empty value (--asn '') or --clear FIELD clears an optional field. " +
     'Repeatable flags (--prefix, --client-prefix, --include, --exclude) replace the whole list. Changing a URL, --base-path or patterns marks the mirror for rescan.'
 
   static override examples = [
@@ -16,6 +16,7 @@ export default class MirrorEdit extends BaseCommand<typeof MirrorEdit> {
     "<%= config.bin %> mirror edit ftp.example.de --asn '' --clear prefix --clear lat",
     '<%= config.bin %> mirror edit ftp.example.de --no-country-only --region-only --disabled',
     '<%= config.bin %> mirror edit old.example.org --rename new.example.org --json',
+    {description: 'Keep clients away from a mirror until its maintenance ends (none ends it early)', command: '<%= config.bin %> mirror edit ftp.example.de --maintenance-until 2026-12-01T18:00:00Z'},
   ]
 
   static override args = {

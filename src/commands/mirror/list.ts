@@ -25,7 +25,10 @@ export default class MirrorList extends BaseCommand<typeof MirrorList> {
     const enabled = this.flags.enabled ? true : this.flags.disabled ? false : undefined
     const database = await this.openDb()
     const listed = (await listMirrors(database.db, {country: this.flags.country, continent: this.flags.continent, enabled})).map(publicMirror)
-    const summaries = await probeSummaries(database.db, listed.map((m) => m.id))
+    const summaries = await probeSummaries(
+      database.db,
+      listed.map((m) => m.id),
+    )
     const mirrors = listed.map((m) => ({...m, probe: probeSummaryJson(summaries.get(m.id))}))
     this.print(renderTable(mirrors, [...MIRROR_LIST_COLUMNS, ...PROBE_LIST_COLUMNS]))
     return mirrors

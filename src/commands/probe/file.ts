@@ -46,7 +46,10 @@ unknown_size, error (see the reason).`
       {header: 'ms', get: (r) => r.latency_ms},
       {header: 'url', get: (r) => r.url},
     ])
-    const counts = Object.entries(result.counts).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`).join(', ')
+    const counts = Object.entries(result.counts)
+      .filter(([, n]) => n > 0)
+      .map(([k, n]) => `${n} ${k}`)
+      .join(', ')
     this.print(result.mirrors.length === 0 ? `${header}.` : `${header}\n${table}\n${counts}`)
     return result
   }

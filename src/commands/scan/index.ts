@@ -2,6 +2,7 @@ import {Args, Flags} from '@oclif/core'
 import cliProgress from 'cli-progress'
 import pLimit from 'p-limit'
 import {BaseCommand} from '../../base-command.js'
+import type {Database} from '../../lib/db/index.js'
 import type {MirrorRow} from '../../lib/db/schema.js'
 import {UsageError} from '../../lib/errors.js'
 import {listMirrors, resolveMirror} from '../../lib/mirrors/registry.js'
@@ -58,87 +59,10 @@ from RSYNC_PASSWORD or the file named by scan.rsync_password_file, and is never 
     const wanted = argv as string[]
     if (this.flags.all && wanted.length > 0) throw new UsageError('Give mirror names or --all, not both.')
     if (!this.flags.all && wanted.length === 0) throw new UsageError('Name the mirror(s) to scan, or pass --all. See `mb mirror list`.')
-    const config = this.mbConfig.scan
     const database = await this.openDb()
-
-    let mirrors: MirrorRow[]
-    if (this.flags.all) {
-      mirrors = await listMirrors(database.db, {enabled: true})
-      if (mirrors.length === 0) throw new UsageError('No enabled mirrors to scan. Add one with `mb mirror add`, or name a disabled mirror explicitly.')
-    } else {
-      mirrors = []
-      const seen = new Set<number>()
-      for (const name of wanted) {
-        const mirror = await resolveMirror(database.db, name)
-        if (!seen.has(mirror.id)) mirrors.push(mirror)
-        seen.add(mirror.id)
-      }
-    }
-
-    const tty = Boolean(process.stderr.isTTY) && !this.jsonEnabled()
-    const multibar = tty
-      ? new cliProgress.MultiBar({format: '{mirror} [{protocol}] {value} entries, {rate}/s, {elapsed}s', hideCursor: true, clearOnComplete: true, stream: process.stderr, fps: 5}, cliProgress.Presets.shades_classic)
-      : undefined
-    const controller = new AbortController()
-    const onSigint = () => controller.abort(new Error('interrupted (SIGINT)'))
-    process.once('SIGINT', onSigint)
-    const limit = pLimit(config.jobs)
-    let results: ScanMirrorResult[]
-    try {
-      results = await Promise.all(
-        mirrors.map((mirror) =>
-          limit(async () => {
-            const started = performance.now()
-            const bar = multibar?.create(0, 0, {mirror: mirror.identifier, protocol: '-', rate: 0, elapsed: 0})
-            const result = await scanMirror(database, mirror, {
-              protocol: this.flags.protocol as Protocol | undefined,
-              subdir: this.flags.dir,
-              timeoutSeconds: config.timeout,
-              connectTimeoutSeconds: config.connect_timeout,
-              ioTimeoutSeconds: config.io_timeout,
-              include: config.include,
-              exclude: config.exclude,
-              minRatio: config.min_ratio,
-              enable: this.flags.enable,
-              rsyncPasswordFile: config.rsync_password_file,
-              signal: controller.signal,
-              onProgress: (protocol, entries) => {
-                const elapsed = (performance.now() - started) / 1000
-                bar?.update(entries, {protocol, rate: Math.round(entries / Math.max(elapsed, 0.001)), elapsed: Math.round(elapsed)})
-              },
-            })
-            if (bar) multibar!.remove(bar)
-            const line = result.ok
-              ? `${result.mirror}: ok via ${result.protocol}, ${result.files} files, ${result.matched} matched, ${result.stale} stale, ${result.missing} missing, ${result.seconds} s${result.enabled ? ', enabled' : ''}`
-              : `${result.mirror}: FAILED after ${result.seconds} s: ${result.error}`
-            if (!this.jsonEnabled()) {
-              if (multibar) multibar.log(line + '\n')
-              else if (result.ok) this.log(line)
-              else process.stderr.write(line + '\n')
-            }
-            return result
-          }),
-        ),
-      )
-    } finally {
-      multibar?.stop()
-      process.removeListener('SIGINT', onSigint)
-    }
-
-    if (process.stdout.isTTY && !this.jsonEnabled()) {
-      this.log(
-        renderTable(results, [
-          {header: 'mirror', get: (r) => r.mirror},
-          {header: 'result', get: (r) => (r.ok ? 'ok' : 'FAILED')},
-          {header: 'protocol', get: (r) => r.protocol},
-          {header: 'files', get: (r) => r.files},
-          {header: 'matched', get: (r) => r.matched},
-          {header: 'stale', get: (r) => r.stale},
-          {header: 'missing', get: (r) => r.missing},
-          {header: 'seconds', get: (r) => r.seconds},
-        ], true),
-      )
-    }
+    const mirrors = await this.chosenMirrors(database, wanted)
+    const results = await this.scanMirrors(database, mirrors)
+    if (process.stdout.isTTY && !this.jsonEnabled()) this.log(summaryTable(results))
     const ok = results.every((r) => r.ok)
     if (!ok) {
       const failedNames = results.filter((r) => !r.ok).map((r) => r.mirror)
@@ -147,4 +71,94 @@ from RSYNC_PASSWORD or the file named by scan.rsync_password_file, and is never 
     }
     return {ok, mirrors: results}
   }
+
+  /** The enabled mirrors for --all, else the named ones in the order given, each once. */
+  private async chosenMirrors(database: Database, wanted: string[]): Promise<MirrorRow[]> {
+    if (this.flags.all) {
+      const mirrors = await listMirrors(database.db, {enabled: true})
+      if (mirrors.length === 0) throw new UsageError('No enabled mirrors to scan. Add one with `mb mirror add`, or name a disabled mirror explicitly.')
+      return mirrors
+    }
+    const mirrors: MirrorRow[] = []
+    const seen = new Set<number>()
+    for (const name of wanted) {
+      const mirror = await resolveMirror(database.db, name)
+      if (!seen.has(mirror.id)) mirrors.push(mirror)
+      seen.add(mirror.id)
+    }
+    return mirrors
+  }
+
+  /** Scans the mirrors, scan.jobs at a time, with a progress bar each on a terminal; SIGINT aborts them all. */
+  private async scanMirrors(database: Database, mirrors: MirrorRow[]): Promise<ScanMirrorResult[]> {
+    const tty = Boolean(process.stderr.isTTY) && !this.jsonEnabled()
+    const multibar = tty
+      ? new cliProgress.MultiBar(
+          {format: '{mirror} [{protocol}] {value} entries, {rate}/s, {elapsed}s', hideCursor: true, clearOnComplete: true, stream: process.stderr, fps: 5},
+          cliProgress.Presets.shades_classic,
+        )
+      : undefined
+    const controller = new AbortController()
+    const onSigint = () => controller.abort(new Error('interrupted (SIGINT)'))
+    process.once('SIGINT', onSigint)
+    const limit = pLimit(this.mbConfig.scan.jobs)
+    try {
+      return await Promise.all(mirrors.map((mirror) => limit(() => this.scanOne(database, mirror, controller.signal, multibar))))
+    } finally {
+      multibar?.stop()
+      process.removeListener('SIGINT', onSigint)
+    }
+  }
+
+  /** Scans one mirror and reports its outcome line (beside the bars on a terminal, else stdout or stderr). */
+  private async scanOne(database: Database, mirror: MirrorRow, signal: AbortSignal, multibar: cliProgress.MultiBar | undefined): Promise<ScanMirrorResult> {
+    const config = this.mbConfig.scan
+    const started = performance.now()
+    const bar = multibar?.create(0, 0, {mirror: mirror.identifier, protocol: '-', rate: 0, elapsed: 0})
+    const result = await scanMirror(database, mirror, {
+      protocol: this.flags.protocol as Protocol | undefined,
+      subdir: this.flags.dir,
+      timeoutSeconds: config.timeout,
+      connectTimeoutSeconds: config.connect_timeout,
+      ioTimeoutSeconds: config.io_timeout,
+      include: config.include,
+      exclude: config.exclude,
+      minRatio: config.min_ratio,
+      enable: this.flags.enable,
+      rsyncPasswordFile: config.rsync_password_file,
+      signal,
+      onProgress: (protocol, entries) => {
+        const elapsed = (performance.now() - started) / 1000
+        bar?.update(entries, {protocol, rate: Math.round(entries / Math.max(elapsed, 0.001)), elapsed: Math.round(elapsed)})
+      },
+    })
+    if (bar) multibar!.remove(bar)
+    const line = result.ok
+      ? `${result.mirror}: ok via ${result.protocol}, ${result.files} files, ${result.matched} matched, ${result.stale} stale, ${result.missing} missing, ${result.seconds} s${result.enabled ? ', enabled' : ''}`
+      : `${result.mirror}: FAILED after ${result.seconds} s: ${result.error}`
+    if (!this.jsonEnabled()) {
+      if (multibar) multibar.log(line + '\n')
+      else if (result.ok) this.log(line)
+      else process.stderr.write(line + '\n')
+    }
+    return result
+  }
+}
+
+/** One row per mirror scanned, for a terminal. */
+function summaryTable(results: ScanMirrorResult[]): string {
+  return renderTable(
+    results,
+    [
+      {header: 'mirror', get: (r) => r.mirror},
+      {header: 'result', get: (r) => (r.ok ? 'ok' : 'FAILED')},
+      {header: 'protocol', get: (r) => r.protocol},
+      {header: 'files', get: (r) => r.files},
+      {header: 'matched', get: (r) => r.matched},
+      {header: 'stale', get: (r) => r.stale},
+      {header: 'missing', get: (r) => r.missing},
+      {header: 'seconds', get: (r) => r.seconds},
+    ],
+    true,
+  )
 }

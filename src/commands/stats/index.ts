@@ -51,7 +51,15 @@ A download is a GET answered by a redirect or by local delivery; Range continuat
         queryStats(database, {...base, by: 'country', limit: 30}),
         queryStats(database, {...base, by: 'day'}),
       ])
-      const page = htmlReport({title: 'Download statistics', generatedAt: new Date(), filter: {since: since ?? null, until: until ?? null, path: flags.path, mirror: flags.mirror}, files, mirrors, countries, days})
+      const page = htmlReport({
+        title: 'Download statistics',
+        generatedAt: new Date(),
+        filter: {since: since ?? null, until: until ?? null, path: flags.path, mirror: flags.mirror},
+        files,
+        mirrors,
+        countries,
+        days,
+      })
       try {
         writeFileSync(html, page)
       } catch (error) {
@@ -66,12 +74,16 @@ A download is a GET answered by a redirect or by local delivery; Range continuat
     } else {
       const tty = Boolean(process.stdout.isTTY)
       const rows = result.other ? [...result.rows, result.other] : result.rows
-      const table = renderTable([...rows, {key: 'total', ...result.total}], [
-        {header: by, get: (r) => r.key},
-        {header: 'downloads', get: (r) => r.downloads},
-        {header: 'bytes', get: (r) => (tty ? humanBytes(r.bytes) : r.bytes)},
-        {header: 'other requests', get: (r) => r.other_requests},
-      ], tty)
+      const table = renderTable(
+        [...rows, {key: 'total', ...result.total}],
+        [
+          {header: by, get: (r) => r.key},
+          {header: 'downloads', get: (r) => r.downloads},
+          {header: 'bytes', get: (r) => (tty ? humanBytes(r.bytes) : r.bytes)},
+          {header: 'other requests', get: (r) => r.other_requests},
+        ],
+        tty,
+      )
       this.print(table)
       if (by === 'day' && tty && result.rows.length > 0) {
         const series = fillDays(result.rows)

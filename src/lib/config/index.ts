@@ -11,11 +11,11 @@ import {existsSync, readFileSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join, resolve} from 'node:path'
 import {parse as parseYaml} from 'yaml'
-import {z} from 'zod'
 import {UsageError} from '../errors.js'
 import {ConfigSchema, type Config} from './schema.js'
+import {splitList} from '../text.js'
 
-export {ConfigSchema, type Config} from './schema.js'
+export type {Config} from './schema.js'
 
 /** Where a setting's value came from. */
 export type ConfigSource = 'default' | `file:${string}` | `env:${string}` | `flag:--${string}`
@@ -32,7 +32,7 @@ export interface LoadedConfig {
  * Environment variables and the dotted config key each sets. Values are strings; lists are
  * comma-separated.
  */
-export const ENV_KEYS: Record<string, {key: string; list?: boolean}> = {
+const ENV_KEYS: Record<string, {key: string; list?: boolean}> = {
   MB_DATABASE_URL: {key: 'database_url'},
   MB_DATA_DIR: {key: 'data_dir'},
   MB_ROOT: {key: 'root'},
@@ -54,7 +54,7 @@ const FLAG_NAMES: Record<string, string> = {
 const OPTIONAL_KEYS = ['database_url', 'root', 'asn_db']
 
 /** The default embedded-store directory: `$XDG_DATA_HOME/mb` or `~/.local/share/mb`. */
-export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
+function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
   const base = env.XDG_DATA_HOME && env.XDG_DATA_HOME.length > 0 ? env.XDG_DATA_HOME : join(homedir(), '.local', 'share')
   return join(base, 'mb')
 }
@@ -124,7 +124,7 @@ export function loadConfig(options: {file?: string; flags?: Record<string, unkno
   for (const [name, {key, list}] of Object.entries(ENV_KEYS)) {
     const raw = env[name]
     if (raw === undefined || raw === '') continue
-    setPath(tree, key, list ? raw.split(',').map((s) => s.trim()).filter(Boolean) : raw)
+    setPath(tree, key, list ? splitList(raw) : raw)
     sources[key] = `env:${name}`
   }
 
@@ -146,6 +146,3 @@ export function loadConfig(options: {file?: string; flags?: Record<string, unkno
   for (const leaf of [...leaves(config), ...OPTIONAL_KEYS]) sources[leaf] ??= 'default'
   return {config, sources, file}
 }
-
-/** Re-export for schema authors in other modules. */
-export {z}

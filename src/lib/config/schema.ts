@@ -3,24 +3,12 @@
  * Each area owns its section schema in its own module; this file only assembles them.
  */
 import {z} from 'zod'
-import {normalizeCidr} from '../net.js'
 import {SelectConfigSchema} from '../select/config.js'
 import {ScanConfigSchema} from '../scan/config.js'
 import {ProbeConfigSchema} from '../probe/config.js'
 import {ServeConfigSchema} from '../serve/config.js'
 import {StatsConfigSchema} from '../stats/config.js'
-
-/** A CIDR string, validated and normalised. */
-export const cidrString = z.string().transform((value, ctx) => {
-  try {
-    return normalizeCidr(value)
-  } catch (error) {
-    ctx.addIssue({code: z.ZodIssueCode.custom, message: (error as Error).message})
-    return z.NEVER
-  }
-})
-
-const stringList = z.union([z.string().transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)), z.array(z.string())])
+import {cidrString, listOf} from './zod.js'
 
 export const ConfigSchema = z
   .object({
@@ -31,11 +19,11 @@ export const ConfigSchema = z
     /** The origin tree (master copy). */
     root: z.string().optional(),
     /** GeoIP City/Country mmdb files (MaxMind layout or @ip-location-db layout). */
-    geoip: stringList.default([]),
+    geoip: listOf(z.string()).default([]),
     /** A MaxMind GeoLite2-ASN mmdb file. */
     asn_db: z.string().optional(),
     /** Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed. */
-    trusted_proxies: z.union([z.string().transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)), z.array(z.string())]).pipe(z.array(cidrString)).default([]),
+    trusted_proxies: listOf(cidrString).default([]),
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     select: SelectConfigSchema.default({}),
     scan: ScanConfigSchema.default({}),

@@ -5,6 +5,7 @@
 import {type Kysely, type MigrationResult, Migrator, sql} from 'kysely'
 import {migrations} from '../../../migrations/index.js'
 import {MbError} from '../errors.js'
+import type {DB} from './schema.js'
 
 /** One migration and whether it has been applied (and when, UTC). */
 export interface MigrationState {
@@ -13,7 +14,7 @@ export interface MigrationState {
   appliedAt?: Date
 }
 
-function migrator(db: Kysely<any>): Migrator {
+function migrator(db: Kysely<DB>): Migrator {
   return new Migrator({db, provider: {getMigrations: async () => migrations}})
 }
 
@@ -22,7 +23,7 @@ function migrator(db: Kysely<any>): Migrator {
  * @returns the names applied by this call (empty when already current)
  * @throws MbError naming the migration that failed; nothing of that migration is kept
  */
-export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
+export async function migrateToLatest(db: Kysely<DB>): Promise<string[]> {
   const {error, results} = await migrator(db).migrateToLatest()
   const failed = results?.find((r: MigrationResult) => r.status === 'Error')
   if (error) {
@@ -32,14 +33,14 @@ export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
 }
 
 /** Every known migration with its applied state, in order. */
-export async function migrationStatus(db: Kysely<any>): Promise<MigrationState[]> {
+export async function migrationStatus(db: Kysely<DB>): Promise<MigrationState[]> {
   const applied = await appliedMigrations(db)
   return Object.keys(migrations)
     .sort()
     .map((name) => ({name, applied: applied.has(name), appliedAt: applied.get(name)}))
 }
 
-async function appliedMigrations(db: Kysely<any>): Promise<Map<string, Date>> {
+async function appliedMigrations(db: Kysely<DB>): Promise<Map<string, Date>> {
   const exists = await sql<{present: boolean}>`SELECT to_regclass('public.kysely_migration') IS NOT NULL AS present`.execute(db)
   if (!exists.rows[0]?.present) return new Map()
   const rows = await sql<{name: string; timestamp: string}>`SELECT name, timestamp FROM kysely_migration`.execute(db)
@@ -47,7 +48,9 @@ async function appliedMigrations(db: Kysely<any>): Promise<Map<string, Date>> {
 }
 
 /** Names of migrations not yet applied, in order. */
-export async function pendingMigrations(db: Kysely<any>): Promise<string[]> {
+export async function pendingMigrations(db: Kysely<DB>): Promise<string[]> {
   const applied = await appliedMigrations(db)
-  return Object.keys(migrations).sort().filter((name) => !applied.has(name))
+  return Object.keys(migrations)
+    .sort()
+    .filter((name) => !applied.has(name))
 }

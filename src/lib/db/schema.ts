@@ -53,6 +53,8 @@ export interface MirrorTable {
   last_scan_files: number | null
   last_scan_matched: number | null
   last_scan_seconds: number | null
+  /** The mirror is in maintenance (excluded from selection) until this time; null = not. */
+  maintenance_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
   created_at: Generated<Date>
   updated_at: Generated<Date>
   txid: Generated<string>
@@ -153,5 +155,3 @@ export interface DB {
 import type {Selectable} from 'kysely'
 /** A mirror row as read from the database. */
 export type MirrorRow = Selectable<MirrorTable>
-/** A file row as read from the database. */
-export type FileRow = Selectable<FileTable>

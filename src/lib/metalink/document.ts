@@ -4,15 +4,17 @@
  * Metalink 4 (RFC 5854), Metalink 3.0, hash files, Metalink/HTTP headers (RFC 6249) and the
  * mirror list all read this one shape, so they always agree.
  */
-import {hashesFresh, splitPieces, type StoredHashes} from '../origin/hash.js'
+import {hashesFresh} from '../origin/freshness.js'
+import {splitPieces, type StoredHashes} from '../origin/hash.js'
 import {encodePath} from '../select/url.js'
 import type {Selection} from '../select/types.js'
+import {withTrailingSlash} from '../text.js'
 
 /** Default cap on mirror URLs in a metalink (config `metalink.max_urls`). */
 export const DEFAULT_MAX_URLS = 20
 
 /** The generator string written into metalinks. */
-export const GENERATOR = 'mb/0.1.0'
+const GENERATOR = 'mb/0.1.0'
 
 /** Digests of a file, lower-case hex, present only when fresh. */
 export interface DocumentHashes {
@@ -70,6 +72,39 @@ export interface MetalinkDocument {
   generator: string
 }
 
+/** {@link MetalinkDocument} as `mb metalink --json` prints it: snake_case keys, `published` in ISO 8601 UTC. */
+export interface DocumentJson {
+  path: string
+  name: string
+  size: number
+  mtime: number
+  hashes: {md5: string; sha1: string; sha256: string; piece_size: number; piece_hash: 'sha256' | 'sha1'; pieces_hex: string; piece_count: number} | null
+  sources: Source[]
+  origin_url: string
+  meta4_url: string
+  metalink_url: string
+  published: string
+  generator: string
+}
+
+/** The JSON form of `doc` (see {@link DocumentJson}). */
+export function documentJson(doc: MetalinkDocument): DocumentJson {
+  const h = doc.hashes
+  return {
+    path: doc.path,
+    name: doc.name,
+    size: doc.size,
+    mtime: doc.mtime,
+    hashes: h && {md5: h.md5, sha1: h.sha1, sha256: h.sha256, piece_size: h.pieceSize, piece_hash: h.pieceHash, pieces_hex: h.piecesHex, piece_count: h.pieceCount},
+    sources: doc.sources,
+    origin_url: doc.originUrl,
+    meta4_url: doc.meta4Url,
+    metalink_url: doc.metalinkUrl,
+    published: doc.published.toISOString(),
+    generator: doc.generator,
+  }
+}
+
 export interface BuildOptions {
   /** Origin-relative path (no leading '/', not encoded). */
   path: string
@@ -91,7 +126,7 @@ export interface BuildOptions {
 }
 
 /** Fresh hashes from a stored row, or null. */
-export function documentHashes(stored: StoredHashes | null, fresh: boolean): DocumentHashes | null {
+function documentHashes(stored: StoredHashes | null, fresh: boolean): DocumentHashes | null {
   if (!stored || !fresh || !stored.md5 || !stored.sha1 || !stored.sha256) return null
   const pieceHash = stored.piece_hash === 'sha1' ? 'sha1' : 'sha256'
   return {
@@ -107,7 +142,7 @@ export function documentHashes(stored: StoredHashes | null, fresh: boolean): Doc
 
 /** The URL of `path` on the server at `baseUrl` (path percent-encoded, RFC 3986). */
 export function originUrlFor(baseUrl: string, path: string): string {
-  return (baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`) + encodePath(path)
+  return withTrailingSlash(baseUrl) + encodePath(path)
 }
 
 /**
@@ -143,9 +178,4 @@ export function buildDocument(options: BuildOptions): MetalinkDocument {
     published: options.now ?? new Date(),
     generator: options.generator ?? GENERATOR,
   }
-}
-
-/** RFC 3339 UTC timestamp without fractional seconds, e.g. `2026-11-29T16:00:00Z`. */
-export function rfc3339(date: Date): string {
-  return date.toISOString().replace(/\.\d{3}Z$/, 'Z')
 }

@@ -13,8 +13,6 @@ import {META4_MEDIA_TYPE} from './meta4.js'
 /** Hash file kinds by their extension. */
 export type HashKind = 'sha256' | 'sha1' | 'md5'
 
-export const HASH_KINDS: readonly HashKind[] = ['sha256', 'sha1', 'md5']
-
 /**
  * The body of a hash file: `"<hex>  <name>\n"` where `name` is the file's basename (so the
  * file checks with `sha256sum -c` in the directory it was downloaded to).
@@ -35,19 +33,11 @@ export function digestHeader(hashes: Pick<DocumentHashes, 'md5' | 'sha1' | 'sha2
   return `SHA-256=${hexToBase64(hashes.sha256)}, MD5=${hexToBase64(hashes.md5)}, SHA=${hexToBase64(hashes.sha1)}`
 }
 
-/** The RFC 6249 `Link` value pointing at the file's Metalink 4 description. */
+/**
+ * The RFC 6249 `Link` value pointing at the file's Metalink 4 description. Sent as a header
+ * line of its own beside the `rel=duplicate` ones: aria2c 1.36 reads only the first link of
+ * a header line.
+ */
 export function describedByLink(meta4Url: string): string {
   return `<${meta4Url}>; rel=describedby; type="${META4_MEDIA_TYPE}"`
-}
-
-/**
- * Headers a redirect (or a local delivery) of the file carries: the `describedby` Link
- * always, and `Digest` only when `hashes` (fresh) is given. Returned as name/value pairs so
- * that the caller can append them beside its own `Link: rel=duplicate` headers
- * (one Link header per link: aria2c 1.36 reads only the first link of a header line).
- */
-export function metalinkHttpHeaders(meta4Url: string, hashes: Pick<DocumentHashes, 'md5' | 'sha1' | 'sha256'> | null): Array<[string, string]> {
-  const headers: Array<[string, string]> = [['Link', describedByLink(meta4Url)]]
-  if (hashes) headers.push(['Digest', digestHeader(hashes)])
-  return headers
 }

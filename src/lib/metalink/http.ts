@@ -36,7 +36,7 @@ export interface Sent {
 
 /** True when an `Accept` header asks for Metalink 4 (`application/metalink4+xml`). */
 export function acceptsMeta4(accept: string | undefined): boolean {
-  return accept !== undefined && accept.includes(META4_MEDIA_TYPE)
+  return accept?.includes(META4_MEDIA_TYPE) === true
 }
 
 /** True when an `Accept` header prefers JSON (`application/json` listed before any HTML). */
@@ -74,13 +74,25 @@ const PRIVATE = 'private, no-store'
 
 /** Answers with the Metalink 4 document (RFC 5854). */
 export function sendMeta4(req: IncomingMessage, res: ServerResponse, ctx: MetalinkContext): Sent {
-  const bytesSent = write(req, res, 200, {'Content-Type': META4_MEDIA_TYPE, 'Content-Disposition': contentDisposition(`${ctx.doc.name}.meta4`), Vary: 'Accept', 'Cache-Control': PRIVATE}, renderMeta4(ctx.doc))
+  const bytesSent = write(
+    req,
+    res,
+    200,
+    {'Content-Type': META4_MEDIA_TYPE, 'Content-Disposition': contentDisposition(`${ctx.doc.name}.meta4`), Vary: 'Accept', 'Cache-Control': PRIVATE},
+    renderMeta4(ctx.doc),
+  )
   return {status: 200, outcome: 'meta4', bytesSent}
 }
 
 /** Answers with the Metalink 3.0 document. */
 export function sendMetalink3(req: IncomingMessage, res: ServerResponse, ctx: MetalinkContext): Sent {
-  const bytesSent = write(req, res, 200, {'Content-Type': METALINK3_MEDIA_TYPE, 'Content-Disposition': contentDisposition(`${ctx.doc.name}.metalink`), 'Cache-Control': PRIVATE}, renderMetalink3(ctx.doc))
+  const bytesSent = write(
+    req,
+    res,
+    200,
+    {'Content-Type': METALINK3_MEDIA_TYPE, 'Content-Disposition': contentDisposition(`${ctx.doc.name}.metalink`), 'Cache-Control': PRIVATE},
+    renderMetalink3(ctx.doc),
+  )
   return {status: 200, outcome: 'metalink', bytesSent}
 }
 
@@ -90,7 +102,13 @@ export function sendMetalink3(req: IncomingMessage, res: ServerResponse, ctx: Me
  */
 export function sendHashFile(req: IncomingMessage, res: ServerResponse, ctx: MetalinkContext, kind: HashKind): Sent {
   if (!ctx.doc.hashes) {
-    const bytesSent = write(req, res, 404, {'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store'}, `No current ${kind} hash of /${ctx.doc.path}: it has not been hashed since it last changed (run \`mb index --hashes\`).\n`)
+    const bytesSent = write(
+      req,
+      res,
+      404,
+      {'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store'},
+      `No current ${kind} hash of /${ctx.doc.path}: it has not been hashed since it last changed (run \`mb index --hashes\`).\n`,
+    )
     return {status: 404, outcome: 'not_found', bytesSent}
   }
   const bytesSent = write(req, res, 200, {'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-cache'}, hashFileBody(ctx.doc.hashes, kind, ctx.doc.name))

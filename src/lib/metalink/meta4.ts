@@ -19,10 +19,11 @@
  * Hash type names are the IANA "Hash Function Textual Names" registry's (RFC 5854 §4.2.4).
  */
 import {fragment} from 'xmlbuilder2'
-import {type MetalinkDocument, pieceList, rfc3339} from './document.js'
+import {type MetalinkDocument, pieceList} from './document.js'
+import {isoSeconds} from '../time.js'
 
 export const META4_MEDIA_TYPE = 'application/metalink4+xml'
-export const META4_NAMESPACE = 'urn:ietf:params:xml:ns:metalink'
+const META4_NAMESPACE = 'urn:ietf:params:xml:ns:metalink'
 
 /** IANA hash names (RFC 5854 §4.2.4) for our piece algorithms. */
 const PIECE_TYPE = {sha256: 'sha-256', sha1: 'sha-1'} as const
@@ -76,7 +77,7 @@ export function renderMeta4(doc: MetalinkDocument): string {
 <metalink xmlns="${META4_NAMESPACE}">
   <generator>${xmlEscape(doc.generator)}</generator>
   <origin dynamic="true">${xmlEscape(doc.meta4Url)}</origin>
-  <published>${rfc3339(doc.published)}</published>
+  <published>${isoSeconds(doc.published)}</published>
   <file name="${xmlEscape(doc.name)}">
 ${fileFragment(doc)}`
   for (const source of doc.sources) {

@@ -9,7 +9,7 @@ import {createCB} from 'xmlbuilder2'
 import {type MetalinkDocument, pieceList} from './document.js'
 
 export const METALINK3_MEDIA_TYPE = 'application/metalink+xml'
-export const METALINK3_NAMESPACE = 'http://www.metalinker.org/'
+const METALINK3_NAMESPACE = 'http://www.metalinker.org/'
 
 /** `preference` for the source at `index` (0-based): 100, 99, …, never below 1. */
 export function preferenceAt(index: number): number {
@@ -26,13 +26,7 @@ export function renderMetalink3(doc: MetalinkDocument): string {
   let out = ''
   const xml = createCB({data: (text: string) => (out += text), prettyPrint: true})
   xml.dec({version: '1.0', encoding: 'UTF-8'})
-  xml
-    .ele(METALINK3_NAMESPACE, 'metalink')
-    .att('version', '3.0')
-    .att('type', 'dynamic')
-    .att('origin', doc.metalinkUrl)
-    .att('generator', doc.generator)
-    .att('pubdate', doc.published.toUTCString())
+  xml.ele(METALINK3_NAMESPACE, 'metalink').att('version', '3.0').att('type', 'dynamic').att('origin', doc.metalinkUrl).att('generator', doc.generator).att('pubdate', doc.published.toUTCString())
   xml.ele('files')
   xml.ele('file').att('name', doc.name)
   xml.ele('size').txt(String(doc.size)).up()
@@ -44,7 +38,7 @@ export function renderMetalink3(doc: MetalinkDocument): string {
     xml.ele('hash').att('type', 'sha256').txt(h.sha256).up()
     if (h.pieceCount > 0 && h.pieceSize > 0) {
       xml.ele('pieces').att('length', String(h.pieceSize)).att('type', h.pieceHash)
-      pieceList(h).forEach((piece, i) => xml.ele('hash').att('piece', String(i)).txt(piece).up())
+      for (const [i, piece] of pieceList(h).entries()) xml.ele('hash').att('piece', String(i)).txt(piece).up()
       xml.up()
     }
     xml.up() // verification
@@ -53,7 +47,10 @@ export function renderMetalink3(doc: MetalinkDocument): string {
   doc.sources.forEach((source, i) => {
     const url = xml.ele('url').att('type', urlType(source.url))
     if (source.location) url.att('location', source.location)
-    url.att('preference', String(preferenceAt(i))).txt(source.url).up()
+    url
+      .att('preference', String(preferenceAt(i)))
+      .txt(source.url)
+      .up()
   })
   xml.up() // resources
   xml.up() // file

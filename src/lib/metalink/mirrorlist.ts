@@ -9,7 +9,9 @@
  */
 import type {Candidate, ClientInfo, Exclusion, Realm, Selection, SelectMirror} from '../select/types.js'
 import {encodePath, mirrorBase} from '../select/url.js'
-import {type MetalinkDocument, rfc3339} from './document.js'
+import type {MetalinkDocument} from './document.js'
+import {unixIso} from '../time.js'
+import {stripUserinfo} from '../redact.js'
 
 export interface MirrorListMirror {
   identifier: string
@@ -22,7 +24,7 @@ export interface MirrorListMirror {
   state: 'up' | 'down' | 'disabled'
   realm?: Realm
   rank?: number
-  distanceKm?: number
+  distance_km?: number
   /** For passed-over mirrors: stable code and human detail. */
   reason?: string
   detail?: string
@@ -34,7 +36,7 @@ export interface MirrorList {
   size: number
   /** RFC 3339 UTC. */
   mtime: string
-  hashes: {md5: string; sha1: string; sha256: string; pieceSize: number; pieceHash: string; pieces: number} | null
+  hashes: {md5: string; sha1: string; sha256: string; piece_size: number; piece_hash: string; pieces: number} | null
   links: {file: string; meta4: string; metalink: string; sha256: string | null; sha1: string | null; md5: string | null}
   client: {ip: string; country: string | null; continent: string | null; asn: number | null}
   /** The winning pool, or null when the origin serves the file. */
@@ -50,20 +52,26 @@ function stateOf(m: SelectMirror): 'up' | 'down' | 'disabled' {
   return !m.enabled ? 'disabled' : m.up ? 'up' : 'down'
 }
 
-function stripUserInfo(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1')
-}
-
 function fromCandidate(c: Candidate): MirrorListMirror {
   const m = c.mirror
-  return {identifier: m.identifier, country: m.country, continent: m.continent, url: stripUserInfo(c.url), score: m.score, state: stateOf(m), realm: c.realm, rank: c.rank, distanceKm: c.distanceKm === undefined ? undefined : Math.round(c.distanceKm)}
+  return {
+    identifier: m.identifier,
+    country: m.country,
+    continent: m.continent,
+    url: stripUserinfo(c.url),
+    score: m.score,
+    state: stateOf(m),
+    realm: c.realm,
+    rank: c.rank,
+    distance_km: c.distanceKm === undefined ? undefined : Math.round(c.distanceKm),
+  }
 }
 
 function fromExclusion(e: Exclusion, path: string, https: boolean): MirrorListMirror {
   const m = e.mirror
   const base = mirrorBase(m, https) ?? m.httpUrl ?? m.httpsUrl
   let url: string | null = null
-  if (base && (!m.basePath || path.startsWith(m.basePath))) url = stripUserInfo(base + encodePath(m.basePath ? path.slice(m.basePath.length) : path))
+  if (base && (!m.basePath || path.startsWith(m.basePath))) url = stripUserinfo(base + encodePath(m.basePath ? path.slice(m.basePath.length) : path))
   return {identifier: m.identifier, country: m.country, continent: m.continent, url, score: m.score, state: stateOf(m), reason: e.reason, detail: e.detail}
 }
 
@@ -87,8 +95,8 @@ export function buildMirrorList(doc: MetalinkDocument, selection: Selection, cli
     path: doc.path,
     name: doc.name,
     size: doc.size,
-    mtime: rfc3339(new Date(doc.mtime * 1000)),
-    hashes: h ? {md5: h.md5, sha1: h.sha1, sha256: h.sha256, pieceSize: h.pieceSize, pieceHash: h.pieceHash, pieces: h.pieceCount} : null,
+    mtime: unixIso(doc.mtime),
+    hashes: h ? {md5: h.md5, sha1: h.sha1, sha256: h.sha256, piece_size: h.pieceSize, piece_hash: h.pieceHash, pieces: h.pieceCount} : null,
     links: {
       file: doc.originUrl,
       meta4: doc.meta4Url,
@@ -163,7 +171,8 @@ export function renderMirrorListHtml(list: MirrorList): string {
     parts.push('<tr><th>Hashes</th><td>not available (the file has not been hashed since it last changed)</td></tr>')
   }
   const links = [`<a href="${escapeHtml(list.links.meta4)}">Metalink 4 (.meta4)</a>`, `<a href="${escapeHtml(list.links.metalink)}">Metalink 3 (.metalink)</a>`]
-  if (list.links.sha256) links.push(`<a href="${escapeHtml(list.links.sha256)}">.sha256</a>`, `<a href="${escapeHtml(list.links.sha1!)}">.sha1</a>`, `<a href="${escapeHtml(list.links.md5!)}">.md5</a>`)
+  if (list.links.sha256)
+    links.push(`<a href="${escapeHtml(list.links.sha256)}">.sha256</a>`, `<a href="${escapeHtml(list.links.sha1!)}">.sha1</a>`, `<a href="${escapeHtml(list.links.md5!)}">.md5</a>`)
   parts.push(`<tr><th>Metalinks and hashes</th><td>${links.join(' · ')}</td></tr>
 </table>
 <p>Your address: ${escapeHtml(list.client.ip)}${list.client.country ? ` (${escapeHtml(list.client.country)}${list.client.continent ? `, ${escapeHtml(list.client.continent)}` : ''})` : ''}${list.client.asn ? `, AS${list.client.asn}` : ''}</p>`)

@@ -8,15 +8,15 @@ import {stat} from 'node:fs/promises'
 import {join} from 'node:path'
 import type {Config} from '../config/index.js'
 import type {Database} from '../db/index.js'
-import {MbError, UsageError} from '../errors.js'
-import {openGeo} from '../geo/geoip.js'
-import {parseIp} from '../net.js'
-import {hashesFresh, readStoredHashes} from '../origin/hash.js'
-import {compileMirrors, compileSelectOptions, select} from '../select/index.js'
-import type {ClientInfo} from '../select/types.js'
+import {MbError} from '../errors.js'
+import {clientFromFlag, configuredGeo} from '../lookup/client.js'
+import {hashesFresh} from '../origin/freshness.js'
+import {readStoredHashes} from '../origin/hash.js'
+import {compileMirrors, compileSelectOptions, select, selectionContext} from '../select/index.js'
 import {buildDocument, type MetalinkDocument} from './document.js'
 import {renderMeta4} from './meta4.js'
 import {renderMetalink3} from './metalink3.js'
+import {trimLeadingSlashes} from '../text.js'
 
 export interface OfflineOptions {
   /** Origin-relative path (a leading '/' is ignored). */
@@ -37,21 +37,27 @@ export interface OfflineOptions {
  * @throws UsageError for a bad client address; MbError (FILE_NOT_FOUND) when the path is not indexed
  */
 export async function offlineMetalink(database: Database, config: Config, options: OfflineOptions): Promise<{doc: MetalinkDocument; text: string}> {
-  const path = options.path.replace(/^\/+/, '')
-  const ip = options.clientIp ?? '127.0.0.1'
-  const address = parseIp(ip)
-  if (!address) throw new UsageError(`--client-ip ${ip} is not an IPv4 or IPv6 address; pass one such as 203.0.113.7 or 2001:db8::1.`)
+  const path = trimLeadingSlashes(options.path)
+  const facts = clientFromFlag(options.clientIp ?? '127.0.0.1', (options.baseUrl ?? '').startsWith('https:'))
   const row = await database.db.selectFrom('file').select(['path', 'size', 'mtime', 'mirrors']).where('path', '=', path).executeTakeFirst()
   if (!row) throw new MbError(`${path} is not in the origin index; check the path (relative to the root) or run \`mb index\`.`, {code: 'FILE_NOT_FOUND'})
   const mirrors = compileMirrors(await database.db.selectFrom('mirror').selectAll().execute())
-  const geo = await openGeo({geoip: config.geoip, asnDb: config.asn_db})
-  const g = geo.lookup(ip)
-  const client: ClientInfo = {ip, address, country: g.country, continent: g.continent, latitude: g.latitude, longitude: g.longitude, asn: g.asn, https: (options.baseUrl ?? '').startsWith('https:')}
   const file = {path: row.path, size: Number(row.size), mtime: Number(row.mtime), mirrors: row.mirrors}
-  const selection = select(client, file, mirrors, compileSelectOptions(config.select), false)
+  const context = selectionContext(facts, await configuredGeo(config), file, mirrors, compileSelectOptions(config.select))
+  const selection = select(context.client, context.file, context.mirrors, context.options, false)
   const stored = await readStoredHashes(database, path)
   let fresh = hashesFresh(stored)
   if (fresh && config.root) fresh = hashesFresh(stored, await stat(join(config.root, path)).catch(() => ({size: -1, mtimeMs: -1})))
-  const doc = buildDocument({path, size: file.size, mtime: file.mtime, stored, hashesFresh: fresh, selection, baseUrl: options.baseUrl ?? `http://${config.serve.listen}/`, maxUrls: options.maxUrls, now: options.now})
+  const doc = buildDocument({
+    path,
+    size: file.size,
+    mtime: file.mtime,
+    stored,
+    hashesFresh: fresh,
+    selection,
+    baseUrl: options.baseUrl ?? `http://${config.serve.listen}/`,
+    maxUrls: options.maxUrls,
+    now: options.now,
+  })
   return {doc, text: options.format === 'metalink' ? renderMetalink3(doc) : renderMeta4(doc)}
 }

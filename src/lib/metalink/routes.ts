@@ -1,7 +1,9 @@
 /**
- * The metalink routes of `mb serve` (RFC 5854, RFC 6249, hash files, mirror list), plugged
- * into the server's route table (`MirrorServer.addRoute`), and the Metalink/HTTP headers for
- * redirects (`Link: rel=describedby` always, `Digest` only with fresh hashes).
+ * The metalink route of `mb serve` (RFC 5854, RFC 6249, hash files, mirror list), for the
+ * server's route table (`MirrorServer.addRoute`), and the Metalink/HTTP header providers for
+ * redirects (`Link: rel=describedby` always, `Digest` only with fresh hashes), for
+ * `MirrorServer.addRedirectHeaders`. Both reach the server only through the
+ * {@link RouteServices} they are created with.
  *
  * Routes, for an indexed file PATH:
  *   `PATH.meta4`, `PATH?meta4`, `PATH` with `Accept: application/metalink4+xml` → Metalink 4;
@@ -19,12 +21,14 @@
 import {statSync} from 'node:fs'
 import {sep} from 'node:path'
 import type {Database} from '../db/index.js'
-import {mtimeSeconds, readStoredHashes, type StoredHashes} from '../origin/hash.js'
-import type {RequestContext, Route, MirrorServer} from '../serve/server.js'
+import {diskMatches, hashesMatchVersion, mtimeSeconds, sameVersion} from '../origin/freshness.js'
+import {readStoredHashes, type StoredHashes} from '../origin/hash.js'
+import type {RedirectHeaderProvider, RequestContext, Route, RouteServices} from '../serve/server.js'
+import {withTrailingSlash} from '../text.js'
 import type {FileEntry} from '../serve/snapshot.js'
 import {hasQueryFlag} from '../serve/path.js'
 import {buildDocument, DEFAULT_MAX_URLS, originUrlFor} from './document.js'
-import {type HashKind, metalinkHttpHeaders} from './headers.js'
+import {describedByLink, digestHeader, type HashKind} from './headers.js'
 import {acceptsMeta4, type MetalinkContext, type Sent, sendHashFile, sendMeta4, sendMetalink3, sendMirrorList} from './http.js'
 
 export interface MetalinkRouteOptions {
@@ -42,6 +46,12 @@ export interface MetalinkRouteOptions {
 
 type Kind = 'meta4' | 'metalink' | 'mirrorlist' | HashKind
 
+/** What the metalink route answers: which representation, of which indexed file. */
+export interface MetalinkTarget {
+  kind: Kind
+  file: FileEntry
+}
+
 const SUFFIXES: Array<[string, Kind]> = [
   ['.meta4', 'meta4'],
   ['.metalink', 'metalink'],
@@ -52,7 +62,7 @@ const SUFFIXES: Array<[string, Kind]> = [
 ]
 
 /** Which representation a request asks for, and of which indexed file; undefined if none. */
-export function metalinkTarget(ctx: Pick<RequestContext, 'path' | 'slash' | 'query' | 'file' | 'snapshot' | 'req'>): {kind: Kind; file: FileEntry} | undefined {
+function metalinkTarget(ctx: Pick<RequestContext, 'path' | 'slash' | 'query' | 'file' | 'snapshot' | 'req'>): MetalinkTarget | undefined {
   if (ctx.slash) return undefined
   if (ctx.file) {
     if (ctx.query.length > 0) {
@@ -82,7 +92,7 @@ class HashCache {
   get(file: FileEntry): StoredHashes | undefined {
     const row = this.map.get(file.path)
     if (!row) return undefined
-    if (row.size !== file.size || row.mtime !== file.mtime || row.sha256 !== file.sha256) {
+    if (!sameVersion(row, file) || row.sha256 !== file.sha256) {
       this.map.delete(file.path)
       return undefined
     }
@@ -96,55 +106,70 @@ class HashCache {
   }
 }
 
-/** The metalink routes and the redirect-header hook, bound to one server. */
+/** The metalink route and the Metalink/HTTP redirect-header providers, bound to one server. */
 export class MetalinkRoutes {
   private readonly cache: HashCache
   private readonly diskChecks = new Map<string, {at: number; size: number; mtime: number}>()
   private readonly maxUrls: number
   private readonly diskCheckMs: number
 
-  constructor(readonly options: MetalinkRouteOptions = {}) {
+  constructor(
+    private readonly server: RouteServices,
+    private readonly options: MetalinkRouteOptions = {},
+  ) {
     this.cache = new HashCache(options.cacheSize ?? 10_000)
     this.maxUrls = options.maxUrls ?? DEFAULT_MAX_URLS
     this.diskCheckMs = (options.diskCheckSeconds ?? 1) * 1000
   }
 
-  /** Registers the route on `server` (before its default file handling). */
-  install(server: MirrorServer): void {
-    server.addRoute(this.route())
+  /** The route (see {@link Route}): `match` finds the representation asked for, `handle` answers it. */
+  readonly route: Route<MetalinkTarget> = {
+    name: 'metalink',
+    match: metalinkTarget,
+    handle: (ctx, target) => this.handle(ctx, target),
   }
 
-  /** The route object (see {@link MirrorServer.addRoute}). */
-  route(): Route {
-    return {
-      name: 'metalink',
-      match: (ctx) => {
-        const target = metalinkTarget(ctx)
-        if (!target) return false
-        ;(ctx as RequestContext & {metalink?: typeof target}).metalink = target
-        return true
-      },
-      handle: (ctx, server) => this.handle(ctx, server, (ctx as RequestContext & {metalink?: {kind: Kind; file: FileEntry}}).metalink!),
-    }
+  /**
+   * Redirect header `Link: <…/PATH.meta4>; rel=describedby; type="application/metalink4+xml"`
+   * (RFC 6249 §6).
+   */
+  readonly describedByHeader: RedirectHeaderProvider = (headers, ctx, file, client) => {
+    headers.push('Link', describedByLink(`${originUrlFor(this.baseUrl(ctx, client.https), file.path)}.meta4`))
+  }
+
+  /** Redirect header `Digest` (RFC 3230), only while the hashes are fresh in the snapshot and on disk. */
+  readonly digestHeader: RedirectHeaderProvider = (headers, _ctx, file) => {
+    if (file.sha256 !== null && file.md5 !== null && file.sha1 !== null && this.diskMatches(file)) headers.push('Digest', digestHeader({md5: file.md5, sha1: file.sha1, sha256: file.sha256}))
   }
 
   /** The public base URL for this request. */
-  baseUrl(ctx: RequestContext, https: boolean): string {
-    if (this.options.baseUrl) return this.options.baseUrl.endsWith('/') ? this.options.baseUrl : `${this.options.baseUrl}/`
+  private baseUrl(ctx: RequestContext, https: boolean): string {
+    if (this.options.baseUrl) return withTrailingSlash(this.options.baseUrl)
     const host = ctx.req.headers.host ?? `${ctx.req.socket.localAddress}:${ctx.req.socket.localPort}`
     return `${https ? 'https' : 'http'}://${host}/`
   }
 
   /** The stored hash row of `file` when its hashes are fresh in the snapshot, else null. */
-  async storedHashes(file: FileEntry): Promise<StoredHashes | null> {
+  private async storedHashes(file: FileEntry): Promise<StoredHashes | null> {
     if (!file.sha256 || !file.md5 || !file.sha1) return null
     const cached = this.cache.get(file)
     if (cached) return cached
-    const fallback: StoredHashes = {size: file.size, mtime: file.mtime, md5: file.md5, sha1: file.sha1, sha256: file.sha256, piece_size: null, piece_hash: null, pieces: null, hashed_size: file.size, hashed_mtime: file.mtime}
+    const fallback: StoredHashes = {
+      size: file.size,
+      mtime: file.mtime,
+      md5: file.md5,
+      sha1: file.sha1,
+      sha256: file.sha256,
+      piece_size: null,
+      piece_hash: null,
+      pieces: null,
+      hashed_size: file.size,
+      hashed_mtime: file.mtime,
+    }
     if (!this.options.database) return fallback
     try {
       const row = await readStoredHashes(this.options.database, file.path)
-      if (!row || row.sha256 !== file.sha256 || Number(row.hashed_size) !== file.size || Number(row.hashed_mtime) !== file.mtime) return fallback
+      if (!row || row.sha256 !== file.sha256 || !hashesMatchVersion(row, file)) return fallback
       const normalized = {...row, size: Number(row.size), mtime: Number(row.mtime)}
       this.cache.set(file.path, normalized)
       return normalized
@@ -153,7 +178,8 @@ export class MetalinkRoutes {
     }
   }
 
-  private async handle(ctx: RequestContext, server: MirrorServer, target: {kind: Kind; file: FileEntry}): Promise<void> {
+  private async handle(ctx: RequestContext, target: MetalinkTarget): Promise<void> {
+    const server = this.server
     // A real file with the representation's name wins (only reached when it is not indexed).
     // A synchronous stat (no thread-pool round trip) rules the common case out cheaply.
     if (!ctx.file && statSync(server.root + sep + ctx.path, {throwIfNoEntry: false}) !== undefined) {
@@ -163,7 +189,7 @@ export class MetalinkRoutes {
     const client = server.clientInfo(ctx)
     if (client === undefined) return server.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
     const file = target.file
-    const selection = server.options.select(client, file, ctx.snapshot.mirrors, server.options.selectOptions, target.kind === 'mirrorlist')
+    const selection = server.selectMirrors(ctx, client, file, target.kind === 'mirrorlist')
     let stored = await this.storedHashes(file)
     if (stored) {
       let st: {size: number; mtimeMs: number} | undefined
@@ -172,7 +198,7 @@ export class MetalinkRoutes {
       } catch {
         st = undefined
       }
-      if (!st || st.size !== file.size || mtimeSeconds(st) !== file.mtime) stored = null
+      if (!diskMatches(st, file)) stored = null
     }
     const doc = buildDocument({path: file.path, size: file.size, mtime: file.mtime, stored, hashesFresh: stored !== null, selection, baseUrl: this.baseUrl(ctx, client.https), maxUrls: this.maxUrls})
     const mctx: MetalinkContext = {doc, selection, client}
@@ -194,13 +220,13 @@ export class MetalinkRoutes {
   }
 
   /** True when the file on disk still has the indexed size and mtime (stat cached for diskCheckSeconds). */
-  diskMatches(root: string, file: FileEntry, now = Date.now()): boolean {
+  private diskMatches(file: FileEntry, now = Date.now()): boolean {
     const seen = this.diskChecks.get(file.path)
-    if (seen && now - seen.at < this.diskCheckMs) return seen.size === file.size && seen.mtime === file.mtime
+    if (seen && now - seen.at < this.diskCheckMs) return sameVersion(seen, file)
     let size = -1
     let mtime = -1
     try {
-      const st = statSync(root + sep + file.path)
+      const st = statSync(this.server.root + sep + file.path)
       size = st.size
       mtime = mtimeSeconds(st)
     } catch {
@@ -210,19 +236,6 @@ export class MetalinkRoutes {
       if (this.diskChecks.size > 100_000) this.diskChecks.clear()
       this.diskChecks.set(file.path, {at: now, size, mtime})
     }
-    return size === file.size && mtime === file.mtime
-  }
-
-  /**
-   * Extra headers for a redirect of `file` (flat name/value list, as `writeHead` takes):
-   * `Link: <…/PATH.meta4>; rel=describedby; type="application/metalink4+xml"` and, when
-   * the hashes are fresh (snapshot and disk), `Digest` (RFC 3230).
-   */
-  redirectHeaders(ctx: RequestContext, file: FileEntry, root: string, https: boolean): string[] {
-    const fresh = file.sha256 !== null && file.md5 !== null && file.sha1 !== null && this.diskMatches(root, file)
-    const meta4 = `${originUrlFor(this.baseUrl(ctx, https), file.path)}.meta4`
-    const out: string[] = []
-    for (const [name, value] of metalinkHttpHeaders(meta4, fresh ? {md5: file.md5!, sha1: file.sha1!, sha256: file.sha256!} : null)) out.push(name, value)
-    return out
+    return sameVersion({size, mtime}, file)
   }
 }

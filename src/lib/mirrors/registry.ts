@@ -9,23 +9,11 @@
 import {type Kysely, sql, type Transaction} from 'kysely'
 import type {DB, MirrorRow} from '../db/schema.js'
 import {MbError, UsageError} from '../errors.js'
-import {
-  CLEARABLE,
-  CLEARED_VALUES,
-  checkMirrorRow,
-  FIELD_FLAGS,
-  impliedContinent,
-  type MirrorInput,
-  type MirrorValues,
-  normalizeContinent,
-  normalizeCountry,
-  redactUrl,
-  validateIdentifier,
-  validateMirrorInput,
-} from './validate.js'
+import {CLEARABLE, CLEARED_VALUES, checkMirrorRow, FIELD_FLAGS, impliedContinent, type MirrorInput, type MirrorValues, normalizeContinent, normalizeCountry, validateMirrorInput} from './validate.js'
+import {redact} from '../redact.js'
+import {escapeLike, textArray} from '../db/sql.js'
 
-export {redactUrl} from './validate.js'
-export type {MirrorInput, MirrorValues} from './validate.js'
+export type {MirrorInput} from './validate.js'
 
 type Db = Kysely<DB> | Transaction<DB>
 
@@ -43,10 +31,6 @@ const DEFAULTS = {
   prefix_only: false,
   fallback: false,
 } satisfies Required<Omit<MirrorValues, 'identifier'>>
-
-function escapeLike(text: string): string {
-  return text.replace(/[\\%_]/g, (c) => `\\${c}`)
-}
 
 /**
  * Finds a mirror by name: the exact identifier wins; then the same identifier ignoring case;
@@ -73,7 +57,7 @@ export async function resolveMirror(db: Db, name: string): Promise<MirrorRow> {
     const names = matches.slice(0, 50).map((m) => m.identifier)
     throw new UsageError(`Mirror name "${wanted}" is ambiguous; it matches: ${names.join(', ')}${matches.length > 50 ? ', …' : ''}. Give the full name.`, 'AMBIGUOUS_MIRROR')
   }
-  throw new MbError(`No mirror named "${wanted}". Run \`mb mirror list\` to see the registered mirrors.`, {code: 'MIRROR_NOT_FOUND', exitCode: 1})
+  throw new MbError(`No mirror named "${wanted}". Run \`mb mirror list\` to see the registered mirrors.`, {code: 'MIRROR_NOT_FOUND'})
 }
 
 async function assertNameFree(db: Db, identifier: string, exceptId?: number): Promise<void> {
@@ -81,7 +65,7 @@ async function assertNameFree(db: Db, identifier: string, exceptId?: number): Pr
   if (exceptId !== undefined) query = query.where('id', '!=', exceptId)
   const clash = await query.executeTakeFirst()
   if (clash) {
-    throw new MbError(`A mirror named "${clash.identifier}" already exists. Use \`mb mirror edit ${clash.identifier}\` to change it, or pick another name.`, {code: 'MIRROR_EXISTS', exitCode: 1})
+    throw new MbError(`A mirror named "${clash.identifier}" already exists. Use \`mb mirror edit ${clash.identifier}\` to change it, or pick another name.`, {code: 'MIRROR_EXISTS'})
   }
 }
 
@@ -122,7 +106,11 @@ function clearTargets(name: string): Array<keyof MirrorValues> {
   const aliases: Record<string, keyof MirrorValues> = {prefix: 'prefixes', client_prefix: 'client_prefixes', include: 'include_patterns', exclude: 'exclude_patterns'}
   const column = (aliases[key] ?? key) as keyof MirrorValues
   if (!(column in CLEARABLE)) {
-    const names = Object.keys(CLEARABLE).map((c) => Object.entries(FIELD_FLAGS).find(([k]) => k === c)![1].slice(2))
+    const names = Object.keys(CLEARABLE).map((c) =>
+      Object.entries(FIELD_FLAGS)
+        .find(([k]) => k === c)![1]
+        .slice(2),
+    )
     throw new UsageError(`Cannot clear "${name}": clearable fields are ${names.join(', ')}.`)
   }
   return [column]
@@ -179,7 +167,10 @@ export async function removeMirror(db: Kysely<DB>, name: string, options: {allow
   return db.transaction().execute(async (trx) => {
     const mirror = await resolveMirror(trx, name)
     if (!options.allowPrefix && mirror.identifier.toLowerCase() !== name.toLowerCase()) {
-      throw new UsageError(`"${name}" matches the mirror ${mirror.identifier}. Removing deletes its records, so give the full name (mb mirror remove ${mirror.identifier}) or confirm the prefix with --yes.`, 'PREFIX_NOT_CONFIRMED')
+      throw new UsageError(
+        `"${name}" matches the mirror ${mirror.identifier}. Removing deletes its records, so give the full name (mb mirror remove ${mirror.identifier}) or confirm the prefix with --yes.`,
+        'PREFIX_NOT_CONFIRMED',
+      )
     }
     await trx
       .updateTable('file')
@@ -268,6 +259,8 @@ export interface PublicMirror {
   status_reason: string | null
   status_changed_at: string | null
   needs_rescan: boolean
+  /** End of the maintenance window (ISO 8601 UTC), or null; selection skips the mirror until then. */
+  maintenance_until: string | null
   last_scan_at: string | null
   last_scan_ok_at: string | null
   last_scan_error: string | null
@@ -286,14 +279,7 @@ function iso(value: Date | string | null | undefined): string | null {
 }
 
 function redacted(value: string | null): string | null {
-  return value === null ? null : redactUrl(value)
-}
-
-function cidrs(value: unknown): string[] {
-  // pg may hand back a cidr[] as its text form when no array parser is registered.
-  if (Array.isArray(value)) return value.map(String)
-  if (typeof value === 'string') return value.replace(/^\{|\}$/g, '').split(',').filter((v) => v !== '')
-  return []
+  return value === null ? null : redact(value)
 }
 
 /** The public, password-free shape of a mirror row (see {@link PublicMirror}). */
@@ -312,7 +298,7 @@ export function publicMirror(row: MirrorRow): PublicMirror {
     latitude: row.latitude,
     longitude: row.longitude,
     asn: row.asn === null ? null : Number(row.asn),
-    prefixes: cidrs(row.prefixes),
+    prefixes: textArray(row.prefixes),
     score: row.score,
     country_only: row.country_only,
     region_only: row.region_only,
@@ -321,7 +307,7 @@ export function publicMirror(row: MirrorRow): PublicMirror {
     fallback: row.fallback,
     other_countries: row.other_countries,
     exclude_countries: row.exclude_countries,
-    client_prefixes: cidrs(row.client_prefixes),
+    client_prefixes: textArray(row.client_prefixes),
     file_maxsize: row.file_maxsize === null ? null : Number(row.file_maxsize),
     base_path: row.base_path,
     include_patterns: row.include_patterns,
@@ -335,6 +321,7 @@ export function publicMirror(row: MirrorRow): PublicMirror {
     status_reason: redacted(row.status_reason),
     status_changed_at: iso(row.status_changed_at),
     needs_rescan: row.needs_rescan,
+    maintenance_until: iso(row.maintenance_until),
     last_scan_at: iso(row.last_scan_at),
     last_scan_ok_at: iso(row.last_scan_ok_at),
     last_scan_error: redacted(row.last_scan_error),

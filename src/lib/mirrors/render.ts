@@ -7,7 +7,7 @@ import type {Column} from '../output.js'
 import type {PublicMirror} from './registry.js'
 
 /** An ISO 8601 UTC timestamp without milliseconds, or null. */
-export function shortTime(value: string | null): string | null {
+function shortTime(value: string | null): string | null {
   return value === null ? null : value.replace(/\.\d{3}Z$/, 'Z')
 }
 
@@ -79,6 +79,7 @@ export const MIRROR_SHOW_FIELDS: Array<[label: string, get: (m: PublicMirror) =>
   ['status_reason', (m) => m.status_reason],
   ['status_changed_at', (m) => shortTime(m.status_changed_at)],
   ['needs_rescan', (m) => yesNo(m.needs_rescan)],
+  ['maintenance_until', (m) => shortTime(m.maintenance_until)],
   ['last_scan_at', (m) => shortTime(m.last_scan_at)],
   ['last_scan_ok_at', (m) => shortTime(m.last_scan_ok_at)],
   ['last_scan_result', (m) => scanResult(m)],

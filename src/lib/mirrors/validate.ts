@@ -14,6 +14,8 @@ import picomatch from 'picomatch'
 import {UsageError} from '../errors.js'
 import {continentOf, isContinentCode, isCountryCode} from '../geo/countries.js'
 import {normalizeCidr} from '../net.js'
+import {redact} from '../redact.js'
+import {splitList} from '../text.js'
 
 /**
  * Raw input for one mirror as the CLI receives it. Every field is optional: `add` applies
@@ -49,6 +51,8 @@ export interface MirrorInput {
   admin_email?: string
   comment?: string
   enabled?: boolean
+  /** An ISO 8601 time with a UTC offset, or `none` (or '') to end the window. */
+  maintenance_until?: string
 }
 
 /** Validated, normalised column values (null = cleared). Only fields that were given appear. */
@@ -81,6 +85,8 @@ export interface MirrorValues {
   admin_email?: string | null
   comment?: string | null
   enabled?: boolean
+  /** ISO 8601 UTC (`toISOString()`), or null. */
+  maintenance_until?: string | null
 }
 
 /** The CLI flag of each field, used in messages. */
@@ -113,10 +119,11 @@ export const FIELD_FLAGS: Record<keyof MirrorInput, string> = {
   admin_email: '--admin-email',
   comment: '--comment',
   enabled: '--enabled/--disabled',
+  maintenance_until: '--maintenance-until',
 }
 
-/** The mutually exclusive pool-restriction flags (issue 3 item 1). */
-export const ONLY_FLAGS = ['country_only', 'region_only', 'as_only', 'prefix_only'] as const
+/** The mutually exclusive pool restrictions: a mirror serves only clients of its countries, its continent, its AS or its prefixes. */
+const ONLY_FLAGS = ['country_only', 'region_only', 'as_only', 'prefix_only'] as const
 
 /**
  * Fields that may be cleared (by an empty value or `--clear FIELD`), with their cleared value,
@@ -143,30 +150,23 @@ export const CLEARED_VALUES = {
   admin: null,
   admin_email: null,
   comment: null,
+  maintenance_until: null,
 } satisfies Partial<Record<keyof MirrorValues, null | '' | never[]>>
 
-/** {@link CLEARED_VALUES}, indexable by any field name. */
+/**
+ * {@link CLEARED_VALUES}, indexable by any field name (the same object, widened type).
+ * @alias
+ */
 export const CLEARABLE: Partial<Record<keyof MirrorValues, null | '' | never[]>> = CLEARED_VALUES
 
 const ASN_MAX = 4_294_967_295
 const SCORE_MAX = 2_147_483_647
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is this pattern's job
 const CONTROL = /[\u0000-\u001f\u007f]/
 
 function invalid(field: keyof MirrorInput, value: unknown, expected: string): UsageError {
-  const shown = typeof value === 'string' ? JSON.stringify(redactUrl(value)) : JSON.stringify(value)
+  const shown = typeof value === 'string' ? JSON.stringify(redact(value)) : JSON.stringify(value)
   return new UsageError(`Invalid ${FIELD_FLAGS[field]} ${shown}: ${expected}`, 'INVALID_MIRROR_FIELD')
-}
-
-/**
- * A URL with its password replaced by `***` (`rsync://user:***@host/module/`), safe to print.
- * Also redacts `user:password@host::module` and any URL embedded in free text (e.g. an error
- * message from a scan). Text without credentials comes back unchanged.
- */
-export function redactUrl(text: string): string {
-  return text
-    .replace(/([a-z][a-z0-9+.-]*:\/\/)([^\s:@/]*):([^\s/]*)@/gi, (_m, scheme: string, user: string, password: string) => (password ? `${scheme}${user}:***@` : `${scheme}${user}:@`))
-    .replace(/(^|[\s"'(])([^\s:@/"'(]+):([^\s@/]+)@([^\s:/@]+::)/g, '$1$2:***@$4')
 }
 
 /**
@@ -257,7 +257,7 @@ export function normalizeContinent(text: string): string {
  * @throws UsageError naming the first bad code
  */
 export function normalizeCountryList(field: 'other_countries' | 'exclude_countries', values: string | string[]): string[] {
-  const parts = (Array.isArray(values) ? values : [values]).flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '')
+  const parts = (Array.isArray(values) ? values : [values]).flatMap(splitList)
   return [...new Set(parts.map((p) => normalizeCountry(p, field)))]
 }
 
@@ -267,7 +267,7 @@ export function normalizeCountryList(field: 'other_countries' | 'exclude_countri
  * @throws UsageError naming the field and the bad prefix
  */
 export function normalizeCidrList(field: 'prefixes' | 'client_prefixes', values: string[]): string[] {
-  const parts = values.flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '')
+  const parts = values.flatMap(splitList)
   const result: string[] = []
   for (const part of parts) {
     let cidr: string
@@ -368,10 +368,36 @@ export function normalizePatterns(field: 'include_patterns' | 'exclude_patterns'
   return result
 }
 
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/i
+
+/**
+ * The end of a maintenance window: an ISO 8601 date and time with `Z` or a UTC offset
+ * (`2026-12-01T18:00:00Z`, `2026-12-01T19:00+01:00`), or `none` to end the window.
+ * @returns the time as ISO 8601 UTC, or null for `none`
+ * @throws UsageError for anything else (a date without a time, a time without an offset, an impossible date)
+ */
+function parseMaintenanceUntil(value: string): string | null {
+  const text = value.trim()
+  if (text.toLowerCase() === 'none') return null
+  const ms = ISO_TIME.test(text) ? Date.parse(text) : Number.NaN
+  // Date.parse rolls some impossible dates over (2026-02-30 → March 2); the day must survive.
+  if (!Number.isFinite(ms) || !sameDay(text, ms))
+    throw invalid('maintenance_until', value, 'expected an ISO 8601 time with an offset, such as 2026-12-01T18:00:00Z or 2026-12-01T19:00+01:00, or none to end the window')
+  return new Date(ms).toISOString()
+}
+
+/** True when the calendar date written in `text` is the date of `ms` in the offset `text` gives. */
+function sameDay(text: string, ms: number): boolean {
+  const offset = /([+-])(\d{2}):(\d{2})$/.exec(text)
+  const minutes = offset ? (offset[1] === '-' ? -1 : 1) * (Number(offset[2]) * 60 + Number(offset[3])) : 0
+  return new Date(ms + minutes * 60_000).toISOString().slice(0, 10) === text.slice(0, 10)
+}
+
 function optionalText(field: 'admin' | 'comment', value: string): string | null {
   const text = value.trim()
   if (text === '') return null
   if (text.length > 1000) throw invalid(field, value, 'at most 1000 characters')
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters (tab and newline allowed) is this pattern's job
   if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(text)) throw invalid(field, value, 'text without control characters')
   return text
 }
@@ -397,85 +423,64 @@ function isClear(value: unknown): boolean {
  * @throws UsageError on the first bad field
  */
 export function validateMirrorInput(input: MirrorInput): MirrorValues {
-  const out: MirrorValues = {}
-  const set = <K extends keyof MirrorValues>(key: K, value: MirrorValues[K]) => {
-    out[key] = value
-  }
+  const out: Record<string, unknown> = {}
   for (const [key, raw] of Object.entries(input) as Array<[keyof MirrorInput, unknown]>) {
     if (raw === undefined) continue
-    if (key === 'identifier') {
-      set('identifier', validateIdentifier(String(raw)))
-      continue
-    }
-    if (typeof raw === 'boolean') {
-      if (key === 'enabled' || key === 'fallback' || (ONLY_FLAGS as readonly string[]).includes(key)) {
-        set(key as 'enabled', raw)
-        continue
-      }
-    }
-    if (key in CLEARABLE && isClear(raw)) {
-      set(key as 'asn', CLEARABLE[key as keyof MirrorValues] as null)
-      continue
-    }
-    const text = Array.isArray(raw) ? raw.map(String) : String(raw)
-    const one = Array.isArray(text) ? text.join(',') : text
-    const list = Array.isArray(text) ? text : [text]
-    switch (key) {
-      case 'http_url':
-      case 'https_url':
-      case 'rsync_url':
-      case 'ftp_url':
-        set(key, normalizeMirrorUrl(key, one))
-        break
-      case 'country':
-        set('country', normalizeCountry(one))
-        break
-      case 'continent':
-        set('continent', normalizeContinent(one))
-        break
-      case 'latitude':
-        set('latitude', parseLatitude(one))
-        break
-      case 'longitude':
-        set('longitude', parseLongitude(one))
-        break
-      case 'asn':
-        set('asn', parseAsn(one))
-        break
-      case 'score':
-        if (isClear(raw)) throw invalid('score', raw, 'expected a whole number >= 0')
-        set('score', parseScore(one))
-        break
-      case 'file_maxsize':
-        set('file_maxsize', parseFileSize(one))
-        break
-      case 'prefixes':
-      case 'client_prefixes':
-        set(key, normalizeCidrList(key, list))
-        break
-      case 'other_countries':
-      case 'exclude_countries':
-        set(key, normalizeCountryList(key, list))
-        break
-      case 'base_path':
-        set('base_path', normalizeBasePath(one))
-        break
-      case 'include_patterns':
-      case 'exclude_patterns':
-        set(key, normalizePatterns(key, list))
-        break
-      case 'admin':
-      case 'comment':
-        set(key, optionalText(key, one))
-        break
-      case 'admin_email':
-        set('admin_email', normalizeEmail(one))
-        break
-      default:
-        throw invalid(key, raw, 'unexpected value')
-    }
+    if (key === 'identifier') out.identifier = validateIdentifier(String(raw))
+    else if (typeof raw === 'boolean' && (key === 'enabled' || key === 'fallback' || (ONLY_FLAGS as readonly string[]).includes(key))) out[key] = raw
+    else if (key in CLEARABLE && isClear(raw)) out[key] = CLEARABLE[key as keyof MirrorValues]
+    else out[key] = normalizeField(key, raw)
   }
-  return out
+  return out as MirrorValues
+}
+
+/** The stored value of one given, non-empty field of {@link MirrorInput}. @throws UsageError */
+function normalizeField(key: keyof MirrorInput, raw: unknown): unknown {
+  const text = Array.isArray(raw) ? raw.map(String) : String(raw)
+  const one = Array.isArray(text) ? text.join(',') : text
+  const list = Array.isArray(text) ? text : [text]
+  switch (key) {
+    case 'http_url':
+    case 'https_url':
+    case 'rsync_url':
+    case 'ftp_url':
+      return normalizeMirrorUrl(key, one)
+    case 'country':
+      return normalizeCountry(one)
+    case 'continent':
+      return normalizeContinent(one)
+    case 'latitude':
+      return parseLatitude(one)
+    case 'longitude':
+      return parseLongitude(one)
+    case 'asn':
+      return parseAsn(one)
+    case 'score':
+      if (isClear(raw)) throw invalid('score', raw, 'expected a whole number >= 0')
+      return parseScore(one)
+    case 'file_maxsize':
+      return parseFileSize(one)
+    case 'prefixes':
+    case 'client_prefixes':
+      return normalizeCidrList(key, list)
+    case 'other_countries':
+    case 'exclude_countries':
+      return normalizeCountryList(key, list)
+    case 'base_path':
+      return normalizeBasePath(one)
+    case 'include_patterns':
+    case 'exclude_patterns':
+      return normalizePatterns(key, list)
+    case 'admin':
+    case 'comment':
+      return optionalText(key, one)
+    case 'admin_email':
+      return normalizeEmail(one)
+    case 'maintenance_until':
+      return parseMaintenanceUntil(one)
+    default:
+      throw invalid(key, raw, 'unexpected value')
+  }
 }
 
 /** The fields of a stored or about-to-be-stored row that {@link checkMirrorRow} looks at. */

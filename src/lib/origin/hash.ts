@@ -2,10 +2,8 @@
  * Hashes of the origin tree: MD5, SHA-1, SHA-256 and piece hashes of every file, computed in
  * one streaming read per file, on all cores (worker_threads), and stored on the `file` row.
  *
- * Freshness: hashes describe the bytes that had `hashed_size` bytes and `hashed_mtime`
- * (Unix seconds, UTC) when they were read. They are valid only while the index row has the
- * same size and mtime (`file.size = hashed_size AND file.mtime = hashed_mtime`) and the file
- * on disk still matches them ({@link hashesFresh}). A stale hash is never served.
+ * Freshness: `hashed_size`/`hashed_mtime` record the version the hashes were read from; when
+ * they may be served is decided in freshness.ts. A stale hash is never served.
  *
  * Piece size ({@link pieceSizeFor}): the smallest power of two from 256 KiB up to 16 MiB
  * that keeps a file at or under 2,048 pieces; files above 32 GiB keep 16 MiB pieces and get
@@ -18,16 +16,20 @@ import {stat} from 'node:fs/promises'
 import {availableParallelism} from 'node:os'
 import {join} from 'node:path'
 import {Worker} from 'node:worker_threads'
-import {sql} from 'kysely'
+import {type Selectable, sql} from 'kysely'
 import type {Database} from '../db/index.js'
-import {MbError} from '../errors.js'
+import {MbError, UsageError} from '../errors.js'
+import {hashesOutdatedSql, mtimeSeconds} from './freshness.js'
+import {inSubtree} from '../db/sql.js'
+import {trimSlashes} from '../text.js'
+import type {FileTable} from '../db/schema.js'
 
 /** Piece hash algorithms for Metalink `<pieces type=…>`. */
 export type PieceHash = 'sha256' | 'sha1'
 
 export const MIN_PIECE_SIZE = 256 * 1024
 export const MAX_PIECE_SIZE = 16 * 1024 * 1024
-export const MAX_PIECES = 2048
+const MAX_PIECES = 2048
 
 /** The hashes of one file as read from disk. Sizes in bytes, mtime in Unix seconds (UTC). */
 export interface FileHashes {
@@ -51,11 +53,6 @@ export function pieceSizeFor(size: number): number {
   let piece = MIN_PIECE_SIZE
   while (piece < MAX_PIECE_SIZE && Math.ceil(size / piece) > MAX_PIECES) piece *= 2
   return piece
-}
-
-/** Unix seconds (UTC) of a stat's mtime, the unit the index uses. */
-export function mtimeSeconds(st: {mtimeMs: number}): number {
-  return Math.floor(st.mtimeMs / 1000)
 }
 
 const PIECE_ALGO: Record<PieceHash, string> = {sha256: 'sha256', sha1: 'sha1'}
@@ -105,31 +102,7 @@ export async function hashFile(path: string, pieceHash: PieceHash = 'sha256'): P
 }
 
 /** Hash columns of a `file` row, as read for serving. */
-export interface StoredHashes {
-  size: number
-  mtime: number
-  md5: string | null
-  sha1: string | null
-  sha256: string | null
-  piece_size: number | null
-  piece_hash: string | null
-  pieces: string | null
-  hashed_size: number | null
-  hashed_mtime: number | null
-}
-
-/**
- * True when the stored hashes describe the file as the index and the disk know it now:
- * all three digests present, `hashed_size = size`, `hashed_mtime = mtime`, and, when
- * `onDisk` (a stat of the origin file) is given, its size and mtime match too.
- */
-export function hashesFresh(row: StoredHashes | null | undefined, onDisk?: {size: number; mtimeMs: number} | null): boolean {
-  if (!row || !row.md5 || !row.sha1 || !row.sha256) return false
-  if (row.hashed_size === null || row.hashed_mtime === null) return false
-  if (Number(row.hashed_size) !== Number(row.size) || Number(row.hashed_mtime) !== Number(row.mtime)) return false
-  if (onDisk && (onDisk.size !== Number(row.size) || mtimeSeconds(onDisk) !== Number(row.mtime))) return false
-  return true
-}
+export type StoredHashes = Pick<Selectable<FileTable>, 'size' | 'mtime' | 'md5' | 'sha1' | 'sha256' | 'piece_size' | 'piece_hash' | 'pieces' | 'hashed_size' | 'hashed_mtime'>
 
 /** Splits the stored `pieces` text (concatenated hex digests) into one digest per piece. */
 export function splitPieces(pieces: string | null, pieceHash: string | null): string[] {
@@ -190,7 +163,10 @@ export class HashPool {
   private nextId = 1
 
   /** @param size number of threads (>= 1) */
-  constructor(size: number, private readonly pieceHash: PieceHash = 'sha256') {
+  constructor(
+    size: number,
+    private readonly pieceHash: PieceHash = 'sha256',
+  ) {
     for (let i = 0; i < Math.max(1, size); i++) {
       const worker = new Worker(WORKER_SOURCE, {eval: true})
       worker.on('message', (message: {id: number; result?: FileHashes; error?: {message: string; code?: string}}) => {
@@ -284,27 +260,26 @@ interface Todo {
  * so a file that changed on disk since the last walk gets hashes that become fresh only once
  * the index records the same size and mtime.
  *
- * @throws MbError when `root` is not a readable directory
+ * @throws UsageError ROOT_INVALID when `root` is not a readable directory
  */
 export async function hashIndex(database: Database, root: string, options: HashIndexOptions = {}): Promise<HashIndexResult> {
   const started = process.hrtime.bigint()
   const rootStat = await stat(root).catch(() => null)
-  if (!rootStat?.isDirectory()) throw new MbError(`The origin root ${root} is not a readable directory; set \`root\` in the config or pass --root.`, {code: 'ROOT_MISSING'})
+  if (!rootStat?.isDirectory()) throw new UsageError(`The origin root ${root} is not a readable directory; set \`root\` in the config or pass --root.`, 'ROOT_INVALID')
   const pieceHash = options.pieceHash ?? 'sha256'
   const jobs = Math.max(1, options.jobs ?? availableParallelism())
   const batchSize = options.batchSize ?? 100
   const {db} = database
-
-  const due = options.force
-    ? sql<boolean>`true`
-    : sql<boolean>`(sha256 IS NULL OR hashed_size IS DISTINCT FROM size OR hashed_mtime IS DISTINCT FROM mtime OR piece_hash IS DISTINCT FROM ${pieceHash})`
-  const prefix = options.subdir ? `${options.subdir.replace(/^\/+|\/+$/g, '')}/` : ''
-  const stale = prefix ? sql<boolean>`(${due} AND starts_with(path, ${prefix}))` : due
+  const stale = dueCondition(pieceHash, options)
   // Totals for progress, then the due files page by page (keyset on id), so that a tree of
   // a million files is never held in memory at once.
   const totals = await db
     .selectFrom('file')
-    .select((eb) => [eb.fn.countAll<number>().as('n'), sql<number>`coalesce(sum(CASE WHEN ${stale} THEN 1 ELSE 0 END), 0)`.as('due'), sql<number>`coalesce(sum(CASE WHEN ${stale} THEN size ELSE 0 END), 0)`.as('bytes')])
+    .select((eb) => [
+      eb.fn.countAll<number>().as('n'),
+      sql<number>`coalesce(sum(CASE WHEN ${stale} THEN 1 ELSE 0 END), 0)`.as('due'),
+      sql<number>`coalesce(sum(CASE WHEN ${stale} THEN size ELSE 0 END), 0)`.as('bytes'),
+    ])
     .executeTakeFirstOrThrow()
   const totalFiles = Number(totals.due)
   const totalBytes = Number(totals.bytes)
@@ -322,23 +297,20 @@ export async function hashIndex(database: Database, root: string, options: HashI
     const rows = batch
     batch = []
     if (rows.length === 0) return
-    writing = writing.then(() =>
-      db.transaction().execute(async (trx) => {
-        for (const {id, h} of rows) {
-          await trx
-            .updateTable('file')
-            .set({md5: h.md5, sha1: h.sha1, sha256: h.sha256, piece_size: h.pieceSize, piece_hash: h.pieceHash, pieces: h.pieces.join(''), hashed_size: h.size, hashed_mtime: h.mtime})
-            .where('id', '=', id)
-            .execute()
-        }
-      }),
-    )
+    writing = writing.then(() => storeHashes(db, rows))
   }
 
   try {
     let lastId = 0
     for (;;) {
-      const page = (await db.selectFrom('file').select(['id', 'path', 'size']).where(stale).where('id', '>', lastId).orderBy('id').limit(options.pageRows ?? PAGE_ROWS).execute()) as Todo[]
+      const page = (await db
+        .selectFrom('file')
+        .select(['id', 'path', 'size'])
+        .where(stale)
+        .where('id', '>', lastId)
+        .orderBy('id')
+        .limit(options.pageRows ?? PAGE_ROWS)
+        .execute()) as Todo[]
       if (page.length === 0) break
       lastId = page[page.length - 1].id
       let next = 0
@@ -366,6 +338,26 @@ export async function hashIndex(database: Database, root: string, options: HashI
   }
   result.seconds = Number(process.hrtime.bigint() - started) / 1e9
   return result
+}
+
+/** The SQL condition for a file {@link hashIndex} hashes: every file with `force`, else those whose hashes are missing or stale; under `subdir` when given. */
+function dueCondition(pieceHash: PieceHash, options: Pick<HashIndexOptions, 'force' | 'subdir'>) {
+  const due = options.force ? sql<boolean>`true` : sql<boolean>`(${hashesOutdatedSql()} OR piece_hash IS DISTINCT FROM ${pieceHash})`
+  const prefix = trimSlashes(options.subdir ?? '')
+  return prefix ? sql<boolean>`(${due} AND ${inSubtree(prefix)})` : due
+}
+
+/** Writes one batch of hashes, with the size and mtime of the bytes read, in one transaction. */
+async function storeHashes(db: Database['db'], rows: Array<{id: number; h: FileHashes}>): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    for (const {id, h} of rows) {
+      await trx
+        .updateTable('file')
+        .set({md5: h.md5, sha1: h.sha1, sha256: h.sha256, piece_size: h.pieceSize, piece_hash: h.pieceHash, pieces: h.pieces.join(''), hashed_size: h.size, hashed_mtime: h.mtime})
+        .where('id', '=', id)
+        .execute()
+    }
+  })
 }
 
 /**

@@ -12,8 +12,11 @@
 import {type Kysely, sql} from 'kysely'
 import type {DB} from '../db/schema.js'
 import {type OriginFile, walkOrigin} from './walk.js'
+import {inSubtree} from '../db/sql.js'
+import {trimSlashes} from '../text.js'
+import {sameVersion} from './freshness.js'
 
-export {type OriginFile, walkOrigin, type WalkOptions} from './walk.js'
+export {type OriginFile, walkOrigin} from './walk.js'
 
 /** Rows per `unnest` statement. */
 const BATCH = 5000
@@ -42,15 +45,6 @@ export interface IndexOptions {
   subdir?: string
   /** Receives each warning as it happens (they are also collected in the result). */
   onWarning?: (message: string) => void
-}
-
-function normSubdir(subdir: string | undefined): string {
-  return (subdir ?? '').replace(/^\/+|\/+$/g, '')
-}
-
-/** SQL condition "path lies in the subtree `prefix`" ('' = everything). */
-function inSubtree(prefix: string) {
-  return prefix === '' ? sql<boolean>`true` : sql<boolean>`starts_with(path, ${prefix + '/'})`
 }
 
 /**
@@ -89,7 +83,7 @@ export async function upsertOriginFiles(db: Kysely<DB>, files: OriginFile[]): Pr
  * written by trigger for snapshot readers).
  * @returns number of rows removed
  */
-export async function removeOriginFiles(db: Kysely<DB>, paths: string[]): Promise<number> {
+async function removeOriginFiles(db: Kysely<DB>, paths: string[]): Promise<number> {
   let removed = 0
   for (let i = 0; i < paths.length; i += BATCH) {
     const result = await sql`DELETE FROM file WHERE path = ANY(${paths.slice(i, i + BATCH)}::text[])`.execute(db)
@@ -109,7 +103,7 @@ export async function removeOriginFiles(db: Kysely<DB>, paths: string[]): Promis
  */
 export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOptions = {}): Promise<IndexResult> {
   const started = performance.now()
-  const subdir = normSubdir(options.subdir)
+  const subdir = trimSlashes(options.subdir ?? '')
   const warnings: string[] = []
   const unreadable: string[] = []
   const onWarning = (message: string) => {
@@ -143,7 +137,7 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
       const old = existing.get(file.path)
       if (old) {
         existing.delete(file.path)
-        if (old.size === file.size && old.mtime === file.mtime) {
+        if (sameVersion(old, file)) {
           unchanged++
           continue
         }

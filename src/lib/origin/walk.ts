@@ -8,9 +8,11 @@
  * A symlink that points outside the root, dangles, or loops back into its own ancestry is
  * skipped with a warning. Sockets, FIFOs and devices are ignored.
  */
+import type {Dir, Stats} from 'node:fs'
 import {opendir, realpath, stat} from 'node:fs/promises'
 import {dirname, join, relative, sep} from 'node:path'
 import {UsageError} from '../errors.js'
+import {trimSlashes} from '../text.js'
 
 /** One regular file of the origin tree. */
 export interface OriginFile {
@@ -37,6 +39,19 @@ function isInside(rootReal: string, target: string): boolean {
   return target === rootReal || target.startsWith(rootReal.endsWith(sep) ? rootReal : rootReal + sep)
 }
 
+/** A directory to walk: its path relative to the root, its real path, and the real paths of its ancestors (loop detection). */
+interface WalkDir {
+  rel: string
+  real: string
+  ancestors: Set<string>
+}
+
+/** A directory entry as `opendir` reports it. */
+interface DirEntry {
+  name: string
+  kind: 'file' | 'dir' | 'link' | 'other'
+}
+
 /**
  * Yields every regular file under `root` (see the module notes for symlinks), depth first,
  * in directory order.
@@ -47,31 +62,11 @@ function isInside(rootReal: string, target: string): boolean {
 export async function* walkOrigin(root: string, options: WalkOptions = {}): AsyncGenerator<OriginFile> {
   const warn = options.onWarning ?? (() => {})
   const concurrency = options.concurrency ?? 64
-  let rootReal: string
-  try {
-    rootReal = await realpath(root)
-    if (!(await stat(rootReal)).isDirectory()) throw new Error('not a directory')
-  } catch (error) {
-    throw new UsageError(`The origin root ${root} is not a readable directory (${(error as Error).message}). Pass --root DIR or set MB_ROOT.`, 'ROOT_INVALID')
-  }
-  const start = options.subdir ? options.subdir.replace(/^\/+|\/+$/g, '') : ''
-  let startReal = rootReal
-  if (start) {
-    try {
-      startReal = await realpath(join(rootReal, start))
-      if (!isInside(rootReal, startReal) || !(await stat(startReal)).isDirectory()) throw new Error('not a directory inside the root')
-    } catch (error) {
-      throw new UsageError(`${start} is not a directory inside the origin root ${rootReal} (${(error as Error).message}).`, 'ROOT_INVALID')
-    }
-  }
-
-  // Depth-first stack of [relative path, real path, real paths of the ancestors].
-  const startAncestors = new Set([startReal])
-  for (let p = startReal; p !== rootReal && isInside(rootReal, p); p = dirname(p)) startAncestors.add(dirname(p))
-  const stack: Array<{rel: string; real: string; ancestors: Set<string>}> = [{rel: start, real: startReal, ancestors: startAncestors}]
+  const {rootReal, start} = await resolveStart(root, options.subdir)
+  const stack: WalkDir[] = [start]
   while (stack.length > 0) {
     const dir = stack.pop()!
-    let handle
+    let handle: Dir
     try {
       handle = await opendir(dir.real)
     } catch (error) {
@@ -79,51 +74,15 @@ export async function* walkOrigin(root: string, options: WalkOptions = {}): Asyn
       options.onUnreadableDir?.(dir.rel)
       continue
     }
-    const names: Array<{name: string; kind: 'file' | 'dir' | 'link' | 'other'}> = []
+    const names: DirEntry[] = []
     for await (const dirent of handle) {
       names.push({name: dirent.name, kind: dirent.isFile() ? 'file' : dirent.isDirectory() ? 'dir' : dirent.isSymbolicLink() ? 'link' : 'other'})
     }
     names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    const subdirs: typeof stack = []
+    const subdirs: WalkDir[] = []
     for (let i = 0; i < names.length; i += concurrency) {
       const chunk = names.slice(i, i + concurrency)
-      const results = await Promise.all(
-        chunk.map(async (entry): Promise<OriginFile | {dir: (typeof stack)[number]} | null> => {
-          const rel = dir.rel ? `${dir.rel}/${entry.name}` : entry.name
-          const full = join(dir.real, entry.name)
-          if (entry.kind === 'other') return null
-          if (entry.kind === 'dir') return {dir: {rel, real: full, ancestors: new Set([...dir.ancestors, full])}}
-          let real = full
-          if (entry.kind === 'link') {
-            try {
-              real = await realpath(full)
-            } catch (error) {
-              warn(`skipped symlink ${rel}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'its target does not exist' : (error as Error).message}`)
-              return null
-            }
-            if (!isInside(rootReal, real)) {
-              warn(`skipped symlink ${rel}: it points outside the root (${real})`)
-              return null
-            }
-          }
-          let st
-          try {
-            st = await stat(real)
-          } catch (error) {
-            warn(`skipped ${rel}: ${(error as Error).message}`)
-            return null
-          }
-          if (st.isDirectory()) {
-            if (dir.ancestors.has(real)) {
-              warn(`skipped symlink ${rel}: it loops back to ${relative(rootReal, real) || '.'}`)
-              return null
-            }
-            return {dir: {rel, real, ancestors: new Set([...dir.ancestors, real])}}
-          }
-          if (!st.isFile()) return null
-          return {path: rel, size: st.size, mtime: Math.floor(st.mtimeMs / 1000)}
-        }),
-      )
+      const results = await Promise.all(chunk.map((entry) => resolveEntry(entry, dir, rootReal, warn)))
       for (const result of results) {
         if (result === null) continue
         if ('dir' in result) subdirs.push(result.dir)
@@ -133,4 +92,71 @@ export async function* walkOrigin(root: string, options: WalkOptions = {}): Asyn
     // Push in reverse so that directories are visited in name order.
     for (let i = subdirs.length - 1; i >= 0; i--) stack.push(subdirs[i])
   }
+}
+
+/**
+ * The root's real path and the first directory to walk (the root, or `subdir` inside it).
+ * @throws UsageError (ROOT_INVALID) when either is not a directory, or `subdir` leaves the root
+ */
+async function resolveStart(root: string, subdir: string | undefined): Promise<{rootReal: string; start: WalkDir}> {
+  let rootReal: string
+  try {
+    rootReal = await realpath(root)
+    if (!(await stat(rootReal)).isDirectory()) throw new Error('not a directory')
+  } catch (error) {
+    throw new UsageError(`The origin root ${root} is not a readable directory (${(error as Error).message}). Pass --root DIR or set MB_ROOT.`, 'ROOT_INVALID')
+  }
+  const start = trimSlashes(subdir ?? '')
+  let startReal = rootReal
+  if (start) {
+    try {
+      startReal = await realpath(join(rootReal, start))
+      if (!isInside(rootReal, startReal) || !(await stat(startReal)).isDirectory()) throw new Error('not a directory inside the root')
+    } catch (error) {
+      throw new UsageError(`${start} is not a directory inside the origin root ${rootReal} (${(error as Error).message}).`, 'ROOT_INVALID')
+    }
+  }
+  const startAncestors = new Set([startReal])
+  for (let p = startReal; p !== rootReal && isInside(rootReal, p); p = dirname(p)) startAncestors.add(dirname(p))
+  return {rootReal, start: {rel: start, real: startReal, ancestors: startAncestors}}
+}
+
+/**
+ * What one entry of `dir` is: a file to yield, a directory to walk, or null when it is skipped
+ * (with a warning for a dangling, escaping or looping symlink, or a failed stat).
+ */
+async function resolveEntry(entry: DirEntry, dir: WalkDir, rootReal: string, warn: (message: string) => void): Promise<OriginFile | {dir: WalkDir} | null> {
+  const rel = dir.rel ? `${dir.rel}/${entry.name}` : entry.name
+  const full = join(dir.real, entry.name)
+  if (entry.kind === 'other') return null
+  if (entry.kind === 'dir') return {dir: {rel, real: full, ancestors: new Set([...dir.ancestors, full])}}
+  let real = full
+  if (entry.kind === 'link') {
+    try {
+      real = await realpath(full)
+    } catch (error) {
+      warn(`skipped symlink ${rel}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'its target does not exist' : (error as Error).message}`)
+      return null
+    }
+    if (!isInside(rootReal, real)) {
+      warn(`skipped symlink ${rel}: it points outside the root (${real})`)
+      return null
+    }
+  }
+  let st: Stats
+  try {
+    st = await stat(real)
+  } catch (error) {
+    warn(`skipped ${rel}: ${(error as Error).message}`)
+    return null
+  }
+  if (st.isDirectory()) {
+    if (dir.ancestors.has(real)) {
+      warn(`skipped symlink ${rel}: it loops back to ${relative(rootReal, real) || '.'}`)
+      return null
+    }
+    return {dir: {rel, real, ancestors: new Set([...dir.ancestors, real])}}
+  }
+  if (!st.isFile()) return null
+  return {path: rel, size: st.size, mtime: Math.floor(st.mtimeMs / 1000)}
 }

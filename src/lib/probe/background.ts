@@ -3,18 +3,14 @@
  * `mb probe`, every interval, with pooled connections kept per mirror between rounds.
  *
  * With several replicas on one PostgreSQL database, only one probes at a time: each round
- * first takes the session-level advisory lock {@link PROBE_LOCK_KEY} with
- * `pg_try_advisory_lock` on a dedicated connection and skips the round when another
- * replica holds it. PGlite allows one process per data directory, so there it is trivially
- * single.
+ * first takes the named lock {@link PROBE_LOCK} and skips the round when another replica
+ * holds it. PGlite allows one process per data directory, so there it is trivially single.
  */
 import type {Database} from '../db/index.js'
+import {PROBE_LOCK} from '../db/locks.js'
 import type {Config} from '../config/index.js'
 import type {ProbeClient, Resolver} from './http.js'
 import {probeMirrors, type ProbeRound} from './run.js'
-
-/** The advisory lock key (the ASCII bytes of "mbprobe" as a bigint). */
-export const PROBE_LOCK_KEY = 0x6d6270726f6265n
 
 /** The logging calls used (pino-compatible). */
 export interface ProbeLogger {
@@ -35,17 +31,13 @@ export interface BackgroundProbes {
  * Starts probing every `intervalSeconds` (first round right away). Rounds never overlap;
  * errors are logged, never thrown.
  *
- * @param database  an open database (its pool is used for the advisory lock on PostgreSQL)
+ * @param database  an open database (it also holds the probe lock)
  * @param config    the effective configuration (`probe:` section)
  * @param options.intervalSeconds  seconds between the starts of rounds (> 0)
  * @param options.logger           where to log transitions and failures
  * @param options.resolver         host name resolver (tests)
  */
-export function startBackgroundProbes(
-  database: Database,
-  config: Config,
-  options: {intervalSeconds: number; logger?: ProbeLogger; resolver?: Resolver},
-): BackgroundProbes {
+export function startBackgroundProbes(database: Database, config: Config, options: {intervalSeconds: number; logger?: ProbeLogger; resolver?: Resolver}): BackgroundProbes {
   if (!(options.intervalSeconds > 0)) throw new RangeError('intervalSeconds must be positive')
   const clients = new Map<number, ProbeClient>()
   const logger = options.logger
@@ -54,44 +46,24 @@ export function startBackgroundProbes(
   let stopped = false
 
   async function round(): Promise<ProbeRound | null> {
-    let release: (() => Promise<void>) | undefined
-    if (database.kind === 'postgres' && database.pool) {
-      const client = await database.pool.connect()
-      try {
-        const {rows} = await client.query('SELECT pg_try_advisory_lock($1::bigint) AS locked', [PROBE_LOCK_KEY.toString()])
-        if (!rows[0].locked) {
-          client.release()
-          logger?.info({lock: PROBE_LOCK_KEY.toString()}, 'probe round skipped: another replica is probing')
-          return null
-        }
-      } catch (error) {
-        client.release()
-        throw error
-      }
-      release = async () => {
-        try {
-          await client.query('SELECT pg_advisory_unlock($1::bigint)', [PROBE_LOCK_KEY.toString()])
-          client.release()
-        } catch (error) {
-          client.release(error as Error)
-        }
-      }
+    const result = await probeMirrors(database.db, config.probe, {clients, resolver: options.resolver})
+    for (const mirror of result.mirrors) {
+      for (const t of mirror.transitions.filter((t) => t.scope === 'mirror'))
+        logger?.warn({mirror: mirror.identifier, from: t.from, to: t.to, reason: t.reason}, `mirror ${mirror.identifier} is ${t.to}`)
     }
-    try {
-      const result = await probeMirrors(database.db, config.probe, {clients, resolver: options.resolver})
-      for (const mirror of result.mirrors) {
-        for (const t of mirror.transitions.filter((t) => t.scope === 'mirror')) logger?.warn({mirror: mirror.identifier, from: t.from, to: t.to, reason: t.reason}, `mirror ${mirror.identifier} is ${t.to}`)
-      }
-      logger?.info({probed: result.probed, up: result.up, down: result.down}, 'probe round done')
-      return result
-    } finally {
-      await release?.()
-    }
+    logger?.info({probed: result.probed, up: result.up, down: result.down}, 'probe round done')
+    return result
+  }
+
+  function skipped(): null {
+    logger?.info({lock: PROBE_LOCK.name}, 'probe round skipped: another replica is probing')
+    return null
   }
 
   function runOnce(): Promise<ProbeRound | null> {
     if (running) return running
-    running = round()
+    running = database
+      .withLock(PROBE_LOCK, round, skipped)
       .catch((error) => {
         logger?.error({err: error}, `probe round failed: ${(error as Error).message}`)
         return null

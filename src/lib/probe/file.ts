@@ -14,6 +14,7 @@ import type {ProbeConfig} from './config.js'
 import {ProbeClient, type Family, type Resolver, classifyError} from './http.js'
 import {requestUrl} from './probe.js'
 import {clientOptions} from './run.js'
+import {trimLeadingSlashes} from '../text.js'
 
 /** How a mirror's copy compares to the origin. */
 export type FileVerdict = 'ok' | 'stale' | 'missing' | 'unknown_size' | 'error'
@@ -51,21 +52,35 @@ export interface FileProbeResult {
  * @throws MbError FILE_NOT_FOUND when the origin index has no such file
  */
 export async function probeFile(db: Kysely<DB>, config: ProbeConfig, path: string, options: {protocol?: 'http' | 'https'; jobs?: number; resolver?: Resolver} = {}): Promise<FileProbeResult> {
-  const clean = path.replace(/^\/+/, '')
+  const clean = trimLeadingSlashes(path)
   const file = await db.selectFrom('file').select(['id', 'path', 'size', 'mtime', 'mirrors']).where('path', '=', clean).executeTakeFirst()
   if (!file) throw new MbError(`The origin index has no file "${clean}". Check the path (relative to the origin root) or run \`mb index\` first.`, {code: 'FILE_NOT_FOUND'})
   const stale = await db.selectFrom('mirror_file_stale').select(['mirror_id', 'size']).where('file_id', '=', file.id).execute()
   const staleSize = new Map(stale.map((s) => [s.mirror_id, s.size]))
   const ids = [...new Set([...file.mirrors, ...staleSize.keys()])]
-  const mirrors = ids.length === 0 ? [] : await db.selectFrom('mirror').select(['id', 'identifier', 'http_url', 'https_url', 'base_path']).where(sql<boolean>`id = ANY(${ids}::smallint[])`).orderBy('identifier').execute()
+  const mirrors =
+    ids.length === 0
+      ? []
+      : await db.selectFrom('mirror').select(['id', 'identifier', 'http_url', 'https_url', 'base_path']).where(sql<boolean>`id = ANY(${ids}::smallint[])`).orderBy('identifier').execute()
   const prefer = options.protocol ?? 'https'
   const limit = pLimit(options.jobs ?? config.jobs)
   const rows = await Promise.all(
     mirrors.map((m) =>
       limit(async (): Promise<FileProbeRow> => {
         const claim = file.mirrors.includes(m.id) ? 'held' : 'stale_record'
-        const baseUrl = prefer === 'https' ? m.https_url ?? m.http_url : m.http_url ?? m.https_url
-        const row: FileProbeRow = {mirror: m.identifier, mirror_id: m.id, claim, scanned_size: staleSize.get(m.id) ?? null, url: null, verdict: 'error', http_status: null, size: null, reason: 'no_url', latency_ms: null}
+        const baseUrl = prefer === 'https' ? (m.https_url ?? m.http_url) : (m.http_url ?? m.https_url)
+        const row: FileProbeRow = {
+          mirror: m.identifier,
+          mirror_id: m.id,
+          claim,
+          scanned_size: staleSize.get(m.id) ?? null,
+          url: null,
+          verdict: 'error',
+          http_status: null,
+          size: null,
+          reason: 'no_url',
+          latency_ms: null,
+        }
         if (!baseUrl) return row
         row.url = requestUrl(baseUrl, m.base_path, {kind: 'file', path: file.path})
         const client = new ProbeClient(clientOptions(config, options.resolver))

@@ -6,6 +6,7 @@ import {sql, type Kysely} from 'kysely'
 import type {DB} from '../db/schema.js'
 import type {Column} from '../output.js'
 import {parseStatus} from './state.js'
+import {isoSeconds} from '../time.js'
 
 /** A recorded state change. `scope` is 'mirror' (the summary) or e.g. 'https/ipv6'. */
 export interface TransitionRecord {
@@ -21,38 +22,8 @@ export interface TransitionRecord {
  * @param limit rows (default 10)
  */
 export async function recentTransitions(db: Kysely<DB>, mirrorId: number, limit = 10): Promise<TransitionRecord[]> {
-  const rows = await db
-    .selectFrom('mirror_transition')
-    .select(['at', 'scope', 'from_state', 'to_state', 'reason'])
-    .where('mirror_id', '=', mirrorId)
-    .orderBy('id', 'desc')
-    .limit(limit)
-    .execute()
+  const rows = await db.selectFrom('mirror_transition').select(['at', 'scope', 'from_state', 'to_state', 'reason']).where('mirror_id', '=', mirrorId).orderBy('id', 'desc').limit(limit).execute()
   return rows.map((r) => ({at: new Date(r.at), scope: r.scope, from: r.from_state, to: r.to_state, reason: r.reason}))
-}
-
-/** One recorded check. Latency in milliseconds, time UTC. */
-export interface ProbeRecord {
-  at: Date
-  protocol: string
-  family: string
-  ok: boolean
-  http_status: number | null
-  latency_ms: number | null
-  reason: string
-  url: string | null
-}
-
-/** The newest `limit` checks of a mirror, newest first (default 20). */
-export async function recentProbes(db: Kysely<DB>, mirrorId: number, limit = 20): Promise<ProbeRecord[]> {
-  const rows = await db
-    .selectFrom('mirror_probe')
-    .select(['at', 'protocol', 'family', 'ok', 'http_status', 'latency_ms', 'reason', 'url'])
-    .where('mirror_id', '=', mirrorId)
-    .orderBy('id', 'desc')
-    .limit(limit)
-    .execute()
-  return rows.map((r) => ({...r, at: new Date(r.at)}))
 }
 
 /** A mirror's probe state at a glance. */
@@ -116,6 +87,6 @@ export function transitionJson(t: TransitionRecord): {at: string; scope: string;
 /** Text lines for a "recent transitions" section (newest first), or a note when there are none. */
 export function renderTransitions(transitions: TransitionRecord[]): string {
   if (transitions.length === 0) return 'recent transitions: none recorded'
-  const lines = transitions.map((t) => `  ${t.at.toISOString().replace(/\.\d{3}Z$/, 'Z')}  ${t.scope.padEnd(10)}  ${t.from} -> ${t.to}  (${t.reason})`)
+  const lines = transitions.map((t) => `  ${isoSeconds(t.at)}  ${t.scope.padEnd(10)}  ${t.from} -> ${t.to}  (${t.reason})`)
   return ['recent transitions:', ...lines].join('\n')
 }

@@ -14,10 +14,11 @@
  */
 import {lookup as dnsLookup} from 'node:dns/promises'
 import type {LookupAddress} from 'node:dns'
-import {isIP} from 'node:net'
+import {isIP, type LookupFunction} from 'node:net'
 import ipaddr from 'ipaddr.js'
 import {Agent} from 'undici'
 import type {RedirectPolicy} from './config.js'
+import {trimLeadingSlashes, withTrailingSlash} from '../text.js'
 
 /** Address family of one check. */
 export type Family = 'ipv4' | 'ipv6'
@@ -49,7 +50,7 @@ export type ReasonCode =
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>
 
 /** The system resolver (getaddrinfo via `dns.lookup`, all addresses, both families). */
-export const systemResolver: Resolver = (hostname) => dnsLookup(hostname, {all: true, verbatim: true})
+const systemResolver: Resolver = (hostname) => dnsLookup(hostname, {all: true, verbatim: true})
 
 /** Options of a {@link ProbeClient}. Times in seconds. */
 export interface ProbeClientOptions {
@@ -107,12 +108,7 @@ export function classifyError(error: unknown): ReasonCode {
   if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED') return 'reset'
   if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'EADDRNOTAVAIL' || code === 'EAFNOSUPPORT') return 'unreachable'
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_FAIL' || code === 'ENODATA') return 'dns'
-  if (
-    code.startsWith('ERR_TLS') ||
-    code.startsWith('ERR_SSL') ||
-    /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|HOSTNAME_MISMATCH/.test(code) ||
-    /certificate|SSL routines|TLS/i.test(e?.message ?? '')
-  ) {
+  if (code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|HOSTNAME_MISMATCH/.test(code) || /certificate|SSL routines|TLS/i.test(e?.message ?? '')) {
     return 'tls_error'
   }
   if (e?.cause && e.cause !== error) {
@@ -176,23 +172,24 @@ export class ProbeClient {
           rejectUnauthorized: !this.options.insecureTls,
           family: want,
           autoSelectFamily: false,
-          lookup(hostname: string, opts: {all?: boolean}, callback: (...args: any[]) => void) {
+          // net.connect ignores the address when the lookup fails, so the failures pass an empty one.
+          lookup(hostname: string, opts: {all?: boolean}, callback: Parameters<LookupFunction>[2]) {
             resolver(hostname).then(
               (addresses) => {
                 const matching = addresses.filter((a) => a.family === want)
                 if (matching.length === 0) {
                   const error = Object.assign(new Error(`${hostname} has no IPv${want} address`), {code: 'ENODATA'})
-                  callback(error)
+                  callback(error, '')
                 } else if (opts?.all) {
                   callback(null, matching)
                 } else {
                   callback(null, matching[0].address, matching[0].family)
                 }
               },
-              (error) => callback(error),
+              (error: NodeJS.ErrnoException) => callback(error, ''),
             )
           },
-        } as any,
+        },
       })
       this.agents.set(family, agent)
     }
@@ -275,7 +272,15 @@ export class ProbeClient {
         continue
       }
       const reason = classifyStatus(status)
-      return {ok: reason === 'ok', reason, httpStatus: status, latencyMs: elapsed(), finalUrl: current.href, size: sizeFromHeaders(status, headers), ...(reason === 'ok' ? {} : {detail: `HTTP ${status}`})}
+      return {
+        ok: reason === 'ok',
+        reason,
+        httpStatus: status,
+        latencyMs: elapsed(),
+        finalUrl: current.href,
+        size: sizeFromHeaders(status, headers),
+        ...(reason === 'ok' ? {} : {detail: `HTTP ${status}`}),
+      }
     }
   }
 
@@ -292,10 +297,16 @@ export class ProbeClient {
  * the origin subtree `basePath` ('' = the whole tree). Path segments are percent-encoded.
  */
 export function mirrorFileUrl(baseUrl: string, basePath: string, path: string): string {
-  let relative = path.replace(/^\/+/, '')
-  let prefix = basePath.replace(/^\/+/, '')
-  if (prefix && !prefix.endsWith('/')) prefix += '/'
+  let relative = trimLeadingSlashes(path)
+  const bare = trimLeadingSlashes(basePath)
+  const prefix = bare && withTrailingSlash(bare)
   if (prefix && relative.startsWith(prefix)) relative = relative.slice(prefix.length)
-  const base = baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`
-  return base + relative.split('/').map((segment) => encodeURIComponent(segment)).join('/')
+  const base = withTrailingSlash(baseUrl)
+  return (
+    base +
+    relative
+      .split('/')
+      .map((segment) => encodeURIComponent(segment))
+      .join('/')
+  )
 }

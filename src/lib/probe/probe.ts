@@ -95,7 +95,22 @@ export async function probeMirror(mirror: ProbeTarget, options: {client: ProbeCl
       families = await options.client.families(new URL(baseUrl).hostname)
     } catch (error) {
       resolvedAll = false
-      jobs.push(Promise.resolve({key: `${protocol}/ipv4`, protocol, family: 'ipv4', address: null, url, ok: false, reason: classifyError(error) === 'error' ? 'dns' : classifyError(error), httpStatus: null, latencyMs: 0, at: new Date(), size: null, detail: (error as Error).message}))
+      jobs.push(
+        Promise.resolve({
+          key: `${protocol}/ipv4`,
+          protocol,
+          family: 'ipv4',
+          address: null,
+          url,
+          ok: false,
+          reason: classifyError(error) === 'error' ? 'dns' : classifyError(error),
+          httpStatus: null,
+          latencyMs: 0,
+          at: new Date(),
+          size: null,
+          detail: (error as Error).message,
+        }),
+      )
       continue
     }
     if (families.size === 0) resolvedAll = false

@@ -39,7 +39,19 @@ export interface MirrorRoundResult {
   needs_rescan: boolean
   /** What was requested: an origin path, the sentinel, or the base URL. */
   request: ProbeRequest
-  checks: Array<{key: string; protocol: string; family: string; address: string | null; url: string; ok: boolean; reason: string; http_status: number | null; latency_ms: number; at: string; detail?: string}>
+  checks: Array<{
+    key: string
+    protocol: string
+    family: string
+    address: string | null
+    url: string
+    ok: boolean
+    reason: string
+    http_status: number | null
+    latency_ms: number
+    at: string
+    detail?: string
+  }>
   transitions: Array<{scope: string; from: string; to: string; reason: string; at: string}>
   /** Set when the mirror could not be probed (no HTTP/HTTPS URL, or recording failed). */
   skipped?: string
@@ -71,7 +83,19 @@ export function clientOptions(config: ProbeConfig, resolver?: Resolver) {
 }
 
 function checkJson(c: CheckResult) {
-  return {key: c.key, protocol: c.protocol, family: c.family, address: c.address, url: c.url, ok: c.ok, reason: c.reason, http_status: c.httpStatus, latency_ms: c.latencyMs, at: c.at.toISOString(), ...(c.detail ? {detail: c.detail} : {})}
+  return {
+    key: c.key,
+    protocol: c.protocol,
+    family: c.family,
+    address: c.address,
+    url: c.url,
+    ok: c.ok,
+    reason: c.reason,
+    http_status: c.httpStatus,
+    latency_ms: c.latencyMs,
+    at: c.at.toISOString(),
+    ...(c.detail ? {detail: c.detail} : {}),
+  }
 }
 
 function transitionJson(t: Transition) {
@@ -103,7 +127,20 @@ export async function probeMirrors(db: Kysely<DB>, config: ProbeConfig, options:
     const results = await Promise.all(
       mirrors.map((mirror) =>
         limit(async (): Promise<MirrorRoundResult> => {
-          const base = {id: mirror.id, identifier: mirror.identifier, enabled: mirror.enabled, reenabled: false, was_up: mirror.up, up: mirror.up, ipv6: null, reason: null, needs_rescan: false, request: {kind: 'base'} as ProbeRequest, checks: [], transitions: []}
+          const base = {
+            id: mirror.id,
+            identifier: mirror.identifier,
+            enabled: mirror.enabled,
+            reenabled: false,
+            was_up: mirror.up,
+            up: mirror.up,
+            ipv6: null,
+            reason: null,
+            needs_rescan: false,
+            request: {kind: 'base'} as ProbeRequest,
+            checks: [],
+            transitions: [],
+          }
           if (!mirror.http_url && !mirror.https_url) return {...base, skipped: 'no HTTP or HTTPS URL to probe'}
           let client = clients.get(mirror.id)
           if (!client) {

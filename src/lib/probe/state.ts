@@ -11,13 +11,14 @@
  * for an IPv6-only mirror, some IPv6 check is up). `mirror.ipv6` is true when some IPv6
  * check is up, false when the hosts have no IPv6 address or every IPv6 check is down, and
  * unchanged otherwise. A mirror that comes back after being down longer than
- * `rescan_after_seconds` gets `needs_rescan = true` (cleared by a successful scan, see
- * {@link clearNeedsRescan}).
+ * `rescan_after_seconds` gets `needs_rescan = true` (cleared by a successful scan, in
+ * scan/reconcile.ts).
  */
 import {sql, type Kysely, type Transaction} from 'kysely'
 import type {DB} from '../db/schema.js'
 import type {ProbeConfig} from './config.js'
 import type {CheckResult, MirrorProbeResult, ProbeRequest} from './probe.js'
+import {trimLeadingSlashes} from '../text.js'
 
 /** The state of one protocol/family, as stored in `mirror.status.checks[key]`. */
 export interface CheckState {
@@ -126,14 +127,14 @@ export function nextState(
   else if (options.noIpv6) ipv6 = false
 
   const failing = sorted.find((c) => !c.ok)
-  const relevant = up ? failing : sorted.find((c) => !c.ok && !states[c.key].up) ?? failing
+  const relevant = up ? failing : (sorted.find((c) => !c.ok && !states[c.key].up) ?? failing)
   const statusReason = sorted.length === 0 ? previous.status_reason : relevant ? relevant.reason : 'ok'
 
   let statusChangedAt = previous.status_changed_at
   let needsRescan = previous.needs_rescan
   if (up !== previous.up) {
     if (up && statusChangedAt && config.rescan_after_seconds >= 0 && now.getTime() - statusChangedAt.getTime() > config.rescan_after_seconds * 1000) needsRescan = true
-    transitions.push({scope: 'mirror', from_state: previous.up ? 'up' : 'down', to_state: up ? 'up' : 'down', reason: up ? 'ok' : statusReason ?? 'error', at: now})
+    transitions.push({scope: 'mirror', from_state: previous.up ? 'up' : 'down', to_state: up ? 'up' : 'down', reason: up ? 'ok' : (statusReason ?? 'error'), at: now})
     statusChangedAt = now
   }
 
@@ -146,7 +147,11 @@ export function nextState(
 /** Stable JSON (sorted keys) for change detection. */
 function stable(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(stable).join(',')}]`
-  if (value && typeof value === 'object') return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${stable((value as Record<string, unknown>)[k])}`).join(',')}}`
+  if (value && typeof value === 'object')
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stable((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`
   return JSON.stringify(value)
 }
 
@@ -175,12 +180,7 @@ export interface RecordedProbe {
  * @param options.enable  re-enable the mirror when it is disabled and some check succeeded
  * @throws MbError-free: database errors propagate (the transaction is rolled back)
  */
-export async function recordProbe(
-  db: Kysely<DB>,
-  result: MirrorProbeResult,
-  config: ProbeConfig,
-  options: {enable?: boolean; now?: Date} = {},
-): Promise<RecordedProbe | undefined> {
+export async function recordProbe(db: Kysely<DB>, result: MirrorProbeResult, config: ProbeConfig, options: {enable?: boolean; now?: Date} = {}): Promise<RecordedProbe | undefined> {
   const now = options.now ?? new Date()
   return db.transaction().execute(async (trx) => {
     const row = await trx
@@ -223,33 +223,7 @@ export async function recordProbe(
         .where('id', '=', row.id)
         .execute()
     }
-    if (result.checks.length > 0) {
-      await trx
-        .insertInto('mirror_probe')
-        .values(
-          result.checks.map((c) => ({
-            mirror_id: row.id,
-            at: c.at,
-            protocol: c.protocol,
-            family: c.family,
-            ok: c.ok,
-            http_status: c.httpStatus,
-            latency_ms: c.latencyMs,
-            reason: c.reason,
-            url: c.url,
-            detail: c.detail ?? null,
-          })),
-        )
-        .execute()
-      await trim(trx, 'mirror_probe', row.id, config.history)
-    }
-    if (transitions.length > 0) {
-      await trx
-        .insertInto('mirror_transition')
-        .values(transitions.map((t) => ({mirror_id: row.id, at: t.at, scope: t.scope, from_state: t.from_state, to_state: t.to_state, reason: t.reason})))
-        .execute()
-      await trim(trx, 'mirror_transition', row.id, config.transitions)
-    }
+    await appendHistory(trx, row.id, result.checks, transitions, config)
     return {
       mirrorId: row.id,
       identifier: row.identifier,
@@ -263,6 +237,37 @@ export async function recordProbe(
       transitions,
     }
   })
+}
+
+/** Appends a round's checks and transitions to the mirror's history, each trimmed to its configured length. */
+async function appendHistory(trx: Transaction<DB>, mirrorId: number, checks: MirrorProbeResult['checks'], transitions: Transition[], config: ProbeConfig): Promise<void> {
+  if (checks.length > 0) {
+    await trx
+      .insertInto('mirror_probe')
+      .values(
+        checks.map((c) => ({
+          mirror_id: mirrorId,
+          at: c.at,
+          protocol: c.protocol,
+          family: c.family,
+          ok: c.ok,
+          http_status: c.httpStatus,
+          latency_ms: c.latencyMs,
+          reason: c.reason,
+          url: c.url,
+          detail: c.detail ?? null,
+        })),
+      )
+      .execute()
+    await trim(trx, 'mirror_probe', mirrorId, config.history)
+  }
+  if (transitions.length > 0) {
+    await trx
+      .insertInto('mirror_transition')
+      .values(transitions.map((t) => ({mirror_id: mirrorId, at: t.at, scope: t.scope, from_state: t.from_state, to_state: t.to_state, reason: t.reason})))
+      .execute()
+    await trim(trx, 'mirror_transition', mirrorId, config.transitions)
+  }
 }
 
 /** Keeps the newest `keep` rows of `mirrorId` in a history table. */
@@ -279,15 +284,10 @@ async function trim(trx: Transaction<DB>, table: 'mirror_probe' | 'mirror_transi
  * the scans found on this mirror (non-empty files first); else the base URL.
  */
 export async function chooseRequest(db: Kysely<DB>, mirror: {id: number; status: unknown}, config: Pick<ProbeConfig, 'sentinel'>): Promise<ProbeRequest> {
-  if (config.sentinel) return {kind: 'sentinel', path: config.sentinel.replace(/^\/+/, '')}
+  if (config.sentinel) return {kind: 'sentinel', path: trimLeadingSlashes(config.sentinel)}
   const cached = parseStatus(mirror.status).probe_path
   if (cached) {
-    const still = await db
-      .selectFrom('file')
-      .select('id')
-      .where('path', '=', cached)
-      .where(sql<boolean>`${mirror.id}::smallint = ANY(mirrors)`)
-      .executeTakeFirst()
+    const still = await db.selectFrom('file').select('id').where('path', '=', cached).where(sql<boolean>`${mirror.id}::smallint = ANY(mirrors)`).executeTakeFirst()
     if (still) return {kind: 'file', path: cached}
   }
   const smallest = await db
@@ -301,13 +301,4 @@ export async function chooseRequest(db: Kysely<DB>, mirror: {id: number; status:
     .executeTakeFirst()
   if (smallest) return {kind: 'file', path: smallest.path}
   return {kind: 'base'}
-}
-
-/**
- * Clears `needs_rescan` after a successful scan of `mirrorId` (call it from the scan's
- * success path, in its transaction if it has one). Returns true when the flag was set.
- */
-export async function clearNeedsRescan(db: Kysely<DB>, mirrorId: number): Promise<boolean> {
-  const result = await db.updateTable('mirror').set({needs_rescan: false}).where('id', '=', mirrorId).where('needs_rescan', '=', true).executeTakeFirst()
-  return Number(result.numUpdatedRows) > 0
 }

@@ -14,8 +14,9 @@
  * ```
  */
 import {z} from 'zod'
+import {listOf} from '../config/zod.js'
 
-const globList = z.union([z.string().transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)), z.array(z.string())])
+const globList = listOf(z.string())
 
 export const ScanConfigSchema = z
   .object({
@@ -37,5 +38,3 @@ export const ScanConfigSchema = z
     rsync_password_file: z.string().optional(),
   })
   .strict()
-
-export type ScanConfig = z.infer<typeof ScanConfigSchema>

@@ -21,6 +21,7 @@
 import {posix} from 'node:path'
 import {Client, FTPError, type FileInfo} from 'basic-ftp'
 import {MbError} from '../errors.js'
+import {redact} from '../redact.js'
 import {toFtpListItem, type FtpListItem} from './ftp-listing.js'
 import type {ListOptions, Lister, ListingEntry} from './types.js'
 
@@ -41,8 +42,8 @@ export interface FtpListerOptions {
 }
 
 /** Default connect and idle timeouts, seconds. */
-export const FTP_DEFAULT_CONNECT_TIMEOUT = 30
-export const FTP_DEFAULT_IO_TIMEOUT = 60
+const FTP_DEFAULT_CONNECT_TIMEOUT = 30
+const FTP_DEFAULT_IO_TIMEOUT = 60
 
 /** rsync's in-progress directory: never part of a mirror. */
 const TMP_DIR = '.~tmp~'
@@ -80,10 +81,10 @@ export function parseFtpUrl(baseUrl: string, tls: FtpListerOptions['tls'] = 'aut
   try {
     url = new URL(baseUrl)
   } catch {
-    throw new MbError(`Not a valid FTP URL: ${redactUrl(baseUrl)}; expected ftp://host[:port]/path`, {code: 'SCAN_BAD_URL'})
+    throw new MbError(`Not a valid FTP URL: ${redact(baseUrl)}; expected ftp://host[:port]/path`, {code: 'SCAN_BAD_URL'})
   }
   if (url.protocol !== 'ftp:' && url.protocol !== 'ftps:') {
-    throw new MbError(`Not an FTP URL: ${redactUrl(baseUrl)}; expected ftp:// or ftps://`, {code: 'SCAN_BAD_URL'})
+    throw new MbError(`Not an FTP URL: ${redact(baseUrl)}; expected ftp:// or ftps://`, {code: 'SCAN_BAD_URL'})
   }
   const implicitDefault = tls === 'implicit'
   const port = url.port ? Number(url.port) : implicitDefault ? 990 : 21
@@ -96,13 +97,15 @@ export function parseFtpUrl(baseUrl: string, tls: FtpListerOptions['tls'] = 'aut
   const rawSegments = rawPath.split('/').slice(1)
   const absolute = rawSegments.length > 0 && /^%2f/i.test(rawSegments[0])
   if (absolute) rawSegments[0] = rawSegments[0].slice(3)
-  const segments = rawSegments.filter((s) => s !== '').map((s) => {
-    try {
-      return decodeURIComponent(s)
-    } catch {
-      throw new MbError(`FTP URL ${redactUrl(baseUrl)} has a malformed percent-escape in "${s}"`, {code: 'SCAN_BAD_URL'})
-    }
-  })
+  const segments = rawSegments
+    .filter((s) => s !== '')
+    .map((s) => {
+      try {
+        return decodeURIComponent(s)
+      } catch {
+        throw new MbError(`FTP URL ${redact(baseUrl)} has a malformed percent-escape in "${s}"`, {code: 'SCAN_BAD_URL'})
+      }
+    })
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1')
   return {
     host,
@@ -114,11 +117,6 @@ export function parseFtpUrl(baseUrl: string, tls: FtpListerOptions['tls'] = 'aut
     absolute,
     display: `${url.protocol}//${url.host}${url.pathname}`,
   }
-}
-
-/** Removes `user:password@` from a URL-like string (also when it does not parse). */
-export function redactUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@?#]*@/i, '$1')
 }
 
 interface DirTask {
@@ -133,13 +131,24 @@ interface DirTask {
   depth: number
 }
 
+/** What the steps of one FTP walk share: the connection, the server's name for messages, and how they report. */
+interface FtpWalk {
+  client: Client
+  /** `host:port`, for messages. */
+  where: string
+  warn: (message: string) => void
+  fail: (error: unknown, doing: string) => MbError
+  maxDepth: number
+  /** The server answers MDTM (RFC 3659), so a symlinked file's mtime can be asked for. */
+  hasMdtm: boolean
+}
+
+/** Walks the tree breadth-first over one control connection: connect, enter the start directory, then list each queued directory. */
 async function* listFtp(baseUrl: string, listOptions: ListOptions, options: FtpListerOptions): AsyncGenerator<ListingEntry> {
   const target = parseFtpUrl(baseUrl, options.tls)
   const where = `${target.host}:${target.port}`
   const connectTimeout = (listOptions.connectTimeoutSeconds ?? FTP_DEFAULT_CONNECT_TIMEOUT) * 1000
   const ioTimeout = (listOptions.ioTimeoutSeconds ?? FTP_DEFAULT_IO_TIMEOUT) * 1000
-  const warn = options.onWarning ?? (() => {})
-  const maxDepth = options.maxDepth ?? 64
   const signal = listOptions.signal
   const now = options.now ?? (() => new Date())
   const client = new Client(ioTimeout)
@@ -150,89 +159,16 @@ async function* listFtp(baseUrl: string, listOptions: ListOptions, options: FtpL
   try {
     signal?.throwIfAborted()
     await connectWithTimeout(client, target, options, connectTimeout, fail)
-    let loginDir: string
-    try {
-      loginDir = target.absolute ? '/' : await client.pwd()
-    } catch (error) {
-      throw fail(error, 'reading the login directory (PWD)')
-    }
-    const baseDir = posix.join(target.absolute ? '/' : loginDir, ...target.segments)
-    const subdir = (listOptions.subdir ?? '').split('/').filter((s) => s !== '' && s !== '.')
-    if (subdir.includes('..')) throw new MbError(`Subdirectory "${listOptions.subdir}" must not contain ".."`, {code: 'SCAN_BAD_SUBDIR', exitCode: 2})
-    const startDir = posix.join(baseDir, ...subdir)
-    try {
-      await client.cd(startDir)
-    } catch (error) {
-      if (error instanceof FTPError && error.code === 550) {
-        const what = subdir.length ? `FTP directory ${startDir} (--dir ${subdir.join('/')})` : `FTP base directory ${startDir}`
-        throw new MbError(`${what} does not exist on ${where} (550${serverText(error)}); check the mirror's FTP URL`, {code: 'SCAN_BASE_MISSING', cause: error})
-      }
-      throw fail(error, `changing to ${startDir}`)
-    }
-    const startPhys = await physicalPath(client, startDir)
+    const start = await enterStartDirectory(client, target, listOptions.subdir, where, fail)
     const hasMdtm = (await client.features().catch(() => new Map<string, string>())).has('MDTM')
-    const queue: DirTask[] = [{rel: subdir.join('/'), abs: startDir, phys: startPhys, ancestors: [], depth: 0}]
-
+    const walk: FtpWalk = {client, where, warn: options.onWarning ?? (() => {}), fail, maxDepth: options.maxDepth ?? 64, hasMdtm}
+    const queue: DirTask[] = [start]
     for (let head = 0; head < queue.length; head++) {
       const dir = queue[head]
       queue[head] = undefined as unknown as DirTask // let finished tasks be collected
       signal?.throwIfAborted()
-      if (dir.depth > 0) {
-        try {
-          await client.cd(dir.abs)
-        } catch (error) {
-          if (error instanceof FTPError && error.code === 550) {
-            warn(`FTP directory ${dir.abs} on ${where} cannot be entered (550${serverText(error)}); skipped`)
-            continue
-          }
-          throw fail(error, `changing to ${dir.abs}`)
-        }
-      }
-      let infos: FileInfo[]
-      try {
-        infos = await client.list()
-        if (infos.length === 0 && dir.depth === 0 && client.availableListCommands.length === 1 && client.availableListCommands[0] === 'LIST -a') {
-          // A server that takes "-a" for a file name answers "LIST -a" with nothing: check with plain LIST.
-          client.availableListCommands = ['LIST']
-          infos = await client.list()
-          if (infos.length === 0) client.availableListCommands = ['LIST -a']
-        }
-      } catch (error) {
-        if (error instanceof FTPError && error.code >= 500 && error.code < 600 && dir.depth > 0) {
-          warn(`FTP directory ${dir.abs} on ${where} cannot be listed (${error.code}${serverText(error)}); skipped`)
-          continue
-        }
-        throw fail(error, `listing ${dir.abs}`)
-      }
-      const at = now()
-      for (const info of infos) {
-        const item = toFtpListItem(info, at)
-        if (item.name === '.' || item.name === '..' || item.name === TMP_DIR || item.name.includes('/')) continue
-        const rel = dir.rel === '' ? item.name : `${dir.rel}/${item.name}`
-        const abs = posix.join(dir.abs, item.name)
-        if (item.type === 'file') {
-          yield entry(rel, 'file', item.size, item)
-        } else if (item.type === 'dir') {
-          yield entry(rel, 'dir', 0, item)
-          enqueue(queue, dir, rel, abs, posix.join(dir.phys, item.name), maxDepth, warn)
-        } else if (item.type === 'symlink') {
-          const resolved = await resolveSymlink(client, item, abs, dir, hasMdtm, fail)
-          if (resolved.kind === 'file') {
-            yield {path: rel, type: 'file', size: resolved.size, ...(resolved.mtime === undefined ? {} : {mtime: resolved.mtime, mtimePrecision: 1})}
-          } else if (resolved.kind === 'dir') {
-            const phys = resolved.phys
-            if (phys === dir.phys || dir.ancestors.includes(phys) || dir.phys.startsWith(phys === '/' ? '/' : phys + '/')) {
-              warn(`FTP symlink ${abs} on ${where} points to ${phys}, an ancestor of itself (a loop); skipped`)
-              continue
-            }
-            yield entry(rel, 'dir', 0, item)
-            enqueue(queue, dir, rel, abs, phys, maxDepth, warn)
-          } else {
-            warn(`FTP symlink ${abs}${item.link ? ` -> ${item.link}` : ''} on ${where} leads to nothing the server serves; reported as a symlink`)
-            yield entry(rel, 'symlink', 0, item)
-          }
-        }
-      }
+      const infos = await readDirectory(walk, dir)
+      if (infos !== undefined) yield* directoryEntries(walk, dir, infos, now(), queue)
     }
   } catch (error) {
     if (error instanceof MbError) throw error
@@ -240,6 +176,107 @@ async function* listFtp(baseUrl: string, listOptions: ListOptions, options: FtpL
   } finally {
     signal?.removeEventListener('abort', onAbort)
     client.close()
+  }
+}
+
+/**
+ * Resolves the base directory (the login directory from PWD, or `/` for an absolute URL) and the
+ * `--dir` below it, and changes into it. Throws SCAN_BAD_SUBDIR for a `..` in `subdir` and
+ * SCAN_BASE_MISSING when the server answers 550.
+ */
+async function enterStartDirectory(client: Client, target: FtpTarget, subdirOption: string | undefined, where: string, fail: FtpWalk['fail']): Promise<DirTask> {
+  let loginDir: string
+  try {
+    loginDir = target.absolute ? '/' : await client.pwd()
+  } catch (error) {
+    throw fail(error, 'reading the login directory (PWD)')
+  }
+  const baseDir = posix.join(target.absolute ? '/' : loginDir, ...target.segments)
+  const subdir = (subdirOption ?? '').split('/').filter((s) => s !== '' && s !== '.')
+  if (subdir.includes('..')) throw new MbError(`Subdirectory "${subdirOption}" must not contain ".."`, {code: 'SCAN_BAD_SUBDIR'})
+  const startDir = posix.join(baseDir, ...subdir)
+  try {
+    await client.cd(startDir)
+  } catch (error) {
+    if (error instanceof FTPError && error.code === 550) {
+      const what = subdir.length ? `FTP directory ${startDir} (--dir ${subdir.join('/')})` : `FTP base directory ${startDir}`
+      throw new MbError(`${what} does not exist on ${where} (550${serverText(error)}); check the mirror's FTP URL`, {code: 'SCAN_BASE_MISSING', cause: error})
+    }
+    throw fail(error, `changing to ${startDir}`)
+  }
+  const startPhys = await physicalPath(client, startDir)
+  return {rel: subdir.join('/'), abs: startDir, phys: startPhys, ancestors: [], depth: 0}
+}
+
+/**
+ * Changes into a queued directory (the start directory is entered already) and lists it. A
+ * subdirectory the server refuses to enter or list (5xx) is warned about and skipped
+ * (undefined); any other failure throws.
+ */
+async function readDirectory(walk: FtpWalk, dir: DirTask): Promise<FileInfo[] | undefined> {
+  const {client, where, warn, fail} = walk
+  if (dir.depth > 0) {
+    try {
+      await client.cd(dir.abs)
+    } catch (error) {
+      if (error instanceof FTPError && error.code === 550) {
+        warn(`FTP directory ${dir.abs} on ${where} cannot be entered (550${serverText(error)}); skipped`)
+        return undefined
+      }
+      throw fail(error, `changing to ${dir.abs}`)
+    }
+  }
+  try {
+    let infos = await client.list()
+    if (infos.length === 0 && dir.depth === 0 && client.availableListCommands.length === 1 && client.availableListCommands[0] === 'LIST -a') {
+      // A server that takes "-a" for a file name answers "LIST -a" with nothing: check with plain LIST.
+      client.availableListCommands = ['LIST']
+      infos = await client.list()
+      if (infos.length === 0) client.availableListCommands = ['LIST -a']
+    }
+    return infos
+  } catch (error) {
+    if (error instanceof FTPError && error.code >= 500 && error.code < 600 && dir.depth > 0) {
+      warn(`FTP directory ${dir.abs} on ${where} cannot be listed (${error.code}${serverText(error)}); skipped`)
+      return undefined
+    }
+    throw fail(error, `listing ${dir.abs}`)
+  }
+}
+
+/**
+ * The entries of one listed directory, `at` being the time it was listed (for year-less dates).
+ * Subdirectories, and symlinks that resolve to one outside their own ancestry, are queued.
+ */
+async function* directoryEntries(walk: FtpWalk, dir: DirTask, infos: FileInfo[], at: Date, queue: DirTask[]): AsyncGenerator<ListingEntry> {
+  const {client, where, warn, fail, maxDepth, hasMdtm} = walk
+  for (const info of infos) {
+    const item = toFtpListItem(info, at)
+    if (item.name === '.' || item.name === '..' || item.name === TMP_DIR || item.name.includes('/')) continue
+    const rel = dir.rel === '' ? item.name : `${dir.rel}/${item.name}`
+    const abs = posix.join(dir.abs, item.name)
+    if (item.type === 'file') {
+      yield entry(rel, 'file', item.size, item)
+    } else if (item.type === 'dir') {
+      yield entry(rel, 'dir', 0, item)
+      enqueue(queue, dir, rel, abs, posix.join(dir.phys, item.name), maxDepth, warn)
+    } else if (item.type === 'symlink') {
+      const resolved = await resolveSymlink(client, item, abs, dir, hasMdtm, fail)
+      if (resolved.kind === 'file') {
+        yield {path: rel, type: 'file', size: resolved.size, ...(resolved.mtime === undefined ? {} : {mtime: resolved.mtime, mtimePrecision: 1})}
+      } else if (resolved.kind === 'dir') {
+        const phys = resolved.phys
+        if (phys === dir.phys || dir.ancestors.includes(phys) || dir.phys.startsWith(phys === '/' ? '/' : phys + '/')) {
+          warn(`FTP symlink ${abs} on ${where} points to ${phys}, an ancestor of itself (a loop); skipped`)
+          continue
+        }
+        yield entry(rel, 'dir', 0, item)
+        enqueue(queue, dir, rel, abs, phys, maxDepth, warn)
+      } else {
+        warn(`FTP symlink ${abs}${item.link ? ` -> ${item.link}` : ''} on ${where} leads to nothing the server serves; reported as a symlink`)
+        yield entry(rel, 'symlink', 0, item)
+      }
+    }
   }
 }
 
@@ -267,7 +304,12 @@ async function connectWithTimeout(client: Client, target: FtpTarget, options: Ft
     timer = setTimeout(() => {
       timedOut = true
       client.close()
-      reject(new MbError(`FTP server ${target.host}:${target.port} did not complete the connection and login within ${timeoutMs / 1000} s (connect timeout); is the host reachable and the FTP server answering?`, {code: 'SCAN_TIMEOUT'}))
+      reject(
+        new MbError(
+          `FTP server ${target.host}:${target.port} did not complete the connection and login within ${timeoutMs / 1000} s (connect timeout); is the host reachable and the FTP server answering?`,
+          {code: 'SCAN_TIMEOUT'},
+        ),
+      )
     }, timeoutMs)
   })
   try {
@@ -351,7 +393,7 @@ function serverText(error: FTPError): string {
 function mapFtpError(error: unknown, ctx: {where: string; doing: string; target: FtpTarget; ioTimeout: number; aborted: boolean}): MbError {
   if (error instanceof MbError) return error
   const {where, doing} = ctx
-  const scrub = (s: string) => (ctx.target.password ? s.split(ctx.target.password).join('***') : s)
+  const scrub = (s: string) => redact(s, [ctx.target.password])
   const code = (error as {code?: unknown})?.code
   const message = scrub(error instanceof Error ? error.message : String(error))
   if (ctx.aborted) return new MbError(`FTP listing of ${ctx.target.display} aborted while ${doing}`, {code: 'SCAN_ABORTED', cause: error})
@@ -373,7 +415,7 @@ function mapFtpError(error: unknown, ctx: {where: string; doing: string; target:
 }
 
 /**
- * The default FTP lister `mb scan` finds through the lister registry (listers.ts): anonymous
+ * The FTP lister `mb scan` uses (listers.ts): anonymous
  * unless the URL carries credentials, certificates verified on ftps://.
  */
 export const ftpLister: Lister = createFtpLister()

@@ -90,8 +90,7 @@ const UNIT_POWER: Record<string, number> = {k: 1, m: 2, g: 3, t: 4, p: 5, e: 6}
  */
 export function parseIndexSize(text: string): IndexSize | undefined {
   const re = /(?:^|[\s(])(\d{1,3}(?:,\d{3})+|\d+(?:[.,]\d+)?)\s?((?:[kKMGTPE](?:i?B)?)|B|bytes?)?(?=[\s)]|$)/g
-  let m: RegExpExecArray | null
-  while ((m = re.exec(text)) !== null) {
+  for (const m of text.matchAll(re)) {
     // "1,204" is a thousands separator; "1,2" (with a unit) a decimal comma.
     const number = /^\d{1,3}(,\d{3})+$/.test(m[1]) ? m[1].replace(/,/g, '') : m[1].replace(',', '.')
     const unit = m[2]
@@ -136,7 +135,10 @@ export function decodeSegment(segment: string): string {
 
 /** A URL path in one canonical encoding (each segment decoded, then encodeURIComponent), for comparing paths. */
 export function canonicalPath(pathname: string): string {
-  return pathname.split('/').map((s) => encodeURIComponent(decodeSegment(s))).join('/')
+  return pathname
+    .split('/')
+    .map((s) => encodeURIComponent(decodeSegment(s)))
+    .join('/')
 }
 
 const SCHEMES = new Set(['http:', 'https:', 'ftp:', 'ftps:', 'mailto:', 'javascript:', 'data:', 'file:', 'rsync:', 'tel:'])
@@ -190,40 +192,43 @@ export class HtmlIndexParser {
 
   constructor(dirUrl: URL) {
     this.dirUrl = dirUrl
-    this.parser = new Parser({
-      onopentag: (name, attrs) => {
-        if (name === 'a') {
-          this.inAnchor = true
-          this.current = attrs.href === undefined ? undefined : {href: attrs.href, after: ''}
-          if (this.current) this.rows.push(this.current)
-          return
-        }
-        if (name === 'pre') this.preDepth++
-        if (ROW_END.has(name)) this.current = undefined
-        else if (this.current && !this.inAnchor) this.current.after += ' '
-      },
-      onclosetag: (name) => {
-        if (name === 'a') {
-          this.inAnchor = false
-          return
-        }
-        if (name === 'pre') this.preDepth = Math.max(0, this.preDepth - 1)
-        if (ROW_END.has(name)) this.current = undefined
-        else if (this.current && !this.inAnchor) this.current.after += ' '
-      },
-      ontext: (text) => {
-        if (this.inAnchor || !this.current) return
-        if (this.preDepth > 0) {
-          const nl = text.indexOf('\n')
-          if (nl >= 0) {
-            this.current.after += text.slice(0, nl)
-            this.current = undefined
+    this.parser = new Parser(
+      {
+        onopentag: (name, attrs) => {
+          if (name === 'a') {
+            this.inAnchor = true
+            this.current = attrs.href === undefined ? undefined : {href: attrs.href, after: ''}
+            if (this.current) this.rows.push(this.current)
             return
           }
-        }
-        if (this.current.after.length < 2000) this.current.after += text
+          if (name === 'pre') this.preDepth++
+          if (ROW_END.has(name)) this.current = undefined
+          else if (this.current && !this.inAnchor) this.current.after += ' '
+        },
+        onclosetag: (name) => {
+          if (name === 'a') {
+            this.inAnchor = false
+            return
+          }
+          if (name === 'pre') this.preDepth = Math.max(0, this.preDepth - 1)
+          if (ROW_END.has(name)) this.current = undefined
+          else if (this.current && !this.inAnchor) this.current.after += ' '
+        },
+        ontext: (text) => {
+          if (this.inAnchor || !this.current) return
+          if (this.preDepth > 0) {
+            const nl = text.indexOf('\n')
+            if (nl >= 0) {
+              this.current.after += text.slice(0, nl)
+              this.current = undefined
+              return
+            }
+          }
+          if (this.current.after.length < 2000) this.current.after += text
+        },
       },
-    }, {decodeEntities: true, lowerCaseTags: true})
+      {decodeEntities: true, lowerCaseTags: true},
+    )
   }
 
   write(chunk: string): void {
@@ -306,30 +311,33 @@ export function parseJsonIndex(text: string): IndexEntry[] {
 export function parseXmlIndex(text: string): IndexEntry[] {
   const out: IndexEntry[] = []
   let current: {type: 'file' | 'dir'; attrs: Record<string, string>; name: string} | undefined
-  const parser = new Parser({
-    onopentag(name, attrs) {
-      if (name === 'file' || name === 'directory') current = {type: name === 'file' ? 'file' : 'dir', attrs, name: ''}
-    },
-    ontext(t) {
-      if (current) current.name += t
-    },
-    onclosetag(name) {
-      if (!current || (name !== 'file' && name !== 'directory')) return
-      const n = current.name
-      if (n !== '' && !n.includes('/')) {
-        const entry: IndexEntry = {name: n, type: current.type, size: 0}
-        const size = Number(current.attrs.size)
-        if (current.type === 'file') {
-          if (current.attrs.size !== undefined && Number.isFinite(size)) entry.size = size
-          else Object.assign(entry, {sizeApproximate: true, sizeMin: 0, sizeMax: Number.MAX_SAFE_INTEGER})
+  const parser = new Parser(
+    {
+      onopentag(name, attrs) {
+        if (name === 'file' || name === 'directory') current = {type: name === 'file' ? 'file' : 'dir', attrs, name: ''}
+      },
+      ontext(t) {
+        if (current) current.name += t
+      },
+      onclosetag(name) {
+        if (!current || (name !== 'file' && name !== 'directory')) return
+        const n = current.name
+        if (n !== '' && !n.includes('/')) {
+          const entry: IndexEntry = {name: n, type: current.type, size: 0}
+          const size = Number(current.attrs.size)
+          if (current.type === 'file') {
+            if (current.attrs.size !== undefined && Number.isFinite(size)) entry.size = size
+            else Object.assign(entry, {sizeApproximate: true, sizeMin: 0, sizeMax: Number.MAX_SAFE_INTEGER})
+          }
+          const date = current.attrs.mtime ? parseIndexDate(current.attrs.mtime) : undefined
+          if (date) Object.assign(entry, {mtime: date.mtime, mtimePrecision: date.precision})
+          out.push(entry)
         }
-        const date = current.attrs.mtime ? parseIndexDate(current.attrs.mtime) : undefined
-        if (date) Object.assign(entry, {mtime: date.mtime, mtimePrecision: date.precision})
-        out.push(entry)
-      }
-      current = undefined
+        current = undefined
+      },
     },
-  }, {xmlMode: true, decodeEntities: true})
+    {xmlMode: true, decodeEntities: true},
+  )
   parser.write(text)
   parser.end()
   return out

@@ -27,7 +27,7 @@ import {createHash} from 'node:crypto'
 import pLimit from 'p-limit'
 import {Agent, request, type Dispatcher} from 'undici'
 import {MbError} from '../errors.js'
-import {redactUrl} from './ftp.js'
+import {redact} from '../redact.js'
 import {canonicalPath, HtmlIndexParser, parseJsonIndex, parseXmlIndex, type IndexEntry} from './http-listing.js'
 import type {ListOptions, Lister, ListingEntry} from './types.js'
 
@@ -47,8 +47,8 @@ export interface HttpListerOptions {
 }
 
 /** Default connect and idle timeouts, seconds. */
-export const HTTP_DEFAULT_CONNECT_TIMEOUT = 30
-export const HTTP_DEFAULT_IO_TIMEOUT = 60
+const HTTP_DEFAULT_CONNECT_TIMEOUT = 30
+const HTTP_DEFAULT_IO_TIMEOUT = 60
 const MAX_REDIRECTS = 5
 /** Retries of a directory answering 503 or 429 (busy), with Retry-After or 0.1, 0.2, 0.4… s between. */
 const MAX_BUSY_RETRIES = 6
@@ -85,10 +85,10 @@ function parseBase(baseUrl: string): {url: URL; auth?: string; display: string} 
   try {
     url = new URL(baseUrl)
   } catch {
-    throw new MbError(`Not a valid HTTP URL: ${redactUrl(baseUrl)}; expected http(s)://host[:port]/path/`, {code: 'SCAN_BAD_URL'})
+    throw new MbError(`Not a valid HTTP URL: ${redact(baseUrl)}; expected http(s)://host[:port]/path/`, {code: 'SCAN_BAD_URL'})
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new MbError(`Not an HTTP URL: ${redactUrl(baseUrl)}; expected http:// or https://`, {code: 'SCAN_BAD_URL'})
+    throw new MbError(`Not an HTTP URL: ${redact(baseUrl)}; expected http:// or https://`, {code: 'SCAN_BAD_URL'})
   }
   let auth: string | undefined
   if (url.username || url.password) {
@@ -102,6 +102,7 @@ function parseBase(baseUrl: string): {url: URL; auth?: string; display: string} 
   return {url, auth, display: url.href}
 }
 
+/** Walks the tree from the base URL (or `subdir` below it), fetching up to `concurrency` directories at a time. */
 async function* listHttp(baseUrl: string, listOptions: ListOptions, options: HttpListerOptions): AsyncGenerator<ListingEntry> {
   const base = parseBase(baseUrl)
   const concurrency = Math.max(1, options.concurrency ?? 4)
@@ -110,7 +111,7 @@ async function* listHttp(baseUrl: string, listOptions: ListOptions, options: Htt
   const connectTimeout = (listOptions.connectTimeoutSeconds ?? HTTP_DEFAULT_CONNECT_TIMEOUT) * 1000
   const ioTimeout = (listOptions.ioTimeoutSeconds ?? HTTP_DEFAULT_IO_TIMEOUT) * 1000
   const subdir = (listOptions.subdir ?? '').split('/').filter((s) => s !== '' && s !== '.')
-  if (subdir.includes('..')) throw new MbError(`Subdirectory "${listOptions.subdir}" must not contain ".."`, {code: 'SCAN_BAD_SUBDIR', exitCode: 2})
+  if (subdir.includes('..')) throw new MbError(`Subdirectory "${listOptions.subdir}" must not contain ".."`, {code: 'SCAN_BAD_SUBDIR'})
   const agent = new Agent({
     connections: concurrency + 1,
     connect: {timeout: connectTimeout, rejectUnauthorized: !options.allowSelfSigned},
@@ -149,23 +150,7 @@ async function* listHttp(baseUrl: string, listOptions: ListOptions, options: Htt
     const first = await fetchDirectory({rel: subdir.join('/'), url: startUrl, depth: 0, ancestors: []}, root, ctx, options, heads, true)
     if (!first) return
     if (subdir.length === 0) root = first.url
-    const handle = function* (result: DirResult): Generator<ListingEntry> {
-      for (const e of result.entries) {
-        if (e.name === TMP_DIR) continue
-        const rel = result.task.rel === '' ? e.name : `${result.task.rel}/${e.name}`
-        const out: ListingEntry = {path: rel, type: e.type, size: e.size}
-        if (e.mtime !== undefined) Object.assign(out, {mtime: e.mtime, mtimePrecision: e.mtimePrecision})
-        if (e.sizeApproximate) Object.assign(out, {sizeApproximate: true, sizeMin: e.sizeMin, sizeMax: e.sizeMax})
-        yield out
-        if (e.type === 'dir') {
-          if (result.task.depth + 1 > maxDepth) {
-            warn(`HTTP directory ${rel}/ is deeper than ${maxDepth} levels; skipped`)
-            continue
-          }
-          queue.push({rel, url: new URL(encodeURIComponent(e.name) + '/', result.url), depth: result.task.depth + 1, ancestors: [...result.task.ancestors, result.fingerprint]})
-        }
-      }
-    }
+    const handle = (result: DirResult) => directoryEntries(result, queue, maxDepth, warn)
     yield* handle(first)
     while (head < queue.length || inflight.size > 0) {
       while (head < queue.length && inflight.size < concurrency) {
@@ -185,6 +170,25 @@ async function* listHttp(baseUrl: string, listOptions: ListOptions, options: Htt
     controller.abort()
     for (const p of inflight.values()) p.catch(() => {})
     await agent.destroy().catch(() => {})
+  }
+}
+
+/** The entries of one fetched directory; its subdirectories no deeper than `maxDepth` are queued. */
+function* directoryEntries(result: DirResult, queue: DirTask[], maxDepth: number, warn: (m: string) => void): Generator<ListingEntry> {
+  for (const e of result.entries) {
+    if (e.name === TMP_DIR) continue
+    const rel = result.task.rel === '' ? e.name : `${result.task.rel}/${e.name}`
+    const out: ListingEntry = {path: rel, type: e.type, size: e.size}
+    if (e.mtime !== undefined) Object.assign(out, {mtime: e.mtime, mtimePrecision: e.mtimePrecision})
+    if (e.sizeApproximate) Object.assign(out, {sizeApproximate: true, sizeMin: e.sizeMin, sizeMax: e.sizeMax})
+    yield out
+    if (e.type === 'dir') {
+      if (result.task.depth + 1 > maxDepth) {
+        warn(`HTTP directory ${rel}/ is deeper than ${maxDepth} levels; skipped`)
+        continue
+      }
+      queue.push({rel, url: new URL(encodeURIComponent(e.name) + '/', result.url), depth: result.task.depth + 1, ancestors: [...result.task.ancestors, result.fingerprint]})
+    }
   }
 }
 
@@ -246,10 +250,10 @@ async function fetchDirectory(task: DirTask, root: URL, ctx: FetchContext, optio
       try {
         next = new URL(loc, url)
       } catch {
-        throw new MbError(`HTTP ${status} for ${url.href} has an invalid Location "${redactUrl(loc)}"`, {code: 'SCAN_HTTP'})
+        throw new MbError(`HTTP ${status} for ${url.href} has an invalid Location "${redact(loc)}"`, {code: 'SCAN_HTTP'})
       }
       if (!sameOrigin(next, url)) {
-        const message = `HTTP ${isBase ? 'base URL' : 'directory'} ${url.href} redirects to ${redactUrl(next.href)}; refusing to scan`
+        const message = `HTTP ${isBase ? 'base URL' : 'directory'} ${url.href} redirects to ${redact(next.href)}; refusing to scan`
         if (isBase) throw new MbError(`${message} (a redirect to another scheme, host or port is not this mirror's tree; fix the mirror's HTTP URL)`, {code: 'SCAN_REDIRECT'})
         ctx.warn(`${message} it (outside the mirror's tree)`)
         return undefined
@@ -285,23 +289,38 @@ async function fetchDirectory(task: DirTask, root: URL, ctx: FetchContext, optio
       const hint = isBase && (status === 403 || status === 404) ? `; check the mirror's HTTP URL and that directory indexes are enabled` : ''
       throw new MbError(`HTTP ${isBase ? 'base URL' : 'directory'} ${url.href} answered ${status}${hint}`, {code: isBase && status === 404 ? 'SCAN_BASE_MISSING' : 'SCAN_HTTP'})
     }
-    const type = String(res.headers['content-type'] ?? '').toLowerCase()
-    let entries: IndexEntry[]
-    try {
-      entries = await readIndex(res.body, type, url)
-    } catch (error) {
-      if (error instanceof MbError) throw error
-      if ((error as {code?: string})?.code?.startsWith('UND_ERR') || ctx.signal.aborted) throw mapHttpError(error, ctx, url.href)
-      throw new MbError(`HTTP ${url.href} did not return a readable directory index (${type || 'no Content-Type'}): ${(error as Error).message}`, {code: 'SCAN_PARSE', cause: error})
-    }
-    const fingerprint = createHash('sha1').update(entries.map((e) => `${e.name}\0${e.type}\0${e.size}\0${e.mtime ?? ''}`).sort().join('\n')).digest('hex')
-    if (task.ancestors.includes(fingerprint) && entries.length > 0) {
-      ctx.warn(`HTTP directory ${url.href} lists exactly what one of its ancestors lists (a symlink loop); skipped`)
-      return undefined
-    }
-    if (options.exactSizes === 'head') await resolveSizes(entries, url, ctx, heads)
-    return {task, entries, url, fingerprint}
+    return directoryResult(task, res, url, ctx, options, heads)
   }
+}
+
+/**
+ * Reads a directory's 200 answer (at `url`, after redirects) into its entries and fingerprint.
+ * @returns undefined when it lists exactly what an ancestor lists (a symlink loop).
+ */
+async function directoryResult(task: DirTask, res: Dispatcher.ResponseData, url: URL, ctx: FetchContext, options: HttpListerOptions, heads: ReturnType<typeof pLimit>): Promise<DirResult | undefined> {
+  const type = String(res.headers['content-type'] ?? '').toLowerCase()
+  let entries: IndexEntry[]
+  try {
+    entries = await readIndex(res.body, type, url)
+  } catch (error) {
+    if (error instanceof MbError) throw error
+    if ((error as {code?: string})?.code?.startsWith('UND_ERR') || ctx.signal.aborted) throw mapHttpError(error, ctx, url.href)
+    throw new MbError(`HTTP ${url.href} did not return a readable directory index (${type || 'no Content-Type'}): ${(error as Error).message}`, {code: 'SCAN_PARSE', cause: error})
+  }
+  const fingerprint = createHash('sha1')
+    .update(
+      entries
+        .map((e) => `${e.name}\0${e.type}\0${e.size}\0${e.mtime ?? ''}`)
+        .sort()
+        .join('\n'),
+    )
+    .digest('hex')
+  if (task.ancestors.includes(fingerprint) && entries.length > 0) {
+    ctx.warn(`HTTP directory ${url.href} lists exactly what one of its ancestors lists (a symlink loop); skipped`)
+    return undefined
+  }
+  if (options.exactSizes === 'head') await resolveSizes(entries, url, ctx, heads)
+  return {task, entries, url, fingerprint}
 }
 
 async function readIndex(body: Dispatcher.ResponseData['body'], contentType: string, url: URL): Promise<IndexEntry[]> {
@@ -324,23 +343,29 @@ async function readIndex(body: Dispatcher.ResponseData['body'], contentType: str
 
 /** HEAD each approximately-sized file for its Content-Length (exactSizes: 'head'). */
 async function resolveSizes(entries: IndexEntry[], dirUrl: URL, ctx: FetchContext, heads: ReturnType<typeof pLimit>): Promise<void> {
-  await Promise.all(entries.filter((e) => e.type === 'file' && e.sizeApproximate).map((e) => heads(async () => {
-    const url = new URL(encodeURIComponent(e.name), dirUrl)
-    let res: Dispatcher.ResponseData
-    try {
-      res = await request(url, {method: 'HEAD', dispatcher: ctx.agent, headers: ctx.headers, signal: ctx.signal})
-    } catch (error) {
-      throw mapHttpError(error, ctx, url.href)
-    }
-    await res.body.dump().catch(() => {})
-    const length = Number(res.headers['content-length'])
-    if (res.statusCode === 200 && Number.isInteger(length) && length >= 0) {
-      e.size = length
-      delete e.sizeApproximate
-      delete e.sizeMin
-      delete e.sizeMax
-    }
-  })))
+  await Promise.all(
+    entries
+      .filter((e) => e.type === 'file' && e.sizeApproximate)
+      .map((e) =>
+        heads(async () => {
+          const url = new URL(encodeURIComponent(e.name), dirUrl)
+          let res: Dispatcher.ResponseData
+          try {
+            res = await request(url, {method: 'HEAD', dispatcher: ctx.agent, headers: ctx.headers, signal: ctx.signal})
+          } catch (error) {
+            throw mapHttpError(error, ctx, url.href)
+          }
+          await res.body.dump().catch(() => {})
+          const length = Number(res.headers['content-length'])
+          if (res.statusCode === 200 && Number.isInteger(length) && length >= 0) {
+            e.size = length
+            delete e.sizeApproximate
+            delete e.sizeMin
+            delete e.sizeMax
+          }
+        }),
+      ),
+  )
 }
 
 /** Maps undici and socket errors to MbErrors that name the host and the cause; never shows credentials. */
@@ -348,7 +373,7 @@ function mapHttpError(error: unknown, ctx: FetchContext, where: string): MbError
   if (error instanceof MbError) return error
   const code = (error as {code?: unknown})?.code
   const message = error instanceof Error ? error.message : String(error)
-  const target = redactUrl(where)
+  const target = redact(where)
   let host = target
   try {
     host = new URL(where).host
@@ -360,7 +385,8 @@ function mapHttpError(error: unknown, ctx: FetchContext, where: string): MbError
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
     return new MbError(`HTTP server ${host} did not answer ${target} within ${ctx.ioTimeout / 1000} s (idle timeout)`, {code: 'SCAN_TIMEOUT', cause: error})
   }
-  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE') return new MbError(`HTTP connection to ${host} broke while fetching ${target} (${code})`, {code: 'SCAN_CONNECT', cause: error})
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE')
+    return new MbError(`HTTP connection to ${host} broke while fetching ${target} (${code})`, {code: 'SCAN_CONNECT', cause: error})
   if (typeof code === 'string' && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(code)) {
     return new MbError(`HTTPS certificate of ${host} is not trusted (${code}); fix the certificate or allow self-signed certificates for this mirror`, {code: 'SCAN_TLS', cause: error})
   }
@@ -368,10 +394,10 @@ function mapHttpError(error: unknown, ctx: FetchContext, where: string): MbError
 }
 
 /**
- * The default HTTP lister `mb scan` finds through the lister registry (listers.ts). It resolves
+ * The HTTP lister `mb scan` uses (listers.ts). It resolves
  * rounded index sizes (Apache, lighttpd) with HEAD requests, so its entries are exact and a
  * reconciler that compares `size` alone stays correct; nginx indexes need no HEAD at all.
- * A reconciler that honours sizeMin/sizeMax can register `createHttpLister()` instead and save
+ * A reconciler that honours sizeMin/sizeMax can use `createHttpLister()` instead and save
  * those requests.
  */
 export const httpLister: Lister = createHttpLister({exactSizes: 'head'})

@@ -17,21 +17,23 @@
  * 4. A scan matching fewer than `minRatio` of the files the mirror matched before (in the same
  *    scope) is refused: it changes nothing and throws.
  *
- * `subdir` limits the scope: records outside that origin subtree are left alone.
- * Concurrency: a PostgreSQL session advisory lock (classid 0x6d62, objid = mirror id) refuses a
- * second scan of the same mirror; with PGlite (one process per store) an in-process set does.
+ * The plan's scope (from {@link planScope}) limits the scan: records outside that origin
+ * subtree are left alone. Concurrency: the named lock `scanLock(mirror id)` (`db/locks.ts`)
+ * refuses a second scan of the same mirror. The mirror-set updates follow the change-tracking
+ * contract in docs/change-tracking.md.
  */
 import {type Kysely, sql} from 'kysely'
 import picomatch from 'picomatch'
 import type {Database} from '../db/index.js'
+import {scanLock} from '../db/locks.js'
 import type {DB} from '../db/schema.js'
 import {MbError, UsageError} from '../errors.js'
 import type {ListingEntry} from './types.js'
+import {inSubtree} from '../db/sql.js'
+import {trimLeadingSlashes, trimSlashes} from '../text.js'
 
 /** Rows per `unnest` insert into the temp table. */
 const BATCH = 10_000
-/** Advisory-lock class for scans ('mb'). */
-export const SCAN_LOCK_CLASS = 0x6d62
 /** Largest whole-hour offset tolerated between listing and origin mtimes, seconds. */
 const MAX_TZ_OFFSET = 14 * 3600
 
@@ -46,8 +48,8 @@ export interface ReconcileMirror {
 
 export interface ReconcileOptions {
   mirror: ReconcileMirror
-  /** Origin-relative subtree to rescan; '' or undefined = the whole mirror. */
-  subdir?: string
+  /** What the scan covers, from {@link planScope} (default: the whole mirror). */
+  plan?: ScanScope
   /** Global include globs (config `scan.include`). */
   include?: string[]
   /** Global exclude globs (config `scan.exclude`). */
@@ -94,10 +96,6 @@ export interface ScanScope {
   scope: string
 }
 
-function trimSlashes(path: string): string {
-  return path.replace(/^\/+|\/+$/g, '')
-}
-
 /**
  * Plans a scan of `subdir` (origin-relative) on a mirror carrying `basePath`.
  * @throws UsageError when the mirror carries nothing under `subdir`, or `subdir` holds '..'
@@ -115,8 +113,8 @@ export function planScope(basePath: string, subdir: string | undefined): ScanSco
 }
 
 /** Maps a listed mirror path to its origin path, or undefined for a hostile or empty path. */
-export function toOriginPath(basePath: string, mirrorPath: string): string | undefined {
-  const rel = mirrorPath.replace(/^(\.\/)+/, '').replace(/^\/+/, '')
+function toOriginPath(basePath: string, mirrorPath: string): string | undefined {
+  const rel = trimLeadingSlashes(mirrorPath.replace(/^(\.\/)+/, ''))
   if (!rel) return undefined
   const parts = rel.split('/')
   if (parts.some((p) => p === '' || p === '.' || p === '..')) return undefined
@@ -129,51 +127,33 @@ export function toOriginPath(basePath: string, mirrorPath: string): string | und
  * non-empty include list (global, then per mirror) and no exclude glob. Globs are picomatch
  * with `dot: true`.
  */
-export function pathFilter(include: string[][], exclude: string[]): (path: string) => boolean {
+function pathFilter(include: string[][], exclude: string[]): (path: string) => boolean {
   const includes = include.filter((list) => list.length > 0).map((list) => picomatch(list, {dot: true}))
   const excludes = exclude.length > 0 ? picomatch(exclude, {dot: true}) : undefined
-  return (path) => includes.every((m) => m(path)) && !(excludes && excludes(path))
+  return (path) => includes.every((m) => m(path)) && !excludes?.(path)
 }
 
-/** SQL: `col` lies in the origin subtree `scope` ('' = everything). */
-function inScope(scope: string, column = 'path') {
-  return scope === '' ? sql<boolean>`true` : sql<boolean>`starts_with(${sql.ref(column)}, ${scope + '/'})`
-}
-
-/** A database session on which temp tables live: one pg connection, or the PGlite instance. */
-interface Session {
-  db: Kysely<DB>
-  transaction<T>(fn: (trx: Kysely<DB>) => Promise<T>): Promise<T>
-}
-
-async function withSession<T>(database: Database, fn: (session: Session) => Promise<T>): Promise<T> {
-  if (database.kind === 'pglite') {
-    return fn({db: database.db, transaction: (body) => database.db.transaction().execute(body)})
+/** Phase timings on stderr when MB_SCAN_DEBUG is set (for benchmarks): each call reports the time since the previous one. */
+function phaseClock(started: number): (label: string) => void {
+  let since = started
+  return (label) => {
+    if (process.env.MB_SCAN_DEBUG) process.stderr.write(`[scan] ${label}: ${((performance.now() - since) / 1000).toFixed(2)} s\n`)
+    since = performance.now()
   }
-  return database.db.connection().execute(async (conn) =>
-    fn({
-      db: conn,
-      transaction: async (body) => {
-        await sql`BEGIN`.execute(conn)
-        try {
-          const result = await body(conn)
-          await sql`COMMIT`.execute(conn)
-          return result
-        } catch (error) {
-          await sql`ROLLBACK`.execute(conn).catch(() => {})
-          throw error
-        }
-      },
-    }),
-  )
 }
 
-const localScans = new Set<number>()
+function secondsSince(started: number): number {
+  return Math.round((performance.now() - started) / 10) / 100
+}
 
-/** Phase timings on stderr when MB_SCAN_DEBUG is set (for benchmarks). */
-function phase(label: string, since: number): number {
-  if (process.env.MB_SCAN_DEBUG) process.stderr.write(`[scan] ${label}: ${((performance.now() - since) / 1000).toFixed(2)} s\n`)
-  return performance.now()
+/** One reconciliation under way: what it replaces and where its listing lies. */
+interface Pass {
+  mirror: ReconcileMirror
+  /** Origin subtree the scan replaces ('' = all). */
+  scope: string
+  /** Session temp table holding the listing (one row per listed file in scope). */
+  table: string
+  phase: (label: string) => void
 }
 
 /**
@@ -188,155 +168,208 @@ function phase(label: string, since: number): number {
 export async function reconcileListing(database: Database, entries: AsyncIterable<ListingEntry>, options: ReconcileOptions): Promise<ReconcileResult> {
   const started = performance.now()
   const {mirror} = options
-  const M = mirror.id
-  const {scope} = planScope(mirror.base_path, options.subdir)
+  const scope = options.plan?.scope ?? ''
   const filter = pathFilter([options.include ?? [], mirror.include_patterns ?? []], [...(options.exclude ?? []), ...(mirror.exclude_patterns ?? [])])
+  const busy = (): never => {
+    throw new MbError(`Mirror ${mirror.identifier} is being scanned by another process right now; this scan was refused. Wait for it to finish and try again.`, {code: 'SCAN_BUSY'})
+  }
+  return database.session((session) =>
+    session.withLock(
+      scanLock(mirror.id),
+      () =>
+        withListingTable(session.db, mirror.id, async (table) => {
+          const pass: Pass = {mirror, scope, table, phase: phaseClock(started)}
+          const listed = await loadListing(session.db, pass, entries, filter, options.onProgress)
+          pass.phase('listing into temp table')
+          await sql`ANALYZE ${sql.id(table)}`.execute(session.db)
+          const applied = await session.transaction((trx) => applyListing(trx, pass, listed.files, options, started))
+          return {mirror: mirror.identifier, protocol: options.protocol, subdir: scope, ...listed, ...applied, seconds: secondsSince(started)}
+        }),
+      busy,
+    ),
+  )
+}
+
+/** Creates the session temp table a listing streams into, runs `fn` with its name, and drops it. */
+async function withListingTable<T>(db: Kysely<DB>, mirrorId: number, fn: (table: string) => Promise<T>): Promise<T> {
+  const table = `mb_scan_${mirrorId}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`
+  await sql`CREATE TEMP TABLE ${sql.id(table)} (path text COLLATE "C" NOT NULL, size bigint NOT NULL, mtime bigint, prec integer, smin bigint, smax bigint)`.execute(db)
+  try {
+    return await fn(table)
+  } finally {
+    await sql`DROP TABLE IF EXISTS ${sql.id(table)}`.execute(db).catch(() => {})
+  }
+}
+
+/** Listing rows not yet inserted, by column, for one `unnest` insert. */
+class ListingBatch {
+  paths: string[] = []
+  sizes: number[] = []
+  mtimes: Array<number | null> = []
+  precs: Array<number | null> = []
+  // A listing that shows rounded sizes (Apache's 1.2K) gives the range the exact size lies in.
+  smins: Array<number | null> = []
+  smaxs: Array<number | null> = []
+
+  add(path: string, entry: ListingEntry): void {
+    this.paths.push(path)
+    this.sizes.push(entry.size)
+    this.mtimes.push(entry.mtime === undefined ? null : Math.floor(entry.mtime))
+    this.precs.push(entry.mtime === undefined ? null : Math.max(1, Math.round(entry.mtimePrecision ?? 1)))
+    const ranged = entry.sizeApproximate && entry.sizeMin !== undefined && entry.sizeMax !== undefined
+    this.smins.push(ranged ? entry.sizeMin! : null)
+    this.smaxs.push(ranged ? entry.sizeMax! : null)
+  }
+
+  async insertInto(db: Kysely<DB>, table: string): Promise<void> {
+    if (this.paths.length === 0) return
+    await sql`INSERT INTO ${sql.id(table)} SELECT * FROM unnest(${this.paths}::text[], ${this.sizes}::bigint[], ${this.mtimes}::bigint[], ${this.precs}::int[], ${this.smins}::bigint[], ${this.smaxs}::bigint[])`.execute(
+      db,
+    )
+  }
+}
+
+/**
+ * Streams the listing's files that lie in the scope and pass `filter` into the pass's table,
+ * mapped to origin paths. Nothing visible changes.
+ * @returns files listed, and those of them considered (in scope, through the filter)
+ */
+async function loadListing(
+  db: Kysely<DB>,
+  pass: Pass,
+  entries: AsyncIterable<ListingEntry>,
+  filter: (path: string) => boolean,
+  onProgress?: (entries: number) => void,
+): Promise<{files: number; considered: number}> {
+  const {mirror, scope} = pass
+  let files = 0
+  let considered = 0
+  let seen = 0
+  let batch = new ListingBatch()
+  for await (const entry of entries) {
+    seen++
+    if (onProgress && seen % 5000 === 0) onProgress(seen)
+    if (entry.type !== 'file') continue
+    files++
+    const path = toOriginPath(mirror.base_path, entry.path)
+    if (path === undefined || (scope && !path.startsWith(scope + '/')) || !filter(path)) continue
+    considered++
+    batch.add(path, entry)
+    if (batch.paths.length >= BATCH) {
+      await batch.insertInto(db, pass.table)
+      batch = new ListingBatch()
+    }
+  }
+  await batch.insertInto(db, pass.table)
+  onProgress?.(seen)
+  return {files, considered}
+}
+
+/** What the transaction of {@link applyListing} found and changed. */
+type Applied = Pick<ReconcileResult, 'previous' | 'matched' | 'stale' | 'missing' | 'added' | 'removed' | 'enabled'>
+
+/**
+ * In the caller's transaction: compares the listing with the origin index and, unless the
+ * min_ratio check refuses it, replaces the mirror's file set and stale records in the scope
+ * and records the scan on the mirror.
+ * @param files  files in the listing (recorded as `last_scan_files`)
+ * @throws MbError SCAN_TOO_FEW (the caller's transaction then rolls back)
+ */
+async function applyListing(trx: Kysely<DB>, pass: Pass, files: number, options: ReconcileOptions, started: number): Promise<Applied> {
+  const M = pass.mirror.id
+  const previous = await countHeld(trx, M, pass.scope)
+  const matchTable = `${pass.table}_m`
+  await createMatchTable(trx, pass.table, matchTable)
+  pass.phase('match table')
+  const tally = await sql<{matched: number; stale: number}>`
+    SELECT count(*) FILTER (WHERE ok)::int AS matched, count(*) FILTER (WHERE NOT ok)::int AS stale FROM ${sql.id(matchTable)}`.execute(trx)
+  const {matched, stale} = tally.rows[0]
   const minRatio = options.minRatio ?? 0.5
-  const table = `mb_scan_${M}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`
-  const busy = () => new MbError(`Mirror ${mirror.identifier} is being scanned by another process right now; this scan was refused. Wait for it to finish and try again.`, {code: 'SCAN_BUSY'})
+  if (previous > 0 && matched < minRatio * previous) {
+    throw new MbError(
+      `Scan of ${pass.mirror.identifier} matched only ${matched} file(s) where it matched ${previous} before (less than scan.min_ratio ${minRatio}); nothing was changed. If the mirror really lost them, lower scan.min_ratio for this run.`,
+      {code: 'SCAN_TOO_FEW'},
+    )
+  }
+  const {added, removed} = await updateMirrorSets(trx, pass, matchTable)
+  await replaceStaleRows(trx, M, pass.scope, matchTable)
+  pass.phase('stale rows')
+  const originInScope = await countInScope(trx, carriedScope(pass.mirror.base_path, pass.scope))
+  const total = pass.scope ? await countHeld(trx, M, '') : matched
+  pass.phase('counts')
+  const enabled = Boolean(options.enable && matched > 0)
+  await sql`
+    UPDATE mirror SET last_scan_at = now(), last_scan_ok_at = now(), last_scan_error = NULL,
+      last_scan_protocol = ${options.protocol}, last_scan_files = ${files}::int, last_scan_matched = ${total}::int,
+      last_scan_seconds = ${secondsSince(started)}::float8, needs_rescan = false
+      ${enabled ? sql`, enabled = true` : sql``}
+    WHERE id = ${M}::smallint`.execute(trx)
+  return {previous, matched, stale, missing: Math.max(0, originInScope - matched - stale), added, removed, enabled}
+}
 
-  return withSession(database, async (session) => {
-    const {db} = session
-    if (database.kind === 'pglite') {
-      if (localScans.has(M)) throw busy()
-      localScans.add(M)
-    } else {
-      const got = await sql<{ok: boolean}>`SELECT pg_try_advisory_lock(${SCAN_LOCK_CLASS}::int, ${M}::int) AS ok`.execute(db)
-      if (!got.rows[0]?.ok) throw busy()
-    }
-    try {
-      await sql`CREATE TEMP TABLE ${sql.id(table)} (path text COLLATE "C" NOT NULL, size bigint NOT NULL, mtime bigint, prec integer, smin bigint, smax bigint)`.execute(db)
-      try {
-        let files = 0
-        let considered = 0
-        let seen = 0
-        let paths: string[] = []
-        let sizes: number[] = []
-        let mtimes: Array<number | null> = []
-        let precs: Array<number | null> = []
-        // A listing that shows rounded sizes (Apache's 1.2K) gives the range the exact size lies in.
-        let smins: Array<number | null> = []
-        let smaxs: Array<number | null> = []
-        const flush = async () => {
-          if (paths.length === 0) return
-          await sql`INSERT INTO ${sql.id(table)} SELECT * FROM unnest(${paths}::text[], ${sizes}::bigint[], ${mtimes}::bigint[], ${precs}::int[], ${smins}::bigint[], ${smaxs}::bigint[])`.execute(db)
-          paths = []
-          sizes = []
-          mtimes = []
-          precs = []
-          smins = []
-          smaxs = []
-        }
-        for await (const entry of entries) {
-          seen++
-          if (options.onProgress && seen % 5000 === 0) options.onProgress(seen)
-          if (entry.type !== 'file') continue
-          files++
-          const path = toOriginPath(mirror.base_path, entry.path)
-          if (path === undefined) continue
-          if (scope && !path.startsWith(scope + '/')) continue
-          if (!filter(path)) continue
-          considered++
-          paths.push(path)
-          sizes.push(entry.size)
-          mtimes.push(entry.mtime === undefined ? null : Math.floor(entry.mtime))
-          precs.push(entry.mtime === undefined ? null : Math.max(1, Math.round(entry.mtimePrecision ?? 1)))
-          const ranged = entry.sizeApproximate && entry.sizeMin !== undefined && entry.sizeMax !== undefined
-          smins.push(ranged ? entry.sizeMin! : null)
-          smaxs.push(ranged ? entry.sizeMax! : null)
-          if (paths.length >= BATCH) await flush()
-        }
-        await flush()
-        options.onProgress?.(seen)
-        let mark = phase('listing into temp table', started)
-        await sql`ANALYZE ${sql.id(table)}`.execute(db)
+/** Files in the origin subtree `scope` that mirror `M` holds. */
+async function countHeld(trx: Kysely<DB>, M: number, scope: string): Promise<number> {
+  return (await sql<{n: number}>`SELECT count(*)::int AS n FROM file WHERE ${M}::smallint = ANY(mirrors) AND ${inSubtree(scope)}`.execute(trx)).rows[0].n
+}
 
-        const counts = await session.transaction(async (trx) => {
-          const prev = await sql<{n: number}>`SELECT count(*)::int AS n FROM file WHERE ${M}::smallint = ANY(mirrors) AND ${inScope(scope)}`.execute(trx)
-          const previous = prev.rows[0].n
-          const matchTable = `${table}_m`
-          // One row per origin file listed; ok = same size and mtime within precision or whole hours.
-          await sql`
-            CREATE TEMP TABLE ${sql.id(matchTable)} ON COMMIT DROP AS
-            SELECT f.id,
-                   bool_or((e.size = f.size OR coalesce(f.size BETWEEN e.smin AND e.smax, false)) AND (e.mtime IS NULL OR (
-                     abs(e.mtime - f.mtime) < coalesce(e.prec, 1) OR (
-                       abs(e.mtime - f.mtime) <= ${MAX_TZ_OFFSET}
-                       AND least(abs(e.mtime - f.mtime) % 3600, 3600 - abs(e.mtime - f.mtime) % 3600) < coalesce(e.prec, 1))))) AS ok,
-                   max(e.size) AS size, max(e.mtime) AS mtime
-            FROM ${sql.id(table)} e JOIN file f ON f.path = e.path
-            GROUP BY f.id`.execute(trx)
-          await sql`ANALYZE ${sql.id(matchTable)}`.execute(trx)
-          mark = phase('match table', mark)
-          const tally = await sql<{matched: number; stale: number}>`
-            SELECT count(*) FILTER (WHERE ok)::int AS matched, count(*) FILTER (WHERE NOT ok)::int AS stale FROM ${sql.id(matchTable)}`.execute(trx)
-          const {matched, stale} = tally.rows[0]
-          if (previous > 0 && matched < minRatio * previous) {
-            throw new MbError(
-              `Scan of ${mirror.identifier} matched only ${matched} file(s) where it matched ${previous} before (less than scan.min_ratio ${minRatio}); nothing was changed. If the mirror really lost them, lower scan.min_ratio for this run.`,
-              {code: 'SCAN_TOO_FEW'},
-            )
-          }
-          const removed = await sql`
-            UPDATE file SET mirrors = array_remove(mirrors, ${M}::smallint), txid = pg_current_xact_id()
-            WHERE ${M}::smallint = ANY(mirrors) AND ${inScope(scope)}
-              AND NOT EXISTS (SELECT 1 FROM ${sql.id(matchTable)} m WHERE m.id = file.id AND m.ok)`.execute(trx)
-          mark = phase('remove from sets', mark)
-          const added = await sql`
-            UPDATE file SET mirrors = array_append(mirrors, ${M}::smallint), txid = pg_current_xact_id()
-            FROM ${sql.id(matchTable)} m
-            WHERE file.id = m.id AND m.ok AND NOT (${M}::smallint = ANY(file.mirrors))`.execute(trx)
-          mark = phase('add to sets', mark)
-          await sql`
-            DELETE FROM mirror_file_stale s USING file f
-            WHERE s.mirror_id = ${M}::smallint AND f.id = s.file_id AND ${inScope(scope, 'f.path')}`.execute(trx)
-          await sql`
-            INSERT INTO mirror_file_stale (mirror_id, file_id, size, mtime)
-            SELECT ${M}::smallint, id, size, mtime FROM ${sql.id(matchTable)} WHERE NOT ok`.execute(trx)
-          mark = phase('stale rows', mark)
-          const base = trimSlashes(mirror.base_path ?? '')
-          // The deeper of the scope and the mirror's base path (planScope made sure they overlap).
-          const carried = !scope ? base : !base ? scope : scope.length >= base.length ? scope : base
-          const originInScope = await sql<{n: number}>`SELECT count(*)::int AS n FROM file WHERE ${inScope(carried)}`.execute(trx)
-          const total = scope
-            ? (await sql<{n: number}>`SELECT count(*)::int AS n FROM file WHERE ${M}::smallint = ANY(mirrors)`.execute(trx)).rows[0].n
-            : matched
-          mark = phase('counts', mark)
-          const enabled = Boolean(options.enable && matched > 0)
-          const seconds = Math.round((performance.now() - started) / 10) / 100
-          await sql`
-            UPDATE mirror SET last_scan_at = now(), last_scan_ok_at = now(), last_scan_error = NULL,
-              last_scan_protocol = ${options.protocol}, last_scan_files = ${files}::int, last_scan_matched = ${total}::int,
-              last_scan_seconds = ${seconds}::float8, needs_rescan = false
-              ${enabled ? sql`, enabled = true` : sql``}
-            WHERE id = ${M}::smallint`.execute(trx)
-          return {
-            previous,
-            matched,
-            stale,
-            missing: Math.max(0, originInScope.rows[0].n - matched - stale),
-            added: Number(added.numAffectedRows ?? 0),
-            removed: Number(removed.numAffectedRows ?? 0),
-            enabled,
-          }
-        })
-        return {
-          mirror: mirror.identifier,
-          protocol: options.protocol,
-          subdir: scope,
-          files,
-          considered,
-          ...counts,
-          seconds: Math.round((performance.now() - started) / 10) / 100,
-        }
-      } finally {
-        await sql`DROP TABLE IF EXISTS ${sql.id(table)}`.execute(db).catch(() => {})
-      }
-    } finally {
-      if (database.kind === 'pglite') localScans.delete(M)
-      else await sql`SELECT pg_advisory_unlock(${SCAN_LOCK_CLASS}::int, ${M}::int)`.execute(db).catch(() => {})
-    }
-  })
+/** Files in the origin subtree `scope`. */
+async function countInScope(trx: Kysely<DB>, scope: string): Promise<number> {
+  return (await sql<{n: number}>`SELECT count(*)::int AS n FROM file WHERE ${inSubtree(scope)}`.execute(trx)).rows[0].n
+}
+
+/** The origin subtree the mirror can hold in the scan's scope: the deeper of the scope and its base path (planScope made sure they overlap). */
+function carriedScope(basePath: string, scope: string): string {
+  const base = trimSlashes(basePath ?? '')
+  return !scope ? base : !base ? scope : scope.length >= base.length ? scope : base
+}
+
+/**
+ * Builds the transaction's temp table `matchTable` from the listing in `table`: one row per
+ * origin file listed, with ok = same size (or inside the listed range) and mtime equal within
+ * the listing's precision or off by whole hours (up to ±14 h).
+ */
+async function createMatchTable(trx: Kysely<DB>, table: string, matchTable: string): Promise<void> {
+  await sql`
+    CREATE TEMP TABLE ${sql.id(matchTable)} ON COMMIT DROP AS
+    SELECT f.id,
+           bool_or((e.size = f.size OR coalesce(f.size BETWEEN e.smin AND e.smax, false)) AND (e.mtime IS NULL OR (
+             abs(e.mtime - f.mtime) < coalesce(e.prec, 1) OR (
+               abs(e.mtime - f.mtime) <= ${MAX_TZ_OFFSET}
+               AND least(abs(e.mtime - f.mtime) % 3600, 3600 - abs(e.mtime - f.mtime) % 3600) < coalesce(e.prec, 1))))) AS ok,
+           max(e.size) AS size, max(e.mtime) AS mtime
+    FROM ${sql.id(table)} e JOIN file f ON f.path = e.path
+    GROUP BY f.id`.execute(trx)
+  await sql`ANALYZE ${sql.id(matchTable)}`.execute(trx)
+}
+
+/**
+ * Takes the mirror out of the sets of the files in scope it no longer holds as matched, and
+ * puts it into the sets of the matched files it was missing from. These bulk updates stamp
+ * `txid` themselves, as docs/change-tracking.md requires, so the row trigger stays out of them.
+ */
+async function updateMirrorSets(trx: Kysely<DB>, pass: Pass, matchTable: string): Promise<{added: number; removed: number}> {
+  const M = pass.mirror.id
+  const removed = await sql`
+    UPDATE file SET mirrors = array_remove(mirrors, ${M}::smallint), txid = pg_current_xact_id()
+    WHERE ${M}::smallint = ANY(mirrors) AND ${inSubtree(pass.scope)}
+      AND NOT EXISTS (SELECT 1 FROM ${sql.id(matchTable)} m WHERE m.id = file.id AND m.ok)`.execute(trx)
+  pass.phase('remove from sets')
+  const added = await sql`
+    UPDATE file SET mirrors = array_append(mirrors, ${M}::smallint), txid = pg_current_xact_id()
+    FROM ${sql.id(matchTable)} m
+    WHERE file.id = m.id AND m.ok AND NOT (${M}::smallint = ANY(file.mirrors))`.execute(trx)
+  pass.phase('add to sets')
+  return {added: Number(added.numAffectedRows ?? 0), removed: Number(removed.numAffectedRows ?? 0)}
+}
+
+/** Replaces the mirror's stale records in scope by the listed files that did not match. */
+async function replaceStaleRows(trx: Kysely<DB>, M: number, scope: string, matchTable: string): Promise<void> {
+  await sql`
+    DELETE FROM mirror_file_stale s USING file f
+    WHERE s.mirror_id = ${M}::smallint AND f.id = s.file_id AND ${inSubtree(scope, 'f.path')}`.execute(trx)
+  await sql`
+    INSERT INTO mirror_file_stale (mirror_id, file_id, size, mtime)
+    SELECT ${M}::smallint, id, size, mtime FROM ${sql.id(matchTable)} WHERE NOT ok`.execute(trx)
 }
 
 /**

@@ -26,7 +26,9 @@
  */
 import {spawn} from 'node:child_process'
 import {MbError} from '../errors.js'
+import {redact} from '../redact.js'
 import type {ListingEntry, Lister, ListOptions} from './types.js'
+import {trimSlashes, withTrailingSlash} from '../text.js'
 
 /** Options of the rsync lister beyond the shared ones. */
 export interface RsyncListOptions extends ListOptions {
@@ -109,13 +111,6 @@ export function isRsyncTmp(path: string): boolean {
   return path === '.~tmp~' || path.startsWith('.~tmp~/') || path.includes('/.~tmp~/') || path.endsWith('/.~tmp~')
 }
 
-/** Replaces `user:password@` (and a bare password) in any text with `user:***@`. */
-export function redactCredentials(text: string, secrets: string[] = []): string {
-  let out = text.replace(/([a-z][a-z0-9+.-]*:\/\/[^/:@\s]*):[^@/\s]*@/gi, '$1:***@')
-  for (const secret of secrets) if (secret) out = out.split(secret).join('***')
-  return out
-}
-
 /** What rsync's exit codes mean (rsync(1), EXIT VALUES). */
 const EXIT_REASONS: Record<number, string> = {
   1: 'syntax or usage error',
@@ -136,21 +131,21 @@ export function parseRsyncUrl(url: string): {url: string; user?: string; passwor
   try {
     parsed = new URL(url)
   } catch {
-    throw new MbError(`Not a valid rsync URL: ${redactCredentials(url)}. Use rsync://host/module/path.`, {code: 'RSYNC_URL'})
+    throw new MbError(`Not a valid rsync URL: ${redact(url)}. Use rsync://host/module/path.`, {code: 'RSYNC_URL'})
   }
-  if (parsed.protocol !== 'rsync:') throw new MbError(`Not an rsync:// URL: ${redactCredentials(url)}.`, {code: 'RSYNC_URL'})
+  if (parsed.protocol !== 'rsync:') throw new MbError(`Not an rsync:// URL: ${redact(url)}.`, {code: 'RSYNC_URL'})
   const password = parsed.password ? decodeURIComponent(parsed.password) : undefined
   const user = parsed.username ? decodeURIComponent(parsed.username) : undefined
   parsed.password = ''
   let clean = parsed.toString()
   // rsync takes the path raw, not percent-encoded.
   clean = decodeURI(clean)
-  if (!clean.endsWith('/')) clean += '/'
+  clean = withTrailingSlash(clean)
   return {url: clean, user, password, display: clean}
 }
 
 function joinSub(base: string, subdir: string | undefined): string {
-  const sub = (subdir ?? '').replace(/^\/+|\/+$/g, '')
+  const sub = trimSlashes(subdir ?? '')
   return sub ? `${base}${sub}/` : base
 }
 
@@ -162,20 +157,16 @@ function joinSub(base: string, subdir: string | undefined): string {
  *         RsyncParseError on a line that is not a listing line, MbError `SCAN_ABORTED` when
  *         the signal fires.
  */
-export async function* listRsync(baseUrl: string, options: RsyncListOptions = {}): AsyncGenerator<ListingEntry> {
+async function* listRsync(baseUrl: string, options: RsyncListOptions = {}): AsyncGenerator<ListingEntry> {
   const {url, password, display} = parseRsyncUrl(baseUrl)
   const target = joinSub(url, options.subdir)
-  const prefix = (options.subdir ?? '').replace(/^\/+|\/+$/g, '')
+  const prefix = trimSlashes(options.subdir ?? '')
   const env: NodeJS.ProcessEnv = {...(options.env ?? process.env), TZ: 'UTC', LC_ALL: 'C'}
   const secrets: string[] = []
   if (password !== undefined) env.RSYNC_PASSWORD = password
   if (env.RSYNC_PASSWORD) secrets.push(env.RSYNC_PASSWORD)
-  const args = ['--list-only', '-r', '--no-h', '-8', '--copy-links', '--no-motd']
-  args.push(`--contimeout=${Math.max(1, Math.round(options.connectTimeoutSeconds ?? 20))}`)
-  args.push(`--timeout=${Math.max(1, Math.round(options.ioTimeoutSeconds ?? 120))}`)
-  if (options.passwordFile) args.push(`--password-file=${options.passwordFile}`)
-  args.push(...(options.extraArgs ?? []), target)
-  const redact = (text: string) => redactCredentials(text, secrets)
+  const args = rsyncArgs(target, options)
+  const scrub = (text: string) => redact(text, secrets)
 
   if (options.signal?.aborted) throw new MbError(`rsync listing of ${display} aborted before it started: ${String(options.signal.reason ?? 'aborted')}`, {code: 'SCAN_ABORTED'})
   const child = spawn(options.binary ?? 'rsync', args, {env, stdio: ['ignore', 'pipe', 'pipe']})
@@ -198,15 +189,7 @@ export async function* listRsync(baseUrl: string, options: RsyncListOptions = {}
   try {
     let rest = ''
     const decoder = new TextDecoder('utf-8')
-    const handle = (line: string): ListingEntry | undefined => {
-      if (line === '') return undefined
-      const parsed = parseRsyncLine(line)
-      if (parsed.name === '.') return undefined
-      const path = prefix ? `${prefix}/${parsed.name}` : parsed.name
-      if (isRsyncTmp(parsed.name)) return undefined
-      if (parsed.type === 'other') return undefined
-      return {path, type: parsed.type, size: parsed.type === 'file' ? parsed.size : 0, mtime: parsed.mtime, mtimePrecision: 1}
-    }
+    const handle = (line: string) => listingEntry(line, prefix)
     for await (const chunk of child.stdout) {
       const text = rest + decoder.decode(chunk as Buffer, {stream: true})
       const lines = text.split('\n')
@@ -218,22 +201,59 @@ export async function* listRsync(baseUrl: string, options: RsyncListOptions = {}
     }
     rest += decoder.decode()
     const result = await exited
-    if (aborted) throw new MbError(`rsync listing of ${display} aborted: ${redact(String(options.signal?.reason instanceof Error ? options.signal.reason.message : options.signal?.reason ?? 'aborted'))}`, {code: 'SCAN_ABORTED'})
-    if (result.error) {
-      const missing = (result.error as NodeJS.ErrnoException).code === 'ENOENT'
-      throw new MbError(missing ? 'The rsync binary was not found. Install it (apt-get install rsync).' : `Cannot run rsync: ${result.error.message}`, {code: 'RSYNC_FAILED'})
-    }
-    if (result.code !== 0 && result.code !== 23 && result.code !== 24) {
-      const reason = result.code === null ? `killed by ${result.signal}` : `exit ${result.code}${EXIT_REASONS[result.code] ? `: ${EXIT_REASONS[result.code]}` : ''}`
-      const detail = stderr.trim().split('\n').filter((l) => l && !/^rsync error:/.test(l)).slice(-3).join(' | ')
-      throw new MbError(`rsync listing of ${display} failed (${reason})${detail ? `: ${redact(detail)}` : ''}`, {code: 'RSYNC_FAILED'})
-    }
+    if (aborted)
+      throw new MbError(`rsync listing of ${display} aborted: ${scrub(String(options.signal?.reason instanceof Error ? options.signal.reason.message : (options.signal?.reason ?? 'aborted')))}`, {
+        code: 'SCAN_ABORTED',
+      })
+    throwOnFailure(result, display, stderr, scrub)
     const last = handle(rest)
     if (last) yield last
     finished = true
   } finally {
     options.signal?.removeEventListener('abort', onAbort)
     if (!finished && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  }
+}
+
+/** The rsync command line that lists `target` recursively, symlinks followed. */
+function rsyncArgs(target: string, options: RsyncListOptions): string[] {
+  const args = ['--list-only', '-r', '--no-h', '-8', '--copy-links', '--no-motd']
+  args.push(`--contimeout=${Math.max(1, Math.round(options.connectTimeoutSeconds ?? 20))}`)
+  args.push(`--timeout=${Math.max(1, Math.round(options.ioTimeoutSeconds ?? 120))}`)
+  if (options.passwordFile) args.push(`--password-file=${options.passwordFile}`)
+  args.push(...(options.extraArgs ?? []), target)
+  return args
+}
+
+/** One listing line as an entry under `prefix`; undefined for a blank line, `.`, rsync's temporary files and non-file types. */
+function listingEntry(line: string, prefix: string): ListingEntry | undefined {
+  if (line === '') return undefined
+  const parsed = parseRsyncLine(line)
+  if (parsed.name === '.') return undefined
+  const path = prefix ? `${prefix}/${parsed.name}` : parsed.name
+  if (isRsyncTmp(parsed.name)) return undefined
+  if (parsed.type === 'other') return undefined
+  return {path, type: parsed.type, size: parsed.type === 'file' ? parsed.size : 0, mtime: parsed.mtime, mtimePrecision: 1}
+}
+
+/**
+ * Throws RSYNC_FAILED when rsync could not run or exited with an error; exits 23 (partial
+ * transfer) and 24 (files vanished) pass, their listing being usable (see the module notes).
+ */
+function throwOnFailure(result: {code: number | null; signal: NodeJS.Signals | null; error?: Error}, display: string, stderr: string, redact: (text: string) => string): void {
+  if (result.error) {
+    const missing = (result.error as NodeJS.ErrnoException).code === 'ENOENT'
+    throw new MbError(missing ? 'The rsync binary was not found. Install it (apt-get install rsync).' : `Cannot run rsync: ${result.error.message}`, {code: 'RSYNC_FAILED'})
+  }
+  if (result.code !== 0 && result.code !== 23 && result.code !== 24) {
+    const reason = result.code === null ? `killed by ${result.signal}` : `exit ${result.code}${EXIT_REASONS[result.code] ? `: ${EXIT_REASONS[result.code]}` : ''}`
+    const detail = stderr
+      .trim()
+      .split('\n')
+      .filter((l) => l && !/^rsync error:/.test(l))
+      .slice(-3)
+      .join(' | ')
+    throw new MbError(`rsync listing of ${display} failed (${reason})${detail ? `: ${redact(detail)}` : ''}`, {code: 'RSYNC_FAILED'})
   }
 }
 

@@ -8,10 +8,12 @@
  */
 import type {Database} from '../db/index.js'
 import type {MirrorRow} from '../db/schema.js'
-import {MbError, errorMessage} from '../errors.js'
-import {getLister, PROTOCOL_ORDER, type Protocol} from './listers.js'
-import {planScope, reconcileListing, type ReconcileResult, recordScanFailure} from './reconcile.js'
-import {redactCredentials, type RsyncListOptions} from './rsync.js'
+import {MbError, UsageError, errorMessage} from '../errors.js'
+import {redact} from '../redact.js'
+import {LISTERS, PROTOCOL_ORDER, type Protocol} from './listers.js'
+import {planScope, reconcileListing, type ReconcileResult, recordScanFailure, type ScanScope} from './reconcile.js'
+import type {RsyncListOptions} from './rsync.js'
+import type {Lister, ListingEntry} from './types.js'
 
 export interface ScanMirrorOptions {
   /** Only this protocol (no fallback). */
@@ -35,6 +37,8 @@ export interface ScanMirrorOptions {
   signal?: AbortSignal
   /** Progress: protocol in use and entries seen so far. */
   onProgress?: (protocol: Protocol, entries: number) => void
+  /** Listers to use instead of the built-in ones ({@link LISTERS}), per protocol; for tests. */
+  listers?: Partial<Record<Protocol, Lister>>
 }
 
 /** One protocol tried. */
@@ -78,11 +82,14 @@ const NO_RETRY = new Set(['SCAN_BUSY', 'USAGE'])
  */
 export async function scanMirror(database: Database, mirror: MirrorRow, options: ScanMirrorOptions = {}): Promise<ScanMirrorResult> {
   const started = performance.now()
-  planScope(mirror.base_path, options.subdir) // validates --dir before any listing
+  const plan = planScope(mirror.base_path, options.subdir) // validates --dir before any listing
   let candidates = scanUrls(mirror)
   if (options.protocol) {
     candidates = candidates.filter((c) => c.protocol === options.protocol)
-    if (candidates.length === 0) throw new MbError(`Mirror ${mirror.identifier} has no ${options.protocol} URL to scan. Add one with \`mb mirror edit ${mirror.identifier} --${options.protocol === 'http' ? 'http' : options.protocol}-url URL\`.`, {code: 'USAGE', exitCode: 2})
+    if (candidates.length === 0)
+      throw new UsageError(
+        `Mirror ${mirror.identifier} has no ${options.protocol} URL to scan. Add one with \`mb mirror edit ${mirror.identifier} --${options.protocol === 'http' ? 'http' : options.protocol}-url URL\`.`,
+      )
   }
   const budget = (options.timeoutSeconds ?? 3600) * 1000
   const controller = new AbortController()
@@ -91,6 +98,8 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
   options.signal?.addEventListener('abort', onOuterAbort, {once: true})
   const attempts: ScanAttempt[] = []
   let busy = false
+  /** The last protocol whose lister ran (skipped attempts do not count). */
+  let tried: Protocol | null = null
   const seconds = () => Math.round((performance.now() - started) / 10) / 100
   try {
     if (candidates.length === 0) {
@@ -99,55 +108,19 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
       return failed(mirror, reason, attempts, seconds())
     }
     for (const {protocol, url} of candidates) {
-      const display = redactCredentials(url)
+      const display = redact(url)
       if (controller.signal.aborted) {
         attempts.push({protocol, url: display, error: `skipped: ${errorMessage(controller.signal.reason)}`})
         continue
       }
-      const lister = await getLister(protocol)
-      if (!lister) {
-        attempts.push({protocol, url: display, error: `no ${protocol} lister in this build`})
-        continue
-      }
+      const lister = options.listers?.[protocol] ?? LISTERS[protocol]
+      tried = protocol
       try {
-        const {listSubdir} = planScope(mirror.base_path, options.subdir)
-        const listOptions: RsyncListOptions = {
-          subdir: listSubdir || undefined,
-          signal: controller.signal,
-          connectTimeoutSeconds: options.connectTimeoutSeconds,
-          ioTimeoutSeconds: options.ioTimeoutSeconds,
-          passwordFile: options.rsyncPasswordFile,
-          env: options.env,
-        }
-        const result: ReconcileResult = await reconcileListing(database, lister.list(url, listOptions), {
-          mirror,
-          subdir: options.subdir,
-          include: options.include,
-          exclude: options.exclude,
-          minRatio: options.minRatio,
-          protocol,
-          enable: options.enable,
-          onProgress: (n) => options.onProgress?.(protocol, n),
-        })
+        const result = await listAndReconcile(database, mirror, plan, protocol, lister.list(url, listOptions(plan, controller.signal, options)), options)
         attempts.push({protocol, url: display})
-        return {
-          mirror: mirror.identifier,
-          ok: true,
-          protocol,
-          files: result.files,
-          matched: result.matched,
-          stale: result.stale,
-          missing: result.missing,
-          previous: result.previous,
-          added: result.added,
-          removed: result.removed,
-          enabled: result.enabled,
-          seconds: seconds(),
-          error: null,
-          attempts,
-        }
+        return succeeded(mirror, protocol, result, attempts, seconds())
       } catch (error) {
-        let message = redactCredentials(errorMessage(error))
+        let message = redact(errorMessage(error))
         const why = controller.signal.aborted ? errorMessage(controller.signal.reason) : ''
         if (why && !message.includes(why)) message = `${message} (${why})`
         attempts.push({protocol, url: display, error: message})
@@ -159,13 +132,43 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
     }
     const reason = attempts.map((a) => `${a.protocol}: ${a.error}`).join('; ')
     // A refused concurrent scan leaves the running one to record its own outcome.
-    const tried = attempts.filter((a) => !/^(no \S+ lister in this build|skipped: )/.test(a.error ?? '')).at(-1)
-    if (!busy) await recordScanFailure(database.db, mirror.id, reason, tried?.protocol ?? null)
+    if (!busy) await recordScanFailure(database.db, mirror.id, reason, tried)
     return failed(mirror, reason, attempts, seconds())
   } finally {
     clearTimeout(timer)
     options.signal?.removeEventListener('abort', onOuterAbort)
   }
+}
+
+/** The lister options for one attempt: the plan's subtree, the scan's signal, timeouts and credentials. */
+function listOptions(plan: ScanScope, signal: AbortSignal, options: ScanMirrorOptions): RsyncListOptions {
+  return {
+    subdir: plan.listSubdir || undefined,
+    signal,
+    connectTimeoutSeconds: options.connectTimeoutSeconds,
+    ioTimeoutSeconds: options.ioTimeoutSeconds,
+    passwordFile: options.rsyncPasswordFile,
+    env: options.env,
+  }
+}
+
+/** Reconciles one attempt's listing into the index, with the scan's plan and filters. */
+function listAndReconcile(database: Database, mirror: MirrorRow, plan: ScanScope, protocol: Protocol, entries: AsyncIterable<ListingEntry>, options: ScanMirrorOptions): Promise<ReconcileResult> {
+  return reconcileListing(database, entries, {
+    mirror,
+    plan,
+    include: options.include,
+    exclude: options.exclude,
+    minRatio: options.minRatio,
+    protocol,
+    enable: options.enable,
+    onProgress: (n) => options.onProgress?.(protocol, n),
+  })
+}
+
+function succeeded(mirror: MirrorRow, protocol: Protocol, result: ReconcileResult, attempts: ScanAttempt[], seconds: number): ScanMirrorResult {
+  const {files, matched, stale, missing, previous, added, removed, enabled} = result
+  return {mirror: mirror.identifier, ok: true, protocol, files, matched, stale, missing, previous, added, removed, enabled, seconds, error: null, attempts}
 }
 
 function failed(mirror: MirrorRow, reason: string, attempts: ScanAttempt[], seconds: number): ScanMirrorResult {

@@ -5,8 +5,8 @@
  * form `select()` takes (matchers built once, not per request).
  */
 import {z} from 'zod'
-import {normalizeCidr} from '../net.js'
 import {isCountryCode} from '../geo/countries.js'
+import {cidrString, listOf} from '../config/zod.js'
 
 /** Default origin-only patterns: repository metadata and signatures (matched on basename and full path). */
 export const DEFAULT_ORIGIN_ONLY = ['repomd.xml', 'Release', 'Release.gpg', 'InRelease', 'Packages*', 'Sources*', '*.asc', '*.sig', '*.sha256']
@@ -24,36 +24,27 @@ const regexString = z.string().superRefine((value, ctx) => {
   }
 })
 
-const cidr = z.string().transform((value, ctx) => {
-  try {
-    return normalizeCidr(value)
-  } catch (error) {
-    ctx.addIssue({code: z.ZodIssueCode.custom, message: (error as Error).message})
-    return z.NEVER
-  }
-})
-
-const list = <T extends z.ZodTypeAny>(item: T) =>
-  z.union([z.string().transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)), z.array(z.string())]).pipe(z.array(item))
-
 export const SelectConfigSchema = z
   .object({
     /** Files smaller than this many bytes are delivered from the origin. */
     min_size: z.number().int().min(0).default(4096),
     /** Glob patterns (picomatch) of files always delivered from the origin; matched on the basename and on the full path. */
-    origin_only: list(z.string().min(1)).default(DEFAULT_ORIGIN_ONLY),
+    origin_only: listOf(z.string().min(1)).default(DEFAULT_ORIGIN_ONLY),
     /** Regular expressions (case-insensitive) of User-Agents that get the file from the origin. */
-    exclude_user_agents: list(regexString).default([]),
+    exclude_user_agents: listOf(regexString).default([]),
     /** Client CIDRs that get files from the origin. */
-    exclude_clients: list(cidr).default([]),
+    exclude_clients: listOf(cidrString).default([]),
     /** MIME type globs (e.g. `text/*`), by file extension, delivered from the origin. */
-    exclude_mime: list(z.string().min(1)).default([]),
+    exclude_mime: listOf(z.string().min(1)).default([]),
     /** Client country -> country whose mirrors also count as the client's own (NZ -> AU). */
-    country_substitutions: z.record(z.string(), countryCode).default({NZ: 'AU'}).superRefine((map, ctx) => {
-      for (const key of Object.keys(map)) {
-        if (!isCountryCode(key)) ctx.addIssue({code: z.ZodIssueCode.custom, path: [key], message: `"${key}" is not an ISO 3166-1 alpha-2 country code`})
-      }
-    }),
+    country_substitutions: z
+      .record(z.string(), countryCode)
+      .default({NZ: 'AU'})
+      .superRefine((map, ctx) => {
+        for (const key of Object.keys(map)) {
+          if (!isCountryCode(key)) ctx.addIssue({code: z.ZodIssueCode.custom, path: [key], message: `"${key}" is not an ISO 3166-1 alpha-2 country code`})
+        }
+      }),
     /** Client network prefix length for sticky choice, IPv4 (bits). */
     client_prefix_v4: z.number().int().min(0).max(32).default(24),
     /** Client network prefix length for sticky choice, IPv6 (bits). */

@@ -7,7 +7,7 @@
 import type {IpAddress} from '../net.js'
 
 /** MurmurHash3 fmix32. */
-export function fmix32(h: number): number {
+function fmix32(h: number): number {
   h ^= h >>> 16
   h = Math.imul(h, 0x85ebca6b)
   h ^= h >>> 13

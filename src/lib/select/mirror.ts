@@ -6,17 +6,14 @@
 import type {MirrorRow} from '../db/schema.js'
 import {continentOf} from '../geo/countries.js'
 import {type Cidr, parseCidr} from '../net.js'
+import type {SelectOptions} from './options.js'
+import {emptyQuery, type Query} from './query.js'
+import {positionFlags} from './distance.js'
+import {maxRealm, poolFlags} from './pools.js'
+import {ELIGIBILITY_RULES, type ExclusionRule, type RequestRule, type SchemeFacts} from './rules.js'
 import type {SelectMirror} from './types.js'
-
-/** Reads a PostgreSQL array that may arrive as a JS array or as `{a,b}` text. */
-function textArray(value: unknown): string[] {
-  if (Array.isArray(value)) return value.map(String)
-  if (typeof value === 'string') {
-    const inner = value.replace(/^\{|\}$/g, '').trim()
-    return inner ? inner.split(',').map((s) => s.trim().replace(/^"|"$/g, '')) : []
-  }
-  return []
-}
+import {trimLeadingSlashes, withTrailingSlash} from '../text.js'
+import {textArray} from '../db/sql.js'
 
 function cidrs(value: unknown): Cidr[] {
   const out: Cidr[] = []
@@ -27,12 +24,16 @@ function cidrs(value: unknown): Cidr[] {
 }
 
 function codes(value: unknown): Set<string> {
-  return new Set(textArray(value).map((s) => s.trim().toUpperCase()).filter(Boolean))
+  return new Set(
+    textArray(value)
+      .map((s) => s.trim().toUpperCase())
+      .filter(Boolean),
+  )
 }
 
 function baseUrl(url: string | null | undefined): string | null {
   if (!url) return null
-  return url.endsWith('/') ? url : `${url}/`
+  return withTrailingSlash(url)
 }
 
 function num(value: unknown): number | null {
@@ -41,10 +42,22 @@ function num(value: unknown): number | null {
   return Number.isFinite(n) ? n : null
 }
 
-function unixSeconds(value: unknown): number | null {
+/** Milliseconds since the epoch of a `Date`, a number of ms, or timestamp text; null when none. */
+function epochMs(value: unknown): number | null {
   if (value === null || value === undefined) return null
   const ms = value instanceof Date ? value.getTime() : typeof value === 'number' ? value : Date.parse(String(value))
-  return Number.isFinite(ms) ? Math.floor(ms / 1000) : null
+  return Number.isFinite(ms) ? ms : null
+}
+
+/** Unix seconds (fractional) of a maintenance window's end: a moment, so not rounded. */
+function maintenanceEnd(value: unknown): number | null {
+  const ms = epochMs(value)
+  return ms === null ? null : ms / 1000
+}
+
+function unixSeconds(value: unknown): number | null {
+  const ms = epochMs(value)
+  return ms === null ? null : Math.floor(ms / 1000)
 }
 
 /**
@@ -54,20 +67,20 @@ function unixSeconds(value: unknown): number | null {
  * - `http_url` / `https_url` get a trailing `/`; `base_path` too (or stays '').
  * - `prefixes` and `client_prefixes` are parsed into CIDRs.
  * - `country`/`continent` are upper-cased; a missing continent is derived from the country.
- * - `last_scan_ok_at` becomes Unix seconds (UTC).
- * - The result is frozen: `select()` caches per-mirror data by object identity, so a changed
- *   mirror must be a new object (compile the row again).
+ * - `last_scan_ok_at` becomes Unix seconds (UTC); `maintenance_until` too, keeping fractions.
+ * - The result is frozen: a `MirrorTable` compiles per-mirror data when it is built, so a
+ *   changed mirror must be a new object in a new table (compile the row again).
  *
  * @throws UsageError when a stored CIDR is not valid (the database's `cidr` type prevents it)
  */
 export function compileMirror(row: MirrorRow): SelectMirror {
   const country = row.country ? row.country.trim().toUpperCase() || null : null
-  const continent = row.continent ? row.continent.trim().toUpperCase() || null : country ? continentOf(country) ?? null : null
+  const continent = row.continent ? row.continent.trim().toUpperCase() || null : country ? (continentOf(country) ?? null) : null
   const latitude = num(row.latitude)
   const longitude = num(row.longitude)
   const hasPosition = latitude !== null && longitude !== null
-  let basePath = (row.base_path ?? '').replace(/^\/+/, '')
-  if (basePath && !basePath.endsWith('/')) basePath += '/'
+  const bare = trimLeadingSlashes(row.base_path ?? '')
+  const basePath = bare && withTrailingSlash(bare)
   return Object.freeze({
     id: Number(row.id),
     identifier: row.identifier,
@@ -95,26 +108,120 @@ export function compileMirror(row: MirrorRow): SelectMirror {
     basePath,
     lastScanOkAt: unixSeconds(row.last_scan_ok_at),
     needsRescan: Boolean(row.needs_rescan),
+    maintenanceUntil: maintenanceEnd(row.maintenance_until),
   })
 }
 
+/** The code number of a mirror without that code (never a client's). */
+const NO_CODE = -3
+const RAD = Math.PI / 180
+/** The client classes by number: bit 0 https, bit 1 IPv6 (as `Query.schemeBit` counts them). */
+const SCHEME_CLASSES: readonly SchemeFacts[] = [0, 1, 2, 3].map((c) => ({https: (c & 1) !== 0, v6: (c & 2) !== 0}))
+const NO_RULES: readonly RequestRule[] = Object.freeze([])
+
 /**
  * Compiled mirrors by id, as `select()` takes them: a `Map` that is read-only once built,
- * plus `byId`, a dense array indexed by id (ids are `smallint`), which spares `select()` a
- * hash lookup per mirror and request. `set`, `delete` and `clear` throw after construction,
- * so the array can never disagree with the map.
+ * plus what the selection steps read per mirror and request, compiled once per table so that
+ * the redirect path reads typed arrays instead of a dozen object fields, compares interned
+ * country and continent numbers instead of strings, and needs no trigonometry for the
+ * distance term. Every per-mirror array is indexed by mirror id (ids are `smallint`).
+ *
+ * `set`, `delete` and `clear` throw after construction, so the compiled data can never
+ * disagree with the map. The scratch buffers make a table single-threaded: `select()` is
+ * synchronous, and each worker builds its own table.
  */
 export class MirrorTable extends Map<number, SelectMirror> {
+  /** The mirrors by id (a dense array: no hash lookup per mirror and request). */
   readonly byId: Array<SelectMirror | undefined> = []
+  /** Bit `Query.schemeBit` set when a `mirror` or `scheme` rule (./rules.ts) excludes the mirror for that client class. */
+  readonly excludedFor: Uint8Array
+  /** Bits read by the pool step (`poolFlags`, ./pools.ts) and the distance step (`positionFlags`, ./distance.ts). */
+  readonly flags: Uint8Array
+  /** The most specific pool its `*_only` flags allow (./pools.ts). */
+  readonly maxRealm: Int8Array
+  readonly countryCode: Int32Array
+  readonly continentCode: Int32Array
+  /** The mirror's position as a unit vector (when `positionFlags` is set). */
+  readonly posX: Float64Array
+  readonly posY: Float64Array
+  readonly posZ: Float64Array
+  /** Holding marks of the current call, by id, stamped with a generation so nothing is cleared between calls. */
+  readonly held: Uint32Array
+  /** Per-call buffers indexed by position in the eligible list: pool, pool order, haversine term, rendezvous key. */
+  readonly scratch: {realm: Int8Array; order: Int32Array; distance: Float64Array; key: Float64Array}
+  /** One query object, refilled by every call (./query.ts). */
+  readonly query: Query = emptyQuery()
+  private readonly codes = new Map<string, number>()
+  private rulesOptions: SelectOptions | undefined
+  private rules: Array<readonly RequestRule[]> = []
+  private anyRules = false
+  private generation = 0
   private sealed = false
 
   constructor(mirrors: Iterable<SelectMirror> = []) {
     super()
-    for (const m of mirrors) {
+    const list = [...mirrors]
+    let slots = 1
+    for (const m of list) slots = Math.max(slots, m.id + 1)
+    this.excludedFor = new Uint8Array(slots)
+    this.flags = new Uint8Array(slots)
+    this.maxRealm = new Int8Array(slots)
+    this.countryCode = new Int32Array(slots)
+    this.continentCode = new Int32Array(slots)
+    this.posX = new Float64Array(slots)
+    this.posY = new Float64Array(slots)
+    this.posZ = new Float64Array(slots)
+    this.held = new Uint32Array(slots)
+    const n = Math.max(1, list.length)
+    this.scratch = {realm: new Int8Array(n), order: new Int32Array(n), distance: new Float64Array(n), key: new Float64Array(n)}
+    for (const m of list) {
       super.set(m.id, m)
       this.byId[m.id] = m
+      this.compile(m)
     }
     this.sealed = true
+  }
+
+  /** The number of a code (mirrors' codes are interned here), or `absent` when no mirror has it. */
+  codeOf(code: string | undefined, absent: number): number {
+    return code === undefined ? absent : (this.codes.get(code) ?? absent)
+  }
+
+  /**
+   * The `request` rules (./rules.ts) that apply to each mirror under `options`, by id, in
+   * table order: computed for the options object last used (`select()` treats an options
+   * object as fixed).
+   */
+  requestRules(options: SelectOptions): ReadonlyArray<readonly RequestRule[]> {
+    if (options === this.rulesOptions) return this.rules
+    const byId: Array<readonly RequestRule[]> = []
+    const request = (ELIGIBILITY_RULES as readonly ExclusionRule[]).filter((r): r is RequestRule => r.needs === 'request')
+    let any = false
+    for (const m of this.values()) {
+      const rules = request.filter((r) => r.appliesTo === undefined || r.appliesTo(m, options))
+      byId[m.id] = rules.length === 0 ? NO_RULES : rules
+      if (rules.length > 0) any = true
+    }
+    this.rulesOptions = options
+    this.rules = byId
+    this.anyRules = any
+    return byId
+  }
+
+  /** True when a `request` rule applies to some mirror under `options` (see {@link requestRules}). */
+  hasRequestRules(options: SelectOptions): boolean {
+    this.requestRules(options)
+    return this.anyRules
+  }
+
+  /** A new generation of the holding marks (one per `select()` call). */
+  nextGeneration(): number {
+    this.generation = (this.generation + 1) >>> 0
+    if (this.generation === 0) {
+      this.held.fill(0)
+      this.generation = 1
+    }
+    return this.generation
   }
 
   override set(id: number, mirror: SelectMirror): this {
@@ -128,6 +235,38 @@ export class MirrorTable extends Map<number, SelectMirror> {
 
   override clear(): void {
     throw new TypeError('MirrorTable is read-only: build a new one')
+  }
+
+  private intern(code: string | null): number {
+    if (code === null) return NO_CODE
+    let n = this.codes.get(code)
+    if (n === undefined) {
+      n = this.codes.size
+      this.codes.set(code, n)
+    }
+    return n
+  }
+
+  /** Fills the per-mirror arrays of `m`. */
+  private compile(m: SelectMirror): void {
+    const id = m.id
+    let excluded = 0
+    for (const rule of ELIGIBILITY_RULES as readonly ExclusionRule[]) {
+      if (rule.needs !== 'mirror' && rule.needs !== 'scheme') continue
+      for (let c = 0; c < 4; c++) if (rule.excludes(m, SCHEME_CLASSES[c])) excluded |= 1 << c
+    }
+    this.excludedFor[id] = excluded
+    if (m.latitude !== null && m.longitude !== null) {
+      const lat = m.latitude * RAD
+      const lon = m.longitude * RAD
+      this.posX[id] = Math.cos(lat) * Math.cos(lon)
+      this.posY[id] = Math.cos(lat) * Math.sin(lon)
+      this.posZ[id] = Math.sin(lat)
+    }
+    this.flags[id] = poolFlags(m) | positionFlags(m)
+    this.maxRealm[id] = maxRealm(m)
+    this.countryCode[id] = this.intern(m.country)
+    this.continentCode[id] = this.intern(m.continent)
   }
 }
 

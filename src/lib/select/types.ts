@@ -3,6 +3,8 @@
  * mirror list. `select()` in `./index.ts` is a pure function of these shapes.
  */
 import type {Cidr, IpAddress} from '../net.js'
+import type {PoolReason} from './pools.js'
+import type {EligibilityReason} from './rules.js'
 
 /** The pool a mirror was chosen from, most specific first (MirrorBrain's "realm"). */
 export type Realm = 'prefix' | 'as' | 'country' | 'continent' | 'world' | 'fallback'
@@ -40,8 +42,8 @@ export interface SelectFile {
 
 /**
  * A mirror compiled for selection (built once per snapshot from a `MirrorRow`, not per
- * request). URLs are base URLs ending in `/`. Immutable: `select()` caches data derived
- * from it by object identity (`compileMirror()` freezes it).
+ * request). URLs are base URLs ending in `/`. Immutable (`compileMirror()` freezes it): a
+ * `MirrorTable` compiles data derived from it when the table is built.
  */
 export interface SelectMirror {
   id: number
@@ -76,6 +78,8 @@ export interface SelectMirror {
   lastScanOkAt: number | null
   /** Probing says it was down long enough that it needs a fresh scan before use. */
   needsRescan: boolean
+  /** Unix seconds (UTC, may be fractional) until which the mirror is in maintenance and not used; null = none. */
+  maintenanceUntil: number | null
 }
 
 /** An eligible mirror in ranked order. */
@@ -90,27 +94,12 @@ export interface Candidate {
   distanceKm?: number
 }
 
-/** Why a mirror was passed over; stable codes for JSON, with a human detail. */
-export type ExclusionReason =
-  | 'disabled'
-  | 'down'
-  | 'zero_score'
-  | 'not_held'
-  | 'stale'
-  | 'scan_too_old'
-  | 'needs_rescan'
-  | 'too_large'
-  | 'no_https'
-  | 'no_http'
-  | 'no_ipv6'
-  | 'client_not_allowed'
-  | 'country_excluded'
-  | 'prefix_only'
-  | 'as_only'
-  | 'country_only'
-  | 'region_only'
-  | 'too_far'
-  | 'not_in_subtree'
+/**
+ * Why a mirror was passed over; stable codes for JSON, with a human detail: an eligibility
+ * rule's reason (./rules.ts, in the order they are checked), a pool restriction flag
+ * (./pools.ts), or the distance rule (`too_far`, ./distance.ts).
+ */
+export type ExclusionReason = EligibilityReason | PoolReason | 'too_far'
 
 export interface Exclusion {
   mirror: SelectMirror

@@ -39,7 +39,7 @@ export function encodePath(path: string): string {
  * offers it). Null when the mirror offers no suitable URL.
  */
 export function mirrorBase(mirror: SelectMirror, https: boolean): string | null {
-  return https ? mirror.httpsUrl : mirror.httpUrl ?? mirror.httpsUrl
+  return https ? mirror.httpsUrl : (mirror.httpUrl ?? mirror.httpsUrl)
 }
 
 /**

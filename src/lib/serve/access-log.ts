@@ -34,7 +34,7 @@ export function apacheTime(ms: number): string {
  * control and non-ASCII bytes become `\xhh`, so a line can never be broken or forged.
  */
 export function escapeLogField(value: string): string {
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control bytes are what this escapes
   if (!/["\\\x00-\x1f\x7f-\uffff]/.test(value)) return value
   let out = ''
   for (const byte of Buffer.from(value, 'utf8')) {
@@ -90,91 +90,111 @@ export interface AccessLog {
  * stdout. See the module doc for the format and buffering.
  */
 export function openAccessLog(target: string, options: AccessLogOptions = {}): AccessLog {
-  const isStdout = target === '-'
-  const flushMs = options.flushMs ?? 250
-  const highWater = options.highWaterBytes ?? 65_536
-  const maxBuffer = options.maxBufferBytes ?? 16 * 1024 * 1024
-  const onError = options.onError ?? (() => {})
-  let lines: string[] = []
-  let buffered = 0
-  let dropped = 0
-  let blocked = false
-  let closed = false
+  return new BufferedAccessLog(target, options)
+}
 
-  const open = (): Writable => {
-    if (isStdout) return process.stdout
-    const s: WriteStream = createWriteStream(target, {flags: 'a', mode: 0o644})
-    s.on('error', onError)
+/** The access log of {@link openAccessLog}: lines buffered in memory, written out on a timer or at the high-water mark. */
+class BufferedAccessLog implements AccessLog {
+  private readonly isStdout: boolean
+  private readonly highWater: number
+  private readonly maxBuffer: number
+  private readonly onError: (error: Error) => void
+  private readonly timer: NodeJS.Timeout
+  private readonly onHup = () => this.reopen()
+  private stream: Writable
+  private lines: string[] = []
+  private buffered = 0
+  private droppedLines = 0
+  private blocked = false
+  private closed = false
+
+  constructor(
+    private readonly target: string,
+    options: AccessLogOptions,
+  ) {
+    this.isStdout = target === '-'
+    this.highWater = options.highWaterBytes ?? 65_536
+    this.maxBuffer = options.maxBufferBytes ?? 16 * 1024 * 1024
+    this.onError = options.onError ?? (() => {})
+    this.stream = this.open()
+    this.timer = setInterval(() => this.writeOut(), options.flushMs ?? 250)
+    this.timer.unref()
+    if (!this.isStdout && options.reopenOnSighup !== false) process.on('SIGHUP', this.onHup)
+  }
+
+  readonly observer: RequestObserver = (o) => {
+    if (this.closed) return
+    const line = formatAccessLine(o) + '\n'
+    if (this.buffered + line.length > this.maxBuffer) {
+      this.droppedLines += 1
+      return
+    }
+    this.lines.push(line)
+    this.buffered += line.length
+    if (this.buffered >= this.highWater) this.writeOut()
+  }
+
+  get dropped(): number {
+    return this.droppedLines
+  }
+
+  reopen(): void {
+    if (this.isStdout || this.closed) return
+    this.writeOut()
+    const old = this.stream
+    this.stream = this.open()
+    this.blocked = false
+    void endStream(old)
+  }
+
+  async flush(): Promise<void> {
+    const chunk = this.takeLines()
+    await new Promise<void>((resolve) => this.stream.write(chunk, () => resolve()))
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.blocked = false
+    this.writeOut()
+    this.closed = true
+    clearInterval(this.timer)
+    process.off('SIGHUP', this.onHup)
+    await endStream(this.stream)
+  }
+
+  private open(): Writable {
+    if (this.isStdout) return process.stdout
+    const s: WriteStream = createWriteStream(this.target, {flags: 'a', mode: 0o644})
+    s.on('error', this.onError)
     return s
   }
-  let stream = open()
 
-  const writeOut = (): void => {
-    if (lines.length === 0 || blocked) return
-    const chunk = lines.join('')
-    lines = []
-    buffered = 0
-    const ok = stream.write(chunk)
+  /** Empties the buffer into one chunk. */
+  private takeLines(): string {
+    const chunk = this.lines.join('')
+    this.lines = []
+    this.buffered = 0
+    return chunk
+  }
+
+  /** Writes the buffer out, unless the stream is blocked (then it waits for 'drain'). */
+  private writeOut(): void {
+    if (this.lines.length === 0 || this.blocked) return
+    const ok = this.stream.write(this.takeLines())
     if (!ok) {
-      blocked = true
-      const current = stream
+      this.blocked = true
+      const current = this.stream
       current.once('drain', () => {
-        if (current === stream) blocked = false
+        if (current === this.stream) this.blocked = false
       })
     }
   }
-  const timer = setInterval(writeOut, flushMs)
-  timer.unref()
+}
 
-  const observer: RequestObserver = (o) => {
-    if (closed) return
-    const line = formatAccessLine(o) + '\n'
-    if (buffered + line.length > maxBuffer) {
-      dropped += 1
-      return
-    }
-    lines.push(line)
-    buffered += line.length
-    if (buffered >= highWater) writeOut()
-  }
-
-  const endStream = (s: Writable): Promise<void> =>
-    new Promise((resolve) => {
-      if (s === process.stdout) return resolve()
-      s.end(() => resolve())
-    })
-
-  const reopen = (): void => {
-    if (isStdout || closed) return
-    writeOut()
-    const old = stream
-    stream = open()
-    blocked = false
-    void endStream(old)
-  }
-  const onHup = () => reopen()
-  if (!isStdout && options.reopenOnSighup !== false) process.on('SIGHUP', onHup)
-
-  return {
-    observer,
-    reopen,
-    get dropped() {
-      return dropped
-    },
-    flush: async () => {
-      const chunk = lines.join('')
-      lines = []
-      buffered = 0
-      await new Promise<void>((resolve) => stream.write(chunk, () => resolve()))
-    },
-    close: async () => {
-      if (closed) return
-      blocked = false
-      writeOut()
-      closed = true
-      clearInterval(timer)
-      process.off('SIGHUP', onHup)
-      await endStream(stream)
-    },
-  }
+/** Ends a file stream (stdout stays open); resolves when it is flushed and closed. */
+function endStream(s: Writable): Promise<void> {
+  return new Promise((resolve) => {
+    if (s === process.stdout) return resolve()
+    s.end(() => resolve())
+  })
 }

@@ -8,7 +8,7 @@
  * Pure: no I/O, no clock. Never throws; bad header values fall back to the nearest address
  * that can be believed (a safe default), never to an address the client made up.
  */
-import ipaddr from 'ipaddr.js'
+import type ipaddr from 'ipaddr.js'
 import {type Cidr, type IpAddress, cidrContains, parseCidr, parseIp} from '../net.js'
 
 /** The resolved client: canonical address text, parsed address and the scheme it used. */
@@ -44,7 +44,7 @@ export class TrustedProxies {
   peer(text: string): {address?: IpAddress; ip: string; trusted: boolean} {
     let entry = this.peerMemo.get(text)
     if (entry === undefined) {
-      const address = parseDottedQuad(text) ?? parseIp(text)
+      const address = parseIp(text)
       entry = {address, ip: address ? address.toString() : text, trusted: address !== undefined && this.contains(address)}
       if (this.peerMemo.size >= 4096) this.peerMemo.clear()
       this.peerMemo.set(text, entry)
@@ -71,40 +71,7 @@ export function parseForwardedElement(raw: string): IpAddress | undefined {
     // Exactly one colon: IPv4 with a port.
     if (colon > 0 && text.indexOf(':', colon + 1) < 0) text = text.slice(0, colon)
   }
-  if (!text.includes(':')) return parseDottedQuad(text)
   return parseIp(text)
-}
-
-/**
- * Parses a canonical dotted-quad IPv4 address (four decimal octets 0-255, no leading zeros;
- * the only IPv4 form RFC 7239 and proxies emit) without regular expressions: the hot path
- * parses one per request. Undefined for anything else, including the octal/hex/short forms
- * that inet_aton would accept.
- */
-export function parseDottedQuad(text: string): ipaddr.IPv4 | undefined {
-  const octets = [0, 0, 0, 0]
-  let part = 0
-  let value = 0
-  let digits = 0
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    if (c === 46 /* . */) {
-      if (digits === 0 || part === 3) return undefined
-      octets[part++] = value
-      value = 0
-      digits = 0
-    } else if (c >= 48 && c <= 57) {
-      if (digits > 0 && value === 0) return undefined // leading zero
-      value = value * 10 + (c - 48)
-      if (value > 255) return undefined
-      digits++
-    } else {
-      return undefined
-    }
-  }
-  if (digits === 0 || part !== 3) return undefined
-  octets[3] = value
-  return new ipaddr.IPv4(octets)
 }
 
 function ipv4Text(address: ipaddr.IPv4): string {
@@ -127,14 +94,20 @@ function ipv4Text(address: ipaddr.IPv4): string {
  * entries left of garbage cannot be trusted. When every entry is trusted, the left-most is
  * the client. `X-Forwarded-Proto` takes its first (left-most, client-facing) value.
  */
-export function resolveClient(peer: string | undefined, forwardedFor: string | string[] | undefined, forwardedProto: string | string[] | undefined, tls: boolean, trusted: TrustedProxies): ResolvedClient {
+export function resolveClient(
+  peer: string | undefined,
+  forwardedFor: string | string[] | undefined,
+  forwardedProto: string | string[] | undefined,
+  tls: boolean,
+  trusted: TrustedProxies,
+): ResolvedClient {
   if (peer === undefined) return {ip: '', https: tls, forwarded: false}
   const p = trusted.peer(peer)
   if (!p.trusted) return {ip: p.ip, address: p.address, https: tls, forwarded: false}
 
   let https = tls
   if (forwardedProto !== undefined) {
-    const proto = Array.isArray(forwardedProto) ? forwardedProto[0] ?? '' : forwardedProto
+    const proto = Array.isArray(forwardedProto) ? (forwardedProto[0] ?? '') : forwardedProto
     const comma = proto.indexOf(',')
     const first = (comma >= 0 ? proto.slice(0, comma) : proto).trim().toLowerCase()
     if (first === 'https') https = true
@@ -149,7 +122,7 @@ export function resolveClient(peer: string | undefined, forwardedFor: string | s
   while (end > 0) {
     const start = header.lastIndexOf(',', end - 1)
     const element = header.slice(start + 1, end)
-    end = start < 0 ? 0 : start
+    end = Math.max(start, 0)
     if (element.trim().length === 0) continue
     const parsed = parseForwardedElement(element)
     if (parsed === undefined) break // garbage: keep the last believed hop

@@ -23,5 +23,3 @@ export const ServeConfigSchema = z
     probe_interval: z.coerce.number().min(0).default(0),
   })
   .strict()
-
-export type ServeConfig = z.infer<typeof ServeConfigSchema>

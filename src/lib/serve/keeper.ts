@@ -1,20 +1,17 @@
 /**
- * Keeps a {@link Snapshot} fresh: PostgreSQL `LISTEN mb_change` (a dedicated client) or
- * PGlite's `listen()` for prompt updates, plus polling every `pollSeconds` as the safety net.
+ * Keeps a {@link Snapshot} fresh: `LISTEN mb_change` for prompt updates (the NOTIFY of
+ * docs/change-tracking.md), plus polling every `pollSeconds` as the safety net.
  * When the database goes away the last snapshot keeps serving; the outage is logged once,
  * refreshes retry with exponential backoff (1 s doubling up to 30 s), and recovery is logged.
  */
-import pg from 'pg'
 import type {Logger} from 'pino'
-import type {Database} from '../db/index.js'
+import type {Database, Subscription} from '../db/index.js'
 import {errorMessage} from '../errors.js'
 import {type Snapshot, loadSnapshot, refreshSnapshot} from './snapshot.js'
 
 export interface KeeperOptions {
   /** Poll interval in seconds (default 2). */
   pollSeconds?: number
-  /** The unredacted PostgreSQL URL for the LISTEN client (PostgreSQL only). */
-  url?: string
   logger?: Logger
   /** Replaced-row count that triggers a full reload to reclaim mirror-set slots (default: max(100k, files/2)). */
   reloadAfterChurn?: number
@@ -30,9 +27,7 @@ export class SnapshotKeeper {
   private again = false
   private closed = false
   private backoffMs = 0
-  private listener?: pg.Client
-  private listenerRetryAt = 0
-  private unlisten?: () => Promise<void>
+  private subscription?: Subscription
   private readonly pollMs: number
   private readonly listeners: Array<(snapshot: Snapshot) => void> = []
 
@@ -52,7 +47,7 @@ export class SnapshotKeeper {
   static async start(database: Database, options: KeeperOptions = {}): Promise<SnapshotKeeper> {
     const initial = await loadSnapshot(database)
     const keeper = new SnapshotKeeper(database, initial, options)
-    await keeper.listen()
+    keeper.subscription = await database.listen('mb_change', () => keeper.trigger())
     keeper.schedule(keeper.pollMs)
     return keeper
   }
@@ -104,7 +99,7 @@ export class SnapshotKeeper {
       }
       this.backoffMs = 0
       for (const fn of this.listeners) fn(this.current)
-      if (!this.listener && this.database.kind === 'postgres' && Date.now() >= this.listenerRetryAt) await this.listen()
+      await this.subscription?.renew()
     } catch (error) {
       if (!this.down) {
         this.down = true
@@ -119,40 +114,11 @@ export class SnapshotKeeper {
     else this.schedule(this.again ? 20 : this.pollMs)
   }
 
-  private async listen(): Promise<void> {
-    if (this.database.kind === 'pglite') {
-      this.unlisten ??= await this.database.pglite!.listen('mb_change', () => this.trigger())
-      return
-    }
-    if (!this.options.url) return
-    const client = new pg.Client({connectionString: this.options.url, connectionTimeoutMillis: 5000})
-    const drop = () => {
-      if (this.listener !== client) return
-      this.listener = undefined
-      this.listenerRetryAt = Date.now() + 2000
-      client.end().catch(() => {})
-    }
-    client.on('error', drop)
-    client.on('end', drop)
-    client.on('notification', () => this.trigger())
-    try {
-      await client.connect()
-      await client.query('LISTEN mb_change')
-      this.listener = client
-    } catch {
-      this.listenerRetryAt = Date.now() + 2000
-      client.end().catch(() => {})
-    }
-  }
-
   /** Stops polling and listening. Does not close the database. */
   async close(): Promise<void> {
     this.closed = true
     clearTimeout(this.timer)
-    const listener = this.listener
-    this.listener = undefined
-    await listener?.end().catch(() => {})
-    await this.unlisten?.().catch(() => {})
+    await this.subscription?.close().catch(() => {})
     // Let a refresh in flight finish before the caller closes the database.
     for (let i = 0; i < 100 && this.running; i++) await new Promise((r) => setTimeout(r, 50))
   }

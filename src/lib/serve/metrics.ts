@@ -25,7 +25,8 @@
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry} from 'prom-client'
-import {MbError, UsageError} from '../errors.js'
+import {MbError} from '../errors.js'
+import {httpUrl, listenOn, parseListen} from './listen.js'
 import type {RequestObserver} from './types.js'
 
 /** Callbacks read at scrape time; each may be absent (the metric then has no sample). */
@@ -52,17 +53,10 @@ export interface ServeMetrics {
 }
 
 /** Latency buckets in seconds: redirects take well under a millisecond, local delivery longer. */
-export const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
-/**
- * Creates the registry and metrics (see the module doc).
- * @param options.defaultMetrics also collect prom-client's process metrics (default true)
- */
-export function createServeMetrics(sources: MetricsSources = {}, options: {defaultMetrics?: boolean} = {}): ServeMetrics {
-  const registry = new Registry()
-  if (options.defaultMetrics !== false) collectDefaultMetrics({register: registry, prefix: 'mb_'})
-  const requests = new Counter({name: 'mb_requests_total', help: 'Answered requests by outcome and selection realm', labelNames: ['outcome', 'realm'] as const, registers: [registry]})
-  const latency = new Histogram({name: 'mb_request_duration_seconds', help: 'Time to produce the response, in seconds', labelNames: ['outcome'] as const, buckets: LATENCY_BUCKETS, registers: [registry]})
+/** The gauges read from `sources` at scrape time: snapshot age, database reachability, mirrors by probe state. */
+function registerStateGauges(registry: Registry, sources: MetricsSources): void {
   new Gauge({
     name: 'mb_snapshot_age_seconds',
     help: 'Seconds since the in-memory snapshot of mirrors and files was last refreshed',
@@ -97,6 +91,24 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
       }
     },
   })
+}
+
+/**
+ * Creates the registry and metrics (see the module doc).
+ * @param options.defaultMetrics also collect prom-client's process metrics (default true)
+ */
+export function createServeMetrics(sources: MetricsSources = {}, options: {defaultMetrics?: boolean} = {}): ServeMetrics {
+  const registry = new Registry()
+  if (options.defaultMetrics !== false) collectDefaultMetrics({register: registry, prefix: 'mb_'})
+  const requests = new Counter({name: 'mb_requests_total', help: 'Answered requests by outcome and selection realm', labelNames: ['outcome', 'realm'] as const, registers: [registry]})
+  const latency = new Histogram({
+    name: 'mb_request_duration_seconds',
+    help: 'Time to produce the response, in seconds',
+    labelNames: ['outcome'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  })
+  registerStateGauges(registry, sources)
   const flushFailures = new Counter({name: 'mb_stats_flush_failures_total', help: 'Failed flushes of download statistics to the database (counts are kept and retried)', registers: [registry]})
   const lost = new Counter({name: 'mb_stats_lost_downloads_total', help: 'Downloads dropped from the statistics because too many keys waited for the database', registers: [registry]})
   new Gauge({
@@ -155,13 +167,6 @@ export interface MetricsSource {
   metrics(): Promise<string>
 }
 
-function parseHostPort(text: string): {host: string; port: number} {
-  const m = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text.trim())
-  const port = m ? Number(m[3]) : Number.NaN
-  if (!m || port > 65_535) throw new UsageError(`Invalid --metrics-listen address "${text}": expected HOST:PORT such as 127.0.0.1:9100 or [::1]:9100.`, 'INVALID_LISTEN')
-  return {host: m[1] ?? (m[2] || '0.0.0.0'), port}
-}
-
 /**
  * Starts the metrics listener at `listen` (HOST:PORT, [V6]:PORT; port 0 picks a free one):
  * `GET /metrics` answers the Prometheus text format, anything else 404.
@@ -170,8 +175,8 @@ function parseHostPort(text: string): {host: string; port: number} {
  * @throws UsageError for a bad address, MbError when the port cannot be bound
  */
 export async function startMetricsServer(options: {listen: string; sources?: MetricsSources; metrics?: ServeMetrics; source?: MetricsSource}): Promise<MetricsServer> {
-  const {host, port} = parseHostPort(options.listen)
-  const metrics = options.source ? options.metrics : options.metrics ?? createServeMetrics(options.sources)
+  const {host, port} = parseListen(options.listen, '--metrics-listen', 9100)
+  const metrics = options.source ? options.metrics : (options.metrics ?? createServeMetrics(options.sources))
   const source: MetricsSource = options.source ?? metrics!.registry
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0]
@@ -191,20 +196,14 @@ export async function startMetricsServer(options: {listen: string; sources?: Met
     res.writeHead(404, {'Content-Type': 'text/plain; charset=utf-8'})
     res.end('Not found: metrics are at /metrics\n')
   })
+  let address: AddressInfo
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject)
-      server.listen(port, host, () => {
-        server.off('error', reject)
-        resolve()
-      })
-    })
+    address = await listenOn(server, host, port)
   } catch (error) {
     throw new MbError(`Cannot listen for metrics on ${options.listen}: ${(error as Error).message}. Pick a free port with --metrics-listen.`, {code: 'LISTEN_FAILED', cause: error})
   }
-  const address = server.address() as AddressInfo
   return {
-    url: `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`,
+    url: httpUrl(address),
     port: address.port,
     metrics,
     close: () =>

@@ -9,7 +9,7 @@
  */
 
 /** Longest decoded path accepted, in characters (PATH_MAX is 4096 on Linux). */
-export const MAX_PATH_LENGTH = 4096
+const MAX_PATH_LENGTH = 4096
 
 export type ParsedTarget =
   | {

@@ -1,31 +1,43 @@
 /**
- * Assembles `mb serve`: logger, database snapshot, GeoIP, selection options and the HTTP
- * server, with graceful shutdown. The command (src/commands/serve.ts) only maps flags.
+ * The composition root of `mb serve`: the one place that creates its parts and owns the
+ * order in which they start and stop. The command (src/commands/serve.ts) only maps flags
+ * to the configuration and calls {@link runServe}.
+ *
+ * Start: the database (opened and shared here unless one is given), the snapshot keeper,
+ * GeoIP, the metrics, the download statistics (collector, flusher, retention job) and the
+ * access log, the HTTP server with its routes, redirect-header providers and observers, its
+ * listener, the origin watch, the background probes. Every observer is registered before the
+ * listener opens, so that no request goes uncounted.
+ *
+ * Stop (SIGINT/SIGTERM, or a failed start, for whatever was started): the probes, the
+ * listener (draining connections), the watch, the retention job, the last statistics flush,
+ * the access log, the metrics listener, the snapshot keeper, the log, the database.
  */
+import type {AddressInfo} from 'node:net'
 import {existsSync, statSync} from 'node:fs'
 import {pino, type Logger} from 'pino'
 import type {Config} from '../config/index.js'
-import type {Database} from '../db/index.js'
+import {type Database, openDatabase} from '../db/index.js'
 import {MbError, UsageError} from '../errors.js'
-import {openGeo} from '../geo/geoip.js'
-import {compileSelectOptions} from '../select/options.js'
-import {select} from '../select/index.js'
-import {SnapshotKeeper} from './keeper.js'
-import {MirrorServer} from './server.js'
-import {TrustedProxies} from './client-address.js'
-import {watchOrigin} from './watch.js'
+import {type GeoResolver, openGeo} from '../geo/geoip.js'
 import {MetalinkRoutes} from '../metalink/routes.js'
-
-/** Splits `HOST:PORT` / `[V6]:PORT` / `:PORT`. @throws UsageError */
-export function parseListen(text: string): {host: string; port: number} {
-  const m = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text.trim())
-  const port = m ? Number(m[3]) : Number.NaN
-  if (!m || port > 65_535) throw new UsageError(`Invalid listen address "${text}": expected HOST:PORT such as 127.0.0.1:8080 or [::1]:8080.`, 'INVALID_LISTEN')
-  return {host: m[1] ?? (m[2] || '0.0.0.0'), port}
-}
+import {type BackgroundProbes, startBackgroundProbes} from '../probe/background.js'
+import {compileSelectOptions} from '../select/options.js'
+import {StatsCollector} from '../stats/collector.js'
+import {retentionPolicy} from '../stats/config.js'
+import {startDailyPrune} from '../stats/prune.js'
+import {type StatsFlusher, startStatsFlusher} from '../stats/schedule.js'
+import {type AccessLog, openAccessLog} from './access-log.js'
+import {TrustedProxies} from './client-address.js'
+import {isWorker, releaseWorker, runPrimary, untilStopSignal} from './cluster.js'
+import {SnapshotKeeper} from './keeper.js'
+import {httpUrl, parseListen} from './listen.js'
+import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type ServeMetrics, startMetricsServer} from './metrics.js'
+import {duplicateLinks, MirrorServer} from './server.js'
+import {watchOrigin} from './watch.js'
 
 /** Creates the JSON request/event logger (pino) writing asynchronously to stdout. */
-export function createLogger(level: string): Logger {
+function createLogger(level: string): Logger {
   return pino({level, base: {pid: process.pid}, timestamp: isoTimeCached, formatters: {level: (label) => ({level: label})}}, pino.destination({dest: 1, sync: false}))
 }
 
@@ -42,80 +54,264 @@ function isoTimeCached(): string {
   return lastTimeText
 }
 
+/**
+ * Runs `mb serve` until SIGINT/SIGTERM. With `serve.workers` > 1 this process is the
+ * node:cluster primary (src/lib/serve/cluster.ts) and each worker runs this again; otherwise
+ * it serves itself.
+ * @throws UsageError/MbError as {@link startServe}, and `WORKERS_NEED_POSTGRES`
+ */
+export async function runServe(config: Config): Promise<{url: string; stopped: boolean}> {
+  if (config.serve.workers > 1 && !isWorker()) {
+    if (!config.database_url)
+      throw new UsageError('--workers needs PostgreSQL (MB_DATABASE_URL or --database-url): the embedded store allows one process. Drop --workers or use PostgreSQL.', 'WORKERS_NEED_POSTGRES')
+    parseListen(config.serve.listen)
+    await runPrimary(config.serve.workers, createLogger(config.log_level), {metricsListen: config.serve.metrics_listen})
+    return {url: config.serve.listen, stopped: true}
+  }
+  const running = await startServe(config)
+  await untilStopSignal()
+  await running.close()
+  releaseWorker()
+  return {url: running.url, stopped: true}
+}
+
 export interface RunningServer {
   server: MirrorServer
-  keeper: SnapshotKeeper
   url: string
-  logger: Logger
-  /** Stops listening, lets observers flush, stops the snapshot keeper, flushes the log. */
+  /** Stops every part in order (see the module doc); the same promise on every call. */
   close(): Promise<void>
 }
 
+/** What {@link startServe} has started so far: {@link stopParts} stops exactly these. */
+interface Parts {
+  logger: Logger
+  database?: Database
+  /** The database was opened here (and is closed here). */
+  ownsDatabase: boolean
+  keeper?: SnapshotKeeper
+  metricsServer?: MetricsServer
+  stats?: Counting
+  accessLog?: AccessLog
+  server?: MirrorServer
+  listening: boolean
+  unwatch?: () => void
+  probes?: BackgroundProbes
+}
+
 /**
- * Starts `mb serve` in this process.
+ * Starts `mb serve` in this process (see the module doc for the order).
+ * @param options.database an open database to serve from (the caller closes it); by default
+ *        the configured one is opened, shared with other `mb` processes on the embedded
+ *        store, and closed by `close()`
  * @throws UsageError for a missing/invalid root, listen address or GeoIP file;
- *         MbError when the first snapshot cannot be read or the port is taken
+ *         MbError when the database or the first snapshot cannot be read or a port is taken
+ *         (nothing is left running then)
  */
-export async function startServe(config: Config, database: Database, options: {logger?: Logger} = {}): Promise<RunningServer> {
-  if (!config.root) throw new UsageError('No origin root given: pass --root DIR (or set MB_ROOT / `root:` in the config file).', 'NO_ROOT')
-  if (!existsSync(config.root) || !statSync(config.root).isDirectory()) throw new UsageError(`The origin root ${config.root} is not a directory. Pass the tree that \`mb index\` walks with --root.`, 'NO_ROOT')
+export async function startServe(config: Config, options: {database?: Database; logger?: Logger} = {}): Promise<RunningServer> {
+  const root = checkRoot(config.root)
   const {host, port} = parseListen(config.serve.listen)
-  const logger = options.logger ?? createLogger(config.log_level)
-  const t0 = performance.now()
-  let keeper: SnapshotKeeper
+  const parts: Parts = {logger: options.logger ?? createLogger(config.log_level), ownsDatabase: options.database === undefined, listening: false}
+  let closing: Promise<void> | undefined
+  const close = () => (closing ??= stopParts(parts))
   try {
-    keeper = await SnapshotKeeper.start(database, {url: config.database_url, logger, pollSeconds: config.serve.poll_seconds})
+    const logger = parts.logger
+    const database = options.database ?? (await openSharedDatabase(config))
+    parts.database = database
+    const t0 = performance.now()
+    const keeper = await startKeeper(database, config, logger)
+    parts.keeper = keeper
+    const loadSeconds = (performance.now() - t0) / 1000
+    const geo = await openGeo({geoip: config.geoip, asnDb: config.asn_db})
+    const server = createServer(config, root, keeper, geo, database, logger)
+    parts.server = server
+    await observe(parts, config, server, keeper, database)
+    let address: AddressInfo
+    try {
+      address = await server.listen(host, port)
+    } catch (error) {
+      throw new MbError(`Cannot listen on ${config.serve.listen}: ${(error as Error).message}`, {code: 'LISTEN_FAILED', cause: error})
+    }
+    parts.listening = true
+    if (config.serve.watch) parts.unwatch = watchOrigin(server.root, keeper, logger)
+    const url = httpUrl(address)
+    logListening(logger, {url, server, database, keeper, loadSeconds, geo, config})
+    if (config.serve.probe_interval > 0) parts.probes = startBackgroundProbes(database, config, {intervalSeconds: config.serve.probe_interval, logger})
+    return {server, url, close}
+  } catch (error) {
+    await close()
+    throw error
+  }
+}
+
+/** The origin root, checked. @throws UsageError `ROOT_INVALID` when absent or not a directory */
+function checkRoot(root: string | undefined): string {
+  if (!root) throw new UsageError('No origin root given: pass --root DIR (or set MB_ROOT / `root:` in the config file).', 'ROOT_INVALID')
+  if (!existsSync(root) || !statSync(root).isDirectory()) throw new UsageError(`The origin root ${root} is not a directory. Pass the tree that \`mb index\` walks with --root.`, 'ROOT_INVALID')
+  return root
+}
+
+/** Opens the configured database; on the embedded store, lets other mb commands (mirror disable, scan, stats) in through a socket. */
+async function openSharedDatabase(config: Config): Promise<Database> {
+  const database = await openDatabase({url: config.database_url, dataDir: config.data_dir})
+  try {
+    await database.share()
+  } catch (error) {
+    await database.close()
+    throw error
+  }
+  return database
+}
+
+/** Loads the first snapshot and keeps it fresh. @throws MbError `SNAPSHOT_FAILED` */
+async function startKeeper(database: Database, config: Config, logger: Logger): Promise<SnapshotKeeper> {
+  try {
+    return await SnapshotKeeper.start(database, {logger, pollSeconds: config.serve.poll_seconds})
   } catch (error) {
     throw new MbError(`Cannot load the snapshot from ${database.location}: ${(error as Error).message}`, {code: 'SNAPSHOT_FAILED', cause: error})
   }
-  const loadSeconds = (performance.now() - t0) / 1000
-  const geo = await openGeo({geoip: config.geoip, asnDb: config.asn_db})
+}
+
+/**
+ * The HTTP server with its routes and redirect-header providers: `Link: rel=duplicate`
+ * alternatives, then the Metalink/HTTP `Link: rel=describedby` and `Digest`
+ * (src/lib/metalink/routes.ts, which also answers metalinks, hash files and mirror lists).
+ */
+function createServer(config: Config, root: string, keeper: SnapshotKeeper, geo: GeoResolver, database: Database, logger: Logger): MirrorServer {
   const selectOptions = compileSelectOptions(config.select)
-  // Metalinks, hash files and mirror lists (src/lib/metalink/routes.ts), and Link/Digest on redirects.
-  const metalink = new MetalinkRoutes({database})
-  const server: MirrorServer = new MirrorServer({root: config.root, keeper, geo, select, selectOptions, trustedProxies: new TrustedProxies(config.trusted_proxies), logger, countryQuery: config.serve.country_query, redirectHeaders: (ctx, file, client) => metalink.redirectHeaders(ctx, file, server.root, client.https)})
-  metalink.install(server)
-  let address
-  try {
-    address = await server.listen(host, port)
-  } catch (error) {
-    await keeper.close()
-    throw new MbError(`Cannot listen on ${config.serve.listen}: ${(error as Error).message}`, {code: 'LISTEN_FAILED', cause: error})
+  const linkCount = selectOptions.maxAlternatives
+  const server = new MirrorServer({root, keeper, geo, selectOptions, linkCount, trustedProxies: new TrustedProxies(config.trusted_proxies), logger, countryQuery: config.serve.country_query})
+  const metalink = new MetalinkRoutes(server, {database})
+  server.addRoute(metalink.route)
+  server.addRedirectHeaders(duplicateLinks(linkCount))
+  server.addRedirectHeaders(metalink.describedByHeader)
+  server.addRedirectHeaders(metalink.digestHeader)
+  return server
+}
+
+/**
+ * Registers the observers of answered requests on `server`: the metrics (only with
+ * `serve.metrics_listen`: without it no metric is created at all, no per-request observer
+ * and no default process metrics, since nothing would read them), the download statistics
+ * (`stats.enabled`) and the access log (`serve.access_log`). In a `--workers` worker the
+ * metrics go to the cluster primary, which owns the listener.
+ * @throws UsageError/MbError when the metrics address is bad or taken
+ */
+async function observe(parts: Parts, config: Config, server: MirrorServer, keeper: SnapshotKeeper, database: Database): Promise<void> {
+  const logger = parts.logger
+  const metricsListen = config.serve.metrics_listen
+  const metrics = metricsListen ? createMetrics(keeper, () => parts.stats?.collector.pendingKeys ?? 0) : undefined
+  if (metrics && metricsListen) {
+    if (isWorker()) {
+      exposeToClusterPrimary(metrics.registry)
+    } else {
+      parts.metricsServer = await startMetricsServer({listen: metricsListen, metrics})
+      logger.info({metrics: parts.metricsServer.url}, 'metrics listening')
+    }
+    server.addObserver(metrics.observer)
   }
-  const unwatch = config.serve.watch ? watchOrigin(server.root, keeper, logger) : undefined
-  if (unwatch) server.addShutdownHook(unwatch)
-  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
-  const snapshot = keeper.current
+  if (config.stats.enabled) {
+    parts.stats = startCounting(config, database, logger, metrics)
+    server.addObserver(parts.stats.collector.observer)
+  }
+  if (config.serve.access_log) {
+    parts.accessLog = openAccessLog(config.serve.access_log, {onError: (error) => logger.error({err: error.message}, 'access log write failed')})
+    server.addObserver(parts.accessLog.observer)
+  }
+}
+
+/** The metrics of this process, read from the keeper and the statistics at scrape time. */
+function createMetrics(keeper: SnapshotKeeper, statsPendingKeys: () => number): ServeMetrics {
+  let refreshedAt = Date.now()
+  keeper.onChange(() => {
+    refreshedAt = Date.now()
+  })
+  return createServeMetrics({
+    snapshotAgeSeconds: () => (Date.now() - refreshedAt) / 1000,
+    databaseUp: () => !keeper.down,
+    mirrors: () => {
+      let up = 0
+      let down = 0
+      for (const m of keeper.current.mirrors.values()) {
+        if (!m.enabled) continue
+        if (m.up) up += 1
+        else down += 1
+      }
+      return {up, down}
+    },
+    statsPendingKeys,
+  })
+}
+
+/** Download counting (src/lib/stats): the collector, its interval flusher, the daily retention job. */
+interface Counting {
+  collector: StatsCollector
+  flusher: StatsFlusher
+  stopPrune: () => void
+}
+
+/** Starts counting downloads into `database` (counts written within `stats.flush_interval_seconds`). */
+function startCounting(config: Config, database: Database, logger: Logger, metrics: ServeMetrics | undefined): Counting {
+  const stats = config.stats
+  const collector = new StatsCollector({
+    maxPendingKeys: stats.max_pending_keys,
+    logger,
+    onFlushFailure: () => metrics?.statsFlushFailed(),
+    onLoss: (lost) => metrics?.statsLost(lost.downloads),
+  })
+  const flusher = startStatsFlusher(collector, database, stats.flush_interval_seconds)
+  const stopPrune = startDailyPrune(database, retentionPolicy(stats), {logger})
+  return {collector, flusher, stopPrune}
+}
+
+/** The `listening` event: where, what the snapshot holds, how long it took to load. */
+function logListening(logger: Logger, s: {url: string; server: MirrorServer; database: Database; keeper: SnapshotKeeper; loadSeconds: number; geo: GeoResolver; config: Config}): void {
+  const snapshot = s.keeper.current
   logger.info(
     {
-      url,
-      root: server.root,
-      database: database.location,
+      url: s.url,
+      root: s.server.root,
+      database: s.database.location,
       files: snapshot.files.size,
       mirrors: snapshot.mirrors.size,
-      snapshotSeconds: Math.round(loadSeconds * 1000) / 1000,
+      snapshotSeconds: Math.round(s.loadSeconds * 1000) / 1000,
       rssMB: Math.round(process.memoryUsage().rss / 1048576),
-      geoip: geo.sources,
-      trustedProxies: config.trusted_proxies,
-      watch: config.serve.watch,
+      geoip: s.geo.sources,
+      trustedProxies: s.config.trusted_proxies,
+      watch: s.config.serve.watch,
     },
     'listening',
   )
   logger.flush()
-  let closing: Promise<void> | undefined
-  return {
-    server,
-    keeper,
-    url,
-    logger,
-    close() {
-      closing ??= (async () => {
-        await server.close()
-        await keeper.close()
-        logger.info('stopped')
-        await new Promise<void>((resolve) => logger.flush(() => resolve()))
-      })()
-      return closing
-    },
+}
+
+/**
+ * Stops what `parts` holds, in the order of the module doc. A failing step is logged and
+ * the rest still run.
+ */
+async function stopParts(parts: Parts): Promise<void> {
+  const {logger, probes, server, unwatch, stats, accessLog, metricsServer, keeper, database} = parts
+  const step = async (name: string, fn: (() => unknown) | undefined) => {
+    try {
+      await fn?.()
+    } catch (error) {
+      logger.error({err: (error as Error).message, step: name}, 'shutdown step failed')
+    }
   }
+  await step('probes', probes && (() => probes.stop()))
+  await step('listener', server && parts.listening ? () => server.close() : undefined)
+  await step('watch', unwatch)
+  await step('stats', stats && (() => stopCounting(stats, logger)))
+  await step('access log', accessLog && (() => accessLog.close()))
+  await step('metrics', metricsServer && (() => metricsServer.close()))
+  await step('keeper', keeper && (() => keeper.close()))
+  if (parts.listening) logger.info('stopped')
+  await new Promise<void>((resolve) => logger.flush(() => resolve()))
+  if (parts.ownsDatabase) await step('database', database && (() => database.close()))
+}
+
+/** Stops the retention job and writes the last counts (reported when that fails: they are lost). */
+async function stopCounting(stats: Counting, logger: Logger): Promise<void> {
+  stats.stopPrune()
+  const last = await stats.flusher.stop()
+  if (!last.ok) logger.error({retained: last.retained, err: last.error}, 'stats: the last flush at shutdown failed; these counts are lost')
 }

@@ -5,10 +5,12 @@
  *
  * Per request on the hot path: parse the target (./path.ts), look the path up in the
  * in-memory snapshot, resolve the client (./client-address.ts), GeoIP, `select()`, and write
- * `302 Found` (RFC 9110 §15.4.3) with `Location`, `X-MB-Mirror`, `X-MB-Realm`,
- * `Link: <url>; rel=duplicate; pri=K; geo=cc` lines (RFC 6249, one header line per
- * alternative), and `Cache-Control: private, no-store` (RFC 9111 §5.2.2) so that shared
- * caches never keep a per-client answer. Nothing on this path waits on the database.
+ * `302 Found` (RFC 9110 §15.4.3) with `Location`, `X-MB-Mirror`, `X-MB-Realm` and
+ * `Cache-Control: private, no-store` (RFC 9111 §5.2.2) so that shared caches never keep a
+ * per-client answer, then the headers of the registered {@link RedirectHeaderProvider}s
+ * (`Link: <url>; rel=duplicate; pri=K; geo=cc` lines from {@link duplicateLinks}, RFC 6249;
+ * Metalink/HTTP headers from src/lib/metalink/routes.ts). Nothing on this path waits on the
+ * database.
  *
  * Local delivery (`send`, RFC 9110 Range/conditional requests) covers files the selection
  * leaves to the origin and files on disk that are not (yet) indexed; a realpath check keeps
@@ -22,36 +24,32 @@ import {performance} from 'node:perf_hooks'
 import type {TLSSocket} from 'node:tls'
 import send from 'send'
 import type {Logger} from 'pino'
-import {continentOf, isCountryCode} from '../geo/countries.js'
+import {isCountryCode} from '../geo/countries.js'
 import type {GeoResolver} from '../geo/geoip.js'
+import {clientInfo, select} from '../select/index.js'
 import type {SelectOptions} from '../select/options.js'
 import type {ClientInfo, Selection} from '../select/types.js'
 import {encodePath} from '../select/url.js'
 import {listDirectory, renderIndex} from './autoindex.js'
 import {type ResolvedClient, TrustedProxies, resolveClient} from './client-address.js'
 import type {SnapshotKeeper} from './keeper.js'
+import {listenOn} from './listen.js'
 import {parseTarget, queryParam} from './path.js'
 import type {FileEntry, Snapshot} from './snapshot.js'
 import type {Outcome, RequestObserver, RequestOutcome} from './types.js'
-
-/** The selection function's shape (src/lib/select). */
-export type SelectFn = (client: ClientInfo, file: FileEntry, mirrorsById: ReadonlyMap<number, import('../select/types.js').SelectMirror>, options: SelectOptions, explain?: boolean, limit?: number) => Selection
 
 export interface ServerOptions {
   /** The origin tree (absolute or relative; resolved with realpath at start). */
   root: string
   keeper: Pick<SnapshotKeeper, 'current'>
   geo: GeoResolver
-  select: SelectFn
   selectOptions: SelectOptions
   trustedProxies: TrustedProxies | readonly string[]
   logger?: Logger
-  /** Link: rel=duplicate alternatives per redirect (default: selectOptions.maxAlternatives). */
+  /** Candidates a redirect ranks, at least 1: Location and the Link alternatives are taken from them (default: selectOptions.maxAlternatives). */
   linkCount?: number
   /** Honour `?country=XX` (testing aid; default true). */
   countryQuery?: boolean
-  /** Extra headers for a redirect (flat name/value list), e.g. Metalink/HTTP `Link: rel=describedby` and `Digest` (src/lib/metalink/routes.ts). */
-  redirectHeaders?: (ctx: RequestContext, file: FileEntry, client: ClientInfo) => string[]
 }
 
 /** Everything a route handler needs about one request. */
@@ -77,15 +75,47 @@ export interface RequestContext {
 }
 
 /**
- * An extra route, tried in registration order before the default file handling. `match`
- * must be cheap (a suffix or query test); `handle` answers the request and reports it once
- * through `server.finish(ctx, status, outcome, extra)`.
+ * What the server offers its routes: the lookups a route may make and the answers it may
+ * send, each reporting the request once. {@link MirrorServer} implements it; a route gets it
+ * when it is created, so that it never reads the server's options or private state.
  */
-export interface Route {
-  name: string
-  match(ctx: RequestContext): boolean
-  handle(ctx: RequestContext, server: MirrorServer): void | Promise<void>
+export interface RouteServices {
+  /** The realpath of the origin root (known once the server listens). */
+  readonly root: string
+  /** The client with GeoIP data, `?country=` applied; undefined when `?country=` is invalid (answer 400). */
+  clientInfo(ctx: RequestContext): ClientInfo | undefined
+  /** Selects mirrors for `file` and `client` from the request's snapshot; `explain` also lists the exclusions. */
+  selectMirrors(ctx: RequestContext, client: ClientInfo, file: FileEntry, explain: boolean): Selection
+  /** Realpath of root-relative `path` when it exists inside the root, else undefined. */
+  resolveOnDisk(path: string): Promise<{real: string; directory: boolean; size: number} | undefined>
+  /** Delivers the file at `ctx.path` (or `knownReal`) from the origin, `reason` in `X-MB-Origin-Reason`. */
+  deliver(ctx: RequestContext, reason: string, knownReal?: string): Promise<void>
+  /** Writes a short plain-text answer and reports it. */
+  plain(ctx: RequestContext, status: number, outcome: Outcome, text: string, headers?: Record<string, string>): void
+  /** Reports a request the route answered itself (status, outcome, and fields such as bytesSent). */
+  finish(ctx: RequestContext, status: number, outcome: Outcome, extra?: Partial<RequestOutcome>): void
 }
+
+/**
+ * An extra route, tried in registration order before the default file handling. `match`
+ * must be cheap (a suffix or query test) and returns what `handle` needs (or undefined
+ * when the route does not apply); `handle` answers the request and reports it once, through
+ * the {@link RouteServices} the route was created with.
+ */
+export interface Route<T> {
+  name: string
+  match(ctx: RequestContext): T | undefined
+  handle(ctx: RequestContext, value: T): void | Promise<void>
+}
+
+/**
+ * Adds headers to a `302 Found`: pushes a name and a value (or a name and an array of
+ * values: one header line each) onto `headers`, the flat list `writeHead` takes. Called on
+ * the hot path with the request, its indexed file, its client and the selection (at least
+ * one ranked mirror): it must be synchronous and cheap, and must not allocate more than the
+ * values it adds.
+ */
+export type RedirectHeaderProvider = (headers: Array<string | string[]>, ctx: RequestContext, file: FileEntry, client: ClientInfo, selection: Selection) => void
 
 const geoParameters = new Map<string, string>()
 
@@ -99,23 +129,42 @@ function geoParameter(country: string): string {
   return text
 }
 
+/**
+ * The provider of `Link: <url>; rel=duplicate; pri=K; geo=cc` (RFC 6249 §3, §6): one header
+ * line per alternative, for the first `count` ranked mirrors (the Location is the first).
+ */
+export function duplicateLinks(count: number): RedirectHeaderProvider {
+  return (headers, _ctx, _file, _client, selection) => {
+    const ranked = selection.ranked
+    const links = Math.min(ranked.length, count)
+    if (links <= 0) return
+    const duplicates: string[] = new Array(links)
+    for (let i = 0; i < links; i++) {
+      const c = ranked[i]
+      const cc = c.mirror.country
+      duplicates[i] = `<${c.url}>; rel=duplicate; pri=${i + 1}${cc ? geoParameter(cc) : ''}`
+    }
+    // One name with an array of values: node writes one `Link:` line per value and checks
+    // the name once.
+    headers.push('Link', duplicates)
+  }
+}
+
 /** The server. Create, `listen()`, and `close()` on shutdown. */
-export class MirrorServer {
+export class MirrorServer implements RouteServices {
   readonly http: http.Server
-  private readonly routes: Route[] = []
+  private readonly routes: Array<Route<unknown>> = []
+  private readonly redirectHeaders: RedirectHeaderProvider[] = []
   private readonly observers: RequestObserver[] = []
-  private readonly shutdownHooks: Array<() => void | Promise<void>> = []
   private readonly trusted: TrustedProxies
   private rootReal = ''
-  private readonly linkCount: number
   private readonly countryQuery: boolean
   private readonly selectLimit: number
 
-  constructor(readonly options: ServerOptions) {
+  constructor(private readonly options: ServerOptions) {
     this.trusted = options.trustedProxies instanceof TrustedProxies ? options.trustedProxies : new TrustedProxies(options.trustedProxies)
-    this.linkCount = options.linkCount ?? options.selectOptions.maxAlternatives ?? 5
     this.countryQuery = options.countryQuery ?? true
-    this.selectLimit = Math.max(1, this.linkCount)
+    this.selectLimit = Math.max(1, options.linkCount ?? options.selectOptions.maxAlternatives ?? 5)
     this.http = http.createServer({keepAliveTimeout: 5000, requestTimeout: 30_000, maxHeaderSize: 16_384}, (req, res) => this.handle(req, res))
     this.http.on('clientError', (error: NodeJS.ErrnoException, socket) => {
       // Malformed requests and oversized headers/targets never reach handle(); answer cleanly.
@@ -126,18 +175,18 @@ export class MirrorServer {
   }
 
   /** Adds a route tried before the default file handling (see {@link Route}). */
-  addRoute(route: Route): void {
+  addRoute<T>(route: Route<T>): void {
     this.routes.push(route)
+  }
+
+  /** Adds a provider of headers for every redirect, applied in registration order (see {@link RedirectHeaderProvider}). */
+  addRedirectHeaders(provider: RedirectHeaderProvider): void {
+    this.redirectHeaders.push(provider)
   }
 
   /** Registers an observer, called once per answered request (must not block). */
   addObserver(observer: RequestObserver): void {
     this.observers.push(observer)
-  }
-
-  /** Registers work to await in `close()` after the listener stops (flushing counters). */
-  addShutdownHook(hook: () => void | Promise<void>): void {
-    this.shutdownHooks.push(hook)
   }
 
   /** The realpath of the root (after `listen()`). */
@@ -148,30 +197,19 @@ export class MirrorServer {
   /** Resolves the root and starts listening. Port 0 picks a free port. */
   async listen(host: string, port: number): Promise<AddressInfo> {
     this.rootReal = await realpath(this.options.root)
-    await new Promise<void>((resolve, reject) => {
-      this.http.once('error', reject)
-      this.http.listen(port, host, () => {
-        this.http.off('error', reject)
-        resolve()
-      })
-    })
-    return this.http.address() as AddressInfo
+    return listenOn(this.http, host, port)
   }
 
-  /** Stops accepting connections, ends idle keep-alive ones, then awaits the shutdown hooks. */
+  /**
+   * Stops accepting connections and ends idle keep-alive ones; resolves when every
+   * connection has closed (busy ones are cut after 5 s).
+   */
   async close(): Promise<void> {
     const closed = new Promise<void>((resolve) => this.http.close(() => resolve()))
     this.http.closeIdleConnections()
     const force = setTimeout(() => this.http.closeAllConnections(), 5000)
     await closed
     clearTimeout(force)
-    for (const hook of this.shutdownHooks) {
-      try {
-        await hook()
-      } catch (error) {
-        this.options.logger?.error({err: (error as Error).message}, 'shutdown hook failed')
-      }
-    }
   }
 
   /** The client of this request after trusted-proxy resolution (memoised on ctx). */
@@ -190,21 +228,25 @@ export class MirrorServer {
   clientInfo(ctx: RequestContext): ClientInfo | undefined {
     if (ctx.info !== undefined) return ctx.info
     const c = this.client(ctx)
-    const geo = this.options.geo.lookup(c.ip) // {} for an empty or unparsable address
-    const info: ClientInfo = {ip: c.ip, address: c.address, country: geo.country, continent: geo.continent, latitude: geo.latitude, longitude: geo.longitude, asn: geo.asn, https: c.https, userAgent: ctx.req.headers['user-agent']}
+    let country: string | undefined
     if (this.countryQuery && ctx.query.length > 0 && ctx.query.includes('country=')) {
       const cc = queryParam(ctx.query, 'country')
       if (cc !== undefined) {
-        const upper = cc.toUpperCase()
-        if (!isCountryCode(upper)) return undefined
-        info.country = upper
-        info.continent = continentOf(upper)
-        info.latitude = undefined
-        info.longitude = undefined
+        country = cc.toUpperCase()
+        if (!isCountryCode(country)) return undefined
       }
     }
-    ctx.info = info
-    return info
+    ctx.info = clientInfo({ip: c.ip, address: c.address, https: c.https, userAgent: ctx.req.headers['user-agent'], country}, this.options.geo)
+    return ctx.info
+  }
+
+  /**
+   * Selects mirrors for `file` and `client` from the request's snapshot: the one place the
+   * server calls the selection (src/lib/select).
+   * @param limit rank no more than this many candidates (the redirect uses only the first few)
+   */
+  selectMirrors(ctx: RequestContext, client: ClientInfo, file: FileEntry, explain: boolean, limit = Infinity): Selection {
+    return select(client, file, ctx.snapshot.mirrors, this.options.selectOptions, explain, limit)
   }
 
   /**
@@ -221,7 +263,7 @@ export class MirrorServer {
 
   /** Someone reads the request records: an observer, or the debug log. */
   private get reporting(): boolean {
-    return this.observers.length > 0 || (this.options.logger !== undefined && this.options.logger.isLevelEnabled('debug'))
+    return this.observers.length > 0 || this.options.logger?.isLevelEnabled('debug') === true
   }
 
   /** The record of an answered request, with every optional field present (unset). */
@@ -256,7 +298,7 @@ export class MirrorServer {
   private report(record: RequestOutcome): void {
     const observers = this.observers
     const logger = this.options.logger
-    if (logger !== undefined && logger.isLevelEnabled('debug')) {
+    if (logger?.isLevelEnabled('debug')) {
       logger.debug({
         ip: record.clientIp,
         cc: record.country,
@@ -292,20 +334,40 @@ export class MirrorServer {
     const method = req.method
     const parsed = parseTarget(req.url ?? '/')
     const snapshot = this.options.keeper.current
-    const ctx: RequestContext = {req, res, path: parsed.ok ? parsed.path : '', slash: parsed.ok ? parsed.slash : false, query: parsed.ok ? parsed.query : '', snapshot, file: undefined, startedAt, startedMs: Date.now()}
+    const ctx: RequestContext = {
+      req,
+      res,
+      path: parsed.ok ? parsed.path : '',
+      slash: parsed.ok ? parsed.slash : false,
+      query: parsed.ok ? parsed.query : '',
+      snapshot,
+      file: undefined,
+      startedAt,
+      startedMs: Date.now(),
+    }
     try {
-      if (method !== 'GET' && method !== 'HEAD') return this.plain(ctx, 405, 'bad_request', 'Method not allowed: use GET or HEAD.', {Allow: 'GET, HEAD'})
-      if (!parsed.ok) return this.plain(ctx, parsed.status, 'bad_request', `Bad request: ${parsed.reason}.`)
+      if (method !== 'GET' && method !== 'HEAD') {
+        this.plain(ctx, 405, 'bad_request', 'Method not allowed: use GET or HEAD.', {Allow: 'GET, HEAD'})
+        return
+      }
+      if (!parsed.ok) {
+        this.plain(ctx, parsed.status, 'bad_request', `Bad request: ${parsed.reason}.`)
+        return
+      }
       if (!ctx.slash) ctx.file = snapshot.files.get(ctx.path)
       for (let i = 0; i < this.routes.length; i++) {
         const route = this.routes[i]
-        if (route.match(ctx)) {
-          const result = route.handle(ctx, this)
+        const value = route.match(ctx)
+        if (value !== undefined) {
+          const result = route.handle(ctx, value)
           if (result) result.catch((error) => this.fail(ctx, error))
           return
         }
       }
-      if (ctx.file !== undefined) return this.redirectOrDeliver(ctx, ctx.file)
+      if (ctx.file !== undefined) {
+        this.redirectOrDeliver(ctx, ctx.file)
+        return
+      }
       this.fromDisk(ctx).catch((error) => this.fail(ctx, error))
     } catch (error) {
       this.fail(ctx, error)
@@ -326,30 +388,34 @@ export class MirrorServer {
   /** Indexed file: select a mirror and redirect, or deliver it from the origin. */
   private redirectOrDeliver(ctx: RequestContext, file: FileEntry): void {
     const client = this.clientInfo(ctx)
-    if (client === undefined) return this.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
+    if (client === undefined) {
+      this.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
+      return
+    }
     // Only the first `linkCount` candidates are used (Location is the first): rank no more.
-    const selection = this.options.select(client, file, ctx.snapshot.mirrors, this.options.selectOptions, false, this.selectLimit)
+    const selection = this.selectMirrors(ctx, client, file, false, this.selectLimit)
     const ranked = selection.ranked
     if (ranked.length === 0) {
       this.deliver(ctx, selection.origin?.reason ?? 'no_mirror').catch((error) => this.fail(ctx, error))
       return
     }
     const best = ranked[0]
-    const links = Math.min(ranked.length, this.linkCount)
-    const duplicates: string[] = new Array(links)
-    for (let i = 0; i < links; i++) {
-      const c = ranked[i]
-      const cc = c.mirror.country
-      duplicates[i] = `<${c.url}>; rel=duplicate; pri=${i + 1}${cc ? geoParameter(cc) : ''}`
-    }
-    // One name with an array of values: node writes one `Link:` line per value and checks
-    // the name once.
-    const headers: Array<string | string[]> = ['Location', best.url, 'X-MB-Mirror', best.mirror.identifier, 'X-MB-Realm', best.realm, 'Cache-Control', 'private, no-store', 'Vary', 'X-Forwarded-For, X-Forwarded-Proto', 'Content-Length', '0']
-    if (links > 0) headers.push('Link', duplicates)
-    if (this.options.redirectHeaders) {
-      const extra = this.options.redirectHeaders(ctx, file, client)
-      for (let i = 0; i < extra.length; i++) headers.push(extra[i])
-    }
+    const headers: Array<string | string[]> = [
+      'Location',
+      best.url,
+      'X-MB-Mirror',
+      best.mirror.identifier,
+      'X-MB-Realm',
+      best.realm,
+      'Cache-Control',
+      'private, no-store',
+      'Vary',
+      'X-Forwarded-For, X-Forwarded-Proto',
+      'Content-Length',
+      '0',
+    ]
+    const providers = this.redirectHeaders
+    for (let i = 0; i < providers.length; i++) providers[i](headers, ctx, file, client, selection)
     ctx.res.writeHead(302, headers)
     ctx.res.end()
     if (!this.reporting) return

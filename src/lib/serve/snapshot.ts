@@ -8,21 +8,15 @@
  * straight into shared Int16Array chunks (a file's mirror set is a subarray view), so
  * 1,000,000 files x 200 mirrors stay compact.
  *
- * Incremental refresh (PostgreSQL xid8 change tracking): rows carry `txid`, set by triggers
- * on insert/update; deletions land in `file_tombstone`. Each refresh remembers its own
- * transaction snapshot (`pg_current_snapshot()`: xmin, xmax and the in-progress list xip).
- * The next refresh reads exactly the rows that snapshot could not see: `txid >= xmax` or
- * `txid` in xip. Every transaction in flight back then is in xip (or >= xmax), so no commit
- * is missed. (Reading `txid >= xmin` alone is also safe, but a long transaction anywhere in
- * the cluster holds xmin back, and every poll would then re-read everything changed since.)
+ * Incremental refresh: rows that the previous refresh's transaction snapshot could not see
+ * (by their `txid`), plus the paths tombstoned since, as docs/change-tracking.md sets out.
  * Mirrors (a few hundred rows) are reloaded every time.
  */
-import type pg from 'pg'
-import type {PGlite} from '@electric-sql/pglite'
+import type {Database, ReadView} from '../db/index.js'
 import type {MirrorRow} from '../db/schema.js'
-import type {Database} from '../db/index.js'
 import {compileMirror, MirrorTable} from '../select/mirror.js'
 import type {SelectFile, SelectMirror} from '../select/types.js'
+import {HASHES_MATCH_VERSION_SQL} from '../origin/freshness.js'
 
 /** One origin file as the snapshot holds it. Size in bytes, mtime in Unix seconds (UTC). */
 export interface FileEntry extends SelectFile {
@@ -37,15 +31,10 @@ export interface FileEntry extends SelectFile {
   sha256: string | null
 }
 
-/** Minimal row-array query interface over `pg` or PGlite, inside one transaction. */
-interface Tx {
-  query(text: string, params?: unknown[]): Promise<unknown[][]>
-}
-
 const CHUNK_ENTRIES = 1 << 20
 const EMPTY = new Int16Array(0)
 /** Rows per keyset batch. */
-export const BATCH_ROWS = 20_000
+const BATCH_ROWS = 20_000
 
 /**
  * Allocates mirror-id sets out of large shared Int16Array chunks (no per-file ArrayBuffer).
@@ -106,8 +95,8 @@ export class Snapshot {
   readonly files = new Map<string, FileEntry>()
   /** Compiled mirrors by id: read-only once built; a refresh assigns a new table. */
   mirrors: MirrorTable = new MirrorTable()
-  mirrorRows: MirrorRow[] = []
-  readonly pool = new MirrorSetPool()
+  /** Where the files' mirror sets live. */
+  readonly mirrorSets = new MirrorSetPool()
   /** The last refresh's transaction snapshot (`pg_snapshot` text, `xmin:xmax:xip,...`). */
   xmin: string | null = null
   /** Unix ms (UTC) of the last successful load or refresh. */
@@ -120,78 +109,48 @@ function str(value: unknown): string | null {
   return value === null || value === undefined ? null : String(value)
 }
 
-function fileFromRow(pool: MirrorSetPool, row: unknown[]): FileEntry {
+function fileFromRow(sets: MirrorSetPool, row: unknown[]): FileEntry {
   // id, path, size, mtime, mirrors, md5, sha1, sha256
   return {
     path: row[1] as string,
     size: Number(row[2]),
     mtime: Number(row[3]),
-    mirrors: pool.fromText(row[4] as string | null),
+    mirrors: sets.fromText(row[4] as string | null),
     md5: str(row[5]),
     sha1: str(row[6]),
     sha256: str(row[7]),
   }
 }
 
-// Hashes only while fresh: hashed_size/hashed_mtime equal the row's size/mtime (src/lib/origin/hash.ts).
-const FRESH = 'hashed_size = size AND hashed_mtime = mtime'
+// Hashes only while they describe the row's version (origin/freshness.ts).
+const FRESH = HASHES_MATCH_VERSION_SQL
 const FILE_COLUMNS = `id, path, size, mtime, array_to_string(mirrors, ','), CASE WHEN ${FRESH} THEN md5 END, CASE WHEN ${FRESH} THEN sha1 END, CASE WHEN ${FRESH} THEN sha256 END`
 
-async function withTx<T>(database: Database, fn: (tx: Tx) => Promise<T>): Promise<T> {
-  if (database.kind === 'postgres') {
-    const client: pg.PoolClient = await database.pool!.connect()
-    let broken = false
-    try {
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
-      const tx: Tx = {
-        query: async (text, params) => (await client.query({text, values: params as unknown[] | undefined, rowMode: 'array'})).rows as unknown[][],
-      }
-      const result = await fn(tx)
-      await client.query('COMMIT')
-      return result
-    } catch (error) {
-      broken = true
-      await client.query('ROLLBACK').catch(() => {})
-      throw error
-    } finally {
-      client.release(broken)
-    }
-  }
-  const pglite = database.pglite as PGlite
-  return pglite.transaction(async (t) => {
-    await t.exec('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ')
-    const tx: Tx = {query: async (text, params) => (await t.query<unknown[]>(text, params as any[], {rowMode: 'array'})).rows}
-    return fn(tx)
-  })
-}
-
-async function readMirrors(tx: Tx): Promise<{rows: MirrorRow[]; compiled: MirrorTable}> {
-  const result = await tx.query(`SELECT row_to_json(m)::text FROM mirror m ORDER BY id`)
-  const rows: MirrorRow[] = []
+async function readMirrors(view: ReadView): Promise<MirrorTable> {
+  const result = await view.query(`SELECT row_to_json(m)::text FROM mirror m ORDER BY id`)
   const compiled: SelectMirror[] = []
   for (const [json] of result) {
     const row = JSON.parse(json as string) as MirrorRow
     for (const key of ['status_changed_at', 'last_scan_at', 'last_scan_ok_at', 'created_at', 'updated_at'] as const) {
-      if (row[key]) (row as any)[key] = new Date(row[key] as unknown as string)
+      if (row[key]) (row as unknown as Record<string, unknown>)[key] = new Date(row[key] as unknown as string)
     }
-    rows.push(row)
     compiled.push(compileMirror(row))
   }
-  return {rows, compiled: new MirrorTable(compiled)}
+  return new MirrorTable(compiled)
 }
 
-async function currentXmin(tx: Tx): Promise<string> {
-  const [[snapshot]] = await tx.query(`SELECT pg_current_snapshot()::text`)
+async function currentXmin(view: ReadView): Promise<string> {
+  const [[snapshot]] = await view.query(`SELECT pg_current_snapshot()::text`)
   return snapshot as string
 }
 
 /** Reads the files with lo < id <= hi in keyset batches into `snapshot`. */
-async function readFileRange(tx: Tx, snapshot: Snapshot, lo: number, hi: number, onProgress?: (files: number) => void): Promise<void> {
+async function readFileRange(view: ReadView, snapshot: Snapshot, lo: number, hi: number, onProgress?: (files: number) => void): Promise<void> {
   let lastId = lo
   for (;;) {
-    const rows = await tx.query(`SELECT ${FILE_COLUMNS} FROM file WHERE id > $1 AND id <= $2 ORDER BY id LIMIT ${BATCH_ROWS}`, [lastId, hi])
+    const rows = await view.query(`SELECT ${FILE_COLUMNS} FROM file WHERE id > $1 AND id <= $2 ORDER BY id LIMIT ${BATCH_ROWS}`, [lastId, hi])
     for (const row of rows) {
-      const entry = fileFromRow(snapshot.pool, row)
+      const entry = fileFromRow(snapshot.mirrorSets, row)
       snapshot.files.set(entry.path, entry)
     }
     if (rows.length === 0) break
@@ -202,40 +161,23 @@ async function readFileRange(tx: Tx, snapshot: Snapshot, lo: number, hi: number,
 }
 
 /**
- * Reads a complete snapshot in one consistent view. On PostgreSQL with more than 200,000
- * files, the id range is read in two halves on two connections sharing the transaction's
- * exported snapshot (`pg_export_snapshot()` / `SET TRANSACTION SNAPSHOT`), so the server
+ * Reads a complete snapshot in one consistent view. With more than 200,000 files, the id range
+ * is read in two halves through {@link ReadView.parallel}: on PostgreSQL the server then
  * produces one half while this process parses the other.
  * @param onProgress called after each batch with the number of files read so far
  * @throws whatever the database driver throws (unreachable, schema missing)
  */
 export async function loadSnapshot(database: Database, onProgress?: (files: number) => void): Promise<Snapshot> {
   const snapshot = new Snapshot()
-  await withTx(database, async (tx) => {
-    snapshot.xmin = await currentXmin(tx)
-    const mirrors = await readMirrors(tx)
-    snapshot.mirrors = mirrors.compiled
-    snapshot.mirrorRows = mirrors.rows
-    const [[minId, maxId, count]] = await tx.query(`SELECT coalesce(min(id), 0), coalesce(max(id), 0), count(*)::int FROM file`)
+  await database.readSnapshot(async (view) => {
+    snapshot.xmin = await currentXmin(view)
+    snapshot.mirrors = await readMirrors(view)
+    const [[minId, maxId, count]] = await view.query(`SELECT coalesce(min(id), 0), coalesce(max(id), 0), count(*)::int FROM file`)
     const lo = Number(minId) - 1
     const hi = Number(maxId)
-    if (database.kind !== 'postgres' || Number(count) < 200_000) return readFileRange(tx, snapshot, lo, hi, onProgress)
-    const [[exported]] = await tx.query(`SELECT pg_export_snapshot()`)
+    if (Number(count) < 200_000) return readFileRange(view, snapshot, lo, hi, onProgress)
     const mid = Math.floor((lo + hi) / 2)
-    const helper = await database.pool!.connect()
-    let broken = false
-    try {
-      await helper.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
-      await helper.query(`SET TRANSACTION SNAPSHOT '${String(exported).replace(/'/g, "''")}'`)
-      const helperTx: Tx = {query: async (text, params) => (await helper.query({text, values: params as unknown[] | undefined, rowMode: 'array'})).rows as unknown[][]}
-      await Promise.all([readFileRange(tx, snapshot, lo, mid, onProgress), readFileRange(helperTx, snapshot, mid, hi, onProgress)])
-      await helper.query('COMMIT')
-    } catch (error) {
-      broken = true
-      throw error
-    } finally {
-      helper.release(broken)
-    }
+    await view.parallel([(half) => readFileRange(half, snapshot, lo, mid, onProgress), (half) => readFileRange(half, snapshot, mid, hi, onProgress)])
   })
   snapshot.refreshedAt = Date.now()
   return snapshot
@@ -259,46 +201,52 @@ export interface RefreshResult {
  *         rows already applied (all of them still unseen by the old snapshot, so re-read later)
  */
 export async function refreshSnapshot(database: Database, snapshot: Snapshot): Promise<RefreshResult> {
-  const since = snapshot.xmin ?? '1:1:'
-  // Rows invisible to the previous snapshot: committed later (>= xmax) or in flight then (xip).
-  const unseen = `(txid >= pg_snapshot_xmax($1::pg_snapshot) OR txid = ANY(ARRAY(SELECT pg_snapshot_xip($1::pg_snapshot))))`
-  const result: RefreshResult = {mirrors: 0, updated: 0, deleted: 0}
-  let xmin = since
-  let mirrors: Awaited<ReturnType<typeof readMirrors>> | undefined
-  const tombstones: string[] = []
-  const changed: unknown[][][] = []
-  let tooMany = false
-  await withTx(database, async (tx) => {
-    xmin = await currentXmin(tx)
-    mirrors = await readMirrors(tx)
-    for (const [path] of await tx.query(`SELECT path FROM file_tombstone WHERE ${unseen}`, [since])) tombstones.push(path as string)
-    // No ORDER BY/LIMIT here: that would make the planner walk the primary key instead of
-    // the txid index. A large change set is left to a full reload (streamed in batches).
-    const [[count]] = await tx.query(`SELECT count(*)::int FROM file WHERE ${unseen}`, [since])
-    if (Number(count) > Math.max(50_000, snapshot.files.size / 10)) {
-      tooMany = true
-      return
-    }
-    if (Number(count) > 0) changed.push(await tx.query(`SELECT ${FILE_COLUMNS} FROM file WHERE ${unseen}`, [since]))
-  })
-  if (tooMany) {
+  const changes = await database.readSnapshot((view) => readChanges(view, snapshot.xmin ?? '1:1:', Math.max(50_000, snapshot.files.size / 10)))
+  if (!changes) {
     snapshot.churn = Number.POSITIVE_INFINITY // the keeper reloads in full
-    return {...result, reload: true}
+    return {mirrors: 0, updated: 0, deleted: 0, reload: true}
   }
   // Apply synchronously, after the transaction, so a failed read changes nothing.
-  snapshot.mirrors = mirrors!.compiled
-  snapshot.mirrorRows = mirrors!.rows
-  result.mirrors = mirrors!.compiled.size
-  for (const path of tombstones) if (snapshot.files.delete(path)) result.deleted++
-  for (const rows of changed) {
-    for (const row of rows) {
-      const entry = fileFromRow(snapshot.pool, row)
-      snapshot.files.set(entry.path, entry)
-      result.updated++
-    }
+  const result: RefreshResult = {mirrors: changes.mirrors.size, updated: 0, deleted: 0}
+  snapshot.mirrors = changes.mirrors
+  for (const path of changes.tombstones) if (snapshot.files.delete(path)) result.deleted++
+  for (const row of changes.rows) {
+    const entry = fileFromRow(snapshot.mirrorSets, row)
+    snapshot.files.set(entry.path, entry)
+    result.updated++
   }
   snapshot.churn += result.updated
-  snapshot.xmin = xmin
+  snapshot.xmin = changes.xmin
   snapshot.refreshedAt = Date.now()
   return result
+}
+
+/** What changed since a transaction snapshot, read in one view. */
+interface Changes {
+  /** This view's own transaction snapshot, the next refresh's `since`. */
+  xmin: string
+  mirrors: MirrorTable
+  /** Paths deleted since, to drop before applying `rows`. */
+  tombstones: string[]
+  /** Changed file rows, in {@link FILE_COLUMNS} order. */
+  rows: unknown[][]
+}
+
+/**
+ * Reads the mirrors and the file rows and tombstones that the transaction snapshot `since`
+ * (`pg_snapshot` text) could not see.
+ * @returns null when more than `limit` file rows changed (the caller reloads in full instead)
+ */
+async function readChanges(view: ReadView, since: string, limit: number): Promise<Changes | null> {
+  // Rows invisible to the previous snapshot: committed later (>= xmax) or in flight then (xip).
+  const unseen = `(txid >= pg_snapshot_xmax($1::pg_snapshot) OR txid = ANY(ARRAY(SELECT pg_snapshot_xip($1::pg_snapshot))))`
+  const xmin = await currentXmin(view)
+  const mirrors = await readMirrors(view)
+  const tombstones = (await view.query(`SELECT path FROM file_tombstone WHERE ${unseen}`, [since])).map(([path]) => path as string)
+  // No ORDER BY/LIMIT here: that would make the planner walk the primary key instead of
+  // the txid index. A large change set is left to a full reload (streamed in batches).
+  const [[count]] = await view.query(`SELECT count(*)::int FROM file WHERE ${unseen}`, [since])
+  if (Number(count) > limit) return null
+  const rows = Number(count) > 0 ? await view.query(`SELECT ${FILE_COLUMNS} FROM file WHERE ${unseen}`, [since]) : []
+  return {xmin, mirrors, tombstones, rows}
 }

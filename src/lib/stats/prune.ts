@@ -8,25 +8,22 @@ import type {Database} from '../db/index.js'
 import {errorMessage} from '../errors.js'
 import type {RetentionPolicy} from './config.js'
 import type {StatsLogger} from './collector.js'
+import {isoDay} from '../time.js'
 
-/** What one prune did. Dates are UTC 'YYYY-MM-DD'. */
+/** What one prune did, as `mb stats prune --json` prints it (snake_case keys). Dates are UTC 'YYYY-MM-DD'. */
 export interface PruneResult {
   /** Daily rows before this day were rolled up. */
-  dailyCutoff: string
+  daily_cutoff: string
   /** Monthly rows before this month (first day) were deleted. */
-  monthlyCutoff: string
+  monthly_cutoff: string
   /** Daily rows moved (deleted from stats_daily, added into stats_monthly). */
-  dailyRowsRolledUp: number
+  daily_rows_rolled_up: number
   /** Monthly rows those daily rows were added into (new or existing). */
-  monthlyRowsTouched: number
+  monthly_rows_touched: number
   /** Downloads moved from daily to monthly rows. */
-  downloadsRolledUp: number
+  downloads_rolled_up: number
   /** Monthly rows deleted as older than the monthly retention. */
-  monthlyRowsDeleted: number
-}
-
-function isoDay(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10)
+  monthly_rows_deleted: number
 }
 
 /**
@@ -68,12 +65,12 @@ export async function pruneStats(database: Pick<Database, 'db'>, policy: Retenti
     const deleted = await sql`DELETE FROM stats_monthly WHERE month < ${monthlyCutoff}::date`.execute(trx)
     const row = moved.rows[0]
     return {
-      dailyCutoff,
-      monthlyCutoff,
-      dailyRowsRolledUp: Number(row.rows),
-      monthlyRowsTouched: Number(row.monthly),
-      downloadsRolledUp: Number(row.downloads),
-      monthlyRowsDeleted: Number(deleted.numAffectedRows ?? 0n),
+      daily_cutoff: dailyCutoff,
+      monthly_cutoff: monthlyCutoff,
+      daily_rows_rolled_up: Number(row.rows),
+      monthly_rows_touched: Number(row.monthly),
+      downloads_rolled_up: Number(row.downloads),
+      monthly_rows_deleted: Number(deleted.numAffectedRows ?? 0n),
     }
   })
 }
@@ -83,7 +80,11 @@ export async function pruneStats(database: Pick<Database, 'db'>, policy: Retenti
  * and then every 24 hours, on unref'd timers; failures are logged and retried at the next
  * run. Returns a function that stops it.
  */
-export function startDailyPrune(database: Pick<Database, 'db'>, policy: RetentionPolicy, options: {logger?: StatsLogger; firstDelaySeconds?: number; onResult?: (result: PruneResult) => void} = {}): () => void {
+export function startDailyPrune(
+  database: Pick<Database, 'db'>,
+  policy: RetentionPolicy,
+  options: {logger?: StatsLogger; firstDelaySeconds?: number; onResult?: (result: PruneResult) => void} = {},
+): () => void {
   let stopped = false
   const run = async () => {
     if (stopped) return

@@ -13,6 +13,10 @@
 import {sql, type RawBuilder} from 'kysely'
 import type {Database} from '../db/index.js'
 import {UsageError} from '../errors.js'
+import {resolveMirror} from '../mirrors/registry.js'
+import {escapeLike} from '../db/sql.js'
+import {trimLeadingSlashes} from '../text.js'
+import {isoDay} from '../time.js'
 
 export const GROUPINGS = ['file', 'dir', 'mirror', 'country', 'day', 'month'] as const
 export type Grouping = (typeof GROUPINGS)[number]
@@ -68,33 +72,29 @@ export function parseDay(value: string, flag: string, now: Date = new Date()): s
   const y = now.getUTCFullYear()
   const m = now.getUTCMonth()
   const d = now.getUTCDate()
-  if (v === 'today') return iso(Date.UTC(y, m, d))
-  if (v === 'yesterday') return iso(Date.UTC(y, m, d - 1))
+  if (v === 'today') return isoDay(Date.UTC(y, m, d))
+  if (v === 'yesterday') return isoDay(Date.UTC(y, m, d - 1))
   const rel = RELATIVE.exec(v)
   if (rel) {
     const n = Number(rel[1])
     const unit = rel[2]
     const ms = unit === 'd' ? Date.UTC(y, m, d - n) : unit === 'w' ? Date.UTC(y, m, d - 7 * n) : unit === 'm' ? Date.UTC(y, m - n, d) : Date.UTC(y - n, m, d)
-    return iso(ms)
+    return isoDay(ms)
   }
   const abs = DATE.exec(v)
   if (abs) {
     const ms = Date.UTC(Number(abs[1]), Number(abs[2]) - 1, Number(abs[3]))
-    if (iso(ms) === v && Number(abs[1]) >= 1970) return v
+    if (isoDay(ms) === v && Number(abs[1]) >= 1970) return v
   }
   throw new UsageError(`${flag} ${JSON.stringify(value)} is not a date. Use YYYY-MM-DD (UTC), today, yesterday, or a span back from today such as 7d, 2w, 3m or 1y.`, 'BAD_DATE')
 }
 
-function iso(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10)
-}
-
-/** The mirror id for `--mirror NAME` ('origin' = 0). @throws UsageError when unknown */
-export async function resolveMirror(database: Pick<Database, 'db'>, name: string): Promise<number> {
-  if (name === 'origin') return 0
-  const row = await database.db.selectFrom('mirror').select('id').where('identifier', '=', name).executeTakeFirst()
-  if (!row) throw new UsageError(`No mirror ${JSON.stringify(name)}. Use a mirror identifier as listed by \`mb mirror list\`, or 'origin'.`, 'MIRROR_NOT_FOUND')
-  return row.id
+/**
+ * The mirror id for `--mirror NAME`: 0 for 'origin', else the mirror {@link resolveMirror} finds.
+ * @throws MbError MIRROR_NOT_FOUND; UsageError AMBIGUOUS_MIRROR
+ */
+async function statsMirrorId(database: Pick<Database, 'db'>, name: string): Promise<number> {
+  return name === 'origin' ? 0 : (await resolveMirror(database.db, name)).id
 }
 
 function keyExpr(by: Grouping, period: 'day' | 'month'): RawBuilder<string> {
@@ -115,19 +115,15 @@ function keyExpr(by: Grouping, period: 'day' | 'month'): RawBuilder<string> {
   }
 }
 
-function escapeLike(prefix: string): string {
-  return prefix.replace(/[\\%_]/g, (c) => `\\${c}`)
-}
-
 /**
  * Runs a statistics query (see the module doc for the semantics).
- * @throws UsageError for an unknown mirror or since > until
+ * @throws UsageError for since > until or a bad limit; MbError MIRROR_NOT_FOUND for an unknown mirror
  */
 export async function queryStats(database: Pick<Database, 'db'>, query: StatsQuery): Promise<StatsResult> {
   if (query.since && query.until && query.since > query.until) throw new UsageError(`--since ${query.since} is after --until ${query.until}. Swap them.`, 'BAD_DATE')
   if (query.limit !== undefined && (!Number.isInteger(query.limit) || query.limit < 1)) throw new UsageError('--limit must be a positive integer.', 'BAD_LIMIT')
-  const mirrorId = query.mirror === undefined ? undefined : await resolveMirror(database, query.mirror)
-  const prefix = query.pathPrefix?.replace(/^\/+/, '')
+  const mirrorId = query.mirror === undefined ? undefined : await statsMirrorId(database, query.mirror)
+  const prefix = query.pathPrefix === undefined ? undefined : trimLeadingSlashes(query.pathPrefix)
 
   const part = (period: 'day' | 'month') => {
     const table = sql.table(period === 'day' ? 'stats_daily' : 'stats_monthly')
@@ -157,8 +153,18 @@ export async function queryStats(database: Pick<Database, 'db'>, query: StatsQue
   const groups = first ? Number(first.groups) : 0
   const out: StatsResult = {by: query.by, since: query.since ?? null, until: query.until ?? null, rows, total, groups}
   if (groups > rows.length) {
-    const shown = rows.reduce((a, r) => ({downloads: a.downloads + r.downloads, bytes: a.bytes + r.bytes, other_requests: a.other_requests + r.other_requests}), {downloads: 0, bytes: 0, other_requests: 0})
-    out.other = {key: '(other)', downloads: total.downloads - shown.downloads, bytes: total.bytes - shown.bytes, other_requests: total.other_requests - shown.other_requests, groups: groups - rows.length}
+    const shown = rows.reduce((a, r) => ({downloads: a.downloads + r.downloads, bytes: a.bytes + r.bytes, other_requests: a.other_requests + r.other_requests}), {
+      downloads: 0,
+      bytes: 0,
+      other_requests: 0,
+    })
+    out.other = {
+      key: '(other)',
+      downloads: total.downloads - shown.downloads,
+      bytes: total.bytes - shown.bytes,
+      other_requests: total.other_requests - shown.other_requests,
+      groups: groups - rows.length,
+    }
   }
   return out
 }

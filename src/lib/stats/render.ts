@@ -5,6 +5,7 @@
  */
 import {stringify} from 'csv-stringify/sync'
 import type {StatsResult, StatsRow} from './query.js'
+import {isoDay, isoSeconds} from '../time.js'
 
 /** Bytes in binary units, e.g. 1536 -> '1.5 KiB'. */
 export function humanBytes(bytes: number): string {
@@ -43,7 +44,7 @@ export function fillDays(rows: StatsRow[]): StatsRow[] {
   for (const row of rows) {
     if (DAY_KEY.test(row.key)) {
       const ms = Date.parse(`${row.key}T00:00:00Z`)
-      if (prev !== undefined) for (let d = prev + 86_400_000; d < ms && out.length < 100_000; d += 86_400_000) out.push({key: new Date(d).toISOString().slice(0, 10), downloads: 0, bytes: 0, other_requests: 0})
+      if (prev !== undefined) for (let d = prev + 86_400_000; d < ms && out.length < 100_000; d += 86_400_000) out.push({key: isoDay(d), downloads: 0, bytes: 0, other_requests: 0})
       prev = ms
     }
     out.push(row)
@@ -97,7 +98,10 @@ function table(result: StatsResult, label: string): string {
   const pct = (n: number) => (total === 0 ? '0.0' : ((100 * n) / total).toFixed(1))
   const rows = result.other ? [...result.rows, result.other] : result.rows
   const body = rows
-    .map((r) => `<tr><td>${esc(r.key)}</td><td class="n">${r.downloads}</td><td class="n">${pct(r.downloads)}%<span class="bar" style="width:${pct(r.downloads)}%"></span></td><td class="n">${esc(humanBytes(r.bytes))}</td><td class="n">${r.other_requests}</td></tr>`)
+    .map(
+      (r) =>
+        `<tr><td>${esc(r.key)}</td><td class="n">${r.downloads}</td><td class="n">${pct(r.downloads)}%<span class="bar" style="width:${pct(r.downloads)}%"></span></td><td class="n">${esc(humanBytes(r.bytes))}</td><td class="n">${r.other_requests}</td></tr>`,
+    )
     .join('\n')
   return `<table><thead><tr><th>${esc(label)}</th><th>downloads</th><th>share</th><th>bytes</th><th>other requests</th></tr></thead>
 <tbody>
@@ -127,9 +131,7 @@ export function svgDayChart(rows: StatsRow[], width = 900, height = 260): string
     })
     .join('')
   const labelEvery = Math.max(1, Math.ceil(rows.length / 8))
-  const labels = rows
-    .map((r, i) => (i % labelEvery === 0 ? `<text x="${(left + i * step + step / 2).toFixed(1)}" y="${height - 8}" text-anchor="middle">${esc(r.key)}</text>` : ''))
-    .join('')
+  const labels = rows.map((r, i) => (i % labelEvery === 0 ? `<text x="${(left + i * step + step / 2).toFixed(1)}" y="${height - 8}" text-anchor="middle">${esc(r.key)}</text>` : '')).join('')
   const ticks = [0, 0.5, 1]
     .map((f) => {
       const y = top + plotH - f * plotH
@@ -167,7 +169,7 @@ svg text{font-size:11px;fill:#555}svg .col{fill:#3b82f6}svg .grid{stroke:#ddd;st
 </head>
 <body>
 <h1>${esc(data.title)}</h1>
-<p class="meta">${esc(range)}${scope ? ` · ${scope}` : ''} · generated ${esc(data.generatedAt.toISOString().replace(/\.\d+Z$/, 'Z'))}</p>
+<p class="meta">${esc(range)}${scope ? ` · ${scope}` : ''} · generated ${esc(isoSeconds(data.generatedAt))}</p>
 <div class="totals"><div><b>${t.downloads}</b>downloads</div><div><b>${esc(humanBytes(t.bytes))}</b>delivered</div><div><b>${t.other_requests}</b>other requests</div></div>
 <h2>Downloads per day</h2>
 ${svgDayChart(fillDays(data.days.rows))}

@@ -7,13 +7,12 @@ import picomatch from 'picomatch'
 import type {Config} from '../config/index.js'
 import type {Database} from '../db/index.js'
 import {MbError, UsageError} from '../errors.js'
-import {type GeoInfo, openGeo} from '../geo/geoip.js'
-import {parseIp} from '../net.js'
-import {compileMirrors} from './mirror.js'
-import {compileSelectOptions} from './options.js'
-import {select} from './index.js'
-import type {ClientInfo, SelectFile, SelectMirror} from './types.js'
-import {mirrorUrl} from './url.js'
+import {compileMirrors, compileSelectOptions, mirrorUrl, select, selectionContext, type SelectFile, type SelectionContext, type SelectMirror} from '../select/index.js'
+import {clientFromFlag, configuredGeo} from './client.js'
+import {escapeLike} from '../db/sql.js'
+import {hasDigests, hashesMatchVersion} from '../origin/freshness.js'
+import {trimLeadingSlashes} from '../text.js'
+import {unixIso} from '../time.js'
 
 /** A mirror holding the file, with the URL a client of the given scheme would get. */
 export interface HoldingMirror {
@@ -65,15 +64,8 @@ export interface LookupOptions {
   https?: boolean
   /** At most this many files for a glob (default 1000). */
   limit?: number
-  /** Clock for scan ages (Unix seconds); default now. */
+  /** Clock for scan ages and maintenance windows (Unix seconds); default now. */
   now?: number
-  /** GeoIP answer to use instead of opening the configured databases (tests). */
-  geo?: GeoInfo
-}
-
-/** Escapes LIKE wildcards (`\` is PostgreSQL's default LIKE escape). */
-function likeEscape(text: string): string {
-  return text.replace(/[\\%_]/g, (c) => `\\${c}`)
 }
 
 /**
@@ -85,11 +77,60 @@ export function globToLike(glob: string): string {
   const {base, glob: rest} = picomatch.scan(glob)
   const tail = /[^*?[\]{}()!+@|\\]*$/.exec(rest)?.[0] ?? ''
   const prefix = glob.includes('/') ? (base ? `${base}/` : '') : ''
-  return `${likeEscape(prefix)}%${likeEscape(tail)}`
+  return `${escapeLike(prefix)}%${escapeLike(tail)}`
 }
 
-function iso(seconds: number): string {
-  return new Date(seconds * 1000).toISOString().replace('.000Z', 'Z')
+const FILE_COLUMNS = ['id', 'path', 'size', 'mtime', 'mirrors', 'md5', 'sha1', 'sha256', 'hashed_size', 'hashed_mtime'] as const
+
+/**
+ * The index rows for `pattern`: the path itself, or else (when it is a glob) up to `limit`
+ * matching paths in path order.
+ * @throws MbError `NO_MATCH` when a glob matches nothing, `FILE_NOT_FOUND` for a missing path
+ */
+async function findFileRows(database: Database, pattern: string, limit: number) {
+  // A name that merely contains glob characters (`distro [beta].iso`) is looked up as itself first.
+  let rows = await database.db
+    .selectFrom('file')
+    .select([...FILE_COLUMNS])
+    .where('path', '=', pattern)
+    .execute()
+  const isGlob = rows.length === 0 && picomatch.scan(pattern).isGlob
+  if (isGlob) {
+    const match = picomatch(pattern, {dot: true, basename: !pattern.includes('/')})
+    const candidates = await database.db.selectFrom('file').select(['id', 'path']).where('path', 'like', globToLike(pattern)).orderBy('path').execute()
+    const wanted = candidates
+      .filter((r) => match(r.path))
+      .slice(0, limit)
+      .map((r) => r.id)
+    rows =
+      wanted.length === 0
+        ? []
+        : await database.db
+            .selectFrom('file')
+            .select([...FILE_COLUMNS])
+            .where('id', 'in', wanted)
+            .orderBy('path')
+            .execute()
+    if (rows.length === 0) throw new MbError(`No indexed file matches ${pattern}. Check the pattern (quote it so the shell does not expand it) or run \`mb index\`.`, {code: 'NO_MATCH'})
+  } else if (rows.length === 0) {
+    throw new MbError(`${pattern} is not in the origin index; check the path (relative to the root, e.g. iso/distro.iso) or run \`mb index\`.`, {code: 'FILE_NOT_FOUND'})
+  }
+  return rows
+}
+
+/** The differing copies the mirrors' last scans saw of the files `fileIds`: file id → mirror id → size and mtime (Unix seconds). */
+async function staleCopies(database: Database, fileIds: number[]): Promise<Map<number, Map<number, {size: number; mtime: number | null}>>> {
+  const staleRows = await database.db.selectFrom('mirror_file_stale').select(['mirror_id', 'file_id', 'size', 'mtime']).where('file_id', 'in', fileIds).execute()
+  const staleByFile = new Map<number, Map<number, {size: number; mtime: number | null}>>()
+  for (const s of staleRows) {
+    let map = staleByFile.get(Number(s.file_id))
+    if (!map) {
+      map = new Map()
+      staleByFile.set(Number(s.file_id), map)
+    }
+    map.set(Number(s.mirror_id), {size: Number(s.size), mtime: s.mtime === null ? null : Number(s.mtime)})
+  }
+  return staleByFile
 }
 
 /**
@@ -99,50 +140,20 @@ function iso(seconds: number): string {
  *         when the path is not indexed, `NO_MATCH` when a glob matches nothing.
  */
 export async function lookupFiles(database: Database, config: Config, options: LookupOptions): Promise<FileLookup[]> {
-  const pattern = options.pattern.replace(/^\/+/, '')
+  const pattern = trimLeadingSlashes(options.pattern)
   if (!pattern) throw new UsageError('Give an origin-relative path or a glob, e.g. `mb file lookup iso/distro.iso` or `mb file lookup "*.iso"`.')
-  // Dotted quads only: ipaddr.js also accepts legacy forms such as `1.2.3` or `0x7f.1`.
-  const address = options.clientIp === undefined || (!options.clientIp.includes(':') && !/^\d{1,3}(\.\d{1,3}){3}$/.test(options.clientIp)) ? undefined : parseIp(options.clientIp)
-  if (options.clientIp !== undefined && !address) throw new UsageError(`--client-ip ${options.clientIp} is not an IPv4 or IPv6 address; pass one such as 203.0.113.7 or 2001:db8::1.`)
   const https = options.https ?? false
+  const facts = options.clientIp === undefined ? undefined : clientFromFlag(options.clientIp, https)
   const limit = options.limit ?? 1000
 
-  const columns = ['id', 'path', 'size', 'mtime', 'mirrors', 'md5', 'sha1', 'sha256', 'hashed_size', 'hashed_mtime'] as const
-  // A name that merely contains glob characters (`distro [beta].iso`) is looked up as itself first.
-  let rows = await database.db.selectFrom('file').select([...columns]).where('path', '=', pattern).execute()
-  const isGlob = rows.length === 0 && picomatch.scan(pattern).isGlob
-  if (isGlob) {
-    const match = picomatch(pattern, {dot: true, basename: !pattern.includes('/')})
-    const candidates = await database.db.selectFrom('file').select(['id', 'path']).where('path', 'like', globToLike(pattern)).orderBy('path').execute()
-    const wanted = candidates.filter((r) => match(r.path)).slice(0, limit).map((r) => r.id)
-    rows = wanted.length === 0 ? [] : await database.db.selectFrom('file').select([...columns]).where('id', 'in', wanted).orderBy('path').execute()
-    if (rows.length === 0) throw new MbError(`No indexed file matches ${pattern}. Check the pattern (quote it so the shell does not expand it) or run \`mb index\`.`, {code: 'NO_MATCH'})
-  } else if (rows.length === 0) {
-    throw new MbError(`${pattern} is not in the origin index; check the path (relative to the root, e.g. iso/distro.iso) or run \`mb index\`.`, {code: 'FILE_NOT_FOUND'})
-  }
-
+  const rows = await findFileRows(database, pattern, limit)
   const mirrors = compileMirrors(await database.db.selectFrom('mirror').selectAll().orderBy('id').execute())
-  const staleRows = await database.db
-    .selectFrom('mirror_file_stale')
-    .select(['mirror_id', 'file_id', 'size', 'mtime'])
-    .where(
-      'file_id',
-      'in',
-      rows.map((r) => r.id),
-    )
-    .execute()
-  const staleByFile = new Map<number, Map<number, {size: number; mtime: number | null}>>()
-  for (const s of staleRows) {
-    let map = staleByFile.get(Number(s.file_id))
-    if (!map) staleByFile.set(Number(s.file_id), (map = new Map()))
-    map.set(Number(s.mirror_id), {size: Number(s.size), mtime: s.mtime === null ? null : Number(s.mtime)})
-  }
+  const staleByFile = await staleCopies(
+    database,
+    rows.map((r) => r.id),
+  )
 
-  let client: ClientInfo | undefined
-  if (address) {
-    const geo = options.geo ?? (await openGeo({geoip: config.geoip, asnDb: config.asn_db})).lookup(options.clientIp!)
-    client = {ip: address.toString(), address, https, country: geo.country, continent: geo.continent, latitude: geo.latitude, longitude: geo.longitude, asn: geo.asn}
-  }
+  const geo = facts === undefined ? undefined : await configuredGeo(config)
   const selectOptions = compileSelectOptions(config.select)
   if (options.now !== undefined) selectOptions.now = () => options.now!
 
@@ -150,7 +161,7 @@ export async function lookupFiles(database: Database, config: Config, options: L
     const size = Number(r.size)
     const mtime = Number(r.mtime)
     const stale = staleByFile.get(Number(r.id)) ?? new Map()
-    const fresh = r.md5 && r.sha1 && r.sha256 && Number(r.hashed_size) === size && Number(r.hashed_mtime) === mtime && r.hashed_size !== null
+    const fresh = hasDigests(r) && hashesMatchVersion(r, {size, mtime})
     const held: HoldingMirror[] = []
     for (const id of r.mirrors) {
       const m = mirrors.get(Number(id))
@@ -160,24 +171,45 @@ export async function lookupFiles(database: Database, config: Config, options: L
       path: r.path,
       size,
       mtime,
-      mtime_utc: iso(mtime),
+      mtime_utc: unixIso(mtime),
       hashes: fresh ? {md5: r.md5!, sha1: r.sha1!, sha256: r.sha256!} : null,
       mirrors: held,
       stale: [...stale].map(([id, copy]) => ({identifier: mirrors.get(id)?.identifier ?? String(id), size: copy.size, mtime: copy.mtime})),
     }
-    if (client) {
+    if (facts !== undefined && geo !== undefined) {
       const file: SelectFile = {path: r.path, size, mtime, mirrors: r.mirrors.map(Number), stale}
-      const s = select(client, file, mirrors, selectOptions, true)
-      result.explain = {
-        client: {ip: client.ip, https, country: client.country ?? null, continent: client.continent ?? null, asn: client.asn ?? null, latitude: client.latitude ?? null, longitude: client.longitude ?? null},
-        realm: s.realm,
-        origin: s.origin ?? null,
-        ranked: s.ranked.map((c) => ({rank: c.rank, realm: c.realm, mirror: c.mirror.identifier, country: c.mirror.country, url: c.url, distance_km: c.distanceKm === undefined ? null : Math.round(c.distanceKm)})),
-        excluded: s.excluded.map((e) => ({mirror: e.mirror.identifier, reason: e.reason, detail: e.detail})).sort((a, b) => a.mirror.localeCompare(b.mirror)),
-      }
+      result.explain = explain(selectionContext(facts, geo, file, mirrors, selectOptions))
     }
     return result
   })
+}
+
+/** The explanation of one file's selection: `select()` with every exclusion, in JSON shape. */
+function explain(context: SelectionContext): LookupExplain {
+  const {client, file, mirrors, options} = context
+  const s = select(client, file, mirrors, options, true)
+  return {
+    client: {
+      ip: client.ip,
+      https: client.https,
+      country: client.country ?? null,
+      continent: client.continent ?? null,
+      asn: client.asn ?? null,
+      latitude: client.latitude ?? null,
+      longitude: client.longitude ?? null,
+    },
+    realm: s.realm,
+    origin: s.origin ?? null,
+    ranked: s.ranked.map((c) => ({
+      rank: c.rank,
+      realm: c.realm,
+      mirror: c.mirror.identifier,
+      country: c.mirror.country,
+      url: c.url,
+      distance_km: c.distanceKm === undefined ? null : Math.round(c.distanceKm),
+    })),
+    excluded: s.excluded.map((e) => ({mirror: e.mirror.identifier, reason: e.reason, detail: e.detail})).sort((a, b) => a.mirror.localeCompare(b.mirror)),
+  }
 }
 
 function safeUrl(m: SelectMirror, path: string, https: boolean): string | null {

@@ -1,0 +1,32 @@
+/**
+ * Every named lock mb takes, in one place, with one key scheme.
+ *
+ * On PostgreSQL a lock is a session-level advisory lock on the two-int4 key
+ * (`classId`, `objectId`): `classId` names the kind of lock (four ASCII bytes starting with
+ * "mb", so they are recognisable in `pg_locks.classid`), `objectId` the thing locked (a
+ * mirror id, or 0 for a lock on a whole activity). On the embedded store, which one process
+ * owns, the same locks are held in that process by `name`.
+ */
+
+/** A lock as the stores take it. Build one with the constants and functions below. */
+export interface Lock {
+  /** Unique name, for the in-process registry and for logs (`scan:12`, `probe`). */
+  readonly name: string
+  /** PostgreSQL advisory-lock key, first int4: the kind of lock. */
+  readonly classId: number
+  /** PostgreSQL advisory-lock key, second int4: what is locked. */
+  readonly objectId: number
+}
+
+/** 'mbsc': one scan of one mirror at a time. */
+const SCAN_CLASS = 0x6d627363
+/** 'mbpr': one background probe round at a time among the replicas sharing a database. */
+const PROBE_CLASS = 0x6d627072
+
+/** Held by a scan while it reconciles mirror `mirrorId` (smallint); a second scan is refused. */
+export function scanLock(mirrorId: number): Lock {
+  return {name: `scan:${mirrorId}`, classId: SCAN_CLASS, objectId: mirrorId}
+}
+
+/** Held by `mb serve --probe-interval` while it probes; other replicas skip their round. */
+export const PROBE_LOCK: Lock = {name: 'probe', classId: PROBE_CLASS, objectId: 0}

@@ -1,0 +1,266 @@
+/**
+ * The stores reached over the PostgreSQL wire protocol through a `pg` pool: a PostgreSQL server
+ * (`postgres`), or another process's embedded store through its Unix socket (`pglite-shared`).
+ * The second has one connection and a single PGlite session behind it, so it reads without
+ * helper connections and does not LISTEN.
+ */
+import {Kysely, type PostgresPool, PostgresDialect} from 'kysely'
+import pg from 'pg'
+import {MbError} from '../errors.js'
+import type {Lock} from './locks.js'
+import type {DB} from './schema.js'
+import {type Database, type ReadView, runInSequence, type Session, type Subscription} from './store.js'
+
+/** Type OID of int8; its values come back as JS numbers from both backends. */
+export const INT8 = 20
+const INT8_ARRAY = 1016
+/** Parses int8 text as a JS number (exact up to 2^53, beyond any size or id mb stores). */
+export const int8ToNumber = (value: string) => Number(value)
+pg.types.setTypeParser(INT8, int8ToNumber)
+// biome-ignore lint/suspicious/noExplicitAny: @types/pg declares neither array type ids nor arrayParser.create
+pg.types.setTypeParser(INT8_ARRAY as any, (value: string) => (pg.types.arrayParser as any).create(value, int8ToNumber).parse())
+
+/** Rows of one array-mode query on `client`. */
+function arrayQuery(client: pg.ClientBase): ReadView['query'] {
+  return async (text, params) => (await client.query({text, values: params as unknown[] | undefined, rowMode: 'array'})).rows as unknown[][]
+}
+
+/** The {@link ReadView} over `client`'s open transaction; `helpers` allows helper connections from `pool`. */
+function readView(pool: pg.Pool, client: pg.ClientBase, helpers: boolean): ReadView {
+  const view: ReadView = {
+    query: arrayQuery(client),
+    parallel: (tasks) => (helpers && tasks.length > 1 ? inParallel(pool, view, tasks) : runInSequence(view, tasks)),
+  }
+  return view
+}
+
+/** {@link ReadView.parallel} on PostgreSQL: tasks after the first run on helpers importing the snapshot. */
+async function inParallel<T>(pool: pg.Pool, view: ReadView, tasks: Array<(view: ReadView) => Promise<T>>): Promise<T[]> {
+  const [[exported]] = await view.query(`SELECT pg_export_snapshot()`)
+  const helpers: pg.PoolClient[] = []
+  let broken = false
+  try {
+    for (let i = 1; i < tasks.length; i++) {
+      const helper = await pool.connect()
+      helpers.push(helper)
+      await helper.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+      await helper.query(`SET TRANSACTION SNAPSHOT '${String(exported).replace(/'/g, "''")}'`)
+    }
+    const results = await Promise.all(tasks.map((task, i) => task(i === 0 ? view : readView(pool, helpers[i - 1], false))))
+    for (const helper of helpers) await helper.query('COMMIT')
+    return results
+  } catch (error) {
+    broken = true
+    throw error
+  } finally {
+    for (const helper of helpers) helper.release(broken)
+  }
+}
+
+/** {@link Database.readSnapshot} on one pool connection; a connection that saw an error is discarded. */
+async function readSnapshot<T>(pool: pg.Pool, helpers: boolean, fn: (view: ReadView) => Promise<T>): Promise<T> {
+  const client = await pool.connect()
+  let broken = false
+  try {
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+    const result = await fn(readView(pool, client, helpers))
+    await client.query('COMMIT')
+    return result
+  } catch (error) {
+    broken = true
+    await client.query('ROLLBACK').catch(() => {})
+    throw error
+  } finally {
+    client.release(broken)
+  }
+}
+
+/** Takes `lock` as a session-level advisory lock on `client`; see {@link Session.withLock}. */
+async function advisoryLock<T>(client: pg.ClientBase, lock: Lock, fn: () => Promise<T>, onBusy: () => T | Promise<T>, discard: () => void): Promise<T> {
+  const key = [lock.classId, lock.objectId]
+  const {rows} = await client.query('SELECT pg_try_advisory_lock($1::int, $2::int) AS locked', key)
+  if (!rows[0]?.locked) return onBusy()
+  try {
+    return await fn()
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1::int, $2::int)', key).catch(discard)
+  }
+}
+
+/** A kysely pool that always hands out `client` (a session's one connection) and never ends it. */
+function singleClientPool(client: pg.PoolClient, discard: () => void): PostgresPool {
+  const lease = {
+    query: (...args: unknown[]) => (client.query as (...a: unknown[]) => unknown)(...args),
+    release: (destroy?: boolean) => {
+      if (destroy) discard()
+    },
+  }
+  // biome-ignore lint/suspicious/noExplicitAny: kysely's PostgresPool wants a pg.PoolClient; the lease implements the part kysely calls
+  return {connect: async () => lease as any, end: async () => {}}
+}
+
+/** {@link Database.session} on one pool connection, with a kysely instance bound to it. */
+async function session<T>(pool: pg.Pool, fn: (session: Session) => Promise<T>): Promise<T> {
+  const client = await pool.connect()
+  let discarded = false
+  const discard = () => {
+    discarded = true
+  }
+  const db = new Kysely<DB>({dialect: new PostgresDialect({pool: singleClientPool(client, discard)})})
+  try {
+    return await fn({
+      db,
+      transaction: (body) => db.transaction().execute(body),
+      withLock: (lock, body, onBusy) => advisoryLock(client, lock, body, onBusy, discard),
+    })
+  } finally {
+    client.release(discarded)
+  }
+}
+
+/** LISTEN on a dedicated client outside the pool, reconnected by {@link Subscription.renew}. */
+class Listener implements Subscription {
+  private client?: pg.Client
+  private retryAt = 0
+  private closed = false
+
+  constructor(
+    private readonly url: string,
+    private readonly channel: string,
+    private readonly onNotify: () => void,
+  ) {}
+
+  async renew(): Promise<void> {
+    if (this.client || this.closed || Date.now() < this.retryAt) return
+    const client = new pg.Client({connectionString: this.url, connectionTimeoutMillis: 5000})
+    const drop = () => {
+      if (this.client !== client) return
+      this.client = undefined
+      this.retryAt = Date.now() + 2000
+      client.end().catch(() => {})
+    }
+    client.on('error', drop)
+    client.on('end', drop)
+    client.on('notification', () => this.onNotify())
+    try {
+      await client.connect()
+      await client.query(`LISTEN ${client.escapeIdentifier(this.channel)}`)
+      if (this.closed) throw new Error('closed while connecting')
+      this.client = client
+    } catch {
+      this.retryAt = Date.now() + 2000
+      client.end().catch(() => {})
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true
+    const client = this.client
+    this.client = undefined
+    await client?.end().catch(() => {})
+  }
+}
+
+const NOT_LISTENING: Subscription = {renew: async () => {}, close: async () => {}}
+
+interface PoolStoreOptions {
+  backend: 'postgres' | 'pglite-shared'
+  location: string
+  /** The unredacted URL for LISTEN clients; without one, `listen()` does not listen. */
+  listenUrl?: string
+  /** Whether {@link ReadView.parallel} may take helper connections from the pool. */
+  helpers: boolean
+}
+
+/** The {@link Database} over `pool`. */
+function poolStore(pool: pg.Pool, options: PoolStoreOptions): Database {
+  const db = new Kysely<DB>({dialect: new PostgresDialect({pool})})
+  const listeners = new Set<Subscription>()
+  return {
+    db,
+    backend: options.backend,
+    location: options.location,
+    readSnapshot: (fn) => readSnapshot(pool, options.helpers, fn),
+    session: (fn) => session(pool, fn),
+    withLock: (lock, fn, onBusy) => session(pool, (s) => s.withLock(lock, fn, onBusy)),
+    async listen(channel, onNotify) {
+      if (!options.listenUrl) return NOT_LISTENING
+      const listener = new Listener(options.listenUrl, channel, onNotify)
+      await listener.renew()
+      listeners.add(listener)
+      return {
+        renew: () => listener.renew(),
+        close: () => {
+          listeners.delete(listener)
+          return listener.close()
+        },
+      }
+    },
+    share: async () => {},
+    async close() {
+      await Promise.all([...listeners].map((l) => l.close()))
+      await db.destroy()
+    },
+  }
+}
+
+/** A pool whose idle or checked-out clients may error (server restart) without crashing the process. */
+function quietPool(config: pg.PoolConfig): pg.Pool {
+  const pool = new pg.Pool(config)
+  pool.on('error', () => {
+    /* idle client errors (server restart) are handled by the next query */
+  })
+  // A server that goes away mid-query also emits 'error' on the checked-out client; without a
+  // listener that would crash the process (the query itself rejects and is handled).
+  pool.on('connect', (client) => {
+    client.on('error', () => {})
+  })
+  return pool
+}
+
+/** Checks out and returns one client, so that a bad address fails here rather than at the first query; ends the pool on failure. */
+async function checkConnect(pool: pg.Pool): Promise<void> {
+  try {
+    const client = await pool.connect()
+    client.release()
+  } catch (error) {
+    await pool.end().catch(() => {})
+    throw error
+  }
+}
+
+/**
+ * Connects to the PostgreSQL server at `url` (`location` is its redacted form, for messages).
+ * @param max  pool size
+ * @throws MbError DB_UNREACHABLE when no connection can be made within 10 s
+ */
+export async function openPostgres(url: string, location: string, max: number): Promise<Database> {
+  const pool = quietPool({connectionString: url, max, connectionTimeoutMillis: 10_000})
+  try {
+    await checkConnect(pool)
+  } catch (error) {
+    throw new MbError(`Cannot connect to PostgreSQL at ${location}: ${(error as Error).message}. Check that the server runs and that MB_DATABASE_URL (or --database-url) is right.`, {
+      code: 'DB_UNREACHABLE',
+      cause: error,
+    })
+  }
+  return poolStore(pool, {backend: 'postgres', location, listenUrl: url, helpers: true})
+}
+
+/**
+ * Connects to the embedded store in `dataDir` that the live process `owner` shares over its
+ * socket (see {@link Database.share}).
+ * @throws MbError DB_BUSY when the socket does not answer within 10 s
+ */
+export async function openSharedPglite(dataDir: string, owner: number): Promise<Database> {
+  const pool = quietPool({host: dataDir, port: 5432, user: 'postgres', database: 'postgres', max: 1, connectionTimeoutMillis: 10_000})
+  try {
+    await checkConnect(pool)
+  } catch (error) {
+    throw new MbError(
+      `The embedded store at ${dataDir} is held by process ${owner}, and its shared socket does not answer (${(error as Error).message}). Wait for that process to finish, or stop it.`,
+      {code: 'DB_BUSY', cause: error},
+    )
+  }
+  return poolStore(pool, {backend: 'pglite-shared', location: `${dataDir} (embedded, shared by process ${owner})`, helpers: false})
+}

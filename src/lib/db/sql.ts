@@ -1,0 +1,34 @@
+/**
+ * SQL fragments shared by the modules that query the store (PostgreSQL syntax, also PGlite).
+ */
+import {sql, type RawBuilder} from 'kysely'
+
+/**
+ * `text` with the LIKE wildcards `%` and `_` and the escape character `\` escaped, so that it
+ * matches literally inside a LIKE/ILIKE pattern (`\` is PostgreSQL's default LIKE escape).
+ */
+export function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`)
+}
+
+/**
+ * SQL condition "`column` lies in the subtree `prefix`": the path starts with `prefix/`.
+ * `prefix` is origin-relative without leading or trailing slash; '' means everything (`true`).
+ */
+export function inSubtree(prefix: string, column = 'path'): RawBuilder<boolean> {
+  return prefix === '' ? sql<boolean>`true` : sql<boolean>`starts_with(${sql.ref(column)}, ${prefix + '/'})`
+}
+
+/**
+ * The items of a PostgreSQL array column, which arrives as a JS array, or as its text form
+ * `{a,b,"c"}` when no array parser is registered for its type (e.g. `cidr[]`). Anything else
+ * reads as no items. Items are strings; double quotes around an item are dropped.
+ */
+export function textArray(value: unknown): string[] {
+  if (Array.isArray(value)) return value.map(String)
+  if (typeof value === 'string') {
+    const inner = value.replace(/^\{|\}$/g, '').trim()
+    return inner ? inner.split(',').map((s) => s.trim().replace(/^"|"$/g, '')) : []
+  }
+  return []
+}

@@ -1,0 +1,85 @@
+/**
+ * Step 4 of `select()`: the distance rule. With client coordinates known, the members of a
+ * pool farther than `distanceFactor` × the nearest member's distance (and beyond
+ * `distanceFloorKm`) are excluded as `too_far`; members without coordinates stay.
+ *
+ * Distances are compared as haversine terms a = sin²(Δσ/2), a quarter of the squared chord
+ * between unit vectors (the same quantity: chord = 2 sin(Δσ/2)), which needs no
+ * trigonometry per mirror and does not cancel at short distances. Distance = 2R asin(√a) is
+ * monotonic in a, so the arcsine is taken only for the nearest member and for explanations.
+ */
+import {EARTH_RADIUS_KM} from '../geo/distance.js'
+import type {MirrorTable} from './mirror.js'
+import type {SelectOptions} from './options.js'
+import type {Query} from './query.js'
+import type {Exclusion, Realm, SelectMirror} from './types.js'
+
+/** The bit of `MirrorTable.flags` set when the mirror has coordinates (module-private for speed, see ./pools.ts). */
+const HAS_POSITION = 8
+
+/** The bit of `MirrorTable.flags` that this step reads, for one mirror. */
+export function positionFlags(m: SelectMirror): number {
+  return m.latitude !== null && m.longitude !== null ? HAS_POSITION : 0
+}
+
+/** Kilometres from a haversine term. */
+export function kmFromA(a: number): number {
+  return 2 * EARTH_RADIUS_KM * Math.asin(Math.min(1, Math.sqrt(a)))
+}
+
+/**
+ * Applies the distance rule to one pool: `order[0..count)` are positions in `eligible`.
+ * Writes each member's haversine term to `dist[position]` (NaN without coordinates) and compacts `order` to the
+ * members kept (in their order), appending the others to `excluded` when given.
+ * @returns the number of members kept (`count` when the client has no coordinates)
+ */
+export function keepNear(
+  table: MirrorTable,
+  q: Query,
+  eligible: readonly SelectMirror[],
+  order: Int32Array,
+  count: number,
+  dist: Float64Array,
+  realm: Realm,
+  options: SelectOptions,
+  excluded: Exclusion[] | undefined,
+): number {
+  if (!q.hasPosition) return count
+  // The table's arrays and the client vector in locals: this loop runs for every pool member.
+  const {flags, posX, posY, posZ} = table
+  const {x, y, z} = q
+  let nearestA = Infinity
+  for (let k = 0; k < count; k++) {
+    const i = order[k]
+    const id = eligible[i].id
+    let a = Number.NaN // no coordinates
+    if ((flags[id] & HAS_POSITION) !== 0) {
+      const dx = posX[id] - x
+      const dy = posY[id] - y
+      const dz = posZ[id] - z
+      a = (dx * dx + dy * dy + dz * dz) / 4
+    }
+    dist[i] = a
+    if (a < nearestA) nearestA = a
+  }
+  if (!(nearestA < Infinity) || count <= 1) return count
+  const nearest = kmFromA(nearestA)
+  const limitKm = Math.max(nearest * options.distanceFactor, options.distanceFloorKm)
+  const half = limitKm / (2 * EARTH_RADIUS_KM)
+  const limitA = half >= Math.PI / 2 ? Infinity : Math.sin(half) ** 2
+  let kept = 0
+  for (let k = 0; k < count; k++) {
+    const i = order[k]
+    if (dist[i] > limitA) {
+      if (excluded)
+        excluded.push({
+          mirror: eligible[i],
+          reason: 'too_far',
+          detail: `${Math.round(kmFromA(dist[i]))} km away, beyond ${options.distanceFactor} x the nearest ${realm} mirror's ${Math.round(nearest)} km`,
+        })
+    } else {
+      order[kept++] = i
+    }
+  }
+  return kept
+}

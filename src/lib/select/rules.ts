@@ -1,0 +1,151 @@
+/**
+ * Step 2 of `select()`, eligibility, as one ordered table: each rule names its reason, tests
+ * whether it excludes a mirror, and says why in words. The first rule that excludes a mirror
+ * gives its reason. Both the explained walk (`mb file lookup`, mirror lists) and the redirect
+ * path are derived from this table (./eligibility.ts), so a new reason is one entry here.
+ *
+ * `needs` says what a rule's test reads besides the mirror, which is how the redirect path
+ * can skip most tests per request: `MirrorTable` evaluates the `mirror` and `scheme` rules
+ * once per mirror for each scheme-and-family class, and keeps per mirror only the `request`
+ * rules whose `appliesTo` holds under the options in use.
+ */
+import {type Cidr, cidrContains, type IpAddress} from '../net.js'
+import type {SelectOptions} from './options.js'
+import type {Query} from './query.js'
+import type {SelectMirror} from './types.js'
+import {unixIso} from '../time.js'
+
+/** The client facts that `scheme` rules may read. */
+export interface SchemeFacts {
+  /** The client came over HTTPS. */
+  https: boolean
+  /** The client address is IPv6. */
+  v6: boolean
+}
+
+/** A rule that reads only the mirror (`mirror`) or the mirror and {@link SchemeFacts} (`scheme`). */
+interface SchemeRule {
+  reason: string
+  needs: 'mirror' | 'scheme'
+  excludes(m: SelectMirror, q: SchemeFacts): boolean
+  detail(m: SelectMirror, q: Query): string
+}
+
+/**
+ * A rule that reads the request. `holding` rules ask whether the file's mirror set lists the
+ * mirror: the redirect path walks only the listed mirrors, so they never exclude there.
+ * `request` rules may read anything in the {@link Query}. `appliesTo` (default: always) is
+ * false only where `excludes` is false for every request under those options, so that the
+ * redirect path may skip the test there; `excludes` stays complete on its own.
+ */
+export interface RequestRule {
+  reason: string
+  needs: 'holding' | 'request'
+  appliesTo?(m: SelectMirror, options: SelectOptions): boolean
+  excludes(m: SelectMirror, q: Query): boolean
+  detail(m: SelectMirror, q: Query): string
+}
+
+export type ExclusionRule = SchemeRule | RequestRule
+
+/** Up to three CIDRs as text, then the count. */
+export function cidrList(list: readonly Cidr[]): string {
+  const shown = list
+    .slice(0, 3)
+    .map(([a, b]) => `${a.toString()}/${b}`)
+    .join(', ')
+  return list.length > 3 ? `${shown}, … (${list.length})` : shown
+}
+
+/** True when the file's mirror set lists `m` (the walk marks every listed id first). */
+function holds(m: SelectMirror, q: Query): boolean {
+  return q.held[m.id] === q.generation
+}
+
+/** True when the client address lies in one of `list` (false without an address). */
+export function inAny(list: readonly Cidr[], address: IpAddress | undefined): boolean {
+  if (address === undefined) return false
+  for (let i = 0; i < list.length; i++) if (cidrContains(list[i], address)) return true
+  return false
+}
+
+/** The eligibility rules, in the order they are checked (README "How a mirror is chosen"). */
+export const ELIGIBILITY_RULES = [
+  {reason: 'disabled', needs: 'mirror', excludes: (m) => !m.enabled, detail: () => 'disabled by the operator (`mb mirror enable` turns it back on)'},
+  {reason: 'down', needs: 'mirror', excludes: (m) => !m.up, detail: () => 'down: the last probe failed'},
+  {reason: 'zero_score', needs: 'mirror', excludes: (m) => !(m.score > 0), detail: () => 'score is 0 (takes no traffic)'},
+  {
+    reason: 'maintenance',
+    needs: 'request',
+    appliesTo: (m) => m.maintenanceUntil !== null,
+    excludes: (m, q) => m.maintenanceUntil !== null && q.now < m.maintenanceUntil,
+    detail: (m) => `in maintenance until ${unixIso(m.maintenanceUntil!)} (\`mb mirror edit ${m.identifier} --maintenance-until none\` ends it)`,
+  },
+  {
+    reason: 'not_in_subtree',
+    needs: 'request',
+    appliesTo: (m) => m.basePath !== '',
+    excludes: (m, q) => m.basePath !== '' && !q.file.path.startsWith(m.basePath),
+    detail: (m) => `carries only ${m.basePath}`,
+  },
+  {
+    reason: 'stale',
+    needs: 'holding',
+    excludes: (m, q) => !holds(m, q) && q.file.stale?.get(m.id) !== undefined,
+    detail: (m, q) => {
+      const copy = q.file.stale!.get(m.id)!
+      const origin = q.file
+      return copy.size !== origin.size ? `stale: ${copy.size} bytes, origin ${origin.size}` : `stale: mtime ${copy.mtime === null ? 'unknown' : unixIso(copy.mtime)}, origin ${unixIso(origin.mtime)}`
+    },
+  },
+  {
+    reason: 'not_held',
+    needs: 'holding',
+    excludes: (m, q) => !holds(m, q),
+    detail: (m) => (m.lastScanOkAt === null ? 'not held: no successful scan yet' : 'not held: its last scan did not list this file'),
+  },
+  {
+    reason: 'too_large',
+    needs: 'request',
+    appliesTo: (m) => m.fileMaxsize !== null,
+    excludes: (m, q) => m.fileMaxsize !== null && q.file.size > m.fileMaxsize,
+    detail: (m, q) => `${q.file.size} bytes, above its file_maxsize ${m.fileMaxsize}`,
+  },
+  {
+    reason: 'scan_too_old',
+    needs: 'request',
+    appliesTo: (_m, options) => options.maxScanAgeSeconds !== null,
+    excludes: (m, q) => q.maxScanAge !== null && (m.lastScanOkAt === null || q.now - m.lastScanOkAt > q.maxScanAge),
+    detail: (m, q) => (m.lastScanOkAt === null ? 'no successful scan' : `last successful scan ${Math.round(q.now - m.lastScanOkAt)} s ago, max_scan_age_seconds ${q.maxScanAge}`),
+  },
+  {reason: 'needs_rescan', needs: 'mirror', excludes: (m) => m.needsRescan, detail: () => 'was down; needs a fresh scan before it is used again'},
+  {reason: 'no_https', needs: 'scheme', excludes: (m, q) => q.https && m.httpsUrl === null, detail: () => 'HTTPS client and the mirror has no https_url'},
+  {reason: 'no_http', needs: 'scheme', excludes: (m, q) => !q.https && m.httpUrl === null && m.httpsUrl === null, detail: () => 'the mirror has no http_url or https_url'},
+  {reason: 'no_ipv6', needs: 'scheme', excludes: (m, q) => q.v6 && m.ipv6 === false, detail: () => 'IPv6 client and probing found no IPv6 on the mirror'},
+  {
+    reason: 'client_not_allowed',
+    needs: 'request',
+    appliesTo: (m) => m.clientPrefixes.length > 0,
+    excludes: (m, q) => m.clientPrefixes.length > 0 && !inAny(m.clientPrefixes, q.address),
+    detail: (m, q) => `serves only clients in ${cidrList(m.clientPrefixes)}; client ${q.client.ip}`,
+  },
+  {
+    reason: 'country_excluded',
+    needs: 'request',
+    appliesTo: (m) => m.excludeCountries.size > 0,
+    excludes: (m, q) => q.country !== undefined && m.excludeCountries.has(q.country),
+    detail: (_m, q) => `excludes clients from ${q.country}`,
+  },
+] as const satisfies readonly ExclusionRule[]
+
+/** The reason of an eligibility rule, one per entry of {@link ELIGIBILITY_RULES}. */
+export type EligibilityReason = (typeof ELIGIBILITY_RULES)[number]['reason']
+
+/** The first rule that excludes `m` for this request, or undefined when `m` is eligible. */
+export function firstExcluding(m: SelectMirror, q: Query): ExclusionRule | undefined {
+  for (let i = 0; i < ELIGIBILITY_RULES.length; i++) {
+    const rule: ExclusionRule = ELIGIBILITY_RULES[i]
+    if (rule.excludes(m, q)) return rule
+  }
+  return undefined
+}
