@@ -3,8 +3,8 @@
  *
  * `select()` is a pure function of (client, file, mirrors, options): no I/O, no clock other
  * than `options.now` (for scan ages and maintenance windows), no randomness other than the
- * stable rendezvous hash of (client network, mirror id). The rules are written out in README
- * ("How a mirror is chosen"); each step has its module, named below.
+ * stable rendezvous hash of (client network, mirror id). The rules are written out in
+ * docs/selection.md ("How a mirror is chosen"); each step has its module, named below.
  */
 import {parseIp} from '../net.js'
 import {explainEligibility, eligibleHolders} from './eligibility.js'

@@ -69,7 +69,7 @@ export function inAny(list: readonly Cidr[], address: IpAddress | undefined): bo
   return false
 }
 
-/** The eligibility rules, in the order they are checked (README "How a mirror is chosen"). */
+/** The eligibility rules, in the order they are checked (docs/selection.md, "Which mirrors are eligible"). */
 export const ELIGIBILITY_RULES = [
   {reason: 'disabled', needs: 'mirror', excludes: (m) => !m.enabled, detail: () => 'disabled by the operator (`mb mirror enable` turns it back on)'},
   {reason: 'down', needs: 'mirror', excludes: (m) => !m.up, detail: () => 'down: the last probe failed'},
