@@ -636,10 +636,10 @@ export async function main(argv: string[]): Promise<void> {
         console.log(
           '  (uniformly random paths and clients: most requests in a flush interval bring a new day x path x mirror x country key, near the worst case; PostgreSQL upserts them on the same 2 cores)',
         )
-        summary.push(`${processes}: counting costs <= 10% of throughput (issue 7) ${drop <= 10 ? 'met' : 'MISSED'} (${drop.toFixed(1)}%)`)
+        summary.push(`${processes}: counting costs <= 10% of throughput ${drop <= 10 ? 'met' : 'MISSED'} (${drop.toFixed(1)}%)`)
       }
     }
-    console.log('\ntargets (issue 3 item 12, issue 7):')
+    console.log('\ntargets:')
     for (const line of summary) console.log(`  ${line}`)
     console.log(`  snapshot load < 30 s ${snapshotSeconds === undefined ? 'not measured' : snapshotSeconds < 30 ? `met (${snapshotSeconds} s)` : `MISSED (${snapshotSeconds} s)`}`)
   } finally {

@@ -115,7 +115,7 @@ export interface StatsMonthlyTable {
   other_requests: number
 }
 
-/** One probe check (issue 5): mirror x protocol x address family x time. */
+/** One probe check: mirror x protocol x address family x time. */
 export interface MirrorProbeTable {
   id: Generated<number>
   mirror_id: number
