@@ -114,3 +114,21 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     drop: () => withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => {}),
   }
 }
+
+/**
+ * Registers one mirror (id 1, `m.example`, HTTP only) holding one indexed file, for tests
+ * of `mb serve` that need a redirect and nothing more.
+ * @param file the origin path, size in bytes and mtime in Unix seconds
+ */
+export async function seedOneMirror(test: TestDatabase, file: {path: string; size: number; mtime: number}): Promise<void> {
+  const database = await test.open()
+  try {
+    await database.db.insertInto('mirror').values({id: 1, identifier: 'm.example', http_url: 'http://m.example/'}).execute()
+    await database.db
+      .insertInto('file')
+      .values({...file, mirrors: [1]})
+      .execute()
+  } finally {
+    await database.close()
+  }
+}

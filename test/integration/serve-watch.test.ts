@@ -3,7 +3,7 @@ import {mkdtempSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {backend, createTestDatabase, seedOneMirror, type TestDatabase} from '../helpers/db.js'
 import {type ServeProcess, request, startServe} from '../helpers/serve-process.js'
 
 describe(`mb serve --watch (${backend})`, () => {
@@ -15,19 +15,7 @@ describe(`mb serve --watch (${backend})`, () => {
     tdb = await createTestDatabase()
     root = mkdtempSync(join(tmpdir(), 'mb-serve-watch-'))
     writeFileSync(join(root, 'a.iso'), Buffer.alloc(8000, 'a'))
-    const db = await tdb.open()
-    try {
-      await db.db
-        .insertInto('mirror')
-        .values({id: 1, identifier: 'm.example', http_url: 'http://m.example/'} as any)
-        .execute()
-      await db.db
-        .insertInto('file')
-        .values({path: 'a.iso', size: 8000, mtime: Math.floor(statSync(join(root, 'a.iso')).mtimeMs / 1000), mirrors: [1]})
-        .execute()
-    } finally {
-      await db.close()
-    }
+    await seedOneMirror(tdb, {path: 'a.iso', size: 8000, mtime: Math.floor(statSync(join(root, 'a.iso')).mtimeMs / 1000)})
     serve = await startServe(['--root', root, '--watch'], tdb.env)
   })
 

@@ -4,7 +4,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {mb} from '../helpers/cli.js'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {backend, createTestDatabase, seedOneMirror, type TestDatabase} from '../helpers/db.js'
 import {type ServeProcess, request, startServe} from '../helpers/serve-process.js'
 import {freePort} from '../helpers/servers.js'
 
@@ -16,19 +16,7 @@ describe(`mb serve --workers (${backend})`, () => {
   before(async () => {
     tdb = await createTestDatabase()
     root = mkdtempSync(join(tmpdir(), 'mb-serve-workers-'))
-    const db = await tdb.open()
-    try {
-      await db.db
-        .insertInto('mirror')
-        .values({id: 1, identifier: 'm.example', http_url: 'http://m.example/'} as any)
-        .execute()
-      await db.db
-        .insertInto('file')
-        .values({path: 'a.iso', size: 8000, mtime: 0, mirrors: [1]})
-        .execute()
-    } finally {
-      await db.close()
-    }
+    await seedOneMirror(tdb, {path: 'a.iso', size: 8000, mtime: 0})
   })
 
   after(async () => {

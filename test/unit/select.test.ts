@@ -2,6 +2,7 @@ import {expect} from 'chai'
 import type {MirrorRow} from '../../src/lib/db/schema.js'
 import {distanceKm} from '../../src/lib/geo/distance.js'
 import {parseIp} from '../../src/lib/net.js'
+import {CLEARED_VALUES} from '../../src/lib/mirrors/validate.js'
 import {
   type ClientInfo,
   type SelectFile,
@@ -38,18 +39,11 @@ const NOW = 1_800_000_000 // fixed clock, Unix seconds
 /** A mirror row with defaults, as the database returns it. */
 function row(id: number, overrides: Partial<MirrorRow> = {}): MirrorRow {
   return {
+    ...CLEARED_VALUES,
     id,
     identifier: `m${id}`,
     http_url: `http://m${id}.example.org/pub`,
     https_url: `https://m${id}.example.org/pub/`,
-    rsync_url: null,
-    ftp_url: null,
-    country: null,
-    continent: null,
-    latitude: null,
-    longitude: null,
-    asn: null,
-    prefixes: [],
     score: 100,
     enabled: true,
     country_only: false,
@@ -57,23 +51,12 @@ function row(id: number, overrides: Partial<MirrorRow> = {}): MirrorRow {
     as_only: false,
     prefix_only: false,
     fallback: false,
-    other_countries: [],
-    exclude_countries: [],
-    client_prefixes: [],
-    file_maxsize: null,
-    base_path: '',
-    include_patterns: [],
-    exclude_patterns: [],
-    admin: null,
-    admin_email: null,
-    comment: null,
     up: true,
     ipv6: null,
     status: {},
     status_reason: null,
     status_changed_at: null,
     needs_rescan: false,
-    maintenance_until: null,
     last_scan_at: new Date((NOW - 600) * 1000),
     last_scan_ok_at: new Date((NOW - 600) * 1000),
     last_scan_error: null,
