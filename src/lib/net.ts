@@ -106,6 +106,18 @@ function dottedQuadProblem(text: string): string | undefined {
   return `leading zeros are not allowed (write ${parts.map((p) => String(Number(p))).join('.')})`
 }
 
+/**
+ * Why a URL host written as a number is not a dotted quad, or undefined. A host made only of
+ * decimal or `0x` parts and dots (`010.0.0.1`, `0x7f.1`, `1.2.3`, `2130706433`) is never a DNS
+ * name (a top-level label is not numeric), yet URL parsers (WHATWG URL §3.5, IPv4 parser)
+ * and resolvers (inet_aton) read it as an IPv4 address: such a host must be a dotted quad.
+ */
+export function numericHostProblem(host: string): string | undefined {
+  const text = host.endsWith('.') ? host.slice(0, -1) : host
+  if (!/^(?:0x[0-9a-f]*|[0-9]+)(?:\.(?:0x[0-9a-f]*|[0-9]+))*$/i.test(text)) return undefined
+  return addressProblem(text)
+}
+
 /** Canonical text of an address (IPv4-mapped IPv6 shown as IPv4), or undefined. */
 export function normalizeIp(text: string): string | undefined {
   return parseIp(text)?.toString()

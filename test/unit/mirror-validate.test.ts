@@ -80,6 +80,17 @@ describe('mirror validation', () => {
       rejects(() => normalizeMirrorUrl('https_url', 'https://user:pw@x.example/'), /credentials are not allowed/)
       rejects(() => normalizeMirrorUrl('rsync_url', 'rsync://x.example/'), /names a module/)
     })
+    it('refuses a host written as a legacy IPv4 form, which the URL parser would rewrite', () => {
+      rejects(() => normalizeMirrorUrl('http_url', 'http://010.0.0.1/pub/'), /--http-url/, /legacy form: leading zeros are not allowed \(write 10\.0\.0\.1\)/)
+      rejects(() => normalizeMirrorUrl('https_url', 'https://1.2.3/'), /--https-url/, /not a full IPv4 address \(four parts\)/)
+      rejects(() => normalizeMirrorUrl('ftp_url', 'ftp://u:p@0x7f.1:21/pub/'), /--ftp-url/, /hexadecimal/)
+      rejects(() => normalizeMirrorUrl('rsync_url', 'rsync://2130706433/pub/'), /--rsync-url/, /four parts/)
+      rejects(() => normalizeMirrorUrl('rsync_url', '0177.0.0.1::pub'), /--rsync-url/, /leading zeros/)
+      expect(normalizeMirrorUrl('http_url', 'http://192.0.2.10:8080/pub')).to.equal('http://192.0.2.10:8080/pub/')
+      expect(normalizeMirrorUrl('http_url', 'http://1.2.3.4./')).to.equal('http://1.2.3.4/')
+      expect(normalizeMirrorUrl('https_url', 'https://0.example.org/')).to.equal('https://0.example.org/')
+      expect(normalizeMirrorUrl('http_url', 'http://[2001:db8::1]/')).to.equal('http://[2001:db8::1]/')
+    })
     it('never shows a password in an error message', () => {
       const error = rejects(() => normalizeMirrorUrl('ftp_url', 'http://u:hunter2@x.example/'), /u:\*\*\*@x\.example/)
       expect(error.message).not.to.contain('hunter2')

@@ -13,7 +13,7 @@
 import picomatch from 'picomatch'
 import {UsageError} from '../errors.js'
 import {continentOf, isContinentCode, isCountryCode} from '../geo/countries.js'
-import {type Cidr, cidrContains, cidrRanges, normalizeCidr, parseCidr} from '../net.js'
+import {type Cidr, cidrContains, cidrRanges, normalizeCidr, numericHostProblem, parseCidr} from '../net.js'
 import {redact} from '../redact.js'
 import {splitList} from '../text.js'
 
@@ -221,6 +221,8 @@ export function normalizeMirrorUrl(field: UrlField, text: string): string {
     throw invalid(field, text, `${FIELD_FLAGS[field]} takes ${rule.schemes.map((s) => `${s}//`).join(' or ')} URLs only, e.g. ${rule.example}`)
   }
   if (!url.hostname) throw invalid(field, text, `the URL has no host; expected e.g. ${rule.example}`)
+  const hostProblem = numericHostProblem(rawHost(value))
+  if (hostProblem) throw invalid(field, text, `the host is an IPv4 address in a legacy form: ${hostProblem}`)
   if (url.search || url.hash || value.includes('?') || value.includes('#')) throw invalid(field, text, `a base URL has no query or fragment; expected e.g. ${rule.example}`)
   if ((url.username || url.password) && !rule.credentials) {
     throw invalid(field, text, `credentials are not allowed in ${FIELD_FLAGS[field]} (redirects would show them to every client)`)
@@ -229,6 +231,13 @@ export function normalizeMirrorUrl(field: UrlField, text: string): string {
   if (!url.pathname.endsWith('/')) url.pathname += '/'
   if (field === 'rsync_url' && url.pathname.replace(/\/+/g, '/') === '/') throw invalid(field, text, `an rsync URL names a module, e.g. ${rule.example}`)
   return url.toString()
+}
+
+/** The host of a URL as written (before the URL parser rewrites a numeric one): after `//` and any `user@`, before a port or path. */
+function rawHost(url: string): string {
+  const authority = url.slice(url.indexOf('//') + 2).split(/[/?#]/, 1)[0]
+  const host = authority.slice(authority.lastIndexOf('@') + 1)
+  return host.startsWith('[') ? host : host.replace(/:[0-9]*$/, '')
 }
 
 /**
