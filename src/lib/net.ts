@@ -10,21 +10,39 @@ export type IpAddress = ipaddr.IPv4 | ipaddr.IPv6
 export type Cidr = [IpAddress, number]
 
 /**
- * Parses an IPv4 or IPv6 address; an IPv4-mapped IPv6 address (`::ffff:1.2.3.4`) becomes
- * the IPv4 address. Returns undefined for anything that is not an address, including legacy
- * IPv4 shorthands such as `1.2.3` or `0x7f.1`.
+ * Parses an IPv4 or IPv6 address in a standard form ({@link parseStandardAddress}); an
+ * IPv4-mapped IPv6 address (`::ffff:1.2.3.4`) becomes the IPv4 address. Returns undefined
+ * for anything else, including legacy IPv4 shorthands such as `1.2.3`, `010.0.0.1` or
+ * `0x7f.1`; {@link addressProblem} says why.
  */
 export function parseIp(text: string): IpAddress | undefined {
-  // Only the standard forms: dotted quads for IPv4 (no legacy `1.2.3` or octal/hex parts)
-  // and RFC 4291 text for IPv6.
+  const address = parseStandardAddress(text)
+  if (address === undefined || address.kind() === 'ipv4') return address
+  const v6 = address as ipaddr.IPv6
+  return v6.isIPv4MappedAddress() ? v6.toIPv4Address() : v6
+}
+
+/**
+ * Parses an address in one of the standard forms only: a dotted quad for IPv4 (four decimal
+ * parts 0-255, no leading zeros) and RFC 4291 §2.2 text for IPv6, whose optional embedded
+ * IPv4 part follows the same dotted-quad rule. Zone ids (`fe80::1%eth0`) are refused.
+ * IPv4-mapped IPv6 addresses stay IPv6. Undefined for anything else.
+ */
+function parseStandardAddress(text: string): IpAddress | undefined {
   if (!text.includes(':')) return parseDottedQuad(text)
-  if (!ipaddr.IPv6.isValid(text)) return undefined
+  if (!isStandardIpv6(text)) return undefined
   try {
-    const address = ipaddr.IPv6.parse(text)
-    return address.isIPv4MappedAddress() ? address.toIPv4Address() : address
+    return ipaddr.IPv6.parse(text)
   } catch {
     return undefined
   }
+}
+
+/** True for RFC 4291 IPv6 text without a zone id and with a dotted-quad embedded IPv4 part, if any. */
+function isStandardIpv6(text: string): boolean {
+  if (text.includes('%') || !ipaddr.IPv6.isValid(text)) return false
+  if (!text.includes('.')) return true
+  return parseDottedQuad(text.slice(text.lastIndexOf(':') + 1)) !== undefined
 }
 
 /**
@@ -59,33 +77,82 @@ function parseDottedQuad(text: string): ipaddr.IPv4 | undefined {
   return new ipaddr.IPv4(octets)
 }
 
+/**
+ * Why `text` is not an address in a standard form (see {@link parseStandardAddress}), as a
+ * clause for an error message (`leading zeros are not allowed (write 10.0.0.1)`); undefined
+ * when it is one.
+ */
+export function addressProblem(text: string): string | undefined {
+  if (parseStandardAddress(text) !== undefined) return undefined
+  if (!text.includes(':')) return dottedQuadProblem(text)
+  if (text.includes('%')) return 'zone ids (the %… suffix) are not allowed'
+  if (text.includes('.')) {
+    const problem = dottedQuadProblem(text.slice(text.lastIndexOf(':') + 1))
+    if (problem) return `its embedded IPv4 part is wrong: ${problem}`
+  }
+  return 'not an IPv6 address in RFC 4291 text form (such as 2001:db8::1)'
+}
+
+/** Why `text` is not a dotted quad, as a clause; undefined when it is one. */
+function dottedQuadProblem(text: string): string | undefined {
+  if (parseDottedQuad(text) !== undefined) return undefined
+  const parts = text.split('.')
+  if (!parts.every((p) => /^[0-9]+$/.test(p))) {
+    if (parts.some((p) => /^0x[0-9a-f]*$/i.test(p))) return 'hexadecimal parts are not allowed; write four decimal parts such as 192.0.2.1'
+    return 'neither a dotted quad such as 192.0.2.1 nor IPv6 such as 2001:db8::1'
+  }
+  if (parts.length !== 4) return 'not a full IPv4 address (four parts)'
+  if (parts.some((p) => Number(p) > 255)) return 'each part of an IPv4 address is 0-255'
+  return `leading zeros are not allowed (write ${parts.map((p) => String(Number(p))).join('.')})`
+}
+
+/**
+ * Why a URL host written as a number is not a dotted quad, or undefined. A host made only of
+ * decimal or `0x` parts and dots (`010.0.0.1`, `0x7f.1`, `1.2.3`, `2130706433`) is never a DNS
+ * name (a top-level label is not numeric), yet URL parsers (WHATWG URL §3.5, IPv4 parser)
+ * and resolvers (inet_aton) read it as an IPv4 address: such a host must be a dotted quad.
+ */
+export function numericHostProblem(host: string): string | undefined {
+  const text = host.endsWith('.') ? host.slice(0, -1) : host
+  if (!/^(?:0x[0-9a-f]*|[0-9]+)(?:\.(?:0x[0-9a-f]*|[0-9]+))*$/i.test(text)) return undefined
+  return addressProblem(text)
+}
+
 /** Canonical text of an address (IPv4-mapped IPv6 shown as IPv4), or undefined. */
 export function normalizeIp(text: string): string | undefined {
   return parseIp(text)?.toString()
 }
 
 /**
- * Parses a CIDR prefix such as `192.0.2.0/24` or `2001:db8::/32`. A bare address is taken as
- * a host prefix (/32 or /128). Host bits must be zero, as PostgreSQL's `cidr` type requires.
- * @throws UsageError naming the bad value
+ * Parses a CIDR prefix such as `192.0.2.0/24` or `2001:db8::/32` (RFC 4632 §3.1, RFC 4291
+ * §2.3); the address must be in a standard form (see {@link parseStandardAddress}), the
+ * length a decimal number up to 32 or 128. A bare address is taken as a host prefix (/32 or
+ * /128). Host bits must be zero, as PostgreSQL's `cidr` type requires: a prefix with host
+ * bits set is refused, and the error names the network it probably means.
+ * @throws UsageError INVALID_CIDR naming the bad value and what is wrong with it
  */
 export function parseCidr(text: string): Cidr {
   const value = text.trim()
-  try {
-    if (!value.includes('/')) {
-      const address = ipaddr.parse(value)
-      return [address, address.kind() === 'ipv4' ? 32 : 128]
-    }
-    const [address, bits] = ipaddr.parseCIDR(value)
-    const network = address.kind() === 'ipv4' ? ipaddr.IPv4.networkAddressFromCIDR(value) : ipaddr.IPv6.networkAddressFromCIDR(value)
-    if (network.toString() !== address.toString()) {
-      throw new UsageError(`Invalid CIDR "${text}": host bits are set; did you mean ${network.toString()}/${bits}?`, 'INVALID_CIDR')
-    }
-    return [address, bits]
-  } catch (error) {
-    if (error instanceof UsageError) throw error
-    throw new UsageError(`Invalid CIDR "${text}": expected an address/prefix-length such as 192.0.2.0/24 or 2001:db8::/32.`, 'INVALID_CIDR')
+  const slash = value.indexOf('/')
+  const addressText = slash < 0 ? value : value.slice(0, slash)
+  const address = parseStandardAddress(addressText)
+  if (address === undefined) {
+    const problem = addressProblem(addressText)
+    throw new UsageError(`Invalid CIDR "${text}": ${problem}; expected an address/prefix-length such as 192.0.2.0/24 or 2001:db8::/32.`, 'INVALID_CIDR')
   }
+  const maxBits = address.kind() === 'ipv4' ? 32 : 128
+  if (slash < 0) return [address, maxBits]
+  const bitsText = value.slice(slash + 1)
+  const bits = Number(bitsText)
+  if (!/^[0-9]{1,3}$/.test(bitsText) || bits > maxBits) {
+    throw new UsageError(`Invalid CIDR "${text}": the prefix length must be a whole number from 0 to ${maxBits}.`, 'INVALID_CIDR')
+  }
+  const canonical = `${address.toString()}/${bits}`
+  const network = address.kind() === 'ipv4' ? ipaddr.IPv4.networkAddressFromCIDR(canonical) : ipaddr.IPv6.networkAddressFromCIDR(canonical)
+  if (network.toString() !== address.toString()) {
+    throw new UsageError(`Invalid CIDR "${text}": host bits are set; did you mean ${network.toString()}/${bits}?`, 'INVALID_CIDR')
+  }
+  return [address, bits]
 }
 
 /** Canonical text form of a CIDR (`network/bits`). @throws UsageError */
@@ -98,4 +165,15 @@ export function normalizeCidr(text: string): string {
 export function cidrContains(cidr: Cidr, address: IpAddress): boolean {
   if (cidr[0].kind() !== address.kind()) return false
   return (address as ipaddr.IPv4).match(cidr as [ipaddr.IPv4, number])
+}
+
+/**
+ * The ipaddr.js range names (`unicast`, `private`, `loopback`, `linkLocal`, `multicast`,
+ * `reserved`, `uniqueLocal`, ...; IANA special-purpose registries, RFC 6890) of the first and
+ * the last address of a prefix, without repeats.
+ */
+export function cidrRanges([address, bits]: Cidr): string[] {
+  const text = `${address.toString()}/${bits}`
+  const last = address.kind() === 'ipv4' ? ipaddr.IPv4.broadcastAddressFromCIDR(text) : ipaddr.IPv6.broadcastAddressFromCIDR(text)
+  return [...new Set([address.range(), last.range()])]
 }

@@ -187,7 +187,13 @@ describe(`mb file lookup (${backend})`, () => {
     expect(nomatch.stderr).to.contain('No indexed file matches *.rpm')
     const bad = await mb(['file', 'lookup', 'iso/distro-1.0.iso', '--client-ip', '1.2.3'], {env})
     expect(bad.code).to.equal(2)
-    expect(bad.stderr).to.contain('--client-ip 1.2.3 is not an IPv4 or IPv6 address')
+    expect(bad.stderr).to.contain('--client-ip 1.2.3 is not an IPv4 or IPv6 address (not a full IPv4 address (four parts))')
+    const octal = await mb(['file', 'lookup', 'iso/distro-1.0.iso', '--client-ip', '010.0.0.1'], {env})
+    expect(octal.code).to.equal(2)
+    expect(octal.stderr).to.contain('--client-ip 010.0.0.1 is not an IPv4 or IPv6 address (leading zeros are not allowed (write 10.0.0.1))')
+    const zone = await mb(['file', 'lookup', 'iso/distro-1.0.iso', '--client-ip', 'fe80::1%eth0'], {env})
+    expect(zone.code).to.equal(2)
+    expect(zone.stderr).to.contain('zone ids')
   })
 
   it('a maintenance window set with mb mirror edit excludes the mirror until it ends, and none ends it', async () => {

@@ -296,4 +296,50 @@ describe(`mb mirror (${backend})`, () => {
     const after = await mb(['mirror', 'list', '--json'], {env})
     expect(after.json().map((m: {identifier: string}) => m.identifier)).to.deep.equal(['mirror.example.se'])
   })
+
+  it('refuses a too-broad or reserved --prefix without --force (add and edit), stores it with --force, and marks it in mirror show', async () => {
+    const url = 'http://wide.example.net/'
+    for (const prefix of ['0.0.0.0/0', '::/0', '81.0.0.0/8']) {
+      const refused = await mb(['mirror', 'add', 'wide.example.net', '--http-url', url, '--prefix', prefix, '--json'], {env})
+      expect(refused.code, prefix).to.equal(2)
+      expect(refused.json().error.code).to.equal('INVALID_MIRROR_FIELD')
+      expect(refused.json().error.message)
+        .to.contain(`--prefix ${prefix} is shorter than /${prefix.includes(':') ? 32 : 16}`)
+        .and.contain('every client in that range')
+        .and.contain('--force')
+    }
+    const reserved = await mb(['mirror', 'add', 'wide.example.net', '--http-url', url, '--prefix', '10.0.0.0/16'], {env})
+    expect(reserved.code).to.equal(2)
+    expect(reserved.stderr).to.contain('--prefix 10.0.0.0/16 is in a reserved range').and.contain('--force')
+    const legacy = await mb(['mirror', 'add', 'wide.example.net', '--http-url', url, '--prefix', '010.0.0.0/8', '--force'], {env})
+    expect(legacy.code).to.equal(2)
+    expect(legacy.stderr).to.contain('leading zeros are not allowed (write 10.0.0.0)')
+    const short = await mb(['mirror', 'add', 'wide.example.net', '--http-url', url, '--client-prefix', '1.2.3'], {env})
+    expect(short.code).to.equal(2)
+    expect(short.stderr).to.contain('--client-prefix').and.contain('not a full IPv4 address (four parts)')
+    expect((await mb(['mirror', 'list', '--json'], {env})).json().map((m: {identifier: string}) => m.identifier)).not.to.include('wide.example.net')
+
+    const forced = await mb(['mirror', 'add', 'wide.example.net', '--http-url', url, '--prefix', '0.0.0.0/0', '--prefix', '81.2.69.0/24', '--force'], {env})
+    expect(forced.code, forced.stderr).to.equal(0)
+    expect(forced.stdout).to.match(/^prefixes: +0\.0\.0\.0\/0 \(broad, forced\),81\.2\.69\.0\/24$/m)
+
+    const editRefused = await mb(['mirror', 'edit', 'wide.example.net', '--prefix', '192.168.0.0/16'], {env})
+    expect(editRefused.code).to.equal(2)
+    expect(editRefused.stderr).to.contain('--prefix 192.168.0.0/16 is in a reserved range').and.contain('--force')
+    const otherField = await mb(['mirror', 'edit', 'wide.example.net', '--score', '90'], {env})
+    expect(otherField.code, otherField.stderr).to.equal(0)
+    const editForced = await mb(['mirror', 'edit', 'wide.example.net', '--prefix', '192.168.0.0/16', '--prefix', '::/0', '--force'], {env})
+    expect(editForced.code, editForced.stderr).to.equal(0)
+
+    const show = await mb(['mirror', 'show', 'wide.example.net'], {env})
+    expect(show.code, show.stderr).to.equal(0)
+    expect(show.stdout).to.match(/^prefixes: +192\.168\.0\.0\/16 \(reserved, forced\),::\/0 \(broad, forced\)$/m)
+    const json = await mb(['mirror', 'show', 'wide.example.net', '--json'], {env})
+    expect(json.json().prefixes).to.deep.equal(['192.168.0.0/16', '::/0'])
+
+    const documentation = await mb(['mirror', 'edit', 'wide.example.net', '--prefix', '198.51.100.0/24', '--prefix', '2001:db8::/32'], {env})
+    expect(documentation.code, documentation.stderr).to.equal(0)
+    expect(documentation.stdout).to.match(/^prefixes: +198\.51\.100\.0\/24,2001:db8::\/32$/m)
+    expect((await mb(['mirror', 'remove', 'wide.example.net'], {env})).code).to.equal(0)
+  })
 })

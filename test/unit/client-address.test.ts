@@ -23,6 +23,15 @@ describe('client address resolution', () => {
     {name: 'IPv4-mapped IPv6 trusted peer matches the IPv4 CIDR', peer: '::ffff:127.0.0.1', xff: '89.160.20.112', ip: '89.160.20.112', https: false, forwarded: true},
     {name: 'IPv4-mapped IPv6 in X-Forwarded-For is reduced', peer: '127.0.0.1', xff: '::ffff:81.2.69.142', ip: '81.2.69.142', https: false, forwarded: true},
     {name: 'non-canonical IPv4 forms are not addresses', peer: '127.0.0.1', xff: '0x7f.1', ip: '127.0.0.1', https: false, forwarded: false},
+    ...['010.0.0.1', '1.2.3', '127.1', '2130706433', '0x7f000001', '1.2.3.0255', '[fe80::1%eth0]', '[::ffff:010.0.0.1]', '::ffff:1.2.3'].map((xff) => ({
+      name: `legacy form ${xff} right of a client entry is garbage: the last believed hop`,
+      peer: '127.0.0.1',
+      xff: `81.2.69.142, ${xff}`,
+      ip: '127.0.0.1',
+      https: false,
+      forwarded: false,
+    })),
+    {name: 'legacy form behind a trusted hop: that hop is the client', peer: '127.0.0.1', xff: '81.2.69.142, 010.0.0.1, 10.1.2.3', ip: '10.1.2.3', https: false, forwarded: true},
     {name: 'X-Forwarded-Proto https from a trusted proxy', peer: '127.0.0.1', xff: '81.2.69.142', proto: 'https', ip: '81.2.69.142', https: true, forwarded: true},
     {name: 'X-Forwarded-Proto list: first value counts', peer: '127.0.0.1', proto: 'HTTPS, http', ip: '127.0.0.1', https: true, forwarded: false},
     {name: 'TLS connection is https without headers', peer: '203.0.113.7', tls: true, ip: '203.0.113.7', https: true, forwarded: false},
@@ -49,9 +58,14 @@ describe('client address resolution', () => {
     expect(parseForwardedElement('unknown')).to.equal(undefined)
     expect(parseForwardedElement('x'.repeat(100))).to.equal(undefined)
     expect(parseForwardedElement('[2001:db8::1')).to.equal(undefined)
+    for (const legacy of ['010.0.0.1', '010.0.0.1:80', '1.2.3', '"1.2.3"', '0x7f.0.0.1', '[fe80::1%25eth0]', '[fe80::1%eth0]:80', '[::ffff:010.0.0.1]'])
+      expect(parseForwardedElement(legacy), legacy).to.equal(undefined)
   })
 
   it('rejects a bad trusted CIDR with a usage error', () => {
     expect(() => new TrustedProxies(['10.0.0.1/8'])).to.throw(/host bits/)
+    expect(() => new TrustedProxies(['010.0.0.0/8'])).to.throw('Invalid CIDR "010.0.0.0/8": leading zeros are not allowed (write 10.0.0.0)')
+    expect(() => new TrustedProxies(['1.2.3'])).to.throw(/not a full IPv4 address \(four parts\)/)
+    expect(() => new TrustedProxies(['fe80::1%eth0'])).to.throw(/zone ids/)
   })
 })

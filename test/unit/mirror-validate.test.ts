@@ -3,6 +3,7 @@ import {UsageError} from '../../src/lib/errors.js'
 import {
   CLEARED_VALUES,
   checkMirrorRow,
+  checkPrefixes,
   normalizeBasePath,
   normalizeCidrList,
   normalizeContinent,
@@ -16,6 +17,7 @@ import {
   parseLatitude,
   parseLongitude,
   parseScore,
+  prefixOverride,
   validateIdentifier,
   validateMirrorInput,
 } from '../../src/lib/mirrors/validate.js'
@@ -78,6 +80,17 @@ describe('mirror validation', () => {
       rejects(() => normalizeMirrorUrl('https_url', 'https://user:pw@x.example/'), /credentials are not allowed/)
       rejects(() => normalizeMirrorUrl('rsync_url', 'rsync://x.example/'), /names a module/)
     })
+    it('refuses a host written as a legacy IPv4 form, which the URL parser would rewrite', () => {
+      rejects(() => normalizeMirrorUrl('http_url', 'http://010.0.0.1/pub/'), /--http-url/, /legacy form: leading zeros are not allowed \(write 10\.0\.0\.1\)/)
+      rejects(() => normalizeMirrorUrl('https_url', 'https://1.2.3/'), /--https-url/, /not a full IPv4 address \(four parts\)/)
+      rejects(() => normalizeMirrorUrl('ftp_url', 'ftp://u:p@0x7f.1:21/pub/'), /--ftp-url/, /hexadecimal/)
+      rejects(() => normalizeMirrorUrl('rsync_url', 'rsync://2130706433/pub/'), /--rsync-url/, /four parts/)
+      rejects(() => normalizeMirrorUrl('rsync_url', '0177.0.0.1::pub'), /--rsync-url/, /leading zeros/)
+      expect(normalizeMirrorUrl('http_url', 'http://192.0.2.10:8080/pub')).to.equal('http://192.0.2.10:8080/pub/')
+      expect(normalizeMirrorUrl('http_url', 'http://1.2.3.4./')).to.equal('http://1.2.3.4/')
+      expect(normalizeMirrorUrl('https_url', 'https://0.example.org/')).to.equal('https://0.example.org/')
+      expect(normalizeMirrorUrl('http_url', 'http://[2001:db8::1]/')).to.equal('http://[2001:db8::1]/')
+    })
     it('never shows a password in an error message', () => {
       const error = rejects(() => normalizeMirrorUrl('ftp_url', 'http://u:hunter2@x.example/'), /u:\*\*\*@x\.example/)
       expect(error.message).not.to.contain('hunter2')
@@ -132,6 +145,29 @@ describe('mirror validation', () => {
       rejects(() => normalizeCidrList('prefixes', ['192.0.2.1/24']), /--prefix/, /"192\.0\.2\.1\/24"/, /host bits are set/, /192\.0\.2\.0\/24/)
       rejects(() => normalizeCidrList('client_prefixes', ['10.0.0.0/33']), /--client-prefix/)
       rejects(() => normalizeCidrList('prefixes', ['example.org/24']), /--prefix/)
+    })
+    it('refuses legacy address forms in --prefix and --client-prefix, saying why', () => {
+      rejects(() => normalizeCidrList('prefixes', ['010.0.0.0/8']), /--prefix/, /"010\.0\.0\.0\/8"/, /leading zeros are not allowed \(write 10\.0\.0\.0\)/)
+      rejects(() => normalizeCidrList('client_prefixes', ['1.2.3']), /--client-prefix/, /"1\.2\.3"/, /not a full IPv4 address \(four parts\)/)
+      rejects(() => normalizeCidrList('client_prefixes', ['0x7f.0.0.1']), /--client-prefix/, /hexadecimal/)
+      rejects(() => normalizeCidrList('prefixes', ['81.2.69.0/24,2130706433']), /--prefix/, /four parts/)
+      rejects(() => normalizeCidrList('prefixes', ['fe80::%eth0/64']), /--prefix/, /zone ids/)
+      rejects(() => normalizeCidrList('prefixes', ['::ffff:010.0.0.0/104']), /--prefix/, /embedded IPv4 part/)
+    })
+    it('classifies prefixes that need --force: broad (< /16, < /32) and reserved ranges; documentation blocks are ordinary', () => {
+      for (const broad of ['0.0.0.0/0', '::/0', '81.0.0.0/8', '81.2.0.0/15', '2a00::/31', '10.0.0.0/8']) expect(prefixOverride(broad), broad).to.equal('broad')
+      for (const reserved of ['10.1.0.0/16', '127.0.0.1/32', '169.254.0.0/16', '172.16.0.0/16', '192.168.1.0/24', '100.64.0.0/16', '224.0.0.0/16', '::1/128', 'fe80::/64', 'fc00::/32', 'ff02::/32']) {
+        expect(prefixOverride(reserved), reserved).to.equal('reserved')
+      }
+      for (const ok of ['81.2.0.0/16', '81.2.69.0/24', '2a00:1450::/32', '192.0.2.0/24', '198.51.100.7/32', '203.0.113.0/25', '2001:db8::/32', '2001:db8:1::/48'])
+        expect(prefixOverride(ok), ok).to.equal(undefined)
+    })
+    it('refuses a too-broad or reserved --prefix without force, saying why and how', () => {
+      rejects(() => checkPrefixes(['81.2.69.0/24', '0.0.0.0/0'], false), /--prefix 0\.0\.0\.0\/0 is shorter than \/16/, /every client in that range would be sent to this mirror/, /--force/)
+      rejects(() => checkPrefixes(['::/0'], false), /--prefix ::\/0 is shorter than \/32/, /--force/)
+      rejects(() => checkPrefixes(['10.1.0.0/16'], false), /--prefix 10\.1\.0\.0\/16 is in a reserved range \(private, loopback/, /--force/)
+      expect(() => checkPrefixes(['0.0.0.0/0', '::/0', '10.0.0.0/8'], true)).not.to.throw()
+      expect(() => checkPrefixes(['81.2.69.0/24', '192.0.2.0/24'], false)).not.to.throw()
     })
   })
 
@@ -279,5 +315,14 @@ describe('mirror rendering', () => {
     expect(scanResult(mirror)).to.equal('ok rsync 1200/1300')
     expect(scanResult({...mirror, last_scan_at: '2026-01-03T00:00:00.000Z', last_scan_error: 'connection refused'})).to.equal('failed: connection refused')
     expect(scanResult({...mirror, last_scan_at: null})).to.equal(null)
+  })
+  it('marks prefixes stored with --force', () => {
+    const prefixes = MIRROR_SHOW_FIELDS.find(([label]) => label === 'prefixes')![1]
+    expect(prefixes({...mirror, prefixes: ['0.0.0.0/0', '10.0.0.0/16', '81.2.69.0/24', '192.0.2.0/24']})).to.deep.equal([
+      '0.0.0.0/0 (broad, forced)',
+      '10.0.0.0/16 (reserved, forced)',
+      '81.2.69.0/24',
+      '192.0.2.0/24',
+    ])
   })
 })

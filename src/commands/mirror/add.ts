@@ -80,7 +80,7 @@ export default class MirrorAdd extends BaseCommand<typeof MirrorAdd> {
   static override examples = [
     '<%= config.bin %> mirror add ftp.example.de --http-url http://ftp.example.de/pub/ --https-url https://ftp.example.de/pub/ --rsync-url rsync://ftp.example.de/pub/ --country DE --asn 3320 --score 150',
     '<%= config.bin %> mirror add mirror.example.nz --https-url https://mirror.example.nz/ --country NZ --lat=-41.29 --lon 174.78 --other-countries AU --region-only',
-    '<%= config.bin %> mirror add campus --http-url http://10.1.2.3/mirror/ --prefix 10.0.0.0/8 --client-prefix 10.0.0.0/8 --prefix-only --file-maxsize 4G --disabled',
+    '<%= config.bin %> mirror add campus --http-url http://10.1.2.3/mirror/ --prefix 10.0.0.0/8 --force --client-prefix 10.0.0.0/8 --prefix-only --file-maxsize 4G --disabled',
     '<%= config.bin %> mirror add cdn --https-url https://cdn.example.net/ --fallback --json',
   ]
 
@@ -91,12 +91,15 @@ export default class MirrorAdd extends BaseCommand<typeof MirrorAdd> {
   static override flags = {
     ...mirrorFieldFlags,
     disabled: Flags.boolean({description: 'register the mirror disabled (enable it later with `mb mirror enable`)'}),
+    force: Flags.boolean({
+      description: 'store a --prefix shorter than /16 (IPv4) or /32 (IPv6), or in a reserved range (private, loopback, link-local, ...): every client of such a range goes to this mirror first',
+    }),
   }
 
   public async run(): Promise<PublicMirror> {
     const input = {...mirrorInputFromFlags(this.flags), identifier: this.args.name, enabled: this.flags.disabled ? false : undefined}
     const database = await this.openDb()
-    const mirror = publicMirror(await addMirror(database.db, input))
+    const mirror = publicMirror(await addMirror(database.db, input, {force: this.flags.force}))
     this.print(`Added mirror ${mirror.identifier} (id ${mirror.id}).\n${renderRecord(mirrorRecord(mirror))}`)
     return mirror
   }

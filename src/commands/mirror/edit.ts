@@ -28,6 +28,9 @@ export default class MirrorEdit extends BaseCommand<typeof MirrorEdit> {
     enabled: Flags.boolean({description: 'enable the mirror', exclusive: ['disabled']}),
     disabled: Flags.boolean({description: 'disable the mirror', exclusive: ['enabled']}),
     rename: Flags.string({description: 'give the mirror a new unique name'}),
+    force: Flags.boolean({
+      description: 'store a --prefix shorter than /16 (IPv4) or /32 (IPv6), or in a reserved range (private, loopback, link-local, ...): every client of such a range goes to this mirror first',
+    }),
     clear: Flags.string({description: 'clear an optional field (e.g. asn, prefix, lat, https-url, comment); repeatable', multiple: true}),
   }
 
@@ -35,7 +38,7 @@ export default class MirrorEdit extends BaseCommand<typeof MirrorEdit> {
     const enabled = this.flags.enabled ? true : this.flags.disabled ? false : undefined
     const input = {...mirrorInputFromFlags(this.flags), identifier: this.flags.rename, enabled}
     const database = await this.openDb()
-    const {mirror: row, changed} = await editMirror(database.db, this.args.name, input, this.flags.clear ?? [])
+    const {mirror: row, changed} = await editMirror(database.db, this.args.name, input, this.flags.clear ?? [], {force: this.flags.force})
     const mirror = publicMirror(row)
     const summary = changed.length === 0 ? `Mirror ${mirror.identifier} unchanged (the values given are already set).` : `Updated mirror ${mirror.identifier}: ${changed.join(', ')}.`
     this.print(`${summary}\n${renderRecord(mirrorRecord(mirror))}`)

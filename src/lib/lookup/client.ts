@@ -5,7 +5,7 @@
 import type {Config} from '../config/index.js'
 import {UsageError} from '../errors.js'
 import {openGeo} from '../geo/geoip.js'
-import {parseIp} from '../net.js'
+import {addressProblem, parseIp} from '../net.js'
 import type {ClientFacts, GeoLookup} from '../select/context.js'
 
 /**
@@ -14,7 +14,7 @@ import type {ClientFacts, GeoLookup} from '../select/context.js'
  */
 export function clientFromFlag(text: string, https: boolean): ClientFacts {
   const address = parseIp(text)
-  if (!address) throw new UsageError(`--client-ip ${text} is not an IPv4 or IPv6 address; pass one such as 203.0.113.7 or 2001:db8::1.`)
+  if (!address) throw new UsageError(`--client-ip ${text} is not an IPv4 or IPv6 address (${addressProblem(text)}); pass one such as 203.0.113.7 or 2001:db8::1.`)
   return {ip: address.toString(), address, https}
 }
 

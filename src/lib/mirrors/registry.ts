@@ -9,7 +9,19 @@
 import {type Kysely, sql, type Transaction} from 'kysely'
 import type {DB, MirrorRow} from '../db/schema.js'
 import {MbError, UsageError} from '../errors.js'
-import {CLEARABLE, CLEARED_VALUES, checkMirrorRow, FIELD_FLAGS, impliedContinent, type MirrorInput, type MirrorValues, normalizeContinent, normalizeCountry, validateMirrorInput} from './validate.js'
+import {
+  CLEARABLE,
+  CLEARED_VALUES,
+  checkMirrorRow,
+  checkPrefixes,
+  FIELD_FLAGS,
+  impliedContinent,
+  type MirrorInput,
+  type MirrorValues,
+  normalizeContinent,
+  normalizeCountry,
+  validateMirrorInput,
+} from './validate.js'
 import {redact} from '../redact.js'
 import {escapeLike, textArray} from '../db/sql.js'
 
@@ -73,6 +85,12 @@ function isUniqueViolation(error: unknown): boolean {
   return (error as {code?: string})?.code === '23505' || /duplicate key value/.test(String((error as Error)?.message))
 }
 
+/** Options of {@link addMirror} and {@link editMirror}. */
+export interface WriteOptions {
+  /** Store `--prefix` values that are too broad or reserved (`--force`; see `prefixOverride`). */
+  force?: boolean
+}
+
 /**
  * Registers a new mirror. `input.identifier` is required, and at least one of http_url /
  * https_url. A country implies its continent unless `continent` is given. Unset fields take
@@ -81,9 +99,10 @@ function isUniqueViolation(error: unknown): boolean {
  * @throws UsageError on a bad value (nothing written); MbError MIRROR_EXISTS (exit 1) when
  *         the name is taken (names are unique ignoring case)
  */
-export async function addMirror(db: Kysely<DB>, input: MirrorInput): Promise<MirrorRow> {
+export async function addMirror(db: Kysely<DB>, input: MirrorInput, options: WriteOptions = {}): Promise<MirrorRow> {
   if (input.identifier === undefined) throw new UsageError('A mirror name is required: mb mirror add NAME --http-url URL …')
   const values = validateMirrorInput(input)
+  checkPrefixes(values.prefixes ?? [], options.force === true)
   const identifier = values.identifier!
   const row = {...DEFAULTS, ...values, identifier}
   if (row.country && values.continent === undefined) row.continent = impliedContinent(row.country) ?? null
@@ -125,8 +144,9 @@ function clearTargets(name: string): Array<keyof MirrorValues> {
  * @throws UsageError on a bad value or nothing to change (nothing written);
  *         MbError MIRROR_NOT_FOUND / MIRROR_EXISTS
  */
-export async function editMirror(db: Kysely<DB>, name: string, input: MirrorInput, clear: string[] = []): Promise<{mirror: MirrorRow; changed: string[]}> {
+export async function editMirror(db: Kysely<DB>, name: string, input: MirrorInput, clear: string[] = [], options: WriteOptions = {}): Promise<{mirror: MirrorRow; changed: string[]}> {
   const values = validateMirrorInput(input)
+  checkPrefixes(values.prefixes ?? [], options.force === true)
   for (const field of clear.flatMap(clearTargets)) {
     if (input[field as keyof MirrorInput] !== undefined && JSON.stringify(values[field]) !== JSON.stringify(CLEARABLE[field])) {
       throw new UsageError(`${FIELD_FLAGS[field as keyof MirrorInput]} is both set and cleared; give one or the other.`)

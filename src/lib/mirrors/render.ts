@@ -5,6 +5,7 @@
  */
 import type {Column} from '../output.js'
 import type {PublicMirror} from './registry.js'
+import {prefixOverride} from './validate.js'
 
 /** An ISO 8601 UTC timestamp without milliseconds, or null. */
 function shortTime(value: string | null): string | null {
@@ -21,6 +22,12 @@ export function scanResult(m: PublicMirror): string | null {
   if (failed) return `failed: ${m.last_scan_error}`
   const counts = m.last_scan_files === null ? '' : ` ${m.last_scan_matched ?? '?'}/${m.last_scan_files}`
   return `ok${m.last_scan_protocol ? ` ${m.last_scan_protocol}` : ''}${counts}`
+}
+
+/** A stored prefix, marked when it was stored with `--force` (`10.0.0.0/8 (reserved, forced)`). */
+function markedPrefix(prefix: string): string {
+  const override = prefixOverride(prefix)
+  return override === undefined ? prefix : `${prefix} (${override}, forced)`
 }
 
 function yesNo(value: boolean | null): string | null {
@@ -56,7 +63,7 @@ export const MIRROR_SHOW_FIELDS: Array<[label: string, get: (m: PublicMirror) =>
   ['latitude', (m) => m.latitude],
   ['longitude', (m) => m.longitude],
   ['asn', (m) => m.asn],
-  ['prefixes', (m) => m.prefixes],
+  ['prefixes', (m) => m.prefixes.map(markedPrefix)],
   ['score', (m) => m.score],
   ['country_only', (m) => yesNo(m.country_only)],
   ['region_only', (m) => yesNo(m.region_only)],

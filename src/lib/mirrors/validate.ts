@@ -13,7 +13,7 @@
 import picomatch from 'picomatch'
 import {UsageError} from '../errors.js'
 import {continentOf, isContinentCode, isCountryCode} from '../geo/countries.js'
-import {normalizeCidr} from '../net.js'
+import {type Cidr, cidrContains, cidrRanges, normalizeCidr, numericHostProblem, parseCidr} from '../net.js'
 import {redact} from '../redact.js'
 import {splitList} from '../text.js'
 
@@ -221,6 +221,8 @@ export function normalizeMirrorUrl(field: UrlField, text: string): string {
     throw invalid(field, text, `${FIELD_FLAGS[field]} takes ${rule.schemes.map((s) => `${s}//`).join(' or ')} URLs only, e.g. ${rule.example}`)
   }
   if (!url.hostname) throw invalid(field, text, `the URL has no host; expected e.g. ${rule.example}`)
+  const hostProblem = numericHostProblem(rawHost(value))
+  if (hostProblem) throw invalid(field, text, `the host is an IPv4 address in a legacy form: ${hostProblem}`)
   if (url.search || url.hash || value.includes('?') || value.includes('#')) throw invalid(field, text, `a base URL has no query or fragment; expected e.g. ${rule.example}`)
   if ((url.username || url.password) && !rule.credentials) {
     throw invalid(field, text, `credentials are not allowed in ${FIELD_FLAGS[field]} (redirects would show them to every client)`)
@@ -229,6 +231,13 @@ export function normalizeMirrorUrl(field: UrlField, text: string): string {
   if (!url.pathname.endsWith('/')) url.pathname += '/'
   if (field === 'rsync_url' && url.pathname.replace(/\/+/g, '/') === '/') throw invalid(field, text, `an rsync URL names a module, e.g. ${rule.example}`)
   return url.toString()
+}
+
+/** The host of a URL as written (before the URL parser rewrites a numeric one): after `//` and any `user@`, before a port or path. */
+function rawHost(url: string): string {
+  const authority = url.slice(url.indexOf('//') + 2).split(/[/?#]/, 1)[0]
+  const host = authority.slice(authority.lastIndexOf('@') + 1)
+  return host.startsWith('[') ? host : host.replace(/:[0-9]*$/, '')
 }
 
 /**
@@ -279,6 +288,43 @@ export function normalizeCidrList(field: 'prefixes' | 'client_prefixes', values:
     if (!result.includes(cidr)) result.push(cidr)
   }
   return result
+}
+
+/** The documentation blocks (RFC 5737, RFC 3849): no real client has such an address, so a prefix inside one captures nobody; examples use them. */
+const DOCUMENTATION_CIDRS: readonly Cidr[] = ['192.0.2.0/24', '198.51.100.0/24', '203.0.113.0/24', '2001:db8::/32'].map(parseCidr)
+
+/** The shortest `--prefix` length stored without `--force`, per family. */
+const SHORTEST_PREFIX = {ipv4: 16, ipv6: 32} as const
+
+/**
+ * Why a canonical `--prefix` CIDR needs `--force`: `broad` when it is shorter than /16
+ * (IPv4) or /32 (IPv6), `reserved` when its first or last address lies in a special-purpose
+ * range (private, loopback, link-local, CGN, multicast, unique-local, ...; RFC 6890), other
+ * than the documentation blocks. Undefined for an ordinary prefix. The prefix pool ranks
+ * first in selection, so such a prefix sends every client of the range to the mirror.
+ */
+export function prefixOverride(cidrText: string): 'broad' | 'reserved' | undefined {
+  const cidr = parseCidr(cidrText)
+  if (cidr[1] < SHORTEST_PREFIX[cidr[0].kind()]) return 'broad'
+  if (DOCUMENTATION_CIDRS.some((doc) => cidrContains(doc, cidr[0]) && cidr[1] >= doc[1])) return undefined
+  return cidrRanges(cidr).some((range) => range !== 'unicast') ? 'reserved' : undefined
+}
+
+/**
+ * Refuses `--prefix` values that need `--force` ({@link prefixOverride}) unless `force`.
+ * @throws UsageError INVALID_MIRROR_FIELD naming the prefix, why, and `--force`
+ */
+export function checkPrefixes(prefixes: readonly string[], force: boolean): void {
+  if (force) return
+  for (const prefix of prefixes) {
+    const override = prefixOverride(prefix)
+    if (override === undefined) continue
+    const why = override === 'broad' ? `is shorter than /${SHORTEST_PREFIX[prefix.includes(':') ? 'ipv6' : 'ipv4']}` : 'is in a reserved range (private, loopback, link-local, multicast, ...)'
+    throw new UsageError(
+      `--prefix ${prefix} ${why}: the prefix pool comes first in selection, so every client in that range would be sent to this mirror. Give --force to store it anyway.`,
+      'INVALID_MIRROR_FIELD',
+    )
+  }
 }
 
 function parseNumber(field: 'latitude' | 'longitude', value: string | number, min: number, max: number): number {

@@ -15,9 +15,9 @@
 import {lookup as dnsLookup} from 'node:dns/promises'
 import type {LookupAddress} from 'node:dns'
 import {isIP, type LookupFunction} from 'node:net'
-import ipaddr from 'ipaddr.js'
 import {Agent} from 'undici'
 import type {RedirectPolicy} from './config.js'
+import {parseIp} from '../net.js'
 import {trimLeadingSlashes, withTrailingSlash} from '../text.js'
 
 /** Address family of one check. */
@@ -81,10 +81,8 @@ export interface CheckOutcome {
 
 /** True for addresses outside the global unicast space (private, loopback, link-local, ULA, CGN, ...). */
 export function isNonGlobalAddress(address: string): boolean {
-  if (!ipaddr.isValid(address)) return false
-  let parsed = ipaddr.parse(address)
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address()
-  return parsed.range() !== 'unicast'
+  const parsed = parseIp(address)
+  return parsed !== undefined && parsed.range() !== 'unicast'
 }
 
 function stripBrackets(host: string): string {
