@@ -30,6 +30,7 @@ import {clientInfo, select} from '../select/index.js'
 import type {SelectOptions} from '../select/options.js'
 import type {ClientInfo, Selection} from '../select/types.js'
 import {encodePath} from '../select/url.js'
+import {headerSafe} from '../text.js'
 import {listDirectory, renderIndex} from './autoindex.js'
 import {type ResolvedClient, TrustedProxies, resolveClient} from './client-address.js'
 import type {SnapshotKeeper} from './keeper.js'
@@ -142,7 +143,7 @@ export function duplicateLinks(count: number): RedirectHeaderProvider {
     for (let i = 0; i < links; i++) {
       const c = ranked[i]
       const cc = c.mirror.country
-      duplicates[i] = `<${c.url}>; rel=duplicate; pri=${i + 1}${cc ? geoParameter(cc) : ''}`
+      duplicates[i] = `<${headerSafe(c.url)}>; rel=duplicate; pri=${i + 1}${cc ? geoParameter(cc) : ''}`
     }
     // One name with an array of values: node writes one `Link:` line per value and checks
     // the name once.
@@ -401,10 +402,12 @@ export class MirrorServer implements RouteServices {
     }
     const best = ranked[0]
     const headers: Array<string | string[]> = [
+      // Both come from the registry; headerSafe keeps a row that breaks its rules (one
+      // edited in SQL, say) from making node refuse the response.
       'Location',
-      best.url,
+      headerSafe(best.url),
       'X-MB-Mirror',
-      best.mirror.identifier,
+      headerSafe(best.mirror.identifier),
       'X-MB-Realm',
       best.realm,
       'Cache-Control',
