@@ -20,6 +20,7 @@ import {realpath, stat} from 'node:fs/promises'
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {sep} from 'node:path'
+import type {Duplex} from 'node:stream'
 import {performance} from 'node:perf_hooks'
 import type {TLSSocket} from 'node:tls'
 import send from 'send'
@@ -151,6 +152,18 @@ export function duplicateLinks(count: number): RedirectHeaderProvider {
   }
 }
 
+/**
+ * Statuses for requests node's parser refuses before they reach a handler, by error code:
+ * 431 for oversized headers (RFC 6585 §5), 408 for a request that took too long
+ * (RFC 9110 §15.5.9), 501 for a method node does not know (RFC 9110 §15.6.2); 400 otherwise.
+ */
+const CLIENT_ERROR_STATUS: Record<string, number> = {HPE_HEADER_OVERFLOW: 431, ERR_HTTP_REQUEST_TIMEOUT: 408, HPE_INVALID_METHOD: 501}
+
+/** Writes a bodiless `status` answer (plus `extra` header lines, each ending in CRLF) on a raw socket and closes it. */
+function answerRaw(socket: Duplex, status: number, extra = ''): void {
+  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n${extra}Connection: close\r\nContent-Length: 0\r\n\r\n`)
+}
+
 /** The server. Create, `listen()`, and `close()` on shutdown. */
 export class MirrorServer implements RouteServices {
   readonly http: http.Server
@@ -170,8 +183,13 @@ export class MirrorServer implements RouteServices {
     this.http.on('clientError', (error: NodeJS.ErrnoException, socket) => {
       // Malformed requests and oversized headers/targets never reach handle(); answer cleanly.
       if (!socket.writable) return socket.destroy()
-      const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-      socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
+      answerRaw(socket, CLIENT_ERROR_STATUS[error.code ?? ''] ?? 400)
+    })
+    // node hands CONNECT to this event, not to handle(), and drops the socket when nobody
+    // listens: answer it like any other method mb does not serve.
+    this.http.on('connect', (_req: http.IncomingMessage, socket: Duplex) => {
+      if (!socket.writable) return socket.destroy()
+      answerRaw(socket, 405, 'Allow: GET, HEAD\r\n')
     })
   }
 

@@ -1,6 +1,8 @@
 /**
- * `mb serve` (a child process, on the configured backend) never writes a header value node
- * would refuse, whatever the client sends or the registry holds: a hostile `Host` (bytes
+ * `mb serve` (a child process, on the configured backend) answers hostile requests below 500
+ * and never drops them: methods it does not serve (CONNECT included) get 405 or 501. It
+ * never writes a header value node would refuse, whatever the client sends or the registry
+ * holds: a hostile `Host` (bytes
  * beyond ASCII, link syntax, control characters), a non-ASCII file name and a mirror row whose
  * name breaks the identifier rule (written in SQL) all get an answer below 500 with printable
  * ASCII in every header mb builds (`Location`, `Link`, `X-MB-Mirror`, `Content-Disposition`).
@@ -54,7 +56,7 @@ function expectSafeHeaders(answer: Answer): void {
   for (const [name, value] of answer.headers) if (['location', 'link', 'x-mb-mirror', 'content-disposition'].includes(name)) expect(value, `${name}: ${value}`).to.match(/^[\x20-\x7e]*$/)
 }
 
-describe(`mb serve: header values from hostile input (${backend})`, function () {
+describe(`mb serve: hostile methods and header values (${backend})`, function () {
   let database: TestDatabase
   let serve: ServeProcess
   let root: string
@@ -119,5 +121,23 @@ describe(`mb serve: header values from hostile input (${backend})`, function () 
     const answer = await rawRequest(serve.port, Buffer.concat([Buffer.from('GET /d%C3%AFr?x=', 'latin1'), Buffer.from('ü€', 'utf8'), Buffer.from(' HTTP/1.1\r\nHost: mb.example', 'latin1')]))
     expectSafeHeaders(answer)
     expect(answer.status).to.equal(400)
+  })
+
+  it('answers CONNECT with 405 and Allow: GET, HEAD instead of dropping the socket', async () => {
+    for (const head of ['CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443', 'CONNECT 127.0.0.1:22 HTTP/1.0']) {
+      const answer = await rawRequest(serve.port, Buffer.from(head))
+      expect(answer.status, head).to.equal(405)
+      expect(values(answer, 'allow')).to.deep.equal(['GET, HEAD'])
+    }
+    expect((await get(serve.port, target, 'mb.example')).status).to.equal(302)
+  })
+
+  it('answers methods mb does not serve with 405 (known to HTTP) or 501 (unknown)', async () => {
+    for (const method of ['POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'PROPFIND', 'TRACE']) {
+      const answer = await rawRequest(serve.port, Buffer.from(`${method} ${target} HTTP/1.1\r\nHost: mb.example\r\nContent-Length: 0`))
+      expect(answer.status, method).to.equal(405)
+      expect(values(answer, 'allow'), method).to.deep.equal(['GET, HEAD'])
+    }
+    for (const method of ['FOO', 'BREW', 'GETX']) expect((await rawRequest(serve.port, Buffer.from(`${method} / HTTP/1.1\r\nHost: mb.example`))).status, method).to.equal(501)
   })
 })
