@@ -2,8 +2,8 @@
  * Who is the client? The socket peer, unless the peer is a trusted reverse proxy: then the
  * right-most `X-Forwarded-For` entry that is not itself a trusted proxy (the de-facto
  * standard of nginx `real_ip_recursive on` and MDN's "right-most untrusted" rule; RFC 7239
- * §5.2 for the semantics of the list). `X-Forwarded-Proto: https` from a trusted peer marks
- * the request as HTTPS. IPv4-mapped IPv6 addresses (RFC 4291 §2.5.5.2) are reduced to IPv4.
+ * §5.2 for the semantics of the list). `X-Forwarded-Proto` from a trusted peer, read from the
+ * right in step with that walk, says whether the client used HTTPS. IPv4-mapped IPv6 addresses (RFC 4291 §2.5.5.2) are reduced to IPv4.
  *
  * Pure: no I/O, no clock. Never throws; bad header values fall back to the nearest address
  * that can be believed (a safe default), never to an address the client made up.
