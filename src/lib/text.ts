@@ -24,3 +24,38 @@ export function splitList(text: string): string[] {
     .map((item) => item.trim())
     .filter((item) => item !== '')
 }
+
+const NOT_HEADER_SAFE = /[^\x20-\x7e]/
+
+/**
+ * `value` as a safe HTTP header value (RFC 9110 §5.5 field-value, ASCII only): returned as is
+ * when it is printable ASCII, else every other character (controls, DEL, anything beyond
+ * ASCII, a lone surrogate as U+FFFD) is percent-encoded as its UTF-8 bytes. Node's
+ * `writeHead` throws ERR_INVALID_CHAR for some of those; the rest are read differently by
+ * different clients. Cheap for the common (clean) value: one regex test.
+ */
+export function headerSafe(value: string): string {
+  if (!NOT_HEADER_SAFE.test(value)) return value
+  let out = ''
+  for (const char of wellFormed(value)) out += NOT_HEADER_SAFE.test(char) ? encodeURIComponent(char) : char
+  return out
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
+
+/**
+ * `text` with every lone surrogate (a UTF-16 half with no UTF-8 form, which makes
+ * `encodeURIComponent` throw) replaced by U+FFFD, as `String.prototype.toWellFormed` does.
+ */
+export function wellFormed(text: string): string {
+  return text.replace(LONE_SURROGATE, '\uFFFD')
+}
+
+// An RFC 3986 §3.2.2 host (a DNS-like reg-name, an IPv4 address or a bracketed IPv6
+// literal) with an optional port: the only Host header values mb writes back.
+const HOST_HEADER = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})?|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?$/
+
+/** True when `host` (a request's `Host` header) is a plain `host[:port]` that is safe to put in a URL and a header. */
+export function isPlainHost(host: string): boolean {
+  return HOST_HEADER.test(host)
+}

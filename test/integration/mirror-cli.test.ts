@@ -180,6 +180,12 @@ describe(`mb mirror (${backend})`, () => {
     expect(badAdd.code).to.equal(2)
     expect(badAdd.stderr).to.contain('Invalid --country "XX": expected an ISO 3166-1 alpha-2 country code')
 
+    const badName = await mb(['mirror', 'add', 'mïrror€', '--http-url', 'http://m.example/'], {env})
+    expect(badName.code, badName.stderr).to.equal(2)
+    expect(badName.stderr).to.contain('Invalid NAME "mïrror€": character "ï" (U+00EF) is not allowed; a mirror name has letters, digits, ".", "-" and "_"')
+    const help = await mb(['mirror', 'add', '--help'], {env})
+    expect(help.stdout.replace(/\s+/g, ' ')).to.contain('letters, digits, ".", "-" and "_", 1-253 characters, starting with a letter or digit')
+
     const badEdit = await mb(['mirror', 'edit', 'mirror.example.gb', '--score', '10', '--ftp-url', `http://x:${PASSWORD}@h.example/`, '--json'], {env})
     expect(badEdit.code).to.equal(2)
     expect(badEdit.stdout).not.to.contain(PASSWORD)

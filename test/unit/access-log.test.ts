@@ -2,12 +2,12 @@
  * The access log: Apache combined format lines (+ mirror and realm), escaping that keeps one
  * request on one line, buffered writes to a file, and reopening on SIGHUP (logrotate).
  */
-import {existsSync, mkdtempSync, readFileSync, renameSync, rmSync} from 'node:fs'
+import {existsSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {expect} from 'chai'
-import {apacheTime, escapeLogField, formatAccessLine, openAccessLog} from '../../src/lib/serve/access-log.js'
+import {apacheTime, escapeLogField, escapeWireField, formatAccessLine, openAccessLog} from '../../src/lib/serve/access-log.js'
 import type {RequestOutcome} from '../../src/lib/serve/types.js'
 
 /** Apache combined format (httpd's mod_log_config "combined") plus two quoted fields. */
@@ -56,6 +56,50 @@ describe('access log', () => {
     const m = COMBINED.exec(evil)!
     expect(m).to.not.equal(null)
     expect(m[11]).to.equal('GET /a b\\"c HTTP/1.1')
+  })
+
+  it('writes wire bytes (request line, headers) faithfully: each byte received as itself or \\xhh', () => {
+    // node hands header values over as latin1: one character per byte on the wire.
+    const utf8Sent = Buffer.from('ü€😀', 'utf8').toString('latin1')
+    expect(escapeWireField(utf8Sent)).to.equal('\\xc3\\xbc\\xe2\\x82\\xac\\xf0\\x9f\\x98\\x80')
+    expect(escapeWireField(Buffer.from([0x61, 0xfc, 0xff, 0x80, 0x62]).toString('latin1'))).to.equal('a\\xfc\\xff\\x80b')
+    let every = ''
+    for (let byte = 0; byte < 256; byte++) every += String.fromCharCode(byte)
+    const escaped = escapeWireField(every)
+    expect(escaped).to.match(/^[\x20-\x7e]*$/)
+    // Every byte comes back from the escaped text: the log holds exactly what was sent.
+    const back = escaped.replace(/\\x([0-9a-f]{2})|\\(["\\])/g, (_m, hex, char) => (hex ? String.fromCharCode(Number.parseInt(hex, 16)) : char))
+    expect(back).to.equal(every)
+    // Characters no wire can carry (from a caller, not from node): their UTF-8 bytes.
+    expect(escapeWireField('€\uD800')).to.equal('\\xe2\\x82\\xac\\xef\\xbf\\xbd')
+    const line = formatAccessLine({...base, userAgent: Buffer.from('agent/ü\r\n', 'utf8').toString('latin1'), referer: '\u0000\u001b[31m', mirrorIdentifier: 'mïrror😀\uDC00'})
+    expect(line).to.match(COMBINED)
+    expect(line).to.contain('"\\x00\\x1b[31m" "agent/\\xc3\\xbc\\x0d\\x0a" "m\\xc3\\xafrror\\xf0\\x9f\\x98\\x80\\xef\\xbf\\xbd"')
+  })
+
+  it("creates the file 0640 whatever the umask, and leaves an existing file's mode alone", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mb-access-log-'))
+    const old = process.umask()
+    try {
+      for (const umask of [0, 0o077, 0o022]) {
+        process.umask(umask)
+        const file = join(dir, `access-${umask}.log`)
+        const log = openAccessLog(file, {flushMs: 20, reopenOnSighup: false})
+        log.observer({...base})
+        await log.flush()
+        await log.close()
+        expect(statSync(file).mode & 0o777, `umask ${umask.toString(8)}`).to.equal(0o640)
+      }
+      const existing = join(dir, 'existing.log')
+      writeFileSync(existing, '', {mode: 0o600})
+      const log = openAccessLog(existing, {flushMs: 20, reopenOnSighup: false})
+      log.observer({...base})
+      await log.close()
+      expect(statSync(existing).mode & 0o777).to.equal(0o600)
+    } finally {
+      process.umask(old)
+      rmSync(dir, {recursive: true, force: true})
+    }
   })
 
   it('buffers lines, writes them asynchronously to the file, and reopens it on SIGHUP', async () => {

@@ -4,7 +4,7 @@ import {TrustedProxies, parseForwardedElement, resolveClient} from '../../src/li
 describe('client address resolution', () => {
   const trusted = new TrustedProxies(['127.0.0.1/32', '10.0.0.0/8', '::1/128'])
 
-  const cases: Array<{name: string; peer: string | undefined; xff?: string | string[]; proto?: string; tls?: boolean; ip: string; https: boolean; forwarded: boolean}> = [
+  const cases: Array<{name: string; peer: string | undefined; xff?: string | string[]; proto?: string | string[]; tls?: boolean; ip: string; https: boolean; forwarded: boolean}> = [
     {name: 'plain peer, no headers', peer: '203.0.113.7', ip: '203.0.113.7', https: false, forwarded: false},
     {name: 'spoofed X-Forwarded-For from an untrusted peer is ignored', peer: '203.0.113.7', xff: '81.2.69.142', ip: '203.0.113.7', https: false, forwarded: false},
     {name: 'spoofed X-Forwarded-Proto from an untrusted peer is ignored', peer: '203.0.113.7', proto: 'https', ip: '203.0.113.7', https: false, forwarded: false},
@@ -33,7 +33,37 @@ describe('client address resolution', () => {
     })),
     {name: 'legacy form behind a trusted hop: that hop is the client', peer: '127.0.0.1', xff: '81.2.69.142, 010.0.0.1, 10.1.2.3', ip: '10.1.2.3', https: false, forwarded: true},
     {name: 'X-Forwarded-Proto https from a trusted proxy', peer: '127.0.0.1', xff: '81.2.69.142', proto: 'https', ip: '81.2.69.142', https: true, forwarded: true},
-    {name: 'X-Forwarded-Proto list: first value counts', peer: '127.0.0.1', proto: 'HTTPS, http', ip: '127.0.0.1', https: true, forwarded: false},
+    {name: "X-Forwarded-Proto list from an appending proxy: the right-most (the peer's own) counts", peer: '127.0.0.1', proto: 'HTTPS, http', ip: '127.0.0.1', https: false, forwarded: false},
+    {
+      name: "X-Forwarded-Proto: a client-sent https left of the proxy's http is not believed",
+      peer: '127.0.0.1',
+      xff: '81.2.69.142',
+      proto: 'https, http',
+      ip: '81.2.69.142',
+      https: false,
+      forwarded: true,
+    },
+    {name: "X-Forwarded-Proto: the proxy's own https counts over a client-sent http", peer: '127.0.0.1', xff: '81.2.69.142', proto: 'http,HTTPS', ip: '81.2.69.142', https: true, forwarded: true},
+    {
+      name: 'X-Forwarded-Proto through two trusted proxies: the value of the one that faced the client',
+      peer: '127.0.0.1',
+      xff: '81.2.69.142, 10.1.2.3',
+      proto: 'http, https, http',
+      ip: '81.2.69.142',
+      https: true,
+      forwarded: true,
+    },
+    {
+      name: 'X-Forwarded-Proto shorter than the proxy chain (a proxy that sets): its left-most value',
+      peer: '127.0.0.1',
+      xff: '81.2.69.142, 10.1.2.3',
+      proto: 'https',
+      ip: '81.2.69.142',
+      https: true,
+      forwarded: true,
+    },
+    {name: 'X-Forwarded-Proto repeated lines are joined in order', peer: '127.0.0.1', xff: '81.2.69.142', proto: ['https', 'http'], ip: '81.2.69.142', https: false, forwarded: true},
+    {name: "X-Forwarded-Proto with an unknown value keeps the connection's scheme", peer: '127.0.0.1', proto: 'http, wss', tls: true, ip: '127.0.0.1', https: true, forwarded: false},
     {name: 'TLS connection is https without headers', peer: '203.0.113.7', tls: true, ip: '203.0.113.7', https: true, forwarded: false},
     {name: 'repeated header lines are joined in order', peer: '127.0.0.1', xff: ['1.2.3.4', '216.160.83.56'], ip: '216.160.83.56', https: false, forwarded: true},
     {name: 'unknown peer', peer: undefined, xff: '1.2.3.4', ip: '', https: false, forwarded: false},

@@ -51,6 +51,19 @@ describe('mirror validation', () => {
       rejects(() => validateIdentifier('-x'), /"-x"/)
       rejects(() => validateIdentifier('a\tb'))
     })
+    it('allows only letters, digits, ".", "-" and "_", 1-253 characters, starting with a letter or digit', () => {
+      expect(validateIdentifier('A.b-c_9')).to.equal('A.b-c_9')
+      expect(validateIdentifier('9mirror')).to.equal('9mirror')
+      expect(validateIdentifier('m'.repeat(253))).to.equal('m'.repeat(253))
+      rejects(() => validateIdentifier('m'.repeat(254)), /at most 253 characters/)
+      rejects(() => validateIdentifier('mïrror€'), /"mïrror€"/, /character "ï" \(U\+00EF\) is not allowed/, /letters, digits, "\.", "-" and "_"/)
+      rejects(() => validateIdentifier('m€'), /character "€" \(U\+20AC\)/)
+      rejects(() => validateIdentifier('m😀'), /character "😀" \(U\+1F600\)/)
+      rejects(() => validateIdentifier('a\u0001b'), /U\+0001 \(a control character\)/)
+      rejects(() => validateIdentifier('a:b'), /character ":"/)
+      rejects(() => validateIdentifier('_m'), /must start with a letter or digit, not "_"/)
+      rejects(() => validateIdentifier('.m'), /must start with a letter or digit/)
+    })
   })
 
   describe('URLs per field', () => {

@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
 import {addMirror, type MirrorInput, type PublicMirror, publicMirror} from '../../lib/mirrors/registry.js'
+import {IDENTIFIER_RULE} from '../../lib/mirrors/validate.js'
 import {mirrorRecord} from '../../lib/mirrors/render.js'
 import {renderRecord} from '../../lib/output.js'
 
@@ -85,7 +86,7 @@ export default class MirrorAdd extends BaseCommand<typeof MirrorAdd> {
   ]
 
   static override args = {
-    name: Args.string({description: 'unique mirror name (identifier), e.g. ftp.example.de', required: true}),
+    name: Args.string({description: `unique mirror name (identifier): ${IDENTIFIER_RULE}, e.g. ftp.example.de`, required: true}),
   }
 
   static override flags = {

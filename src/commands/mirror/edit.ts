@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
 import {editMirror, type PublicMirror, publicMirror} from '../../lib/mirrors/registry.js'
+import {IDENTIFIER_RULE} from '../../lib/mirrors/validate.js'
 import {mirrorRecord} from '../../lib/mirrors/render.js'
 import {renderRecord} from '../../lib/output.js'
 import {mirrorFieldFlags, mirrorInputFromFlags} from './add.js'
@@ -27,7 +28,7 @@ export default class MirrorEdit extends BaseCommand<typeof MirrorEdit> {
     ...mirrorFieldFlags,
     enabled: Flags.boolean({description: 'enable the mirror', exclusive: ['disabled']}),
     disabled: Flags.boolean({description: 'disable the mirror', exclusive: ['enabled']}),
-    rename: Flags.string({description: 'give the mirror a new unique name'}),
+    rename: Flags.string({description: `give the mirror a new unique name (${IDENTIFIER_RULE})`}),
     force: Flags.boolean({
       description: 'store a --prefix shorter than /16 (IPv4) or /32 (IPv6), or in a reserved range (private, loopback, link-local, ...): every client of such a range goes to this mirror first',
     }),

@@ -19,6 +19,7 @@ import {type HashKind, hashFileBody} from './headers.js'
 import {META4_MEDIA_TYPE, renderMeta4} from './meta4.js'
 import {METALINK3_MEDIA_TYPE, renderMetalink3} from './metalink3.js'
 import {buildMirrorList, renderMirrorListHtml} from './mirrorlist.js'
+import {wellFormed} from '../text.js'
 
 /** What a handler needs about the file and the client. */
 export interface MetalinkContext {
@@ -55,7 +56,7 @@ export function acceptsJson(accept: string | undefined): boolean {
 export function contentDisposition(name: string): string {
   const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, '_')
   if (ascii === name) return `attachment; filename="${name}"`
-  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+  const encoded = encodeURIComponent(wellFormed(name)).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`
 }
 

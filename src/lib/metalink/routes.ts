@@ -24,7 +24,7 @@ import type {Database} from '../db/index.js'
 import {diskMatches, hashesMatchVersion, mtimeSeconds, sameVersion} from '../origin/freshness.js'
 import {readStoredHashes, type StoredHashes} from '../origin/hash.js'
 import type {RedirectHeaderProvider, RequestContext, Route, RouteServices} from '../serve/server.js'
-import {withTrailingSlash} from '../text.js'
+import {isPlainHost, withTrailingSlash} from '../text.js'
 import type {FileEntry} from '../serve/snapshot.js'
 import {hasQueryFlag} from '../serve/path.js'
 import {buildDocument, DEFAULT_MAX_URLS, originUrlFor} from './document.js'
@@ -142,10 +142,17 @@ export class MetalinkRoutes {
     if (file.sha256 !== null && file.md5 !== null && file.sha1 !== null && this.diskMatches(file)) headers.push('Digest', digestHeader({md5: file.md5, sha1: file.sha1, sha256: file.sha256}))
   }
 
-  /** The public base URL for this request. */
+  /**
+   * The public base URL for this request: the configured one, else the request's `Host`
+   * when it is a plain `host[:port]` ({@link isPlainHost}), else the address the request
+   * came in on (IPv6 in brackets, RFC 3986 §3.2.2). A Host with any other character is the
+   * client's and would land in a `Link` header and the document: it is not used.
+   */
   private baseUrl(ctx: RequestContext, https: boolean): string {
     if (this.options.baseUrl) return withTrailingSlash(this.options.baseUrl)
-    const host = ctx.req.headers.host ?? `${ctx.req.socket.localAddress}:${ctx.req.socket.localPort}`
+    const header = ctx.req.headers.host
+    const {localAddress, localPort} = ctx.req.socket
+    const host = header !== undefined && isPlainHost(header) ? header : `${localAddress?.includes(':') ? `[${localAddress}]` : localAddress}:${localPort}`
     return `${https ? 'https' : 'http'}://${host}/`
   }
 

@@ -169,19 +169,37 @@ function invalid(field: keyof MirrorInput, value: unknown, expected: string): Us
   return new UsageError(`Invalid ${FIELD_FLAGS[field]} ${shown}: ${expected}`, 'INVALID_MIRROR_FIELD')
 }
 
+/** Longest mirror identifier: a DNS name's limit (RFC 1035 §2.3.4), so a host name always fits. */
+const IDENTIFIER_MAX = 253
+
+/** What a mirror identifier may be, as `mb mirror add --help` says it. */
+export const IDENTIFIER_RULE = `letters, digits, ".", "-" and "_", 1-${IDENTIFIER_MAX} characters, starting with a letter or digit`
+
 /**
- * Checks a mirror identifier (the name used on the command line and in headers): 1-200
- * characters, no whitespace, no '/', no control characters, not starting with '-'.
+ * Checks a mirror identifier (the name used on the command line, in the `X-MB-Mirror`
+ * header and in logs): a host-name-like token of ASCII letters, digits, `.`, `-` and `_`,
+ * 1-{@link IDENTIFIER_MAX} characters, starting with a letter or digit. ASCII only, so the
+ * name is always a valid HTTP header value (RFC 9110 §5.5) and needs no quoting anywhere.
  * @returns the trimmed identifier
- * @throws UsageError
+ * @throws UsageError naming the first character that is not allowed
  */
 export function validateIdentifier(text: string): string {
   const value = text.trim()
   if (value === '') throw invalid('identifier', text, 'a mirror name must not be empty (e.g. ftp.example.de)')
-  if (value.length > 200) throw invalid('identifier', text, 'a mirror name has at most 200 characters')
-  if (/[\s/\\]/.test(value) || CONTROL.test(value)) throw invalid('identifier', text, 'a mirror name has no whitespace, slashes or control characters (e.g. ftp.example.de)')
-  if (value.startsWith('-')) throw invalid('identifier', text, 'a mirror name must not start with "-"')
+  if (value.length > IDENTIFIER_MAX) throw invalid('identifier', text, `a mirror name has at most ${IDENTIFIER_MAX} characters`)
+  const bad = /[^A-Za-z0-9._-]/u.exec(value)
+  if (bad) throw invalid('identifier', text, `character ${describeChar(bad[0])} is not allowed; a mirror name has ${IDENTIFIER_RULE} (e.g. ftp.example.de)`)
+  if (!/^[A-Za-z0-9]/.test(value)) throw invalid('identifier', text, `a mirror name must start with a letter or digit, not "${value[0]}"`)
   return value
+}
+
+/** A character for an error message: `"€" (U+20AC)`, `U+0009 (whitespace)`, `"/" (a slash)`. */
+function describeChar(char: string): string {
+  const code = `U+${(char.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`
+  if (/\s/.test(char)) return `${code} (whitespace)`
+  if (CONTROL.test(char)) return `${code} (a control character)`
+  if (char === '/' || char === '\\') return `${JSON.stringify(char)} (a slash)`
+  return `${JSON.stringify(char)} (${code})`
 }
 
 type UrlField = 'http_url' | 'https_url' | 'rsync_url' | 'ftp_url'

@@ -3,11 +3,11 @@
  * (RFC 3986 §2.1 and §3.3: every path segment is encoded on its own, `/` separates them).
  */
 import {MbError} from '../errors.js'
+import {wellFormed} from '../text.js'
 import type {SelectMirror} from './types.js'
 
 /** Characters that never need encoding in a path segment (RFC 3986 unreserved) plus `/`. */
 const SAFE_PATH = /^[A-Za-z0-9._~/-]*$/
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
 
 /**
  * Percent-encodes an origin-relative path (no leading `/`) segment by segment, UTF-8 for
@@ -24,7 +24,7 @@ export function encodePath(path: string): string {
     try {
       encoded = encodeURIComponent(segment)
     } catch {
-      encoded = encodeURIComponent(segment.replace(LONE_SURROGATE, '\uFFFD'))
+      encoded = encodeURIComponent(wellFormed(segment))
     }
     // encodeURIComponent leaves RFC 3986 sub-delims ! ' ( ) * alone; encode them too, so
     // that no proxy or shell rewrites them.

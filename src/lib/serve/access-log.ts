@@ -9,9 +9,12 @@
  * that is written out every 250 ms or at 64 KiB, never a synchronous write per request.
  * A file target is reopened on SIGHUP (for logrotate's `postrotate kill -HUP`).
  */
-import {createWriteStream, type WriteStream} from 'node:fs'
+import {createWriteStream, existsSync, fchmodSync, openSync, type WriteStream} from 'node:fs'
 import type {Writable} from 'node:stream'
 import type {RequestObserver, RequestOutcome} from './types.js'
+
+/** Mode of a new access log file: owner read-write, group read (client addresses are personal data). */
+const LOG_FILE_MODE = 0o640
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec']
 
@@ -29,19 +32,43 @@ export function apacheTime(ms: number): string {
   return cachedTime
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control bytes are what this escapes
+const NEEDS_ESCAPE = /["\\\x00-\x1f\x7f-\uffff]/
+
+/** One byte of a quoted log field: `"` and `\` backslash-escaped, control and non-ASCII bytes as `\xhh`. */
+function escapeByte(byte: number): string {
+  if (byte === 0x22) return '\\"'
+  if (byte === 0x5c) return '\\\\'
+  if (byte < 0x20 || byte >= 0x7f) return `\\x${byte.toString(16).padStart(2, '0')}`
+  return String.fromCharCode(byte)
+}
+
 /**
- * Escapes a field the way httpd does for quoted log fields: `"` and `\` are backslash-escaped,
- * control and non-ASCII bytes become `\xhh`, so a line can never be broken or forged.
+ * Escapes a text field (stored data such as a mirror name) the way httpd does for quoted log
+ * fields: `"` and `\` are backslash-escaped, control and non-ASCII bytes of its UTF-8 form
+ * become `\xhh` (a lone surrogate as U+FFFD's bytes), so a line can never be broken or forged.
  */
 export function escapeLogField(value: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control bytes are what this escapes
-  if (!/["\\\x00-\x1f\x7f-\uffff]/.test(value)) return value
+  if (!NEEDS_ESCAPE.test(value)) return value
   let out = ''
-  for (const byte of Buffer.from(value, 'utf8')) {
-    if (byte === 0x22) out += '\\"'
-    else if (byte === 0x5c) out += '\\\\'
-    else if (byte < 0x20 || byte >= 0x7f) out += `\\x${byte.toString(16).padStart(2, '0')}`
-    else out += String.fromCharCode(byte)
+  for (const byte of Buffer.from(value, 'utf8')) out += escapeByte(byte)
+  return out
+}
+
+/**
+ * Escapes a field that came off the wire (the request line, a header value) like
+ * {@link escapeLogField}, byte for byte as the client sent it: node hands those over as
+ * latin1, one character per byte, so `\xhh` shows the byte received (UTF-8 `ü` is
+ * `\xc3\xbc`, a lone 0xfc byte is `\xfc`). A character beyond U+00FF cannot come from the
+ * wire; one is written as its UTF-8 bytes.
+ */
+export function escapeWireField(value: string): string {
+  if (!NEEDS_ESCAPE.test(value)) return value
+  let out = ''
+  for (const char of value) {
+    const code = char.charCodeAt(0)
+    if (code <= 0xff) out += escapeByte(code)
+    else for (const byte of Buffer.from(char, 'utf8')) out += escapeByte(byte)
   }
   return out
 }
@@ -51,11 +78,11 @@ export function formatAccessLine(o: RequestOutcome): string {
   const host = o.clientIp || '-'
   const request = `${o.method} ${o.target} HTTP/${o.httpVersion}`
   const bytes = o.bytesSent > 0 ? String(o.bytesSent) : '-'
-  const referer = o.referer ? escapeLogField(o.referer) : '-'
-  const agent = o.userAgent ? escapeLogField(o.userAgent) : '-'
+  const referer = o.referer ? escapeWireField(o.referer) : '-'
+  const agent = o.userAgent ? escapeWireField(o.userAgent) : '-'
   const mirror = o.mirrorIdentifier ? escapeLogField(o.mirrorIdentifier) : '-'
   const realm = o.realm ?? '-'
-  return `${host} - - ${apacheTime(o.time)} "${escapeLogField(request)}" ${o.status} ${bytes} "${referer}" "${agent}" "${mirror}" "${realm}"`
+  return `${host} - - ${apacheTime(o.time)} "${escapeWireField(request)}" ${o.status} ${bytes} "${referer}" "${agent}" "${mirror}" "${realm}"`
 }
 
 export interface AccessLogOptions {
@@ -86,7 +113,8 @@ export interface AccessLog {
 }
 
 /**
- * Opens an access log at `target`: a file path (appended to, created 0644) or `-` for
+ * Opens an access log at `target`: a file path (appended to; created {@link LOG_FILE_MODE}
+ * whatever the umask, an existing file keeps its mode) or `-` for
  * stdout. See the module doc for the format and buffering.
  */
 export function openAccessLog(target: string, options: AccessLogOptions = {}): AccessLog {
@@ -164,7 +192,7 @@ class BufferedAccessLog implements AccessLog {
 
   private open(): Writable {
     if (this.isStdout) return process.stdout
-    const s: WriteStream = createWriteStream(this.target, {flags: 'a', mode: 0o644})
+    const s: WriteStream = createWriteStream(this.target, {flags: 'a', mode: LOG_FILE_MODE, fd: openLogFile(this.target)})
     s.on('error', this.onError)
     return s
   }
@@ -189,6 +217,29 @@ class BufferedAccessLog implements AccessLog {
       })
     }
   }
+}
+
+/**
+ * Opens the log file at `path` for appending, creating it with exactly {@link LOG_FILE_MODE}
+ * (the umask may take bits off the mode open(2) is given, so it is set again). Synchronous:
+ * it runs at start and on SIGHUP only. Undefined when the file cannot be opened; the write
+ * stream then opens it by path and reports the error.
+ */
+function openLogFile(path: string): number | undefined {
+  let fd: number
+  try {
+    const created = !existsSync(path)
+    fd = openSync(path, 'a', LOG_FILE_MODE)
+    if (!created) return fd
+  } catch {
+    return undefined
+  }
+  try {
+    fchmodSync(fd, LOG_FILE_MODE)
+  } catch {
+    // A file system without modes (a FUSE mount, say): the file is still usable.
+  }
+  return fd
 }
 
 /** Ends a file stream (stdout stays open); resolves when it is flushed and closed. */

@@ -2,8 +2,8 @@
  * Who is the client? The socket peer, unless the peer is a trusted reverse proxy: then the
  * right-most `X-Forwarded-For` entry that is not itself a trusted proxy (the de-facto
  * standard of nginx `real_ip_recursive on` and MDN's "right-most untrusted" rule; RFC 7239
- * §5.2 for the semantics of the list). `X-Forwarded-Proto: https` from a trusted peer marks
- * the request as HTTPS. IPv4-mapped IPv6 addresses (RFC 4291 §2.5.5.2) are reduced to IPv4.
+ * §5.2 for the semantics of the list). `X-Forwarded-Proto` from a trusted peer, read from the
+ * right in step with that walk, says whether the client used HTTPS. IPv4-mapped IPv6 addresses (RFC 4291 §2.5.5.2) are reduced to IPv4.
  *
  * Pure: no I/O, no clock. Never throws; bad header values fall back to the nearest address
  * that can be believed (a safe default), never to an address the client made up.
@@ -80,6 +80,26 @@ function ipv4Text(address: ipaddr.IPv4): string {
 }
 
 /**
+ * The scheme of the client's connection from a trusted peer's `X-Forwarded-Proto`. Each
+ * proxy that appends adds the scheme it was reached by, so the right-most value is the
+ * peer's own and the client's is `hops` values further left, `hops` being the trusted
+ * proxies between the client and the peer (the entries the `X-Forwarded-For` walk passed).
+ * Values left of that were sent by the client and are not believed; when the list is
+ * shorter (a proxy that sets instead of appending), its left-most value counts. Neither
+ * `http` nor `https` there (or no header): the connection's own scheme, `tls`.
+ * @param forwardedProto the header value(s), comma-separated, or undefined
+ * @returns true for HTTPS
+ */
+function forwardedScheme(forwardedProto: string | string[] | undefined, hops: number, tls: boolean): boolean {
+  if (forwardedProto === undefined) return tls
+  const values = (Array.isArray(forwardedProto) ? forwardedProto.join(',') : forwardedProto).split(',')
+  const value = values[Math.max(values.length - 1 - hops, 0)].trim().toLowerCase()
+  if (value === 'https') return true
+  if (value === 'http') return false
+  return tls
+}
+
+/**
  * Resolves the client of one request.
  *
  * @param peer            `socket.remoteAddress` (may be undefined on a destroyed socket)
@@ -92,7 +112,7 @@ function ipv4Text(address: ipaddr.IPv4): string {
  * right, trusted proxies are skipped; the first untrusted entry is the client. An
  * unparsable entry stops the walk and the last believed hop (a trusted proxy) is the client:
  * entries left of garbage cannot be trusted. When every entry is trusted, the left-most is
- * the client. `X-Forwarded-Proto` takes its first (left-most, client-facing) value.
+ * the client. `X-Forwarded-Proto` is read the same way: see {@link forwardedScheme}.
  */
 export function resolveClient(
   peer: string | undefined,
@@ -105,19 +125,11 @@ export function resolveClient(
   const p = trusted.peer(peer)
   if (!p.trusted) return {ip: p.ip, address: p.address, https: tls, forwarded: false}
 
-  let https = tls
-  if (forwardedProto !== undefined) {
-    const proto = Array.isArray(forwardedProto) ? (forwardedProto[0] ?? '') : forwardedProto
-    const comma = proto.indexOf(',')
-    const first = (comma >= 0 ? proto.slice(0, comma) : proto).trim().toLowerCase()
-    if (first === 'https') https = true
-    else if (first === 'http') https = false
-  }
-
-  if (forwardedFor === undefined) return {ip: p.ip, address: p.address, https, forwarded: false}
+  if (forwardedFor === undefined) return {ip: p.ip, address: p.address, https: forwardedScheme(forwardedProto, 0, tls), forwarded: false}
   const header = Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor
   let address: IpAddress | undefined = p.address
   let found = false
+  let hops = 0
   let end = header.length
   while (end > 0) {
     const start = header.lastIndexOf(',', end - 1)
@@ -129,7 +141,9 @@ export function resolveClient(
     address = parsed
     found = true
     if (!trusted.contains(parsed)) break
+    hops++
   }
+  const https = forwardedScheme(forwardedProto, hops, tls)
   if (!found || address === undefined) return {ip: p.ip, address: p.address, https, forwarded: false}
   return {ip: address.kind() === 'ipv4' ? ipv4Text(address as ipaddr.IPv4) : address.toString(), address, https, forwarded: true}
 }

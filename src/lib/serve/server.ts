@@ -20,6 +20,7 @@ import {realpath, stat} from 'node:fs/promises'
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {sep} from 'node:path'
+import type {Duplex} from 'node:stream'
 import {performance} from 'node:perf_hooks'
 import type {TLSSocket} from 'node:tls'
 import send from 'send'
@@ -30,6 +31,7 @@ import {clientInfo, select} from '../select/index.js'
 import type {SelectOptions} from '../select/options.js'
 import type {ClientInfo, Selection} from '../select/types.js'
 import {encodePath} from '../select/url.js'
+import {headerSafe} from '../text.js'
 import {listDirectory, renderIndex} from './autoindex.js'
 import {type ResolvedClient, TrustedProxies, resolveClient} from './client-address.js'
 import type {SnapshotKeeper} from './keeper.js'
@@ -142,12 +144,24 @@ export function duplicateLinks(count: number): RedirectHeaderProvider {
     for (let i = 0; i < links; i++) {
       const c = ranked[i]
       const cc = c.mirror.country
-      duplicates[i] = `<${c.url}>; rel=duplicate; pri=${i + 1}${cc ? geoParameter(cc) : ''}`
+      duplicates[i] = `<${headerSafe(c.url)}>; rel=duplicate; pri=${i + 1}${cc ? geoParameter(cc) : ''}`
     }
     // One name with an array of values: node writes one `Link:` line per value and checks
     // the name once.
     headers.push('Link', duplicates)
   }
+}
+
+/**
+ * Statuses for requests node's parser refuses before they reach a handler, by error code:
+ * 431 for oversized headers (RFC 6585 §5), 408 for a request that took too long
+ * (RFC 9110 §15.5.9), 501 for a method node does not know (RFC 9110 §15.6.2); 400 otherwise.
+ */
+const CLIENT_ERROR_STATUS: Record<string, number> = {HPE_HEADER_OVERFLOW: 431, ERR_HTTP_REQUEST_TIMEOUT: 408, HPE_INVALID_METHOD: 501}
+
+/** Writes a bodiless `status` answer (plus `extra` header lines, each ending in CRLF) on a raw socket and closes it. */
+function answerRaw(socket: Duplex, status: number, extra = ''): void {
+  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n${extra}Connection: close\r\nContent-Length: 0\r\n\r\n`)
 }
 
 /** The server. Create, `listen()`, and `close()` on shutdown. */
@@ -169,8 +183,13 @@ export class MirrorServer implements RouteServices {
     this.http.on('clientError', (error: NodeJS.ErrnoException, socket) => {
       // Malformed requests and oversized headers/targets never reach handle(); answer cleanly.
       if (!socket.writable) return socket.destroy()
-      const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-      socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
+      answerRaw(socket, CLIENT_ERROR_STATUS[error.code ?? ''] ?? 400)
+    })
+    // node hands CONNECT to this event, not to handle(), and drops the socket when nobody
+    // listens: answer it like any other method mb does not serve.
+    this.http.on('connect', (_req: http.IncomingMessage, socket: Duplex) => {
+      if (!socket.writable) return socket.destroy()
+      answerRaw(socket, 405, 'Allow: GET, HEAD\r\n')
     })
   }
 
@@ -401,10 +420,12 @@ export class MirrorServer implements RouteServices {
     }
     const best = ranked[0]
     const headers: Array<string | string[]> = [
+      // Both come from the registry; headerSafe keeps a row that breaks its rules (one
+      // edited in SQL, say) from making node refuse the response.
       'Location',
-      best.url,
+      headerSafe(best.url),
       'X-MB-Mirror',
-      best.mirror.identifier,
+      headerSafe(best.mirror.identifier),
       'X-MB-Realm',
       best.realm,
       'Cache-Control',
