@@ -349,8 +349,9 @@ async function directoryResult(task: DirTask, res: Dispatcher.ResponseData, url:
  * A close-delimited body (no Content-Length, no chunked encoding; RFC 9112 section 6.3) ends
  * when the connection closes, so a cut connection looks like a short page. Each page must
  * therefore end as an index ends: HTML with an explicit `</body>` or `</html>`, JSON as one
- * complete value, XML with nginx's closing `</list>`. A body shorter than its Content-Length
- * fails in undici (see {@link mapHttpError}).
+ * complete value, XML with nginx's closing `</list>`. A body shorter than its Content-Length,
+ * or a chunked body without its last chunk, fails in undici; {@link directoryResult} reports
+ * those as SCAN_TRUNCATED too.
  * @throws MbError SCAN_TRUNCATED for a page that ended early, SCAN_INDEX_TOO_LARGE past `maxBytes`
  */
 async function readIndex(body: Dispatcher.ResponseData['body'], contentType: string, url: URL, maxBytes: number, contentLength: number): Promise<IndexEntry[]> {
