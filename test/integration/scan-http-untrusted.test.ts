@@ -27,6 +27,8 @@ interface Page {
   cutAt?: number
   /** Send Content-Length: the full body's length (else the body is close-delimited). */
   contentLength?: boolean
+  /** Send the body as one chunk of Transfer-Encoding: chunked (cut with `cutAt`, the last chunk never comes). */
+  chunked?: boolean
   /** Stream this many bytes of filler after the body's start instead (an oversized page). */
   endless?: boolean
 }
@@ -69,7 +71,7 @@ async function startIndexServer(): Promise<{url: string; page: {current: Page}; 
 
 /** Writes `page` as a 200 answer on `socket`, then closes it. */
 function answer(socket: net.Socket, p: Page, sent: {bytes: number}): void {
-  const length = p.contentLength ? `Content-Length: ${p.body.length}\r\n` : ''
+  const length = p.contentLength ? `Content-Length: ${p.body.length}\r\n` : p.chunked ? 'Transfer-Encoding: chunked\r\n' : ''
   socket.write(`HTTP/1.1 200 OK\r\nContent-Type: ${p.contentType}\r\n${length}Connection: close\r\n\r\n`)
   if (p.endless) {
     const filler = Buffer.alloc(64 * 1024, ' ')
@@ -85,6 +87,7 @@ function answer(socket: net.Socket, p: Page, sent: {bytes: number}): void {
   }
   const part = p.body.subarray(0, p.cutAt ?? p.body.length)
   sent.bytes += part.length
+  if (p.chunked) return void socket.end(Buffer.concat([Buffer.from(`${p.body.length.toString(16)}\r\n`), part]))
   socket.end(part)
 }
 
@@ -148,6 +151,14 @@ describe('HTTP lister: truncated and oversized index pages', function () {
     const error = await listingFailure(list(server.url))
     expect(error.code).to.equal('SCAN_TRUNCATED')
     expect(error.message).to.match(new RegExp(`^the index page of ${server.url} ended early \\(.*Content-Length.*\\): the connection was cut; nothing was changed$`))
+  })
+
+  it('a chunked page cut before its last chunk fails with a clear reason', async () => {
+    const body = nginxIndex(200)
+    server.page.current = {body, contentType: 'text/html', chunked: true, cutAt: Math.floor(body.length * 0.7)}
+    const error = await listingFailure(list(server.url))
+    expect(error.code).to.equal('SCAN_TRUNCATED')
+    expect(error.message).to.equal(`the index page of ${server.url} ended early (the chunked body lacks its last chunk): the connection was cut; nothing was changed`)
   })
 
   it('a page larger than maxIndexBytes fails without reading much past the cap', async () => {
