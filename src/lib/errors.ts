@@ -82,6 +82,8 @@ export const ERRORS = {
   SCAN_BASE_MISSING: {exit: 1, hint: "The mirror's base directory does not exist; check its URL and base_path."},
   SCAN_REDIRECT: {exit: 1, hint: 'The mirror redirects outside its tree (another host, port or protocol); give the URL it redirects to.'},
   SCAN_HTTP: {exit: 1, hint: 'The HTTP server answered with an error or an unusable redirect.'},
+  SCAN_TRUNCATED: {exit: 1, hint: 'A directory index ended before its closing markup (the connection was cut); nothing was changed. Scan again.'},
+  SCAN_INDEX_TOO_LARGE: {exit: 1, hint: 'A directory index page is larger than scan.max_index_bytes; nothing was changed.'},
   SCAN_PARSE: {exit: 1, hint: 'The HTTP answer is not a directory index mb can read.'},
   SCAN_FTP: {exit: 1, hint: 'The FTP server answered with an error.'},
   SCAN_FAILED: {exit: 1, hint: 'The listing failed; the message says where and why.'},

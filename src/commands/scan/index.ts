@@ -121,6 +121,7 @@ from RSYNC_PASSWORD or the file named by scan.rsync_password_file, and is never 
       timeoutSeconds: config.timeout,
       connectTimeoutSeconds: config.connect_timeout,
       ioTimeoutSeconds: config.io_timeout,
+      maxIndexBytes: config.max_index_bytes,
       include: config.include,
       exclude: config.exclude,
       minRatio: config.min_ratio,

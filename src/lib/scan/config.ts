@@ -10,6 +10,7 @@
  *   connect_timeout: 20        # seconds
  *   io_timeout: 120            # seconds without data before a listing is abandoned
  *   jobs: 2                    # mirrors scanned in parallel
+ *   max_index_bytes: 67108864  # largest HTTP index page read (64 MiB)
  *   rsync_password_file: /etc/mb/rsync.secret
  * ```
  */
@@ -34,6 +35,12 @@ export const ScanConfigSchema = z
     io_timeout: z.number().positive().default(120),
     /** Mirrors scanned in parallel by `mb scan --all`. */
     jobs: z.number().int().min(1).max(64).default(2),
+    /** Largest HTTP directory index page read, bytes; a larger page fails the scan. */
+    max_index_bytes: z
+      .number()
+      .int()
+      .min(1024)
+      .default(64 * 1024 * 1024),
     /** File holding the rsync daemon password (else RSYNC_PASSWORD from the environment). */
     rsync_password_file: z.string().optional(),
   })

@@ -189,6 +189,7 @@ export class HtmlIndexParser {
   private current: {href: string; after: string} | undefined
   private inAnchor = false
   private preDepth = 0
+  private closedDocument = false
 
   constructor(dirUrl: URL) {
     this.dirUrl = dirUrl
@@ -205,7 +206,8 @@ export class HtmlIndexParser {
           if (ROW_END.has(name)) this.current = undefined
           else if (this.current && !this.inAnchor) this.current.after += ' '
         },
-        onclosetag: (name) => {
+        onclosetag: (name, isImplied) => {
+          if (!isImplied && (name === 'html' || name === 'body')) this.closedDocument = true
           if (name === 'a') {
             this.inAnchor = false
             return
@@ -233,6 +235,14 @@ export class HtmlIndexParser {
 
   write(chunk: string): void {
     this.parser.write(chunk)
+  }
+
+  /**
+   * True once an explicit `</body>` or `</html>` tag was read: every index page nginx,
+   * Apache and lighttpd write ends with both, so a page without them was cut short.
+   */
+  get complete(): boolean {
+    return this.closedDocument
   }
 
   /** Finishes parsing; returns the directory's children in document order. */

@@ -53,6 +53,8 @@ const MAX_REDIRECTS = 5
 /** Retries of a directory answering 503 or 429 (busy), with Retry-After or 0.1, 0.2, 0.4… s between. */
 const MAX_BUSY_RETRIES = 6
 const TMP_DIR = '.~tmp~'
+/** Largest index page read when the caller sets no `maxIndexBytes`: 64 MiB (about 500,000 entries of nginx HTML). */
+const DEFAULT_MAX_INDEX_BYTES = 64 * 1024 * 1024
 
 /** Creates the HTTP lister (protocol `http`, for http:// and https:// base URLs). */
 export function createHttpLister(options: HttpListerOptions = {}): Lister {
@@ -126,7 +128,17 @@ async function* listHttp(baseUrl: string, listOptions: ListOptions, options: Htt
   const headers: Record<string, string> = {'user-agent': options.userAgent ?? 'mb-scan', accept: 'text/html, application/json;q=0.9, */*;q=0.5'}
   if (base.auth) headers.authorization = base.auth
   const heads = pLimit(concurrency)
-  const ctx: FetchContext = {agent, headers, signal: controller.signal, ioTimeout, connectTimeout, warn, display: base.display, outerSignal: outer}
+  const ctx: FetchContext = {
+    agent,
+    headers,
+    signal: controller.signal,
+    ioTimeout,
+    connectTimeout,
+    warn,
+    display: base.display,
+    outerSignal: outer,
+    maxIndexBytes: listOptions.maxIndexBytes ?? DEFAULT_MAX_INDEX_BYTES,
+  }
 
   // The base may redirect within its origin; the final URL is the tree's root from then on.
   let root = base.url
@@ -201,6 +213,8 @@ interface FetchContext {
   connectTimeout: number
   warn: (m: string) => void
   display: string
+  /** Largest index page read, bytes. */
+  maxIndexBytes: number
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -299,11 +313,17 @@ async function fetchDirectory(task: DirTask, root: URL, ctx: FetchContext, optio
  */
 async function directoryResult(task: DirTask, res: Dispatcher.ResponseData, url: URL, ctx: FetchContext, options: HttpListerOptions, heads: ReturnType<typeof pLimit>): Promise<DirResult | undefined> {
   const type = String(res.headers['content-type'] ?? '').toLowerCase()
+  const length = Number(res.headers['content-length'] ?? NaN)
   let entries: IndexEntry[]
   try {
-    entries = await readIndex(res.body, type, url)
+    entries = await readIndex(res.body, type, url, ctx.maxIndexBytes, Number.isFinite(length) ? length : 0)
   } catch (error) {
     if (error instanceof MbError) throw error
+    const code = (error as {code?: string})?.code
+    if (Number.isFinite(length) && !ctx.signal.aborted && (code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH')) {
+      throw endedEarly(url, `shorter than its Content-Length of ${length} bytes`)
+    }
+    if (!ctx.signal.aborted && error instanceof Error && error.name === 'HTTPParserError' && /EOF/.test(error.message)) throw endedEarly(url, 'the chunked body lacks its last chunk')
     if ((error as {code?: string})?.code?.startsWith('UND_ERR') || ctx.signal.aborted) throw mapHttpError(error, ctx, url.href)
     throw new MbError(`HTTP ${url.href} did not return a readable directory index (${type || 'no Content-Type'}): ${(error as Error).message}`, {code: 'SCAN_PARSE', cause: error})
   }
@@ -323,22 +343,71 @@ async function directoryResult(task: DirTask, res: Dispatcher.ResponseData, url:
   return {task, entries, url, fingerprint}
 }
 
-async function readIndex(body: Dispatcher.ResponseData['body'], contentType: string, url: URL): Promise<IndexEntry[]> {
-  const decoder = new TextDecoder('utf-8')
-  if (contentType.includes('json') || contentType.includes('xml')) {
-    let text = ''
-    for await (const chunk of body) text += decoder.decode(chunk as Buffer, {stream: true})
-    text += decoder.decode()
-    return contentType.includes('json') ? parseJsonIndex(text) : parseXmlIndex(text)
-  }
-  if (contentType !== '' && !contentType.includes('html')) {
+/**
+ * Reads one index body into its entries, holding at most `maxBytes` of it.
+ *
+ * A close-delimited body (no Content-Length, no chunked encoding; RFC 9112 section 6.3) ends
+ * when the connection closes, so a cut connection looks like a short page. Each page must
+ * therefore end as an index ends: HTML with an explicit `</body>` or `</html>`, JSON as one
+ * complete value, XML with nginx's closing `</list>`. A body shorter than its Content-Length,
+ * or a chunked body without its last chunk, fails in undici; {@link directoryResult} reports
+ * those as SCAN_TRUNCATED too.
+ * @throws MbError SCAN_TRUNCATED for a page that ended early, SCAN_INDEX_TOO_LARGE past `maxBytes`
+ */
+async function readIndex(body: Dispatcher.ResponseData['body'], contentType: string, url: URL, maxBytes: number, contentLength: number): Promise<IndexEntry[]> {
+  if (contentType !== '' && !contentType.includes('html') && !contentType.includes('json') && !contentType.includes('xml')) {
     await body.dump().catch(() => {})
     throw new MbError(`HTTP ${url.href} is not a directory index (Content-Type ${contentType}); the base URL must name a directory`, {code: 'SCAN_PARSE'})
   }
-  const parser = new HtmlIndexParser(url)
-  for await (const chunk of body) parser.write(decoder.decode(chunk as Buffer, {stream: true}))
-  parser.write(decoder.decode())
-  return parser.end()
+  if (contentLength > maxBytes) {
+    body.destroy()
+    throw indexTooLarge(url, maxBytes, `its Content-Length is ${contentLength} bytes`)
+  }
+  const decoder = new TextDecoder('utf-8')
+  const structured = contentType.includes('json') || contentType.includes('xml')
+  const parser = structured ? undefined : new HtmlIndexParser(url)
+  let text = ''
+  let bytes = 0
+  for await (const chunk of body) {
+    bytes += (chunk as Buffer).length
+    if (bytes > maxBytes) {
+      body.destroy()
+      throw indexTooLarge(url, maxBytes, 'the page is larger')
+    }
+    const part = decoder.decode(chunk as Buffer, {stream: true})
+    if (parser) parser.write(part)
+    else text += part
+  }
+  const last = decoder.decode()
+  if (!parser) return parseStructuredIndex(text + last, contentType, url)
+  parser.write(last)
+  const entries = parser.end()
+  if (!parser.complete) throw endedEarly(url, 'no closing </html>')
+  return entries
+}
+
+/** Parses a JSON or XML index that must be complete (see {@link readIndex}). */
+function parseStructuredIndex(text: string, contentType: string, url: URL): IndexEntry[] {
+  if (contentType.includes('xml')) {
+    if (!/<\/list>\s*$/.test(text)) throw endedEarly(url, 'no closing </list>')
+    return parseXmlIndex(text)
+  }
+  try {
+    return parseJsonIndex(text)
+  } catch (error) {
+    if (error instanceof SyntaxError) throw endedEarly(url, `not complete, valid JSON: ${error.message}`)
+    throw error
+  }
+}
+
+function endedEarly(url: URL, why: string): MbError {
+  return new MbError(`the index page of ${redact(url.href)} ended early (${why}): the connection was cut; nothing was changed`, {code: 'SCAN_TRUNCATED'})
+}
+
+function indexTooLarge(url: URL, maxBytes: number, why: string): MbError {
+  return new MbError(`the index page of ${redact(url.href)} is larger than scan.max_index_bytes (${maxBytes} bytes; ${why}); nothing was changed. Raise scan.max_index_bytes if the page is genuine.`, {
+    code: 'SCAN_INDEX_TOO_LARGE',
+  })
 }
 
 /** HEAD each approximately-sized file for its Content-Length (exactSizes: 'head'). */

@@ -6,6 +6,7 @@
  *   the listing's precision is 1 second.
  * - Timeouts: `--contimeout` (connect) and `--timeout` (I/O idle), plus the caller's AbortSignal
  *   (per-mirror budget), which kills the child.
+ * - Lifetime: rsync never outlives mb; see {@link spawnRsync}.
  * - Exit codes 23 (partial transfer, e.g. unreadable files or dangling symlinks) and 24
  *   (files vanished while listing) still give a usable listing; any other non-zero code fails.
  * - `.~tmp~` directories (rsync's --delay-updates staging area on mirrors) and everything
@@ -24,7 +25,9 @@
  *
  * Source: rsync(1) (3.2.x), sections "--list-only", "--copy-links", "EXIT VALUES".
  */
-import {spawn} from 'node:child_process'
+import {type ChildProcess, type ChildProcessByStdio, spawn} from 'node:child_process'
+import {constants} from 'node:os'
+import type {Readable, Writable} from 'node:stream'
 import {MbError} from '../errors.js'
 import {redact} from '../redact.js'
 import type {ListingEntry, Lister, ListOptions} from './types.js'
@@ -169,7 +172,7 @@ async function* listRsync(baseUrl: string, options: RsyncListOptions = {}): Asyn
   const scrub = (text: string) => redact(text, secrets)
 
   if (options.signal?.aborted) throw new MbError(`rsync listing of ${display} aborted before it started: ${String(options.signal.reason ?? 'aborted')}`, {code: 'SCAN_ABORTED'})
-  const child = spawn(options.binary ?? 'rsync', args, {env, stdio: ['ignore', 'pipe', 'pipe']})
+  const child = spawnRsync(options.binary ?? 'rsync', args, env)
   let stderr = ''
   child.stderr.setEncoding('utf8')
   child.stderr.on('data', (d: string) => {
@@ -182,7 +185,7 @@ async function* listRsync(baseUrl: string, options: RsyncListOptions = {}): Asyn
   let aborted = false
   const onAbort = () => {
     aborted = true
-    child.kill('SIGKILL')
+    killGroup(child)
   }
   options.signal?.addEventListener('abort', onAbort, {once: true})
   let finished = false
@@ -211,7 +214,59 @@ async function* listRsync(baseUrl: string, options: RsyncListOptions = {}): Asyn
     finished = true
   } finally {
     options.signal?.removeEventListener('abort', onAbort)
-    if (!finished && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    if (!finished && child.exitCode === null && child.signalCode === null) killGroup(child)
+    child.stdin.destroy()
+  }
+}
+
+/**
+ * The watchdog rsync runs under (POSIX sh). mb holds the write end of the shell's stdin pipe
+ * and never writes to it; the kernel closes it when mb ends in any way, SIGKILL included.
+ * The shell starts rsync in the background (stdin from /dev/null), and a second background
+ * job blocks reading the pipe (through fd 3: an asynchronous list's own stdin is /dev/null):
+ * at EOF it kills the whole process group, rsync and the shell with it. When rsync exits
+ * first, the shell ends the reader and exits with rsync's code (127: rsync not found).
+ */
+const WATCHDOG = 'exec 3<&0; "$@" </dev/null & child=$!; { read -r _ <&3; kill -KILL 0; } & reader=$!; wait "$child"; status=$?; kill -KILL "$reader" 2>/dev/null; exit "$status"'
+
+/** Process groups of the rsync children still running, killed when mb exits normally. */
+const liveGroups = new Set<number>()
+let exitHookInstalled = false
+
+/**
+ * Starts `binary args` under {@link WATCHDOG} in its own session and process group
+ * (`detached`, so the group id is the child's pid and a terminal's Ctrl-C reaches only mb,
+ * which aborts the scan). The group is killed on abort, on mb's normal exit (an `exit` hook),
+ * and by the watchdog when mb dies from a signal, caught or not (SIGTERM, SIGHUP, SIGKILL).
+ * stdout and stderr are pipes; stdin is the watchdog's pipe and must never be written.
+ */
+function spawnRsync(binary: string, args: string[], env: NodeJS.ProcessEnv): ChildProcessByStdio<Writable, Readable, Readable> {
+  const child = spawn('/bin/sh', ['-c', WATCHDOG, 'mb-rsync-watchdog', binary, ...args], {env, stdio: ['pipe', 'pipe', 'pipe'], detached: true})
+  child.stdin.on('error', () => {})
+  if (child.pid !== undefined) {
+    const pid = child.pid
+    liveGroups.add(pid)
+    child.once('exit', () => liveGroups.delete(pid))
+  }
+  if (!exitHookInstalled) {
+    exitHookInstalled = true
+    process.once('exit', () => {
+      for (const pid of liveGroups) killPid(-pid)
+    })
+  }
+  return child
+}
+
+/** Kills the child's whole process group (rsync and its watchdog shell). */
+function killGroup(child: ChildProcess): void {
+  if (child.pid !== undefined) killPid(-child.pid)
+}
+
+function killPid(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL')
+  } catch {
+    // Already gone.
   }
 }
 
@@ -236,6 +291,14 @@ function listingEntry(line: string, prefix: string): ListingEntry | undefined {
   return {path, type: parsed.type, size: parsed.type === 'file' ? parsed.size : 0, mtime: parsed.mtime, mtimePrecision: 1}
 }
 
+const RSYNC_MISSING = 'The rsync binary was not found. Install it (apt-get install rsync).'
+
+/** The signal that killed rsync, from the watchdog's exit code (128 + signal number, as sh reports it). */
+function watchdogSignal(code: number | null): string | undefined {
+  if (code === null || code <= 128) return undefined
+  return Object.entries(constants.signals).find(([, n]) => n === code - 128)?.[0]
+}
+
 /**
  * Throws RSYNC_FAILED when rsync could not run or exited with an error; exits 23 (partial
  * transfer) and 24 (files vanished) pass, their listing being usable (see the module notes).
@@ -243,10 +306,12 @@ function listingEntry(line: string, prefix: string): ListingEntry | undefined {
 function throwOnFailure(result: {code: number | null; signal: NodeJS.Signals | null; error?: Error}, display: string, stderr: string, redact: (text: string) => string): void {
   if (result.error) {
     const missing = (result.error as NodeJS.ErrnoException).code === 'ENOENT'
-    throw new MbError(missing ? 'The rsync binary was not found. Install it (apt-get install rsync).' : `Cannot run rsync: ${result.error.message}`, {code: 'RSYNC_FAILED'})
+    throw new MbError(missing ? RSYNC_MISSING : `Cannot run rsync: ${result.error.message}`, {code: 'RSYNC_FAILED'})
   }
+  if (result.code === 127) throw new MbError(RSYNC_MISSING, {code: 'RSYNC_FAILED'})
   if (result.code !== 0 && result.code !== 23 && result.code !== 24) {
-    const reason = result.code === null ? `killed by ${result.signal}` : `exit ${result.code}${EXIT_REASONS[result.code] ? `: ${EXIT_REASONS[result.code]}` : ''}`
+    const signal = result.signal ?? watchdogSignal(result.code)
+    const reason = signal ? `killed by ${signal}` : `exit ${result.code}${EXIT_REASONS[result.code!] ? `: ${EXIT_REASONS[result.code!]}` : ''}`
     const detail = stderr
       .trim()
       .split('\n')

@@ -24,6 +24,8 @@ export interface ScanMirrorOptions {
   timeoutSeconds?: number
   connectTimeoutSeconds?: number
   ioTimeoutSeconds?: number
+  /** Largest HTTP index page read, bytes (default 64 MiB). */
+  maxIndexBytes?: number
   include?: string[]
   exclude?: string[]
   minRatio?: number
@@ -137,6 +139,7 @@ function listOptions(plan: ScanScope, signal: AbortSignal, options: ScanMirrorOp
     signal,
     connectTimeoutSeconds: options.connectTimeoutSeconds,
     ioTimeoutSeconds: options.ioTimeoutSeconds,
+    maxIndexBytes: options.maxIndexBytes,
     passwordFile: options.rsyncPasswordFile,
     env: options.env,
   }

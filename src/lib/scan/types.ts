@@ -36,6 +36,8 @@ export interface ListOptions {
   connectTimeoutSeconds?: number
   /** I/O (idle) timeout, seconds. */
   ioTimeoutSeconds?: number
+  /** Largest directory index page read, bytes (HTTP only; default 64 MiB). */
+  maxIndexBytes?: number
 }
 
 /** A protocol lister. Errors are thrown as MbError with a reason an operator can act on. */
