@@ -11,7 +11,9 @@ export type Cidr = [IpAddress, number]
 
 /**
  * Parses an IPv4 or IPv6 address in a standard form ({@link parseStandardAddress}); an
- * IPv4-mapped IPv6 address (`::ffff:1.2.3.4`) becomes the IPv4 address. Returns undefined
+ * IPv4-mapped IPv6 address (`::ffff:1.2.3.4`) becomes the IPv4 address, and so does the
+ * deprecated IPv4-compatible form `::1.2.3.4` (RFC 4291 §2.5.5.1), which ipaddr.js reads as
+ * mapped. Returns undefined
  * for anything else, including legacy IPv4 shorthands such as `1.2.3`, `010.0.0.1` or
  * `0x7f.1`; {@link addressProblem} says why.
  */

@@ -6,6 +6,8 @@ describe('net: addresses and prefixes', () => {
     expect(normalizeIp('81.2.69.142')).to.equal('81.2.69.142')
     expect(normalizeIp('2001:db8::1')).to.equal('2001:db8::1')
     expect(normalizeIp('::ffff:81.2.69.142')).to.equal('81.2.69.142')
+    expect(normalizeIp('::81.2.69.142')).to.equal('81.2.69.142')
+    expect(normalizeIp('1::81.2.69.142')).to.equal('1::5102:458e')
   })
 
   it('rejects legacy IPv4 shorthands and junk', () => {
