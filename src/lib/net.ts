@@ -154,6 +154,17 @@ export function parseCidr(text: string): Cidr {
   if (network.toString() !== address.toString()) {
     throw new UsageError(`Invalid CIDR "${text}": host bits are set; did you mean ${network.toString()}/${bits}?`, 'INVALID_CIDR')
   }
+  return reduceMappedCidr(address, bits)
+}
+
+/**
+ * An IPv4-mapped IPv6 prefix (`::ffff:10.0.0.0/104`) as the IPv4 prefix it covers
+ * (`10.0.0.0/8`), because {@link parseIp} reduces mapped client addresses to IPv4 and such a
+ * prefix would otherwise never match one. Prefixes shorter than /96 cover more than the
+ * mapped block and stay IPv6.
+ */
+function reduceMappedCidr(address: IpAddress, bits: number): Cidr {
+  if (address.kind() === 'ipv6' && bits >= 96 && (address as ipaddr.IPv6).isIPv4MappedAddress()) return [(address as ipaddr.IPv6).toIPv4Address(), bits - 96]
   return [address, bits]
 }
 

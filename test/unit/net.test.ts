@@ -1,5 +1,5 @@
 import {expect} from 'chai'
-import {addressProblem, cidrRanges, normalizeCidr, normalizeIp, parseCidr, parseIp} from '../../src/lib/net.js'
+import {addressProblem, cidrContains, cidrRanges, normalizeCidr, normalizeIp, parseCidr, parseIp} from '../../src/lib/net.js'
 
 describe('net: addresses and prefixes', () => {
   it('parses standard IPv4 and IPv6 text and reduces IPv4-mapped IPv6', () => {
@@ -63,7 +63,10 @@ describe('net: addresses and prefixes', () => {
     expect(() => parseCidr('2001:db8::/129')).to.throw(/from 0 to 128/)
     expect(normalizeCidr(' 10.0.0.0/8 ')).to.equal('10.0.0.0/8')
     expect(normalizeCidr('0.0.0.0/0')).to.equal('0.0.0.0/0')
-    expect(normalizeCidr('::ffff:10.0.0.0/104')).to.equal('::ffff:a00:0/104')
+    expect(normalizeCidr('::ffff:10.0.0.0/104')).to.equal('10.0.0.0/8')
+    expect(normalizeCidr('::ffff:81.2.69.142/128')).to.equal('81.2.69.142/32')
+    expect(normalizeCidr('::/80')).to.equal('::/80')
+    expect(cidrContains(parseCidr('::ffff:10.0.0.0/104'), parseIp('10.1.2.3')!)).to.equal(true)
   })
 
   it('names the special-purpose ranges at both ends of a prefix', () => {
