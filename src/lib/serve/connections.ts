@@ -97,7 +97,7 @@ export class ConnectionGuard {
   evicted = 0
 
   constructor(
-    private readonly server: http.Server,
+    server: http.Server,
     private limits: ConnectionLimits,
     private trusted: TrustedProxies,
   ) {
@@ -124,9 +124,11 @@ export class ConnectionGuard {
   private accept(socket: Socket): void {
     const peer = this.trusted.peer(socket.remoteAddress ?? '')
     const key = peer.trusted ? undefined : clientKey(peer.address, peer.ip)
-    if (this.draining) return this.refuse(socket)
-    if (key !== undefined && (this.perClient.get(key) ?? 0) >= this.limits.maxConnectionsPerClient) return this.refuse(socket)
-    if (this.open.size >= this.limits.maxConnections && !this.evictIdle()) return this.refuse(socket)
+    const overClient = key !== undefined && (this.perClient.get(key) ?? 0) >= this.limits.maxConnectionsPerClient
+    if (overClient || (this.open.size >= this.limits.maxConnections && !this.evictIdle())) {
+      this.refuse(socket)
+      return
+    }
     this.open.set(socket, {key, busy: 0})
     this.idle.set(socket, Date.now())
     if (key !== undefined) this.perClient.set(key, (this.perClient.get(key) ?? 0) + 1)
