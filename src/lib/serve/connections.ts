@@ -57,8 +57,9 @@ export function openFileLimit(): number | undefined {
  * The default of `serve.max_connections`: half the open-file limit (a connection that
  * delivers a file from the origin holds a second descriptor for it), at least 64; 4096 when
  * the limit is unknown.
+ * @param limit the open-file limit ({@link openFileLimit}), undefined when unknown
  */
-export function defaultMaxConnections(limit = openFileLimit()): number {
+export function defaultMaxConnections(limit: number | undefined): number {
   return limit === undefined ? 4096 : Math.max(64, Math.floor(limit / 2))
 }
 

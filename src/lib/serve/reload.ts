@@ -21,7 +21,7 @@ import {type GeoResolver, openGeo} from '../geo/geoip.js'
 import {compileSelectOptions} from '../select/options.js'
 import type {AccessLog} from './access-log.js'
 import {TrustedProxies} from './client-address.js'
-import {defaultMaxConnections} from './connections.js'
+import {defaultMaxConnections, openFileLimit} from './connections.js'
 import type {ConnectionSettings, MirrorServer, ServerSettings} from './server.js'
 
 /** Settings (dotted config keys, or a section) that a reload applies to a running server. */
@@ -42,7 +42,7 @@ export const RELOADABLE = [
  * Settings that `mb serve` reads only at start; a reload that finds one changed logs it.
  * The `scan:` section does not concern `mb serve`.
  */
-const RESTART_ONLY = [
+export const RESTART_ONLY = [
   'database_url',
   'data_dir',
   'root',
@@ -73,7 +73,7 @@ export function needsRestart(running: Config, next: Config, keys: readonly strin
 export function connectionSettings(config: Config): ConnectionSettings {
   const s = config.serve
   return {
-    maxConnections: s.max_connections ?? defaultMaxConnections(),
+    maxConnections: s.max_connections ?? defaultMaxConnections(openFileLimit()),
     maxConnectionsPerClient: s.max_connections_per_client,
     headerTimeoutSeconds: s.header_timeout,
     keepAliveTimeoutSeconds: s.keep_alive_timeout,

@@ -34,7 +34,7 @@ import {encodePath} from '../select/url.js'
 import {headerSafe} from '../text.js'
 import {listDirectory, renderIndex} from './autoindex.js'
 import {type ResolvedClient, TrustedProxies, resolveClient} from './client-address.js'
-import {ConnectionGuard, type ConnectionLimits, defaultMaxConnections} from './connections.js'
+import {ConnectionGuard, type ConnectionLimits, defaultMaxConnections, openFileLimit} from './connections.js'
 import type {SnapshotKeeper} from './keeper.js'
 import {listenOn} from './listen.js'
 import {parseTarget, queryParam} from './path.js'
@@ -69,7 +69,7 @@ export interface ConnectionSettings extends ConnectionLimits {
 
 /** The defaults of {@link ConnectionSettings} (the `serve:` keys' defaults). */
 export const DEFAULT_CONNECTION_SETTINGS: ConnectionSettings = {
-  maxConnections: defaultMaxConnections(),
+  maxConnections: defaultMaxConnections(openFileLimit()),
   maxConnectionsPerClient: 64,
   headerTimeoutSeconds: 10,
   keepAliveTimeoutSeconds: 5,
