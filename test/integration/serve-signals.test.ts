@@ -11,11 +11,12 @@
  */
 import {copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
+import http from 'node:http'
 import {dirname, join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {fileURLToPath} from 'node:url'
 import {expect} from 'chai'
-import {BIN} from '../helpers/cli.js'
+import {BIN, mb} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 import {startLoad} from '../helpers/load.js'
 import {type ServeProcess, request, startServe} from '../helpers/serve-process.js'
@@ -24,6 +25,8 @@ const FIXTURES = fileURLToPath(new URL('../fixtures/geoip/', import.meta.url))
 /** Unknown to GeoLite2-City-Test, US in GeoIP2-Country-Test (MaxMind's test data). */
 const CLIENT = '214.78.120.1'
 const HEADERS = {'X-Forwarded-For': CLIENT}
+/** Bytes of a file no mirror holds: delivered from the origin, larger than socket buffers. */
+const BIG = 32 * 1024 * 1024
 
 /** Occurrences of `"msg":"<msg>"` in the output. */
 function count(output: string, msg: string): number {
@@ -33,7 +36,8 @@ function count(output: string, msg: string): number {
 async function waitFor(what: string, serve: ServeProcess, predicate: () => boolean, ms = 60_000): Promise<void> {
   for (let waited = 0; !predicate(); waited += 50) {
     if (waited > ms) throw new Error(`timed out waiting for ${what}:\n${serve.output()}`)
-    if (serve.child.exitCode !== null || serve.child.signalCode !== null) throw new Error(`mb serve exited (${serve.child.exitCode ?? serve.child.signalCode}) while waiting for ${what}:\n${serve.output()}`)
+    if (serve.child.exitCode !== null || serve.child.signalCode !== null)
+      throw new Error(`mb serve exited (${serve.child.exitCode ?? serve.child.signalCode}) while waiting for ${what}:\n${serve.output()}`)
     await sleep(50)
   }
 }
@@ -55,6 +59,12 @@ async function realms(port: number, n: number): Promise<string[]> {
 }
 
 describe(`mb serve signals (${backend})`, function () {
+  /** Downloads per file counted so far (`mb stats`; the earlier tests count too). */
+  async function downloadsByFile(): Promise<Record<string, number>> {
+    const stats = (await mb(['stats', '--by', 'file', '--json'], {env: tdb.env})).json()
+    return Object.fromEntries(stats.rows.map((r: {key: string; downloads: number}) => [r.key, r.downloads]))
+  }
+
   this.timeout(240_000)
   let tdb: TestDatabase
   let dir: string
@@ -67,12 +77,16 @@ describe(`mb serve signals (${backend})`, function () {
     root = join(dir, 'root')
     mkdirSync(root)
     writeFileSync(join(root, 'a.iso'), Buffer.alloc(8000, 1))
+    writeFileSync(join(root, 'big.bin'), Buffer.alloc(BIG, 2))
     const database = await tdb.open()
     try {
       await database.db.insertInto('mirror').values({id: 1, identifier: 'us.example', http_url: 'http://us.example/', country: 'US', continent: 'NA'}).execute()
       await database.db
         .insertInto('file')
-        .values({path: 'a.iso', size: 8000, mtime: 0, mirrors: [1]})
+        .values([
+          {path: 'a.iso', size: 8000, mtime: 0, mirrors: [1]},
+          {path: 'big.bin', size: BIG, mtime: 0, mirrors: []},
+        ])
         .execute()
     } finally {
       await database.close()
@@ -202,6 +216,39 @@ describe(`mb serve signals (${backend})`, function () {
       expect(s.child.exitCode).to.equal(0)
     })
   }
+
+  it('SIGTERM lets a download in flight finish, then writes its count and exits 0', async () => {
+    const before = await downloadsByFile()
+    // Counts wait in memory for an hour: only the flush at shutdown writes them.
+    serve = await startServe(['--root', root, '--stats-flush-interval', '3600'], tdb.env)
+    const s = serve
+    for (let i = 0; i < 3; i++) expect((await request(s.port, '/a.iso')).status).to.equal(302)
+    const {res, body} = await new Promise<{res: http.IncomingMessage; body: Buffer[]}>((resolve, reject) => {
+      const req = http.get({host: '127.0.0.1', port: s.port, path: '/big.bin', agent: false}, (r) => {
+        const chunks: Buffer[] = []
+        r.once('data', (chunk: Buffer) => {
+          chunks.push(chunk)
+          r.pause()
+          resolve({res: r, body: chunks})
+        })
+      })
+      req.on('error', reject)
+    })
+    const exited = new Promise<number | null>((resolve) => s.child.once('exit', (code) => resolve(code)))
+    s.child.kill('SIGTERM')
+    await sleep(500)
+    // Still draining: the download is not done.
+    expect(s.child.exitCode).to.equal(null)
+    const done = new Promise<void>((resolve) => res.once('end', () => resolve()))
+    res.on('data', (chunk: Buffer) => body.push(chunk))
+    res.resume()
+    await done
+    expect(res.statusCode).to.equal(200)
+    expect(Buffer.concat(body).length).to.equal(BIG)
+    expect(await exited).to.equal(0)
+    const after = await downloadsByFile()
+    expect({a: after['a.iso'] - (before['a.iso'] ?? 0), big: after['big.bin'] - (before['big.bin'] ?? 0)}).to.deep.equal({a: 3, big: 1})
+  })
 
   it('SIGUSR2 without --workers is logged and ignored', async () => {
     serve = await startServe(['--root', root], tdb.env)

@@ -13,7 +13,10 @@ const covers = (keys: readonly string[], key: string) => keys.some((k) => key ==
 
 describe('serve reload (SIGHUP)', () => {
   it('every setting is either reloaded by SIGHUP or named as needing a restart (scan: does not concern serve)', () => {
-    const config = loadConfig({env: {}, flags: {database_url: 'postgres://x@h/db', root: '/srv', 'serve.access_log': '-', 'serve.metrics_listen': '127.0.0.1:9100', 'serve.max_connections': 10}}).config
+    const config = loadConfig({
+      env: {},
+      flags: {database_url: 'postgres://x@h/db', root: '/srv', 'serve.access_log': '-', 'serve.metrics_listen': '127.0.0.1:9100', 'serve.max_connections': 10},
+    }).config
     const missing = leaves(config).filter((key) => !covers(RELOADABLE, key) && !covers(RESTART_ONLY, key) && !key.startsWith('scan.'))
     expect(missing).to.deep.equal([])
     expect(RELOADABLE.filter((k) => covers(RESTART_ONLY, k))).to.deep.equal([])
