@@ -34,7 +34,7 @@ export interface ConnectionLimits {
 }
 
 /** A keep-alive connection that stays idle this long while draining is closed (ms). */
-export const DRAIN_IDLE_GRACE_MS = 1000
+const DRAIN_IDLE_GRACE_MS = 1000
 
 /** The answer to a connection over a cap (the socket is closed after it). */
 const REFUSAL =

@@ -68,7 +68,7 @@ export interface ConnectionSettings extends ConnectionLimits {
 }
 
 /** The defaults of {@link ConnectionSettings} (the `serve:` keys' defaults). */
-export const DEFAULT_CONNECTION_SETTINGS: ConnectionSettings = {
+const DEFAULT_CONNECTION_SETTINGS: ConnectionSettings = {
   maxConnections: defaultMaxConnections(openFileLimit()),
   maxConnectionsPerClient: 64,
   headerTimeoutSeconds: 10,
