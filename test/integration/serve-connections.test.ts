@@ -40,7 +40,9 @@ async function hog(port: number, n: number): Promise<Hog> {
         let answer = ''
         socket.on('data', (d) => {
           answer += d
-          if (answer.startsWith('HTTP/1.1 503 ') && answer.endsWith('\r\n\r\n')) refused += 1
+        })
+        socket.on('end', () => {
+          if (answer.startsWith('HTTP/1.1 503 ') && answer.endsWith('retry in a second.\n')) refused += 1
         })
         socket.on('error', () => {})
         return new Promise<void>((resolve) => {

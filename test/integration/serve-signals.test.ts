@@ -155,9 +155,17 @@ describe(`mb serve signals (${backend})`, function () {
       }
       expect(s.output()).to.match(/"settings":\["serve.poll_seconds"\].*"msg":"reload: these changed settings take effect only after a restart"/)
 
+      // 4. A config file that no longer validates keeps the running settings.
+      writeFileSync(config, 'select:\n  min_size: lots\n')
+      s.child.kill('SIGHUP')
+      await waitFor('the fourth reload', s, () => count(s.output(), 'reloaded') >= 4 * workers)
+      expect(s.output()).to.include('reload: the configuration cannot be read; the running settings stay in effect')
+      expect(s.output()).to.include('Invalid setting select.min_size')
+      expect((await request(s.port, '/a.iso', {headers: HEADERS})).headers['x-mb-origin-reason']).to.equal('origin_only')
+
       await sleep(300)
       const result = await load.stop()
-      console.log(`      ${result.total} requests under load during three reloads (${variant.name})`)
+      console.log(`      ${result.total} requests under load during four reloads (${variant.name})`)
       expect(result.errors, result.errors.slice(0, 5).join('; ')).to.deep.equal([])
       expect(Object.keys(result.statuses).sort()).to.deep.equal(['200', '302'])
       expect(result.total).to.be.greaterThan(100)

@@ -36,9 +36,10 @@ export interface ConnectionLimits {
 /** A keep-alive connection that stays idle this long while draining is closed (ms). */
 const DRAIN_IDLE_GRACE_MS = 1000
 
+const REFUSAL_BODY = 'Too many connections from your address or in total: retry in a second.\n'
+
 /** The answer to a connection over a cap (the socket is closed after it). */
-const REFUSAL =
-  'HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 44\r\n\r\nToo many connections: retry in a second.\r\n\r\n'
+const REFUSAL = `HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${REFUSAL_BODY.length}\r\n\r\n${REFUSAL_BODY}`
 
 /**
  * The soft limit on open files of this process (`Max open files` in /proc/self/limits), or
