@@ -6,6 +6,7 @@
  *   beyond it with a 503.
  * - With a high per-client cap, the total cap closes the longest-idle connections to make
  *   room for the other client.
+ * - A trusted proxy (set by a reload) is exempt from the per-client cap.
  */
 import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import http from 'node:http'
@@ -27,15 +28,15 @@ interface Hog {
   destroy(): void
 }
 
-/** Opens `n` connections from 127.0.0.1 that never send a request, 100 at a time. */
-async function hog(port: number, n: number): Promise<Hog> {
+/** Opens `n` connections from `from` (127.0.0.1) that never send a request, 100 at a time. */
+async function hog(port: number, n: number, from = '127.0.0.1'): Promise<Hog> {
   const sockets: net.Socket[] = []
   let refused = 0
   let closed = 0
   for (let i = 0; i < n; i += 100) {
     await Promise.all(
       Array.from({length: Math.min(100, n - i)}, () => {
-        const socket = net.connect({host: '127.0.0.1', port, localAddress: '127.0.0.1'})
+        const socket = net.connect({host: '127.0.0.1', port, localAddress: from})
         sockets.push(socket)
         let answer = ''
         socket.on('data', (d) => {
@@ -142,6 +143,21 @@ describe(`mb serve connection limits (${backend})`, function () {
     expect(res.status).to.equal(503)
     expect(res.headers.get('retry-after')).to.equal('1')
     expect(serve.child.exitCode).to.equal(null)
+  })
+
+  it('a trusted proxy is exempt from the per-client cap (it carries many clients)', async () => {
+    serve = await start('  max_connections_per_client: 5\n')
+    const config = join(dir, 'mb.yaml')
+    writeFileSync(config, `trusted_proxies: [127.0.0.1/32]\nserve:\n  header_timeout: 300\n  max_connections_per_client: 5\n`)
+    serve.child.kill('SIGHUP')
+    const s = serve
+    for (let i = 0; i < 400 && !s.output().includes('"msg":"reloaded"'); i++) await sleep(50)
+    hogged = await hog(serve.port, 100)
+    expect(hogged.open()).to.equal(100)
+    // Another address is not a proxy: capped at 5.
+    const other = await hog(serve.port, 10, '127.0.0.2')
+    expect([other.open(), other.refused()]).to.deep.equal([5, 5])
+    other.destroy()
   })
 
   it('2,000 idle connections under a high per-client cap: the total cap closes the longest idle ones, another client is served', async () => {
