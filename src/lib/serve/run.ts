@@ -124,7 +124,6 @@ export interface RunningServer {
 interface Parts {
   logger: Logger
   database?: Database
-  geo?: GeoResolver
   /** The database was opened here (and is closed here). */
   ownsDatabase: boolean
   keeper?: SnapshotKeeper
@@ -161,7 +160,6 @@ export async function startServe(config: Config, options: {database?: Database; 
     parts.keeper = keeper
     const loadSeconds = (performance.now() - t0) / 1000
     const geo = await openGeo({geoip: config.geoip, asnDb: config.asn_db})
-    parts.geo = geo
     const server = createServer(config, root, keeper, geo, database, logger, options.version)
     parts.server = server
     await observe(parts, config, server, keeper, database)

@@ -15,6 +15,10 @@
  * Local delivery (`send`, RFC 9110 Range/conditional requests) covers files the selection
  * leaves to the origin and files on disk that are not (yet) indexed; a realpath check keeps
  * every byte inside the root.
+ *
+ * Connections are capped per client and in total, and drained on close (./connections.ts).
+ * Settings a reload may change ({@link ServerSettings}) are swapped in by `reconfigure()`.
+ * Answers carry `Server: mb/VERSION` (RFC 9110 §10.2.4) when a version is given.
  */
 import {realpath, stat} from 'node:fs/promises'
 import http from 'node:http'
@@ -246,11 +250,6 @@ export class MirrorServer implements RouteServices {
   /** Candidates a redirect ranks (Location and the `Link: rel=duplicate` alternatives). */
   get linkCount(): number {
     return this.selectLimit
-  }
-
-  /** Open client connections now. */
-  get openConnections(): number {
-    return this.connections.size
   }
 
   /**
