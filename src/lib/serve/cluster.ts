@@ -38,11 +38,14 @@ const WORKER_STOP_MS = 15_000
  * @param count worker processes (>= 2)
  * @param options.metricsListen HOST:PORT of the aggregated metrics listener (none when absent)
  * @param options.onReload the primary's own part of a SIGHUP
+ * @param options.workerEnv environment variables every worker gets on top of the primary's
+ *        (run.ts pins the listen address: a worker started by a replacement must share the
+ *        primary's socket even when the config file now names another)
  * @throws UsageError/MbError when the metrics address is bad or taken (before any worker starts)
  */
-export async function runPrimary(count: number, logger: Logger, options: {metricsListen?: string; onReload?: () => void} = {}): Promise<void> {
+export async function runPrimary(count: number, logger: Logger, options: {metricsListen?: string; onReload?: () => void; workerEnv?: Record<string, string>} = {}): Promise<void> {
   cluster.schedulingPolicy = cluster.SCHED_NONE
-  const pool: WorkerPool = {stopping: false, retiring: new Set(), replacing: false}
+  const pool: WorkerPool = {stopping: false, retiring: new Set(), replacing: false, fork: () => cluster.fork(options.workerEnv)}
   // Handled from the start: the default action of both signals ends the process.
   const onHup = () => {
     options.onReload?.()
@@ -55,13 +58,13 @@ export async function runPrimary(count: number, logger: Logger, options: {metric
   process.on('SIGUSR2', onUsr2)
   const metrics = options.metricsListen ? await startClusterMetricsServer(options.metricsListen) : undefined
   if (metrics) logger.info({metrics: metrics.url}, 'metrics listening (aggregated over the workers)')
-  for (let i = 0; i < count; i++) cluster.fork()
+  for (let i = 0; i < count; i++) pool.fork()
   logger.info({workers: count}, 'primary started workers')
   cluster.on('exit', (worker, code, signal) => {
     if (pool.stopping || pool.retiring.delete(worker)) return
     logger.warn({worker: worker.process.pid, code, signal}, 'worker died; starting another')
     setTimeout(() => {
-      if (!pool.stopping) cluster.fork()
+      if (!pool.stopping) pool.fork()
     }, 1000).unref()
   })
   await untilStopSignal()
@@ -78,6 +81,8 @@ interface WorkerPool {
   replacing: boolean
   /** Workers stopped by a replacement (their exit is not a death to repair). */
   retiring: Set<Worker>
+  /** Starts one worker. */
+  fork: () => Worker
 }
 
 /** The workers that are alive now. */
@@ -100,7 +105,7 @@ function stopWorker(w: Worker): Promise<void> {
 
 /** Forks a worker and resolves once it listens; rejects when it exits first or takes longer than {@link WORKER_START_MS}. */
 function forkListening(pool: WorkerPool): Promise<Worker> {
-  const w = cluster.fork()
+  const w = pool.fork()
   return new Promise<Worker>((resolve, reject) => {
     const timer = setTimeout(() => {
       w.off('exit', onExit)

@@ -75,7 +75,12 @@ export async function runServe(config: Config, runtime: ServeRuntime = {}): Prom
       throw new UsageError('--workers needs PostgreSQL (MB_DATABASE_URL or --database-url): the embedded store allows one process. Drop --workers or use PostgreSQL.', 'WORKERS_NEED_POSTGRES')
     parseListen(config.serve.listen)
     const logger = createLogger(config.log_level)
-    await runPrimary(config.serve.workers, logger, {metricsListen: config.serve.metrics_listen, onReload: () => primaryReload(config, runtime, logger)})
+    await runPrimary(config.serve.workers, logger, {
+      metricsListen: config.serve.metrics_listen,
+      onReload: () => primaryReload(config, runtime, logger),
+      // The primary's address wins over a config file changed since (flags are the same).
+      workerEnv: {MB_LISTEN: config.serve.listen},
+    })
     return {url: config.serve.listen, stopped: true}
   }
   const logger = createLogger(config.log_level)
