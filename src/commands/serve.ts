@@ -1,11 +1,14 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.js'
+import {loadConfig} from '../lib/config/index.js'
 import {runServe} from '../lib/serve/run.js'
 
 export default class Serve extends BaseCommand<typeof Serve> {
   static override description = `Run the redirector: answer downloads with a 302 to the best mirror, or deliver from the origin
 
-Serves from an in-memory snapshot of mirrors and the file index, kept fresh through LISTEN/NOTIFY and polling; keeps serving when the database goes away. Logs events as JSON lines to stdout (one line per request too at --log-level debug; --access-log writes the per-request log). Stops cleanly on SIGINT/SIGTERM.`
+Serves from an in-memory snapshot of mirrors and the file index, kept fresh through LISTEN/NOTIFY and polling; keeps serving when the database goes away. Logs events as JSON lines to stdout (one line per request too at --log-level debug; --access-log writes the per-request log).
+
+Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop. SIGHUP reloads the config file (selection, trusted proxies, connection limits), reopens the GeoIP/ASN databases and the access log, and never stops the server. With --workers N, SIGUSR2 replaces the workers one at a time (new code and settings after an upgrade) without refusing a connection. Answers carry \`Server: mb/VERSION\`.`
 
   static override examples = [
     '<%= config.bin %> serve --root /srv/pub --listen 127.0.0.1:8080',
@@ -54,6 +57,9 @@ Serves from an in-memory snapshot of mirrors and the file index, kept fresh thro
   }
 
   public async run(): Promise<{url: string; stopped: boolean}> {
-    return runServe(this.mbConfig)
+    const f = this.flags
+    // SIGHUP reads the same file, environment and flags again (what BaseCommand read at start).
+    const readConfig = () => loadConfig({file: f.config, flags: {database_url: f['database-url'], data_dir: f['data-dir'], ...this.configFlags()}}).config
+    return runServe(this.mbConfig, {version: this.config.version, readConfig})
   }
 }

@@ -15,12 +15,21 @@ export interface ServeProcess {
   stop(): Promise<void>
 }
 
-/** Spawns `mb serve ARGS --listen 127.0.0.1:0` with `env`; rejects on early exit or after 120 s. */
-export async function startServe(args: string[], env: Record<string, string | undefined>): Promise<ServeProcess> {
+/**
+ * Spawns `mb serve ARGS --listen 127.0.0.1:0` with `env`; rejects on early exit or after 120 s.
+ * @param options.bin the CLI entry point (default: this tree's bin/run.js)
+ * @param options.fileLimit run under `ulimit -n` this many open files (through bash; the
+ *        child is still mb itself: bash `exec`s it)
+ */
+export async function startServe(args: string[], env: Record<string, string | undefined>, options: {bin?: string; fileLimit?: number} = {}): Promise<ServeProcess> {
   const fullEnv: NodeJS.ProcessEnv = {...process.env, ...env}
   delete fullEnv.MB_CONFIG
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete fullEnv[k]
-  const child = spawn(process.execPath, [BIN, 'serve', '--listen', '127.0.0.1:0', ...args], {env: fullEnv, stdio: ['ignore', 'pipe', 'pipe']})
+  const argv = [options.bin ?? BIN, 'serve', '--listen', '127.0.0.1:0', ...args]
+  const child =
+    options.fileLimit === undefined
+      ? spawn(process.execPath, argv, {env: fullEnv, stdio: ['ignore', 'pipe', 'pipe']})
+      : spawn('bash', ['-c', `ulimit -n ${options.fileLimit} && exec "$0" "$@"`, process.execPath, ...argv], {env: fullEnv, stdio: ['ignore', 'pipe', 'pipe']})
   let out = ''
   child.stdout!.on('data', (d) => (out += d))
   child.stderr!.on('data', (d) => (out += d))

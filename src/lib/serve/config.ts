@@ -21,5 +21,13 @@ export const ServeConfigSchema = z
     metrics_listen: z.string().min(1).optional(),
     /** Seconds between background probe rounds inside `mb serve` (src/lib/probe/background.ts); 0 = off. */
     probe_interval: z.coerce.number().min(0).default(0),
+    /** Open client connections at most, per process (src/lib/serve/connections.ts); unset = half the open-file limit. */
+    max_connections: z.coerce.number().int().min(1).optional(),
+    /** Open connections per client address (TCP peer; IPv6 by /64) at most; trusted proxies are exempt. */
+    max_connections_per_client: z.coerce.number().int().min(1).default(64),
+    /** Seconds a client has to send a complete request header. */
+    header_timeout: z.coerce.number().min(1).max(300).default(10),
+    /** Seconds an idle keep-alive connection stays open. */
+    keep_alive_timeout: z.coerce.number().min(0.1).max(300).default(5),
   })
   .strict()

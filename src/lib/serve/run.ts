@@ -12,6 +12,8 @@
  * Stop (SIGINT/SIGTERM, or a failed start, for whatever was started): the probes, the
  * listener (draining connections), the watch, the retention job, the last statistics flush,
  * the access log, the metrics listener, the snapshot keeper, the log, the database.
+ *
+ * SIGHUP reloads (./reload.ts); with `--workers`, SIGUSR2 replaces the workers (./cluster.ts).
  */
 import type {AddressInfo} from 'node:net'
 import {existsSync, statSync} from 'node:fs'
@@ -22,17 +24,16 @@ import {MbError, UsageError} from '../errors.js'
 import {type GeoResolver, openGeo} from '../geo/geoip.js'
 import {MetalinkRoutes} from '../metalink/routes.js'
 import {type BackgroundProbes, startBackgroundProbes} from '../probe/background.js'
-import {compileSelectOptions} from '../select/options.js'
 import {StatsCollector} from '../stats/collector.js'
 import {retentionPolicy} from '../stats/config.js'
 import {startDailyPrune} from '../stats/prune.js'
 import {type StatsFlusher, startStatsFlusher} from '../stats/schedule.js'
 import {type AccessLog, openAccessLog} from './access-log.js'
-import {TrustedProxies} from './client-address.js'
 import {isWorker, releaseWorker, runPrimary, untilStopSignal} from './cluster.js'
 import {SnapshotKeeper} from './keeper.js'
 import {httpUrl, parseListen} from './listen.js'
 import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type ServeMetrics, startMetricsServer} from './metrics.js'
+import {type ReloadResult, connectionSettings, needsRestart, onReloadSignal, reloadServer, serverSettings} from './reload.js'
 import {duplicateLinks, MirrorServer} from './server.js'
 import {watchOrigin} from './watch.js'
 
@@ -54,30 +55,72 @@ function isoTimeCached(): string {
   return lastTimeText
 }
 
+/** What `mb serve` knows of itself besides its configuration. */
+export interface ServeRuntime {
+  /** mb's version: sent as `Server: mb/VERSION` and logged at start. */
+  version?: string
+  /** Reads the configuration again (the same file, environment and flags), for SIGHUP. @throws UsageError */
+  readConfig?: () => Config
+}
+
 /**
- * Runs `mb serve` until SIGINT/SIGTERM. With `serve.workers` > 1 this process is the
- * node:cluster primary (src/lib/serve/cluster.ts) and each worker runs this again; otherwise
- * it serves itself.
+ * Runs `mb serve` until SIGINT/SIGTERM, reloading on SIGHUP. With `serve.workers` > 1 this
+ * process is the node:cluster primary (src/lib/serve/cluster.ts) and each worker runs this
+ * again; otherwise it serves itself.
  * @throws UsageError/MbError as {@link startServe}, and `WORKERS_NEED_POSTGRES`
  */
-export async function runServe(config: Config): Promise<{url: string; stopped: boolean}> {
+export async function runServe(config: Config, runtime: ServeRuntime = {}): Promise<{url: string; stopped: boolean}> {
   if (config.serve.workers > 1 && !isWorker()) {
     if (!config.database_url)
       throw new UsageError('--workers needs PostgreSQL (MB_DATABASE_URL or --database-url): the embedded store allows one process. Drop --workers or use PostgreSQL.', 'WORKERS_NEED_POSTGRES')
     parseListen(config.serve.listen)
-    await runPrimary(config.serve.workers, createLogger(config.log_level), {metricsListen: config.serve.metrics_listen})
+    const logger = createLogger(config.log_level)
+    await runPrimary(config.serve.workers, logger, {
+      metricsListen: config.serve.metrics_listen,
+      onReload: () => primaryReload(config, runtime, logger),
+      // The primary's address wins over a config file changed since (flags are the same).
+      workerEnv: {MB_LISTEN: config.serve.listen},
+    })
     return {url: config.serve.listen, stopped: true}
   }
-  const running = await startServe(config)
+  const logger = createLogger(config.log_level)
+  const hup = onReloadSignal(logger)
+  ignoreUpgradeSignal(logger)
+  const running = await startServe(config, {logger, version: runtime.version, readConfig: runtime.readConfig})
+  hup.attach(() => running.reload())
   await untilStopSignal()
+  hup.detach()
   await running.close()
   releaseWorker()
   return {url: running.url, stopped: true}
 }
 
+/** The primary's part of a SIGHUP: it serves nothing itself, so it only says which of its own settings changed. */
+function primaryReload(config: Config, runtime: ServeRuntime, logger: Logger): void {
+  if (!runtime.readConfig) return
+  try {
+    const restart = needsRestart(config, runtime.readConfig(), ['serve.workers', 'serve.metrics_listen', 'serve.listen'])
+    if (restart.length > 0) logger.warn({settings: restart}, 'reload: these changed settings take effect only after a restart of the primary')
+  } catch {
+    // Each worker reads the file too and logs why it cannot.
+  }
+}
+
+/**
+ * SIGUSR2 replaces workers (`--workers N`); a single process or a worker has none to
+ * replace, and logs that instead of ending (the signal's default action).
+ */
+function ignoreUpgradeSignal(logger: Logger): void {
+  process.on('SIGUSR2', () => {
+    if (!isWorker()) logger.warn('SIGUSR2 replaces the workers of `mb serve --workers N`; this process has none. Ignored.')
+  })
+}
+
 export interface RunningServer {
   server: MirrorServer
   url: string
+  /** Reloads the configuration, GeoIP and the access log (what SIGHUP does, ./reload.ts). Never rejects. */
+  reload(): Promise<ReloadResult>
   /** Stops every part in order (see the module doc); the same promise on every call. */
   close(): Promise<void>
 }
@@ -107,7 +150,7 @@ interface Parts {
  *         MbError when the database or the first snapshot cannot be read or a port is taken
  *         (nothing is left running then)
  */
-export async function startServe(config: Config, options: {database?: Database; logger?: Logger} = {}): Promise<RunningServer> {
+export async function startServe(config: Config, options: {database?: Database; logger?: Logger; version?: string; readConfig?: () => Config} = {}): Promise<RunningServer> {
   const root = checkRoot(config.root)
   const {host, port} = parseListen(config.serve.listen)
   const parts: Parts = {logger: options.logger ?? createLogger(config.log_level), ownsDatabase: options.database === undefined, listening: false}
@@ -122,7 +165,7 @@ export async function startServe(config: Config, options: {database?: Database; 
     parts.keeper = keeper
     const loadSeconds = (performance.now() - t0) / 1000
     const geo = await openGeo({geoip: config.geoip, asnDb: config.asn_db})
-    const server = createServer(config, root, keeper, geo, database, logger)
+    const server = createServer(config, root, keeper, geo, database, logger, options.version)
     parts.server = server
     await observe(parts, config, server, keeper, database)
     let address: AddressInfo
@@ -134,9 +177,10 @@ export async function startServe(config: Config, options: {database?: Database; 
     parts.listening = true
     if (config.serve.watch) parts.unwatch = watchOrigin(server.root, keeper, logger)
     const url = httpUrl(address)
-    logListening(logger, {url, server, database, keeper, loadSeconds, geo, config})
+    logListening(logger, {url, server, database, keeper, loadSeconds, geo, config, version: options.version})
     if (config.serve.probe_interval > 0) parts.probes = startBackgroundProbes(database, config, {intervalSeconds: config.serve.probe_interval, logger})
-    return {server, url, close}
+    const reloadable = {server, logger, accessLog: parts.accessLog, config, geo, readConfig: options.readConfig}
+    return {server, url, close, reload: () => reloadServer(reloadable)}
   } catch (error) {
     await close()
     throw error
@@ -176,13 +220,13 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
  * alternatives, then the Metalink/HTTP `Link: rel=describedby` and `Digest`
  * (src/lib/metalink/routes.ts, which also answers metalinks, hash files and mirror lists).
  */
-function createServer(config: Config, root: string, keeper: SnapshotKeeper, geo: GeoResolver, database: Database, logger: Logger): MirrorServer {
-  const selectOptions = compileSelectOptions(config.select)
-  const linkCount = selectOptions.maxAlternatives
-  const server = new MirrorServer({root, keeper, geo, selectOptions, linkCount, trustedProxies: new TrustedProxies(config.trusted_proxies), logger, countryQuery: config.serve.country_query})
+function createServer(config: Config, root: string, keeper: SnapshotKeeper, geo: GeoResolver, database: Database, logger: Logger, version?: string): MirrorServer {
+  const settings = serverSettings(config, geo)
+  const server = new MirrorServer({...settings, root, keeper, logger, connections: connectionSettings(config), version})
   const metalink = new MetalinkRoutes(server, {database})
   server.addRoute(metalink.route)
-  server.addRedirectHeaders(duplicateLinks(linkCount))
+  // The count is read per redirect: a reload may change `select.max_alternatives`.
+  server.addRedirectHeaders(duplicateLinks(() => server.linkCount))
   server.addRedirectHeaders(metalink.describedByHeader)
   server.addRedirectHeaders(metalink.digestHeader)
   return server
@@ -214,7 +258,8 @@ async function observe(parts: Parts, config: Config, server: MirrorServer, keepe
     server.addObserver(parts.stats.collector.observer)
   }
   if (config.serve.access_log) {
-    parts.accessLog = openAccessLog(config.serve.access_log, {onError: (error) => logger.error({err: error.message}, 'access log write failed')})
+    // Reopened by the reload (SIGHUP, ./reload.ts), not by a signal handler of its own.
+    parts.accessLog = openAccessLog(config.serve.access_log, {reopenOnSighup: false, onError: (error) => logger.error({err: error.message}, 'access log write failed')})
     server.addObserver(parts.accessLog.observer)
   }
 }
@@ -264,11 +309,15 @@ function startCounting(config: Config, database: Database, logger: Logger, metri
 }
 
 /** The `listening` event: where, what the snapshot holds, how long it took to load. */
-function logListening(logger: Logger, s: {url: string; server: MirrorServer; database: Database; keeper: SnapshotKeeper; loadSeconds: number; geo: GeoResolver; config: Config}): void {
+function logListening(
+  logger: Logger,
+  s: {url: string; server: MirrorServer; database: Database; keeper: SnapshotKeeper; loadSeconds: number; geo: GeoResolver; config: Config; version?: string},
+): void {
   const snapshot = s.keeper.current
   logger.info(
     {
       url: s.url,
+      version: s.version,
       root: s.server.root,
       database: s.database.location,
       files: snapshot.files.size,

@@ -15,10 +15,14 @@
  * Local delivery (`send`, RFC 9110 Range/conditional requests) covers files the selection
  * leaves to the origin and files on disk that are not (yet) indexed; a realpath check keeps
  * every byte inside the root.
+ *
+ * Connections are capped per client and in total, and drained on close (./connections.ts).
+ * Settings a reload may change ({@link ServerSettings}) are swapped in by `reconfigure()`.
+ * Answers carry `Server: mb/VERSION` (RFC 9110 §10.2.4) when a version is given.
  */
 import {realpath, stat} from 'node:fs/promises'
 import http from 'node:http'
-import type {AddressInfo} from 'node:net'
+import net, {type AddressInfo} from 'node:net'
 import {sep} from 'node:path'
 import type {Duplex} from 'node:stream'
 import {performance} from 'node:perf_hooks'
@@ -34,6 +38,7 @@ import {encodePath} from '../select/url.js'
 import {headerSafe} from '../text.js'
 import {listDirectory, renderIndex} from './autoindex.js'
 import {type ResolvedClient, TrustedProxies, resolveClient} from './client-address.js'
+import {ConnectionGuard, type ConnectionLimits, defaultMaxConnections, openFileLimit} from './connections.js'
 import type {SnapshotKeeper} from './keeper.js'
 import {listenOn} from './listen.js'
 import {parseTarget, queryParam} from './path.js'
@@ -52,6 +57,42 @@ export interface ServerOptions {
   linkCount?: number
   /** Honour `?country=XX` (testing aid; default true). */
   countryQuery?: boolean
+  /** Connection caps and time limits (default: {@link DEFAULT_CONNECTION_SETTINGS}). */
+  connections?: ConnectionSettings
+  /** Sent as `Server: mb/VERSION` on every answer (RFC 9110 §10.2.4); none when absent. */
+  version?: string
+}
+
+/** Connection caps (./connections.ts) and node:http's time limits, in seconds. */
+export interface ConnectionSettings extends ConnectionLimits {
+  /** Time a client has to send a complete request header, from connecting or from the end of the previous answer (s). */
+  headerTimeoutSeconds: number
+  /** Time an idle keep-alive connection is kept open (s). */
+  keepAliveTimeoutSeconds: number
+}
+
+/** The defaults of {@link ConnectionSettings} (the `serve:` keys' defaults). */
+const DEFAULT_CONNECTION_SETTINGS: ConnectionSettings = {
+  maxConnections: defaultMaxConnections(openFileLimit()),
+  maxConnectionsPerClient: 64,
+  headerTimeoutSeconds: 10,
+  keepAliveTimeoutSeconds: 5,
+}
+
+/** Shortest time limit on a whole request (node:http's `requestTimeout`), in ms. */
+const REQUEST_TIMEOUT_MS = 30_000
+
+/**
+ * What a reload (SIGHUP) may change in a running server: each field replaces the current one
+ * for the requests that start afterwards.
+ */
+export interface ServerSettings {
+  selectOptions: SelectOptions
+  trustedProxies: TrustedProxies
+  geo: GeoResolver
+  linkCount: number
+  countryQuery: boolean
+  connections: ConnectionSettings
 }
 
 /** Everything a route handler needs about one request. */
@@ -134,11 +175,13 @@ function geoParameter(country: string): string {
 /**
  * The provider of `Link: <url>; rel=duplicate; pri=K; geo=cc` (RFC 6249 §3, §6): one header
  * line per alternative, for the first `count` ranked mirrors (the Location is the first).
+ * @param count a number, or a function read per redirect (a reload may change it)
  */
-export function duplicateLinks(count: number): RedirectHeaderProvider {
+export function duplicateLinks(count: number | (() => number)): RedirectHeaderProvider {
+  const limit = typeof count === 'number' ? () => count : count
   return (headers, _ctx, _file, _client, selection) => {
     const ranked = selection.ranked
-    const links = Math.min(ranked.length, count)
+    const links = Math.min(ranked.length, limit())
     if (links <= 0) return
     const duplicates: string[] = new Array(links)
     for (let i = 0; i < links; i++) {
@@ -170,16 +213,27 @@ export class MirrorServer implements RouteServices {
   private readonly routes: Array<Route<unknown>> = []
   private readonly redirectHeaders: RedirectHeaderProvider[] = []
   private readonly observers: RequestObserver[] = []
-  private readonly trusted: TrustedProxies
+  private trusted: TrustedProxies
   private rootReal = ''
-  private readonly countryQuery: boolean
-  private readonly selectLimit: number
+  private countryQuery: boolean
+  private selectLimit: number
+  private selectOptions: SelectOptions
+  private geo: GeoResolver
+  private readonly connections: ConnectionGuard
+  private readonly serverHeader: string | undefined
 
   constructor(private readonly options: ServerOptions) {
     this.trusted = options.trustedProxies instanceof TrustedProxies ? options.trustedProxies : new TrustedProxies(options.trustedProxies)
     this.countryQuery = options.countryQuery ?? true
     this.selectLimit = Math.max(1, options.linkCount ?? options.selectOptions.maxAlternatives ?? 5)
-    this.http = http.createServer({keepAliveTimeout: 5000, requestTimeout: 30_000, maxHeaderSize: 16_384}, (req, res) => this.handle(req, res))
+    this.selectOptions = options.selectOptions
+    this.geo = options.geo
+    this.serverHeader = options.version === undefined ? undefined : `mb/${headerSafe(options.version)}`
+    const limits = options.connections ?? DEFAULT_CONNECTION_SETTINGS
+    // Time limits are checked every second (node's default is every 30 s).
+    this.http = http.createServer({maxHeaderSize: 16_384, connectionsCheckingInterval: 1000}, (req, res) => this.handle(req, res))
+    this.applyTimeouts(limits)
+    this.connections = new ConnectionGuard(this.http, limits, this.trusted)
     this.http.on('clientError', (error: NodeJS.ErrnoException, socket) => {
       // Malformed requests and oversized headers/targets never reach handle(); answer cleanly.
       if (!socket.writable) return socket.destroy()
@@ -191,6 +245,34 @@ export class MirrorServer implements RouteServices {
       if (!socket.writable) return socket.destroy()
       answerRaw(socket, 405, 'Allow: GET, HEAD\r\n')
     })
+  }
+
+  /** Candidates a redirect ranks (Location and the `Link: rel=duplicate` alternatives). */
+  get linkCount(): number {
+    return this.selectLimit
+  }
+
+  /**
+   * Applies reloaded settings (SIGHUP): requests that start afterwards use them; requests
+   * in flight finish with the ones they started with. Connection caps apply to new
+   * connections.
+   */
+  reconfigure(settings: ServerSettings): void {
+    this.selectOptions = settings.selectOptions
+    this.trusted = settings.trustedProxies
+    this.geo = settings.geo
+    this.selectLimit = Math.max(1, settings.linkCount)
+    this.countryQuery = settings.countryQuery
+    this.connections.setLimits(settings.connections)
+    this.connections.setTrusted(settings.trustedProxies)
+    this.applyTimeouts(settings.connections)
+  }
+
+  /** node:http's time limits from `c` (the header limit also bounds the whole request from below). */
+  private applyTimeouts(c: ConnectionSettings): void {
+    this.http.headersTimeout = c.headerTimeoutSeconds * 1000
+    this.http.requestTimeout = Math.max(REQUEST_TIMEOUT_MS, this.http.headersTimeout)
+    this.http.keepAliveTimeout = c.keepAliveTimeoutSeconds * 1000
   }
 
   /** Adds a route tried before the default file handling (see {@link Route}). */
@@ -220,15 +302,16 @@ export class MirrorServer implements RouteServices {
   }
 
   /**
-   * Stops accepting connections and ends idle keep-alive ones; resolves when every
-   * connection has closed (busy ones are cut after 5 s).
+   * Stops accepting connections and drains the open ones (./connections.ts): every answer
+   * from now on says `Connection: close`, connections idle for 1 s are closed, and what is
+   * still open after `forceMs` (default 5 s) is cut. Resolves when every connection has closed.
    */
-  async close(): Promise<void> {
-    const closed = new Promise<void>((resolve) => this.http.close(() => resolve()))
-    this.http.closeIdleConnections()
-    const force = setTimeout(() => this.http.closeAllConnections(), 5000)
+  async close(forceMs = 5000): Promise<void> {
+    // net.Server's close, not http.Server's: the latter also closes idle keep-alive
+    // connections at once, which resets a client whose next request is already on the way.
+    const closed = new Promise<void>((resolve) => net.Server.prototype.close.call(this.http, () => resolve()))
+    await this.connections.drain(forceMs)
     await closed
-    clearTimeout(force)
   }
 
   /** The client of this request after trusted-proxy resolution (memoised on ctx). */
@@ -255,7 +338,7 @@ export class MirrorServer implements RouteServices {
         if (!isCountryCode(country)) return undefined
       }
     }
-    ctx.info = clientInfo({ip: c.ip, address: c.address, https: c.https, userAgent: ctx.req.headers['user-agent'], country}, this.options.geo)
+    ctx.info = clientInfo({ip: c.ip, address: c.address, https: c.https, userAgent: ctx.req.headers['user-agent'], country}, this.geo)
     return ctx.info
   }
 
@@ -265,7 +348,7 @@ export class MirrorServer implements RouteServices {
    * @param limit rank no more than this many candidates (the redirect uses only the first few)
    */
   selectMirrors(ctx: RequestContext, client: ClientInfo, file: FileEntry, explain: boolean, limit = Infinity): Selection {
-    return select(client, file, ctx.snapshot.mirrors, this.options.selectOptions, explain, limit)
+    return select(client, file, ctx.snapshot.mirrors, this.selectOptions, explain, limit)
   }
 
   /**
@@ -340,10 +423,15 @@ export class MirrorServer implements RouteServices {
     }
   }
 
+  /** `{Server: 'mb/VERSION'}`, or nothing when no version was given. */
+  private serverHeaders(): Record<string, string> {
+    return this.serverHeader === undefined ? {} : {Server: this.serverHeader}
+  }
+
   /** Writes a short plain-text answer and reports it. */
   plain(ctx: RequestContext, status: number, outcome: Outcome, text: string, headers: Record<string, string> = {}): void {
     const body = `${text}\n`
-    ctx.res.writeHead(status, {'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store', ...headers})
+    ctx.res.writeHead(status, {'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store', ...this.serverHeaders(), ...headers})
     ctx.res.end(ctx.req.method === 'HEAD' ? undefined : body)
     this.finish(ctx, status, outcome)
   }
@@ -435,6 +523,7 @@ export class MirrorServer implements RouteServices {
       'Content-Length',
       '0',
     ]
+    if (this.serverHeader !== undefined) headers.push('Server', this.serverHeader)
     const providers = this.redirectHeaders
     for (let i = 0; i < providers.length; i++) providers[i](headers, ctx, file, client, selection)
     ctx.res.writeHead(302, headers)
@@ -484,14 +573,14 @@ export class MirrorServer implements RouteServices {
     if (!ctx.slash) {
       const q = ctx.query ? `?${ctx.query}` : ''
       const location = `/${encodePath(ctx.path)}/${q}`
-      ctx.res.writeHead(301, {Location: location, 'Content-Length': '0', 'Cache-Control': 'public, max-age=300'})
+      ctx.res.writeHead(301, {Location: location, 'Content-Length': '0', 'Cache-Control': 'public, max-age=300', ...this.serverHeaders()})
       ctx.res.end()
       this.finish(ctx, 301, 'directory')
       return
     }
     const entries = await listDirectory(real, this.rootReal)
     const body = Buffer.from(renderIndex(ctx.path, entries))
-    ctx.res.writeHead(200, {'Content-Type': 'text/html; charset=utf-8', 'Content-Length': body.length, 'Cache-Control': 'public, max-age=60'})
+    ctx.res.writeHead(200, {'Content-Type': 'text/html; charset=utf-8', 'Content-Length': body.length, 'Cache-Control': 'public, max-age=60', ...this.serverHeaders()})
     ctx.res.end(ctx.req.method === 'HEAD' ? undefined : body)
     this.finish(ctx, 200, 'directory', {bytesSent: ctx.req.method === 'HEAD' ? 0 : body.length})
   }
@@ -514,6 +603,7 @@ export class MirrorServer implements RouteServices {
     const stream = send(req, `/${encodePath(real.slice(1))}`, {dotfiles: 'allow', index: false, etag: true, lastModified: true, acceptRanges: true})
     stream.on('headers', (response: http.ServerResponse) => {
       response.setHeader('X-MB-Origin-Reason', reason)
+      if (this.serverHeader !== undefined) response.setHeader('Server', this.serverHeader)
     })
     stream.on('error', (error: Error & {status?: number; statusCode?: number}) => {
       const status = error.status ?? error.statusCode ?? 500

@@ -1,0 +1,38 @@
+import {expect} from 'chai'
+import {loadConfig} from '../../src/lib/config/index.js'
+import {RELOADABLE, RESTART_ONLY, needsRestart} from '../../src/lib/serve/reload.js'
+import {defaultMaxConnections} from '../../src/lib/serve/connections.js'
+
+/** Leaf keys of a configuration (dotted). */
+function leaves(tree: unknown, prefix = ''): string[] {
+  if (typeof tree !== 'object' || tree === null || Array.isArray(tree)) return [prefix]
+  return Object.entries(tree).flatMap(([k, v]) => leaves(v, prefix ? `${prefix}.${k}` : k))
+}
+
+const covers = (keys: readonly string[], key: string) => keys.some((k) => key === k || key.startsWith(`${k}.`))
+
+describe('serve reload (SIGHUP)', () => {
+  it('every setting is either reloaded by SIGHUP or named as needing a restart (scan: does not concern serve)', () => {
+    const config = loadConfig({
+      env: {},
+      flags: {database_url: 'postgres://x@h/db', root: '/srv', 'serve.access_log': '-', 'serve.metrics_listen': '127.0.0.1:9100', 'serve.max_connections': 10},
+    }).config
+    const missing = leaves(config).filter((key) => !covers(RELOADABLE, key) && !covers(RESTART_ONLY, key) && !key.startsWith('scan.'))
+    expect(missing).to.deep.equal([])
+    expect(RELOADABLE.filter((k) => covers(RESTART_ONLY, k))).to.deep.equal([])
+  })
+
+  it('needsRestart names the restart-only settings that changed, not the reloadable ones', () => {
+    const a = loadConfig({env: {}, flags: {'serve.listen': '127.0.0.1:8080'}}).config
+    const b = loadConfig({env: {}, flags: {'serve.listen': '127.0.0.1:8081', 'select.min_size': 1, 'stats.flush_interval_seconds': 30, 'serve.max_connections_per_client': 5}}).config
+    expect(needsRestart(a, b)).to.deep.equal(['serve.listen', 'stats'])
+    expect(needsRestart(a, a)).to.deep.equal([])
+  })
+
+  it('the default connection cap is half the open-file limit, at least 64', () => {
+    expect(defaultMaxConnections(1024)).to.equal(512)
+    expect(defaultMaxConnections(65_536)).to.equal(32_768)
+    expect(defaultMaxConnections(100)).to.equal(64)
+    expect(defaultMaxConnections(undefined)).to.equal(4096)
+  })
+})
