@@ -28,7 +28,7 @@ import {retentionPolicy} from '../stats/config.js'
 import {startDailyPrune} from '../stats/prune.js'
 import {type StatsFlusher, startStatsFlusher} from '../stats/schedule.js'
 import {type AccessLog, openAccessLog} from './access-log.js'
-import {TrustedProxies} from './client-address.js'
+import {CountryQueryTrust, TrustedProxies} from './client-address.js'
 import {isWorker, releaseWorker, runPrimary, untilStopSignal} from './cluster.js'
 import {SnapshotKeeper} from './keeper.js'
 import {httpUrl, parseListen} from './listen.js'
@@ -179,7 +179,9 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
 function createServer(config: Config, root: string, keeper: SnapshotKeeper, geo: GeoResolver, database: Database, logger: Logger): MirrorServer {
   const selectOptions = compileSelectOptions(config.select)
   const linkCount = selectOptions.maxAlternatives
-  const server = new MirrorServer({root, keeper, geo, selectOptions, linkCount, trustedProxies: new TrustedProxies(config.trusted_proxies), logger, countryQuery: config.serve.country_query})
+  const trustedProxies = new TrustedProxies(config.trusted_proxies)
+  const countryQuery = config.serve.country_query === 'trusted' ? new CountryQueryTrust(trustedProxies, config.serve.country_query_clients) : undefined
+  const server = new MirrorServer({root, keeper, geo, selectOptions, linkCount, trustedProxies, logger, countryQuery})
   const metalink = new MetalinkRoutes(server, {database})
   server.addRoute(metalink.route)
   server.addRedirectHeaders(duplicateLinks(linkCount))

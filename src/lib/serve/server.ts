@@ -33,7 +33,7 @@ import type {ClientInfo, Selection} from '../select/types.js'
 import {encodePath} from '../select/url.js'
 import {headerSafe} from '../text.js'
 import {listDirectory, renderIndex} from './autoindex.js'
-import {type ResolvedClient, TrustedProxies, resolveClient} from './client-address.js'
+import {type CountryQueryTrust, type ResolvedClient, TrustedProxies, resolveClient} from './client-address.js'
 import type {SnapshotKeeper} from './keeper.js'
 import {listenOn} from './listen.js'
 import {parseTarget, queryParam} from './path.js'
@@ -50,8 +50,8 @@ export interface ServerOptions {
   logger?: Logger
   /** Candidates a redirect ranks, at least 1: Location and the Link alternatives are taken from them (default: selectOptions.maxAlternatives). */
   linkCount?: number
-  /** Honour `?country=XX` (testing aid; default true). */
-  countryQuery?: boolean
+  /** Who may use `?country=XX` (a testing aid); undefined = nobody, the parameter is ignored. */
+  countryQuery?: CountryQueryTrust
 }
 
 /** Everything a route handler needs about one request. */
@@ -84,7 +84,7 @@ export interface RequestContext {
 export interface RouteServices {
   /** The realpath of the origin root (known once the server listens). */
   readonly root: string
-  /** The client with GeoIP data, `?country=` applied; undefined when `?country=` is invalid (answer 400). */
+  /** The client with GeoIP data, a trusted client's `?country=` applied; undefined when that `?country=` is invalid (answer 400). */
   clientInfo(ctx: RequestContext): ClientInfo | undefined
   /** Selects mirrors for `file` and `client` from the request's snapshot; `explain` also lists the exclusions. */
   selectMirrors(ctx: RequestContext, client: ClientInfo, file: FileEntry, explain: boolean): Selection
@@ -172,12 +172,12 @@ export class MirrorServer implements RouteServices {
   private readonly observers: RequestObserver[] = []
   private readonly trusted: TrustedProxies
   private rootReal = ''
-  private readonly countryQuery: boolean
+  private readonly countryQuery: CountryQueryTrust | undefined
   private readonly selectLimit: number
 
   constructor(private readonly options: ServerOptions) {
     this.trusted = options.trustedProxies instanceof TrustedProxies ? options.trustedProxies : new TrustedProxies(options.trustedProxies)
-    this.countryQuery = options.countryQuery ?? true
+    this.countryQuery = options.countryQuery
     this.selectLimit = Math.max(1, options.linkCount ?? options.selectOptions.maxAlternatives ?? 5)
     this.http = http.createServer({keepAliveTimeout: 5000, requestTimeout: 30_000, maxHeaderSize: 16_384}, (req, res) => this.handle(req, res))
     this.http.on('clientError', (error: NodeJS.ErrnoException, socket) => {
@@ -241,14 +241,15 @@ export class MirrorServer implements RouteServices {
   }
 
   /**
-   * The client with GeoIP location and AS, `?country=` applied (memoised on ctx).
-   * @returns undefined when `?country=` is invalid (the caller answers 400)
+   * The client with GeoIP location and AS (memoised on ctx), `?country=` applied when
+   * `countryQuery` allows this client; from any other client the parameter is ignored.
+   * @returns undefined when an allowed `?country=` is invalid (the caller answers 400)
    */
   clientInfo(ctx: RequestContext): ClientInfo | undefined {
     if (ctx.info !== undefined) return ctx.info
     const c = this.client(ctx)
     let country: string | undefined
-    if (this.countryQuery && ctx.query.length > 0 && ctx.query.includes('country=')) {
+    if (this.countryQuery !== undefined && ctx.query.length > 0 && ctx.query.includes('country=') && this.countryQuery.allows(c)) {
       const cc = queryParam(ctx.query, 'country')
       if (cc !== undefined) {
         country = cc.toUpperCase()
@@ -299,7 +300,7 @@ export class MirrorServer implements RouteServices {
       status,
       outcome,
       clientIp: c.ip,
-      country: ctx.info?.country,
+      country: ctx.info?.geoCountry,
       bytesSent: 0,
       userAgent: headers['user-agent'],
       referer: headers.referer,
