@@ -212,7 +212,15 @@ describe('metalink documents', () => {
       ['country', ['m1.example.net', 'm2.example.net']],
       ['continent', ['m3.example.net']],
     ])
-    expect(list.realms[0].mirrors[0]).to.deep.equal({identifier: 'm1.example.net', country: 'DE', continent: 'EU', url: 'http://m1.example.net/pub/dir/file.iso', realm: 'country', rank: 1, distance_km: undefined})
+    expect(list.realms[0].mirrors[0]).to.deep.equal({
+      identifier: 'm1.example.net',
+      country: 'DE',
+      continent: 'EU',
+      url: 'http://m1.example.net/pub/dir/file.iso',
+      realm: 'country',
+      rank: 1,
+      distance_km: undefined,
+    })
     expect(list.outdated).to.deep.equal([
       {identifier: 'm11.example.net', country: 'DE', continent: 'EU', url: 'http://m11.example.net/pub/dir/%3Cscript%3E.iso', reason: 'stale', detail: 'stale: 60000 bytes, origin 65536'},
     ])

@@ -103,7 +103,12 @@ describe('public mirror list', () => {
     const selection = select(client, file, table, excludedClients, true)
     expect(selection.origin?.detail).to.include('198.51.100.0/24')
     const doc = buildDocument({path: file.path, size: file.size, mtime: file.mtime, stored: null, hashesFresh: false, selection, baseUrl: 'http://mb.test/'})
-    const list = buildMirrorList(doc, selection, client, outdatedCopies(file, selection, () => selection))
+    const list = buildMirrorList(
+      doc,
+      selection,
+      client,
+      outdatedCopies(file, selection, () => selection),
+    )
     expect(list.origin).to.deep.equal({reason: 'excluded_client', detail: 'downloads from your network are delivered by the origin'})
     expect(JSON.stringify(list)).not.to.include('198.51.100.0/24')
   })

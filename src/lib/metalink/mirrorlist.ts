@@ -54,7 +54,7 @@ export interface MirrorList {
 }
 
 /** Why the origin delivers a file, as the public may read it (the selection's detail names settings). */
-export const PUBLIC_ORIGIN: Record<OriginReason, string> = {
+const PUBLIC_ORIGIN: Record<OriginReason, string> = {
   small_file: 'small files are delivered by the origin itself',
   origin_only: 'this file is delivered by the origin only',
   excluded_agent: 'downloads by your client software are delivered by the origin',
