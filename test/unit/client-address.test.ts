@@ -1,5 +1,6 @@
 import {expect} from 'chai'
-import {TrustedProxies, parseForwardedElement, resolveClient} from '../../src/lib/serve/client-address.js'
+import {ConfigSchema} from '../../src/lib/config/schema.js'
+import {CountryQueryTrust, TrustedProxies, parseForwardedElement, resolveClient} from '../../src/lib/serve/client-address.js'
 
 describe('client address resolution', () => {
   const trusted = new TrustedProxies(['127.0.0.1/32', '10.0.0.0/8', '::1/128'])
@@ -97,5 +98,39 @@ describe('client address resolution', () => {
     expect(() => new TrustedProxies(['010.0.0.0/8'])).to.throw('Invalid CIDR "010.0.0.0/8": leading zeros are not allowed (write 10.0.0.0)')
     expect(() => new TrustedProxies(['1.2.3'])).to.throw(/not a full IPv4 address \(four parts\)/)
     expect(() => new TrustedProxies(['fe80::1%eth0'])).to.throw(/zone ids/)
+  })
+})
+
+describe('who may use ?country=', () => {
+  const proxies = new TrustedProxies(['127.0.0.1/32', '10.0.0.0/8'])
+  const trust = new CountryQueryTrust(proxies, ['192.0.2.0/24', '2001:db8::/32'])
+  const allowed = (peer: string, xff?: string) => trust.allows(resolveClient(peer, xff, undefined, false, proxies))
+
+  it("allows a trusted proxy's own address and the configured client networks, directly or behind the proxy", () => {
+    expect(allowed('127.0.0.1')).to.equal(true)
+    expect(allowed('127.0.0.1', '10.9.9.9')).to.equal(true)
+    expect(allowed('192.0.2.77')).to.equal(true)
+    expect(allowed('127.0.0.1', '192.0.2.77')).to.equal(true)
+    expect(allowed('2001:db8::5')).to.equal(true)
+  })
+
+  it('refuses any other client, however it came: being behind a trusted proxy is not enough', () => {
+    expect(allowed('127.0.0.1', '81.2.69.142')).to.equal(false)
+    expect(allowed('127.0.0.1', '192.0.2.77, 81.2.69.142')).to.equal(false)
+    expect(allowed('81.2.69.142', '127.0.0.1')).to.equal(false)
+    expect(allowed('198.51.100.1')).to.equal(false)
+    expect(trust.allows({ip: '', https: false, forwarded: false})).to.equal(false)
+  })
+
+  it('is off by default; serve.country_query takes off or trusted and refuses true with the reason', () => {
+    expect(ConfigSchema.parse({}).serve.country_query).to.equal('off')
+    expect(ConfigSchema.parse({serve: {country_query: false}}).serve.country_query).to.equal('off')
+    expect(ConfigSchema.parse({serve: {country_query: 'trusted', country_query_clients: '192.0.2.0/24, 2001:db8::/32'}}).serve.country_query_clients).to.deep.equal(['192.0.2.0/24', '2001:db8::/32'])
+    const refused = ConfigSchema.safeParse({serve: {country_query: true}})
+    expect(refused.success).to.equal(false)
+    expect(refused.error!.issues[0].path).to.deep.equal(['serve', 'country_query'])
+    expect(refused.error!.issues[0].message).to.match(/^expected off or trusted \(true would let any client steer selection/)
+    const badCidr = ConfigSchema.safeParse({serve: {country_query_clients: ['010.0.0.0/8']}})
+    expect(badCidr.error!.issues[0].message).to.include('leading zeros are not allowed')
   })
 })

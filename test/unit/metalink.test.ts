@@ -197,23 +197,35 @@ describe('metalink documents', () => {
     expect(contentDisposition('grüße "x".meta4')).to.equal(`attachment; filename="gr__e _x_.meta4"; filename*=UTF-8''gr%C3%BC%C3%9Fe%20%22x%22.meta4`)
   })
 
-  it('builds the mirror list from an allow-list: no user info, grouped by realm, passed-over with reasons', () => {
+  it('builds the mirror list from an allow-list: only ranked mirrors and the outdated copies given, no user info, no admin field', () => {
     const ranked = candidates(3)
     ranked[0] = {...ranked[0], url: 'http://user:secret@m1.example.net/pub/dir/file.iso'}
     const excluded: Exclusion[] = [
       {mirror: mirror(9, 'DE', {up: false, httpUrl: 'http://u:pw@m9.example.net/pub/'}), reason: 'down', detail: 'probe failed'},
       {mirror: mirror(10, 'DE'), reason: 'not_held', detail: 'does not hold it'},
+      {mirror: mirror(11, 'DE', {httpUrl: 'http://u:pw@m11.example.net/pub/'}), reason: 'stale', detail: 'stale: 60000 bytes, origin 65536'},
     ]
     const doc = buildDocument(options({path: 'dir/<script>.iso'}))
-    const list = buildMirrorList(doc, {realm: 'country', ranked, excluded}, {ip: '192.0.2.1', country: 'DE', continent: 'EU', https: false})
+    const selection: Selection = {realm: 'country', ranked, excluded}
+    const list = buildMirrorList(doc, selection, {ip: '192.0.2.1', country: 'DE', continent: 'EU', https: false}, [excluded[2]])
     expect(list.realms.map((g) => [g.realm, g.mirrors.map((m) => m.identifier)])).to.deep.equal([
       ['country', ['m1.example.net', 'm2.example.net']],
       ['continent', ['m3.example.net']],
     ])
-    expect(list.realms[0].mirrors[0].url).to.equal('http://m1.example.net/pub/dir/file.iso')
-    expect(list.excluded).to.deep.equal([
-      {identifier: 'm9.example.net', country: 'DE', continent: 'EU', url: 'http://m9.example.net/pub/dir/%3Cscript%3E.iso', score: 100, state: 'down', reason: 'down', detail: 'probe failed'},
+    expect(list.realms[0].mirrors[0]).to.deep.equal({
+      identifier: 'm1.example.net',
+      country: 'DE',
+      continent: 'EU',
+      url: 'http://m1.example.net/pub/dir/file.iso',
+      realm: 'country',
+      rank: 1,
+      distance_km: undefined,
+    })
+    expect(list.outdated).to.deep.equal([
+      {identifier: 'm11.example.net', country: 'DE', continent: 'EU', url: 'http://m11.example.net/pub/dir/%3Cscript%3E.iso', reason: 'stale', detail: 'stale: 60000 bytes, origin 65536'},
     ])
+    expect(JSON.stringify(list)).not.to.include('m9.example.net')
+    expect(buildMirrorList(doc, selection, {ip: '192.0.2.1', https: false}).outdated).to.deep.equal([])
     const html = renderMirrorListHtml(list)
     expect(html).not.to.include('<script>')
     expect(html).to.include('&lt;script&gt;.iso')

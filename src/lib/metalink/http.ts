@@ -13,7 +13,7 @@
  * Every answer is per client: `Cache-Control: private, no-store` (RFC 9111 §5.2.2).
  */
 import type {IncomingMessage, ServerResponse} from 'node:http'
-import type {ClientInfo, Selection} from '../select/types.js'
+import type {ClientInfo, Exclusion, Selection} from '../select/types.js'
 import type {MetalinkDocument} from './document.js'
 import {type HashKind, hashFileBody} from './headers.js'
 import {META4_MEDIA_TYPE, renderMeta4} from './meta4.js'
@@ -26,6 +26,8 @@ export interface MetalinkContext {
   doc: MetalinkDocument
   selection: Selection
   client: ClientInfo
+  /** For the mirror list: the outdated copies this client may see (`outdatedCopies()` in ./mirrorlist.ts). */
+  outdated?: readonly Exclusion[]
 }
 
 /** What a handler sent: HTTP status, outcome kind (RequestOutcome.outcome) and body bytes. */
@@ -118,7 +120,7 @@ export function sendHashFile(req: IncomingMessage, res: ServerResponse, ctx: Met
 
 /** Answers with the mirror list: JSON for `Accept: application/json`, else HTML. */
 export function sendMirrorList(req: IncomingMessage, res: ServerResponse, ctx: MetalinkContext): Sent {
-  const list = buildMirrorList(ctx.doc, ctx.selection, ctx.client)
+  const list = buildMirrorList(ctx.doc, ctx.selection, ctx.client, ctx.outdated)
   const json = acceptsJson(req.headers.accept)
   const body = json ? `${JSON.stringify(list, null, 2)}\n` : renderMirrorListHtml(list)
   const bytesSent = write(req, res, 200, {'Content-Type': json ? 'application/json; charset=utf-8' : 'text/html; charset=utf-8', Vary: 'Accept', 'Cache-Control': PRIVATE}, body)

@@ -1,13 +1,19 @@
 /**
- * The mirror list of one file (MirrorBrain's `?mirrorlist`): the file's size, mtime and
- * hashes, links to its metalinks and hash files, the mirrors that hold it grouped by realm
- * for this client, and the mirrors passed over with the reason.
+ * The public mirror list of one file (MirrorBrain's `?mirrorlist`): the file's size, mtime
+ * and hashes, links to its metalinks and hash files, the mirrors this client could be sent
+ * to grouped by realm, and the outdated copies on mirrors it could be sent to once updated.
  *
- * Built from an explicit allow-list of mirror fields (identifier, country, continent, the
- * public HTTP(S) URL without user info, realm, rank, distance, score, state). rsync/FTP
- * URLs and credentials, admin names and e-mail addresses and comments are never copied.
+ * What a client may see is decided by the selection itself (src/lib/select), never by rules
+ * of its own here: a mirror appears only when `select()` ranks it for this client. A
+ * disabled, down, `prefix_only`, client-network-limited or country-excluded mirror the
+ * client cannot use is not listed at all, not even as passed over. The fields are an
+ * explicit allow-list (identifier, country, continent, the public HTTP(S) URL without user
+ * info, realm, rank, distance); prefixes, client networks, AS, scores, rsync/FTP URLs,
+ * credentials, admin names and e-mail addresses and comments are never copied, and the
+ * origin's reason is given in public words, without the operator's settings. The admin view
+ * with every mirror and reason is `mb file lookup` and `mb mirror list`.
  */
-import type {Candidate, ClientInfo, Exclusion, Realm, Selection, SelectMirror} from '../select/types.js'
+import type {Candidate, ClientInfo, Exclusion, OriginReason, Realm, SelectFile, Selection} from '../select/types.js'
 import {encodePath, mirrorBase} from '../select/url.js'
 import type {MetalinkDocument} from './document.js'
 import {unixIso} from '../time.js'
@@ -17,16 +23,13 @@ export interface MirrorListMirror {
   identifier: string
   country: string | null
   continent: string | null
-  /** The file's URL on this mirror (absent for mirrors passed over without one). */
+  /** The file's URL on this mirror (absent for an outdated copy without one). */
   url: string | null
-  score: number
-  /** 'up' or 'down' (probe state), 'disabled' when switched off. */
-  state: 'up' | 'down' | 'disabled'
   realm?: Realm
   rank?: number
   distance_km?: number
-  /** For passed-over mirrors: stable code and human detail. */
-  reason?: string
+  /** For outdated copies: `stale`, and how the copy differs (`stale: 60000 bytes, origin 65536`). */
+  reason?: 'stale'
   detail?: string
 }
 
@@ -38,18 +41,27 @@ export interface MirrorList {
   mtime: string
   hashes: {md5: string; sha1: string; sha256: string; piece_size: number; piece_hash: string; pieces: number} | null
   links: {file: string; meta4: string; metalink: string; sha256: string | null; sha1: string | null; md5: string | null}
+  /** The requesting client as GeoIP (or an honoured `?country=`) sees it: its own data. */
   client: {ip: string; country: string | null; continent: string | null; asn: number | null}
   /** The winning pool, or null when the origin serves the file. */
   realm: Realm | null
-  /** Why the origin serves it, when it does. */
-  origin: {reason: string; detail: string} | null
-  /** Eligible mirrors by realm, in ranked order within each. */
+  /** Why the origin serves it, when it does, in public words ({@link PUBLIC_ORIGIN}). */
+  origin: {reason: OriginReason; detail: string} | null
+  /** The mirrors this client could be sent to, by realm, in ranked order within each. */
   realms: Array<{realm: Realm; mirrors: MirrorListMirror[]}>
-  excluded: MirrorListMirror[]
+  /** Outdated copies on mirrors this client could be sent to once they hold this version. */
+  outdated: MirrorListMirror[]
 }
 
-function stateOf(m: SelectMirror): 'up' | 'down' | 'disabled' {
-  return !m.enabled ? 'disabled' : m.up ? 'up' : 'down'
+/** Why the origin delivers a file, as the public may read it (the selection's detail names settings). */
+const PUBLIC_ORIGIN: Record<OriginReason, string> = {
+  small_file: 'small files are delivered by the origin itself',
+  origin_only: 'this file is delivered by the origin only',
+  excluded_agent: 'downloads by your client software are delivered by the origin',
+  excluded_client: 'downloads from your network are delivered by the origin',
+  excluded_mime: 'files of this type are delivered by the origin',
+  directory: 'a directory',
+  no_mirror: 'no mirror holds this version for you at the moment',
 }
 
 function fromCandidate(c: Candidate): MirrorListMirror {
@@ -59,28 +71,47 @@ function fromCandidate(c: Candidate): MirrorListMirror {
     country: m.country,
     continent: m.continent,
     url: stripUserinfo(c.url),
-    score: m.score,
-    state: stateOf(m),
     realm: c.realm,
     rank: c.rank,
     distance_km: c.distanceKm === undefined ? undefined : Math.round(c.distanceKm),
   }
 }
 
-function fromExclusion(e: Exclusion, path: string, https: boolean): MirrorListMirror {
+function fromStale(e: Exclusion, path: string, https: boolean): MirrorListMirror {
   const m = e.mirror
   const base = mirrorBase(m, https) ?? m.httpUrl ?? m.httpsUrl
   let url: string | null = null
   if (base && (!m.basePath || path.startsWith(m.basePath))) url = stripUserinfo(base + encodePath(m.basePath ? path.slice(m.basePath.length) : path))
-  return {identifier: m.identifier, country: m.country, continent: m.continent, url, score: m.score, state: stateOf(m), reason: e.reason, detail: e.detail}
+  return {identifier: m.identifier, country: m.country, continent: m.continent, url, reason: 'stale', detail: e.detail}
 }
 
 /**
- * The mirror list data (also the JSON form) for `doc` and this client's `selection`.
- * `excluded` lists only mirrors that hold the file or are stale for it; mirrors that never
- * carried it (`not_held`, `not_in_subtree`) are left out as noise.
+ * The stale copies of an explained `selection` (reason `stale`) that are on mirrors this
+ * client could be sent to: `reselect` (the same `select()` for the same client) is asked
+ * again with those mirrors counted as holders, and only the ones it then ranks are kept,
+ * so that every other rule (disabled, down, client networks, pool flags, distance, …) is
+ * the selection's own.
+ * @param file      the origin file the selection was made for (size bytes, mtime Unix seconds)
+ * @param selection an explained selection (`excluded` filled) of `file`
+ * @param reselect  selects for the same client and mirrors; called at most once
+ * @returns the kept exclusions, in `selection.excluded` order
  */
-export function buildMirrorList(doc: MetalinkDocument, selection: Selection, client: ClientInfo): MirrorList {
+export function outdatedCopies(file: SelectFile, selection: Selection, reselect: (file: SelectFile) => Selection): Exclusion[] {
+  const stale = selection.excluded.filter((e) => e.reason === 'stale')
+  if (stale.length === 0) return []
+  const holders = Array.from(file.mirrors)
+  for (const e of stale) holders.push(e.mirror.id)
+  const again = reselect({path: file.path, size: file.size, mtime: file.mtime, mirrors: holders})
+  const usable = new Set<number>()
+  for (const c of again.ranked) usable.add(c.mirror.id)
+  return stale.filter((e) => usable.has(e.mirror.id))
+}
+
+/**
+ * The mirror list data (also the JSON form) for `doc`, this client's `selection` (only its
+ * `ranked` and `origin` are read) and the `outdated` copies ({@link outdatedCopies}).
+ */
+export function buildMirrorList(doc: MetalinkDocument, selection: Selection, client: ClientInfo, outdated: readonly Exclusion[] = []): MirrorList {
   const realms: MirrorList['realms'] = []
   for (const c of selection.ranked) {
     let group = realms[realms.length - 1]
@@ -107,9 +138,9 @@ export function buildMirrorList(doc: MetalinkDocument, selection: Selection, cli
     },
     client: {ip: client.ip, country: client.country ?? null, continent: client.continent ?? null, asn: client.asn ?? null},
     realm: selection.realm,
-    origin: selection.origin ? {reason: selection.origin.reason, detail: selection.origin.detail} : null,
+    origin: selection.origin ? {reason: selection.origin.reason, detail: PUBLIC_ORIGIN[selection.origin.reason]} : null,
     realms,
-    excluded: selection.excluded.filter((e) => e.reason !== 'not_held' && e.reason !== 'not_in_subtree').map((e) => fromExclusion(e, doc.path, client.https)),
+    outdated: outdated.filter((e) => e.reason === 'stale').map((e) => fromStale(e, doc.path, client.https)),
   }
 }
 
@@ -140,11 +171,11 @@ const REALM_TITLES: Record<Realm, string> = {
   fallback: 'Fallback mirrors',
 }
 
-function mirrorRow(m: MirrorListMirror, withReason: boolean): string {
+function mirrorRow(m: MirrorListMirror, outdated: boolean): string {
   const link = m.url ? `<a href="${escapeHtml(m.url)}">${escapeHtml(m.url)}</a>` : '—'
-  const cells = [escapeHtml(m.identifier), escapeHtml(m.country ?? '?'), escapeHtml(m.state), link]
-  if (withReason) cells.push(`${escapeHtml(m.reason ?? '')}: ${escapeHtml(m.detail ?? '')}`)
-  else cells.splice(3, 0, String(m.rank ?? ''))
+  const cells = [escapeHtml(m.identifier), escapeHtml(m.country ?? '?'), link]
+  if (outdated) cells.push(escapeHtml(m.detail ?? ''))
+  else cells.splice(2, 0, String(m.rank ?? ''))
   return `<tr>${cells.map((c) => `<td>${c}</td>`).join('')}</tr>`
 }
 
@@ -176,18 +207,18 @@ export function renderMirrorListHtml(list: MirrorList): string {
   parts.push(`<tr><th>Metalinks and hashes</th><td>${links.join(' · ')}</td></tr>
 </table>
 <p>Your address: ${escapeHtml(list.client.ip)}${list.client.country ? ` (${escapeHtml(list.client.country)}${list.client.continent ? `, ${escapeHtml(list.client.continent)}` : ''})` : ''}${list.client.asn ? `, AS${list.client.asn}` : ''}</p>`)
-  if (list.origin) parts.push(`<p>This file is delivered by the origin server itself (${escapeHtml(list.origin.reason)}: ${escapeHtml(list.origin.detail)}).</p>`)
+  if (list.origin) parts.push(`<p>This file is delivered by the origin server itself (${escapeHtml(list.origin.detail)}).</p>`)
   for (const group of list.realms) {
     parts.push(`<h2>${escapeHtml(REALM_TITLES[group.realm])} (${group.mirrors.length})</h2>
-<table><tr><th>Mirror</th><th>Country</th><th>State</th><th>Rank</th><th>URL</th></tr>
+<table><tr><th>Mirror</th><th>Country</th><th>Rank</th><th>URL</th></tr>
 ${group.mirrors.map((m) => mirrorRow(m, false)).join('\n')}
 </table>`)
   }
   if (list.realms.length === 0 && !list.origin) parts.push('<p>No mirror holds this file for you at the moment; it is delivered by the origin.</p>')
-  if (list.excluded.length > 0) {
-    parts.push(`<h2>Mirrors passed over (${list.excluded.length})</h2>
-<table><tr><th>Mirror</th><th>Country</th><th>State</th><th>URL</th><th>Reason</th></tr>
-${list.excluded.map((m) => mirrorRow(m, true)).join('\n')}
+  if (list.outdated.length > 0) {
+    parts.push(`<h2>Outdated copies, not used until updated (${list.outdated.length})</h2>
+<table><tr><th>Mirror</th><th>Country</th><th>URL</th><th>How it differs</th></tr>
+${list.outdated.map((m) => mirrorRow(m, true)).join('\n')}
 </table>`)
   }
   parts.push('</body></html>\n')

@@ -28,6 +28,7 @@ import {isPlainHost, withTrailingSlash} from '../text.js'
 import type {FileEntry} from '../serve/snapshot.js'
 import {hasQueryFlag} from '../serve/path.js'
 import {buildDocument, DEFAULT_MAX_URLS, originUrlFor} from './document.js'
+import {outdatedCopies} from './mirrorlist.js'
 import {describedByLink, digestHeader, type HashKind} from './headers.js'
 import {acceptsMeta4, type MetalinkContext, type Sent, sendHashFile, sendMeta4, sendMetalink3, sendMirrorList} from './http.js'
 
@@ -209,6 +210,7 @@ export class MetalinkRoutes {
     }
     const doc = buildDocument({path: file.path, size: file.size, mtime: file.mtime, stored, hashesFresh: stored !== null, selection, baseUrl: this.baseUrl(ctx, client.https), maxUrls: this.maxUrls})
     const mctx: MetalinkContext = {doc, selection, client}
+    if (target.kind === 'mirrorlist') mctx.outdated = outdatedCopies(file, selection, (holding) => server.selectMirrors(ctx, client, {...file, mirrors: Int16Array.from(holding.mirrors)}, false))
     let sent: Sent
     switch (target.kind) {
       case 'meta4':

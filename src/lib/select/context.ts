@@ -25,7 +25,8 @@ export interface ClientFacts {
   /**
    * A country to select for instead of GeoIP's (ISO 3166-1 alpha-2, upper case, already
    * checked): the continent follows it and the coordinates are dropped, so that the
-   * distance rule does not measure from elsewhere.
+   * distance rule does not measure from elsewhere. Who may set it is the caller's decision
+   * (`mb serve`: `CountryQueryTrust` in src/lib/serve/client-address.ts).
    */
   country?: string
 }
@@ -41,7 +42,8 @@ export interface SelectionContext {
 /**
  * The client as selection sees it: GeoIP's country, continent, coordinates and AS for
  * `facts.ip`, or `facts.country` instead of GeoIP's location (the continent follows it and
- * the coordinates are dropped). Pure apart from the (in-memory) GeoIP lookup.
+ * the coordinates are dropped). `geoCountry` keeps GeoIP's country either way. Pure apart
+ * from the (in-memory) GeoIP lookup.
  */
 export function clientInfo(facts: ClientFacts, geo: GeoLookup): ClientInfo {
   const g = geo.lookup(facts.ip)
@@ -49,6 +51,7 @@ export function clientInfo(facts: ClientFacts, geo: GeoLookup): ClientInfo {
     ip: facts.ip,
     address: facts.address,
     country: g.country,
+    geoCountry: g.country,
     continent: g.continent,
     latitude: g.latitude,
     longitude: g.longitude,

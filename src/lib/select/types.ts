@@ -16,6 +16,12 @@ export interface ClientInfo {
   address?: IpAddress
   /** ISO 3166-1 alpha-2, upper case, after country substitution is NOT yet applied. */
   country?: string
+  /**
+   * GeoIP's country for `ip`, whatever `country` says: the two differ only when a testing
+   * override (`?country=`, `--country`) replaced it. What statistics and the access log
+   * record, so that a forced country never shows up as a download from there.
+   */
+  geoCountry?: string
   continent?: string
   latitude?: number
   longitude?: number

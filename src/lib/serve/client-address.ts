@@ -7,6 +7,8 @@
  *
  * Pure: no I/O, no clock. Never throws; bad header values fall back to the nearest address
  * that can be believed (a safe default), never to an address the client made up.
+ *
+ * Also here: which resolved clients may steer selection with `?country=` ({@link CountryQueryTrust}).
  */
 import type ipaddr from 'ipaddr.js'
 import {type Cidr, type IpAddress, cidrContains, parseCidr, parseIp} from '../net.js'
@@ -146,4 +148,35 @@ export function resolveClient(
   const https = forwardedScheme(forwardedProto, hops, tls)
   if (!found || address === undefined) return {ip: p.ip, address: p.address, https, forwarded: false}
   return {ip: address.kind() === 'ipv4' ? ipv4Text(address as ipaddr.IPv4) : address.toString(), address, https, forwarded: true}
+}
+
+/**
+ * Who may steer selection with `?country=XX` (`serve.country_query: trusted`): a client
+ * whose resolved address (after the `X-Forwarded-For` walk of {@link resolveClient}) is
+ * itself a trusted proxy, or lies in one of the configured client networks
+ * (`serve.country_query_clients`). The peer being a trusted proxy is not enough: behind a
+ * reverse proxy every request comes from it, and the query string is the client's.
+ */
+export class CountryQueryTrust {
+  readonly clients: readonly Cidr[]
+
+  /**
+   * @param proxies the trusted proxies (their own addresses may test)
+   * @param clients CIDR texts of the networks that may test. @throws UsageError on a bad CIDR
+   */
+  constructor(
+    private readonly proxies: TrustedProxies,
+    clients: readonly (string | Cidr)[] = [],
+  ) {
+    this.clients = clients.map((c) => (typeof c === 'string' ? parseCidr(c) : c))
+  }
+
+  /** True when `client`'s `?country=` is honoured; false without a parsed address. */
+  allows(client: ResolvedClient): boolean {
+    const address = client.address
+    if (address === undefined) return false
+    if (this.proxies.contains(address)) return true
+    for (const cidr of this.clients) if (cidrContains(cidr, address)) return true
+    return false
+  }
 }

@@ -2,6 +2,23 @@
  * Settings of the `serve:` section of the config file. Keys are snake_case.
  */
 import {z} from 'zod'
+import {cidrString, listOf} from '../config/zod.js'
+
+/**
+ * Who may steer selection with `?country=XX`: nobody (`off`), or only clients whose
+ * resolved address is a trusted proxy or lies in `country_query_clients` (`trusted`).
+ * `false` reads as `off`; `true` (any client) is refused, because it lets every client
+ * choose its pool.
+ */
+const countryQuery = z.preprocess(
+  (value) => (value === false ? 'off' : value),
+  z.enum(['off', 'trusted'], {
+    errorMap: (issue, ctx) =>
+      issue.code === 'invalid_enum_value' || issue.code === 'invalid_type'
+        ? {message: `expected off or trusted (true would let any client steer selection: use trusted and list the testers' networks in serve.country_query_clients), got ${JSON.stringify(ctx.data)}`}
+        : {message: ctx.defaultError},
+  }),
+)
 
 export const ServeConfigSchema = z
   .object({
@@ -13,8 +30,10 @@ export const ServeConfigSchema = z
     workers: z.coerce.number().int().min(1).max(64).default(1),
     /** Snapshot poll interval in seconds (LISTEN/NOTIFY makes most changes faster). */
     poll_seconds: z.coerce.number().min(0.2).max(300).default(2),
-    /** Honour `?country=XX` to test selection for another country. */
-    country_query: z.boolean().default(true),
+    /** Who may use `?country=XX` to test selection for another country (src/lib/serve/client-address.ts, `CountryQueryTrust`). */
+    country_query: countryQuery.default('off'),
+    /** With `country_query: trusted`, client networks (besides `trusted_proxies`) whose `?country=` is honoured. */
+    country_query_clients: listOf(cidrString).default([]),
     /** Access log (Apache combined format + mirror and realm): a file path, or '-' for stdout (src/lib/serve/access-log.ts). */
     access_log: z.string().min(1).optional(),
     /** HOST:PORT of the separate Prometheus listener (`GET /metrics`, src/lib/serve/metrics.ts). */

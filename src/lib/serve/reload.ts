@@ -20,7 +20,7 @@ import {errorMessage} from '../errors.js'
 import {type GeoResolver, openGeo} from '../geo/geoip.js'
 import {compileSelectOptions} from '../select/options.js'
 import type {AccessLog} from './access-log.js'
-import {TrustedProxies} from './client-address.js'
+import {CountryQueryTrust, TrustedProxies} from './client-address.js'
 import {defaultMaxConnections, openFileLimit} from './connections.js'
 import type {ConnectionSettings, MirrorServer, ServerSettings} from './server.js'
 
@@ -153,12 +153,13 @@ export function serverSettings(config: Config, geo: GeoResolver): ServerSettings
   // A new options object on every call: the snapshot's MirrorTable caches the compiled
   // request rules per options object, so the new settings take effect on the next request.
   const selectOptions = compileSelectOptions(config.select)
+  const trustedProxies = new TrustedProxies(config.trusted_proxies)
   return {
     selectOptions,
-    trustedProxies: new TrustedProxies(config.trusted_proxies),
+    trustedProxies,
     geo,
     linkCount: selectOptions.maxAlternatives,
-    countryQuery: config.serve.country_query,
+    countryQuery: config.serve.country_query === 'trusted' ? new CountryQueryTrust(trustedProxies, config.serve.country_query_clients) : undefined,
     connections: connectionSettings(config),
   }
 }

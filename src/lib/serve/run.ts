@@ -33,7 +33,7 @@ import {isWorker, releaseWorker, runPrimary, untilStopSignal} from './cluster.js
 import {SnapshotKeeper} from './keeper.js'
 import {httpUrl, parseListen} from './listen.js'
 import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type ServeMetrics, startMetricsServer} from './metrics.js'
-import {type ReloadResult, connectionSettings, needsRestart, onReloadSignal, reloadServer, serverSettings} from './reload.js'
+import {type ReloadResult, needsRestart, onReloadSignal, reloadServer, serverSettings} from './reload.js'
 import {duplicateLinks, MirrorServer} from './server.js'
 import {watchOrigin} from './watch.js'
 
@@ -222,7 +222,7 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
  */
 function createServer(config: Config, root: string, keeper: SnapshotKeeper, geo: GeoResolver, database: Database, logger: Logger, version?: string): MirrorServer {
   const settings = serverSettings(config, geo)
-  const server = new MirrorServer({...settings, root, keeper, logger, connections: connectionSettings(config), version})
+  const server = new MirrorServer({...settings, root, keeper, logger, version})
   const metalink = new MetalinkRoutes(server, {database})
   server.addRoute(metalink.route)
   // The count is read per redirect: a reload may change `select.max_alternatives`.

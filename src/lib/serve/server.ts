@@ -37,7 +37,7 @@ import type {ClientInfo, Selection} from '../select/types.js'
 import {encodePath} from '../select/url.js'
 import {headerSafe} from '../text.js'
 import {listDirectory, renderIndex} from './autoindex.js'
-import {type ResolvedClient, TrustedProxies, resolveClient} from './client-address.js'
+import {type CountryQueryTrust, type ResolvedClient, TrustedProxies, resolveClient} from './client-address.js'
 import {ConnectionGuard, type ConnectionLimits, defaultMaxConnections, openFileLimit} from './connections.js'
 import type {SnapshotKeeper} from './keeper.js'
 import {listenOn} from './listen.js'
@@ -55,8 +55,8 @@ export interface ServerOptions {
   logger?: Logger
   /** Candidates a redirect ranks, at least 1: Location and the Link alternatives are taken from them (default: selectOptions.maxAlternatives). */
   linkCount?: number
-  /** Honour `?country=XX` (testing aid; default true). */
-  countryQuery?: boolean
+  /** Who may use `?country=XX` (a testing aid); undefined = nobody, the parameter is ignored. */
+  countryQuery?: CountryQueryTrust
   /** Connection caps and time limits (default: {@link DEFAULT_CONNECTION_SETTINGS}). */
   connections?: ConnectionSettings
   /** Sent as `Server: mb/VERSION` on every answer (RFC 9110 §10.2.4); none when absent. */
@@ -91,7 +91,7 @@ export interface ServerSettings {
   trustedProxies: TrustedProxies
   geo: GeoResolver
   linkCount: number
-  countryQuery: boolean
+  countryQuery: CountryQueryTrust | undefined
   connections: ConnectionSettings
 }
 
@@ -125,7 +125,7 @@ export interface RequestContext {
 export interface RouteServices {
   /** The realpath of the origin root (known once the server listens). */
   readonly root: string
-  /** The client with GeoIP data, `?country=` applied; undefined when `?country=` is invalid (answer 400). */
+  /** The client with GeoIP data, a trusted client's `?country=` applied; undefined when that `?country=` is invalid (answer 400). */
   clientInfo(ctx: RequestContext): ClientInfo | undefined
   /** Selects mirrors for `file` and `client` from the request's snapshot; `explain` also lists the exclusions. */
   selectMirrors(ctx: RequestContext, client: ClientInfo, file: FileEntry, explain: boolean): Selection
@@ -215,7 +215,7 @@ export class MirrorServer implements RouteServices {
   private readonly observers: RequestObserver[] = []
   private trusted: TrustedProxies
   private rootReal = ''
-  private countryQuery: boolean
+  private countryQuery: CountryQueryTrust | undefined
   private selectLimit: number
   private selectOptions: SelectOptions
   private geo: GeoResolver
@@ -224,7 +224,7 @@ export class MirrorServer implements RouteServices {
 
   constructor(private readonly options: ServerOptions) {
     this.trusted = options.trustedProxies instanceof TrustedProxies ? options.trustedProxies : new TrustedProxies(options.trustedProxies)
-    this.countryQuery = options.countryQuery ?? true
+    this.countryQuery = options.countryQuery
     this.selectLimit = Math.max(1, options.linkCount ?? options.selectOptions.maxAlternatives ?? 5)
     this.selectOptions = options.selectOptions
     this.geo = options.geo
@@ -324,14 +324,15 @@ export class MirrorServer implements RouteServices {
   }
 
   /**
-   * The client with GeoIP location and AS, `?country=` applied (memoised on ctx).
-   * @returns undefined when `?country=` is invalid (the caller answers 400)
+   * The client with GeoIP location and AS (memoised on ctx), `?country=` applied when
+   * `countryQuery` allows this client; from any other client the parameter is ignored.
+   * @returns undefined when an allowed `?country=` is invalid (the caller answers 400)
    */
   clientInfo(ctx: RequestContext): ClientInfo | undefined {
     if (ctx.info !== undefined) return ctx.info
     const c = this.client(ctx)
     let country: string | undefined
-    if (this.countryQuery && ctx.query.length > 0 && ctx.query.includes('country=')) {
+    if (this.countryQuery !== undefined && ctx.query.length > 0 && ctx.query.includes('country=') && this.countryQuery.allows(c)) {
       const cc = queryParam(ctx.query, 'country')
       if (cc !== undefined) {
         country = cc.toUpperCase()
@@ -382,7 +383,7 @@ export class MirrorServer implements RouteServices {
       status,
       outcome,
       clientIp: c.ip,
-      country: ctx.info?.country,
+      country: ctx.info?.geoCountry,
       bytesSent: 0,
       userAgent: headers['user-agent'],
       referer: headers.referer,

@@ -35,7 +35,7 @@ export interface RequestOutcome {
   mirrorId?: number
   mirrorIdentifier?: string
   realm?: Realm | null
-  /** Client address after trusted-proxy resolution, and its GeoIP country when known. */
+  /** Client address after trusted-proxy resolution, and its GeoIP country when known (never a `?country=` override). */
   clientIp: string
   country?: string
   /** Response body bytes sent by the origin itself (0 for redirects). */

@@ -8,7 +8,9 @@
  * - `bytes`: for local delivery the body bytes the origin sent (continuations included), for
  *   a counted redirect the file size (what the mirror is expected to deliver).
  * Counts are kept per UTC day x path x mirror (0 = the origin) x client country ('--' when
- * unknown).
+ * unknown). The country is GeoIP's for the client's address, never a `?country=` testing
+ * override: a forced request is a download by that client, from where it really is, so the
+ * per-country counts stay true and a tester cannot write downloads into another country.
  */
 
 /** The fields of an answered request the statistics read (serve's `RequestOutcome` fits). */
@@ -22,6 +24,7 @@ export interface CountedRequest {
   outcome: string
   /** The mirror a redirect chose. */
   mirrorId?: number
+  /** GeoIP's country of the client address (ISO 3166-1 alpha-2), never a `?country=` override. */
   country?: string
   /** Body bytes the origin sent. */
   bytesSent: number
@@ -83,7 +86,7 @@ export function countedMirror(o: CountedRequest): number {
 /** Normalises a country code to two upper-case letters, or '--' when unknown. */
 export function countedCountry(country: string | undefined): string {
   if (!country) return '--'
-  if (isUpperPair(country)) return country // what GeoIP and `?country=` give: no copy, no regex
+  if (isUpperPair(country)) return country // what GeoIP gives: no copy, no regex
   const upper = country.toUpperCase()
   return isUpperPair(upper) ? upper : '--'
 }
