@@ -236,6 +236,42 @@ describe('the embedded store on disk (item 6)', function () {
     })
   })
 
+  describe('socket_group', () => {
+    let serve: ServeProcess | undefined
+    afterEach(async () => {
+      await serve?.stop()
+      serve = undefined
+    })
+
+    it('lets one group reach the socket: socket 0660, data directory 0710 and locks 2770 of that group; files stay private', async () => {
+      const gid = Number(spawnSync('getent', ['group', 'daemon'], {encoding: 'utf8'}).stdout.split(':')[2])
+      expect(gid).to.be.a('number').and.not.NaN
+      const store = join(dir, 'grouped')
+      const config = join(dir, 'mb.yaml')
+      writeFileSync(config, 'socket_group: daemon\n')
+      serve = await startServe(['--root', makeRoot(dir), '--geoip', GEOIP, '--config', config], {...NO_STORE, MB_DATA_DIR: store})
+      const socket = lstatSync(join(store, '.s.PGSQL.5432'))
+      expect([socket.mode & 0o7777, socket.gid]).to.deep.equal([0o660, gid])
+      const top = lstatSync(store)
+      expect([top.mode & 0o7777, top.gid]).to.deep.equal([0o710, gid])
+      const locks = lstatSync(join(store, 'locks'))
+      expect([locks.mode & 0o7777, locks.gid]).to.deep.equal([0o2770, gid])
+      const others = openEntries(store).filter((e) => !e.startsWith(`${store} `) && !e.startsWith(join(store, 'locks')) && !e.includes('.s.PGSQL'))
+      expect(others).to.deep.equal([])
+      const listed = await mb(['mirror', 'list', '--json', '--config', config], {env: {...NO_STORE, MB_DATA_DIR: store}})
+      expect(listed.code, listed.stderr).to.equal(0)
+    })
+
+    it('an unknown group is a usage error (exit 2) that creates nothing', async () => {
+      const config = join(dir, 'mb.yaml')
+      writeFileSync(config, 'socket_group: no-such-group-mb\n')
+      const result = await mb(['db', 'migrate', '--config', config], {env: {...NO_STORE, MB_DATA_DIR: join(dir, 'store')}})
+      expect(result.code).to.equal(2)
+      expect(result.stderr).to.contain('there is no group no-such-group-mb')
+      expect(readdirSync(dir)).to.deep.equal(['mb.yaml'])
+    })
+  })
+
   describe('the per-mirror scan lock', () => {
     let test: TestDatabase
     let serve: ServeProcess | undefined
