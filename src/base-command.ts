@@ -58,11 +58,14 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     return this.loadedConfig.config
   }
 
-  /** Opens the configured database once per command run; closed in `finally()`. */
+  /**
+   * Opens the configured database once per command run; closed in `finally()`. A missing
+   * embedded store is an error unless `options.create` (the commands that start a store).
+   */
   protected async openDb(options: Partial<OpenOptions> = {}): Promise<Database> {
     if (!this.database) {
       const config = this.mbConfig
-      this.database = await openDatabase({url: config.database_url, dataDir: config.data_dir, ...options})
+      this.database = await openDatabase({url: config.database_url, dataDir: config.data_dir, socketGroup: config.socket_group, ...options})
     }
     return this.database
   }

@@ -37,6 +37,7 @@ export const ERRORS = {
   // Database
   DB_UNCONFIGURED: {exit: 1, hint: 'No database is configured; set MB_DATABASE_URL (PostgreSQL) or MB_DATA_DIR (embedded store).'},
   DB_UNREACHABLE: {exit: 1, hint: 'PostgreSQL does not answer; check that the server runs and that MB_DATABASE_URL is right.'},
+  STORE_NOT_FOUND: {exit: 1, hint: 'No embedded store in the data directory; point mb at yours with MB_DATA_DIR (or MB_DATABASE_URL for PostgreSQL), or create one with `mb db migrate`.'},
   DB_LOCK: {exit: 1, hint: 'The embedded store cannot be locked; check the permissions of its data directory.'},
   DB_BUSY: {exit: 1, hint: 'Another mb process holds the embedded store; wait for it, stop it, or use PostgreSQL.'},
   DB_OPEN_FAILED: {exit: 1, hint: 'The embedded store cannot be opened; the message says why.'},

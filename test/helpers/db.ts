@@ -39,7 +39,7 @@ async function pgliteTemplate(): Promise<string> {
   const dir = join(tmpdir(), `mb-test-template-${migrationsHash()}`)
   if (existsSync(join(dir, 'PG_VERSION'))) return dir
   const building = mkdtempSync(join(tmpdir(), 'mb-test-template-build-'))
-  const database = await openDatabase({dataDir: building, schema: 'auto'})
+  const database = await openDatabase({dataDir: building, schema: 'auto', create: true})
   await database.close()
   try {
     renameSync(building, dir)

@@ -44,7 +44,7 @@ hashed, on --jobs threads (default: all cores), with a progress bar on a TTY.`
     const root = this.mbConfig.root
     if (!root) throw new UsageError('No origin root given. Pass --root DIR, set MB_ROOT, or set `root` in the config file.', 'ROOT_INVALID')
     if (this.flags.dir !== undefined && /(^|\/)\.\.(\/|$)/.test(this.flags.dir)) throw new UsageError(`--dir ${this.flags.dir} must be a path inside the root without '..'.`)
-    const database = await this.openDb()
+    const database = await this.openDb({create: true})
     const result = await indexOrigin(database.db, root, {
       subdir: this.flags.dir,
       onWarning: (message) => {

@@ -99,7 +99,7 @@ export default class MirrorAdd extends BaseCommand<typeof MirrorAdd> {
 
   public async run(): Promise<PublicMirror> {
     const input = {...mirrorInputFromFlags(this.flags), identifier: this.args.name, enabled: this.flags.disabled ? false : undefined}
-    const database = await this.openDb()
+    const database = await this.openDb({create: true})
     const mirror = publicMirror(await addMirror(database.db, input, {force: this.flags.force}))
     this.print(`Added mirror ${mirror.identifier} (id ${mirror.id}).\n${renderRecord(mirrorRecord(mirror))}`)
     return mirror

@@ -8,8 +8,7 @@
  * `mb config show` can say where it came from.
  */
 import {existsSync, readFileSync} from 'node:fs'
-import {homedir} from 'node:os'
-import {join, resolve} from 'node:path'
+import {isAbsolute, join, resolve} from 'node:path'
 import {parse as parseYaml} from 'yaml'
 import {UsageError} from '../errors.js'
 import {ConfigSchema, type Config} from './schema.js'
@@ -53,10 +52,17 @@ const FLAG_NAMES: Record<string, string> = {
 /** Optional settings that `mb config show` lists even when unset. */
 const OPTIONAL_KEYS = ['database_url', 'root', 'asn_db']
 
-/** The default embedded-store directory: `$XDG_DATA_HOME/mb` or `~/.local/share/mb`. */
-function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_DATA_HOME && env.XDG_DATA_HOME.length > 0 ? env.XDG_DATA_HOME : join(homedir(), '.local', 'share')
-  return join(base, 'mb')
+/**
+ * The default embedded-store directory: `$XDG_DATA_HOME/mb`, else `$HOME/.local/share/mb`
+ * (XDG Base Directory Specification: a relative XDG_DATA_HOME is ignored). Undefined when
+ * neither is an absolute path, as under cron or a service without HOME: the store's place
+ * is then unknown, and guessing one (the passwd entry's home, the working directory) could
+ * open a new, empty store.
+ */
+function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (env.XDG_DATA_HOME && isAbsolute(env.XDG_DATA_HOME)) return join(env.XDG_DATA_HOME, 'mb')
+  if (env.HOME && isAbsolute(env.HOME)) return join(env.HOME, '.local', 'share', 'mb')
+  return undefined
 }
 
 type Tree = Record<string, unknown>

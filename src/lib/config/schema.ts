@@ -16,6 +16,8 @@ export const ConfigSchema = z
     database_url: z.string().url().optional(),
     /** Embedded PGlite store directory (default `$XDG_DATA_HOME/mb`). */
     data_dir: z.string().optional(),
+    /** Group whose members may reach the embedded store's shared socket (default: the owner only). */
+    socket_group: z.string().min(1).optional(),
     /** The origin tree (master copy). */
     root: z.string().optional(),
     /** GeoIP City/Country mmdb files (MaxMind layout or @ip-location-db layout). */

@@ -5,6 +5,7 @@
  * values come back as JS numbers from each. What differs between them sits behind
  * {@link Database} (`store.ts`).
  */
+import {resolve} from 'node:path'
 import {MbError} from '../errors.js'
 import {redact} from '../redact.js'
 import {migrateToLatest, pendingMigrations} from './migrate.js'
@@ -17,8 +18,17 @@ export type {Database, ReadView, Subscription} from './store.js'
 export interface OpenOptions {
   /** postgres:// URL; when absent, PGlite in `dataDir` is used. */
   url?: string
-  /** PGlite data directory (created on first use). */
+  /** PGlite data directory; a relative one is taken from the working directory. */
   dataDir?: string
+  /**
+   * Whether a missing embedded store may be created here (and said so on stderr). Only the
+   * commands that start a store's life set it (`mb db migrate`, `mb mirror add`, `mb index`,
+   * `mb serve`); for every other one a missing store is an error, so a wrong MB_DATA_DIR or
+   * an unset HOME never runs a command on a new, empty store. Ignored for PostgreSQL.
+   */
+  create?: boolean
+  /** Group (name or gid) that may reach an embedded store's shared socket (`socket_group`). */
+  socketGroup?: string
   /**
    * What to do with pending migrations: `check` refuses to run (PostgreSQL default),
    * `auto` applies them (embedded default), `none` skips the check (for `mb db` itself).
@@ -32,11 +42,14 @@ export interface OpenOptions {
 
 /**
  * Opens the database named by `url` (PostgreSQL) or `dataDir` (PGlite).
- * @throws MbError when the server cannot be reached, the embedded store is held by another
- *         live process, or the schema is outdated and `schema` is `check`.
+ * @throws MbError when the server cannot be reached, the embedded store is missing (and
+ *         `create` is not set: STORE_NOT_FOUND) or held by another live process, or the schema
+ *         is outdated and `schema` is `check`.
  */
 export async function openDatabase(options: OpenOptions): Promise<Database> {
-  const database = options.url ? await openPostgres(options.url, redact(options.url), options.poolSize ?? 10) : await openPglite(options.dataDir!, options.lockWaitSeconds ?? 30)
+  const database = options.url
+    ? await openPostgres(options.url, redact(options.url), options.poolSize ?? 10)
+    : await openPglite(options.dataDir ? resolve(options.dataDir) : '', {lockWaitSeconds: options.lockWaitSeconds ?? 30, create: options.create, socketGroup: options.socketGroup})
   try {
     const mode = options.schema ?? (database.backend === 'pglite' ? 'auto' : 'check')
     if (mode !== 'none') {

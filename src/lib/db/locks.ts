@@ -4,13 +4,14 @@
  * On PostgreSQL a lock is a session-level advisory lock on the two-int4 key
  * (`classId`, `objectId`): `classId` names the kind of lock (four ASCII bytes starting with
  * "mb", so they are recognisable in `pg_locks.classid`), `objectId` the thing locked (a
- * mirror id, or 0 for a lock on a whole activity). On the embedded store, which one process
- * owns, the same locks are held in that process by `name`.
+ * mirror id, or 0 for a lock on a whole activity). On the embedded store they are lock files
+ * named `name` in `DATA_DIR/locks` (`lock-files.ts`), shared by the store's owner and the
+ * clients of its socket, which all use one PGlite session and so cannot use advisory locks.
  */
 
 /** A lock as the stores take it. Build one with the constants and functions below. */
 export interface Lock {
-  /** Unique name, for the in-process registry and for logs (`scan:12`, `probe`). */
+  /** Unique name: the embedded store's lock file, and for logs (`scan:12`, `probe`). */
   readonly name: string
   /** PostgreSQL advisory-lock key, first int4: the kind of lock. */
   readonly classId: number

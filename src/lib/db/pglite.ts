@@ -1,7 +1,8 @@
 /**
  * The embedded store: PGlite in a data directory, owned by one process at a time (the lock
  * file `mb.lock`). The store is a single PostgreSQL session, so a "session" is the whole
- * store, named locks are held in this process, and LISTEN goes through PGlite's `listen()`.
+ * store, named locks are lock files in the data directory (`lock-files.ts`), and LISTEN goes
+ * through PGlite's `listen()`.
  * While the owner shares it (`mb serve`), other processes connect through its socket
  * (`openSharedPglite` in `postgres.ts`).
  */
@@ -11,7 +12,8 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import type {PGlite, Transaction} from '@electric-sql/pglite'
 import {Kysely} from 'kysely'
 import {MbError} from '../errors.js'
-import type {Lock} from './locks.js'
+import {createDataDir, groupId, protectDataDir, protectSocket, storeExists, storeNotFound} from './data-dir.js'
+import {fileLocks} from './lock-files.js'
 import {INT8, int8ToNumber, openSharedPglite} from './postgres.js'
 import type {DB} from './schema.js'
 import {type Database, type ReadView, runInSequence, type Session} from './store.js'
@@ -88,23 +90,9 @@ function readView(t: Transaction): ReadView {
   return view
 }
 
-/** Named locks held in this process, by name: the store has no second session to exclude. */
-function inProcessLocks(): Session['withLock'] {
-  const held = new Set<string>()
-  return async (lock: Lock, fn, onBusy) => {
-    if (held.has(lock.name)) return onBusy()
-    held.add(lock.name)
-    try {
-      return await fn()
-    } finally {
-      held.delete(lock.name)
-    }
-  }
-}
-
 /** The store's capabilities over the open `pglite`; `release` runs once the store is closed. */
-function pgliteStore(pglite: PGlite, db: Kysely<DB>, dataDir: string, release: () => void): Database {
-  const withLock = inProcessLocks()
+function pgliteStore(pglite: PGlite, db: Kysely<DB>, dataDir: string, release: () => void, gid?: number): Database {
+  const withLock = fileLocks(dataDir, {mode: gid === undefined ? 0o600 : 0o640})
   const session: Session = {db, transaction: (fn) => db.transaction().execute(fn), withLock}
   let closed = false
   let server: import('@electric-sql/pglite-socket').PGLiteSocketServer | undefined
@@ -130,6 +118,7 @@ function pgliteStore(pglite: PGlite, db: Kysely<DB>, dataDir: string, release: (
       rmSync(socketPath, {force: true})
       server = new PGLiteSocketServer({db: pglite, path: socketPath, maxConnections: 16})
       await server.start()
+      protectSocket(dataDir, socketPath, gid)
     },
     async close() {
       if (closed) return
@@ -145,27 +134,49 @@ function pgliteStore(pglite: PGlite, db: Kysely<DB>, dataDir: string, release: (
   }
 }
 
+/** How {@link openPglite} may treat the data directory. */
+export interface PgliteOpenOptions {
+  /** How long to wait for a holder that does not share the store, in seconds. */
+  lockWaitSeconds: number
+  /** Whether a missing store may be created (and said so on stderr); otherwise it is an error. */
+  create?: boolean
+  /** Group (name or gid) that may reach the shared socket; unset: the owner only. */
+  socketGroup?: string
+}
+
 /**
- * Opens the embedded store in `dataDir` (created on first use), or, when another live process
- * holds it and shares it, connects through that process's socket.
- * @param lockWaitSeconds  how long to wait for a holder that does not share the store
- * @throws MbError DB_UNCONFIGURED without a data directory, DB_BUSY when another process holds
- *         it, DB_LOCK / DB_OPEN_FAILED when the directory or PGlite cannot be used
+ * Opens the embedded store in `dataDir` (an absolute path), or, when another live process
+ * holds it and shares it, connects through that process's socket. A missing store is created
+ * only with `options.create`; it is then private to its owner whatever the umask
+ * (`data-dir.ts`).
+ * @throws MbError DB_UNCONFIGURED without a data directory, STORE_NOT_FOUND when there is no
+ *         store and `create` is not set (nothing is created), DB_BUSY when another process
+ *         holds it, DB_LOCK / DB_OPEN_FAILED when the directory or PGlite cannot be used;
+ *         UsageError CONFIG_INVALID for an unknown socket group
  */
-export async function openPglite(dataDir: string, lockWaitSeconds: number): Promise<Database> {
-  if (!dataDir) throw new MbError('No database configured: set MB_DATABASE_URL for PostgreSQL or MB_DATA_DIR for the embedded store.', {code: 'DB_UNCONFIGURED'})
-  const fresh = !existsSync(join(dataDir, 'PG_VERSION'))
-  const lock = await lockDataDir(dataDir, lockWaitSeconds)
-  if (typeof lock !== 'function') return openSharedPglite(dataDir, lock.sharedBy)
+export async function openPglite(dataDir: string, options: PgliteOpenOptions): Promise<Database> {
+  if (!dataDir) {
+    throw new MbError(
+      'No embedded store directory: none is configured, and the default ($XDG_DATA_HOME/mb or $HOME/.local/share/mb) cannot be derived because HOME and XDG_DATA_HOME are unset or not absolute paths. Set MB_DATA_DIR (or --data-dir, or data_dir: in the config file) to the store directory, or MB_DATABASE_URL for PostgreSQL.',
+      {code: 'DB_UNCONFIGURED'},
+    )
+  }
+  const fresh = !storeExists(dataDir)
+  if (fresh && !options.create) throw storeNotFound(dataDir)
+  const gid = options.socketGroup === undefined ? undefined : groupId(options.socketGroup)
+  if (fresh) createDataDir(dataDir)
+  const lock = await lockDataDir(dataDir, options.lockWaitSeconds)
+  if (typeof lock !== 'function') return openSharedPglite(dataDir, lock.sharedBy, gid)
   let pglite: PGlite
   try {
+    protectDataDir(dataDir, gid)
     const {PGlite} = await import('@electric-sql/pglite')
-    if (fresh && process.stderr.isTTY) process.stderr.write(`Creating the embedded store in ${dataDir} (first run, takes a few seconds)...\n`)
     pglite = await PGlite.create(dataDir, {parsers: {[INT8]: int8ToNumber}})
   } catch (error) {
     lock()
+    if (error instanceof MbError) throw error
     throw new MbError(`Cannot open the embedded store at ${dataDir}: ${(error as Error).message}`, {code: 'DB_OPEN_FAILED', cause: error})
   }
   const {PGliteDialect} = await import('kysely-pglite-dialect')
-  return pgliteStore(pglite, new Kysely<DB>({dialect: new PGliteDialect(pglite)}), dataDir, lock)
+  return pgliteStore(pglite, new Kysely<DB>({dialect: new PGliteDialect(pglite)}), dataDir, lock, gid)
 }

@@ -7,6 +7,7 @@
 import {Kysely, type PostgresPool, PostgresDialect} from 'kysely'
 import pg from 'pg'
 import {MbError} from '../errors.js'
+import {fileLocks} from './lock-files.js'
 import type {Lock} from './locks.js'
 import type {DB} from './schema.js'
 import {type Database, type ReadView, runInSequence, type Session, type Subscription} from './store.js'
@@ -99,8 +100,11 @@ function singleClientPool(client: pg.PoolClient, discard: () => void): PostgresP
   return {connect: async () => lease as any, end: async () => {}}
 }
 
-/** {@link Database.session} on one pool connection, with a kysely instance bound to it. */
-async function session<T>(pool: pg.Pool, fn: (session: Session) => Promise<T>): Promise<T> {
+/**
+ * {@link Database.session} on one pool connection, with a kysely instance bound to it; named
+ * locks are advisory locks on that connection, or `locks` when given.
+ */
+async function session<T>(pool: pg.Pool, fn: (session: Session) => Promise<T>, locks?: Session['withLock']): Promise<T> {
   const client = await pool.connect()
   let discarded = false
   const discard = () => {
@@ -111,7 +115,7 @@ async function session<T>(pool: pg.Pool, fn: (session: Session) => Promise<T>): 
     return await fn({
       db,
       transaction: (body) => db.transaction().execute(body),
-      withLock: (lock, body, onBusy) => advisoryLock(client, lock, body, onBusy, discard),
+      withLock: locks ?? ((lock, body, onBusy) => advisoryLock(client, lock, body, onBusy, discard)),
     })
   } finally {
     client.release(discarded)
@@ -170,6 +174,8 @@ interface PoolStoreOptions {
   listenUrl?: string
   /** Whether {@link ReadView.parallel} may take helper connections from the pool. */
   helpers: boolean
+  /** Named locks other than advisory locks (the shared embedded store's lock files). */
+  locks?: Session['withLock']
 }
 
 /** The {@link Database} over `pool`. */
@@ -181,8 +187,8 @@ function poolStore(pool: pg.Pool, options: PoolStoreOptions): Database {
     backend: options.backend,
     location: options.location,
     readSnapshot: (fn) => readSnapshot(pool, options.helpers, fn),
-    session: (fn) => session(pool, fn),
-    withLock: (lock, fn, onBusy) => session(pool, (s) => s.withLock(lock, fn, onBusy)),
+    session: (fn) => session(pool, fn, options.locks),
+    withLock: options.locks ?? ((lock, fn, onBusy) => session(pool, (s) => s.withLock(lock, fn, onBusy))),
     async listen(channel, onNotify) {
       if (!options.listenUrl) return NOT_LISTENING
       const listener = new Listener(options.listenUrl, channel, onNotify)
@@ -249,10 +255,12 @@ export async function openPostgres(url: string, location: string, max: number): 
 
 /**
  * Connects to the embedded store in `dataDir` that the live process `owner` shares over its
- * socket (see {@link Database.share}).
+ * socket (see {@link Database.share}). Its named locks are the store's lock files, as in the
+ * owner: advisory locks would not exclude, since every socket client shares one PGlite session.
+ * @param gid  the configured socket group, if any (lock files are then group-readable)
  * @throws MbError DB_BUSY when the socket does not answer within 10 s
  */
-export async function openSharedPglite(dataDir: string, owner: number): Promise<Database> {
+export async function openSharedPglite(dataDir: string, owner: number, gid?: number): Promise<Database> {
   const pool = quietPool({host: dataDir, port: 5432, user: 'postgres', database: 'postgres', max: 1, connectionTimeoutMillis: 10_000})
   try {
     await checkConnect(pool)
@@ -262,5 +270,10 @@ export async function openSharedPglite(dataDir: string, owner: number): Promise<
       {code: 'DB_BUSY', cause: error},
     )
   }
-  return poolStore(pool, {backend: 'pglite-shared', location: `${dataDir} (embedded, shared by process ${owner})`, helpers: false})
+  return poolStore(pool, {
+    backend: 'pglite-shared',
+    location: `${dataDir} (embedded, shared by process ${owner})`,
+    helpers: false,
+    locks: fileLocks(dataDir, {mode: gid === undefined ? 0o600 : 0o640}),
+  })
 }

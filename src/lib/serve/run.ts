@@ -196,7 +196,7 @@ function checkRoot(root: string | undefined): string {
 
 /** Opens the configured database; on the embedded store, lets other mb commands (mirror disable, scan, stats) in through a socket. */
 async function openSharedDatabase(config: Config): Promise<Database> {
-  const database = await openDatabase({url: config.database_url, dataDir: config.data_dir})
+  const database = await openDatabase({url: config.database_url, dataDir: config.data_dir, socketGroup: config.socket_group, create: true})
   try {
     await database.share()
   } catch (error) {
