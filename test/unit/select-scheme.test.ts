@@ -2,7 +2,7 @@ import {expect} from 'chai'
 import type {MirrorRow} from '../../src/lib/db/schema.js'
 import {ConfigSchema} from '../../src/lib/config/schema.js'
 import {CLEARED_VALUES} from '../../src/lib/mirrors/validate.js'
-import type {CheckResult} from '../../src/lib/probe/probe.js'
+import {baseOutcome, type CheckResult} from '../../src/lib/probe/probe.js'
 import {type MirrorState, nextState} from '../../src/lib/probe/state.js'
 import {probeStateText, probeSummaryJson} from '../../src/lib/probe/history.js'
 import {describeProbe} from '../../src/lib/probe/once.js'
@@ -145,6 +145,16 @@ describe('probe: per-scheme summaries (nextState)', () => {
     s = apply(s, [check('https/ipv4', false)])
     expect(s.https_up).to.equal(false)
     expect(apply(s, []).https_up).to.equal(false)
+  })
+})
+
+describe('probe: the base URL check before any scan', () => {
+  const outcome = (httpStatus: number | null, reason: string) => ({ok: false, reason, httpStatus, latencyMs: 3, finalUrl: 'http://m/pub/', size: null}) as Parameters<typeof baseOutcome>[0]
+  it('passes a 401/403 (no directory listing), and nothing else that failed', () => {
+    expect(baseOutcome(outcome(403, 'http_403'))).to.include({ok: true, reason: 'ok', httpStatus: 403})
+    expect(baseOutcome(outcome(403, 'http_403')).detail).to.match(/^the base URL answers 403 \(no directory listing\)/)
+    expect(baseOutcome(outcome(401, 'http_401'))).to.include({ok: true})
+    for (const [status, reason] of [[404, 'http_404'], [500, 'http_500'], [null, 'tls_error'], [null, 'refused']] as const) expect(baseOutcome(outcome(status, reason))).to.include({ok: false, reason})
   })
 })
 
