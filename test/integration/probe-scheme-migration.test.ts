@@ -26,7 +26,11 @@ describe(`migration 0010_probe_scheme (${backend})`, function () {
         {identifier: 'v6only.test', status: {checks: {'https/ipv6': state(true)}}},
         {identifier: 'never.test', status: {}},
       ]
-      for (const m of mirrors) await db.insertInto('mirror').values({identifier: m.identifier, http_url: 'http://x.test/', status: JSON.stringify(m.status)}).execute()
+      for (const m of mirrors)
+        await db
+          .insertInto('mirror')
+          .values({identifier: m.identifier, http_url: 'http://x.test/', status: JSON.stringify(m.status)})
+          .execute()
       await m0010.up(db)
       const rows = await db.selectFrom('mirror').select(['identifier', 'http_up', 'https_up']).orderBy('identifier').execute()
       expect(rows).to.deep.equal([

@@ -52,7 +52,10 @@ function choose(client: ClientInfo, mirrors: MirrorTable, unprobed?: 'use' | 'sk
   options.now = () => NOW
   const explained = select(client, FILE, mirrors, options, true)
   const lean = select(client, FILE, mirrors, options, false)
-  expect(lean.ranked.map((c) => c.mirror.identifier), 'redirect path').to.deep.equal(explained.ranked.map((c) => c.mirror.identifier))
+  expect(
+    lean.ranked.map((c) => c.mirror.identifier),
+    'redirect path',
+  ).to.deep.equal(explained.ranked.map((c) => c.mirror.identifier))
   return explained
 }
 
@@ -154,7 +157,13 @@ describe('probe: the base URL check before any scan', () => {
     expect(baseOutcome(outcome(403, 'http_403'))).to.include({ok: true, reason: 'ok', httpStatus: 403})
     expect(baseOutcome(outcome(403, 'http_403')).detail).to.match(/^the base URL answers 403 \(no directory listing\)/)
     expect(baseOutcome(outcome(401, 'http_401'))).to.include({ok: true})
-    for (const [status, reason] of [[404, 'http_404'], [500, 'http_500'], [null, 'tls_error'], [null, 'refused']] as const) expect(baseOutcome(outcome(status, reason))).to.include({ok: false, reason})
+    for (const [status, reason] of [
+      [404, 'http_404'],
+      [500, 'http_500'],
+      [null, 'tls_error'],
+      [null, 'refused'],
+    ] as const)
+      expect(baseOutcome(outcome(status, reason))).to.include({ok: false, reason})
   })
 })
 
@@ -169,7 +178,16 @@ describe('probe: reporting per scheme', () => {
   })
 
   it('mirror add: says what the probe found, and that a failed probe leaves the mirror registered', () => {
-    const result = {up: true, http_up: true, https_up: false, needs_rescan: false, checks: [{key: 'http/ipv4', ok: true, reason: 'ok'}, {key: 'https/ipv4', ok: false, reason: 'tls_error'}]} as MirrorRoundResult
+    const result = {
+      up: true,
+      http_up: true,
+      https_up: false,
+      needs_rescan: false,
+      checks: [
+        {key: 'http/ipv4', ok: true, reason: 'ok'},
+        {key: 'https/ipv4', ok: false, reason: 'tls_error'},
+      ],
+    } as MirrorRoundResult
     expect(describeProbe('m1', {probed: true, result}, 'use')).to.equal('Probe: up (http up, https down; tls_error on https/ipv4). HTTPS clients are not sent to it while its HTTPS fails.')
     expect(describeProbe('m1', {probed: true, result: {...result, up: false, http_up: false, checks: [{key: 'http/ipv4', ok: false, reason: 'refused'}]} as MirrorRoundResult}, 'use')).to.match(
       /^Probe: down \(http down, https down; refused on http\/ipv4\)\. The mirror is registered but gets no redirects/,

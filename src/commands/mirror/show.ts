@@ -18,7 +18,9 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
     const mirror = publicMirror(await resolveMirror(database.db, this.args.name))
     const summary = probeSummaryJson((await probeSummaries(database.db, [mirror.id])).get(mirror.id), this.mbConfig.select.unprobed)
     const transitions = await recentTransitions(database.db, mirror.id, 10)
-    this.print(`${renderRecord([...mirrorRecord(mirror), ['probe', probeStateText(summary)], ['last_probe', summary.last_probe_at], ['probe_reason', summary.reason]])}\n${renderTransitions(transitions)}`)
+    this.print(
+      `${renderRecord([...mirrorRecord(mirror), ['probe', probeStateText(summary)], ['last_probe', summary.last_probe_at], ['probe_reason', summary.reason]])}\n${renderTransitions(transitions)}`,
+    )
     return {...mirror, probe: {...summary, transitions: transitions.map(transitionJson)}}
   }
 }

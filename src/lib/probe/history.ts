@@ -76,7 +76,9 @@ export async function probeSummaries(db: Kysely<DB>, mirrorIds?: number[]): Prom
       state: probed ? (row.up ? 'up' : 'down') : 'unknown',
       http: schemeState(row.http, row.http_up),
       https: schemeState(row.https, row.https_up),
-      last_probe_at: row.last_at ? new Date(row.last_at) : null, reason: probed ? reason : null})
+      last_probe_at: row.last_at ? new Date(row.last_at) : null,
+      reason: probed ? reason : null,
+    })
   }
   return result
 }

@@ -75,7 +75,7 @@ export function inAny(list: readonly Cidr[], address: IpAddress | undefined): bo
  * ./url.ts picks). True/false from the probes, null when that scheme has not been probed,
  * undefined when the mirror has no such URL.
  */
-export function schemeHealth(m: SelectMirror, https: boolean): boolean | null | undefined {
+function schemeHealth(m: SelectMirror, https: boolean): boolean | null | undefined {
   if (https || m.httpUrl === null) return m.httpsUrl === null ? undefined : m.httpsUp
   return m.httpUp
 }
