@@ -200,6 +200,18 @@ describe(`HTTPS per scheme and unprobed mirrors, through mb mirror add and mb se
     const plain = await request(serve.port, `/${PATH}`, {headers: {'X-Forwarded-For': GB}})
     expect(plain.status).to.equal(302)
     expect(duplicates(plain)).to.deep.equal([`${url['bad.test'].http}${PATH}`, `${url['good.test'].http}${PATH}`].sort())
+
+    // Probes that accept the certificate (--insecure) bring its HTTPS up after ok_threshold (2)
+    // successes; the running server picks that up with its next snapshot refresh.
+    for (let i = 0; i < 2; i++) expect((await mb(['probe', 'bad.test', '--insecure', '--config', config.skip], {env})).code).to.equal(0)
+    expect(await row('bad.test')).to.deep.include({http_up: true, https_up: true})
+    const both = [`${url['bad.test'].https}${PATH}`, `${url['good.test'].https}${PATH}`].sort()
+    let links: string[] = []
+    for (let attempt = 0; attempt < 100 && links.join() !== both.join(); attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      links = duplicates(await request(serve.port, `/${PATH}`, {headers: {'X-Forwarded-For': GB, 'X-Forwarded-Proto': 'https'}}))
+    }
+    expect(links).to.deep.equal(both)
     await serve.stop()
     serve = undefined
 
