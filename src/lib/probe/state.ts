@@ -10,9 +10,9 @@
  * The mirror-level summary `mirror.up` (what selection reads) is: some IPv4 check is up (or,
  * for an IPv6-only mirror, some IPv6 check is up). The same rule over one scheme's checks
  * gives `mirror.http_up` and `mirror.https_up`, so that selection can send HTTPS clients only
- * where HTTPS works; a scheme without checks in the round (no URL for it) is null. `mirror.ipv6` is true when some IPv6
- * check is up, false when the hosts have no IPv6 address or every IPv6 check is down, and
- * unchanged otherwise. A mirror that comes back after being down longer than
+ * where HTTPS works; a scheme without checks in the round (no URL for it) is null.
+ * `mirror.ipv6` is true when some IPv6 check is up, false when the hosts have no IPv6
+ * address or every IPv6 check is down, and unchanged otherwise. A mirror that comes back after being down longer than
  * `rescan_after_seconds` gets `needs_rescan = true` (cleared by a successful scan, in
  * scan/reconcile.ts).
  */
