@@ -7,7 +7,7 @@
  * change is planned, so that changes made side by side do not collide, and it is never
  * reused: a planned change that needed no schema leaves its number unused. The gaps are
  * harmless, since kysely only needs the names to sort in the order they run. Never fill them: a database that has applied 0006 would see a new 0003 as a
- * migration out of order, which kysely refuses. The next migration is 0009.
+ * migration out of order, which kysely refuses. The next migration is 0011.
  */
 import type {Migration} from 'kysely'
 import * as m0001 from './0001_init.js'
@@ -17,6 +17,7 @@ import * as m0006 from './0006_stats.js'
 import * as m0007 from './0007_file_touch_once.js'
 import * as m0008 from './0008_stats_daily_fillfactor.js'
 import * as m0009 from './0009_mirror_maintenance.js'
+import * as m0010 from './0010_probe_scheme.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_init': m0001,
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '0007_file_touch_once': m0007,
   '0008_stats_daily_fillfactor': m0008,
   '0009_mirror_maintenance': m0009,
+  '0010_probe_scheme': m0010,
 }

@@ -119,6 +119,7 @@ describe(`mb mirror (${backend})`, () => {
         'jo@example.gb',
         '--comment',
         'London',
+        '--no-probe',
         '--json',
       ],
       {env},
@@ -126,7 +127,8 @@ describe(`mb mirror (${backend})`, () => {
     expect(gb.code, gb.stderr).to.equal(0)
     expect(gb.stdout).not.to.contain(PASSWORD)
     const m = gb.json()
-    expect(Object.keys(m)).to.deep.equal(KEYS)
+    expect(Object.keys(m)).to.deep.equal([...KEYS, 'probe'])
+    expect(m.probe).to.deep.equal({probed: false, reason: 'not probed (--no-probe)'})
     expect(m).to.deep.include({
       identifier: 'mirror.example.gb',
       enabled: true,
@@ -160,7 +162,7 @@ describe(`mb mirror (${backend})`, () => {
       last_scan_at: null,
     })
 
-    const se = await mb(['mirror', 'add', 'mirror.example.se', '--http-url', 'http://mirror.example.se/', '--country', 'SE', '--disabled'], {env})
+    const se = await mb(['mirror', 'add', 'mirror.example.se', '--http-url', 'http://mirror.example.se/', '--country', 'SE', '--disabled', '--no-probe'], {env})
     expect(se.code, se.stderr).to.equal(0)
     expect(se.stdout).to.match(/^Added mirror mirror\.example\.se \(id \d+\)\./)
     expect(se.stdout).to.match(/^continent: +EU$/m)
@@ -264,9 +266,11 @@ describe(`mb mirror (${backend})`, () => {
   })
 
   it('enables, disables, lists with filters, and removes', async () => {
-    const enable = await mb(['mirror', 'enable', 'mirror.example.se'], {env})
+    const enable = await mb(['mirror', 'enable', 'mirror.example.se', '--no-probe'], {env})
     expect(enable.code, enable.stderr).to.equal(0)
-    expect(enable.stdout.trim()).to.equal('Mirror mirror.example.se enabled.')
+    expect(enable.stdout.trim()).to.equal(
+      'Mirror mirror.example.se enabled.\nNot probed (--no-probe): selection uses it as if it were up (select.unprobed: use) until a probe says otherwise (`mb probe mirror.example.se`).',
+    )
 
     const disable = await mb(['mirror', 'disable', 'mirror.example.g', '--json'], {env})
     expect(disable.code, disable.stderr).to.equal(0)
@@ -290,7 +294,7 @@ describe(`mb mirror (${backend})`, () => {
       'last_probe',
       'probe_reason',
     ])
-    expect(lines.slice(1)).to.deep.equal(['mirror.example.se\tSE\tEU\t100\tyes\tyes\t-\t-\t-\thttp://mirror.example.se/\tunknown\t-\t-'])
+    expect(lines.slice(1)).to.deep.equal(['mirror.example.se\tSE\tEU\t100\tyes\tyes\t-\t-\t-\thttp://mirror.example.se/\tunprobed (used)\t-\t-'])
 
     const disabled = await mb(['mirror', 'list', '--disabled', '--json'], {env})
     expect(disabled.json().map((m: {identifier: string}) => m.identifier)).to.deep.equal(['mirror.example.gb'])

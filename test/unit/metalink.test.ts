@@ -37,6 +37,8 @@ function mirror(id: number, country: string | null, extra: Partial<SelectMirror>
     score: 100,
     enabled: true,
     up: true,
+    httpUp: null,
+    httpsUp: null,
     ipv6: null,
     countryOnly: false,
     regionOnly: false,

@@ -13,7 +13,7 @@ function check(key: string, ok: boolean, reason = ok ? 'ok' : 'timeout'): CheckR
   return {key, protocol, family, address: null, url: 'http://m/x', ok, reason: reason as CheckResult['reason'], httpStatus: ok ? 206 : null, latencyMs: 1, at: T0, size: null}
 }
 
-const fresh: MirrorState = {up: true, ipv6: null, status: {checks: {}}, status_reason: null, status_changed_at: null, needs_rescan: false}
+const fresh: MirrorState = {up: true, http_up: null, https_up: null, ipv6: null, status: {checks: {}}, status_reason: null, status_changed_at: null, needs_rescan: false}
 
 function apply(state: MirrorState, checks: CheckResult[], minutes: number, noIpv6 = false) {
   return nextState(state, checks, {noIpv6}, config, new Date(T0.getTime() + minutes * 60_000))

@@ -1,9 +1,21 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
-import {addMirror, type MirrorInput, type PublicMirror, publicMirror} from '../../lib/mirrors/registry.js'
+import {addMirror, type MirrorInput, type PublicMirror, publicMirror, resolveMirror} from '../../lib/mirrors/registry.js'
 import {IDENTIFIER_RULE} from '../../lib/mirrors/validate.js'
 import {mirrorRecord} from '../../lib/mirrors/render.js'
 import {renderRecord} from '../../lib/output.js'
+import {describeProbe, probeOnce, probeOnceJson} from '../../lib/probe/once.js'
+
+/**
+ * `--[no-]probe` of `mb mirror add` and `mb mirror enable`: one probe of the mirror right
+ * after the change, reported but never failing the command.
+ */
+export const probeFlag = Flags.boolean({
+  description:
+    'probe the mirror once right away and report what it found (default); --no-probe skips it. A failed probe does not fail the command: the mirror is then down. Never probed, it counts as up only under select.unprobed: use',
+  allowNo: true,
+  default: true,
+})
 
 /**
  * The mirror field flags shared by `mb mirror add` and `mb mirror edit`. On edit, an empty
@@ -77,12 +89,15 @@ export function mirrorInputFromFlags(flags: FieldFlags): MirrorInput {
 }
 
 export default class MirrorAdd extends BaseCommand<typeof MirrorAdd> {
-  static override description = 'Register a mirror. A country implies its continent; bad values are refused and nothing is written.'
+  static override description = `Register a mirror. A country implies its continent; bad values are refused and nothing is written.
+
+The new mirror is then probed once (its HTTP and HTTPS base URLs, as \`mb probe\` does) and the result is shown; --no-probe skips that. A mirror that fails the probe is still added, but gets no redirects until probes find it up. A mirror never probed gets redirects only under select.unprobed: use (the default unless a probe loop, serve.probe_interval, is configured).`
   static override examples = [
     '<%= config.bin %> mirror add ftp.example.de --http-url http://ftp.example.de/pub/ --https-url https://ftp.example.de/pub/ --rsync-url rsync://ftp.example.de/pub/ --country DE --asn 3320 --score 150',
     '<%= config.bin %> mirror add mirror.example.nz --https-url https://mirror.example.nz/ --country NZ --lat=-41.29 --lon 174.78 --other-countries AU --region-only',
     '<%= config.bin %> mirror add campus --http-url http://10.1.2.3/mirror/ --prefix 10.0.0.0/8 --force --client-prefix 10.0.0.0/8 --prefix-only --file-maxsize 4G --disabled',
     '<%= config.bin %> mirror add cdn --https-url https://cdn.example.net/ --fallback --json',
+    '<%= config.bin %> mirror add staging.example.org --http-url http://staging.example.org/pub/ --no-probe',
   ]
 
   static override args = {
@@ -92,16 +107,19 @@ export default class MirrorAdd extends BaseCommand<typeof MirrorAdd> {
   static override flags = {
     ...mirrorFieldFlags,
     disabled: Flags.boolean({description: 'register the mirror disabled (enable it later with `mb mirror enable`)'}),
+    probe: probeFlag,
     force: Flags.boolean({
       description: 'store a --prefix shorter than /16 (IPv4) or /32 (IPv6), or in a reserved range (private, loopback, link-local, ...): every client of such a range goes to this mirror first',
     }),
   }
 
-  public async run(): Promise<PublicMirror> {
+  public async run(): Promise<PublicMirror & {probe: ReturnType<typeof probeOnceJson>}> {
     const input = {...mirrorInputFromFlags(this.flags), identifier: this.args.name, enabled: this.flags.disabled ? false : undefined}
     const database = await this.openDb({create: true})
-    const mirror = publicMirror(await addMirror(database.db, input, {force: this.flags.force}))
-    this.print(`Added mirror ${mirror.identifier} (id ${mirror.id}).\n${renderRecord(mirrorRecord(mirror))}`)
-    return mirror
+    const added = await addMirror(database.db, input, {force: this.flags.force})
+    const probe = this.flags.probe ? await probeOnce(database.db, this.mbConfig.probe, added.identifier) : null
+    const mirror = publicMirror(probe?.probed ? await resolveMirror(database.db, added.identifier) : added)
+    this.print(`Added mirror ${mirror.identifier} (id ${mirror.id}).\n${renderRecord(mirrorRecord(mirror))}\n${describeProbe(mirror.identifier, probe, this.mbConfig.select.unprobed)}`)
+    return {...mirror, probe: probeOnceJson(probe)}
   }
 }

@@ -6,7 +6,9 @@ import {renderTable} from '../../lib/output.js'
 import {PROBE_LIST_COLUMNS, probeSummaries, probeSummaryJson, type ProbeSummaryJson} from '../../lib/probe/history.js'
 
 export default class MirrorList extends BaseCommand<typeof MirrorList> {
-  static override description = 'List the registered mirrors: a table on a TTY, tab-separated lines otherwise, or a JSON array with --json'
+  static override description = `List the registered mirrors: a table on a TTY, tab-separated lines otherwise, or a JSON array with --json
+
+The probe column gives the probe state: up, down, or unprobed, with the schemes (http, https) that are down or not probed yet, e.g. "up, https down" (HTTPS clients are not sent there). A mirror or scheme never probed is marked (used) or (skipped), as select.unprobed decides.`
   static override examples = [
     '<%= config.bin %> mirror list',
     '<%= config.bin %> mirror list --country DE --enabled',
@@ -29,7 +31,7 @@ export default class MirrorList extends BaseCommand<typeof MirrorList> {
       database.db,
       listed.map((m) => m.id),
     )
-    const mirrors = listed.map((m) => ({...m, probe: probeSummaryJson(summaries.get(m.id))}))
+    const mirrors = listed.map((m) => ({...m, probe: probeSummaryJson(summaries.get(m.id), this.mbConfig.select.unprobed)}))
     this.print(renderTable(mirrors, [...MIRROR_LIST_COLUMNS, ...PROBE_LIST_COLUMNS]))
     return mirrors
   }

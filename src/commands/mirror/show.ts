@@ -3,7 +3,7 @@ import {BaseCommand} from '../../base-command.js'
 import {type PublicMirror, publicMirror, resolveMirror} from '../../lib/mirrors/registry.js'
 import {mirrorRecord} from '../../lib/mirrors/render.js'
 import {renderRecord} from '../../lib/output.js'
-import {probeSummaries, probeSummaryJson, recentTransitions, renderTransitions, transitionJson, type ProbeSummaryJson} from '../../lib/probe/history.js'
+import {probeStateText, probeSummaries, probeSummaryJson, recentTransitions, renderTransitions, transitionJson, type ProbeSummaryJson} from '../../lib/probe/history.js'
 
 export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
   static override description = 'Show every field of one mirror, including its up/down status and last scan result (passwords redacted)'
@@ -16,9 +16,11 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
   public async run(): Promise<PublicMirror & {probe: ProbeSummaryJson & {transitions: Array<ReturnType<typeof transitionJson>>}}> {
     const database = await this.openDb()
     const mirror = publicMirror(await resolveMirror(database.db, this.args.name))
-    const summary = probeSummaryJson((await probeSummaries(database.db, [mirror.id])).get(mirror.id))
+    const summary = probeSummaryJson((await probeSummaries(database.db, [mirror.id])).get(mirror.id), this.mbConfig.select.unprobed)
     const transitions = await recentTransitions(database.db, mirror.id, 10)
-    this.print(`${renderRecord([...mirrorRecord(mirror), ['last_probe', summary.last_probe_at], ['probe_reason', summary.reason]])}\n${renderTransitions(transitions)}`)
+    this.print(
+      `${renderRecord([...mirrorRecord(mirror), ['probe', probeStateText(summary)], ['last_probe', summary.last_probe_at], ['probe_reason', summary.reason]])}\n${renderTransitions(transitions)}`,
+    )
     return {...mirror, probe: {...summary, transitions: transitions.map(transitionJson)}}
   }
 }

@@ -3,7 +3,7 @@
  * Each area owns its section schema in its own module; this file only assembles them.
  */
 import {z} from 'zod'
-import {SelectConfigSchema} from '../select/config.js'
+import {SelectConfigSchema, unprobedPolicy} from '../select/config.js'
 import {ScanConfigSchema} from '../scan/config.js'
 import {ProbeConfigSchema} from '../probe/config.js'
 import {ServeConfigSchema} from '../serve/config.js'
@@ -34,5 +34,7 @@ export const ConfigSchema = z
     stats: StatsConfigSchema.default({}),
   })
   .strict()
+  // A default that depends on another section: select.unprobed follows serve.probe_interval.
+  .transform((c) => ({...c, select: {...c.select, unprobed: unprobedPolicy(c.select.unprobed, c.serve.probe_interval)}}))
 
 export type Config = z.infer<typeof ConfigSchema>

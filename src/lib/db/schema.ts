@@ -42,6 +42,10 @@ export interface MirrorTable {
   up: ColumnType<boolean, boolean | undefined, boolean>
   /** null = unknown (not probed), true/false once probing has recorded it. */
   ipv6: boolean | null
+  /** Probe summary of the HTTP checks (as `up` is of all); null = HTTP not probed (migration 0010). */
+  http_up: ColumnType<boolean | null, boolean | null | undefined, boolean | null>
+  /** Probe summary of the HTTPS checks; null = HTTPS not probed. Both null: never probed. */
+  https_up: ColumnType<boolean | null, boolean | null | undefined, boolean | null>
   status: ColumnType<Record<string, unknown>, string | undefined, string>
   status_reason: string | null
   status_changed_at: Timestamp | null

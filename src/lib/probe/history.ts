@@ -1,10 +1,11 @@
 /**
  * Reading probe history: recent transitions (for `mb mirror show`), recent checks, and a
- * per-mirror summary (state, last probe time, reason) for `mb mirror list`.
+ * per-mirror summary (state, per-scheme health, last probe time, reason) for `mb mirror list`.
  */
 import {sql, type Kysely} from 'kysely'
 import type {DB} from '../db/schema.js'
 import type {Column} from '../output.js'
+import type {UnprobedPolicy} from '../select/config.js'
 import {parseStatus} from './state.js'
 import {isoSeconds} from '../time.js'
 
@@ -26,10 +27,16 @@ export async function recentTransitions(db: Kysely<DB>, mirrorId: number, limit 
   return rows.map((r) => ({at: new Date(r.at), scope: r.scope, from: r.from_state, to: r.to_state, reason: r.reason}))
 }
 
+/** One scheme's probe health: null when the mirror has no URL for that scheme. */
+export type SchemeState = 'up' | 'down' | 'unprobed' | null
+
 /** A mirror's probe state at a glance. */
 export interface ProbeSummary {
   /** 'up' / 'down' from the summary; 'unknown' when never probed. */
   state: 'up' | 'down' | 'unknown'
+  /** Health of the HTTP and HTTPS base URLs (`mirror.http_up`, `mirror.https_up`). */
+  http: SchemeState
+  https: SchemeState
   /** Time (UTC) of the newest recorded check, or null. */
   last_probe_at: Date | null
   /** `ok`, or the failing reason with its scope, e.g. `tls_error (https/ipv4)`. */
@@ -43,8 +50,18 @@ export interface ProbeSummary {
  */
 export async function probeSummaries(db: Kysely<DB>, mirrorIds?: number[]): Promise<Map<number, ProbeSummary>> {
   if (mirrorIds && mirrorIds.length === 0) return new Map()
-  const rows = await sql<{id: number; up: boolean; status: unknown; status_reason: string | null; last_at: Date | string | null}>`
-    SELECT m.id, m.up, m.status, m.status_reason, p.at AS last_at
+  const rows = await sql<{
+    id: number
+    up: boolean
+    http: boolean
+    https: boolean
+    http_up: boolean | null
+    https_up: boolean | null
+    status: unknown
+    status_reason: string | null
+    last_at: Date | string | null
+  }>`
+    SELECT m.id, m.up, m.http_url IS NOT NULL AS http, m.https_url IS NOT NULL AS https, m.http_up, m.https_up, m.status, m.status_reason, p.at AS last_at
     FROM mirror m
     LEFT JOIN LATERAL (SELECT at FROM mirror_probe WHERE mirror_id = m.id ORDER BY id DESC LIMIT 1) p ON true
     ${mirrorIds ? sql`WHERE m.id = ANY(${mirrorIds}::smallint[])` : sql``}`.execute(db)
@@ -55,26 +72,71 @@ export async function probeSummaries(db: Kysely<DB>, mirrorIds?: number[]): Prom
     const probed = row.last_at !== null || Object.keys(status.checks).length > 0
     let reason = row.status_reason
     if (failing && (reason === null || reason === failing[1].reason)) reason = `${failing[1].reason} (${failing[0]})`
-    result.set(row.id, {state: probed ? (row.up ? 'up' : 'down') : 'unknown', last_probe_at: row.last_at ? new Date(row.last_at) : null, reason: probed ? reason : null})
+    result.set(row.id, {
+      state: probed ? (row.up ? 'up' : 'down') : 'unknown',
+      http: schemeState(row.http, row.http_up),
+      https: schemeState(row.https, row.https_up),
+      last_probe_at: row.last_at ? new Date(row.last_at) : null,
+      reason: probed ? reason : null,
+    })
   }
   return result
+}
+
+function schemeState(hasUrl: boolean, up: boolean | null): SchemeState {
+  if (!hasUrl) return null
+  return up === null ? 'unprobed' : up ? 'up' : 'down'
 }
 
 /** The `--json` shape of a {@link ProbeSummary} (time as ISO 8601 UTC). */
 export interface ProbeSummaryJson {
   state: 'up' | 'down' | 'unknown'
+  http: SchemeState
+  https: SchemeState
+  /**
+   * What selection does with the schemes not probed yet (all of them when `state` is
+   * `unknown`), by `select.unprobed`: `used` (counted as up) or `skipped`; null when every
+   * scheme with a URL has been probed.
+   */
+  unprobed: 'used' | 'skipped' | null
   last_probe_at: string | null
   reason: string | null
 }
 
-/** JSON form of a summary; a missing one is `unknown`. */
-export function probeSummaryJson(summary: ProbeSummary | undefined): ProbeSummaryJson {
-  return {state: summary?.state ?? 'unknown', last_probe_at: summary?.last_probe_at?.toISOString() ?? null, reason: summary?.reason ?? null}
+/**
+ * JSON form of a summary; a missing one is `unknown`.
+ * @param unprobed  the effective `select.unprobed`
+ */
+export function probeSummaryJson(summary: ProbeSummary | undefined, unprobed: UnprobedPolicy): ProbeSummaryJson {
+  const http = summary?.http ?? null
+  const https = summary?.https ?? null
+  const pending = !summary || summary.state === 'unknown' || http === 'unprobed' || https === 'unprobed'
+  return {
+    state: summary?.state ?? 'unknown',
+    http,
+    https,
+    unprobed: pending ? (unprobed === 'skip' ? 'skipped' : 'used') : null,
+    last_probe_at: summary?.last_probe_at?.toISOString() ?? null,
+    reason: summary?.reason ?? null,
+  }
 }
 
-/** Columns that `mb mirror list` appends: probe state, last probe time (UTC), reason. */
+/**
+ * The probe state in a few words for a table cell: `up`, `down`, `unprobed (used)`,
+ * `unprobed (skipped)`, or `up` followed by the schemes that are not up, e.g.
+ * `up, https down` or `up, https unprobed (skipped)`.
+ */
+export function probeStateText(p: ProbeSummaryJson): string {
+  const policy = p.unprobed === null ? '' : ` (${p.unprobed})`
+  if (p.state === 'unknown') return `unprobed${policy}`
+  if (p.state === 'down') return 'down'
+  const notUp = (['http', 'https'] as const).filter((s) => p[s] === 'down' || p[s] === 'unprobed').map((s) => `${s} ${p[s]}${p[s] === 'unprobed' ? policy : ''}`)
+  return ['up', ...notUp].join(', ')
+}
+
+/** Columns that `mb mirror list` appends: probe state (per scheme, and how unprobed ones are treated), last probe time (UTC), reason. */
 export const PROBE_LIST_COLUMNS: Array<Column<{probe: ProbeSummaryJson}>> = [
-  {header: 'probe', get: (m) => m.probe.state},
+  {header: 'probe', get: (m) => probeStateText(m.probe)},
   {header: 'last_probe', get: (m) => (m.probe.last_probe_at ? m.probe.last_probe_at.replace(/\.\d{3}Z$/, 'Z') : null)},
   {header: 'probe_reason', get: (m) => m.probe.reason},
 ]

@@ -26,7 +26,11 @@ export type ProbeRequest =
   | {kind: 'file'; path: string}
   /** A path below the base URL, used as is (`probe.sentinel`). */
   | {kind: 'sentinel'; path: string}
-  /** Nothing known: the base URL itself (weak: an empty server answers 200 on `/`). */
+  /**
+   * Nothing known: the base URL itself (weak: an empty server answers 200 on `/`). A 401 or
+   * 403 answer counts as success here: it is how a server without directory listings answers
+   * for a directory, and it proves the host, port and TLS work (see {@link baseOutcome}).
+   */
   | {kind: 'base'}
 
 /** One check: one protocol over one address family. */
@@ -61,6 +65,16 @@ export interface MirrorProbeResult {
    * IPv6"); null when that cannot be told from resolution alone.
    */
   noIpv6: boolean
+}
+
+/**
+ * A check of the base URL itself (`kind: 'base'`, before any scan found a file) that got
+ * 401 or 403 passes, with a detail saying so: a mirror that forbids directory listings is
+ * reachable, and only a known file can tell more. Other outcomes are returned unchanged.
+ */
+export function baseOutcome(outcome: CheckOutcome): CheckOutcome {
+  if (outcome.ok || (outcome.httpStatus !== 401 && outcome.httpStatus !== 403)) return outcome
+  return {...outcome, ok: true, reason: 'ok', detail: `the base URL answers ${outcome.httpStatus} (no directory listing): reachable; a scanned file makes a stronger check`}
 }
 
 /** The URL a check requests for `request` below `baseUrl`. */
@@ -119,7 +133,8 @@ export async function probeMirror(mirror: ProbeTarget, options: {client: ProbeCl
       jobs.push(
         (async () => {
           const started = new Date()
-          const outcome: CheckOutcome = await options.client.check(url, family, baseUrl)
+          const checked: CheckOutcome = await options.client.check(url, family, baseUrl)
+          const outcome = options.request.kind === 'base' ? baseOutcome(checked) : checked
           return {
             key: `${protocol}/${family}`,
             protocol,

@@ -34,6 +34,9 @@ export interface MirrorRoundResult {
   /** Summary state before and after this round. */
   was_up: boolean
   up: boolean
+  /** The HTTP and HTTPS summaries after this round; null when that scheme was not probed (no URL). */
+  http_up: boolean | null
+  https_up: boolean | null
   ipv6: boolean | null
   reason: string | null
   needs_rescan: boolean
@@ -109,7 +112,7 @@ function transitionJson(t: Transition) {
  */
 export async function probeMirrors(db: Kysely<DB>, config: ProbeConfig, options: ProbeRoundOptions = {}): Promise<ProbeRound> {
   const at = new Date()
-  let query = db.selectFrom('mirror').select(['id', 'identifier', 'http_url', 'https_url', 'base_path', 'enabled', 'up', 'status']).orderBy('identifier')
+  let query = db.selectFrom('mirror').select(['id', 'identifier', 'http_url', 'https_url', 'base_path', 'enabled', 'up', 'http_up', 'https_up', 'status']).orderBy('identifier')
   const names = options.names ?? []
   if (names.length > 0) query = query.where('identifier', 'in', names)
   else if (!options.enable) query = query.where('enabled', '=', true)
@@ -134,6 +137,8 @@ export async function probeMirrors(db: Kysely<DB>, config: ProbeConfig, options:
             reenabled: false,
             was_up: mirror.up,
             up: mirror.up,
+            http_up: mirror.http_up,
+            https_up: mirror.https_up,
             ipv6: null,
             reason: null,
             needs_rescan: false,
@@ -158,6 +163,8 @@ export async function probeMirrors(db: Kysely<DB>, config: ProbeConfig, options:
             reenabled: recorded.reenabled,
             was_up: recorded.wasUp,
             up: recorded.up,
+            http_up: recorded.httpUp,
+            https_up: recorded.httpsUp,
             ipv6: recorded.ipv6,
             reason: recorded.reason,
             needs_rescan: recorded.needsRescan,

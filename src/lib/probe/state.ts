@@ -8,9 +8,11 @@
  * so a mirror in a steady state leaves its row untouched (no snapshot churn in `mb serve`).
  *
  * The mirror-level summary `mirror.up` (what selection reads) is: some IPv4 check is up (or,
- * for an IPv6-only mirror, some IPv6 check is up). `mirror.ipv6` is true when some IPv6
- * check is up, false when the hosts have no IPv6 address or every IPv6 check is down, and
- * unchanged otherwise. A mirror that comes back after being down longer than
+ * for an IPv6-only mirror, some IPv6 check is up). The same rule over one scheme's checks
+ * gives `mirror.http_up` and `mirror.https_up`, so that selection can send HTTPS clients only
+ * where HTTPS works; a scheme without checks in the round (no URL for it) is null.
+ * `mirror.ipv6` is true when some IPv6 check is up, false when the hosts have no IPv6
+ * address or every IPv6 check is down, and unchanged otherwise. A mirror that comes back after being down longer than
  * `rescan_after_seconds` gets `needs_rescan = true` (cleared by a successful scan, in
  * scan/reconcile.ts).
  */
@@ -43,6 +45,10 @@ export interface ProbeStatus {
 /** The mirror fields the state machine reads and writes. */
 export interface MirrorState {
   up: boolean
+  /** Summary of the HTTP checks; null when the last round had none (no http_url, or never probed). */
+  http_up: boolean | null
+  /** Summary of the HTTPS checks; null when the last round had none. */
+  https_up: boolean | null
   ipv6: boolean | null
   status: ProbeStatus
   status_reason: string | null
@@ -115,11 +121,11 @@ export function nextState(
   }
 
   const entries = Object.entries(states)
-  const v4 = entries.filter(([key]) => key.endsWith('/ipv4'))
   const v6 = entries.filter(([key]) => key.endsWith('/ipv6'))
-  let up = previous.up
-  if (v4.length > 0) up = v4.some(([, s]) => s.up)
-  else if (v6.length > 0) up = v6.some(([, s]) => s.up)
+  const up = summaryUp(entries) ?? previous.up
+  const probed = sorted.length > 0
+  const httpUp = probed ? (summaryUp(entries.filter(([key]) => key.startsWith('http/'))) ?? null) : previous.http_up
+  const httpsUp = probed ? (summaryUp(entries.filter(([key]) => key.startsWith('https/'))) ?? null) : previous.https_up
 
   let ipv6 = previous.ipv6
   if (v6.some(([, s]) => s.up)) ipv6 = true
@@ -141,7 +147,19 @@ export function nextState(
   const status: ProbeStatus = {checks: states}
   const probePath = options.probePath ?? previous.status.probe_path
   if (probePath) status.probe_path = probePath
-  return {state: {up, ipv6, status, status_reason: statusReason, status_changed_at: statusChangedAt, needs_rescan: needsRescan}, transitions}
+  return {state: {up, http_up: httpUp, https_up: httpsUp, ipv6, status, status_reason: statusReason, status_changed_at: statusChangedAt, needs_rescan: needsRescan}, transitions}
+}
+
+/**
+ * The summary rule over some protocol/family states: some IPv4 state is up, or, without
+ * IPv4 states, some IPv6 state is up; undefined when there are no states.
+ */
+function summaryUp(entries: Array<[key: string, state: CheckState]>): boolean | undefined {
+  const v4 = entries.filter(([key]) => key.endsWith('/ipv4'))
+  if (v4.length > 0) return v4.some(([, s]) => s.up)
+  const v6 = entries.filter(([key]) => key.endsWith('/ipv6'))
+  if (v6.length > 0) return v6.some(([, s]) => s.up)
+  return undefined
 }
 
 /** Stable JSON (sorted keys) for change detection. */
@@ -162,6 +180,9 @@ export interface RecordedProbe {
   /** The summary before and after this round. */
   wasUp: boolean
   up: boolean
+  /** The per-scheme summaries after this round (null: that scheme was not probed). */
+  httpUp: boolean | null
+  httpsUp: boolean | null
   ipv6: boolean | null
   reason: string | null
   needsRescan: boolean
@@ -185,13 +206,15 @@ export async function recordProbe(db: Kysely<DB>, result: MirrorProbeResult, con
   return db.transaction().execute(async (trx) => {
     const row = await trx
       .selectFrom('mirror')
-      .select(['id', 'identifier', 'up', 'ipv6', 'status', 'status_reason', 'status_changed_at', 'needs_rescan', 'enabled'])
+      .select(['id', 'identifier', 'up', 'http_up', 'https_up', 'ipv6', 'status', 'status_reason', 'status_changed_at', 'needs_rescan', 'enabled'])
       .where('id', '=', result.mirrorId)
       .forUpdate()
       .executeTakeFirst()
     if (!row) return undefined // deleted while probing
     const previous: MirrorState = {
       up: row.up,
+      http_up: row.http_up,
+      https_up: row.https_up,
       ipv6: row.ipv6,
       status: parseStatus(row.status),
       status_reason: row.status_reason,
@@ -204,6 +227,8 @@ export async function recordProbe(db: Kysely<DB>, result: MirrorProbeResult, con
     const changed =
       reenable ||
       state.up !== previous.up ||
+      state.http_up !== previous.http_up ||
+      state.https_up !== previous.https_up ||
       state.ipv6 !== previous.ipv6 ||
       state.status_reason !== previous.status_reason ||
       state.needs_rescan !== previous.needs_rescan ||
@@ -213,6 +238,8 @@ export async function recordProbe(db: Kysely<DB>, result: MirrorProbeResult, con
         .updateTable('mirror')
         .set({
           up: state.up,
+          http_up: state.http_up,
+          https_up: state.https_up,
           ipv6: state.ipv6,
           status: JSON.stringify(state.status),
           status_reason: state.status_reason,
@@ -229,6 +256,8 @@ export async function recordProbe(db: Kysely<DB>, result: MirrorProbeResult, con
       identifier: row.identifier,
       wasUp: previous.up,
       up: state.up,
+      httpUp: state.http_up,
+      httpsUp: state.https_up,
       ipv6: state.ipv6,
       reason: state.status_reason,
       needsRescan: state.needs_rescan,

@@ -11,6 +11,18 @@ import {cidrString, listOf} from '../config/zod.js'
 /** Default origin-only patterns: repository metadata and signatures (matched on basename and full path). */
 export const DEFAULT_ORIGIN_ONLY = ['repomd.xml', 'Release', 'Release.gpg', 'InRelease', 'Packages*', 'Sources*', '*.asc', '*.sig', '*.sha256']
 
+/** The values of `select.unprobed`. */
+export const UNPROBED_POLICIES = ['use', 'skip'] as const
+export type UnprobedPolicy = (typeof UNPROBED_POLICIES)[number]
+
+/**
+ * The effective `select.unprobed`: as set, else `skip` when a probe loop is configured
+ * (`serve.probe_interval` > 0 seconds), else `use`.
+ */
+export function unprobedPolicy(set: UnprobedPolicy | undefined, probeIntervalSeconds: number): UnprobedPolicy {
+  return set ?? (probeIntervalSeconds > 0 ? 'skip' : 'use')
+}
+
 const countryCode = z
   .string()
   .transform((s) => s.trim().toUpperCase())
@@ -55,6 +67,12 @@ export const SelectConfigSchema = z
     distance_floor_km: z.number().min(0).default(100),
     /** A mirror whose last successful scan is older than this many seconds is not used; null = no limit. */
     max_scan_age_seconds: z.number().int().positive().nullable().default(null),
+    /**
+     * A mirror never probed (or a scheme of it not probed yet): `use` counts it as up, `skip`
+     * passes it over with reason `unprobed`. Unset: `skip` when a probe loop is configured
+     * (`serve.probe_interval` > 0), else `use` (resolved by the config schema, ../config/schema.ts).
+     */
+    unprobed: z.enum(UNPROBED_POLICIES).optional(),
     /** How many alternative mirrors to list (Link: rel=duplicate headers, RFC 6249). */
     max_alternatives: z.number().int().min(0).max(100).default(5),
   })

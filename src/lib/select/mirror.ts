@@ -55,6 +55,11 @@ function maintenanceEnd(value: unknown): number | null {
   return ms === null ? null : ms / 1000
 }
 
+/** A nullable boolean column: null (or absent, as in rows from before migration 0010) stays null. */
+function optionalBoolean(value: unknown): boolean | null {
+  return value === null || value === undefined ? null : Boolean(value)
+}
+
 function unixSeconds(value: unknown): number | null {
   const ms = epochMs(value)
   return ms === null ? null : Math.floor(ms / 1000)
@@ -68,6 +73,7 @@ function unixSeconds(value: unknown): number | null {
  * - `prefixes` and `client_prefixes` are parsed into CIDRs.
  * - `country`/`continent` are upper-cased; a missing continent is derived from the country.
  * - `last_scan_ok_at` becomes Unix seconds (UTC); `maintenance_until` too, keeping fractions.
+ * - `http_up` / `https_up` / `ipv6` stay null when unknown (not probed).
  * - The result is frozen: a `MirrorTable` compiles per-mirror data when it is built, so a
  *   changed mirror must be a new object in a new table (compile the row again).
  *
@@ -98,7 +104,9 @@ export function compileMirror(row: MirrorRow): SelectMirror {
     score: num(row.score) ?? 0,
     enabled: Boolean(row.enabled),
     up: row.up !== false,
-    ipv6: row.ipv6 === null || row.ipv6 === undefined ? null : Boolean(row.ipv6),
+    httpUp: optionalBoolean(row.http_up),
+    httpsUp: optionalBoolean(row.https_up),
+    ipv6: optionalBoolean(row.ipv6),
     countryOnly: Boolean(row.country_only),
     regionOnly: Boolean(row.region_only),
     asOnly: Boolean(row.as_only),

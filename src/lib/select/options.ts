@@ -32,6 +32,8 @@ export interface SelectOptions {
   distanceFloorKm: number
   /** Null = scans never get too old. */
   maxScanAgeSeconds: number | null
+  /** Mirrors (or a mirror's scheme) never probed: `use` counts them as up, `skip` passes them over (`unprobed`). */
+  unprobed: 'use' | 'skip'
   /** Alternatives to list in Link headers / mirror lists (the caller applies it). */
   maxAlternatives: number
   /** The clock for scan ages, Unix seconds (UTC); tests set it. Default: wall clock. */
@@ -87,5 +89,6 @@ export function compileSelectOptions(config: Partial<SelectConfig> = {}): Select
     distanceFloorKm: c.distance_floor_km,
     maxScanAgeSeconds: c.max_scan_age_seconds,
     maxAlternatives: c.max_alternatives,
+    unprobed: c.unprobed ?? 'use',
   }
 }

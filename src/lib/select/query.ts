@@ -31,6 +31,8 @@ export interface Query extends SchemeFacts {
    */
   now: number
   maxScanAge: number | null
+  /** `select.unprobed` is `skip`: a scheme not probed yet does not count as up. */
+  skipUnprobed: boolean
   /** `held[id] === generation` when the file's mirror set lists mirror `id` (the table's marks). */
   held: Uint32Array
   generation: number
@@ -64,6 +66,7 @@ export function emptyQuery(): Query {
     asn: undefined,
     now: 0,
     maxScanAge: null,
+    skipUnprobed: false,
     held: none,
     generation: 0,
     schemeBit: 1,
@@ -101,6 +104,7 @@ export function buildQuery(table: MirrorTable, client: ClientInfo, address: IpAd
   q.asn = client.asn
   q.now = explain || table.hasRequestRules(options) ? (options.now ? options.now() : Date.now() / 1000) : Number.NaN
   q.maxScanAge = options.maxScanAgeSeconds
+  q.skipUnprobed = options.unprobed === 'skip'
   q.held = table.held
   q.generation = table.nextGeneration()
   q.schemeBit = 1 << ((q.https ? 1 : 0) | (q.v6 ? 2 : 0))

@@ -69,6 +69,22 @@ export function inAny(list: readonly Cidr[], address: IpAddress | undefined): bo
   return false
 }
 
+/**
+ * The probe health of the scheme a client would be sent over: HTTPS clients get the
+ * `https_url`, HTTP clients the `http_url`, else the `https_url` (as `mirrorBase()` in
+ * ./url.ts picks). True/false from the probes, null when that scheme has not been probed,
+ * undefined when the mirror has no such URL.
+ */
+function schemeHealth(m: SelectMirror, https: boolean): boolean | null | undefined {
+  if (https || m.httpUrl === null) return m.httpsUrl === null ? undefined : m.httpsUp
+  return m.httpUp
+}
+
+/** The name of the scheme a client would be sent over (see {@link schemeHealth}). */
+function schemeName(m: SelectMirror, https: boolean): 'HTTP' | 'HTTPS' {
+  return https || m.httpUrl === null ? 'HTTPS' : 'HTTP'
+}
+
 /** The eligibility rules, in the order they are checked (docs/selection.md, "Which mirrors are eligible"). */
 export const ELIGIBILITY_RULES = [
   {reason: 'disabled', needs: 'mirror', excludes: (m) => !m.enabled, detail: () => 'disabled by the operator (`mb mirror enable` turns it back on)'},
@@ -121,6 +137,26 @@ export const ELIGIBILITY_RULES = [
   {reason: 'needs_rescan', needs: 'mirror', excludes: (m) => m.needsRescan, detail: () => 'was down; needs a fresh scan before it is used again'},
   {reason: 'no_https', needs: 'scheme', excludes: (m, q) => q.https && m.httpsUrl === null, detail: () => 'HTTPS client and the mirror has no https_url'},
   {reason: 'no_http', needs: 'scheme', excludes: (m, q) => !q.https && m.httpUrl === null && m.httpsUrl === null, detail: () => 'the mirror has no http_url or https_url'},
+  {
+    reason: 'scheme_down',
+    needs: 'scheme',
+    excludes: (m, q) => schemeHealth(m, q.https) === false,
+    detail: (m, q) => {
+      const scheme = schemeName(m, q.https)
+      const other = scheme === 'HTTPS' ? m.httpUp : m.httpsUp
+      return `${q.https ? 'HTTPS' : 'HTTP'} client and the mirror's ${scheme} failed its probes${other ? ` (its ${scheme === 'HTTPS' ? 'HTTP' : 'HTTPS'} works)` : ''}; \`mb probe ${m.identifier}\` shows why`
+    },
+  },
+  {
+    reason: 'unprobed',
+    needs: 'request',
+    appliesTo: (m, options) => options.unprobed === 'skip' && (m.httpUp === null || m.httpsUp === null),
+    excludes: (m, q) => q.skipUnprobed && schemeHealth(m, q.https) === null,
+    detail: (m, q) =>
+      m.httpUp === null && m.httpsUp === null
+        ? `never probed, and select.unprobed is skip (\`mb probe ${m.identifier}\` probes it)`
+        : `its ${schemeName(m, q.https)} was not probed yet, and select.unprobed is skip (\`mb probe ${m.identifier}\` probes it)`,
+  },
   {reason: 'no_ipv6', needs: 'scheme', excludes: (m, q) => q.v6 && m.ipv6 === false, detail: () => 'IPv6 client and probing found no IPv6 on the mirror'},
   {
     reason: 'client_not_allowed',

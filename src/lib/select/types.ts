@@ -69,6 +69,12 @@ export interface SelectMirror {
   score: number
   enabled: boolean
   up: boolean
+  /**
+   * Probe health of the HTTP and HTTPS base URLs (`mirror.http_up`, `mirror.https_up`): null
+   * until that scheme has been probed. Both null: the mirror has never been probed.
+   */
+  httpUp: boolean | null
+  httpsUp: boolean | null
   /** null until probing has recorded whether the mirror serves IPv6. */
   ipv6: boolean | null
   countryOnly: boolean
