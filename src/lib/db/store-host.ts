@@ -6,6 +6,8 @@
  * `mb serve`), and this process's own queries queue with everybody else's, each transaction
  * whole (`session-server.ts`).
  */
+import {createRequire} from 'node:module'
+import {pathToFileURL} from 'node:url'
 import {Worker} from 'node:worker_threads'
 import {type ErrorCode, MbError} from '../errors.js'
 import {openSharedPglite} from './postgres.js'
@@ -17,9 +19,15 @@ type WorkerMessage = {type: 'ready'} | {type: 'shared'; owner: number} | {type: 
 /** Connections this process keeps to its own store: a probe round holds one as its session. */
 const OWN_POOL_SIZE = 4
 
-/** The worker's module: the compiled `.js` beside this one, or the `.ts` when run from source. */
-function workerUrl(): URL {
-  return new URL(import.meta.url.endsWith('.ts') ? './store-worker.ts' : './store-worker.js', import.meta.url)
+/**
+ * Starts the worker on its module: the compiled `.js` beside this one, or, when run from source
+ * (the tests, `bin/dev.js`), the `.ts` through tsx's loader.
+ */
+function startWorker(workerData: StoreWorkerData): Worker {
+  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./store-worker.js', import.meta.url), {workerData})
+  const tsx = JSON.stringify(pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href)
+  const url = JSON.stringify(new URL('./store-worker.ts', import.meta.url).href)
+  return new Worker(`import(${tsx}).then((tsx) => { tsx.register(); return import(${url}) })`, {eval: true, workerData})
 }
 
 /** The worker's first message; a worker that dies first rejects. */
@@ -55,8 +63,7 @@ async function stopWorker(worker: Worker): Promise<void> {
  */
 export async function hostPglite(dataDir: string, lockWaitSeconds: number, schema: StoreWorkerData['schema']): Promise<Database> {
   if (!dataDir) throw new MbError('No database configured: set MB_DATABASE_URL for PostgreSQL or MB_DATA_DIR for the embedded store.', {code: 'DB_UNCONFIGURED'})
-  const data: StoreWorkerData = {dataDir, lockWaitSeconds, schema}
-  const worker = new Worker(workerUrl(), {workerData: data})
+  const worker = startWorker({dataDir, lockWaitSeconds, schema})
   const first = await firstMessage(worker)
   if (first.type === 'failed') throw new MbError(first.message, {code: first.code})
   if (first.type === 'shared') {
