@@ -9,7 +9,7 @@ import {lockDataDir} from '../../src/lib/db/lock-file.js'
 
 const [dataDir, holdMs, waitSeconds, log] = process.argv.slice(2)
 try {
-  const lock = await lockDataDir(dataDir, Number(waitSeconds), () => undefined)
+  const lock = await lockDataDir<never>(dataDir, Number(waitSeconds), () => undefined)
   appendFileSync(log, `acquire ${process.pid} ${performance.timeOrigin + performance.now()}\n`)
   process.stdout.write('OWNER\n')
   await new Promise((r) => setTimeout(r, Number(holdMs) || 2 ** 31 - 1))

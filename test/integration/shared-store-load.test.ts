@@ -114,7 +114,10 @@ suite(`scans beside a loaded mb serve on the embedded store (PGlite only; skippe
         database.db,
         Array.from({length: FILES}, (_, i) => ({path: name(i), size: SIZE, mtime: MTIME})),
       )
-      await database.db.updateTable('file').set({mirrors: [1]}).execute()
+      await database.db
+        .updateTable('file')
+        .set({mirrors: [1]})
+        .execute()
     } finally {
       await database.close()
     }

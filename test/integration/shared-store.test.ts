@@ -76,7 +76,7 @@ suite('embedded store shared through its socket (PGlite only; skipped with MB_TE
     )
     results.forEach((out, k) => {
       expect(out).to.have.length(60)
-      out.forEach((v, i) => expect(v).to.equal(Array.from({length: k + 1}, (_, j) => `${k}.${i}.${j}`).join('|')))
+      expect(out).to.deep.equal(Array.from({length: 60}, (_, i) => Array.from({length: k + 1}, (_, j) => `${k}.${i}.${j}`).join('|')))
     })
   })
 

@@ -21,7 +21,7 @@ import {randomBytes} from 'node:crypto'
 import {MbError} from '../errors.js'
 
 /** The lock's name inside the data directory. */
-export const LOCK_NAME = 'mb.lock'
+const LOCK_NAME = 'mb.lock'
 
 /** A process identity that survives pid reuse: its pid and start time (0 when unknown). */
 interface Claimant {

@@ -32,7 +32,7 @@ import {createServer, type Server, type Socket} from 'node:net'
 import type {PGlite} from '@electric-sql/pglite'
 
 /** How long a client may hold the session without sending anything, in seconds. */
-export const HOLD_IDLE_SECONDS = 60
+const HOLD_IDLE_SECONDS = 60
 
 const PROTOCOL_3 = 196_608
 const SSL_REQUEST = 80_877_103
