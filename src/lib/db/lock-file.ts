@@ -147,8 +147,11 @@ export async function lockDataDir<T>(dataDir: string, waitSeconds: number, onHel
     try {
       attempt = tryClaim(lockPath)
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code
-      if (code === 'ENOENT') continue // the directory went away between mkdir and the claim
+      // ENOENT: the directory went away between mkdir and the claim; try again while time is left.
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT' && Date.now() <= deadline) {
+        await sleep(10)
+        continue
+      }
       throw new MbError(`Cannot lock the embedded store at ${dataDir}: ${(error as Error).message}`, {code: 'DB_LOCK', cause: error})
     }
     if (typeof attempt === 'function') return attempt
