@@ -11,7 +11,12 @@ import {sql} from 'kysely'
 import pg from 'pg'
 import {type Database, openDatabase} from '../../src/lib/db/index.js'
 import {BackendScanner} from '../../src/lib/db/session-server.js'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {mkdtempSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {mb} from '../helpers/cli.js'
+import {backend, createTestDatabase, seedOneMirror, type TestDatabase} from '../helpers/db.js'
+import {startServe} from '../helpers/serve-process.js'
 
 function message(type: string, body: Buffer): Buffer {
   const head = Buffer.alloc(5)
@@ -145,5 +150,28 @@ suite('embedded store shared through its socket (PGlite only; skipped with MB_TE
     } finally {
       await subscription.close()
     }
+  })
+})
+
+suite('mb serve on the embedded store: its own probes, flushes and refreshes through the socket (PGlite only; skipped with MB_TEST_DATABASE_URL)', function () {
+  this.timeout(180_000)
+  it('probe rounds (which hold a session of their own) run beside refreshes, and a CLI write beside them lands', async () => {
+    const tdb = await createTestDatabase()
+    const root = mkdtempSync(join(tmpdir(), 'mb-shared-serve-'))
+    await seedOneMirror(tdb, {path: 'a.iso', size: 10_000, mtime: 1})
+    const serve = await startServe(['--root', root, '--probe-interval', '1', '--stats-flush-interval', '1'], tdb.env)
+    try {
+      for (let i = 0; i < 100 && (serve.output().match(/probe round done/g) ?? []).length < 3; i++) await new Promise((r) => setTimeout(r, 100))
+      expect((serve.output().match(/probe round done/g) ?? []).length).to.be.at.least(3)
+      const edited = await mb(['mirror', 'edit', 'm.example', '--comment', 'through the socket', '--json'], {env: tdb.env})
+      expect(edited.code, edited.stderr).to.equal(0)
+      const shown = await mb(['mirror', 'show', 'm.example', '--json'], {env: tdb.env})
+      expect(shown.stdout).to.contain('through the socket')
+    } finally {
+      await serve.stop()
+      rmSync(root, {recursive: true, force: true})
+      await tdb.drop()
+    }
+    expect(serve.output()).not.to.match(/probe round failed|shutdown step failed/)
   })
 })
