@@ -333,8 +333,8 @@ export class SessionServer {
       })
     } catch (error) {
       this.options.onError?.(error as Error)
+      this.drop(c) // the loop then cleans up after it, as after any departed holder
       c.socket.destroy()
-      c.closed = true
       return undefined
     }
     if (message.listen) c.channels.add(message.listen)
