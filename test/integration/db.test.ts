@@ -3,7 +3,7 @@ import type {AddressInfo} from 'node:net'
 import {expect} from 'chai'
 import {sql} from 'kysely'
 import pg from 'pg'
-import type {Database} from '../../src/lib/db/index.js'
+import {type Database, openDatabase} from '../../src/lib/db/index.js'
 import {PROBE_LOCK, scanLock} from '../../src/lib/db/locks.js'
 import {upsertOriginFiles} from '../../src/lib/origin/index.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
@@ -209,9 +209,8 @@ if (backend === 'pglite')
     after(async () => tdb?.drop())
 
     it("lets another mb process read and write through the holder's socket", async () => {
-      const holder = await tdb.open()
+      const holder = await openDatabase({dataDir: tdb.dataDir, share: true})
       try {
-        await holder.share()
         const added = await mb(['mirror', 'add', 'shared.example.org', '--http-url', 'http://shared.example.org/pub/', '--country', 'de', '--json'], {env: tdb.env})
         expect(added.code, added.stderr).to.equal(0)
         const status = await mb(['db', 'status', '--json'], {env: tdb.env})
@@ -228,9 +227,8 @@ if (backend === 'pglite')
       const listing = JSON.stringify([{name: 'a.iso', type: 'file', mtime: 'Fri, 02 Jan 2026 03:04:05 GMT', size: 100}])
       const server = createServer((_req, res) => res.writeHead(200, {'content-type': 'application/json'}).end(listing))
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-      const holder = await tdb.open()
+      const holder = await openDatabase({dataDir: tdb.dataDir, share: true})
       try {
-        await holder.share()
         await upsertOriginFiles(holder.db, [{path: 'a.iso', size: 100, mtime: Date.UTC(2026, 0, 2, 3, 4, 5) / 1000}])
         const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`
         expect((await mb(['mirror', 'add', 'scan.example.org', '--http-url', url, '--json'], {env: tdb.env})).code).to.equal(0)

@@ -1,9 +1,9 @@
 /**
  * Opening a store: PostgreSQL (`MB_DATABASE_URL`, `postgres.ts`), or the embedded PGlite store
  * in a data directory (the zero-setup default, `pglite.ts`), or a client of an embedded store
- * that a running `mb serve` shares. All speak the same SQL and use the same migrations; int8
- * values come back as JS numbers from each. What differs between them sits behind
- * {@link Database} (`store.ts`).
+ * that a running `mb serve` shares (`store-host.ts`). All speak the same SQL and use the same
+ * migrations; int8 values come back as JS numbers from each. What differs between them sits
+ * behind {@link Database} (`store.ts`).
  */
 import {resolve} from 'node:path'
 import {MbError} from '../errors.js'
@@ -11,9 +11,13 @@ import {redact} from '../redact.js'
 import {migrateToLatest, pendingMigrations} from './migrate.js'
 import {openPglite} from './pglite.js'
 import {openPostgres} from './postgres.js'
+import {hostPglite} from './store-host.js'
 import type {Database} from './store.js'
 
 export type {Database, ReadView, Subscription} from './store.js'
+
+/** What to do with pending migrations; see {@link OpenOptions.schema}. */
+export type SchemaMode = 'check' | 'auto' | 'none'
 
 export interface OpenOptions {
   /** postgres:// URL; when absent, PGlite in `dataDir` is used. */
@@ -33,11 +37,19 @@ export interface OpenOptions {
    * What to do with pending migrations: `check` refuses to run (PostgreSQL default),
    * `auto` applies them (embedded default), `none` skips the check (for `mb db` itself).
    */
-  schema?: 'check' | 'auto' | 'none'
+  schema?: SchemaMode
   /** Max pool size for PostgreSQL (default 10). */
   poolSize?: number
   /** How long to wait for another process holding the embedded store, in seconds (default 30). */
   lockWaitSeconds?: number
+  /**
+   * Embedded store only: share it with other `mb` processes (`mb serve` does, so that
+   * `mb mirror disable`, `mb scan` and friends keep working beside it). The store then runs
+   * on a worker thread of this process, behind a socket in the data directory, and this
+   * process uses it through that socket like every other one: a scan never stalls this
+   * thread, and each client has the store to itself for a whole transaction.
+   */
+  share?: boolean
 }
 
 /**
@@ -47,26 +59,35 @@ export interface OpenOptions {
  *         is outdated and `schema` is `check`.
  */
 export async function openDatabase(options: OpenOptions): Promise<Database> {
+  const dataDir = options.dataDir ? resolve(options.dataDir) : ''
+  const pglite = {lockWaitSeconds: options.lockWaitSeconds ?? 30, create: options.create, socketGroup: options.socketGroup}
   const database = options.url
     ? await openPostgres(options.url, redact(options.url), options.poolSize ?? 10)
-    : await openPglite(options.dataDir ? resolve(options.dataDir) : '', {lockWaitSeconds: options.lockWaitSeconds ?? 30, create: options.create, socketGroup: options.socketGroup})
+    : options.share
+      ? await hostPglite(dataDir, pglite, options.schema ?? 'auto')
+      : await openPglite(dataDir, pglite)
   try {
-    const mode = options.schema ?? (database.backend === 'pglite' ? 'auto' : 'check')
-    if (mode !== 'none') {
-      const pending = await pendingMigrations(database.db)
-      if (pending.length > 0) {
-        if (mode === 'auto') {
-          await migrateToLatest(database.db)
-        } else {
-          throw new MbError(`The database schema at ${database.location} is outdated (${pending.length} pending migration(s): ${pending.join(', ')}). Run \`mb db migrate\` first.`, {
-            code: 'SCHEMA_OUTDATED',
-          })
-        }
-      }
-    }
+    await prepareSchema(database, options.schema ?? (database.backend === 'pglite' ? 'auto' : 'check'))
   } catch (error) {
     await database.close()
     throw error
   }
   return database
+}
+
+/**
+ * Applies or checks pending migrations on `database` as `mode` says.
+ * @throws MbError SCHEMA_OUTDATED in `check` mode with migrations pending; what a migration throws
+ */
+export async function prepareSchema(database: Database, mode: SchemaMode): Promise<void> {
+  if (mode === 'none') return
+  const pending = await pendingMigrations(database.db)
+  if (pending.length === 0) return
+  if (mode === 'auto') {
+    await migrateToLatest(database.db)
+    return
+  }
+  throw new MbError(`The database schema at ${database.location} is outdated (${pending.length} pending migration(s): ${pending.join(', ')}). Run \`mb db migrate\` first.`, {
+    code: 'SCHEMA_OUTDATED',
+  })
 }

@@ -16,39 +16,16 @@
 import {closeSync, fchmodSync, linkSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync} from 'node:fs'
 import {join} from 'node:path'
 import {MbError} from '../errors.js'
+import {processStartTime} from './lock-file.js'
 import type {Lock} from './locks.js'
 import type {Session} from './store.js'
 
 /** The directory of the lock files inside a data directory. */
 export const LOCKS_DIR = 'locks'
 
-/**
- * Start time of process `pid` in clock ticks since boot (/proc/PID/stat field 22), or
- * undefined when there is no such process (or no /proc). The command name (field 2) may hold
- * spaces and parentheses, so fields are counted after its last `)`.
- */
-export function processStartTime(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
-  } catch {
-    return undefined
-  }
-}
-
-/** Whether a signal could reach `pid`: it exists (EPERM: it exists, under another user). */
-function pidExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
 /** The content of this process's lock files: `PID START_TIME\n`. */
 function ownStamp(): string {
-  return `${process.pid} ${processStartTime(process.pid) ?? '?'}\n`
+  return `${process.pid} ${processStartTime(process.pid) ?? '0'}\n`
 }
 
 /**
@@ -59,9 +36,9 @@ function stampAlive(stamp: string): boolean {
   const match = /^(\d+) (\d+|\?)\n$/.exec(stamp)
   if (!match) return true
   const pid = Number(match[1])
-  if (!pidExists(pid)) return false
   const started = processStartTime(pid)
-  return match[2] === '?' || started === undefined || started === match[2]
+  if (started === undefined) return false
+  return match[2] === '?' || match[2] === '0' || started === '0' || started === match[2]
 }
 
 function readOrUndefined(path: string): string | undefined {

@@ -3,16 +3,17 @@
  * file `mb.lock`). The store is a single PostgreSQL session, so a "session" is the whole
  * store, named locks are lock files in the data directory (`lock-files.ts`), and LISTEN goes
  * through PGlite's `listen()`.
- * While the owner shares it (`mb serve`), other processes connect through its socket
- * (`openSharedPglite` in `postgres.ts`).
+ * To share it (`mb serve`), a process owns it on a worker thread that serves its socket
+ * (`store-host.ts`, `session-server.ts`); every process, that one included, then connects
+ * through the socket (`openSharedPglite` in `postgres.ts`).
  */
-import {closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, unlinkSync, writeSync} from 'node:fs'
+import {existsSync} from 'node:fs'
 import {join} from 'node:path'
-import {setTimeout as sleep} from 'node:timers/promises'
 import type {PGlite, Transaction} from '@electric-sql/pglite'
 import {Kysely} from 'kysely'
 import {MbError} from '../errors.js'
-import {createDataDir, groupId, protectDataDir, protectSocket, storeExists, storeNotFound} from './data-dir.js'
+import {createDataDir, groupId, protectDataDir, storeExists, storeNotFound} from './data-dir.js'
+import {lockDataDir} from './lock-file.js'
 import {fileLocks} from './lock-files.js'
 import {INT8, int8ToNumber, openSharedPglite} from './postgres.js'
 import type {DB} from './schema.js'
@@ -22,64 +23,7 @@ import {type Database, type ReadView, runInSequence, type Session} from './store
  * Name of the socket file that a sharing embedded store listens on, inside its data
  * directory. It follows PostgreSQL's own naming, so `psql -h DATA_DIR` connects too.
  */
-const SHARED_SOCKET_NAME = '.s.PGSQL.5432'
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
-/**
- * Takes the embedded store's lock file (`mb.lock`, holding the owner's pid). PGlite allows
- * one process per data directory; a second opener waits up to `waitSeconds`, then fails.
- */
-async function lockDataDir(dataDir: string, waitSeconds: number): Promise<(() => void) | {sharedBy: number}> {
-  mkdirSync(dataDir, {recursive: true})
-  const lockPath = join(dataDir, 'mb.lock')
-  const deadline = Date.now() + waitSeconds * 1000
-  for (;;) {
-    try {
-      const fd = openSync(lockPath, 'wx')
-      writeSync(fd, String(process.pid))
-      closeSync(fd)
-      return () => {
-        try {
-          if (readFileSync(lockPath, 'utf8') === String(process.pid)) unlinkSync(lockPath)
-        } catch {
-          /* already gone */
-        }
-      }
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new MbError(`Cannot lock the embedded store at ${dataDir}: ${(error as Error).message}`, {code: 'DB_LOCK', cause: error})
-    }
-    let owner = Number.NaN
-    try {
-      owner = Number.parseInt(readFileSync(lockPath, 'utf8'), 10)
-    } catch {
-      /* vanished between open and read: retry */
-    }
-    if (Number.isFinite(owner) && (owner === process.pid || !pidAlive(owner))) {
-      try {
-        unlinkSync(lockPath)
-      } catch {
-        /* someone else removed it */
-      }
-      continue
-    }
-    if (Number.isFinite(owner) && existsSync(join(dataDir, SHARED_SOCKET_NAME))) return {sharedBy: owner}
-    if (Date.now() > deadline) {
-      throw new MbError(
-        `The embedded store at ${dataDir} is in use by process ${owner} (for example a running \`mb serve\`). Wait for it to finish or stop it, or use PostgreSQL (MB_DATABASE_URL) to run several mb processes at once.`,
-        {code: 'DB_BUSY'},
-      )
-    }
-    await sleep(100)
-  }
-}
+export const SHARED_SOCKET_NAME = '.s.PGSQL.5432'
 
 /** The {@link ReadView} over PGlite transaction `t`. */
 function readView(t: Transaction): ReadView {
@@ -95,8 +39,6 @@ function pgliteStore(pglite: PGlite, db: Kysely<DB>, dataDir: string, release: (
   const withLock = fileLocks(dataDir, {mode: gid === undefined ? 0o600 : 0o640})
   const session: Session = {db, transaction: (fn) => db.transaction().execute(fn), withLock}
   let closed = false
-  let server: import('@electric-sql/pglite-socket').PGLiteSocketServer | undefined
-  const socketPath = join(dataDir, SHARED_SOCKET_NAME)
   return {
     db,
     backend: 'pglite',
@@ -112,20 +54,10 @@ function pgliteStore(pglite: PGlite, db: Kysely<DB>, dataDir: string, release: (
       const unlisten = await pglite.listen(channel, () => onNotify())
       return {renew: async () => {}, close: unlisten}
     },
-    async share() {
-      if (server || closed) return
-      const {PGLiteSocketServer} = await import('@electric-sql/pglite-socket')
-      rmSync(socketPath, {force: true})
-      server = new PGLiteSocketServer({db: pglite, path: socketPath, maxConnections: 16})
-      await server.start()
-      protectSocket(dataDir, socketPath, gid)
-    },
     async close() {
       if (closed) return
       closed = true
       try {
-        if (server) await server.stop().catch(() => {})
-        rmSync(socketPath, {force: true})
         await db.destroy()
       } finally {
         release()
@@ -134,7 +66,7 @@ function pgliteStore(pglite: PGlite, db: Kysely<DB>, dataDir: string, release: (
   }
 }
 
-/** How {@link openPglite} may treat the data directory. */
+/** How the embedded store in a data directory may be opened. */
 export interface PgliteOpenOptions {
   /** How long to wait for a holder that does not share the store, in seconds. */
   lockWaitSeconds: number
@@ -146,15 +78,26 @@ export interface PgliteOpenOptions {
 
 /**
  * Opens the embedded store in `dataDir` (an absolute path), or, when another live process
- * holds it and shares it, connects through that process's socket. A missing store is created
- * only with `options.create`; it is then private to its owner whatever the umask
- * (`data-dir.ts`).
+ * holds it and shares it, connects through that process's socket.
+ * @throws as {@link ownPglite}
+ */
+export async function openPglite(dataDir: string, options: PgliteOpenOptions): Promise<Database> {
+  const opened = await ownPglite(dataDir, options)
+  return 'sharedBy' in opened ? openSharedPglite(dataDir, opened.sharedBy, {gid: opened.gid}) : opened.database
+}
+
+/**
+ * Opens the embedded store in `dataDir` as its owner: the store and the PGlite instance under
+ * it, for the socket server (`session-server.ts`) to share. When another live process holds
+ * the store and shares it, reports that process instead. A missing store is created only with
+ * `options.create`; it is then private to its owner whatever the umask (`data-dir.ts`: the
+ * modes apply to the calling thread, so this runs on the thread that writes the store).
  * @throws MbError DB_UNCONFIGURED without a data directory, STORE_NOT_FOUND when there is no
  *         store and `create` is not set (nothing is created), DB_BUSY when another process
  *         holds it, DB_LOCK / DB_OPEN_FAILED when the directory or PGlite cannot be used;
  *         UsageError CONFIG_INVALID for an unknown socket group
  */
-export async function openPglite(dataDir: string, options: PgliteOpenOptions): Promise<Database> {
+export async function ownPglite(dataDir: string, options: PgliteOpenOptions): Promise<{database: Database; pglite: PGlite; gid?: number} | {sharedBy: number; gid?: number}> {
   if (!dataDir) {
     throw new MbError(
       'No embedded store directory: none is configured, and the default ($XDG_DATA_HOME/mb or $HOME/.local/share/mb) cannot be derived because HOME and XDG_DATA_HOME are unset or not absolute paths. Set MB_DATA_DIR (or --data-dir, or data_dir: in the config file) to the store directory, or MB_DATABASE_URL for PostgreSQL.',
@@ -165,8 +108,8 @@ export async function openPglite(dataDir: string, options: PgliteOpenOptions): P
   if (fresh && !options.create) throw storeNotFound(dataDir)
   const gid = options.socketGroup === undefined ? undefined : groupId(options.socketGroup)
   if (fresh) createDataDir(dataDir)
-  const lock = await lockDataDir(dataDir, options.lockWaitSeconds)
-  if (typeof lock !== 'function') return openSharedPglite(dataDir, lock.sharedBy, gid)
+  const lock = await lockDataDir(dataDir, options.lockWaitSeconds, (owner) => (existsSync(join(dataDir, SHARED_SOCKET_NAME)) ? {sharedBy: owner, gid} : undefined))
+  if (typeof lock !== 'function') return lock
   let pglite: PGlite
   try {
     protectDataDir(dataDir, gid)
@@ -174,9 +117,8 @@ export async function openPglite(dataDir: string, options: PgliteOpenOptions): P
     pglite = await PGlite.create(dataDir, {parsers: {[INT8]: int8ToNumber}})
   } catch (error) {
     lock()
-    if (error instanceof MbError) throw error
     throw new MbError(`Cannot open the embedded store at ${dataDir}: ${(error as Error).message}`, {code: 'DB_OPEN_FAILED', cause: error})
   }
   const {PGliteDialect} = await import('kysely-pglite-dialect')
-  return pgliteStore(pglite, new Kysely<DB>({dialect: new PGliteDialect(pglite)}), dataDir, lock, gid)
+  return {database: pgliteStore(pglite, new Kysely<DB>({dialect: new PGliteDialect(pglite)}), dataDir, lock, gid), pglite, gid}
 }

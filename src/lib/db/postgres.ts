@@ -1,8 +1,8 @@
 /**
  * The stores reached over the PostgreSQL wire protocol through a `pg` pool: a PostgreSQL server
  * (`postgres`), or another process's embedded store through its Unix socket (`pglite-shared`).
- * The second has one connection and a single PGlite session behind it, so it reads without
- * helper connections and does not LISTEN.
+ * The second has a single PGlite session behind it, which its socket hands to one connection
+ * per transaction, so it reads without helper connections.
  */
 import {Kysely, type PostgresPool, PostgresDialect} from 'kysely'
 import pg from 'pg'
@@ -129,14 +129,14 @@ class Listener implements Subscription {
   private closed = false
 
   constructor(
-    private readonly url: string,
+    private readonly connection: pg.ClientConfig,
     private readonly channel: string,
     private readonly onNotify: () => void,
   ) {}
 
   async renew(): Promise<void> {
     if (this.client || this.closed || Date.now() < this.retryAt) return
-    const client = new pg.Client({connectionString: this.url, connectionTimeoutMillis: 5000})
+    const client = new pg.Client({...this.connection, connectionTimeoutMillis: 5000})
     const drop = () => {
       if (this.client !== client) return
       this.client = undefined
@@ -165,13 +165,11 @@ class Listener implements Subscription {
   }
 }
 
-const NOT_LISTENING: Subscription = {renew: async () => {}, close: async () => {}}
-
 interface PoolStoreOptions {
   backend: 'postgres' | 'pglite-shared'
   location: string
-  /** The unredacted URL for LISTEN clients; without one, `listen()` does not listen. */
-  listenUrl?: string
+  /** Where LISTEN clients connect (the unredacted URL, or the socket). */
+  listenTo: pg.ClientConfig
   /** Whether {@link ReadView.parallel} may take helper connections from the pool. */
   helpers: boolean
   /** Named locks other than advisory locks (the shared embedded store's lock files). */
@@ -190,8 +188,7 @@ function poolStore(pool: pg.Pool, options: PoolStoreOptions): Database {
     session: (fn) => session(pool, fn, options.locks),
     withLock: options.locks ?? ((lock, fn, onBusy) => session(pool, (s) => s.withLock(lock, fn, onBusy))),
     async listen(channel, onNotify) {
-      if (!options.listenUrl) return NOT_LISTENING
-      const listener = new Listener(options.listenUrl, channel, onNotify)
+      const listener = new Listener(options.listenTo, channel, onNotify)
       await listener.renew()
       listeners.add(listener)
       return {
@@ -202,7 +199,6 @@ function poolStore(pool: pg.Pool, options: PoolStoreOptions): Database {
         },
       }
     },
-    share: async () => {},
     async close() {
       await Promise.all([...listeners].map((l) => l.close()))
       await db.destroy()
@@ -250,18 +246,23 @@ export async function openPostgres(url: string, location: string, max: number): 
       cause: error,
     })
   }
-  return poolStore(pool, {backend: 'postgres', location, listenUrl: url, helpers: true})
+  return poolStore(pool, {backend: 'postgres', location, listenTo: {connectionString: url}, helpers: true})
 }
 
 /**
- * Connects to the embedded store in `dataDir` that the live process `owner` shares over its
- * socket (see {@link Database.share}). Its named locks are the store's lock files, as in the
- * owner: advisory locks would not exclude, since every socket client shares one PGlite session.
- * @param gid  the configured socket group, if any (lock files are then group-readable)
+ * Connects to the embedded store in `dataDir` that the live process `owner` (possibly this
+ * one) shares over its socket (`session-server.ts`). The socket gives each connection the
+ * session for a whole transaction, so the pool may hold several.
+ * Its named locks are the store's lock files, as in the owner: advisory locks would not
+ * exclude, since every socket client shares one PGlite session.
+ * @param options.max  pool size (default 2): the serving process needs more than one, since its
+ *             probe round holds a session while its snapshot refreshes and statistics flushes go on
+ * @param options.gid  the configured socket group, if any (lock files are then group-readable)
  * @throws MbError DB_BUSY when the socket does not answer within 10 s
  */
-export async function openSharedPglite(dataDir: string, owner: number, gid?: number): Promise<Database> {
-  const pool = quietPool({host: dataDir, port: 5432, user: 'postgres', database: 'postgres', max: 1, connectionTimeoutMillis: 10_000})
+export async function openSharedPglite(dataDir: string, owner: number, options: {max?: number; gid?: number} = {}): Promise<Database> {
+  const socket = {host: dataDir, port: 5432, user: 'postgres', database: 'postgres'}
+  const pool = quietPool({...socket, max: options.max ?? 2, connectionTimeoutMillis: 10_000})
   try {
     await checkConnect(pool)
   } catch (error) {
@@ -273,7 +274,8 @@ export async function openSharedPglite(dataDir: string, owner: number, gid?: num
   return poolStore(pool, {
     backend: 'pglite-shared',
     location: `${dataDir} (embedded, shared by process ${owner})`,
+    listenTo: socket,
     helpers: false,
-    locks: fileLocks(dataDir, {mode: gid === undefined ? 0o600 : 0o640}),
+    locks: fileLocks(dataDir, {mode: options.gid === undefined ? 0o600 : 0o640}),
   })
 }

@@ -4,8 +4,8 @@
  * session, named locks, LISTEN). Callers use these and never ask which backend they have.
  *
  * Backends: `postgres` (a pg pool, `postgres.ts`), `pglite` (the embedded store owned by this
- * process, `pglite.ts`) and `pglite-shared` (a pg client of another process's embedded store,
- * through its socket, `postgres.ts`).
+ * process, `pglite.ts`) and `pglite-shared` (a pg client of an embedded store that a process,
+ * possibly this one, shares through its socket, `postgres.ts`).
  */
 import type {Kysely} from 'kysely'
 import type {Lock} from './locks.js'
@@ -78,17 +78,11 @@ export interface Database {
   /**
    * Calls `onNotify` on every NOTIFY on `channel`. PostgreSQL: on a dedicated client outside
    * the pool; when it cannot connect or drops, {@link Subscription.renew} reconnects. PGlite:
-   * its own `listen()`. A client of a shared embedded store does not listen (callers poll).
+   * its own `listen()`. A client of a shared embedded store: LISTEN on a connection of its own
+   * to the socket, which copies every NOTIFY to the clients listening (`session-server.ts`).
    * @throws on the embedded store, when PGlite refuses the LISTEN
    */
   listen(channel: string, onNotify: () => void): Promise<Subscription>
-  /**
-   * Embedded store only: lets other `mb` processes use this store while this process holds
-   * it, through a PostgreSQL wire-protocol Unix socket in the data directory
-   * (`@electric-sql/pglite-socket`). `mb serve` calls it so that `mb mirror disable`,
-   * `mb scan` and friends keep working beside it. No-op on the other backends.
-   */
-  share(): Promise<void>
   /** Closes every connection (and, for the embedded store, the store and its socket). */
   close(): Promise<void>
 }

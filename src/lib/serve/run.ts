@@ -194,16 +194,13 @@ function checkRoot(root: string | undefined): string {
   return root
 }
 
-/** Opens the configured database; on the embedded store, lets other mb commands (mirror disable, scan, stats) in through a socket. */
+/**
+ * Opens the configured database. The embedded store is shared with other mb commands
+ * (mirror disable, scan, stats) through a socket, and runs on a worker thread of this
+ * process, so that its work never holds up the requests this thread answers.
+ */
 async function openSharedDatabase(config: Config): Promise<Database> {
-  const database = await openDatabase({url: config.database_url, dataDir: config.data_dir, socketGroup: config.socket_group, create: true})
-  try {
-    await database.share()
-  } catch (error) {
-    await database.close()
-    throw error
-  }
-  return database
+  return openDatabase({url: config.database_url, dataDir: config.data_dir, socketGroup: config.socket_group, create: true, share: true})
 }
 
 /** Loads the first snapshot and keeps it fresh. @throws MbError `SNAPSHOT_FAILED` */

@@ -1,0 +1,102 @@
+/**
+ * Shares an embedded store from this process without running it on this thread: a worker
+ * thread (`store-worker.ts`) owns PGlite and serves the socket, and this process connects to
+ * that socket like every other `mb` process (the `pglite-shared` backend). PGlite's work for
+ * a scan or an index then never holds up this thread (the one answering requests in
+ * `mb serve`), and this process's own queries queue with everybody else's, each transaction
+ * whole (`session-server.ts`).
+ */
+import {createRequire} from 'node:module'
+import {pathToFileURL} from 'node:url'
+import {Worker} from 'node:worker_threads'
+import {type ErrorCode, MbError} from '../errors.js'
+import {groupId} from './data-dir.js'
+import type {PgliteOpenOptions} from './pglite.js'
+import {openSharedPglite} from './postgres.js'
+import type {Database} from './store.js'
+import type {StoreWorkerData} from './store-worker.js'
+
+type WorkerMessage = {type: 'ready'} | {type: 'shared'; owner: number} | {type: 'failed'; message: string; code?: ErrorCode} | {type: 'error'; message: string} | {type: 'stopped'}
+
+/** Connections this process keeps to its own store: a probe round holds one as its session. */
+const OWN_POOL_SIZE = 4
+
+/**
+ * Starts the worker on its module: the compiled `.js` beside this one, or, when run from source
+ * (the tests, `bin/dev.js`), the `.ts` through tsx's loader.
+ */
+function startWorker(workerData: StoreWorkerData): Worker {
+  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./store-worker.js', import.meta.url), {workerData})
+  const tsx = JSON.stringify(pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href)
+  const url = JSON.stringify(new URL('./store-worker.ts', import.meta.url).href)
+  return new Worker(`import(${tsx}).then((tsx) => { tsx.register(); return import(${url}) })`, {eval: true, workerData})
+}
+
+/** The worker's first message; a worker that dies first rejects. */
+function firstMessage(worker: Worker): Promise<WorkerMessage> {
+  return new Promise((resolve, reject) => {
+    const onExit = (code: number) => reject(new MbError(`The embedded store's thread stopped while opening the store (exit code ${code}).`, {code: 'DB_OPEN_FAILED'}))
+    worker.once('error', reject)
+    worker.once('exit', onExit)
+    worker.once('message', (message: WorkerMessage) => {
+      worker.off('error', reject)
+      worker.off('exit', onExit)
+      resolve(message)
+    })
+  })
+}
+
+/** Asks the worker to close the store and waits (up to 30 s, then ends it) until it has. */
+async function stopWorker(worker: Worker): Promise<void> {
+  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()))
+  worker.postMessage({type: 'stop'})
+  const timer = setTimeout(() => void worker.terminate(), 30_000)
+  await exited
+  clearTimeout(timer)
+}
+
+/**
+ * Opens the embedded store in `dataDir` on a worker thread and shares it through the socket
+ * `DATA_DIR/.s.PGSQL.5432`; or, when another live process shares it already, connects to that.
+ * `close()` closes this process's connections, then the store, and releases its lock.
+ * @param schema  what the worker does with pending migrations before it shares the store
+ * @throws MbError as `openPglite` (DB_UNCONFIGURED, DB_BUSY, DB_LOCK, DB_OPEN_FAILED), and the
+ *         migration errors
+ */
+export async function hostPglite(dataDir: string, options: PgliteOpenOptions, schema: StoreWorkerData['schema']): Promise<Database> {
+  // Resolved here too, so that an unknown group is this thread's usage error (exit 2).
+  const gid = options.socketGroup === undefined ? undefined : groupId(options.socketGroup)
+  const worker = startWorker({dataDir, options, schema})
+  const first = await firstMessage(worker)
+  if (first.type === 'failed') throw new MbError(first.message, {code: first.code})
+  if (first.type === 'shared') {
+    await worker.terminate()
+    return openSharedPglite(dataDir, first.owner, {gid})
+  }
+  worker.on('message', (message: WorkerMessage) => {
+    if (message.type === 'error') process.stderr.write(`mb: the embedded store disconnected a client after an internal error: ${message.message}\n`)
+  })
+  let stopping = false
+  worker.on('exit', (code) => {
+    if (!stopping) process.stderr.write(`mb: the embedded store's thread stopped unexpectedly (exit code ${code}); the store is unavailable until this process restarts.\n`)
+  })
+  let client: Database
+  try {
+    client = await openSharedPglite(dataDir, process.pid, {max: OWN_POOL_SIZE, gid})
+  } catch (error) {
+    stopping = true
+    await stopWorker(worker)
+    throw error
+  }
+  return {
+    ...client,
+    async close() {
+      try {
+        await client.close()
+      } finally {
+        stopping = true
+        await stopWorker(worker)
+      }
+    },
+  }
+}
