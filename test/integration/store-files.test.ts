@@ -296,7 +296,7 @@ describe('the embedded store on disk (item 6)', function () {
       const root = makeRoot(dir)
       expect((await mb(['index', '--root', root], {env})).code).to.equal(0)
       mirror = await startHeldMirror()
-      expect((await mb(['mirror', 'add', 'held.example', '--http-url', mirror.url], {env})).code).to.equal(0)
+      expect((await mb(['mirror', 'add', 'held.example', '--http-url', mirror.url, '--no-probe'], {env})).code).to.equal(0)
       return {env, root}
     }
 
