@@ -100,7 +100,9 @@ const STATS_TABLES = ['stats_daily', 'stats_monthly'] as const
  * DELETE CASCADE), but its download statistics stay (they have no foreign key): before the
  * id is reused they move to `-id`, the id the statistics reports show as a removed mirror
  * (`#-id`), merged with any earlier removed mirror of that id, so no count of the old mirror
- * is ever reported under the new one.
+ * is ever reported under the new one. The identity sequence records the highest id handed
+ * out; a new id above it was never used and needs no such move. When the sequence was never
+ * used (ids written by hand), every id is treated as used.
  * @returns an id in 1..{@link MAX_MIRROR_ID}
  * @throws MbError MIRROR_LIMIT when every id is taken
  */
@@ -117,7 +119,11 @@ async function takeFreeId(trx: Transaction<DB>): Promise<number> {
       code: 'MIRROR_LIMIT',
     })
   }
-  for (const table of STATS_TABLES) await retireStatsId(trx, table, id)
+  // An id above every id handed out so far has no statistics to move (the common case: no
+  // scan of the statistics tables, which have no index on mirror_id).
+  const {rows: seq} = await sql<{high: number | null}>`SELECT pg_sequence_last_value(pg_get_serial_sequence('mirror', 'id')::regclass) AS high`.execute(trx)
+  const highest = seq[0]?.high === null || seq[0]?.high === undefined ? MAX_MIRROR_ID : Number(seq[0].high)
+  if (id <= highest) for (const table of STATS_TABLES) await retireStatsId(trx, table, id)
   return id
 }
 
@@ -169,7 +175,8 @@ export async function addMirror(db: Kysely<DB>, input: MirrorInput, options: Wri
         .returningAll()
         .executeTakeFirstOrThrow()
       // Inserts that leave the id to the column default then start above every id in use.
-      await sql`SELECT setval(pg_get_serial_sequence('mirror', 'id'), (SELECT max(id) FROM mirror))`.execute(trx)
+      // The sequence keeps the highest id ever handed out (see takeFreeId), at least max(id).
+      await sql`SELECT setval(pg_get_serial_sequence('mirror', 'id'), greatest((SELECT max(id) FROM mirror), ${id}::int, coalesce(pg_sequence_last_value(pg_get_serial_sequence('mirror', 'id')::regclass), 0)))`.execute(trx)
       return stored
     } catch (error) {
       if (isUniqueViolation(error)) await assertNameFree(trx, identifier)
