@@ -45,12 +45,36 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     return {}
   }
 
+  /**
+   * The flag behind each config key of {@link configFlags}, found by running it once over the
+   * flag names instead of their values: a key whose value is a flag read as is gets that
+   * flag's name (a key whose value is computed keeps the default naming).
+   */
+  private configFlagNames(): Record<string, string> {
+    const values = this.flags
+    const mark = '\u0000flag:'
+    this.flags = new Proxy({}, {get: (_target, name) => (typeof name === 'string' ? `${mark}${name}` : undefined)}) as BaseFlags<T>
+    try {
+      const names: Record<string, string> = {}
+      for (const [key, value] of Object.entries(this.configFlags())) {
+        if (typeof value === 'string' && value.startsWith(mark)) names[key] = value.slice(mark.length)
+      }
+      return names
+    } catch {
+      return {}
+    } finally {
+      this.flags = values
+    }
+  }
+
   /** The effective configuration (loaded once). @throws UsageError on a bad setting */
   protected get loadedConfig(): LoadedConfig {
     this.loaded ??= loadConfig({
       file: this.flags.config,
       flags: {database_url: this.flags['database-url'], data_dir: this.flags['data-dir'], ...this.configFlags()},
+      flagNames: {database_url: 'database-url', data_dir: 'data-dir', ...this.configFlagNames()},
     })
+    for (const warning of this.loaded.warnings.splice(0)) process.stderr.write(`${warning}\n`)
     return this.loaded
   }
 
@@ -88,7 +112,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   protected override async catch(error: Error & {exitCode?: number; oclif?: {exit?: number}}): Promise<unknown> {
     const exitCode = error instanceof MbError ? error.exitCode : (error.oclif?.exit ?? error.exitCode ?? 1)
     const code: ErrorCode = error instanceof MbError ? error.code : exitCode === 2 ? 'USAGE' : 'FAILED'
-    const message = errorMessage(error)
+    const message = flagParseMessage(errorMessage(error))
     if (this.jsonEnabled()) {
       this.logJson({error: {code, message, hint: ERRORS[code].hint}})
     } else if (error instanceof MbError || exitCode === 2) {
@@ -99,4 +123,19 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     }
     throw new Errors.ExitError(exitCode)
   }
+}
+
+/**
+ * oclif reports a flag value its parser refused as `Parsing --min-size \n\tExpected an
+ * integer but received: abc\nSee more help with --help`, whose first line says nothing of
+ * what was wrong. This puts it on one line: `Invalid value for --min-size: expected an
+ * integer but received "abc". See --help.` Other messages are returned unchanged.
+ */
+export function flagParseMessage(message: string): string {
+  const parsed = /^Parsing (--[\w-]+) ?\n\t([\s\S]*?)(?:\nSee more help with --help)?$/.exec(message)
+  if (!parsed) return message
+  const [, flag, detail] = parsed
+  const received = /^(.*?) but received: ([\s\S]*)$/.exec(detail.trim())
+  const what = received ? `${received[1]} but received ${JSON.stringify(received[2])}` : detail.trim().replace(/\.$/, '')
+  return `Invalid value for ${flag}: ${what.charAt(0).toLowerCase()}${what.slice(1)}. See --help.`
 }

@@ -47,6 +47,7 @@ export const ERRORS = {
   // Mirrors
   MIRROR_NOT_FOUND: {exit: 1, hint: 'No mirror has that name; `mb mirror list` shows the registered identifiers.'},
   MIRROR_EXISTS: {exit: 1, hint: 'A mirror with that name exists already; edit it with `mb mirror edit`, or pick another name.'},
+  MIRROR_LIMIT: {exit: 1, hint: 'Every mirror id (1-32767) is taken; remove mirrors that are gone (`mb mirror remove`) to free ids.'},
   AMBIGUOUS_MIRROR: {exit: 2, hint: 'The name is a prefix of several mirrors; give more of it.'},
   PREFIX_NOT_CONFIRMED: {exit: 2, hint: 'A destructive command matched a mirror by prefix only; give the full name or confirm with --yes.'},
   INVALID_MIRROR_FIELD: {exit: 2, hint: 'A mirror field is invalid; the message names the flag and the expected form.'},

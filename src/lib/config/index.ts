@@ -7,9 +7,10 @@
  * result, whatever layer a value came from, and each leaf remembers its source so that
  * `mb config show` can say where it came from.
  */
-import {existsSync, readFileSync} from 'node:fs'
+import {existsSync, readFileSync, statSync} from 'node:fs'
 import {isAbsolute, join, resolve} from 'node:path'
 import {parse as parseYaml} from 'yaml'
+import type {z} from 'zod'
 import {UsageError} from '../errors.js'
 import {ConfigSchema, type Config} from './schema.js'
 import {splitList} from '../text.js'
@@ -25,6 +26,8 @@ export interface LoadedConfig {
   sources: Record<string, ConfigSource>
   /** Absolute path of the config file read, if any. */
   file?: string
+  /** Warnings for the operator (stderr), e.g. a config file with a password that others can read. */
+  warnings: string[]
 }
 
 /**
@@ -95,19 +98,82 @@ function merge(target: Tree, source: Tree): Tree {
 }
 
 /**
+ * A warning when the config file `file` holds a database password (in `database_url`, as
+ * the URL's password or a `password` parameter) and its mode lets the group or others read
+ * it; null otherwise. The fix named is `chmod 600`.
+ */
+export function exposedPasswordWarning(file: string, databaseUrl: unknown): string | null {
+  if (typeof databaseUrl !== 'string') return null
+  let url: URL
+  try {
+    url = new URL(databaseUrl)
+  } catch {
+    return null
+  }
+  if (url.password === '' && !url.searchParams.has('password')) return null
+  const mode = statSync(file).mode
+  if ((mode & 0o044) === 0) return null
+  const who = (mode & 0o004) !== 0 ? 'all users' : 'its group'
+  return `Warning: config file ${file} holds a database password and is readable by ${who} (mode ${(mode & 0o777).toString(8).padStart(3, '0')}). Restrict it: chmod 600 ${file}`
+}
+
+/** The value at `path` in `tree`, or undefined. */
+function valueAt(tree: unknown, path: ReadonlyArray<string | number>): unknown {
+  let node = tree
+  for (const part of path) {
+    if (typeof node !== 'object' || node === null) return undefined
+    node = (node as Record<string | number, unknown>)[part]
+  }
+  return node
+}
+
+/**
+ * The error for the first failed check: it names the setting as the user gave it (the flag
+ * typed, the environment variable, or the key and the file), and says on its one line what
+ * was wrong and what value was received, e.g.
+ * `Invalid value for --stats-flush-interval (setting stats.flush_interval_seconds): expected a
+ * number, but received "abc".`
+ */
+function invalidSetting(issue: z.ZodIssue, tree: Tree, sources: Record<string, ConfigSource>): UsageError {
+  const key = issue.path.join('.')
+  const source = sources[key] ?? sources[issue.path.slice(0, -1).join('.')]
+  const where =
+    source?.startsWith('flag:') || source?.startsWith('env:')
+      ? `Invalid value for ${source.slice(source.indexOf(':') + 1)} (setting ${key})`
+      : source?.startsWith('file:')
+        ? `Invalid setting ${key} in ${source.slice(5)}`
+        : `Invalid setting ${key || '(top level)'}`
+  const raw = valueAt(tree, issue.path)
+  const received = raw === undefined || Number.isNaN(raw) ? undefined : JSON.stringify(raw)
+  let what = issue.message.charAt(0).toLowerCase() + issue.message.slice(1)
+  if (issue.code === 'invalid_type') {
+    what = `expected ${issue.expected === 'number' ? 'a number' : issue.expected}`
+    if (received !== undefined) what += `, but received ${received}`
+  } else if (received !== undefined && !what.includes(String(raw))) {
+    what += ` (received ${received})`
+  }
+  return new UsageError(`${where}: ${what}.`, 'CONFIG_INVALID')
+}
+
+/**
  * Loads and validates the effective configuration.
  *
  * @param options.file   path given by `--config` (wins over `MB_CONFIG`)
  * @param options.flags  dotted snake_case keys set by command-line flags, e.g.
  *                       `{'root': '/srv', 'serve.listen': '127.0.0.1:8080'}`; undefined values are ignored
+ * @param options.flagNames the flag each key of `options.flags` was typed as, without `--`
+ *                       (e.g. `{'stats.flush_interval_seconds': 'stats-flush-interval'}`), so
+ *                       that sources and errors name the flag the user typed; a key not
+ *                       listed falls back to its last part in kebab case
  * @param options.env    the environment (default `process.env`)
  * @throws UsageError when the file is missing or unparsable, or a value fails validation;
  *         the message names the key and where the bad value came from.
  */
-export function loadConfig(options: {file?: string; flags?: Record<string, unknown>; env?: NodeJS.ProcessEnv} = {}): LoadedConfig {
+export function loadConfig(options: {file?: string; flags?: Record<string, unknown>; flagNames?: Record<string, string>; env?: NodeJS.ProcessEnv} = {}): LoadedConfig {
   const env = options.env ?? process.env
   const sources: Record<string, ConfigSource> = {}
   const tree: Tree = {}
+  const warnings: string[] = []
 
   const fileArg = options.file ?? (env.MB_CONFIG && env.MB_CONFIG.length > 0 ? env.MB_CONFIG : undefined)
   let file: string | undefined
@@ -123,6 +189,8 @@ export function loadConfig(options: {file?: string; flags?: Record<string, unkno
     if (parsed !== null && parsed !== undefined) {
       if (typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError(`Config file ${file} must hold a mapping of settings at its top level.`, 'CONFIG_INVALID')
       merge(tree, parsed as Tree)
+      const exposed = exposedPasswordWarning(file, (parsed as Tree).database_url)
+      if (exposed) warnings.push(exposed)
       for (const leaf of leaves(parsed)) sources[leaf] = `file:${file}`
     }
   }
@@ -137,18 +205,13 @@ export function loadConfig(options: {file?: string; flags?: Record<string, unkno
   for (const [key, value] of Object.entries(options.flags ?? {})) {
     if (value === undefined || (Array.isArray(value) && value.length === 0)) continue
     setPath(tree, key, value)
-    sources[key] = `flag:--${FLAG_NAMES[key] ?? key.split('.').at(-1)!.replaceAll('_', '-')}`
+    sources[key] = `flag:--${options.flagNames?.[key] ?? FLAG_NAMES[key] ?? key.split('.').at(-1)!.replaceAll('_', '-')}`
   }
 
   const result = ConfigSchema.safeParse(tree)
-  if (!result.success) {
-    const issue = result.error.issues[0]
-    const key = issue.path.join('.')
-    const from = sources[key] ?? sources[issue.path.slice(0, -1).join('.')] ?? 'the configuration'
-    throw new UsageError(`Invalid setting ${key || '(top level)'} (from ${from}): ${issue.message}`, 'CONFIG_INVALID')
-  }
+  if (!result.success) throw invalidSetting(result.error.issues[0], tree, sources)
   const config = result.data
   if (!config.data_dir) config.data_dir = defaultDataDir(env)
   for (const leaf of [...leaves(config), ...OPTIONAL_KEYS]) sources[leaf] ??= 'default'
-  return {config, sources, file}
+  return {config, sources, file, warnings}
 }

@@ -85,6 +85,62 @@ function isUniqueViolation(error: unknown): boolean {
   return (error as {code?: string})?.code === '23505' || /duplicate key value/.test(String((error as Error)?.message))
 }
 
+/** The largest mirror id: `mirror.id` and the files' mirror sets are `smallint`. */
+export const MAX_MIRROR_ID = 32_767
+
+/** The statistics tables that keep a mirror's id after the mirror is removed (no foreign key). */
+const STATS_TABLES = ['stats_daily', 'stats_monthly'] as const
+
+/**
+ * Picks the lowest mirror id not in use, for a new mirror, inside the add transaction.
+ *
+ * `LOCK TABLE mirror IN SHARE ROW EXCLUSIVE MODE` (it conflicts with itself and with every
+ * write to the table) makes concurrent adds on PostgreSQL take turns until commit, so two
+ * adds never pick the same id. Probe and scan history of a removed mirror went with it (ON
+ * DELETE CASCADE), but its download statistics stay (they have no foreign key): before the
+ * id is reused they move to `-id`, the id the statistics reports show as a removed mirror
+ * (`#-id`), merged with any earlier removed mirror of that id, so no count of the old mirror
+ * is ever reported under the new one. The identity sequence records the highest id handed
+ * out; a new id above it was never used and needs no such move. When the sequence was never
+ * used (ids written by hand), every id is treated as used.
+ * @returns an id in 1..{@link MAX_MIRROR_ID}
+ * @throws MbError MIRROR_LIMIT when every id is taken
+ */
+async function takeFreeId(trx: Transaction<DB>): Promise<number> {
+  await sql`LOCK TABLE mirror IN SHARE ROW EXCLUSIVE MODE`.execute(trx)
+  const {rows} = await sql<{id: number | null}>`
+    SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM mirror WHERE id = 1) THEN 1
+      ELSE (SELECT min(m.id) + 1 FROM mirror m
+            WHERE m.id < ${MAX_MIRROR_ID} AND NOT EXISTS (SELECT 1 FROM mirror n WHERE n.id = m.id + 1))
+    END AS id`.execute(trx)
+  const id = rows[0]?.id === null || rows[0]?.id === undefined ? null : Number(rows[0].id)
+  if (id === null) {
+    throw new MbError(`Cannot add the mirror: all ${MAX_MIRROR_ID} mirror ids are in use. Remove mirrors that are gone (\`mb mirror remove NAME\`) to free ids, then add it again.`, {
+      code: 'MIRROR_LIMIT',
+    })
+  }
+  // An id above every id handed out so far has no statistics to move (the common case: no
+  // scan of the statistics tables, which have no index on mirror_id).
+  const {rows: seq} = await sql<{high: number | null}>`SELECT pg_sequence_last_value(pg_get_serial_sequence('mirror', 'id')::regclass) AS high`.execute(trx)
+  const highest = seq[0]?.high === null || seq[0]?.high === undefined ? MAX_MIRROR_ID : Number(seq[0].high)
+  if (id <= highest) for (const table of STATS_TABLES) await retireStatsId(trx, table, id)
+  return id
+}
+
+/** Moves the rows of mirror id `id` in `table` to `-id`, adding into rows already there. */
+async function retireStatsId(trx: Transaction<DB>, table: (typeof STATS_TABLES)[number], id: number): Promise<void> {
+  const key = table === 'stats_daily' ? sql.ref('day') : sql.ref('month')
+  const t = sql.table(table)
+  await sql`
+    WITH moved AS (DELETE FROM ${t} WHERE mirror_id = ${id}::smallint RETURNING *)
+    INSERT INTO ${t} (${key}, path, mirror_id, country, downloads, bytes, other_requests)
+    SELECT ${key}, path, (-mirror_id)::smallint, country, downloads, bytes, other_requests FROM moved
+    ON CONFLICT (${key}, path, mirror_id, country) DO UPDATE SET
+      downloads = ${t}.downloads + EXCLUDED.downloads,
+      bytes = ${t}.bytes + EXCLUDED.bytes,
+      other_requests = ${t}.other_requests + EXCLUDED.other_requests`.execute(trx)
+}
+
 /** Options of {@link addMirror} and {@link editMirror}. */
 export interface WriteOptions {
   /** Store `--prefix` values that are too broad or reserved (`--force`; see `prefixOverride`). */
@@ -96,8 +152,10 @@ export interface WriteOptions {
  * https_url. A country implies its continent unless `continent` is given. Unset fields take
  * the defaults (score 100, enabled, no flags, whole tree).
  * @returns the stored row
+ * The mirror gets the lowest free id (ids of removed mirrors are reused; see `takeFreeId`).
  * @throws UsageError on a bad value (nothing written); MbError MIRROR_EXISTS (exit 1) when
- *         the name is taken (names are unique ignoring case)
+ *         the name is taken (names are unique ignoring case); MbError MIRROR_LIMIT when all
+ *         {@link MAX_MIRROR_ID} ids are in use
  */
 export async function addMirror(db: Kysely<DB>, input: MirrorInput, options: WriteOptions = {}): Promise<MirrorRow> {
   if (input.identifier === undefined) throw new UsageError('A mirror name is required: mb mirror add NAME --http-url URL …')
@@ -109,8 +167,17 @@ export async function addMirror(db: Kysely<DB>, input: MirrorInput, options: Wri
   checkMirrorRow(row)
   return db.transaction().execute(async (trx) => {
     await assertNameFree(trx, identifier)
+    const id = await takeFreeId(trx)
     try {
-      return await trx.insertInto('mirror').values(row).returningAll().executeTakeFirstOrThrow()
+      const stored = await trx
+        .insertInto('mirror')
+        .values({...row, id})
+        .returningAll()
+        .executeTakeFirstOrThrow()
+      // Inserts that leave the id to the column default then start above every id in use.
+      // The sequence keeps the highest id ever handed out (see takeFreeId), at least max(id).
+      await sql`SELECT setval(pg_get_serial_sequence('mirror', 'id'), greatest((SELECT max(id) FROM mirror), ${id}::int, coalesce(pg_sequence_last_value(pg_get_serial_sequence('mirror', 'id')::regclass), 0)))`.execute(trx)
+      return stored
     } catch (error) {
       if (isUniqueViolation(error)) await assertNameFree(trx, identifier)
       throw error

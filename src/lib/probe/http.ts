@@ -7,7 +7,8 @@
  * family, whose connector resolves host names through the probe's resolver restricted to
  * that family, so a check over IPv6 really connects over IPv6 while the URL (hence the Host
  * header and the TLS SNI server name) keeps the mirror's host name. Agents keep connections
- * alive, so repeated checks (background probing) reuse them.
+ * alive, so repeated checks (background probing) reuse them. A redirect target that the
+ * `public` policy checked is connected to at the addresses checked, not looked up again.
  *
  * Sources: RFC 9110 §15.4 (redirections), §14 (range requests; `Content-Range`), RFC 6890
  * and the IANA special-purpose address registries (what counts as non-global).
@@ -148,6 +149,13 @@ export function sizeFromHeaders(status: number, headers: Record<string, string |
  */
 export class ProbeClient {
   private readonly agents = new Map<Family, Agent>()
+  /**
+   * Addresses of redirect targets as the `public` redirect check resolved and accepted them,
+   * by host name. The connector uses these instead of resolving again, so the address
+   * checked is the address connected to (a second lookup could answer differently: DNS
+   * rebinding). Each check of a host replaces its entry before the request that follows.
+   */
+  private readonly checkedAddresses = new Map<string, LookupAddress[]>()
   readonly resolver: Resolver
 
   constructor(readonly options: ProbeClientOptions) {
@@ -159,7 +167,11 @@ export class ProbeClient {
     let agent = this.agents.get(family)
     if (!agent) {
       const want = family === 'ipv4' ? 4 : 6
-      const resolver = this.resolver
+      const checked = this.checkedAddresses
+      const resolver: Resolver = (hostname) => {
+        const pinned = checked.get(hostname.toLowerCase())
+        return pinned ? Promise.resolve(pinned) : this.resolver(hostname)
+      }
       agent = new Agent({
         connections: 1, // one connection per origin and family: polite, and always reused
         keepAliveTimeout: 30_000,
@@ -256,14 +268,17 @@ export class ProbeClient {
           if (this.options.redirects === 'same_origin') return fail('redirect_offsite', `redirect to another host: ${next.href}`)
           if (this.options.redirects === 'public') {
             const host = stripBrackets(next.hostname)
-            let addresses: string[]
+            let resolved: LookupAddress[] = []
             try {
-              addresses = isIP(host) ? [host] : (await this.resolver(host)).map((a) => a.address)
+              if (!isIP(host)) resolved = await this.resolver(host)
             } catch (error) {
               return fail('dns', `redirect target ${host} does not resolve: ${(error as Error).message}`)
             }
+            const addresses = isIP(host) ? [host] : resolved.map((a) => a.address)
             const bad = addresses.find((a) => isNonGlobalAddress(a))
             if (bad || host.toLowerCase() === 'localhost') return fail('redirect_private', `redirect to a private/loopback address: ${next.href}${bad && bad !== host ? ` (${bad})` : ''}`)
+            // Connect to exactly the addresses just checked (the URL keeps the name for Host and SNI).
+            if (!isIP(host)) this.checkedAddresses.set(host.toLowerCase(), resolved)
           }
         }
         current = next

@@ -90,9 +90,83 @@ export class MirrorSetPool {
   }
 }
 
+/** Map operations per slice of a change set's merge, between yields to the event loop. */
+const MERGE_SLICE = 1_000
+
+/**
+ * Origin path -> file, with change sets that become visible all at once but are merged in
+ * slices. While a set is being merged it sits in front of the map as `pending` (path ->
+ * entry, or null for a deleted path), and `get`/`has` answer from it first, so a reader sees
+ * the whole set from the moment it is published, whatever part is merged yet. Writes made
+ * meanwhile (`set`, `delete`) go to both, so they are not shadowed by the pending set.
+ * Iteration and `size` see the underlying map only (they are used for counts and loads).
+ */
+export class FileMap extends Map<string, FileEntry> {
+  private pending: Map<string, FileEntry | null> | undefined
+
+  override get(path: string): FileEntry | undefined {
+    const pending = this.pending
+    if (pending !== undefined) {
+      const entry = pending.get(path)
+      if (entry !== undefined) return entry ?? undefined
+    }
+    return super.get(path)
+  }
+
+  override has(path: string): boolean {
+    return this.get(path) !== undefined
+  }
+
+  override set(path: string, entry: FileEntry): this {
+    if (this.pending?.has(path)) this.pending.set(path, entry)
+    return super.set(path, entry)
+  }
+
+  override delete(path: string): boolean {
+    const existed = this.has(path)
+    if (this.pending?.has(path)) this.pending.set(path, null)
+    return super.delete(path) || existed
+  }
+
+  /**
+   * Applies a change set: `deleted` paths are dropped, then `entries` replace or add theirs.
+   * The set is built aside and published in one step (`publish` runs at that moment, for
+   * the changes that go with it, such as the mirror table), then merged into the map
+   * {@link MERGE_SLICE} operations at a time with a yield to the event loop between slices.
+   * @returns how many of the deleted paths were present
+   */
+  async applyChangeSet(deleted: string[], entries: FileEntry[], publish: () => void): Promise<number> {
+    const set = new Map<string, FileEntry | null>()
+    let removed = 0
+    let n = 0
+    for (const path of deleted) {
+      if (super.has(path)) removed++
+      set.set(path, null)
+      if (++n % MERGE_SLICE === 0) await yieldToEventLoop()
+    }
+    for (const entry of entries) {
+      set.set(entry.path, entry)
+      if (++n % MERGE_SLICE === 0) await yieldToEventLoop()
+    }
+    this.pending = set
+    publish()
+    try {
+      n = 0
+      for (const [path, entry] of set) {
+        if (entry === null) super.delete(path)
+        else super.set(path, entry)
+        if (++n % MERGE_SLICE === 0) await yieldToEventLoop()
+      }
+    } finally {
+      this.pending = undefined
+    }
+    return removed
+  }
+}
+
 /** A consistent picture of mirrors and files. Replaced wholesale on a full load. */
 export class Snapshot {
-  readonly files = new Map<string, FileEntry>()
+  readonly files = new FileMap()
   /** Compiled mirrors by id: read-only once built; a refresh assigns a new table. */
   mirrors: MirrorTable = new MirrorTable()
   /** Where the files' mirror sets live. */
@@ -192,31 +266,40 @@ export interface RefreshResult {
   reload?: boolean
 }
 
+/** Changed file rows read and parsed per slice of a refresh, between yields to the event loop. */
+export const REFRESH_SLICE_ROWS = 2_000
+
+/** Lets the event loop run (pending requests, timers) before the next slice of work. */
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve))
+}
+
 /**
  * Applies the changes committed since the snapshot's xmin: all mirrors are re-read, changed
  * file rows replace their entries, tombstoned paths are dropped (tombstones first, then rows,
- * so a delete-then-recreate ends with the file present). Mutates `snapshot` in place; the
- * hot path sees each file either before or after its change.
- * @throws whatever the database driver throws; the snapshot is then unchanged except for
- *         rows already applied (all of them still unseen by the old snapshot, so re-read later)
+ * so a delete-then-recreate ends with the file present).
+ *
+ * A large change set must neither block the event loop nor show readers half of it. The
+ * changed rows are read and parsed aside, {@link REFRESH_SLICE_ROWS} at a time with a yield
+ * to the event loop before each slice (requests are answered meanwhile, from the unchanged
+ * snapshot); then {@link FileMap.applyChangeSet} publishes the whole set at once, with the
+ * new mirror table, and merges it in slices, so a request sees every change of the set or
+ * none, and no request waits for more than a slice.
+ * @throws whatever the database driver throws; the snapshot is then unchanged
  */
 export async function refreshSnapshot(database: Database, snapshot: Snapshot): Promise<RefreshResult> {
-  const changes = await database.readSnapshot((view) => readChanges(view, snapshot.xmin ?? '1:1:', Math.max(50_000, snapshot.files.size / 10)))
+  const changes = await database.readSnapshot((view) => readChanges(view, snapshot.xmin ?? '1:1:', Math.max(50_000, snapshot.files.size / 10), snapshot.mirrorSets))
   if (!changes) {
     snapshot.churn = Number.POSITIVE_INFINITY // the keeper reloads in full
     return {mirrors: 0, updated: 0, deleted: 0, reload: true}
   }
-  // Apply synchronously, after the transaction, so a failed read changes nothing.
-  const result: RefreshResult = {mirrors: changes.mirrors.size, updated: 0, deleted: 0}
-  snapshot.mirrors = changes.mirrors
-  for (const path of changes.tombstones) if (snapshot.files.delete(path)) result.deleted++
-  for (const row of changes.rows) {
-    const entry = fileFromRow(snapshot.mirrorSets, row)
-    snapshot.files.set(entry.path, entry)
-    result.updated++
-  }
+  // Applied after the transaction, so a failed read changes nothing.
+  const result: RefreshResult = {mirrors: changes.mirrors.size, updated: changes.entries.length, deleted: 0}
+  result.deleted = await snapshot.files.applyChangeSet(changes.tombstones, changes.entries, () => {
+    snapshot.mirrors = changes.mirrors
+    snapshot.xmin = changes.xmin
+  })
   snapshot.churn += result.updated
-  snapshot.xmin = changes.xmin
   snapshot.refreshedAt = Date.now()
   return result
 }
@@ -226,18 +309,21 @@ interface Changes {
   /** This view's own transaction snapshot, the next refresh's `since`. */
   xmin: string
   mirrors: MirrorTable
-  /** Paths deleted since, to drop before applying `rows`. */
+  /** Paths deleted since, to drop before applying `entries`. */
   tombstones: string[]
-  /** Changed file rows, in {@link FILE_COLUMNS} order. */
-  rows: unknown[][]
+  /** Changed files, parsed (their mirror sets in `sets`), not yet in the snapshot. */
+  entries: FileEntry[]
 }
 
 /**
  * Reads the mirrors and the file rows and tombstones that the transaction snapshot `since`
- * (`pg_snapshot` text) could not see.
+ * (`pg_snapshot` text) could not see, parsed into `sets`. A set of at most
+ * {@link REFRESH_SLICE_ROWS} rows is one query (by the txid index); a larger one is read in
+ * keyset pages of that many rows along the primary key, with a yield to the event loop
+ * before each page.
  * @returns null when more than `limit` file rows changed (the caller reloads in full instead)
  */
-async function readChanges(view: ReadView, since: string, limit: number): Promise<Changes | null> {
+async function readChanges(view: ReadView, since: string, limit: number, sets: MirrorSetPool): Promise<Changes | null> {
   // Rows invisible to the previous snapshot: committed later (>= xmax) or in flight then (xip).
   const unseen = `(txid >= pg_snapshot_xmax($1::pg_snapshot) OR txid = ANY(ARRAY(SELECT pg_snapshot_xip($1::pg_snapshot))))`
   const xmin = await currentXmin(view)
@@ -247,6 +333,20 @@ async function readChanges(view: ReadView, since: string, limit: number): Promis
   // the txid index. A large change set is left to a full reload (streamed in batches).
   const [[count]] = await view.query(`SELECT count(*)::int FROM file WHERE ${unseen}`, [since])
   if (Number(count) > limit) return null
-  const rows = Number(count) > 0 ? await view.query(`SELECT ${FILE_COLUMNS} FROM file WHERE ${unseen}`, [since]) : []
-  return {xmin, mirrors, tombstones, rows}
+  const entries: FileEntry[] = []
+  if (Number(count) <= REFRESH_SLICE_ROWS) {
+    const rows = Number(count) > 0 ? await view.query(`SELECT ${FILE_COLUMNS} FROM file WHERE ${unseen}`, [since]) : []
+    for (const row of rows) entries.push(fileFromRow(sets, row))
+  } else {
+    // Keyset pages along the primary key: all pages together scan the table once, and each
+    // page is a short query (on the embedded store a query runs on this event loop).
+    for (let lastId = 0; ; ) {
+      await yieldToEventLoop()
+      const rows = await view.query(`SELECT ${FILE_COLUMNS} FROM file WHERE ${unseen} AND id > $2 ORDER BY id LIMIT ${REFRESH_SLICE_ROWS}`, [since, lastId])
+      for (const row of rows) entries.push(fileFromRow(sets, row))
+      if (rows.length < REFRESH_SLICE_ROWS) break
+      lastId = Number(rows.at(-1)![0])
+    }
+  }
+  return {xmin, mirrors, tombstones, entries}
 }

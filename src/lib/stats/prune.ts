@@ -75,34 +75,51 @@ export async function pruneStats(database: Pick<Database, 'db'>, policy: Retenti
   })
 }
 
+/** Seconds between a failed retention run and its retry (an outage should not cost a day). */
+export const PRUNE_RETRY_SECONDS = 300
+
 /**
  * Runs {@link pruneStats} once shortly after start (after `firstDelaySeconds`, default 60)
- * and then every 24 hours, on unref'd timers; failures are logged and retried at the next
- * run. Returns a function that stops it.
+ * and then every 24 hours, on unref'd timers. A failed run (the database down, say) is
+ * logged and retried after `retrySeconds` (default {@link PRUNE_RETRY_SECONDS}, 5 minutes)
+ * until one succeeds; the 24 hours count from the last success. Returns a function that
+ * stops it.
  */
 export function startDailyPrune(
   database: Pick<Database, 'db'>,
   policy: RetentionPolicy,
-  options: {logger?: StatsLogger; firstDelaySeconds?: number; onResult?: (result: PruneResult) => void} = {},
+  options: {
+    logger?: StatsLogger
+    firstDelaySeconds?: number
+    retrySeconds?: number
+    onResult?: (result: PruneResult) => void
+    onError?: (error: unknown) => void
+  } = {},
 ): () => void {
+  const retrySeconds = options.retrySeconds ?? PRUNE_RETRY_SECONDS
   let stopped = false
+  let timer: NodeJS.Timeout | undefined
+  const schedule = (seconds: number) => {
+    if (stopped) return
+    timer = setTimeout(() => void run(), seconds * 1000)
+    timer.unref()
+  }
   const run = async () => {
     if (stopped) return
     try {
       const result = await pruneStats(database, policy)
       options.logger?.info?.({...result}, 'stats: retention applied')
       options.onResult?.(result)
+      schedule(86_400)
     } catch (error) {
-      options.logger?.error({err: errorMessage(error)}, 'stats: applying the retention policy failed; will retry in 24 h')
+      options.logger?.error({err: errorMessage(error)}, `stats: applying the retention policy failed; will retry in ${retrySeconds} s`)
+      options.onError?.(error)
+      schedule(retrySeconds)
     }
   }
-  const first = setTimeout(() => void run(), (options.firstDelaySeconds ?? 60) * 1000)
-  first.unref()
-  const daily = setInterval(() => void run(), 86_400_000)
-  daily.unref()
+  schedule(options.firstDelaySeconds ?? 60)
   return () => {
     stopped = true
-    clearTimeout(first)
-    clearInterval(daily)
+    clearTimeout(timer)
   }
 }

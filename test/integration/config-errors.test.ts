@@ -1,0 +1,73 @@
+/**
+ * Configuration errors and warnings as an operator sees them from `mb`: a bad flag value is
+ * reported under the flag that was typed, with what was wrong on the first line (for flags
+ * that oclif parses and for flags that the config schema checks); and a config file holding
+ * a database password that others can read gets a warning naming the file and the fix.
+ */
+import {expect} from 'chai'
+import {chmodSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {mb} from '../helpers/cli.js'
+
+function firstLine(text: string): string {
+  return text.split('\n')[0]
+}
+
+describe('config errors and warnings (mb CLI)', function () {
+  this.timeout(60_000)
+  let dir: string
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'mb-config-errors-'))
+  })
+  after(() => rmSync(dir, {recursive: true, force: true}))
+
+  it('names the flag typed (--stats-flush-interval) and the bad value on the first line', async () => {
+    const result = await mb(['serve', '--root', dir, '--stats-flush-interval', 'abc'])
+    expect(result.code).to.equal(2)
+    expect(firstLine(result.stderr)).to.equal('Error: Invalid value for --stats-flush-interval (setting stats.flush_interval_seconds): expected a number, but received "abc".')
+    const negative = await mb(['serve', '--root', dir, '--stats-flush-interval', '-3'])
+    expect(firstLine(negative.stderr)).to.equal('Error: Invalid value for --stats-flush-interval (setting stats.flush_interval_seconds): number must be greater than 0 (received "-3").')
+  })
+
+  it('puts what was wrong with an integer flag on the first line', async () => {
+    const result = await mb(['serve', '--root', dir, '--min-size', 'abc'])
+    expect(result.code).to.equal(2)
+    expect(firstLine(result.stderr)).to.equal('Error: Invalid value for --min-size: expected an integer but received "abc". See --help.')
+    const range = await mb(['stats', 'prune', '--daily-retention-days', '0'])
+    expect(firstLine(range.stderr)).to.equal('Error: Invalid value for --daily-retention-days: expected an integer greater than or equal to 1 but received "0". See --help.')
+    const json = await mb(['serve', '--root', dir, '--workers', '100', '--json'])
+    expect(json.code).to.equal(2)
+    expect(json.json().error.message).to.equal('Invalid value for --workers: expected an integer less than or equal to 64 but received "100". See --help.')
+  })
+
+  it('names the file for a bad value in a config file', async () => {
+    const file = join(dir, 'bad.yaml')
+    writeFileSync(file, 'stats:\n  flush_interval_seconds: soon\n')
+    const result = await mb(['config', 'show', '--config', file])
+    expect(result.code).to.equal(2)
+    expect(firstLine(result.stderr)).to.equal(`Error: Invalid setting stats.flush_interval_seconds in ${file}: expected a number, but received "soon".`)
+  })
+
+  it('warns when a config file with a database password is readable by group or others', async () => {
+    const file = join(dir, 'mb.yaml')
+    writeFileSync(file, 'database_url: postgres://mb:s3cret@127.0.0.1:1/mb\n')
+    chmodSync(file, 0o644)
+    const open = await mb(['config', 'show', '--config', file, '--json'])
+    expect(open.code).to.equal(0)
+    expect(open.stderr).to.contain(`Warning: config file ${file} holds a database password and is readable by all users (mode 644). Restrict it: chmod 600 ${file}`)
+    expect(open.stderr).not.to.contain('s3cret')
+    chmodSync(file, 0o640)
+    const group = await mb(['config', 'show', '--config', file, '--json'])
+    expect(group.stderr).to.contain('is readable by its group (mode 640)')
+    chmodSync(file, 0o600)
+    const closed = await mb(['config', 'show', '--config', file, '--json'])
+    expect(closed.code).to.equal(0)
+    expect(closed.stderr).to.equal('')
+    // No password, no warning, whatever the mode.
+    const plain = join(dir, 'plain.yaml')
+    writeFileSync(plain, 'database_url: postgres://mb@127.0.0.1:1/mb\n')
+    chmodSync(plain, 0o644)
+    expect((await mb(['config', 'show', '--config', plain, '--json'])).stderr).to.equal('')
+  })
+})

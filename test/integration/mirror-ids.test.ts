@@ -1,0 +1,78 @@
+/**
+ * Mirror ids (`smallint`): the add path takes the lowest free id, so ids of removed mirrors
+ * are reused; the statistics of a removed mirror are never reported under the mirror that
+ * reuses its id; concurrent adds never collide; and a full id space gives MIRROR_LIMIT.
+ */
+import {expect} from 'chai'
+import {sql} from 'kysely'
+import type {Database} from '../../src/lib/db/index.js'
+import {MbError} from '../../src/lib/errors.js'
+import {addMirror, MAX_MIRROR_ID, removeMirror} from '../../src/lib/mirrors/registry.js'
+import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+
+describe(`mirror ids (${backend})`, function () {
+  this.timeout(120_000)
+  let tdb: TestDatabase
+  let database: Database
+  before(async () => {
+    tdb = await createTestDatabase()
+    database = await tdb.open()
+  })
+  after(async () => {
+    await database?.close()
+    await tdb?.drop()
+  })
+
+  it('reuses the id of a removed mirror, and moves its statistics to the removed id (-id)', async () => {
+    const a = await addMirror(database.db, {identifier: 'a.example', http_url: 'http://a.example/'})
+    const b = await addMirror(database.db, {identifier: 'b.example', http_url: 'http://b.example/'})
+    const c = await addMirror(database.db, {identifier: 'c.example', http_url: 'http://c.example/'})
+    expect([a.id, b.id, c.id]).to.deep.equal([1, 2, 3])
+    await sql`INSERT INTO stats_daily (day, path, mirror_id, country, downloads, bytes) VALUES ('2026-11-30', 'x.iso', 2, 'DE', 7, 700)`.execute(database.db)
+    await sql`INSERT INTO stats_monthly (month, path, mirror_id, country, downloads, bytes) VALUES ('2026-10-01', 'x.iso', 2, 'DE', 5, 500)`.execute(database.db)
+    await removeMirror(database.db, 'b.example')
+    const d = await addMirror(database.db, {identifier: 'd.example', http_url: 'http://d.example/'})
+    expect(d.id).to.equal(2)
+    const daily = await sql<{mirror_id: number; downloads: string}>`SELECT mirror_id, downloads::text FROM stats_daily ORDER BY mirror_id`.execute(database.db)
+    expect(daily.rows).to.deep.equal([{mirror_id: -2, downloads: '7'}])
+    const monthly = await sql<{mirror_id: number; downloads: string}>`SELECT mirror_id, downloads::text FROM stats_monthly ORDER BY mirror_id`.execute(database.db)
+    expect(monthly.rows).to.deep.equal([{mirror_id: -2, downloads: '5'}])
+
+    // A second removed mirror of the same id adds into the same removed-id rows.
+    await sql`INSERT INTO stats_daily (day, path, mirror_id, country, downloads, bytes) VALUES ('2026-11-30', 'x.iso', 2, 'DE', 3, 300)`.execute(database.db)
+    await removeMirror(database.db, 'd.example')
+    expect((await addMirror(database.db, {identifier: 'e.example', http_url: 'http://e.example/'})).id).to.equal(2)
+    const merged = await sql<{mirror_id: number; downloads: string; bytes: string}>`SELECT mirror_id, downloads::text, bytes::text FROM stats_daily`.execute(database.db)
+    expect(merged.rows).to.deep.equal([{mirror_id: -2, downloads: '10', bytes: '1000'}])
+
+    // An insert that leaves the id to the column default starts above the ids in use.
+    const raw = await database.db.insertInto('mirror').values({identifier: 'raw.example', http_url: 'http://raw.example/'}).returning('id').executeTakeFirstOrThrow()
+    expect(raw.id).to.equal(4)
+  })
+
+  it('gives concurrent adds distinct ids', async () => {
+    const added = await Promise.all([0, 1, 2, 3, 4, 5].map((i) => addMirror(database.db, {identifier: `par${i}.example`, http_url: `http://par${i}.example/`})))
+    const ids = added.map((m) => m.id).sort((x, y) => x - y)
+    expect(ids).to.deep.equal([5, 6, 7, 8, 9, 10])
+  })
+
+  it('says clearly when every id is taken (MIRROR_LIMIT), and adds again once one is freed', async () => {
+    await sql`INSERT INTO mirror (id, identifier, http_url)
+      SELECT g, 'bulk' || g || '.example', 'http://bulk' || g || '.example/' FROM generate_series(11, ${MAX_MIRROR_ID}) g`.execute(database.db)
+    let error: unknown
+    try {
+      await addMirror(database.db, {identifier: 'one-too-many.example', http_url: 'http://one-too-many.example/'})
+    } catch (caught) {
+      error = caught
+    }
+    expect(error).to.be.instanceOf(MbError)
+    expect((error as MbError).code).to.equal('MIRROR_LIMIT')
+    expect((error as MbError).exitCode).to.equal(1)
+    expect((error as MbError).message).to.contain('all 32767 mirror ids are in use')
+    expect((await sql<{n: number}>`SELECT count(*)::int AS n FROM mirror WHERE identifier = 'one-too-many.example'`.execute(database.db)).rows[0].n).to.equal(0)
+
+    await removeMirror(database.db, 'bulk20000.example')
+    const again = await addMirror(database.db, {identifier: 'one-too-many.example', http_url: 'http://one-too-many.example/'})
+    expect(again.id).to.equal(20_000)
+  })
+})
