@@ -4,7 +4,7 @@
  */
 import {type ChildProcess, spawn} from 'node:child_process'
 import http from 'node:http'
-import {BIN} from './cli.js'
+import {BIN, NO_CONFIG_HOME} from './cli.js'
 
 export interface ServeProcess {
   child: ChildProcess
@@ -15,12 +15,13 @@ export interface ServeProcess {
   stop(): Promise<void>
 }
 
-/** Spawns `mb serve ARGS --listen 127.0.0.1:0` with `env`; rejects on early exit or after 120 s. */
-export async function startServe(args: string[], env: Record<string, string | undefined>): Promise<ServeProcess> {
+/** Spawns `mb serve ARGS --listen 127.0.0.1:0` with `env` (`bin`: another mb's entry script); rejects on early exit or after 120 s. */
+export async function startServe(args: string[], env: Record<string, string | undefined>, bin = BIN): Promise<ServeProcess> {
   const fullEnv: NodeJS.ProcessEnv = {...process.env, ...env}
   delete fullEnv.MB_CONFIG
+  if (!('XDG_CONFIG_HOME' in env)) fullEnv.XDG_CONFIG_HOME = NO_CONFIG_HOME
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete fullEnv[k]
-  const child = spawn(process.execPath, [BIN, 'serve', '--listen', '127.0.0.1:0', ...args], {env: fullEnv, stdio: ['ignore', 'pipe', 'pipe']})
+  const child = spawn(process.execPath, [bin, 'serve', '--listen', '127.0.0.1:0', ...args], {env: fullEnv, stdio: ['ignore', 'pipe', 'pipe']})
   let out = ''
   child.stdout!.on('data', (d) => (out += d))
   child.stderr!.on('data', (d) => (out += d))

@@ -11,7 +11,7 @@ import {expectedSchemaVersion} from '../../lib/db/migrate.js'
 
 const VERSION_FLAGS = new Set(['--version', '-v'])
 
-const hook: Hook.Init = async function (options) {
+const hook: Hook.Init = async (options) => {
   if (!VERSION_FLAGS.has(options.id ?? '')) return
   const {config} = options
   // Typed read-only, but a plain property that Config.load() sets and main.run() prints.
