@@ -1,5 +1,6 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.js'
+import {checkServePaths} from '../lib/serve/preflight.js'
 import {runServe} from '../lib/serve/run.js'
 
 export default class Serve extends BaseCommand<typeof Serve> {
@@ -54,6 +55,7 @@ Serves from an in-memory snapshot of mirrors and the file index, kept fresh thro
   }
 
   public async run(): Promise<{url: string; stopped: boolean}> {
+    checkServePaths(this.mbConfig)
     return runServe(this.mbConfig)
   }
 }

@@ -20,7 +20,7 @@ import {type Database, type ReadView, runInSequence, type Session} from './store
  * Name of the socket file that a sharing embedded store listens on, inside its data
  * directory. It follows PostgreSQL's own naming, so `psql -h DATA_DIR` connects too.
  */
-const SHARED_SOCKET_NAME = '.s.PGSQL.5432'
+export const SHARED_SOCKET_NAME = '.s.PGSQL.5432'
 
 function pidAlive(pid: number): boolean {
   try {
