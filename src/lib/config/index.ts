@@ -57,7 +57,7 @@ const FLAG_NAMES: Record<string, string> = {
 const OPTIONAL_KEYS = ['database_url', 'root', 'asn_db']
 
 /** The system-wide config file, read when no other one is named or present. */
-export const SYSTEM_CONFIG_FILE = '/etc/mb/mb.yaml'
+const SYSTEM_CONFIG_FILE = '/etc/mb/mb.yaml'
 
 /**
  * The config file to read, by the XDG Base Directory rules
@@ -74,7 +74,8 @@ export function findConfigFile(explicit: string | undefined, env: NodeJS.Process
   if (named !== undefined) {
     const file = resolve(named)
     const via = explicit === undefined ? 'MB_CONFIG' : '--config'
-    if (!existsSync(file)) throw new UsageError(`Config file ${file} (from ${via}) does not exist. Check the path, or leave ${via} unset to use ~/.config/mb/mb.yaml or ${SYSTEM_CONFIG_FILE}.`, 'CONFIG_NOT_FOUND')
+    if (!existsSync(file))
+      throw new UsageError(`Config file ${file} (from ${via}) does not exist. Check the path, or leave ${via} unset to use ~/.config/mb/mb.yaml or ${SYSTEM_CONFIG_FILE}.`, 'CONFIG_NOT_FOUND')
     return file
   }
   const candidates: string[] = []
