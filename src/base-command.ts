@@ -1,7 +1,11 @@
 /**
- * The base of every `mb` command: shared flags (`--json`, `--config`, `--database-url`,
- * `--data-dir`), configuration loading, database access, and exit codes
+ * The base of every `mb` command: shared flags (`--json`, `--quiet`, `--config`,
+ * `--database-url`, `--data-dir`), configuration loading, database access, and exit codes
  * (0 ok, 1 failure, 2 usage) that hold with and without `--json`.
+ *
+ * `--quiet` (for cron and scripts) prints errors only: no tables, summaries, warnings or
+ * progress, and `mb serve` logs at level `error`. A document asked for explicitly (`--json`,
+ * `mb stats --format csv`, `mb metalink`) is still printed; the exit code tells the rest.
  */
 import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
 import {type Config as MbConfig, type LoadedConfig, loadConfig} from './lib/config/index.js'
@@ -14,6 +18,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   static override enableJsonFlag = true
 
   static override baseFlags = {
+    quiet: Flags.boolean({char: 'q', description: 'print errors only (for cron and scripts); --json output is still printed', helpGroup: 'GLOBAL'}),
     config: Flags.string({description: 'YAML config file (env: MB_CONFIG)', helpGroup: 'GLOBAL'}),
     'database-url': Flags.string({description: 'PostgreSQL URL (env: MB_DATABASE_URL); default: the embedded store', helpGroup: 'GLOBAL'}),
     'data-dir': Flags.string({description: 'embedded store directory (env: MB_DATA_DIR; default ~/.local/share/mb)', helpGroup: 'GLOBAL'}),
@@ -50,7 +55,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
    * flag names instead of their values: a key whose value is a flag read as is gets that
    * flag's name (a key whose value is computed keeps the default naming).
    */
-  private configFlagNames(): Record<string, string> {
+  protected configFlagNames(): Record<string, string> {
     const values = this.flags
     const mark = '\u0000flag:'
     this.flags = new Proxy({}, {get: (_target, name) => (typeof name === 'string' ? `${mark}${name}` : undefined)}) as BaseFlags<T>
@@ -71,7 +76,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   protected get loadedConfig(): LoadedConfig {
     this.loaded ??= loadConfig({
       file: this.flags.config,
-      flags: {database_url: this.flags['database-url'], data_dir: this.flags['data-dir'], ...this.configFlags()},
+      flags: {database_url: this.flags['database-url'], data_dir: this.flags['data-dir'], ...(this.flags.quiet ? {log_level: 'error'} : {}), ...this.configFlags()},
       flagNames: {database_url: 'database-url', data_dir: 'data-dir', ...this.configFlagNames()},
     })
     for (const warning of this.loaded.warnings.splice(0)) process.stderr.write(`${warning}\n`)
@@ -94,9 +99,25 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     return this.database
   }
 
-  /** Prints human output unless `--json` is set (oclif prints the returned value then). */
+  /** Prints human output unless `--json` or `--quiet` is set (oclif prints the returned value under `--json`). */
   protected print(text: string): void {
     if (!this.jsonEnabled()) this.log(text)
+  }
+
+  /** True under `--quiet`: print errors only. */
+  protected get quiet(): boolean {
+    return Boolean(this.flags?.quiet)
+  }
+
+  /** Human stdout lines; nothing under `--quiet`. */
+  public override log(message = '', ...args: unknown[]): void {
+    if (!this.quiet) super.log(message, ...args)
+  }
+
+  /** Warnings on stderr; nothing under `--quiet`. */
+  public override warn(input: string | Error): string | Error {
+    if (!this.quiet) super.warn(input)
+    return input
   }
 
   public override async finally(error: Error | undefined): Promise<unknown> {

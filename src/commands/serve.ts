@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.js'
 import {loadConfig} from '../lib/config/index.js'
+import {checkServePaths} from '../lib/serve/preflight.js'
 import {runServe} from '../lib/serve/run.js'
 
 export default class Serve extends BaseCommand<typeof Serve> {
@@ -58,8 +59,14 @@ Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop
 
   public async run(): Promise<{url: string; stopped: boolean}> {
     const f = this.flags
+    checkServePaths(this.mbConfig)
     // SIGHUP reads the same file, environment and flags again (what BaseCommand read at start).
-    const readConfig = () => loadConfig({file: f.config, flags: {database_url: f['database-url'], data_dir: f['data-dir'], ...this.configFlags()}}).config
+    const readConfig = () =>
+      loadConfig({
+        file: f.config,
+        flags: {database_url: f['database-url'], data_dir: f['data-dir'], ...(f.quiet ? {log_level: 'error'} : {}), ...this.configFlags()},
+        flagNames: {database_url: 'database-url', data_dir: 'data-dir', ...this.configFlagNames()},
+      }).config
     return runServe(this.mbConfig, {version: this.config.version, readConfig})
   }
 }

@@ -70,6 +70,8 @@ export const ERRORS = {
   // Serving
   SNAPSHOT_FAILED: {exit: 1, hint: 'The first snapshot of the database could not be read; check the database.'},
   LISTEN_FAILED: {exit: 1, hint: 'The address cannot be listened on (in use, or not permitted); pick another one.'},
+  ACCESS_LOG_INVALID: {exit: 2, hint: 'The access log file cannot be opened for appending; create its directory or pick another --access-log path.'},
+  SOCKET_PATH_INVALID: {exit: 2, hint: "The embedded store's Unix socket path is too long; use a shorter --data-dir."},
 
   // Scanning
   SCAN_BAD_URL: {exit: 1, hint: "The mirror's URL for this protocol is malformed; fix it with `mb mirror edit`."},

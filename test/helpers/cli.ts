@@ -7,6 +7,9 @@ import {fileURLToPath} from 'node:url'
 
 export const BIN = fileURLToPath(new URL('../../bin/run.js', import.meta.url))
 
+/** An XDG_CONFIG_HOME without an `mb/mb.yaml`, so that no user config file leaks into a test. */
+export const NO_CONFIG_HOME = '/nonexistent/mb-test-config-home'
+
 export interface CliResult {
   code: number
   stdout: string
@@ -15,14 +18,15 @@ export interface CliResult {
   json<T = any>(): T
 }
 
-/** Runs `mb ARGS…` with extra environment; never throws on a non-zero exit. */
-export async function mb(args: string[], options: {env?: Record<string, string | undefined>; input?: string; cwd?: string; timeoutMs?: number} = {}): Promise<CliResult> {
+/** Runs `mb ARGS…` with extra environment (`bin`: another mb's entry script, default {@link BIN}); never throws on a non-zero exit. */
+export async function mb(args: string[], options: {env?: Record<string, string | undefined>; input?: string; cwd?: string; timeoutMs?: number; bin?: string} = {}): Promise<CliResult> {
   const env: NodeJS.ProcessEnv = {...process.env, ...options.env}
   for (const [k, v] of Object.entries(options.env ?? {})) if (v === undefined) delete env[k]
   // Keep tests hermetic: no config or DB leaks in from the developer's shell.
   if (!options.env || !('MB_CONFIG' in options.env)) delete env.MB_CONFIG
+  if (!options.env || !('XDG_CONFIG_HOME' in options.env)) env.XDG_CONFIG_HOME = NO_CONFIG_HOME
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {env, cwd: options.cwd, stdio: ['pipe', 'pipe', 'pipe']})
+    const child = spawn(process.execPath, [options.bin ?? BIN, ...args], {env, cwd: options.cwd, stdio: ['pipe', 'pipe', 'pipe']})
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d) => (stdout += d))

@@ -3,8 +3,12 @@ import {redact} from '../../lib/redact.js'
 import {renderTable} from '../../lib/output.js'
 
 export default class ConfigShow extends BaseCommand<typeof ConfigShow> {
-  static override description = 'Print the effective settings and where each came from (default, file, env, flag)'
-  static override examples = ['<%= config.bin %> config show', '<%= config.bin %> config show --config /etc/mb.yaml --json']
+  static override description = `Print the effective settings and where each came from (default, file, env, flag)
+
+The first line names the config file read: --config, else MB_CONFIG, else
+$XDG_CONFIG_HOME/mb/mb.yaml (~/.config/mb/mb.yaml), else /etc/mb/mb.yaml, the first that
+exists; "none, defaults" when there is none. contrib/mb.yaml lists every setting.`
+  static override examples = ['<%= config.bin %> config show', '<%= config.bin %> config show --config /etc/mb/mb.yaml --json']
 
   public async run(): Promise<{file: string | null; settings: Array<{key: string; value: unknown; source: string}>}> {
     const {config, sources, file} = this.loadedConfig
@@ -15,6 +19,7 @@ export default class ConfigShow extends BaseCommand<typeof ConfigShow> {
         if (key === 'database_url' && typeof value === 'string') value = redact(value)
         return {key, value: value ?? null, source: sources[key]}
       })
+    this.print(`config file: ${file ?? 'none, defaults'}`)
     this.print(
       renderTable(settings, [
         {header: 'setting', get: (s) => s.key},

@@ -30,7 +30,6 @@ hashed, on --jobs threads (default: all cores), with a progress bar on a TTY.`
   static override flags = {
     root: Flags.string({description: 'origin directory (env: MB_ROOT; config: root)'}),
     dir: Flags.string({description: 'index only this subtree (relative to the root); the rest is left alone'}),
-    quiet: Flags.boolean({char: 'q', description: 'do not print warnings about skipped entries'}),
     hashes: Flags.boolean({description: 'also hash new and changed files (MD5, SHA-1, SHA-256, piece hashes)'}),
     jobs: Flags.integer({description: 'hashing threads (default: all cores)', min: 1, max: 256, dependsOn: ['hashes']}),
     'piece-hash': Flags.string({description: 'piece hash algorithm for metalinks', options: ['sha256', 'sha1'], dependsOn: ['hashes']}), // default sha256 (an oclif default would trip dependsOn)
@@ -74,13 +73,13 @@ hashed, on --jobs threads (default: all cores), with a progress bar on a TTY.`
         ['hash seconds', Math.round(hashes.seconds * 1000) / 1000],
       ]),
     )
-    for (const failure of hashes.failed) if (!this.jsonEnabled()) process.stderr.write(`warning: cannot hash ${failure.path}: ${failure.error}\n`)
+    for (const failure of hashes.failed) if (!this.quiet && !this.jsonEnabled()) process.stderr.write(`warning: cannot hash ${failure.path}: ${failure.error}\n`)
     return {...result, hashes}
   }
 
   /** Hashes changed files; a progress bar on a TTY only. */
   private async hash(database: Awaited<ReturnType<typeof this.openDb>>, root: string): Promise<HashIndexResult> {
-    const tty = process.stderr.isTTY && !this.jsonEnabled()
+    const tty = process.stderr.isTTY && !this.jsonEnabled() && !this.quiet
     const bar = tty ? new cliProgress.SingleBar({format: 'hashing {bar} {percentage}% | {value}/{total} files | {mib} MiB', stream: process.stderr}, cliProgress.Presets.shades_classic) : undefined
     let started = false
     try {

@@ -8,7 +8,13 @@ import {UsageError} from '../../lib/errors.js'
 import {listMirrors, resolveMirror} from '../../lib/mirrors/registry.js'
 import {renderTable} from '../../lib/output.js'
 import {PROTOCOL_ORDER, type Protocol} from '../../lib/scan/listers.js'
-import {type ScanMirrorResult, scanMirror} from '../../lib/scan/scan.js'
+import {type ScanMirrorResult, scanMirror, scanUrls} from '../../lib/scan/scan.js'
+
+/** A mirror that `--all --protocol P` left out, and why. */
+interface SkippedMirror {
+  mirror: string
+  reason: string
+}
 
 export default class Scan extends BaseCommand<typeof Scan> {
   static override description = `Scan mirrors: list what each holds and record it in the origin index
@@ -18,6 +24,9 @@ next protocol when one fails. Files whose size (and mtime, within the listing's 
 match the origin count as held; other copies are recorded as stale. A scan that fails, runs out
 of time, or matches fewer than scan.min_ratio (default 0.5) of the files it matched before
 changes nothing but the mirror's last scan error. Exit 1 when any mirror failed.
+
+With --all and --protocol P, mirrors without a P URL are skipped and listed as such (exit 0
+when every scanned mirror succeeded); a mirror named on the command line must have one.
 
 rsync credentials: the user goes in the URL (rsync://user@host/module/); the password comes
 from RSYNC_PASSWORD or the file named by scan.rsync_password_file, and is never printed.`
@@ -54,13 +63,14 @@ from RSYNC_PASSWORD or the file named by scan.rsync_password_file, and is never 
     }
   }
 
-  public async run(): Promise<{ok: boolean; mirrors: ScanMirrorResult[]}> {
+  public async run(): Promise<{ok: boolean; mirrors: ScanMirrorResult[]; skipped: SkippedMirror[]}> {
     const {argv} = await this.parse({flags: Scan.flags, baseFlags: BaseCommand.baseFlags, enableJsonFlag: true, args: Scan.args, strict: false})
     const wanted = argv as string[]
     if (this.flags.all && wanted.length > 0) throw new UsageError('Give mirror names or --all, not both.')
     if (!this.flags.all && wanted.length === 0) throw new UsageError('Name the mirror(s) to scan, or pass --all. See `mb mirror list`.')
     const database = await this.openDb()
-    const mirrors = await this.chosenMirrors(database, wanted)
+    const {mirrors, skipped} = this.withProtocol(await this.chosenMirrors(database, wanted))
+    for (const s of skipped) this.print(`${s.mirror}: skipped, ${s.reason}`)
     const results = await this.scanMirrors(database, mirrors)
     if (process.stdout.isTTY && !this.jsonEnabled()) this.log(summaryTable(results))
     const ok = results.every((r) => r.ok)
@@ -69,7 +79,22 @@ from RSYNC_PASSWORD or the file named by scan.rsync_password_file, and is never 
       if (!this.jsonEnabled()) process.stderr.write(`${failedNames.length} of ${results.length} mirror scan(s) failed: ${failedNames.join(', ')}\n`)
       process.exitCode = 1
     }
-    return {ok, mirrors: results}
+    return {ok, mirrors: results, skipped}
+  }
+
+  /**
+   * With `--all --protocol P`, splits off the mirrors that have no P URL (they are skipped, not
+   * failed). Named mirrors are all kept: scanMirror refuses one without a P URL (exit 2).
+   * @throws UsageError when `--all` leaves no mirror with a P URL
+   */
+  private withProtocol(mirrors: MirrorRow[]): {mirrors: MirrorRow[]; skipped: SkippedMirror[]} {
+    const protocol = this.flags.protocol
+    if (!this.flags.all || !protocol) return {mirrors, skipped: []}
+    const kept = mirrors.filter((m) => scanUrls(m).some((u) => u.protocol === protocol))
+    const skipped = mirrors.filter((m) => !kept.includes(m)).map((m) => ({mirror: m.identifier, reason: `no ${protocol} URL`}))
+    if (kept.length === 0)
+      throw new UsageError(`None of the ${mirrors.length} enabled mirror(s) has a ${protocol} URL to scan. Drop --protocol, or add URLs with \`mb mirror edit NAME --${protocol}-url URL\`.`)
+    return {mirrors: kept, skipped}
   }
 
   /** The enabled mirrors for --all, else the named ones in the order given, each once. */
@@ -91,7 +116,7 @@ from RSYNC_PASSWORD or the file named by scan.rsync_password_file, and is never 
 
   /** Scans the mirrors, scan.jobs at a time, with a progress bar each on a terminal; SIGINT aborts them all. */
   private async scanMirrors(database: Database, mirrors: MirrorRow[]): Promise<ScanMirrorResult[]> {
-    const tty = Boolean(process.stderr.isTTY) && !this.jsonEnabled()
+    const tty = Boolean(process.stderr.isTTY) && !this.jsonEnabled() && !this.quiet
     const multibar = tty
       ? new cliProgress.MultiBar(
           {format: '{mirror} [{protocol}] {value} entries, {rate}/s, {elapsed}s', hideCursor: true, clearOnComplete: true, stream: process.stderr, fps: 5},

@@ -1,13 +1,17 @@
 /**
  * Effective configuration: defaults < config file < environment < flags.
  *
- * The file is YAML (read with the `yaml` package), found through `--config` or `MB_CONFIG`.
+ * The file is YAML (read with the `yaml` package). The first of these is read
+ * ({@link findConfigFile}): `--config`, `MB_CONFIG`, `$XDG_CONFIG_HOME/mb/mb.yaml` (default
+ * `~/.config/mb/mb.yaml`), `/etc/mb/mb.yaml`. A file named by `--config` or `MB_CONFIG` must
+ * exist; the other two are used when present.
  * Keys in the file use snake_case; sections group the options of one area
  * (`select:`, `scan:`, `probe:`, `serve:`, `stats:`). One zod schema validates the merged
  * result, whatever layer a value came from, and each leaf remembers its source so that
  * `mb config show` can say where it came from.
  */
 import {existsSync, readFileSync, statSync} from 'node:fs'
+import {homedir} from 'node:os'
 import {isAbsolute, join, resolve} from 'node:path'
 import {parse as parseYaml} from 'yaml'
 import type {z} from 'zod'
@@ -54,6 +58,49 @@ const FLAG_NAMES: Record<string, string> = {
 
 /** Optional settings that `mb config show` lists even when unset. */
 const OPTIONAL_KEYS = ['database_url', 'root', 'asn_db']
+
+/** The system-wide config file, read when no other one is named or present. */
+const SYSTEM_CONFIG_FILE = '/etc/mb/mb.yaml'
+
+/**
+ * The config file to read, by the XDG Base Directory rules
+ * (https://specifications.freedesktop.org/basedir-spec/latest/):
+ * 1. `explicit` (`--config`), then `MB_CONFIG`: must exist, else a usage error;
+ * 2. `$XDG_CONFIG_HOME/mb/mb.yaml`, `~/.config/mb/mb.yaml` when XDG_CONFIG_HOME is unset or
+ *    not absolute (the spec says to ignore a relative one); skipped without a home directory;
+ * 3. `systemFile` (default {@link SYSTEM_CONFIG_FILE}).
+ * @returns the absolute path, or undefined when no file applies (defaults only)
+ * @throws UsageError `CONFIG_NOT_FOUND` when an explicit file does not exist
+ */
+export function findConfigFile(explicit: string | undefined, env: NodeJS.ProcessEnv = process.env, systemFile = SYSTEM_CONFIG_FILE): string | undefined {
+  const named = explicit ?? (env.MB_CONFIG && env.MB_CONFIG.length > 0 ? env.MB_CONFIG : undefined)
+  if (named !== undefined) {
+    const file = resolve(named)
+    const via = explicit === undefined ? 'MB_CONFIG' : '--config'
+    if (!existsSync(file))
+      throw new UsageError(`Config file ${file} (from ${via}) does not exist. Check the path, or leave ${via} unset to use ~/.config/mb/mb.yaml or ${SYSTEM_CONFIG_FILE}.`, 'CONFIG_NOT_FOUND')
+    return file
+  }
+  const candidates: string[] = []
+  const xdg = env.XDG_CONFIG_HOME
+  if (xdg && isAbsolute(xdg)) candidates.push(join(xdg, 'mb', 'mb.yaml'))
+  else {
+    const home = homeDirectory(env)
+    if (home) candidates.push(join(home, '.config', 'mb', 'mb.yaml'))
+  }
+  candidates.push(systemFile)
+  return candidates.find((file) => existsSync(file))
+}
+
+/** `$HOME`, else the password database's entry; undefined when neither gives one. */
+function homeDirectory(env: NodeJS.ProcessEnv): string | undefined {
+  if (env.HOME) return env.HOME
+  try {
+    return homedir() || undefined
+  } catch {
+    return undefined
+  }
+}
 
 /**
  * The default embedded-store directory: `$XDG_DATA_HOME/mb`, else `$HOME/.local/share/mb`
@@ -158,7 +205,7 @@ function invalidSetting(issue: z.ZodIssue, tree: Tree, sources: Record<string, C
 /**
  * Loads and validates the effective configuration.
  *
- * @param options.file   path given by `--config` (wins over `MB_CONFIG`)
+ * @param options.file   path given by `--config` (wins over `MB_CONFIG`); see {@link findConfigFile}
  * @param options.flags  dotted snake_case keys set by command-line flags, e.g.
  *                       `{'root': '/srv', 'serve.listen': '127.0.0.1:8080'}`; undefined values are ignored
  * @param options.flagNames the flag each key of `options.flags` was typed as, without `--`
@@ -166,23 +213,27 @@ function invalidSetting(issue: z.ZodIssue, tree: Tree, sources: Record<string, C
  *                       that sources and errors name the flag the user typed; a key not
  *                       listed falls back to its last part in kebab case
  * @param options.env    the environment (default `process.env`)
+ * @param options.systemFile  the system-wide file (default {@link SYSTEM_CONFIG_FILE}; tests)
  * @throws UsageError when the file is missing or unparsable, or a value fails validation;
  *         the message names the key and where the bad value came from.
  */
-export function loadConfig(options: {file?: string; flags?: Record<string, unknown>; flagNames?: Record<string, string>; env?: NodeJS.ProcessEnv} = {}): LoadedConfig {
+export function loadConfig(options: {file?: string; flags?: Record<string, unknown>; flagNames?: Record<string, string>; env?: NodeJS.ProcessEnv; systemFile?: string} = {}): LoadedConfig {
   const env = options.env ?? process.env
   const sources: Record<string, ConfigSource> = {}
   const tree: Tree = {}
   const warnings: string[] = []
 
-  const fileArg = options.file ?? (env.MB_CONFIG && env.MB_CONFIG.length > 0 ? env.MB_CONFIG : undefined)
-  let file: string | undefined
-  if (fileArg) {
-    file = resolve(fileArg)
-    if (!existsSync(file)) throw new UsageError(`Config file ${file} does not exist. Check --config or MB_CONFIG.`, 'CONFIG_NOT_FOUND')
+  const file = findConfigFile(options.file, env, options.systemFile)
+  if (file) {
+    let text: string
+    try {
+      text = readFileSync(file, 'utf8')
+    } catch (error) {
+      throw new UsageError(`Config file ${file} cannot be read: ${(error as Error).message}`, 'CONFIG_INVALID')
+    }
     let parsed: unknown
     try {
-      parsed = parseYaml(readFileSync(file, 'utf8'))
+      parsed = parseYaml(text)
     } catch (error) {
       throw new UsageError(`Config file ${file} is not valid YAML: ${(error as Error).message}`, 'CONFIG_INVALID')
     }

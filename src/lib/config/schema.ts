@@ -12,26 +12,19 @@ import {cidrString, listOf} from './zod.js'
 
 export const ConfigSchema = z
   .object({
-    /** PostgreSQL URL; when absent, the embedded PGlite store in `data_dir` is used. */
-    database_url: z.string().url().optional(),
-    /** Embedded PGlite store directory (default `$XDG_DATA_HOME/mb`). */
-    data_dir: z.string().optional(),
-    /** Group whose members may reach the embedded store's shared socket (default: the owner only). */
-    socket_group: z.string().min(1).optional(),
-    /** The origin tree (master copy). */
-    root: z.string().optional(),
-    /** GeoIP City/Country mmdb files (MaxMind layout or @ip-location-db layout). */
-    geoip: listOf(z.string()).default([]),
-    /** A MaxMind GeoLite2-ASN mmdb file. */
-    asn_db: z.string().optional(),
-    /** Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed. */
-    trusted_proxies: listOf(cidrString).default([]),
-    log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    select: SelectConfigSchema.default({}),
-    scan: ScanConfigSchema.default({}),
-    probe: ProbeConfigSchema.default({}),
-    serve: ServeConfigSchema.default({}),
-    stats: StatsConfigSchema.default({}),
+    database_url: z.string().url().optional().describe('PostgreSQL URL; when absent, the embedded PGlite store in `data_dir` is used.'),
+    data_dir: z.string().optional().describe('Embedded PGlite store directory (default `$XDG_DATA_HOME/mb`, i.e. `~/.local/share/mb`).'),
+    socket_group: z.string().min(1).optional().describe("Group whose members may reach the embedded store's shared socket (default: the owner only)."),
+    root: z.string().optional().describe('The origin tree (master copy).'),
+    geoip: listOf(z.string()).default([]).describe('GeoIP City/Country mmdb files (MaxMind layout or @ip-location-db layout); empty = the bundled GeoLite2 City data.'),
+    asn_db: z.string().optional().describe('A MaxMind GeoLite2-ASN mmdb file.'),
+    trusted_proxies: listOf(cidrString).default([]).describe('Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed.'),
+    log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Level of the JSON event log on stdout (debug adds a line per request in `mb serve`).'),
+    select: SelectConfigSchema.default({}).describe('Choosing a mirror for a request (docs/selection.md).'),
+    scan: ScanConfigSchema.default({}).describe('Listing the mirrors (`mb scan`).'),
+    probe: ProbeConfigSchema.default({}).describe('Mirror health checks (`mb probe`, `mb serve --probe-interval`).'),
+    serve: ServeConfigSchema.default({}).describe('The redirector (`mb serve`).'),
+    stats: StatsConfigSchema.default({}).describe('Download statistics (`mb serve`, `mb stats`).'),
   })
   .strict()
   // A default that depends on another section: select.unprobed follows serve.probe_interval.

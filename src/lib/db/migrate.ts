@@ -54,3 +54,8 @@ export async function pendingMigrations(db: Kysely<DB>): Promise<string[]> {
     .sort()
     .filter((name) => !applied.has(name))
 }
+
+/** The schema version this mb expects: the name of its latest migration, e.g. `0009_mirror_maintenance`. */
+export function expectedSchemaVersion(): string {
+  return Object.keys(migrations).sort().at(-1)!
+}

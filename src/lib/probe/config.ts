@@ -34,36 +34,21 @@ export type RedirectPolicy = (typeof REDIRECT_POLICIES)[number]
 
 export const ProbeConfigSchema = z
   .object({
-    /** Path below every mirror's base URL to request instead of the smallest scanned file. */
-    sentinel: z.string().min(1).optional(),
-    /** Seconds to establish the TCP connection and TLS handshake. */
-    connect_timeout: z.number().positive().default(5),
-    /** Seconds for a whole check (all redirect hops) before it counts as `timeout`. */
-    timeout: z.number().positive().default(15),
-    /** Consecutive failures before a protocol/family (and the mirror) is marked down. */
-    fail_threshold: z.number().int().min(1).max(100).default(2),
-    /** Consecutive successes before a down protocol/family is marked up again. */
-    ok_threshold: z.number().int().min(1).max(100).default(2),
-    /** A mirror down for longer than this (seconds) needs a fresh scan when it comes back. */
-    rescan_after_seconds: z.number().int().min(0).default(86400),
-    /** Accept self-signed or otherwise invalid HTTPS certificates (`--insecure`). */
-    insecure_tls: z.boolean().default(false),
-    /** Which redirects a probe follows; see the module docstring. */
-    redirects: z.enum(REDIRECT_POLICIES).default('public'),
-    /** Redirect hops followed before giving up with `redirect_loop`. */
-    max_redirects: z.number().int().min(0).max(20).default(5),
-    /** Probe results kept per mirror in `mirror_probe` (older ones are deleted). */
-    history: z.number().int().min(1).max(10000).default(100),
-    /** State transitions kept per mirror in `mirror_transition`. */
-    transitions: z.number().int().min(1).max(10000).default(50),
-    /** Mirrors probed in parallel (`--jobs`). */
-    jobs: z.number().int().min(1).max(256).default(8),
-    /** User-Agent header of probe requests. */
-    user_agent: z.string().min(1).default('mb-probe/0.1 (mirror health check)'),
-    /** Nagios WARNING when at least this share (percent) of probed mirrors is down. */
-    warning: z.number().min(0).max(100).default(10),
-    /** Nagios CRITICAL when at least this share (percent) of probed mirrors is down. */
-    critical: z.number().min(0).max(100).default(30),
+    sentinel: z.string().min(1).optional().describe("Path below every mirror's base URL to request instead of the smallest scanned file."),
+    connect_timeout: z.number().positive().default(5).describe('Seconds to establish the TCP connection and TLS handshake.'),
+    timeout: z.number().positive().default(15).describe('Seconds for a whole check (all redirect hops) before it counts as `timeout`.'),
+    fail_threshold: z.number().int().min(1).max(100).default(2).describe('Consecutive failures before a protocol/family (and the mirror) is marked down.'),
+    ok_threshold: z.number().int().min(1).max(100).default(2).describe('Consecutive successes before a down protocol/family is marked up again.'),
+    rescan_after_seconds: z.number().int().min(0).default(86400).describe('A mirror down for longer than this (seconds) needs a fresh scan when it comes back.'),
+    insecure_tls: z.boolean().default(false).describe('Accept self-signed or otherwise invalid HTTPS certificates (`--insecure`).'),
+    redirects: z.enum(REDIRECT_POLICIES).default('public').describe('Redirects a probe follows: same_origin (none to other hosts), public (not to private addresses) or any.'),
+    max_redirects: z.number().int().min(0).max(20).default(5).describe('Redirect hops followed before giving up with `redirect_loop`.'),
+    history: z.number().int().min(1).max(10000).default(100).describe('Probe results kept per mirror in `mirror_probe` (older ones are deleted).'),
+    transitions: z.number().int().min(1).max(10000).default(50).describe('State transitions kept per mirror in `mirror_transition`.'),
+    jobs: z.number().int().min(1).max(256).default(8).describe('Mirrors probed in parallel (`--jobs`).'),
+    user_agent: z.string().min(1).default('mb-probe/0.1 (mirror health check)').describe('User-Agent header of probe requests.'),
+    warning: z.number().min(0).max(100).default(10).describe('Nagios WARNING when at least this share (percent) of probed mirrors is down.'),
+    critical: z.number().min(0).max(100).default(30).describe('Nagios CRITICAL when at least this share (percent) of probed mirrors is down.'),
   })
   .strict()
 

@@ -21,27 +21,19 @@ const globList = listOf(z.string())
 
 export const ScanConfigSchema = z
   .object({
-    /** Globs (picomatch) on origin paths: when non-empty, only matching files count. */
-    include: globList.default([]),
-    /** Globs (picomatch) on origin paths that never count as held by a mirror. */
-    exclude: globList.default([]),
-    /** A scan matching fewer than this share of the files it matched before is refused. */
-    min_ratio: z.number().min(0).max(1).default(0.5),
-    /** Per-mirror time budget in seconds (all protocols together). */
-    timeout: z.number().positive().default(3600),
-    /** Connect timeout in seconds. */
-    connect_timeout: z.number().positive().default(20),
-    /** I/O timeout in seconds (no data for this long aborts a listing). */
-    io_timeout: z.number().positive().default(120),
-    /** Mirrors scanned in parallel by `mb scan --all`. */
-    jobs: z.number().int().min(1).max(64).default(2),
-    /** Largest HTTP directory index page read, bytes; a larger page fails the scan. */
+    include: globList.default([]).describe('Globs (picomatch) on origin paths: when non-empty, only matching files count.'),
+    exclude: globList.default([]).describe('Globs (picomatch) on origin paths that never count as held by a mirror.'),
+    min_ratio: z.number().min(0).max(1).default(0.5).describe('A scan matching fewer than this share of the files it matched before is refused.'),
+    timeout: z.number().positive().default(3600).describe('Per-mirror time budget in seconds (all protocols together).'),
+    connect_timeout: z.number().positive().default(20).describe('Connect timeout in seconds.'),
+    io_timeout: z.number().positive().default(120).describe('I/O timeout in seconds (no data for this long aborts a listing).'),
+    jobs: z.number().int().min(1).max(64).default(2).describe('Mirrors scanned in parallel by `mb scan --all`.'),
     max_index_bytes: z
       .number()
       .int()
       .min(1024)
-      .default(64 * 1024 * 1024),
-    /** File holding the rsync daemon password (else RSYNC_PASSWORD from the environment). */
-    rsync_password_file: z.string().optional(),
+      .default(64 * 1024 * 1024)
+      .describe('Largest HTTP directory index page read, bytes; a larger page fails the scan.'),
+    rsync_password_file: z.string().optional().describe('File holding the rsync daemon password (else RSYNC_PASSWORD from the environment).'),
   })
   .strict()

@@ -38,17 +38,11 @@ const regexString = z.string().superRefine((value, ctx) => {
 
 export const SelectConfigSchema = z
   .object({
-    /** Files smaller than this many bytes are delivered from the origin. */
-    min_size: z.number().int().min(0).default(4096),
-    /** Glob patterns (picomatch) of files always delivered from the origin; matched on the basename and on the full path. */
-    origin_only: listOf(z.string().min(1)).default(DEFAULT_ORIGIN_ONLY),
-    /** Regular expressions (case-insensitive) of User-Agents that get the file from the origin. */
-    exclude_user_agents: listOf(regexString).default([]),
-    /** Client CIDRs that get files from the origin. */
-    exclude_clients: listOf(cidrString).default([]),
-    /** MIME type globs (e.g. `text/*`), by file extension, delivered from the origin. */
-    exclude_mime: listOf(z.string().min(1)).default([]),
-    /** Client country -> country whose mirrors also count as the client's own (NZ -> AU). */
+    min_size: z.number().int().min(0).default(4096).describe('Files smaller than this many bytes are delivered from the origin.'),
+    origin_only: listOf(z.string().min(1)).default(DEFAULT_ORIGIN_ONLY).describe('Glob patterns (picomatch) of files always delivered from the origin; matched on the basename and on the full path.'),
+    exclude_user_agents: listOf(regexString).default([]).describe('Regular expressions (case-insensitive) of User-Agents that get the file from the origin.'),
+    exclude_clients: listOf(cidrString).default([]).describe('Client CIDRs that get files from the origin.'),
+    exclude_mime: listOf(z.string().min(1)).default([]).describe('MIME type globs (e.g. `text/*`), by file extension, delivered from the origin.'),
     country_substitutions: z
       .record(z.string(), countryCode)
       .default({NZ: 'AU'})
@@ -56,25 +50,15 @@ export const SelectConfigSchema = z
         for (const key of Object.keys(map)) {
           if (!isCountryCode(key)) ctx.addIssue({code: z.ZodIssueCode.custom, path: [key], message: `"${key}" is not an ISO 3166-1 alpha-2 country code`})
         }
-      }),
-    /** Client network prefix length for sticky choice, IPv4 (bits). */
-    client_prefix_v4: z.number().int().min(0).max(32).default(24),
-    /** Client network prefix length for sticky choice, IPv6 (bits). */
-    client_prefix_v6: z.number().int().min(0).max(128).default(48),
-    /** Within a pool, drop mirrors farther than this factor x the nearest one's distance (>= 1). */
-    distance_factor: z.number().min(1).default(1.5),
-    /** Mirrors within this many km of the client are never dropped by the distance rule (guards against a nearest distance of ~0). */
-    distance_floor_km: z.number().min(0).default(100),
-    /** A mirror whose last successful scan is older than this many seconds is not used; null = no limit. */
-    max_scan_age_seconds: z.number().int().positive().nullable().default(null),
-    /**
-     * A mirror never probed (or a scheme of it not probed yet): `use` counts it as up, `skip`
-     * passes it over with reason `unprobed`. Unset: `skip` when a probe loop is configured
-     * (`serve.probe_interval` > 0), else `use` (resolved by the config schema, ../config/schema.ts).
-     */
-    unprobed: z.enum(UNPROBED_POLICIES).optional(),
-    /** How many alternative mirrors to list (Link: rel=duplicate headers, RFC 6249). */
-    max_alternatives: z.number().int().min(0).max(100).default(5),
+      })
+      .describe("Client country -> country whose mirrors also count as the client's own (NZ -> AU)."),
+    client_prefix_v4: z.number().int().min(0).max(32).default(24).describe('Client network prefix length for sticky choice, IPv4 (bits).'),
+    client_prefix_v6: z.number().int().min(0).max(128).default(48).describe('Client network prefix length for sticky choice, IPv6 (bits).'),
+    distance_factor: z.number().min(1).default(1.5).describe("Within a pool, drop mirrors farther than this factor x the nearest one's distance (>= 1)."),
+    distance_floor_km: z.number().min(0).default(100).describe('Mirrors within this many km of the client are never dropped by the distance rule (guards against a nearest distance of ~0).'),
+    max_scan_age_seconds: z.number().int().positive().nullable().default(null).describe('A mirror whose last successful scan is older than this many seconds is not used; null = no limit.'),
+    unprobed: z.enum(UNPROBED_POLICIES).optional().describe('A mirror never probed (or a scheme of it not probed yet): `use` counts it as up, `skip` passes it over with reason `unprobed`. Unset: `skip` when a probe loop is configured (`serve.probe_interval` > 0), else `use` (resolved in ../config/schema.ts).'),
+    max_alternatives: z.number().int().min(0).max(100).default(5).describe('How many alternative mirrors to list (Link: rel=duplicate headers, RFC 6249).'),
   })
   .strict()
 

@@ -22,31 +22,18 @@ const countryQuery = z.preprocess(
 
 export const ServeConfigSchema = z
   .object({
-    /** HOST:PORT to listen on; IPv6 hosts in brackets, e.g. `[::]:8080`. */
-    listen: z.string().default('127.0.0.1:8080'),
-    /** Watch the origin tree: a changed file is served from the origin until rescanned. */
-    watch: z.boolean().default(false),
-    /** Worker processes (node:cluster); 1 = a single process. */
-    workers: z.coerce.number().int().min(1).max(64).default(1),
-    /** Snapshot poll interval in seconds (LISTEN/NOTIFY makes most changes faster). */
-    poll_seconds: z.coerce.number().min(0.2).max(300).default(2),
-    /** Who may use `?country=XX` to test selection for another country (src/lib/serve/client-address.ts, `CountryQueryTrust`). */
-    country_query: countryQuery.default('off'),
-    /** With `country_query: trusted`, client networks (besides `trusted_proxies`) whose `?country=` is honoured. */
-    country_query_clients: listOf(cidrString).default([]),
-    /** Access log (Apache combined format + mirror and realm): a file path, or '-' for stdout (src/lib/serve/access-log.ts). */
-    access_log: z.string().min(1).optional(),
-    /** HOST:PORT of the separate Prometheus listener (`GET /metrics`, src/lib/serve/metrics.ts). */
-    metrics_listen: z.string().min(1).optional(),
-    /** Seconds between background probe rounds inside `mb serve` (src/lib/probe/background.ts); 0 = off. */
-    probe_interval: z.coerce.number().min(0).default(0),
-    /** Open client connections at most, per process (src/lib/serve/connections.ts); unset = half the open-file limit. */
-    max_connections: z.coerce.number().int().min(1).optional(),
-    /** Open connections per client address (TCP peer; IPv6 by /64) at most; trusted proxies are exempt. */
-    max_connections_per_client: z.coerce.number().int().min(1).default(64),
-    /** Seconds a client has to send a complete request header. */
-    header_timeout: z.coerce.number().min(1).max(300).default(10),
-    /** Seconds an idle keep-alive connection stays open. */
-    keep_alive_timeout: z.coerce.number().min(0.1).max(300).default(5),
+    listen: z.string().default('127.0.0.1:8080').describe('HOST:PORT to listen on; IPv6 hosts in brackets, e.g. `[::]:8080`.'),
+    watch: z.boolean().default(false).describe('Watch the origin tree: a changed file is served from the origin until rescanned.'),
+    workers: z.coerce.number().int().min(1).max(64).default(1).describe('Worker processes (node:cluster); 1 = a single process.'),
+    poll_seconds: z.coerce.number().min(0.2).max(300).default(2).describe('Snapshot poll interval in seconds (LISTEN/NOTIFY makes most changes faster).'),
+    country_query: countryQuery.default('off').describe('Who may use `?country=XX` to test selection for another country (src/lib/serve/client-address.ts, `CountryQueryTrust`).'),
+    country_query_clients: listOf(cidrString).default([]).describe('With `country_query: trusted`, client networks (besides `trusted_proxies`) whose `?country=` is honoured.'),
+    access_log: z.string().min(1).optional().describe("Access log (Apache combined format + mirror and realm): a file path, or '-' for stdout (src/lib/serve/access-log.ts)."),
+    metrics_listen: z.string().min(1).optional().describe('HOST:PORT of the separate Prometheus listener (`GET /metrics`, src/lib/serve/metrics.ts).'),
+    probe_interval: z.coerce.number().min(0).default(0).describe('Seconds between background probe rounds inside `mb serve` (src/lib/probe/background.ts); 0 = off.'),
+    max_connections: z.coerce.number().int().min(1).optional().describe('Open client connections at most, per process (src/lib/serve/connections.ts); unset = half the open-file limit.'),
+    max_connections_per_client: z.coerce.number().int().min(1).default(64).describe('Open connections per client address (TCP peer; IPv6 by /64) at most; trusted proxies are exempt.'),
+    header_timeout: z.coerce.number().min(1).max(300).default(10).describe('Seconds a client has to send a complete request header.'),
+    keep_alive_timeout: z.coerce.number().min(0.1).max(300).default(5).describe('Seconds an idle keep-alive connection stays open.'),
   })
   .strict()
