@@ -152,7 +152,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
  * what was wrong. This puts it on one line: `Invalid value for --min-size: expected an
  * integer but received "abc". See --help.` Other messages are returned unchanged.
  */
-export function flagParseMessage(message: string): string {
+function flagParseMessage(message: string): string {
   const parsed = /^Parsing (--[\w-]+) ?\n\t([\s\S]*?)(?:\nSee more help with --help)?$/.exec(message)
   if (!parsed) return message
   const [, flag, detail] = parsed

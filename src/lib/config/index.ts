@@ -149,7 +149,7 @@ function merge(target: Tree, source: Tree): Tree {
  * the URL's password or a `password` parameter) and its mode lets the group or others read
  * it; null otherwise. The fix named is `chmod 600`.
  */
-export function exposedPasswordWarning(file: string, databaseUrl: unknown): string | null {
+function exposedPasswordWarning(file: string, databaseUrl: unknown): string | null {
   if (typeof databaseUrl !== 'string') return null
   let url: URL
   try {

@@ -176,7 +176,9 @@ export async function addMirror(db: Kysely<DB>, input: MirrorInput, options: Wri
         .executeTakeFirstOrThrow()
       // Inserts that leave the id to the column default then start above every id in use.
       // The sequence keeps the highest id ever handed out (see takeFreeId), at least max(id).
-      await sql`SELECT setval(pg_get_serial_sequence('mirror', 'id'), greatest((SELECT max(id) FROM mirror), ${id}::int, coalesce(pg_sequence_last_value(pg_get_serial_sequence('mirror', 'id')::regclass), 0)))`.execute(trx)
+      await sql`SELECT setval(pg_get_serial_sequence('mirror', 'id'), greatest((SELECT max(id) FROM mirror), ${id}::int, coalesce(pg_sequence_last_value(pg_get_serial_sequence('mirror', 'id')::regclass), 0)))`.execute(
+        trx,
+      )
       return stored
     } catch (error) {
       if (isUniqueViolation(error)) await assertNameFree(trx, identifier)

@@ -57,7 +57,12 @@ export const SelectConfigSchema = z
     distance_factor: z.number().min(1).default(1.5).describe("Within a pool, drop mirrors farther than this factor x the nearest one's distance (>= 1)."),
     distance_floor_km: z.number().min(0).default(100).describe('Mirrors within this many km of the client are never dropped by the distance rule (guards against a nearest distance of ~0).'),
     max_scan_age_seconds: z.number().int().positive().nullable().default(null).describe('A mirror whose last successful scan is older than this many seconds is not used; null = no limit.'),
-    unprobed: z.enum(UNPROBED_POLICIES).optional().describe('A mirror never probed (or a scheme of it not probed yet): `use` counts it as up, `skip` passes it over with reason `unprobed`. Unset: `skip` when a probe loop is configured (`serve.probe_interval` > 0), else `use` (resolved in ../config/schema.ts).'),
+    unprobed: z
+      .enum(UNPROBED_POLICIES)
+      .optional()
+      .describe(
+        'A mirror never probed (or a scheme of it not probed yet): `use` counts it as up, `skip` passes it over with reason `unprobed`. Unset: `skip` when a probe loop is configured (`serve.probe_interval` > 0), else `use` (resolved in ../config/schema.ts).',
+      ),
     max_alternatives: z.number().int().min(0).max(100).default(5).describe('How many alternative mirrors to list (Link: rel=duplicate headers, RFC 6249).'),
   })
   .strict()

@@ -70,7 +70,7 @@ export function needsRestart(running: Config, next: Config, keys: readonly strin
 }
 
 /** The connection settings of a configuration (`serve.max_connections` unset: half the open-file limit). */
-export function connectionSettings(config: Config): ConnectionSettings {
+function connectionSettings(config: Config): ConnectionSettings {
   const s = config.serve
   return {
     maxConnections: s.max_connections ?? defaultMaxConnections(openFileLimit()),

@@ -101,7 +101,7 @@ const MERGE_SLICE = 1_000
  * meanwhile (`set`, `delete`) go to both, so they are not shadowed by the pending set.
  * Iteration and `size` see the underlying map only (they are used for counts and loads).
  */
-export class FileMap extends Map<string, FileEntry> {
+class FileMap extends Map<string, FileEntry> {
   private pending: Map<string, FileEntry | null> | undefined
 
   override get(path: string): FileEntry | undefined {
@@ -267,7 +267,7 @@ export interface RefreshResult {
 }
 
 /** Changed file rows read and parsed per slice of a refresh, between yields to the event loop. */
-export const REFRESH_SLICE_ROWS = 2_000
+const REFRESH_SLICE_ROWS = 2_000
 
 /** Lets the event loop run (pending requests, timers) before the next slice of work. */
 function yieldToEventLoop(): Promise<void> {
