@@ -146,8 +146,9 @@ function merge(target: Tree, source: Tree): Tree {
 
 /**
  * A warning when the config file `file` holds a database password (in `database_url`, as
- * the URL's password or a `password` parameter) and its mode lets the group or others read
- * it; null otherwise. The fix named is `chmod 600`.
+ * the URL's password or a `password` parameter) and its mode lets every user read it; null
+ * otherwise. A group-readable file is the usual service layout (`root:mb 0640`), an explicit
+ * grant, so it is not warned about. The fix named is `chmod o-r`.
  */
 function exposedPasswordWarning(file: string, databaseUrl: unknown): string | null {
   if (typeof databaseUrl !== 'string') return null
@@ -159,9 +160,8 @@ function exposedPasswordWarning(file: string, databaseUrl: unknown): string | nu
   }
   if (url.password === '' && !url.searchParams.has('password')) return null
   const mode = statSync(file).mode
-  if ((mode & 0o044) === 0) return null
-  const who = (mode & 0o004) !== 0 ? 'all users' : 'its group'
-  return `Warning: config file ${file} holds a database password and is readable by ${who} (mode ${(mode & 0o777).toString(8).padStart(3, '0')}). Restrict it: chmod 600 ${file}`
+  if ((mode & 0o004) === 0) return null
+  return `Warning: config file ${file} holds a database password and is readable by all users (mode ${(mode & 0o777).toString(8).padStart(3, '0')}). Restrict it: chmod o-r ${file} (or chmod 600 ${file})`
 }
 
 /** The value at `path` in `tree`, or undefined. */

@@ -32,6 +32,7 @@ export const RELOADABLE = [
   'asn_db',
   'log_level',
   'serve.country_query',
+  'serve.country_query_clients',
   'serve.max_connections',
   'serve.max_connections_per_client',
   'serve.header_timeout',
