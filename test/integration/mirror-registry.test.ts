@@ -86,6 +86,17 @@ describe(`mirror registry (${backend})`, () => {
     expect(unchanged.changed).to.deep.equal([])
   })
 
+  it("forgets a scheme's probe result when that scheme's URL changes, and keeps the other's", async () => {
+    const {id} = await resolveMirror(database.db, 'ftp.example.de')
+    await database.db.updateTable('mirror').set({http_up: true, https_up: false}).where('id', '=', id).execute()
+    await editMirror(database.db, 'ftp.example.de', {https_url: 'https://mirror2.example.de/pub/'})
+    expect(await resolveMirror(database.db, 'ftp.example.de')).to.include({http_up: true, https_up: null})
+    await editMirror(database.db, 'ftp.example.de', {score: 151})
+    expect(await resolveMirror(database.db, 'ftp.example.de')).to.include({http_up: true, https_up: null})
+    await editMirror(database.db, 'ftp.example.de', {http_url: 'http://mirror2.example.de/pub/'})
+    expect(await resolveMirror(database.db, 'ftp.example.de')).to.include({http_up: null, https_up: null})
+  })
+
   it('clears optional fields with an empty value or --clear', async () => {
     await editMirror(database.db, 'ftp.example.de', {latitude: '48.2', longitude: '16.4', comment: 'Vienna'})
     const {mirror} = await editMirror(database.db, 'ftp.example.de', {asn: '', comment: ''}, ['prefix', 'lat'])

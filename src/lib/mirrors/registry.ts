@@ -234,6 +234,10 @@ export async function editMirror(db: Kysely<DB>, name: string, input: MirrorInpu
     const update: Record<string, unknown> = {}
     for (const key of changed) update[key] = values[key]
     if (changed.some((k) => (SCAN_FIELDS as readonly string[]).includes(k))) update.needs_rescan = true
+    // A probe result belongs to the URL it probed: a new URL's scheme counts as never probed
+    // (rule `unprobed`) until the next probe, never as the old URL's up or down.
+    if (changed.includes('http_url')) update.http_up = null
+    if (changed.includes('https_url')) update.https_up = null
     try {
       const mirror = await trx.updateTable('mirror').set(update).where('id', '=', current.id).returningAll().executeTakeFirstOrThrow()
       return {mirror, changed}
