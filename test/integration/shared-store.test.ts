@@ -38,8 +38,9 @@ describe('backend message scanner', () => {
   })
 })
 
-const suite = backend === 'pglite' ? describe : describe.skip
-suite('embedded store shared through its socket (PGlite only; skipped with MB_TEST_DATABASE_URL)', function () {
+// The embedded store's own behaviour: registered in the PGlite pass only, as db.test.ts does.
+const suite = (backend === 'pglite' ? describe : () => undefined) as Mocha.SuiteFunction
+suite('embedded store shared through its socket (PGlite pass only)', function () {
   this.timeout(120_000)
   let tdb: TestDatabase
   let database: Database
@@ -153,7 +154,7 @@ suite('embedded store shared through its socket (PGlite only; skipped with MB_TE
   })
 })
 
-suite('mb serve on the embedded store: its own probes, flushes and refreshes through the socket (PGlite only; skipped with MB_TEST_DATABASE_URL)', function () {
+suite('mb serve on the embedded store: its own probes, flushes and refreshes through the socket (PGlite pass only)', function () {
   this.timeout(180_000)
   it('probe rounds (which hold a session of their own) run beside refreshes, and a CLI write beside them lands', async () => {
     const tdb = await createTestDatabase()
