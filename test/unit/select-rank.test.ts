@@ -76,7 +76,12 @@ describe('select(): IPv6 clients (select.ipv6)', () => {
         ['m5', 'continent'],
         ['m4', 'continent'],
       ])
-      expect(ids.slice(0, 2).map(([m]) => m).sort()).to.deep.equal(['m2', 'm3'])
+      expect(
+        ids
+          .slice(0, 2)
+          .map(([m]) => m)
+          .sort(),
+      ).to.deep.equal(['m2', 'm3'])
     }
     const s = both(v6(0), file(held), ms, opts())
     const note = 'IPv6 client and probing found no IPv6 on the mirror: ranked after the mirrors of its pool with IPv6 (select.ipv6 is prefer)'
@@ -222,4 +227,3 @@ describe('select(): sticky_key', () => {
     expect(wins[2] / N).to.be.within(0.25 * 0.95, 0.25 * 1.05)
   })
 })
-

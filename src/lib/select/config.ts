@@ -64,7 +64,7 @@ export const SelectConfigSchema = z
       .enum(STICKY_KEYS)
       .default('network')
       .describe(
-        'What keeps a client on its mirror: `network` (the client network, so one network gets one mirror per pool) or `network+path` (the network and the file path, so one network\'s downloads spread over the pool and each file stays on one mirror).',
+        "What keeps a client on its mirror: `network` (the client network, so one network gets one mirror per pool) or `network+path` (the network and the file path, so one network's downloads spread over the pool and each file stays on one mirror).",
       ),
     distance_factor: z.number().min(1).default(1.5).describe("Within a pool, mirrors farther than this factor x the nearest one's distance rank after the near ones (>= 1); they are not dropped."),
     distance_floor_km: z.number().min(0).default(100).describe('Mirrors within this many km of the client always count as near for the distance rule (guards against a nearest distance of ~0).'),
@@ -80,7 +80,13 @@ export const SelectConfigSchema = z
         'A mirror never probed (or a scheme of it not probed yet): `use` counts it as up, `skip` passes it over with reason `unprobed`. Unset: `skip` when a probe loop is configured (`serve.probe_interval` > 0), else `use` (resolved in ../config/schema.ts).',
       ),
     max_alternatives: z.number().int().min(0).max(100).default(5).describe('How many alternative mirrors to list (Link: rel=duplicate headers, RFC 6249).'),
-    metalink_max_mirrors: z.number().int().min(1).max(1000).default(100).describe('At most this many mirror URLs in a metalink (Metalink 4, Metalink 3), in selection order; the origin is listed after them.'),
+    metalink_max_mirrors: z
+      .number()
+      .int()
+      .min(1)
+      .max(1000)
+      .default(100)
+      .describe('At most this many mirror URLs in a metalink (Metalink 4, Metalink 3), in selection order; the origin is listed after them.'),
   })
   .strict()
 

@@ -133,6 +133,7 @@ export function rankPools(table: MirrorTable, q: Query, eligible: readonly Selec
   for (let p = 0; p < REALMS.length && ranked.length < max; p++) {
     if ((present & (1 << p)) === 0) continue
     const realm = REALMS[p]
+    let withIpv6 = 0
     for (let part = 0; part < (split ? 2 : 1) && ranked.length < max; part++) {
       let count = 0
       if (!split) {
@@ -141,6 +142,7 @@ export function rankPools(table: MirrorTable, q: Query, eligible: readonly Selec
         const without = part === 0 ? 0 : NO_IPV6
         for (let i = 0; i < n; i++) if (realmOf[i] === p && (flags[eligible[i].id] & NO_IPV6) === without) order[count++] = i
       }
+      if (part === 0) withIpv6 = count
       if (count === 0) continue
       const want = Math.min(count, max - ranked.length)
       const limitA = orderPool(table, q, eligible, count, want, ranked.length === 0, options)
@@ -162,7 +164,7 @@ export function rankPools(table: MirrorTable, q: Query, eligible: readonly Selec
           const c = ranked[start + k]
           const a = distance[order[k]]
           if (q.hasPosition && !Number.isNaN(a)) c.distanceKm = kmFromA(a)
-          if (part === 1) c.note = IPV6_NOTE
+          if (part === 1 && withIpv6 > 0) c.note = IPV6_NOTE
           else if (q.hasPosition && a > limitA) c.note = farNote(a, order, count, distance, realm, options)
         }
       }
