@@ -12,10 +12,10 @@ import {cidrString, listOf} from '../config/zod.js'
 export const DEFAULT_ORIGIN_ONLY = ['repomd.xml', 'Release', 'Release.gpg', 'InRelease', 'Packages*', 'Sources*', '*.asc', '*.sig', '*.sha256']
 
 /** The values of `select.ipv6`: IPv6 clients `prefer` mirrors with IPv6, or `require` it. */
-export const IPV6_POLICIES = ['prefer', 'require'] as const
+const IPV6_POLICIES = ['prefer', 'require'] as const
 
 /** The values of `select.sticky_key`: what the rendezvous hash keys the client by. */
-export const STICKY_KEYS = ['network', 'network+path'] as const
+const STICKY_KEYS = ['network', 'network+path'] as const
 
 /** The values of `select.unprobed`. */
 export const UNPROBED_POLICIES = ['use', 'skip'] as const
