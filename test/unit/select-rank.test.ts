@@ -227,3 +227,17 @@ describe('select(): sticky_key', () => {
     expect(wins[2] / N).to.be.within(0.25 * 0.95, 0.25 * 1.05)
   })
 })
+
+describe('select(): distance_factor 1', () => {
+  it('the nearest mirror is always near, so there is always a choice, for any client position', () => {
+    const ms = table(row(1, {latitude: 51.5, longitude: -0.12}), row(2, {latitude: 55.95, longitude: -3.19}), row(3, {latitude: 53.48, longitude: -2.24}))
+    const o = opts({distance_factor: 1, distance_floor_km: 0})
+    for (let i = 0; i < 500; i++) {
+      const client: ClientInfo = {ip: `192.0.2.${i & 255}`, https: false, country: 'GB', continent: 'EU', latitude: 50 + (i % 70) / 10, longitude: -5 + (i % 53) / 10}
+      const s = both(client, file([1, 2, 3]), ms, o)
+      expect(s.ranked).to.have.length(3)
+      const km = s.ranked.map((c) => c.distanceKm!)
+      expect(km[0]).to.equal(Math.min(...km))
+    }
+  })
+})

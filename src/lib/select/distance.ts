@@ -56,7 +56,8 @@ export function nearLimit(table: MirrorTable, q: Query, eligible: readonly Selec
   if (!(nearestA < Infinity) || count <= 1) return Infinity
   const limitKm = Math.max(kmFromA(nearestA) * options.distanceFactor, options.distanceFloorKm)
   const half = limitKm / (2 * EARTH_RADIUS_KM)
-  return half >= Math.PI / 2 ? Infinity : Math.sin(half) ** 2
+  // The nearest member is near even when rounding puts sin² of its own distance a hair below it (factor 1).
+  return half >= Math.PI / 2 ? Infinity : Math.max(Math.sin(half) ** 2, nearestA)
 }
 
 /**
