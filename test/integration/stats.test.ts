@@ -14,6 +14,8 @@ import {sql} from 'kysely'
 import {openDatabase, type Database} from '../../src/lib/db/index.js'
 import {StatsCollector} from '../../src/lib/stats/collector.js'
 import {startStatsFlusher} from '../../src/lib/stats/schedule.js'
+import {startStatsForwarder} from '../../src/lib/stats/cluster.js'
+import type {PathCounts} from '../../src/lib/stats/pending.js'
 import {pruneStats} from '../../src/lib/stats/prune.js'
 import {queryStats} from '../../src/lib/stats/query.js'
 import type {RequestOutcome} from '../../src/lib/serve/types.js'
@@ -207,6 +209,42 @@ describe(`stats collector and mb stats (${backend})`, function () {
     expect(result.groups).to.equal(20)
     for (const row of result.rows) expect([row.downloads, row.bytes]).to.deep.equal([5, 2 * 1 + 2 * 2 + 4])
     expect(result.total).to.deep.equal({downloads: 100, bytes: 200, other_requests: 0})
+  })
+
+  it('--workers: hand-offs summed in the primary write each key once; a failed hand-off keeps its counts', async () => {
+    const primary = new StatsCollector({batchSize: 500})
+    // What the cluster IPC channel does to a message: a JSON round trip.
+    const viaIpc = async (groups: PathCounts[]) => primary.merge(JSON.parse(JSON.stringify(groups)))
+    const workers = [new StatsCollector(), new StatsCollector()]
+    const forwarders = workers.map((w) => startStatsForwarder(w, 3600, {send: viaIpc}))
+    // The same 30 keys (15 paths x 2 countries) counted by both workers, 3 + 2 times each.
+    for (let i = 0; i < 30; i++) {
+      const key = {path: `w${i % 15}`, country: i < 15 ? 'DE' : 'FR'}
+      for (let n = 0; n < 3; n++) workers[0].observer(req({...key, bytesSent: 1}))
+      for (let n = 0; n < 2; n++) workers[1].observer(req({...key, bytesSent: 10}))
+    }
+    let fail = true
+    const flaky = async (groups: PathCounts[]) => {
+      if (fail) throw new Error('channel closed')
+      await viaIpc(groups)
+    }
+    const refused = await workers[1].handOff(flaky)
+    expect(refused).to.deep.include({rows: 0, retained: 30, ok: false})
+    expect(workers[1].pendingKeys).to.equal(30)
+    fail = false
+    expect((await workers[1].handOff(flaky)).rows).to.equal(30)
+    expect((await forwarders[0].stop()).rows).to.equal(30)
+    expect((await forwarders[1].stop()).rows).to.equal(0)
+    expect(workers.map((w) => w.status.keysHandedOff)).to.deep.equal([30, 30])
+    expect(primary.pendingKeys).to.equal(30)
+    expect(primary.pendingTotals()).to.deep.equal({downloads: 150, bytes: 30 * (3 + 20), otherRequests: 0})
+    const written = await primary.flush(database)
+    expect(written).to.deep.equal({rows: 30, retained: 0, ok: true})
+    // One statement for the 30 summed keys, where each worker writing its own would take 2 x 30 rows.
+    expect([primary.status.rowsWritten, primary.status.statements]).to.deep.equal([30, 1])
+    const result = await queryStats(database, {by: 'file'})
+    expect(result.total).to.deep.equal({downloads: 150, bytes: 690, other_requests: 0})
+    for (const row of result.rows) expect([row.downloads, row.bytes]).to.deep.equal([10, 46])
   })
 
   it('flushes by age: olderThanSeconds writes only the paths first counted that long ago, oldest first', async () => {

@@ -5,7 +5,8 @@
  * SIGINT/SIGTERM stops them all (each drains and flushes like a single process would).
  * SIGHUP is passed on to the workers; SIGUSR2 replaces them one at a time.
  * With `--metrics-listen` the primary owns the metrics listener and answers each scrape with
- * the aggregate of every worker's metrics (src/lib/serve/metrics.ts).
+ * the aggregate of every worker's metrics (src/lib/serve/metrics.ts). The workers hand their
+ * download counts to the primary, which sums and writes them (src/lib/stats/cluster.ts).
  * PostgreSQL only: the embedded store allows one process.
  */
 import cluster, {type Worker} from 'node:cluster'
@@ -90,9 +91,14 @@ function liveWorkers(): Worker[] {
   return Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead())
 }
 
-/** Sends SIGTERM (drain and flush) and resolves when the worker has exited; kills it after {@link WORKER_STOP_MS}. */
-function stopWorker(w: Worker): Promise<void> {
-  return new Promise<void>((resolve) => {
+/**
+ * Sends SIGTERM (drain and flush) and resolves when the worker has exited and its IPC
+ * channel has closed (so that its last messages, such as its download counts, have been
+ * read); kills it after {@link WORKER_STOP_MS}.
+ */
+async function stopWorker(w: Worker): Promise<void> {
+  const disconnected = w.isConnected() ? new Promise<void>((resolve) => w.once('disconnect', () => resolve())) : undefined
+  await new Promise<void>((resolve) => {
     if (w.isDead()) return resolve()
     const force = setTimeout(() => w.process.kill('SIGKILL'), WORKER_STOP_MS)
     w.once('exit', () => {
@@ -101,6 +107,7 @@ function stopWorker(w: Worker): Promise<void> {
     })
     w.process.kill('SIGTERM')
   })
+  await disconnected
 }
 
 /** Forks a worker and resolves once it listens; rejects when it exits first or takes longer than {@link WORKER_START_MS}. */

@@ -26,6 +26,7 @@ import {MetalinkRoutes} from '../metalink/routes.js'
 import {type BackgroundProbes, startBackgroundProbes} from '../probe/background.js'
 import {StatsCollector} from '../stats/collector.js'
 import {retentionPolicy} from '../stats/config.js'
+import {startClusterCounting, startStatsForwarder} from '../stats/cluster.js'
 import {startDailyPrune} from '../stats/prune.js'
 import {type StatsFlusher, startStatsFlusher} from '../stats/schedule.js'
 import {type AccessLog, openAccessLog} from './access-log.js'
@@ -75,12 +76,16 @@ export async function runServe(config: Config, runtime: ServeRuntime = {}): Prom
       throw new UsageError('--workers needs PostgreSQL (MB_DATABASE_URL or --database-url): the embedded store allows one process. Drop --workers or use PostgreSQL.', 'WORKERS_NEED_POSTGRES')
     parseListen(config.serve.listen)
     const logger = createLogger(config.log_level)
+    // The workers hand their counts to the primary, which sums and writes them (src/lib/stats/cluster.ts).
+    const counting = config.stats.enabled ? await startClusterCounting(config.database_url, config.stats, logger) : undefined
     await runPrimary(config.serve.workers, logger, {
       metricsListen: config.serve.metrics_listen,
       onReload: () => primaryReload(config, runtime, logger),
       // The primary's address wins over a config file changed since (flags are the same).
       workerEnv: {MB_LISTEN: config.serve.listen},
     })
+    await counting?.stop()
+    await new Promise<void>((resolve) => logger.flush(() => resolve()))
     return {url: config.serve.listen, stopped: true}
   }
   const logger = createLogger(config.log_level)
@@ -300,7 +305,7 @@ function startCounting(config: Config, database: Database, logger: Logger, metri
     onFlushFailure: () => metrics?.statsFlushFailed(),
     onLoss: (lost) => metrics?.statsLost(lost.downloads),
   })
-  const flusher = startStatsFlusher(collector, database, stats.flush_interval_seconds)
+  const flusher = isWorker() ? startStatsForwarder(collector, stats.flush_interval_seconds, {logger}) : startStatsFlusher(collector, database, stats.flush_interval_seconds)
   const stopPrune = startDailyPrune(database, retentionPolicy(stats), {logger})
   return {collector, flusher, stopPrune}
 }

@@ -20,7 +20,7 @@ import {isoDay} from '../time.js'
 import {addCounts, classifyRequest, type CountedRequest, countedCountry, countedMirror, countRequest, type StatsCounts} from './count.js'
 import {writeBatches} from './flush.js'
 import {Pacer} from './pacing.js'
-import {type Entry, type Lost, PendingCounts, type Taken} from './pending.js'
+import {type Entry, type Lost, type PathCounts, PendingCounts, type Taken} from './pending.js'
 import {takeDue} from './schedule.js'
 
 /** A minimal logger (pino fits). */
@@ -58,6 +58,11 @@ export interface CollectorStatus {
   flushFailures: number
   lostKeys: number
   lostDownloads: number
+  /** Rows (keys) written to `stats_daily`, and the upsert statements that wrote them. */
+  rowsWritten: number
+  statements: number
+  /** Keys handed to the cluster primary (a `--workers` worker, ./cluster.ts). */
+  keysHandedOff: number
   lastFlushAt?: Date
   lastError?: string
 }
@@ -84,7 +89,7 @@ export class StatsCollector {
   private dayText = ''
   private readonly maxPendingKeys: number
   private readonly batchSize: number
-  readonly status: CollectorStatus = {flushes: 0, flushFailures: 0, lostKeys: 0, lostDownloads: 0}
+  readonly status: CollectorStatus = {flushes: 0, flushFailures: 0, lostKeys: 0, lostDownloads: 0, rowsWritten: 0, statements: 0, keysHandedOff: 0}
 
   constructor(private readonly options: StatsCollectorOptions = {}) {
     this.maxPendingKeys = options.maxPendingKeys ?? 200_000
@@ -167,18 +172,72 @@ export class StatsCollector {
     if (!options.paced) this.pacer.hurryUp()
     if (this.flushing) return this.flushing.then(() => this.flush(database, options))
     this.pacer.start(options.paced === true)
-    this.flushing = this.doFlush(database, options).finally(() => {
+    return this.exclusive(this.doFlush(database, options))
+  }
+
+  /**
+   * A `--workers` worker's flush (./cluster.ts): takes the paths due as `flush` does (all of
+   * them without `olderThanSeconds`) and hands them to `send`, which resolves once they are
+   * on their way to the cluster primary. When `send` fails they are put back for the next
+   * hand-off. Shares the one-at-a-time rule of `flush`. Never throws.
+   */
+  handOff(send: (groups: PathCounts[]) => Promise<void>, options: Omit<FlushOptions, 'paced'> = {}): Promise<FlushResult> {
+    if (this.flushing) return this.flushing.then(() => this.handOff(send, options))
+    return this.exclusive(this.doHandOff(send, options))
+  }
+
+  /**
+   * Adds path groups counted by another process (a worker's hand-off, in the cluster
+   * primary) to the pending counts: keys already pending are summed, so each key is written
+   * once per flush whichever workers counted it. A path already pending keeps its `since`.
+   */
+  merge(groups: readonly PathCounts[]): void {
+    this.pending.merge(groups)
+    if (this.pending.keys > this.maxPendingKeys) this.dropOldest()
+  }
+
+  /** Marks `work` as the flush in progress until it settles. */
+  private exclusive(work: Promise<FlushResult>): Promise<FlushResult> {
+    this.flushing = work.finally(() => {
       this.flushing = undefined
     })
     return this.flushing
   }
 
+  /** Takes what `options` says is due (everything without `olderThanSeconds`). */
+  private take(options: FlushOptions): Taken {
+    return options.olderThanSeconds === undefined ? this.pending.takeAll() : takeDue(this.pending, Date.now() - options.olderThanSeconds * 1000, (options.jitterSeconds ?? 0) * 1000)
+  }
+
+  /** Takes what is due and sends it; puts it back when `send` fails. */
+  private async doHandOff(send: (groups: PathCounts[]) => Promise<void>, options: FlushOptions): Promise<FlushResult> {
+    if (this.pending.keys === 0) return {rows: 0, retained: 0, ok: true}
+    const taken = this.take(options)
+    if (taken.entries.length === 0) return {rows: 0, retained: 0, ok: true}
+    try {
+      await send([...taken.groups.values()])
+    } catch (error) {
+      this.pending.putBack(taken.entries, taken.groups)
+      if (this.pending.keys > this.maxPendingKeys) this.dropOldest()
+      this.status.flushFailures += 1
+      this.status.lastError = errorMessage(error)
+      this.options.logger?.error({err: errorMessage(error), retained: taken.entries.length}, 'stats: handing the counts to the cluster primary failed; counts kept for the next try')
+      return {rows: 0, retained: taken.entries.length, ok: false, error: errorMessage(error)}
+    }
+    this.status.keysHandedOff += taken.entries.length
+    this.status.flushes += 1
+    this.status.lastFlushAt = new Date()
+    return {rows: taken.entries.length, retained: 0, ok: true}
+  }
+
   /** Takes what `options` says is due, writes it, and puts back what could not be written. */
   private async doFlush(database: Pick<Database, 'db'>, options: FlushOptions): Promise<FlushResult> {
     if (this.pending.keys === 0) return {rows: 0, retained: 0, ok: true}
-    const taken: Taken = options.olderThanSeconds === undefined ? this.pending.takeAll() : takeDue(this.pending, Date.now() - options.olderThanSeconds * 1000, (options.jitterSeconds ?? 0) * 1000)
+    const taken = this.take(options)
     if (taken.entries.length === 0) return {rows: 0, retained: 0, ok: true}
     const result = await writeBatches(database, taken.entries, this.batchSize, this.pacer, (rows, error) => this.reject(rows, error))
+    this.status.rowsWritten += result.written
+    this.status.statements += result.statements
     if (result.failure !== undefined) {
       const {error, rest} = result.failure
       this.pending.putBack(rest, taken.groups)

@@ -18,6 +18,8 @@ import type {Entry} from './pending.js'
 interface Written {
   /** Rows written. */
   written: number
+  /** Upsert statements that wrote rows (one per batch, more where a batch was bisected). */
+  statements: number
   /** Set when an error that is not a row error stopped the write: the error, and the entries not written. */
   failure?: {error: unknown; rest: Entry[]}
 }
@@ -26,6 +28,8 @@ interface Written {
 interface WrittenAround {
   /** Rows written. */
   written: number
+  /** Upsert statements that wrote rows. */
+  statements: number
   /** Rows refused alone (dropped), and the last such refusal. */
   rejected: Entry[]
   rowError: unknown
@@ -41,25 +45,28 @@ interface WrittenAround {
  */
 export async function writeBatches(database: Pick<Database, 'db'>, entries: Entry[], batchSize: number, pacer: Pacer, onRejected: (rows: Entry[], error: unknown) => void): Promise<Written> {
   let written = 0
+  let statements = 0
   for (let i = 0; i < entries.length; i += batchSize) {
     const batch = entries.slice(i, i + batchSize)
     const started = performance.now()
     try {
       await upsertDaily(database, batch)
       written += batch.length
+      statements += 1
     } catch (first) {
-      if (!isRowError(first)) return {written, failure: {error: first, rest: entries.slice(i)}}
+      if (!isRowError(first)) return {written, statements, failure: {error: first, rest: entries.slice(i)}}
       // PostgreSQL refused a value of some row (not the connection): write the batch around
       // the rows it refuses, and drop those alone (reported as lost).
       const split = await writeAround(database, batch, first)
       written += split.written
+      statements += split.statements
       if (split.rejected.length > 0) onRejected(split.rejected, split.rowError)
-      if (split.failure !== undefined) return {written, failure: {error: split.failure, rest: [...split.retained, ...entries.slice(i + batchSize)]}}
+      if (split.failure !== undefined) return {written, statements, failure: {error: split.failure, rest: [...split.retained, ...entries.slice(i + batchSize)]}}
       continue
     }
     if (i + batchSize < entries.length) await pacer.afterBatch(started)
   }
-  return {written}
+  return {written, statements}
 }
 
 /**
@@ -69,7 +76,7 @@ export async function writeBatches(database: Pick<Database, 'db'>, entries: Entr
  * with that error as `failure`.
  */
 async function writeAround(database: Pick<Database, 'db'>, batch: Entry[], rowError: unknown): Promise<WrittenAround> {
-  const out: WrittenAround = {written: 0, rejected: [], rowError, retained: []}
+  const out: WrittenAround = {written: 0, statements: 0, rejected: [], rowError, retained: []}
   const split = (part: Entry[]) => [part.slice(part.length >> 1), part.slice(0, part.length >> 1)]
   if (batch.length === 1) out.rejected.push(batch[0])
   const stack: Entry[][] = batch.length > 1 ? split(batch) : []
@@ -82,6 +89,7 @@ async function writeAround(database: Pick<Database, 'db'>, batch: Entry[], rowEr
     try {
       await upsertDaily(database, part)
       out.written += part.length
+      out.statements += 1
     } catch (error) {
       if (!isRowError(error)) {
         out.failure = error

@@ -115,6 +115,11 @@ export class PendingCounts {
     for (const group of arrived.values()) for (const e of group.entries) this.add(e, group.since)
   }
 
+  /** Adds path groups counted elsewhere (another process's), summing keys already pending; a new path keeps its group's `since`. */
+  merge(groups: readonly PathCounts[]): void {
+    for (const group of groups) for (const e of group.entries) this.add(e, group.since)
+  }
+
   /** Adds `e`'s counts to its key. */
   private add(e: Entry, since: number): void {
     addCounts(this.entry(e.day, e.path, e.mirrorId, e.country, since), e)
