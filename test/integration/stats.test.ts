@@ -238,6 +238,13 @@ describe(`stats collector and mb stats (${backend})`, function () {
     expect(workers.map((w) => w.status.keysHandedOff)).to.deep.equal([30, 30])
     expect(primary.pendingKeys).to.equal(30)
     expect(primary.pendingTotals()).to.deep.equal({downloads: 150, bytes: 30 * (3 + 20), otherRequests: 0})
+    // The database out of reach: the primary keeps the sum and writes it once it is back.
+    if (backend === 'postgres') {
+      const gone = await t.open()
+      await gone.close()
+      expect(await primary.flush(gone)).to.deep.include({rows: 0, retained: 30, ok: false})
+      expect(primary.pendingTotals()).to.deep.equal({downloads: 150, bytes: 690, otherRequests: 0})
+    }
     const written = await primary.flush(database)
     expect(written).to.deep.equal({rows: 30, retained: 0, ok: true})
     // One statement for the 30 summed keys, where each worker writing its own would take 2 x 30 rows.
