@@ -31,7 +31,9 @@ import send from 'send'
 import type {Logger} from 'pino'
 import {isCountryCode} from '../geo/countries.js'
 import type {GeoResolver} from '../geo/geoip.js'
-import {clientInfo, select} from '../select/index.js'
+import {selectUnderRule} from '../rules/apply.js'
+import {type RuleMatch, ruleLocation} from '../rules/rule.js'
+import {clientInfo} from '../select/index.js'
 import type {SelectOptions} from '../select/options.js'
 import type {ClientInfo, Selection} from '../select/types.js'
 import {encodePath} from '../select/url.js'
@@ -115,6 +117,8 @@ export interface RequestContext {
   resolved?: ResolvedClient
   /** Client with GeoIP data (computed lazily by {@link MirrorServer.clientInfo}). */
   info?: ClientInfo
+  /** The redirect rule matching this request: null when none does, undefined until asked ({@link MirrorServer.matchRule}). */
+  rule?: RuleMatch | null
 }
 
 /**
@@ -349,7 +353,41 @@ export class MirrorServer implements RouteServices {
    * @param limit rank no more than this many candidates (the redirect uses only the first few)
    */
   selectMirrors(ctx: RequestContext, client: ClientInfo, file: FileEntry, explain: boolean, limit = Infinity): Selection {
-    return select(client, file, ctx.snapshot.mirrors, this.selectOptions, explain, limit)
+    return selectUnderRule(this.matchRule(ctx, client, file.path), client, file, ctx.snapshot.mirrors, this.selectOptions, explain, limit)
+  }
+
+  /** The first redirect rule of the request's snapshot matching `path` and `client` (memoised on ctx; one test when there are none). */
+  matchRule(ctx: RequestContext, client: ClientInfo, path: string): RuleMatch | undefined {
+    if (ctx.rule === undefined) {
+      const rules = ctx.snapshot.rules
+      ctx.rule = rules.empty ? null : (rules.match(path, client) ?? null)
+    }
+    return ctx.rule ?? undefined
+  }
+
+  /**
+   * Answers a request a `url` or `origin` rule decided: a redirect with the rule's status to
+   * its URL (RFC 9110 §15.4; per-client, so `private, no-store` as for mirror redirects), or
+   * local delivery with `X-MB-Origin-Reason: rule`.
+   */
+  private answerRule(ctx: RequestContext, rule: RuleMatch, file: FileEntry): void {
+    if (rule.target === 'origin') {
+      ctx.res.setHeader('X-MB-Rule', rule.name)
+      this.deliver(ctx, 'rule').catch((error) => this.fail(ctx, error))
+      return
+    }
+    const status = rule.rule.record.status
+    const headers: Record<string, string> = {
+      Location: headerSafe(ruleLocation(rule.rule, file.path)),
+      'X-MB-Rule': rule.name,
+      'Cache-Control': 'private, no-store',
+      Vary: 'X-Forwarded-For, X-Forwarded-Proto',
+      'Content-Length': '0',
+      ...this.serverHeaders(),
+    }
+    ctx.res.writeHead(status, headers)
+    ctx.res.end()
+    this.finish(ctx, status, 'rule_redirect', {fileSize: file.size})
   }
 
   /**
@@ -392,6 +430,7 @@ export class MirrorServer implements RouteServices {
       mirrorId: undefined,
       mirrorIdentifier: undefined,
       realm: undefined,
+      rule: ctx.rule?.name,
       fileSize: undefined,
       rangeStart: undefined,
     }
@@ -500,6 +539,8 @@ export class MirrorServer implements RouteServices {
       this.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
       return
     }
+    const rule = this.matchRule(ctx, client, file.path)
+    if (rule !== undefined && rule.target !== 'mirrors') return this.answerRule(ctx, rule, file)
     // Only the first `linkCount` candidates are used (Location is the first): rank no more.
     const selection = this.selectMirrors(ctx, client, file, false, this.selectLimit)
     const ranked = selection.ranked
@@ -525,6 +566,7 @@ export class MirrorServer implements RouteServices {
       '0',
     ]
     if (this.serverHeader !== undefined) headers.push('Server', this.serverHeader)
+    if (rule !== undefined) headers.push('X-MB-Rule', rule.name)
     const providers = this.redirectHeaders
     for (let i = 0; i < providers.length; i++) providers[i](headers, ctx, file, client, selection)
     ctx.res.writeHead(302, headers)
