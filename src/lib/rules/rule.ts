@@ -97,7 +97,10 @@ export function globBaseLength(glob: string): number {
  * @throws UsageError when a stored CIDR is malformed (a row edited in SQL)
  */
 export function compileRule(record: RuleRecord, mirrors: ReadonlyMap<number, SelectMirror>): CompiledRule {
-  const regex = picomatch.makeRe(record.path_glob, {dot: true, basename: !record.path_glob.includes('/')})
+  // A plain regular expression is several times faster than picomatch's matcher function;
+  // a glob without a `/` is tested on the basename, as picomatch's `basename` option does.
+  const regex = picomatch.makeRe(record.path_glob, {dot: true})
+  const onBasename = !record.path_glob.includes('/')
   let table: MirrorTable | undefined
   if (record.target === 'mirrors') {
     const wanted = new Set(record.mirrors.map((m) => m.toLowerCase()))
@@ -107,7 +110,7 @@ export function compileRule(record: RuleRecord, mirrors: ReadonlyMap<number, Sel
   }
   return {
     record,
-    matchPath: (path) => regex.test(path),
+    matchPath: onBasename ? (path) => regex.test(path.slice(path.lastIndexOf('/') + 1)) : (path) => regex.test(path),
     baseLength: globBaseLength(record.path_glob),
     countries: setOf(record.countries),
     notCountries: setOf(record.not_countries),

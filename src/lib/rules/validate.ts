@@ -32,6 +32,7 @@ export interface RuleInput {
 export type RuleValues = Omit<RuleRecord, 'id'>
 
 /** ASCII control characters (C0 and DEL). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is this pattern's job
 const CONTROL = /[\u0000-\u001f\u007f]/
 
 /** Longest rule name. */

@@ -7,6 +7,7 @@
 import {z} from 'zod'
 import {isCountryCode} from '../geo/countries.js'
 import {cidrString, listOf} from '../config/zod.js'
+import {VERIFY_CONFIG} from '../verify/config.js'
 
 /** Default origin-only patterns: repository metadata and signatures (matched on basename and full path). */
 export const DEFAULT_ORIGIN_ONLY = ['repomd.xml', 'Release', 'Release.gpg', 'InRelease', 'Packages*', 'Sources*', '*.asc', '*.sig', '*.sha256']
@@ -64,6 +65,7 @@ export const SelectConfigSchema = z
         'A mirror never probed (or a scheme of it not probed yet): `use` counts it as up, `skip` passes it over with reason `unprobed`. Unset: `skip` when a probe loop is configured (`serve.probe_interval` > 0), else `use` (resolved in ../config/schema.ts).',
       ),
     max_alternatives: z.number().int().min(0).max(100).default(5).describe('How many alternative mirrors to list (Link: rel=duplicate headers, RFC 6249).'),
+    ...VERIFY_CONFIG,
   })
   .strict()
 

@@ -34,6 +34,7 @@ import type {GeoResolver} from '../geo/geoip.js'
 import {selectUnderRule} from '../rules/apply.js'
 import {type RuleMatch, ruleLocation} from '../rules/rule.js'
 import {clientInfo} from '../select/index.js'
+import {escalationHeader, type VerifyOptions, Verifier} from '../verify/verifier.js'
 import type {SelectOptions} from '../select/options.js'
 import type {ClientInfo, Selection} from '../select/types.js'
 import {encodePath} from '../select/url.js'
@@ -63,6 +64,8 @@ export interface ServerOptions {
   connections?: ConnectionSettings
   /** Sent as `Server: mb/VERSION` on every answer (RFC 9110 §10.2.4); none when absent. */
   version?: string
+  /** Verified redirects (src/lib/verify); undefined = off. */
+  verify?: VerifyOptions
 }
 
 /** Connection caps (./connections.ts) and node:http's time limits, in seconds. */
@@ -95,6 +98,7 @@ export interface ServerSettings {
   linkCount: number
   countryQuery: CountryQueryTrust | undefined
   connections: ConnectionSettings
+  verify: VerifyOptions | undefined
 }
 
 /** Everything a route handler needs about one request. */
@@ -225,8 +229,11 @@ export class MirrorServer implements RouteServices {
   private geo: GeoResolver
   private readonly connections: ConnectionGuard
   private readonly serverHeader: string | undefined
+  /** The checks of verified redirects; undefined when verification is off (nothing is checked). */
+  private verifier: Verifier | undefined
 
   constructor(private readonly options: ServerOptions) {
+    this.verifier = options.verify === undefined ? undefined : new Verifier(options.verify)
     this.trusted = options.trustedProxies instanceof TrustedProxies ? options.trustedProxies : new TrustedProxies(options.trustedProxies)
     this.countryQuery = options.countryQuery
     this.selectLimit = Math.max(1, options.linkCount ?? options.selectOptions.maxAlternatives ?? 5)
@@ -270,6 +277,15 @@ export class MirrorServer implements RouteServices {
     this.connections.setLimits(settings.connections)
     this.connections.setTrusted(settings.trustedProxies)
     this.applyTimeouts(settings.connections)
+    if (this.verifier?.options !== settings.verify) {
+      void this.verifier?.close()
+      this.verifier = settings.verify === undefined ? undefined : new Verifier(settings.verify)
+    }
+  }
+
+  /** HEADs sent by verified redirects so far (0 with verification off). */
+  get verifyChecks(): number {
+    return this.verifier?.checks ?? 0
   }
 
   /** node:http's time limits from `c` (the header limit also bounds the whole request from below). */
@@ -316,6 +332,7 @@ export class MirrorServer implements RouteServices {
     const closed = new Promise<void>((resolve) => net.Server.prototype.close.call(this.http, () => resolve()))
     await this.connections.drain(forceMs)
     await closed
+    await this.verifier?.close()
   }
 
   /** The client of this request after trusted-proxy resolution (memoised on ctx). */
@@ -540,7 +557,10 @@ export class MirrorServer implements RouteServices {
       return
     }
     const rule = this.matchRule(ctx, client, file.path)
-    if (rule !== undefined && rule.target !== 'mirrors') return this.answerRule(ctx, rule, file)
+    if (rule !== undefined && rule.target !== 'mirrors') {
+      this.answerRule(ctx, rule, file)
+      return
+    }
     // Only the first `linkCount` candidates are used (Location is the first): rank no more.
     const selection = this.selectMirrors(ctx, client, file, false, this.selectLimit)
     const ranked = selection.ranked
@@ -548,6 +568,38 @@ export class MirrorServer implements RouteServices {
       this.deliver(ctx, selection.origin?.reason ?? 'no_mirror').catch((error) => this.fail(ctx, error))
       return
     }
+    const verifier = this.verifier
+    if (verifier?.applies(file)) {
+      this.verifyThenRedirect(ctx, file, client, selection, verifier).catch((error) => this.fail(ctx, error))
+      return
+    }
+    this.redirect(ctx, file, client, selection, rule)
+  }
+
+  /**
+   * Checks the ranked mirrors with a HEAD (src/lib/verify) and redirects to the first that
+   * passes, without the failed ones in the alternatives; `X-MB-Escalated` lists each failed
+   * mirror and why. When none passes within the budget, the origin delivers
+   * (`X-MB-Origin-Reason: verify_failed`).
+   */
+  private async verifyThenRedirect(ctx: RequestContext, file: FileEntry, client: ClientInfo, selection: Selection, verifier: Verifier): Promise<void> {
+    const choice = await verifier.choose(selection.ranked, file.path)
+    const escalated = choice.failed.length > 0 ? headerSafe(escalationHeader(choice.failed)) : undefined
+    if (choice.chosen === undefined) {
+      if (escalated !== undefined) ctx.res.setHeader('X-MB-Escalated', escalated)
+      return this.deliver(ctx, 'verify_failed')
+    }
+    const failed = new Set(choice.failed.map((f) => f.candidate.mirror.id))
+    const ranked = failed.size === 0 ? selection.ranked : selection.ranked.filter((c) => !failed.has(c.mirror.id))
+    this.redirect(ctx, file, client, failed.size === 0 ? selection : {...selection, ranked, realm: ranked[0].realm}, ctx.rule ?? undefined, escalated)
+  }
+
+  /**
+   * Writes the `302 Found` to the first ranked mirror of `selection` (at least one) and
+   * reports it; `X-MB-Rule` names a `mirrors` rule, `X-MB-Escalated` the failed checks.
+   */
+  private redirect(ctx: RequestContext, file: FileEntry, client: ClientInfo, selection: Selection, rule: RuleMatch | undefined, escalated?: string): void {
+    const ranked = selection.ranked
     const best = ranked[0]
     const headers: Array<string | string[]> = [
       // Both come from the registry; headerSafe keeps a row that breaks its rules (one
@@ -567,6 +619,7 @@ export class MirrorServer implements RouteServices {
     ]
     if (this.serverHeader !== undefined) headers.push('Server', this.serverHeader)
     if (rule !== undefined) headers.push('X-MB-Rule', rule.name)
+    if (escalated !== undefined) headers.push('X-MB-Escalated', escalated)
     const providers = this.redirectHeaders
     for (let i = 0; i < providers.length; i++) providers[i](headers, ctx, file, client, selection)
     ctx.res.writeHead(302, headers)
