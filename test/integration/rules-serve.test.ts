@@ -116,7 +116,7 @@ describe('redirect rules through mb serve', function () {
   })
 
   it('sends GB and JP to the international store, US and CA to the mirrors, CN to its mirrors', async () => {
-    serve = await startServe(['--root', join(root, 'tree'), '--geoip', GEOIP, '--trusted-proxy', '127.0.0.1/32', '--log-level', 'info'], env)
+    serve = await startServe(['--config', join(root, 'mb.yaml'), '--root', join(root, 'tree'), '--geoip', GEOIP, '--trusted-proxy', '127.0.0.1/32', '--log-level', 'info'], env)
     const gb = await get(serve.url, 'store/cart.html', GB)
     const jp = await get(serve.url, 'store/cart.html', JP)
     expect(gb).to.deep.equal({status: 302, location: 'https://intlstore.example.org/cart.html', mirror: null, rule: 'intlstore', origin: null})
@@ -125,6 +125,8 @@ describe('redirect rules through mb serve', function () {
     expect([us.status, us.mirror, us.rule]).to.deep.equal([302, 'mirror.example.us', null])
     const ca = await get(serve.url, 'store/cart.html?country=CA', CA_TESTER)
     expect([ca.status, ca.rule, MIRRORS.includes(ca.mirror!)]).to.deep.equal([302, null, true])
+    // The same tester as GB does get the store URL: the override is what decided.
+    expect((await get(serve.url, 'store/cart.html?country=GB', CA_TESTER)).rule).to.equal('intlstore')
     // CN: only the rule's mirrors, for every client of CN.
     for (const ip of [CN, CN2]) {
       const cn = await get(serve.url, 'iso/big.iso', ip)
@@ -175,7 +177,7 @@ describe('redirect rules through mb serve', function () {
   })
 
   it('counts the hits per rule in mb stats', async () => {
-    // Counts so far: intlstore GB, JP, CN = 3 (one more below); cn CN, CN2 and the mirror
+    // Counts so far: intlstore GB, JP, CN and the GB override = 4 (one more below); cn CN, CN2 and the mirror
     // list = 3; gb-local: the answers that named it.
     const before = await get(serve!.url, 'store/cart.html', GB)
     expect(before.rule).to.equal('intlstore')
@@ -184,11 +186,11 @@ describe('redirect rules through mb serve', function () {
     const stats = await mb(['stats', '--json'], {env})
     const hits = stats.json().rule_hits as Array<{rule: string; hits: number}>
     const byRule = Object.fromEntries(hits.map((h) => [h.rule, h.hits]))
-    expect([byRule.intlstore, byRule.cn, byRule['gb-local']]).to.deep.equal([4, 3, gbLocalHits])
+    expect([byRule.intlstore, byRule.cn, byRule['gb-local']]).to.deep.equal([5, 3, gbLocalHits])
     const human = await mb(['stats'], {env})
     const section = human.stdout.slice(human.stdout.indexOf('\nrule hits:\n'))
     expect(section.split('\n').slice(1, 3)).to.deep.equal(['rule hits:', 'rule\thits'])
-    expect(section.split('\n').slice(3, 6).sort()).to.deep.equal(['cn\t3', `gb-local\t${gbLocalHits}`, 'intlstore\t4'])
+    expect(section.split('\n').slice(3, 6).sort()).to.deep.equal(['cn\t3', `gb-local\t${gbLocalHits}`, 'intlstore\t5'])
     const removed = await mb(['rule', 'remove', 'gb-local'], {env})
     expect(removed.stdout).to.equal('Removed rule gb-local.\n')
   })
