@@ -5,7 +5,7 @@
 import type {RuleRecord} from './rule.js'
 
 /** The client conditions of a rule in words (`country not US,CA; AS 3320`), or `any client`. */
-export function ruleConditions(r: RuleRecord): string {
+function ruleConditions(r: RuleRecord): string {
   const parts: string[] = []
   if (r.countries.length > 0) parts.push(`country ${r.countries.join(',')}`)
   if (r.not_countries.length > 0) parts.push(`country not ${r.not_countries.join(',')}`)
@@ -16,7 +16,7 @@ export function ruleConditions(r: RuleRecord): string {
 }
 
 /** The target of a rule in words: `302 https://… (+path)`, `mirrors a,b`, `origin`. */
-export function ruleTarget(r: RuleRecord): string {
+function ruleTarget(r: RuleRecord): string {
   if (r.target === 'url') return `${r.status} ${r.url}${r.append_path ? ' (+path)' : ''}`
   if (r.target === 'mirrors') return `mirrors ${r.mirrors.join(',')}`
   return 'origin'

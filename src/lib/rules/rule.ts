@@ -96,7 +96,7 @@ export function globBaseLength(glob: string): number {
  * selection finds no mirror and the origin delivers).
  * @throws UsageError when a stored CIDR is malformed (a row edited in SQL)
  */
-export function compileRule(record: RuleRecord, mirrors: ReadonlyMap<number, SelectMirror>): CompiledRule {
+function compileRule(record: RuleRecord, mirrors: ReadonlyMap<number, SelectMirror>): CompiledRule {
   // A plain regular expression is several times faster than picomatch's matcher function;
   // a glob without a `/` is tested on the basename, as picomatch's `basename` option does.
   const regex = picomatch.makeRe(record.path_glob, {dot: true})
@@ -122,7 +122,7 @@ export function compileRule(record: RuleRecord, mirrors: ReadonlyMap<number, Sel
 }
 
 /** True when every client condition of `rule` holds for `client` (the path is tested apart). */
-export function clientMatches(rule: CompiledRule, client: ClientInfo): boolean {
+function clientMatches(rule: CompiledRule, client: ClientInfo): boolean {
   const country = client.country
   if (rule.countries !== undefined && (country === undefined || !rule.countries.has(country))) return false
   if (rule.notCountries !== undefined && country !== undefined && rule.notCountries.has(country)) return false

@@ -64,7 +64,7 @@ export function validateRuleName(text: string): string {
 }
 
 /** A path glob (picomatch): non-empty, no control characters, a leading `/` dropped. @throws UsageError */
-export function validatePathGlob(text: string): string {
+function validatePathGlob(text: string): string {
   const value = text.trim().replace(/^\/+/, '')
   if (value === '') throw invalid('--path', text, 'expected a non-empty glob of origin paths, e.g. "store/**" or "**" for every path')
   if (CONTROL.test(value)) throw invalid('--path', text, 'a glob has no control characters')
@@ -77,21 +77,21 @@ export function validatePathGlob(text: string): string {
 }
 
 /** Country codes, upper-cased and unique. @throws UsageError naming the first bad code */
-export function validateCountries(flag: string, values: string | string[] | undefined): string[] {
+function validateCountries(flag: string, values: string | string[] | undefined): string[] {
   const codes = items(values).map((c) => c.toUpperCase())
   for (const code of codes) if (!/^[A-Z]{2}$/.test(code) || !isCountryCode(code)) throw invalid(flag, code, 'expected ISO 3166-1 alpha-2 country codes such as US,CA or GB')
   return [...new Set(codes)]
 }
 
 /** Continent codes, upper-cased and unique. @throws UsageError */
-export function validateContinents(values: string | string[] | undefined): string[] {
+function validateContinents(values: string | string[] | undefined): string[] {
   const codes = items(values).map((c) => c.toUpperCase())
   for (const code of codes) if (!isContinentCode(code)) throw invalid('--continent', code, 'expected continent codes among AF AN AS EU NA OC SA')
   return [...new Set(codes)]
 }
 
 /** CIDRs in canonical form. @throws UsageError INVALID_RULE_FIELD naming the bad prefix */
-export function validateClients(values: string | string[] | undefined): string[] {
+function validateClients(values: string | string[] | undefined): string[] {
   const result: string[] = []
   for (const item of items(values)) {
     try {
@@ -104,7 +104,7 @@ export function validateClients(values: string | string[] | undefined): string[]
 }
 
 /** AS numbers 1..4294967295 (`AS3320` accepted). @throws UsageError */
-export function validateAsns(values: string | string[] | undefined): number[] {
+function validateAsns(values: string | string[] | undefined): number[] {
   const result: number[] = []
   for (const item of items(values)) {
     const text = item.replace(/^AS/i, '')
@@ -116,7 +116,7 @@ export function validateAsns(values: string | string[] | undefined): number[] {
 }
 
 /** An absolute http:// or https:// URL without credentials or fragment. @throws UsageError */
-export function validateTargetUrl(text: string): string {
+function validateTargetUrl(text: string): string {
   let url: URL
   try {
     url = new URL(text.trim())
@@ -132,26 +132,26 @@ export function validateTargetUrl(text: string): string {
 }
 
 /** 301, 302 or 307. @throws UsageError */
-export function validateStatus(value: string | number): number {
+function validateStatus(value: string | number): number {
   const n = Number(value)
   if (!(RULE_STATUSES as readonly number[]).includes(n)) throw invalid('--status', value, 'expected 301, 302 or 307')
   return n
 }
 
 /** An integer priority (lower is tried first), -1000000..1000000. @throws UsageError */
-export function validatePriority(value: string | number): number {
+function validatePriority(value: string | number): number {
   const n = Number(value)
   if (!/^-?\d+$/.test(String(value).trim()) || Math.abs(n) > 1_000_000) throw invalid('--priority', value, 'expected an integer from -1000000 to 1000000 (lower is tried first)')
   return n
 }
 
 /** Mirror identifiers of a `--mirrors` target (existence is checked against the registry by the caller). */
-export function mirrorNames(values: string | string[] | undefined): string[] {
+function mirrorNames(values: string | string[] | undefined): string[] {
   return [...new Set(items(values))]
 }
 
 /** The target flags given: at most one of `--to`, `--mirrors`, `--origin`. @throws UsageError */
-export function targetOf(input: RuleInput): RuleTarget | undefined {
+function targetOf(input: RuleInput): RuleTarget | undefined {
   const given: RuleTarget[] = []
   if (input.to !== undefined) given.push('url')
   if (input.mirrors !== undefined) given.push('mirrors')

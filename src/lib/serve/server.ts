@@ -283,11 +283,6 @@ export class MirrorServer implements RouteServices {
     }
   }
 
-  /** HEADs sent by verified redirects so far (0 with verification off). */
-  get verifyChecks(): number {
-    return this.verifier?.checks ?? 0
-  }
-
   /** node:http's time limits from `c` (the header limit also bounds the whole request from below). */
   private applyTimeouts(c: ConnectionSettings): void {
     this.http.headersTimeout = c.headerTimeoutSeconds * 1000
