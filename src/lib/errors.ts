@@ -52,6 +52,11 @@ export const ERRORS = {
   PREFIX_NOT_CONFIRMED: {exit: 2, hint: 'A destructive command matched a mirror by prefix only; give the full name or confirm with --yes.'},
   INVALID_MIRROR_FIELD: {exit: 2, hint: 'A mirror field is invalid; the message names the flag and the expected form.'},
 
+  // Redirect rules
+  RULE_NOT_FOUND: {exit: 1, hint: 'No redirect rule has that name; `mb rule list` shows them.'},
+  RULE_EXISTS: {exit: 1, hint: 'A redirect rule with that name exists already; change it with `mb rule edit`, or pick another name.'},
+  INVALID_RULE_FIELD: {exit: 2, hint: 'A redirect rule flag is invalid; the message names the flag and the expected form.'},
+
   // Origin index and hashes
   FILE_NOT_FOUND: {exit: 1, hint: 'The path is not in the origin index; check it (relative to the root) or run `mb index`.'},
   NO_MATCH: {exit: 1, hint: 'No indexed file matches the pattern; quote globs so the shell does not expand them.'},

@@ -1,6 +1,6 @@
 /**
- * Stopping PostgreSQL under a running `mb serve` leaves redirects working from the last
- * snapshot, and serve recovers by itself when the database is back. Uses a private
+ * Stopping PostgreSQL under a running `mb serve` leaves redirects (and redirect rules)
+ * working from the last snapshot, and serve recovers by itself when the database is back. Uses a private
  * PostgreSQL cluster (initdb in a temp dir, random port), never the machine's shared one.
  */
 import {expect} from 'chai'
@@ -68,6 +68,11 @@ if (backend === 'postgres') {
           .insertInto('file')
           .values({path: 'big.iso', size: 10_000, mtime: 0, mirrors: [1, 2]})
           .execute()
+        // A redirect rule lives in the snapshot too, and keeps applying through the outage.
+        await database.db
+          .insertInto('redirect_rule')
+          .values({name: 'cn', priority: 1, path_glob: '**', countries: ['CN'], target: 'url', url: 'https://cn.example.org/'})
+          .execute()
       } finally {
         await database.close()
       }
@@ -99,6 +104,8 @@ if (backend === 'postgres') {
         const res = await request(serve!.port, '/big.iso', {headers: gb})
         expect(res.status).to.equal(302)
         expect(res.headers.location).to.equal('http://gb.example.org/big.iso')
+        const cn = await request(serve!.port, '/big.iso', {headers: {'X-Forwarded-For': '175.16.199.1'}})
+        expect([cn.status, cn.headers.location, cn.headers['x-mb-rule']]).to.deep.equal([302, 'https://cn.example.org/', 'cn'])
         if (serve!.output().includes('database unavailable') && i >= 10) break
         await sleep(200)
       }

@@ -76,8 +76,12 @@ function render(f: FileLookup): string {
     const where = [e.client.country ?? 'unknown country', e.client.continent ?? 'unknown continent', e.client.asn === null ? null : `AS${e.client.asn}`].filter(Boolean).join(', ')
     lines.push('')
     lines.push(`client ${e.client.ip} (${where}) over ${e.client.https ? 'HTTPS' : 'HTTP'}:`)
+    if (e.rule)
+      lines.push(
+        `rule ${e.rule.name} matches: ${e.rule.target === 'url' ? `redirect ${e.rule.status} to ${e.rule.url}` : e.rule.target === 'mirrors' ? 'only its mirrors are ranked' : 'delivered by the origin'}`,
+      )
     if (e.origin) lines.push(`served by the origin: ${e.origin.reason} (${e.origin.detail})`)
-    else lines.push(`realm: ${e.realm}; redirect to ${e.ranked[0].url}`)
+    else if (e.rule?.target !== 'url') lines.push(`realm: ${e.realm}; redirect to ${e.ranked[0].url}`)
     if (e.ranked.length > 0) {
       lines.push(
         renderTable(e.ranked, [

@@ -4,13 +4,16 @@ import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
 import {MbError, UsageError} from '../../lib/errors.js'
 import {renderTable} from '../../lib/output.js'
+import {ruleHits} from '../../lib/rules/registry.js'
 import {GROUPINGS, type Grouping, parseDay, queryStats, type StatsResult} from '../../lib/stats/query.js'
 import {barChart, fillDays, htmlReport, humanBytes, sparkline, statsCsv} from '../../lib/stats/render.js'
 
 export default class Stats extends BaseCommand<typeof Stats> {
   static override description = `Show download statistics from the daily and monthly aggregates
 
-A download is a GET answered by a redirect or by local delivery; Range continuations, HEADs, metalinks, hashes, mirror lists and 304s are counted as other requests. Dates are UTC days, inclusive. Monthly rollups (rows older than the daily retention) count whole when their month overlaps the range; --by day labels them YYYY-MM. With --limit, the groups beyond N are summed in one "(other)" row, so the rows always add up to the total.`
+A download is a GET answered by a redirect or by local delivery; Range continuations, HEADs, metalinks, hashes, mirror lists and 304s are counted as other requests. Dates are UTC days, inclusive. Monthly rollups (rows older than the daily retention) count whole when their month overlaps the range; --by day labels them YYYY-MM. With --limit, the groups beyond N are summed in one "(other)" row, so the rows always add up to the total.
+
+Below the table (and as rule_hits in --json), the requests each redirect rule answered in the date range (\`mb rule\`; --path and --mirror do not filter them).`
 
   static override examples = [
     '<%= config.bin %> stats --by mirror --since 30d',
@@ -32,7 +35,7 @@ A download is a GET answered by a redirect or by local delivery; Range continuat
     html: Flags.string({description: 'write a self-contained HTML report (top files, mirror shares, countries, downloads per day) to FILE'}),
   }
 
-  public async run(): Promise<StatsResult & {html?: string}> {
+  public async run(): Promise<StatsResult & {html?: string; rule_hits: Array<{rule: string; hits: number}>}> {
     const flags = this.flags
     if (flags.csv && this.jsonEnabled()) throw new UsageError('--csv and --json exclude each other: pick one output format.')
     const since = flags.since === undefined ? undefined : parseDay(flags.since, '--since')
@@ -41,6 +44,7 @@ A download is a GET answered by a redirect or by local delivery; Range continuat
     const database = await this.openDb()
     const base = {since, until, pathPrefix: flags.path, mirror: flags.mirror}
     const result = await queryStats(database, {...base, by, limit: flags.limit})
+    const hits = await ruleHits(database.db, since, until)
 
     let html: string | undefined
     if (flags.html) {
@@ -89,7 +93,18 @@ A download is a GET answered by a redirect or by local delivery; Range continuat
         const series = fillDays(result.rows)
         this.print(`\n${barChart(series)}\n\n${sparkline(series.map((r) => r.downloads))}`)
       }
+      if (hits.length > 0)
+        this.print(
+          `\nrule hits:\n${renderTable(
+            hits,
+            [
+              {header: 'rule', get: (r) => r.rule},
+              {header: 'hits', get: (r) => r.hits},
+            ],
+            tty,
+          )}`,
+        )
     }
-    return html ? {...result, html} : result
+    return html ? {...result, html, rule_hits: hits} : {...result, rule_hits: hits}
   }
 }

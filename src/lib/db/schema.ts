@@ -145,6 +145,39 @@ export interface MirrorTransitionTable {
   reason: string
 }
 
+/** A redirect rule (migration 0017; src/lib/rules). */
+export interface RedirectRuleTable {
+  id: Generated<number>
+  name: string
+  /** Rules are tried in ascending priority, then by name. */
+  priority: number
+  enabled: ColumnType<boolean, boolean | undefined, boolean>
+  /** picomatch glob of origin paths; without a `/` it matches basenames anywhere. */
+  path_glob: string
+  countries: ColumnType<string[], string[] | undefined, string[]>
+  not_countries: ColumnType<string[], string[] | undefined, string[]>
+  continents: ColumnType<string[], string[] | undefined, string[]>
+  /** Client CIDRs, canonical text. */
+  clients: ColumnType<string[], string[] | undefined, string[]>
+  asns: ColumnType<number[], number[] | undefined, number[]>
+  target: 'url' | 'mirrors' | 'origin'
+  url: string | null
+  append_path: ColumnType<boolean, boolean | undefined, boolean>
+  /** Mirror identifiers of a `mirrors` target. */
+  mirrors: ColumnType<string[], string[] | undefined, string[]>
+  status: ColumnType<number, number | undefined, number>
+  comment: string | null
+  created_at: Generated<Date>
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>
+}
+
+/** Requests answered by each rule, per UTC day (migration 0017). */
+export interface RuleHitDailyTable {
+  day: ColumnType<Date, string, string>
+  rule: string
+  hits: number
+}
+
 export interface DB {
   mirror: MirrorTable
   file: FileTable
@@ -154,6 +187,8 @@ export interface DB {
   stats_monthly: StatsMonthlyTable
   mirror_probe: MirrorProbeTable
   mirror_transition: MirrorTransitionTable
+  redirect_rule: RedirectRuleTable
+  rule_hit_daily: RuleHitDailyTable
 }
 
 import type {Selectable} from 'kysely'

@@ -7,7 +7,10 @@ import picomatch from 'picomatch'
 import type {Config} from '../config/index.js'
 import type {Database} from '../db/index.js'
 import {MbError, UsageError} from '../errors.js'
-import {compileMirrors, compileSelectOptions, mirrorUrl, select, selectionContext, type SelectFile, type SelectionContext, type SelectMirror} from '../select/index.js'
+import {selectUnderRule} from '../rules/apply.js'
+import {listRules} from '../rules/registry.js'
+import {compileRules, type RuleSet} from '../rules/rule.js'
+import {compileMirrors, compileSelectOptions, mirrorUrl, selectionContext, type SelectFile, type SelectionContext, type SelectMirror} from '../select/index.js'
 import {clientFromFlag, configuredGeo} from './client.js'
 import {escapeLike} from '../db/sql.js'
 import {hasDigests, hashesMatchVersion} from '../origin/freshness.js'
@@ -38,6 +41,12 @@ export interface LookupExplain {
   realm: string | null
   /** Why the origin serves the file (when it does). */
   origin: {reason: string; detail: string} | null
+  /**
+   * The redirect rule that matches this client and file (tried before selection), or null:
+   * `url` sends the client to `url` with `status` (the ranking below is then unused),
+   * `mirrors` limits `ranked` to its mirrors, `origin` delivers locally.
+   */
+  rule: {name: string; target: string; url: string | null; status: number | null} | null
   /** `note`: why the mirror ranks after others of its pool (beyond the distance factor, no IPv6 for an IPv6 client), else null. */
   ranked: Array<{rank: number; realm: string; mirror: string; country: string | null; url: string; distance_km: number | null; note: string | null}>
   excluded: Array<{mirror: string; reason: string; detail: string}>
@@ -155,6 +164,7 @@ export async function lookupFiles(database: Database, config: Config, options: L
   )
 
   const geo = facts === undefined ? undefined : await configuredGeo(config)
+  const rules = facts === undefined ? undefined : compileRules(await listRules(database.db), mirrors)
   const selectOptions = compileSelectOptions(config.select)
   if (options.now !== undefined) selectOptions.now = () => options.now!
 
@@ -179,16 +189,17 @@ export async function lookupFiles(database: Database, config: Config, options: L
     }
     if (facts !== undefined && geo !== undefined) {
       const file: SelectFile = {path: r.path, size, mtime, mirrors: r.mirrors.map(Number), stale}
-      result.explain = explain(selectionContext(facts, geo, file, mirrors, selectOptions))
+      result.explain = explain(selectionContext(facts, geo, file, mirrors, selectOptions), rules)
     }
     return result
   })
 }
 
 /** The explanation of one file's selection: `select()` with every exclusion, in JSON shape. */
-function explain(context: SelectionContext): LookupExplain {
+function explain(context: SelectionContext, rules: RuleSet | undefined): LookupExplain {
   const {client, file, mirrors, options} = context
-  const s = select(client, file, mirrors, options, true)
+  const match = rules?.match(file.path, client)
+  const s = selectUnderRule(match, client, file, mirrors, options, true)
   return {
     client: {
       ip: client.ip,
@@ -201,6 +212,7 @@ function explain(context: SelectionContext): LookupExplain {
     },
     realm: s.realm,
     origin: s.origin ?? null,
+    rule: s.rule ? {name: s.rule.name, target: s.rule.target, url: s.rule.url ?? null, status: s.rule.target === 'url' ? match!.rule.record.status : null} : null,
     ranked: s.ranked.map((c) => ({
       rank: c.rank,
       realm: c.realm,

@@ -47,6 +47,8 @@ export interface MirrorList {
   realm: Realm | null
   /** Why the origin serves it, when it does, in public words ({@link PUBLIC_ORIGIN}). */
   origin: {reason: OriginReason; detail: string} | null
+  /** The redirect rule that applies to this client and file (docs/selection.md "Redirect rules"), or null: its name, its target, and the URL a `url` rule sends the download to. */
+  rule: {name: string; target: 'url' | 'mirrors' | 'origin'; url: string | null} | null
   /** The mirrors this client could be sent to, by realm, in ranked order within each. */
   realms: Array<{realm: Realm; mirrors: MirrorListMirror[]}>
   /** Outdated copies on mirrors this client could be sent to once they hold this version. */
@@ -62,6 +64,7 @@ const PUBLIC_ORIGIN: Record<OriginReason, string> = {
   excluded_mime: 'files of this type are delivered by the origin',
   directory: 'a directory',
   no_mirror: 'no mirror holds this version for you at the moment',
+  rule: 'for your location this file is delivered by the origin',
 }
 
 /** The public words for why the origin serves the file: an IPv6 client whose mirrors lack IPv6 is told so. */
@@ -146,6 +149,7 @@ export function buildMirrorList(doc: MetalinkDocument, selection: Selection, cli
     client: {ip: client.ip, country: client.country ?? null, continent: client.continent ?? null, asn: client.asn ?? null},
     realm: selection.realm,
     origin: selection.origin ? {reason: selection.origin.reason, detail: publicOrigin(selection)} : null,
+    rule: selection.rule ? {name: selection.rule.name, target: selection.rule.target, url: selection.rule.url === undefined ? null : stripUserinfo(selection.rule.url)} : null,
     realms,
     outdated: outdated.filter((e) => e.reason === 'stale').map((e) => fromStale(e, doc.path, client.https)),
   }
@@ -214,6 +218,10 @@ export function renderMirrorListHtml(list: MirrorList): string {
   parts.push(`<tr><th>Metalinks and hashes</th><td>${links.join(' · ')}</td></tr>
 </table>
 <p>Your address: ${escapeHtml(list.client.ip)}${list.client.country ? ` (${escapeHtml(list.client.country)}${list.client.continent ? `, ${escapeHtml(list.client.continent)}` : ''})` : ''}${list.client.asn ? `, AS${list.client.asn}` : ''}</p>`)
+  if (list.rule)
+    parts.push(
+      `<p>Redirect rule <code>${escapeHtml(list.rule.name)}</code> applies: ${list.rule.url ? `downloads go to <a href="${escapeHtml(list.rule.url)}">${escapeHtml(list.rule.url)}</a>` : list.rule.target === 'mirrors' ? 'only the mirrors below are used' : 'the origin delivers the file'}.</p>`,
+    )
   if (list.origin) parts.push(`<p>This file is delivered by the origin server itself (${escapeHtml(list.origin.detail)}).</p>`)
   for (const group of list.realms) {
     parts.push(`<h2>${escapeHtml(REALM_TITLES[group.realm])} (${group.mirrors.length})</h2>

@@ -7,6 +7,7 @@
 import {z} from 'zod'
 import {isCountryCode} from '../geo/countries.js'
 import {cidrString, listOf} from '../config/zod.js'
+import {VERIFY_CONFIG} from '../verify/config.js'
 
 /** Default origin-only patterns: repository metadata and signatures (matched on basename and full path). */
 export const DEFAULT_ORIGIN_ONLY = ['repomd.xml', 'Release', 'Release.gpg', 'InRelease', 'Packages*', 'Sources*', '*.asc', '*.sig', '*.sha256']
@@ -87,6 +88,7 @@ export const SelectConfigSchema = z
       .max(1000)
       .default(100)
       .describe('At most this many mirror URLs in a metalink (Metalink 4, Metalink 3), in selection order; the origin is listed after them.'),
+    ...VERIFY_CONFIG,
   })
   .strict()
 

@@ -125,7 +125,7 @@ export interface Exclusion {
 }
 
 /** Why the origin delivers the file itself instead of redirecting. */
-export type OriginReason = 'small_file' | 'origin_only' | 'excluded_agent' | 'excluded_client' | 'excluded_mime' | 'directory' | 'no_mirror'
+export type OriginReason = 'small_file' | 'origin_only' | 'excluded_agent' | 'excluded_client' | 'excluded_mime' | 'directory' | 'no_mirror' | 'rule'
 
 export interface Selection {
   /** The winning pool, or null when the origin serves the file. */
@@ -138,4 +138,10 @@ export interface Selection {
   excluded: Exclusion[]
   /** Set when the origin delivers the file. */
   origin?: {reason: OriginReason; detail: string}
+  /**
+   * The redirect rule (src/lib/rules) that decided this request, set by the caller that
+   * applied it (`select()` itself knows no rules): `mirrors` limited the choice to its
+   * mirrors, `url` sends the client to `url`, `origin` delivers locally.
+   */
+  rule?: {name: string; target: 'url' | 'mirrors' | 'origin'; url?: string}
 }

@@ -19,6 +19,7 @@ import type {Config} from '../config/index.js'
 import {errorMessage} from '../errors.js'
 import {type GeoResolver, openGeo} from '../geo/geoip.js'
 import {compileSelectOptions} from '../select/options.js'
+import {compileVerifyOptions} from '../verify/verifier.js'
 import type {AccessLog} from './access-log.js'
 import {CountryQueryTrust, TrustedProxies} from './client-address.js'
 import {defaultMaxConnections, openFileLimit} from './connections.js'
@@ -162,6 +163,7 @@ export function serverSettings(config: Config, geo: GeoResolver): ServerSettings
     linkCount: selectOptions.maxAlternatives,
     countryQuery: config.serve.country_query === 'trusted' ? new CountryQueryTrust(trustedProxies, config.serve.country_query_clients) : undefined,
     connections: connectionSettings(config),
+    verify: compileVerifyOptions(config.select),
   }
 }
 

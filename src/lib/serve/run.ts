@@ -24,6 +24,7 @@ import {MbError, UsageError} from '../errors.js'
 import {type GeoResolver, openGeo} from '../geo/geoip.js'
 import {MetalinkRoutes} from '../metalink/routes.js'
 import {type BackgroundProbes, startBackgroundProbes} from '../probe/background.js'
+import {RuleHitCounter} from '../rules/hits.js'
 import {StatsCollector} from '../stats/collector.js'
 import {retentionPolicy} from '../stats/config.js'
 import {startClusterCounting, startStatsForwarder} from '../stats/cluster.js'
@@ -258,6 +259,7 @@ async function observe(parts: Parts, config: Config, server: MirrorServer, keepe
   if (config.stats.enabled) {
     parts.stats = startCounting(config, database, logger, metrics)
     server.addObserver(parts.stats.collector.observer)
+    server.addObserver(parts.stats.ruleHits.observer)
   }
   if (config.serve.access_log) {
     // Reopened by the reload (SIGHUP, ./reload.ts), not by a signal handler of its own.
@@ -289,11 +291,13 @@ function createMetrics(keeper: SnapshotKeeper, statsPendingKeys: () => number): 
   })
 }
 
-/** Download counting (src/lib/stats): the collector, its interval flusher, the daily retention job. */
+/** Download counting (src/lib/stats): the collector, its interval flusher, the daily retention job; and the rule hits (src/lib/rules/hits.ts). */
 interface Counting {
   collector: StatsCollector
   flusher: StatsFlusher
   stopPrune: () => void
+  ruleHits: RuleHitCounter
+  database: Database
 }
 
 /** Starts counting downloads into `database` (counts written within `stats.flush_interval_seconds`). */
@@ -307,7 +311,9 @@ function startCounting(config: Config, database: Database, logger: Logger, metri
   })
   const flusher = isWorker() ? startStatsForwarder(collector, stats.flush_interval_seconds, {logger}) : startStatsFlusher(collector, database, stats.flush_interval_seconds)
   const stopPrune = startDailyPrune(database, retentionPolicy(stats), {logger})
-  return {collector, flusher, stopPrune}
+  const ruleHits = new RuleHitCounter(logger)
+  ruleHits.start(database.db, stats.flush_interval_seconds)
+  return {collector, flusher, stopPrune, ruleHits, database}
 }
 
 /** The `listening` event: where, what the snapshot holds, how long it took to load. */
@@ -364,5 +370,6 @@ async function stopParts(parts: Parts): Promise<void> {
 async function stopCounting(stats: Counting, logger: Logger): Promise<void> {
   stats.stopPrune()
   const last = await stats.flusher.stop()
+  if (!(await stats.ruleHits.stop(stats.database.db))) logger.error('rule hits: the last write at shutdown failed; these counts are lost')
   if (!last.ok) logger.error({retained: last.retained, err: last.error}, 'stats: the last flush at shutdown failed; these counts are lost')
 }

@@ -31,7 +31,10 @@ import send from 'send'
 import type {Logger} from 'pino'
 import {isCountryCode} from '../geo/countries.js'
 import type {GeoResolver} from '../geo/geoip.js'
-import {clientInfo, select} from '../select/index.js'
+import {selectUnderRule} from '../rules/apply.js'
+import {type RuleMatch, ruleLocation} from '../rules/rule.js'
+import {clientInfo} from '../select/index.js'
+import {escalationHeader, type VerifyOptions, Verifier} from '../verify/verifier.js'
 import type {SelectOptions} from '../select/options.js'
 import type {ClientInfo, Selection} from '../select/types.js'
 import {encodePath} from '../select/url.js'
@@ -61,6 +64,8 @@ export interface ServerOptions {
   connections?: ConnectionSettings
   /** Sent as `Server: mb/VERSION` on every answer (RFC 9110 §10.2.4); none when absent. */
   version?: string
+  /** Verified redirects (src/lib/verify); undefined = off. */
+  verify?: VerifyOptions
 }
 
 /** Connection caps (./connections.ts) and node:http's time limits, in seconds. */
@@ -93,6 +98,7 @@ export interface ServerSettings {
   linkCount: number
   countryQuery: CountryQueryTrust | undefined
   connections: ConnectionSettings
+  verify: VerifyOptions | undefined
 }
 
 /** Everything a route handler needs about one request. */
@@ -115,6 +121,8 @@ export interface RequestContext {
   resolved?: ResolvedClient
   /** Client with GeoIP data (computed lazily by {@link MirrorServer.clientInfo}). */
   info?: ClientInfo
+  /** The redirect rule matching this request: null when none does, undefined until asked ({@link MirrorServer.matchRule}). */
+  rule?: RuleMatch | null
 }
 
 /**
@@ -221,8 +229,11 @@ export class MirrorServer implements RouteServices {
   private geo: GeoResolver
   private readonly connections: ConnectionGuard
   private readonly serverHeader: string | undefined
+  /** The checks of verified redirects; undefined when verification is off (nothing is checked). */
+  private verifier: Verifier | undefined
 
   constructor(private readonly options: ServerOptions) {
+    this.verifier = options.verify === undefined ? undefined : new Verifier(options.verify)
     this.trusted = options.trustedProxies instanceof TrustedProxies ? options.trustedProxies : new TrustedProxies(options.trustedProxies)
     this.countryQuery = options.countryQuery
     this.selectLimit = Math.max(1, options.linkCount ?? options.selectOptions.maxAlternatives ?? 5)
@@ -271,6 +282,10 @@ export class MirrorServer implements RouteServices {
     this.connections.setLimits(settings.connections)
     this.connections.setTrusted(settings.trustedProxies)
     this.applyTimeouts(settings.connections)
+    if (this.verifier?.options !== settings.verify) {
+      void this.verifier?.close()
+      this.verifier = settings.verify === undefined ? undefined : new Verifier(settings.verify)
+    }
   }
 
   /** node:http's time limits from `c` (the header limit also bounds the whole request from below). */
@@ -317,6 +332,7 @@ export class MirrorServer implements RouteServices {
     const closed = new Promise<void>((resolve) => net.Server.prototype.close.call(this.http, () => resolve()))
     await this.connections.drain(forceMs)
     await closed
+    await this.verifier?.close()
   }
 
   /** The client of this request after trusted-proxy resolution (memoised on ctx). */
@@ -354,7 +370,41 @@ export class MirrorServer implements RouteServices {
    * @param limit rank no more than this many candidates (the redirect uses only the first few)
    */
   selectMirrors(ctx: RequestContext, client: ClientInfo, file: FileEntry, explain: boolean, limit = Infinity): Selection {
-    return select(client, file, ctx.snapshot.mirrors, this.selectOptions, explain, limit)
+    return selectUnderRule(this.matchRule(ctx, client, file.path), client, file, ctx.snapshot.mirrors, this.selectOptions, explain, limit)
+  }
+
+  /** The first redirect rule of the request's snapshot matching `path` and `client` (memoised on ctx; one test when there are none). */
+  matchRule(ctx: RequestContext, client: ClientInfo, path: string): RuleMatch | undefined {
+    if (ctx.rule === undefined) {
+      const rules = ctx.snapshot.rules
+      ctx.rule = rules.empty ? null : (rules.match(path, client) ?? null)
+    }
+    return ctx.rule ?? undefined
+  }
+
+  /**
+   * Answers a request a `url` or `origin` rule decided: a redirect with the rule's status to
+   * its URL (RFC 9110 §15.4; per-client, so `private, no-store` as for mirror redirects), or
+   * local delivery with `X-MB-Origin-Reason: rule`.
+   */
+  private answerRule(ctx: RequestContext, rule: RuleMatch, file: FileEntry): void {
+    if (rule.target === 'origin') {
+      ctx.res.setHeader('X-MB-Rule', rule.name)
+      this.deliver(ctx, 'rule').catch((error) => this.fail(ctx, error))
+      return
+    }
+    const status = rule.rule.record.status
+    const headers: Record<string, string> = {
+      Location: headerSafe(ruleLocation(rule.rule, file.path)),
+      'X-MB-Rule': rule.name,
+      'Cache-Control': 'private, no-store',
+      Vary: 'X-Forwarded-For, X-Forwarded-Proto',
+      'Content-Length': '0',
+      ...this.serverHeaders(),
+    }
+    ctx.res.writeHead(status, headers)
+    ctx.res.end()
+    this.finish(ctx, status, 'rule_redirect', {fileSize: file.size})
   }
 
   /**
@@ -397,6 +447,7 @@ export class MirrorServer implements RouteServices {
       mirrorId: undefined,
       mirrorIdentifier: undefined,
       realm: undefined,
+      rule: ctx.rule?.name,
       fileSize: undefined,
       rangeStart: undefined,
     }
@@ -505,6 +556,11 @@ export class MirrorServer implements RouteServices {
       this.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
       return
     }
+    const rule = this.matchRule(ctx, client, file.path)
+    if (rule !== undefined && rule.target !== 'mirrors') {
+      this.answerRule(ctx, rule, file)
+      return
+    }
     // Only the first `linkCount` candidates are used (Location is the first): rank no more.
     const selection = this.selectMirrors(ctx, client, file, false, this.selectLimit)
     const ranked = selection.ranked
@@ -516,6 +572,38 @@ export class MirrorServer implements RouteServices {
       this.deliver(ctx, reason, undefined, detail).catch((error) => this.fail(ctx, error))
       return
     }
+    const verifier = this.verifier
+    if (verifier?.applies(file)) {
+      this.verifyThenRedirect(ctx, file, client, selection, verifier).catch((error) => this.fail(ctx, error))
+      return
+    }
+    this.redirect(ctx, file, client, selection, rule)
+  }
+
+  /**
+   * Checks the ranked mirrors with a HEAD (src/lib/verify) and redirects to the first that
+   * passes, without the failed ones in the alternatives; `X-MB-Escalated` lists each failed
+   * mirror and why. When none passes within the budget, the origin delivers
+   * (`X-MB-Origin-Reason: verify_failed`).
+   */
+  private async verifyThenRedirect(ctx: RequestContext, file: FileEntry, client: ClientInfo, selection: Selection, verifier: Verifier): Promise<void> {
+    const choice = await verifier.choose(selection.ranked, file.path)
+    const escalated = choice.failed.length > 0 ? headerSafe(escalationHeader(choice.failed)) : undefined
+    if (choice.chosen === undefined) {
+      if (escalated !== undefined) ctx.res.setHeader('X-MB-Escalated', escalated)
+      return this.deliver(ctx, 'verify_failed')
+    }
+    const failed = new Set(choice.failed.map((f) => f.candidate.mirror.id))
+    const ranked = failed.size === 0 ? selection.ranked : selection.ranked.filter((c) => !failed.has(c.mirror.id))
+    this.redirect(ctx, file, client, failed.size === 0 ? selection : {...selection, ranked, realm: ranked[0].realm}, ctx.rule ?? undefined, escalated)
+  }
+
+  /**
+   * Writes the `302 Found` to the first ranked mirror of `selection` (at least one) and
+   * reports it; `X-MB-Rule` names a `mirrors` rule, `X-MB-Escalated` the failed checks.
+   */
+  private redirect(ctx: RequestContext, file: FileEntry, client: ClientInfo, selection: Selection, rule: RuleMatch | undefined, escalated?: string): void {
+    const ranked = selection.ranked
     const best = ranked[0]
     const headers: Array<string | string[]> = [
       // Both come from the registry; headerSafe keeps a row that breaks its rules (one
@@ -534,6 +622,8 @@ export class MirrorServer implements RouteServices {
       '0',
     ]
     if (this.serverHeader !== undefined) headers.push('Server', this.serverHeader)
+    if (rule !== undefined) headers.push('X-MB-Rule', rule.name)
+    if (escalated !== undefined) headers.push('X-MB-Escalated', escalated)
     const providers = this.redirectHeaders
     for (let i = 0; i < providers.length; i++) providers[i](headers, ctx, file, client, selection)
     ctx.res.writeHead(302, headers)

@@ -17,6 +17,7 @@ import type {MirrorRow} from '../db/schema.js'
 import {compileMirror, MirrorTable} from '../select/mirror.js'
 import type {SelectFile, SelectMirror} from '../select/types.js'
 import {HASHES_MATCH_VERSION_SQL} from '../origin/freshness.js'
+import {compileRules, NO_RULES, RULES_SQL, type RuleSet, ruleFromJson} from '../rules/rule.js'
 
 /** One origin file as the snapshot holds it. Size in bytes, mtime in Unix seconds (UTC). */
 export interface FileEntry extends SelectFile {
@@ -169,6 +170,8 @@ export class Snapshot {
   readonly files = new FileMap()
   /** Compiled mirrors by id: read-only once built; a refresh assigns a new table. */
   mirrors: MirrorTable = new MirrorTable()
+  /** The enabled redirect rules (src/lib/rules), compiled against `mirrors`; replaced with them. */
+  rules: RuleSet = NO_RULES
   /** Where the files' mirror sets live. */
   readonly mirrorSets = new MirrorSetPool()
   /** The last refresh's transaction snapshot (`pg_snapshot` text, `xmin:xmax:xip,...`). */
@@ -213,6 +216,15 @@ async function readMirrors(view: ReadView): Promise<MirrorTable> {
   return new MirrorTable(compiled)
 }
 
+/** Reads every redirect rule (a handful of rows, re-read on every refresh like the mirrors) and compiles them against `mirrors`. */
+async function readRules(view: ReadView, mirrors: MirrorTable): Promise<RuleSet> {
+  const rows = await view.query(RULES_SQL)
+  return compileRules(
+    rows.map(([json]) => ruleFromJson(json as string)),
+    mirrors,
+  )
+}
+
 async function currentXmin(view: ReadView): Promise<string> {
   const [[snapshot]] = await view.query(`SELECT pg_current_snapshot()::text`)
   return snapshot as string
@@ -246,6 +258,7 @@ export async function loadSnapshot(database: Database, onProgress?: (files: numb
   await database.readSnapshot(async (view) => {
     snapshot.xmin = await currentXmin(view)
     snapshot.mirrors = await readMirrors(view)
+    snapshot.rules = await readRules(view, snapshot.mirrors)
     const [[minId, maxId, count]] = await view.query(`SELECT coalesce(min(id), 0), coalesce(max(id), 0), count(*)::int FROM file`)
     const lo = Number(minId) - 1
     const hi = Number(maxId)
@@ -297,6 +310,7 @@ export async function refreshSnapshot(database: Database, snapshot: Snapshot): P
   const result: RefreshResult = {mirrors: changes.mirrors.size, updated: changes.entries.length, deleted: 0}
   result.deleted = await snapshot.files.applyChangeSet(changes.tombstones, changes.entries, () => {
     snapshot.mirrors = changes.mirrors
+    snapshot.rules = changes.rules
     snapshot.xmin = changes.xmin
   })
   snapshot.churn += result.updated
@@ -309,6 +323,7 @@ interface Changes {
   /** This view's own transaction snapshot, the next refresh's `since`. */
   xmin: string
   mirrors: MirrorTable
+  rules: RuleSet
   /** Paths deleted since, to drop before applying `entries`. */
   tombstones: string[]
   /** Changed files, parsed (their mirror sets in `sets`), not yet in the snapshot. */
@@ -328,6 +343,7 @@ async function readChanges(view: ReadView, since: string, limit: number, sets: M
   const unseen = `(txid >= pg_snapshot_xmax($1::pg_snapshot) OR txid = ANY(ARRAY(SELECT pg_snapshot_xip($1::pg_snapshot))))`
   const xmin = await currentXmin(view)
   const mirrors = await readMirrors(view)
+  const rules = await readRules(view, mirrors)
   const tombstones = (await view.query(`SELECT path FROM file_tombstone WHERE ${unseen}`, [since])).map(([path]) => path as string)
   // No ORDER BY/LIMIT here: that would make the planner walk the primary key instead of
   // the txid index. A large change set is left to a full reload (streamed in batches).
@@ -348,5 +364,5 @@ async function readChanges(view: ReadView, since: string, limit: number, sets: M
       lastId = Number(rows.at(-1)![0])
     }
   }
-  return {xmin, mirrors, tombstones, entries}
+  return {xmin, mirrors, rules, tombstones, entries}
 }

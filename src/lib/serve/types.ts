@@ -8,6 +8,7 @@ import type {Realm} from '../select/types.js'
 /** How a request was answered. `download` kinds are `redirect` and `local` on GET. */
 export type Outcome =
   | 'redirect' // 302 to a mirror
+  | 'rule_redirect' // 301/302/307 to a redirect rule's URL
   | 'local' // the origin delivered the file itself (200/206)
   | 'not_modified' // 304 from the origin
   | 'directory' // an autoindex page or a slash redirect
@@ -35,6 +36,8 @@ export interface RequestOutcome {
   mirrorId?: number
   mirrorIdentifier?: string
   realm?: Realm | null
+  /** The redirect rule that decided the answer (src/lib/rules), when one matched. */
+  rule?: string
   /** Client address after trusted-proxy resolution, and its GeoIP country when known (never a `?country=` override). */
   clientIp: string
   country?: string
