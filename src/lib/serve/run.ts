@@ -20,9 +20,12 @@ import {existsSync, statSync} from 'node:fs'
 import {pino, type Logger} from 'pino'
 import type {Config} from '../config/index.js'
 import {type Database, openDatabase} from '../db/index.js'
-import {MbError, UsageError} from '../errors.js'
+import {MbError, UsageError, errorMessage} from '../errors.js'
 import {type GeoResolver, openGeo} from '../geo/geoip.js'
 import {MetalinkRoutes} from '../metalink/routes.js'
+import {repoTable} from '../yum/config.js'
+import {type RepomdChange, recordRepomdChanges} from '../origin/repomd.js'
+import {YumRoutes} from '../yum/routes.js'
 import {type BackgroundProbes, startBackgroundProbes} from '../probe/background.js'
 import {StatsCollector} from '../stats/collector.js'
 import {retentionPolicy} from '../stats/config.js'
@@ -175,7 +178,7 @@ export async function startServe(config: Config, options: {database?: Database; 
       throw new MbError(`Cannot listen on ${config.serve.listen}: ${(error as Error).message}`, {code: 'LISTEN_FAILED', cause: error})
     }
     parts.listening = true
-    if (config.serve.watch) parts.unwatch = watchOrigin(server.root, keeper, logger)
+    if (config.serve.watch) parts.unwatch = watchOrigin(server.root, keeper, logger, (change) => recordRepomd(database, server.root, change, logger))
     const url = httpUrl(address)
     logListening(logger, {url, server, database, keeper, loadSeconds, geo, config, version: options.version})
     if (config.serve.probe_interval > 0) parts.probes = startBackgroundProbes(database, config, {intervalSeconds: config.serve.probe_interval, logger})
@@ -185,6 +188,11 @@ export async function startServe(config: Config, options: {database?: Database; 
     await close()
     throw error
   }
+}
+
+/** Records a repomd.xml version the watcher saw (src/lib/origin/repomd.ts); a failure is logged, `mb index` records it later. */
+function recordRepomd(database: Database, root: string, change: RepomdChange, logger: Logger): void {
+  recordRepomdChanges(database.db, root, [change]).catch((error) => logger.warn({path: change.path, err: errorMessage(error)}, 'could not record the new repomd.xml version; `mb index` will'))
 }
 
 /** The origin root, checked. @throws UsageError `ROOT_INVALID` when absent or not a directory */
@@ -220,6 +228,8 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
 function createServer(config: Config, root: string, keeper: SnapshotKeeper, geo: GeoResolver, database: Database, logger: Logger, version?: string): MirrorServer {
   const settings = serverSettings(config, geo)
   const server = new MirrorServer({...settings, root, keeper, logger, version})
+  const yum = new YumRoutes(server, {database, repos: repoTable(config.yum), alternatesDays: config.yum.alternates_days, minSize: config.select.min_size})
+  server.addRoute(yum.route)
   const metalink = new MetalinkRoutes(server, {database})
   server.addRoute(metalink.route)
   // The count is read per redirect: a reload may change `select.max_alternatives`.

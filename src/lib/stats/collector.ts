@@ -18,6 +18,7 @@ import type {Database} from '../db/index.js'
 import {errorMessage} from '../errors.js'
 import {isoDay} from '../time.js'
 import {addCounts, classifyRequest, type CountedRequest, countedCountry, countedMirror, countRequest, type StatsCounts} from './count.js'
+import {CountmeCounts} from './countme.js'
 import {writeBatches} from './flush.js'
 import {Pacer} from './pacing.js'
 import {type Entry, type Lost, PendingCounts, type Taken} from './pending.js'
@@ -77,6 +78,7 @@ const DAY_MS = 86_400_000
  */
 export class StatsCollector {
   private readonly pending = new PendingCounts()
+  private readonly countme = new CountmeCounts()
   private readonly pacer = new Pacer()
   private flushing?: Promise<FlushResult>
   private dayStart = 0
@@ -101,6 +103,7 @@ export class StatsCollector {
 
   /** Counts one answered request (see ./count.ts for what counts). */
   record(o: CountedRequest): void {
+    if (o.countme !== undefined) this.countme.add(o.time, o.countme)
     const kind = classifyRequest(o)
     if (kind === undefined) return
     const time = o.time
@@ -167,9 +170,14 @@ export class StatsCollector {
     if (!options.paced) this.pacer.hurryUp()
     if (this.flushing) return this.flushing.then(() => this.flush(database, options))
     this.pacer.start(options.paced === true)
-    this.flushing = this.doFlush(database, options).finally(() => {
-      this.flushing = undefined
-    })
+    this.flushing = this.doFlush(database, options)
+      .then(async (result) => {
+        await this.countme.flush(database, (error) => this.options.logger?.error({err: errorMessage(error)}, 'stats: writing the countme counts failed; kept for the next flush'))
+        return result
+      })
+      .finally(() => {
+        this.flushing = undefined
+      })
     return this.flushing
   }
 
