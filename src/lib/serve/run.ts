@@ -236,6 +236,7 @@ function createServer(config: Config, root: string, keeper: SnapshotKeeper, geo:
   server.addRedirectHeaders(duplicateLinks(() => server.linkCount))
   server.addRedirectHeaders(metalink.describedByHeader)
   server.addRedirectHeaders(metalink.digestHeader)
+  server.addRedirectHeaders(metalink.signatureHeader)
   return server
 }
 
