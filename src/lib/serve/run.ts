@@ -26,6 +26,7 @@ import {MetalinkRoutes} from '../metalink/routes.js'
 import {repoTable} from '../yum/config.js'
 import {type RepomdChange, recordRepomdChanges} from '../origin/repomd.js'
 import {YumRoutes} from '../yum/routes.js'
+import {AptRoutes} from '../apt/routes.js'
 import {type BackgroundProbes, startBackgroundProbes} from '../probe/background.js'
 import {StatsCollector} from '../stats/collector.js'
 import {retentionPolicy} from '../stats/config.js'
@@ -230,6 +231,7 @@ function createServer(config: Config, root: string, keeper: SnapshotKeeper, geo:
   const server = new MirrorServer({...settings, root, keeper, logger, version})
   const yum = new YumRoutes(server, {database, repos: repoTable(config.yum), alternatesDays: config.yum.alternates_days, minSize: config.select.min_size})
   server.addRoute(yum.route)
+  server.addRoute(new AptRoutes(server, {minSize: config.select.min_size}).route)
   const metalink = new MetalinkRoutes(server, {database})
   server.addRoute(metalink.route)
   // The count is read per redirect: a reload may change `select.max_alternatives`.

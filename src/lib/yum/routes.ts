@@ -160,7 +160,7 @@ export class YumRoutes {
     const client = this.server.clientInfo(ctx)
     if (client === undefined) return this.fail(ctx, metalink, 400, 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
     const selection = this.server.selectMirrors(ctx, client, this.repositoryFile(file, state), false)
-    const baseUrl = this.baseUrl(ctx, client.https)
+    const baseUrl = requestBaseUrl(ctx, client.https, this.options.baseUrl)
     const dir = repomd.slice(0, -'repodata/repomd.xml'.length)
     const body = metalink
       ? renderRepoMetalink({
@@ -226,14 +226,6 @@ export class YumRoutes {
     return sources
   }
 
-  /** The base URL of this server for the request (the configured one, else a plain Host, else the local address). */
-  private baseUrl(ctx: RequestContext, https: boolean): string {
-    if (this.options.baseUrl) return withTrailingSlash(this.options.baseUrl)
-    const host = ctx.req.headers.host
-    const {localAddress, localPort} = ctx.req.socket
-    return `${https ? 'https' : 'http'}://${host !== undefined && isPlainHost(host) ? host : `${localAddress?.includes(':') ? `[${localAddress}]` : localAddress}:${localPort}`}/`
-  }
-
   /** The details of the repomd.xml version `file` names, read once per version and {@link STATE_TTL_MS}; undefined when it cannot be read. */
   private async state(file: FileEntry, now = Date.now()): Promise<RepoState | undefined> {
     const known = this.states.get(file.path)
@@ -268,6 +260,18 @@ export class YumRoutes {
     this.states.set(file.path, state)
     return state
   }
+}
+
+/**
+ * The public base URL of this server for a request, ending in '/': `configured` when set,
+ * else `http(s)://` with the request's Host when it is a plain `host[:port]`, else the local
+ * address the request came in on (IPv6 in brackets, RFC 3986 §3.2.2).
+ */
+export function requestBaseUrl(ctx: Pick<RequestContext, 'req'>, https: boolean, configured?: string): string {
+  if (configured) return withTrailingSlash(configured)
+  const host = ctx.req.headers.host
+  const {localAddress, localPort} = ctx.req.socket
+  return `${https ? 'https' : 'http'}://${host !== undefined && isPlainHost(host) ? host : `${localAddress?.includes(':') ? `[${localAddress}]` : localAddress}:${localPort}`}/`
 }
 
 /** The https and http URLs of `path` on `mirror` (in that order, those it has); none when the path lies outside its subtree. */
