@@ -148,4 +148,37 @@ describe(`MirrorManager-style dnf routes of mb serve (${backend})`, () => {
     }
     expect(rows).to.deep.equal([{repo: 'f-42', arch: 'x86_64', bucket: 3, hits: 1}])
   })
+
+  it('records a repomd.xml change that mb serve --watch sees, with the mirrors of the version it replaces', async () => {
+    await database.db
+      .updateTable('file')
+      .set({mirrors: [ids['pub.mirror']]})
+      .execute()
+    const watching = await startServe(
+      ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, watch: true}, log_level: 'silent', yum: {repos: [{repo: 'f-42', arch: 'x86_64', path: 'f/42/$arch/os'}]}}),
+      {database},
+    )
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      const file = join(root, DIR, 'repodata', 'repomd.xml')
+      writeFileSync(file, repomd(3000))
+      utimesSync(file, 3000, 3000)
+      let rows: Array<[number, string, boolean]> = []
+      for (let i = 0; i < 100 && rows.length < 3; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100))
+        const result = await sql<{repo_timestamp: string | number; mirrors: string; replaced: boolean}>`
+          SELECT repo_timestamp, array_to_string(mirrors, ',') AS mirrors, replaced_at IS NOT NULL AS replaced FROM repomd_history ORDER BY repo_timestamp`.execute(database.db)
+        rows = result.rows.map((r) => [Number(r.repo_timestamp), r.mirrors, r.replaced])
+      }
+      expect(rows).to.deep.equal([
+        [1000, `${ids['pub.mirror']},${ids['campus.mirror']}`, true],
+        [2000, `${ids['pub.mirror']}`, true],
+        [3000, '', false],
+      ])
+      const doc = await (await fetch(`${watching.url}/metalink?repo=f-42&arch=x86_64`)).text()
+      expect([...doc.matchAll(/<mm0:timestamp>(\d+)</g)].map((m) => Number(m[1]))).to.deep.equal([3000, 2000, 1000])
+    } finally {
+      await watching.close()
+    }
+  })
 })
