@@ -51,3 +51,34 @@ export class CountmeCounts {
     }
   }
 }
+
+/** The countme counts of one (repo, arch): hits per bucket (index 0 = bucket 1) and their sum. */
+export interface CountmeRow {
+  repo: string
+  arch: string
+  buckets: [number, number, number, number]
+  total: number
+}
+
+/**
+ * The countme counts per (repo, arch) over the inclusive UTC days `since`..`until`
+ * ('YYYY-MM-DD'; either may be absent), ordered by repo and arch.
+ * @throws whatever the database driver throws
+ */
+export async function queryCountme(database: Pick<Database, 'db'>, range: {since?: string; until?: string} = {}): Promise<CountmeRow[]> {
+  const result = await sql<{repo: string; arch: string; bucket: number; hits: string | number}>`
+    SELECT repo, arch, bucket, sum(hits) AS hits FROM stats_countme
+    WHERE (${range.since ?? null}::date IS NULL OR day >= ${range.since ?? null}::date) AND (${range.until ?? null}::date IS NULL OR day <= ${range.until ?? null}::date)
+    GROUP BY repo, arch, bucket ORDER BY repo, arch, bucket`.execute(database.db)
+  const rows: CountmeRow[] = []
+  for (const r of result.rows) {
+    let row = rows.at(-1)
+    if (!row || row.repo !== r.repo || row.arch !== r.arch) {
+      row = {repo: r.repo, arch: r.arch, buckets: [0, 0, 0, 0], total: 0}
+      rows.push(row)
+    }
+    row.buckets[Number(r.bucket) - 1] = Number(r.hits)
+    row.total += Number(r.hits)
+  }
+  return rows
+}
