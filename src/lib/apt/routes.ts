@@ -67,7 +67,7 @@ function releaseHolders(snapshot: Snapshot, dir: string): Int16Array {
  * The apt mirror-list body: each base URL (ending in '/') with `priority:N`, 1 first.
  * @param urls base URLs, best first
  */
-export function renderAptMirrorList(urls: readonly string[]): string {
+function renderAptMirrorList(urls: readonly string[]): string {
   return urls.map((url, i) => `${url}\tpriority:${i + 1}\n`).join('')
 }
 

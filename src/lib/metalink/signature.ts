@@ -12,7 +12,7 @@ import {readFile} from 'node:fs/promises'
 import {sep} from 'node:path'
 import type {FileEntry} from '../serve/snapshot.js'
 
-export const PGP_SIGNATURE_MEDIA_TYPE = 'application/pgp-signature'
+const PGP_SIGNATURE_MEDIA_TYPE = 'application/pgp-signature'
 
 /** The suffixes of a detached signature, in the order they are looked for. */
 const SIGNATURE_SUFFIXES = ['.asc', '.sig'] as const
