@@ -79,4 +79,22 @@ describe(`signatures beside files in mb serve (${backend})`, () => {
     expect(result.valid, result.rawOutput).to.equal(true)
     for (const path of ['binary.iso', 'tiny.iso', 'plain.iso']) expect(await (await fetch(`${base}/${path}.meta4`)).text(), path).to.not.include('<signature')
   })
+
+  it('follows mb index: a signature added later is linked, a removed one no more', async () => {
+    writeFileSync(join(root, 'plain.iso.asc'), `${ARMORED}\n`)
+    rmSync(join(root, 'signed.iso.asc'))
+    await indexOrigin(database.db, root)
+    let plain: string[] = []
+    for (let i = 0; i < 100 && plain.length === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      plain = await signatureLinks('plain.iso')
+    }
+    expect(plain).to.deep.equal([`<${base}/plain.iso.asc>; rel=describedby; type="application/pgp-signature"`])
+    expect(await signatureLinks('signed.iso')).to.deep.equal([])
+    const rows = await database.db.selectFrom('file').select(['path', 'signature']).where('signature', 'is not', null).orderBy('path').execute()
+    expect(rows).to.deep.equal([
+      {path: 'binary.iso', signature: '.sig'},
+      {path: 'plain.iso', signature: '.asc'},
+    ])
+  })
 })

@@ -143,8 +143,7 @@ export class MetalinkRoutes {
 
   /** Redirect header `Link: <…/PATH.asc>; rel=describedby; type="application/pgp-signature"` when a signature sits beside the file (./signature.ts). */
   readonly signatureHeader: RedirectHeaderProvider = (headers, ctx, file, client) => {
-    const signature = signatureOf(ctx.snapshot.files, file)
-    if (signature !== undefined) headers.push('Link', signatureLink(originUrlFor(this.baseUrl(ctx, client.https), signature.path)))
+    if (file.signature) headers.push('Link', signatureLink(originUrlFor(this.baseUrl(ctx, client.https), file.path + file.signature)))
   }
 
   /** Redirect header `Digest` (RFC 3230), only while the hashes are fresh in the snapshot and on disk. */

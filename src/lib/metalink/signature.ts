@@ -5,8 +5,10 @@
  * for FILE gains `Link: <…/FILE.asc>; rel=describedby; type="application/pgp-signature"`
  * (RFC 6249 §6), as MirrorBrain sends them.
  *
- * Which file has a signature is read from the snapshot (two map lookups, no stat); the
- * signature's text is read from disk once per signature version, for meta4 documents only.
+ * Which file has a signature is decided by `mb index` (`file.signature`,
+ * src/lib/origin/signatures.ts) and read from the snapshot: a redirect for a file without
+ * one costs a field test. The signature's text is read from disk once per signature
+ * version, for meta4 documents only.
  */
 import {readFile} from 'node:fs/promises'
 import {sep} from 'node:path'
@@ -14,19 +16,12 @@ import type {FileEntry} from '../serve/snapshot.js'
 
 const PGP_SIGNATURE_MEDIA_TYPE = 'application/pgp-signature'
 
-/** The suffixes of a detached signature, in the order they are looked for. */
-const SIGNATURE_SUFFIXES = ['.asc', '.sig'] as const
-
 /** Signatures larger than this (bytes) are not put into documents. */
 const MAX_SIGNATURE_BYTES = 64 * 1024
 
-/** The indexed signature of `file` in `files` (`FILE.asc`, else `FILE.sig`, smaller than FILE), or undefined. */
-export function signatureOf(files: {get(path: string): FileEntry | undefined}, file: Pick<FileEntry, 'path' | 'size'>): FileEntry | undefined {
-  for (const suffix of SIGNATURE_SUFFIXES) {
-    const signature = files.get(file.path + suffix)
-    if (signature !== undefined && signature.size < file.size) return signature
-  }
-  return undefined
+/** The snapshot entry of `file`'s signature (`FILE.asc`, else `FILE.sig`, smaller than FILE), or undefined. */
+export function signatureOf(files: {get(path: string): FileEntry | undefined}, file: Pick<FileEntry, 'path' | 'size' | 'signature'>): FileEntry | undefined {
+  return file.signature ? files.get(file.path + file.signature) : undefined
 }
 
 /** The RFC 6249 `Link` value pointing at a file's detached signature (its URL on this server). */

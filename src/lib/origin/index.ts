@@ -16,6 +16,7 @@ import {inSubtree} from '../db/sql.js'
 import {trimSlashes} from '../text.js'
 import {sameVersion} from './freshness.js'
 import {isRepomdPath, type RepomdChange, recordRepomdChanges} from './repomd.js'
+import {signatureTargets, updateSignatures} from './signatures.js'
 
 export {type OriginFile, walkOrigin} from './walk.js'
 
@@ -137,6 +138,10 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
       const result = await upsertOriginFiles(trx, pending)
       added += result.added
       changed += result.changed
+      await updateSignatures(
+        trx,
+        pending.flatMap((f) => signatureTargets(f.path)),
+      )
       pending = []
     }
     for await (const file of walkOrigin(root, {subdir, onWarning, onUnreadableDir: (p) => unreadable.push(p)})) {
@@ -162,6 +167,8 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
       gone.push(path)
     }
     removed = await removeOriginFiles(trx, gone)
+    // The signature (./signatures.ts) of each row added, changed or removed, and of the files they sign.
+    await updateSignatures(trx, gone.flatMap(signatureTargets))
   })
   return {root, subdir, files, added, changed, removed, unchanged, bytes, seconds: Math.round((performance.now() - started) / 10) / 100, warnings}
 }
