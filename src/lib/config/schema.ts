@@ -8,6 +8,7 @@ import {ScanConfigSchema} from '../scan/config.js'
 import {ProbeConfigSchema} from '../probe/config.js'
 import {ServeConfigSchema} from '../serve/config.js'
 import {StatsConfigSchema} from '../stats/config.js'
+import {YumConfigSchema} from '../yum/config.js'
 import {cidrString, listOf} from './zod.js'
 
 export const ConfigSchema = z
@@ -25,6 +26,7 @@ export const ConfigSchema = z
     probe: ProbeConfigSchema.default({}).describe('Mirror health checks (`mb probe`, `mb serve --probe-interval`).'),
     serve: ServeConfigSchema.default({}).describe('The redirector (`mb serve`).'),
     stats: StatsConfigSchema.default({}).describe('Download statistics (`mb serve`, `mb stats`).'),
+    yum: YumConfigSchema.default({}).describe('dnf/yum repositories behind `/metalink` and `/mirrorlist` (docs/repositories.md).'),
   })
   .strict()
   // A default that depends on another section: select.unprobed follows serve.probe_interval.

@@ -80,6 +80,8 @@ export interface FileTable {
   hashed_size: number | null
   hashed_mtime: number | null
   indexed_at: Generated<Date>
+  /** `.asc` or `.sig`: the detached signature indexed beside the file, smaller than it (migration 0015); null when none. */
+  signature: ColumnType<string | null, string | null | undefined, string | null>
   txid: Generated<string>
 }
 

@@ -70,6 +70,8 @@ export interface MetalinkDocument {
   /** When the document was made. */
   published: Date
   generator: string
+  /** The ASCII-armored detached OpenPGP signature of the file (./signature.ts), when one sits beside it. */
+  signature?: string
 }
 
 /** {@link MetalinkDocument} as `mb metalink --json` prints it: snake_case keys, `published` in ISO 8601 UTC. */

@@ -11,6 +11,7 @@
  *     <size>BYTES</size>
  *     <hash type="md5">…</hash><hash type="sha-1">…</hash><hash type="sha-256">…</hash>
  *     <pieces length="262144" type="sha-256"><hash>…</hash>…</pieces>
+ *     <signature mediatype="application/pgp-signature">-----BEGIN PGP SIGNATURE-----…</signature>   (FILE.asc, ./signature.ts)
  *     <url location="de" priority="1">https://mirror/PATH</url>…
  *     <url priority="N">https://host/PATH</url>   (the origin, last)
  *   </file>
@@ -80,6 +81,7 @@ export function renderMeta4(doc: MetalinkDocument): string {
   <published>${isoSeconds(doc.published)}</published>
   <file name="${xmlEscape(doc.name)}">
 ${fileFragment(doc)}`
+  if (doc.signature) out += `    <signature mediatype="application/pgp-signature">${xmlEscape(doc.signature)}</signature>\n`
   for (const source of doc.sources) {
     out += source.location ? `    <url location="${xmlEscape(source.location)}" priority="${source.priority}">` : `    <url priority="${source.priority}">`
     out += `${xmlEscape(source.url)}</url>\n`

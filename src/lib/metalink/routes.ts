@@ -1,7 +1,8 @@
 /**
  * The metalink route of `mb serve` (RFC 5854, RFC 6249, hash files, mirror list), for the
  * server's route table (`MirrorServer.addRoute`), and the Metalink/HTTP header providers for
- * redirects (`Link: rel=describedby` always, `Digest` only with fresh hashes), for
+ * redirects (`Link: rel=describedby` always, `Digest` only with fresh hashes, the signature's
+ * `Link` when one sits beside the file), for
  * `MirrorServer.addRedirectHeaders`. Both reach the server only through the
  * {@link RouteServices} they are created with.
  *
@@ -28,6 +29,7 @@ import {isPlainHost, withTrailingSlash} from '../text.js'
 import type {FileEntry} from '../serve/snapshot.js'
 import {hasQueryFlag} from '../serve/path.js'
 import {buildDocument, DEFAULT_MAX_URLS, originUrlFor} from './document.js'
+import {SignatureTexts, signatureLink, signatureOf} from './signature.js'
 import {outdatedCopies} from './mirrorlist.js'
 import {describedByLink, digestHeader, type HashKind} from './headers.js'
 import {acceptsMeta4, type MetalinkContext, type Sent, sendHashFile, sendMeta4, sendMetalink3, sendMirrorList} from './http.js'
@@ -113,6 +115,7 @@ export class MetalinkRoutes {
   private readonly diskChecks = new Map<string, {at: number; size: number; mtime: number}>()
   private readonly maxUrls: () => number
   private readonly diskCheckMs: number
+  private readonly signatures = new SignatureTexts(() => this.server.root)
 
   constructor(
     private readonly server: RouteServices,
@@ -137,6 +140,11 @@ export class MetalinkRoutes {
    */
   readonly describedByHeader: RedirectHeaderProvider = (headers, ctx, file, client) => {
     headers.push('Link', describedByLink(`${originUrlFor(this.baseUrl(ctx, client.https), file.path)}.meta4`))
+  }
+
+  /** Redirect header `Link: <…/PATH.asc>; rel=describedby; type="application/pgp-signature"` when a signature sits beside the file (./signature.ts). */
+  readonly signatureHeader: RedirectHeaderProvider = (headers, ctx, file, client) => {
+    if (file.signature) headers.push('Link', signatureLink(originUrlFor(this.baseUrl(ctx, client.https), file.path + file.signature)))
   }
 
   /** Redirect header `Digest` (RFC 3230), only while the hashes are fresh in the snapshot and on disk. */
@@ -210,6 +218,11 @@ export class MetalinkRoutes {
       if (!diskMatches(st, file)) stored = null
     }
     const doc = buildDocument({path: file.path, size: file.size, mtime: file.mtime, stored, hashesFresh: stored !== null, selection, baseUrl: this.baseUrl(ctx, client.https), maxUrls: this.maxUrls()})
+    if (target.kind === 'meta4') {
+      const signature = signatureOf(ctx.snapshot.files, file)
+      const text = signature && (await this.signatures.text(signature))
+      if (text) doc.signature = text
+    }
     const mctx: MetalinkContext = {doc, selection, client}
     if (target.kind === 'mirrorlist') mctx.outdated = outdatedCopies(file, selection, (holding) => server.selectMirrors(ctx, client, {...file, mirrors: Int16Array.from(holding.mirrors)}, false))
     let sent: Sent

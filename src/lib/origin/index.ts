@@ -15,6 +15,8 @@ import {type OriginFile, walkOrigin} from './walk.js'
 import {inSubtree} from '../db/sql.js'
 import {trimSlashes} from '../text.js'
 import {sameVersion} from './freshness.js'
+import {isRepomdPath, type RepomdChange, recordRepomdChanges} from './repomd.js'
+import {signatureTargets, updateSignatures} from './signatures.js'
 
 export {type OriginFile, walkOrigin} from './walk.js'
 
@@ -112,9 +114,16 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
   }
 
   const existing = new Map<string, {id: number; size: number; mtime: number}>()
-  const rows = await sql<{id: number; path: string; size: number; mtime: number}>`SELECT id, path, size, mtime FROM file WHERE ${inSubtree(subdir)}`.execute(db)
-  for (const row of rows.rows) existing.set(row.path, {id: row.id, size: Number(row.size), mtime: Number(row.mtime)})
+  // The mirrors of repository indexes go with the version a change replaces (./repomd.ts).
+  const repomdMirrors = new Map<string, number[]>()
+  const rows = await sql<{id: number; path: string; size: number; mtime: number; repomd_mirrors: string | null}>`
+    SELECT id, path, size, mtime, CASE WHEN path LIKE '%repodata/repomd.xml' THEN array_to_string(mirrors, ',') END AS repomd_mirrors FROM file WHERE ${inSubtree(subdir)}`.execute(db)
+  for (const row of rows.rows) {
+    existing.set(row.path, {id: row.id, size: Number(row.size), mtime: Number(row.mtime)})
+    if (row.repomd_mirrors !== null) repomdMirrors.set(row.path, row.repomd_mirrors ? row.repomd_mirrors.split(',').map(Number) : [])
+  }
   rows.rows.length = 0
+  const repomdChanges: RepomdChange[] = []
 
   let files = 0
   let bytes = 0
@@ -129,6 +138,10 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
       const result = await upsertOriginFiles(trx, pending)
       added += result.added
       changed += result.changed
+      await updateSignatures(
+        trx,
+        pending.flatMap((f) => signatureTargets(f.path)),
+      )
       pending = []
     }
     for await (const file of walkOrigin(root, {subdir, onWarning, onUnreadableDir: (p) => unreadable.push(p)})) {
@@ -143,15 +156,19 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
         }
       }
       pending.push(file)
+      if (isRepomdPath(file.path)) repomdChanges.push({path: file.path, mtime: file.mtime, previousMirrors: repomdMirrors.get(file.path) ?? []})
       if (pending.length >= BATCH) await flush()
     }
     await flush()
+    await recordRepomdChanges(trx, root, repomdChanges)
     const gone: string[] = []
     for (const path of existing.keys()) {
       if (unreadable.some((dir) => dir === '' || path.startsWith(dir + '/'))) continue
       gone.push(path)
     }
     removed = await removeOriginFiles(trx, gone)
+    // The signature (./signatures.ts) of each row added, changed or removed, and of the files they sign.
+    await updateSignatures(trx, gone.flatMap(signatureTargets))
   })
   return {root, subdir, files, added, changed, removed, unchanged, bytes, seconds: Math.round((performance.now() - started) / 10) / 100, warnings}
 }

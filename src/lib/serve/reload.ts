@@ -57,6 +57,7 @@ export const RESTART_ONLY = [
   'serve.probe_interval',
   'stats',
   'probe',
+  'yum',
 ] as const
 
 /** The value at a dotted key of the configuration. */

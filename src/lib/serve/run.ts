@@ -20,9 +20,13 @@ import {existsSync, statSync} from 'node:fs'
 import {pino, type Logger} from 'pino'
 import type {Config} from '../config/index.js'
 import {type Database, openDatabase} from '../db/index.js'
-import {MbError, UsageError} from '../errors.js'
+import {MbError, UsageError, errorMessage} from '../errors.js'
 import {type GeoResolver, openGeo} from '../geo/geoip.js'
 import {MetalinkRoutes} from '../metalink/routes.js'
+import {repoTable} from '../yum/config.js'
+import {type RepomdChange, recordRepomdChanges} from '../origin/repomd.js'
+import {YumRoutes} from '../yum/routes.js'
+import {AptRoutes} from '../apt/routes.js'
 import {type BackgroundProbes, startBackgroundProbes} from '../probe/background.js'
 import {RuleHitCounter} from '../rules/hits.js'
 import {StatsCollector} from '../stats/collector.js'
@@ -181,7 +185,7 @@ export async function startServe(config: Config, options: {database?: Database; 
       throw new MbError(`Cannot listen on ${config.serve.listen}: ${(error as Error).message}`, {code: 'LISTEN_FAILED', cause: error})
     }
     parts.listening = true
-    if (config.serve.watch) parts.unwatch = watchOrigin(server.root, keeper, logger)
+    if (config.serve.watch) parts.unwatch = watchOrigin(server.root, keeper, logger, (change) => recordRepomd(database, server.root, change, logger))
     const url = httpUrl(address)
     logListening(logger, {url, server, database, keeper, loadSeconds, geo, config, version: options.version})
     if (config.serve.probe_interval > 0) parts.probes = startBackgroundProbes(database, config, {intervalSeconds: config.serve.probe_interval, logger})
@@ -191,6 +195,11 @@ export async function startServe(config: Config, options: {database?: Database; 
     await close()
     throw error
   }
+}
+
+/** Records a repomd.xml version the watcher saw (src/lib/origin/repomd.ts); a failure is logged, `mb index` records it later. */
+function recordRepomd(database: Database, root: string, change: RepomdChange, logger: Logger): void {
+  recordRepomdChanges(database.db, root, [change]).catch((error) => logger.warn({path: change.path, err: errorMessage(error)}, 'could not record the new repomd.xml version; `mb index` will'))
 }
 
 /** The origin root, checked. @throws UsageError `ROOT_INVALID` when absent or not a directory */
@@ -226,12 +235,16 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
 function createServer(config: Config, root: string, keeper: SnapshotKeeper, geo: GeoResolver, database: Database, logger: Logger, version?: string): MirrorServer {
   const settings = serverSettings(config, geo)
   const server = new MirrorServer({...settings, root, keeper, logger, version})
+  const yum = new YumRoutes(server, {database, repos: repoTable(config.yum), alternatesDays: config.yum.alternates_days, minSize: config.select.min_size})
+  server.addRoute(yum.route)
+  server.addRoute(new AptRoutes(server, {minSize: config.select.min_size}).route)
   const metalink = new MetalinkRoutes(server, {database, maxUrls: () => server.metalinkMaxMirrors})
   server.addRoute(metalink.route)
   // The count is read per redirect: a reload may change `select.max_alternatives`.
   server.addRedirectHeaders(duplicateLinks(() => server.linkCount))
   server.addRedirectHeaders(metalink.describedByHeader)
   server.addRedirectHeaders(metalink.digestHeader)
+  server.addRedirectHeaders(metalink.signatureHeader)
   return server
 }
 
@@ -309,7 +322,7 @@ function startCounting(config: Config, database: Database, logger: Logger, metri
     onFlushFailure: () => metrics?.statsFlushFailed(),
     onLoss: (lost) => metrics?.statsLost(lost.downloads),
   })
-  const flusher = isWorker() ? startStatsForwarder(collector, stats.flush_interval_seconds, {logger}) : startStatsFlusher(collector, database, stats.flush_interval_seconds)
+  const flusher = isWorker() ? startStatsForwarder(collector, stats.flush_interval_seconds, {logger, database}) : startStatsFlusher(collector, database, stats.flush_interval_seconds)
   const stopPrune = startDailyPrune(database, retentionPolicy(stats), {logger})
   const ruleHits = new RuleHitCounter(logger)
   ruleHits.start(database.db, stats.flush_interval_seconds)

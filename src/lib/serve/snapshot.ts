@@ -30,6 +30,8 @@ export interface FileEntry extends SelectFile {
   md5: string | null
   sha1: string | null
   sha256: string | null
+  /** `.asc` or `.sig` when that detached signature is indexed beside the file (src/lib/origin/signatures.ts). */
+  signature?: string | null
 }
 
 const CHUNK_ENTRIES = 1 << 20
@@ -187,7 +189,7 @@ function str(value: unknown): string | null {
 }
 
 function fileFromRow(sets: MirrorSetPool, row: unknown[]): FileEntry {
-  // id, path, size, mtime, mirrors, md5, sha1, sha256
+  // id, path, size, mtime, mirrors, md5, sha1, sha256, signature
   return {
     path: row[1] as string,
     size: Number(row[2]),
@@ -196,12 +198,13 @@ function fileFromRow(sets: MirrorSetPool, row: unknown[]): FileEntry {
     md5: str(row[5]),
     sha1: str(row[6]),
     sha256: str(row[7]),
+    signature: str(row[8]),
   }
 }
 
 // Hashes only while they describe the row's version (origin/freshness.ts).
 const FRESH = HASHES_MATCH_VERSION_SQL
-const FILE_COLUMNS = `id, path, size, mtime, array_to_string(mirrors, ','), CASE WHEN ${FRESH} THEN md5 END, CASE WHEN ${FRESH} THEN sha1 END, CASE WHEN ${FRESH} THEN sha256 END`
+const FILE_COLUMNS = `id, path, size, mtime, array_to_string(mirrors, ','), CASE WHEN ${FRESH} THEN md5 END, CASE WHEN ${FRESH} THEN sha1 END, CASE WHEN ${FRESH} THEN sha256 END, signature`
 
 async function readMirrors(view: ReadView): Promise<MirrorTable> {
   const result = await view.query(`SELECT row_to_json(m)::text FROM mirror m ORDER BY id`)

@@ -51,6 +51,8 @@ export interface RequestOutcome {
   referer?: string
   /** Time to produce the response, in seconds. */
   durationSeconds: number
+  /** dnf's `countme` bucket (1..4) of a `/metalink` or `/mirrorlist` request, with its repo and arch (src/lib/yum/routes.ts). */
+  countme?: {repo: string; arch: string; bucket: number}
 }
 
 /** A function told about every answered request. */

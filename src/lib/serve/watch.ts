@@ -9,20 +9,24 @@ import {type FSWatcher, watch} from 'node:fs'
 import {stat} from 'node:fs/promises'
 import {sep} from 'node:path'
 import type {Logger} from 'pino'
+import {isRepomdPath, type RepomdChange} from '../origin/repomd.js'
 import type {SnapshotKeeper} from './keeper.js'
 
 const EMPTY = new Int16Array(0)
 
 /**
  * Starts watching `root` (its realpath). Returns a function that stops watching.
+ * `onRepomdChange` hears of every indexed `repodata/repomd.xml` that changed on disk, with
+ * the mirrors that held the version it replaces (to record it, src/lib/origin/repomd.ts).
  * @throws when the platform cannot watch recursively (the caller reports it)
  */
-export function watchOrigin(root: string, keeper: Pick<SnapshotKeeper, 'current'>, logger?: Logger): () => void {
+export function watchOrigin(root: string, keeper: Pick<SnapshotKeeper, 'current'>, logger?: Logger, onRepomdChange?: (change: RepomdChange) => void): () => void {
   const pending = new Map<string, NodeJS.Timeout>()
   const check = async (path: string) => {
     pending.delete(path)
     const entry = keeper.current.files.get(path)
-    if (entry === undefined || entry.mirrors.length === 0) return
+    const repomd = onRepomdChange !== undefined && isRepomdPath(path)
+    if (entry === undefined || (entry.mirrors.length === 0 && !repomd)) return
     let size = -1
     let mtime = -1
     try {
@@ -35,6 +39,8 @@ export function watchOrigin(root: string, keeper: Pick<SnapshotKeeper, 'current'
     if (size === entry.size && mtime === entry.mtime) return
     const current = keeper.current.files.get(path)
     if (current !== entry) return // a refresh replaced it meanwhile
+    if (repomd && size >= 0) onRepomdChange({path, mtime, previousMirrors: Array.from(entry.mirrors)})
+    if (entry.mirrors.length === 0) return
     keeper.current.files.set(path, {...entry, size: size < 0 ? entry.size : size, mtime: mtime < 0 ? entry.mtime : mtime, mirrors: EMPTY, md5: null, sha1: null, sha256: null})
     logger?.info({path, size, mtime}, 'origin file changed on disk; delivering it locally until it is re-indexed and rescanned')
   }

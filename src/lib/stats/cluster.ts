@@ -17,7 +17,7 @@
  * and retries, as a single process does (./collector.ts).
  */
 import cluster, {type Worker} from 'node:cluster'
-import {openDatabase} from '../db/index.js'
+import {type Database, openDatabase} from '../db/index.js'
 import type {FlushResult, StatsLogger} from './collector.js'
 import {StatsCollector} from './collector.js'
 import type {StatsConfig} from './config.js'
@@ -50,8 +50,14 @@ function sendToPrimary(groups: PathCounts[]): Promise<void> {
  * closed. The same interface as the single process's {@link startStatsFlusher}.
  * @param options.send how a batch travels (default: the cluster IPC channel; tests pass their own)
  * @param options.logger told at `stop()` how many keys this worker handed over in all
+ * @param options.database where the worker writes its countme counts itself, once per interval
+ *        and at `stop()` (few keys per day: summing them in the primary would save nothing)
  */
-export function startStatsForwarder(collector: StatsCollector, intervalSeconds: number, options: {send?: (groups: PathCounts[]) => Promise<void>; logger?: StatsLogger} = {}): StatsFlusher {
+export function startStatsForwarder(
+  collector: StatsCollector,
+  intervalSeconds: number,
+  options: {send?: (groups: PathCounts[]) => Promise<void>; logger?: StatsLogger; database?: Pick<Database, 'db'>} = {},
+): StatsFlusher {
   const send = options.send ?? sendToPrimary
   const tickSeconds = Math.min(1, Math.max(0.05, intervalSeconds / 10))
   const due = {olderThanSeconds: intervalSeconds * 0.4, jitterSeconds: intervalSeconds * 0.1}
@@ -59,13 +65,18 @@ export function startStatsForwarder(collector: StatsCollector, intervalSeconds: 
     if (!collector.flushInProgress) void collector.handOff(send, due)
   }, tickSeconds * 1000)
   timer.unref()
+  const {database} = options
+  const countmeTimer = database && setInterval(() => void collector.flushCountme(database), intervalSeconds * 1000)
+  countmeTimer?.unref()
   const all = () => collector.handOff(send)
   return {
     collector,
     flush: all,
     stop: async () => {
       clearInterval(timer)
+      clearInterval(countmeTimer)
       const last = await all()
+      if (database) await collector.flushCountme(database)
       options.logger?.info?.({keysHandedOff: collector.status.keysHandedOff, handOffs: collector.status.flushes}, 'stats: handed the counts to the cluster primary')
       return last
     },

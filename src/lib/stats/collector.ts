@@ -18,6 +18,7 @@ import type {Database} from '../db/index.js'
 import {errorMessage} from '../errors.js'
 import {isoDay} from '../time.js'
 import {addCounts, classifyRequest, type CountedRequest, countedCountry, countedMirror, countRequest, type StatsCounts} from './count.js'
+import {CountmeCounts} from './countme.js'
 import {writeBatches} from './flush.js'
 import {Pacer} from './pacing.js'
 import {type Entry, type Lost, type PathCounts, PendingCounts, type Taken} from './pending.js'
@@ -82,6 +83,7 @@ const DAY_MS = 86_400_000
  */
 export class StatsCollector {
   private readonly pending = new PendingCounts()
+  private readonly countme = new CountmeCounts()
   private readonly pacer = new Pacer()
   private flushing?: Promise<FlushResult>
   private dayStart = 0
@@ -106,6 +108,7 @@ export class StatsCollector {
 
   /** Counts one answered request (see ./count.ts for what counts). */
   record(o: CountedRequest): void {
+    if (o.countme !== undefined) this.countme.add(o.time, o.countme)
     const kind = classifyRequest(o)
     if (kind === undefined) return
     const time = o.time
@@ -172,7 +175,17 @@ export class StatsCollector {
     if (!options.paced) this.pacer.hurryUp()
     if (this.flushing) return this.flushing.then(() => this.flush(database, options))
     this.pacer.start(options.paced === true)
-    return this.exclusive(this.doFlush(database, options))
+    return this.exclusive(
+      this.doFlush(database, options).then(async (result) => {
+        await this.flushCountme(database)
+        return result
+      }),
+    )
+  }
+
+  /** Writes the countme counts (./countme.ts) to `database`; on failure they are kept for the next call. Never throws. */
+  flushCountme(database: Pick<Database, 'db'>): Promise<void> {
+    return this.countme.flush(database, (error) => this.options.logger?.error({err: errorMessage(error)}, 'stats: writing the countme counts failed; kept for the next flush'))
   }
 
   /**

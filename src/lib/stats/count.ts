@@ -31,6 +31,8 @@ export interface CountedRequest {
   fileSize?: number
   /** First byte of a Range request. */
   rangeStart?: number
+  /** dnf's `countme` bucket (1..4) of a repository metadata request, with its configured repo and arch. */
+  countme?: {repo: string; arch: string; bucket: number}
 }
 
 /** Counts for one (day, path, mirror, country) key. */

@@ -1,0 +1,130 @@
+/**
+ * apt's `mirror+http://` method (apt-transport-mirror(1), apt >= 1.6): `GET /DIR/mirrors.txt`
+ * answers the mirror list of the archive at DIR, in apt's mirror file format: one base URL
+ * per line, best first, each with `priority:N` metadata after a tab (apt tries the lowest N
+ * first; without priorities it would pick at random), the origin last:
+ * ```
+ * http://ftp.example.de/debian/<TAB>priority:1
+ * http://mirror.example.se/debian/<TAB>priority:2
+ * http://download.example.org/debian/<TAB>priority:3
+ * ```
+ * `deb mirror+http://download.example.org/debian/mirrors.txt bookworm main` in sources.list
+ * then sends every apt request to those mirrors in turn (a mirror that fails or serves a
+ * file whose hash does not match the Release file is skipped).
+ *
+ * The mirrors are those selection ranks for the client among the mirrors holding the current
+ * `DIR/dists/SUITE/InRelease` or `Release` of any suite: the archive as a whole, selected as
+ * its directory. Which mirrors those are is read from the snapshot and kept per DIR for
+ * {@link HOLDERS_TTL_MS}. A real `mirrors.txt` in the tree is delivered as itself.
+ */
+import type {SelectMirror} from '../select/types.js'
+import {mirrorUrl} from '../select/url.js'
+import type {RequestContext, Route, RouteServices} from '../serve/server.js'
+import type {Snapshot} from '../serve/snapshot.js'
+import {requestBaseUrl} from '../yum/routes.js'
+import {originUrlFor} from '../metalink/document.js'
+
+const NAME = 'mirrors.txt'
+/** How long the set of mirrors holding an archive's Release files is reused, ms. */
+const HOLDERS_TTL_MS = 60_000
+
+export interface AptRouteOptions {
+  /** `select.min_size` in bytes: the archive is selected as a file at least this large. */
+  minSize: number
+  /** Mirrors per list at most (default 20). */
+  maxMirrors?: number
+  /** Public base URL of this server; default: from the request's Host. */
+  baseUrl?: string
+}
+
+/** The archive directory a `DIR/mirrors.txt` request names ('' = the root, else ending in '/'). */
+export interface AptTarget {
+  dir: string
+}
+
+function aptTarget(ctx: Pick<RequestContext, 'path' | 'slash' | 'file'>): AptTarget | undefined {
+  if (ctx.slash || ctx.file !== undefined) return undefined
+  const path = ctx.path
+  if (path === NAME) return {dir: ''}
+  if (path.endsWith(`/${NAME}`)) return {dir: path.slice(0, -NAME.length)}
+  return undefined
+}
+
+/** Ids of the mirrors holding the current `dists/*\/InRelease` or `dists/*\/Release` under `dir`. */
+function releaseHolders(snapshot: Snapshot, dir: string): Int16Array {
+  const prefix = `${dir}dists/`
+  const ids = new Set<number>()
+  for (const [path, entry] of snapshot.files) {
+    if (!path.startsWith(prefix) || !(path.endsWith('/InRelease') || path.endsWith('/Release'))) continue
+    // dists/SUITE/Release only (not dists/SUITE/main/binary-amd64/Release).
+    if (path.indexOf('/', prefix.length) !== path.lastIndexOf('/')) continue
+    for (const id of entry.mirrors) ids.add(id)
+  }
+  return Int16Array.from(ids)
+}
+
+/**
+ * The apt mirror-list body: each base URL (ending in '/') with `priority:N`, 1 first.
+ * @param urls base URLs, best first
+ */
+function renderAptMirrorList(urls: readonly string[]): string {
+  return urls.map((url, i) => `${url}\tpriority:${i + 1}\n`).join('')
+}
+
+/** The route, bound to one server. */
+export class AptRoutes {
+  private readonly holders = new Map<string, {at: number; snapshot: Snapshot; ids: Int16Array}>()
+
+  constructor(
+    private readonly server: RouteServices,
+    private readonly options: AptRouteOptions,
+  ) {}
+
+  /** The route (see {@link Route}). */
+  readonly route: Route<AptTarget> = {
+    name: 'apt',
+    match: aptTarget,
+    handle: (ctx, target) => this.handle(ctx, target),
+  }
+
+  private async handle(ctx: RequestContext, target: AptTarget): Promise<void> {
+    const own = await this.server.resolveOnDisk(ctx.path)
+    if (own && !own.directory) return this.server.deliver(ctx, 'not_indexed', own.real)
+    const dir = await this.server.resolveOnDisk(target.dir.replace(/\/$/, ''))
+    if (!dir?.directory) return this.server.plain(ctx, 404, 'not_found', `Not found: /${target.dir} is not a directory of this archive.\n`)
+    const client = this.server.clientInfo(ctx)
+    if (client === undefined) return this.server.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.\n')
+    const archive = {path: target.dir, size: this.options.minSize, mtime: 0, mirrors: this.holdersOf(ctx.snapshot, target.dir), md5: null, sha1: null, sha256: null}
+    const selection = this.server.selectMirrors(ctx, client, archive, false)
+    const urls: string[] = []
+    for (const candidate of selection.ranked) {
+      if (urls.length >= (this.options.maxMirrors ?? 20)) break
+      const url = baseOn(candidate.mirror, target.dir, client.https)
+      if (url !== undefined) urls.push(url)
+    }
+    urls.push(originUrlFor(requestBaseUrl(ctx, client.https, this.options.baseUrl), target.dir))
+    const body = Buffer.from(renderAptMirrorList(urls), 'utf8')
+    ctx.res.writeHead(200, {'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'private, no-store', 'Content-Length': String(body.length)})
+    ctx.res.end(ctx.req.method === 'HEAD' ? undefined : body)
+    this.server.finish(ctx, 200, 'mirrorlist', {path: ctx.path, realm: selection.realm, bytesSent: ctx.req.method === 'HEAD' ? 0 : body.length})
+  }
+
+  /** {@link releaseHolders}, kept per directory and snapshot for {@link HOLDERS_TTL_MS}. */
+  private holdersOf(snapshot: Snapshot, dir: string, now = Date.now()): Int16Array {
+    const known = this.holders.get(dir)
+    if (known && known.snapshot === snapshot && now - known.at < HOLDERS_TTL_MS) return known.ids
+    const ids = releaseHolders(snapshot, dir)
+    if (this.holders.size >= 100) this.holders.clear()
+    this.holders.set(dir, {at: now, snapshot, ids})
+    return ids
+  }
+}
+
+/** The URL of directory `dir` ('' or ending in '/') on `mirror` for the client's scheme; undefined outside its subtree. */
+function baseOn(mirror: SelectMirror, dir: string, https: boolean): string | undefined {
+  try {
+    return mirrorUrl(mirror, dir, https)
+  } catch {
+    return undefined
+  }
+}

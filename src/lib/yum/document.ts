@@ -1,0 +1,131 @@
+/**
+ * The answers dnf and yum read, in MirrorManager's shapes (mirrormanager2's mirrorlist
+ * server, `metalink_header`/`do_metalink` in adrianreber/mirrorlist-server, which
+ * fedora-infra runs): a Metalink 3.0 document for a repository's `repodata/repomd.xml` with
+ * the `mm0` namespace, the plain-text mirror list, and the error answers.
+ *
+ * The metalink, element by element in MirrorManager's order and indentation:
+ * ```xml
+ * <?xml version="1.0" encoding="utf-8"?>
+ * <metalink version="3.0" xmlns="http://www.metalinker.org/" type="dynamic" pubdate="Wed, 02 Dec 2026 01:00:00 GMT" generator="mb/0.1.0" xmlns:mm0="http://fedorahosted.org/mirrormanager">
+ *  <files>
+ *   <file name="repomd.xml">
+ *    <mm0:timestamp>1796176843</mm0:timestamp>
+ *    <size>3041</size>
+ *    <verification>
+ *     <hash type="md5">…</hash> <hash type="sha1">…</hash> <hash type="sha256">…</hash> <hash type="sha512">…</hash>
+ *    </verification>
+ *    <mm0:alternates>
+ *     <mm0:alternate>
+ *      <mm0:timestamp>…</mm0:timestamp> <size>…</size> <verification>…</verification>
+ *     </mm0:alternate>
+ *    </mm0:alternates>
+ *    <resources maxconnections="1">
+ *     <url protocol="https" type="https" location="DE" preference="100">https://…/repodata/repomd.xml</url>
+ *     <url protocol="http" type="http" location="DE" preference="100" mm0:private="True">http://…</url>
+ *    </resources>
+ *   </file>
+ *  </files>
+ * </metalink>
+ * ```
+ * `preference` is 100 for the first mirror and one less for each next one (never below 1);
+ * all URLs of one mirror share it. `protocol=` repeats `type=` because yum 3.2.20 read it.
+ */
+import type {RepomdVersion} from '../origin/repomd.js'
+import {xmlEscape} from '../metalink/meta4.js'
+
+export const METALINK_MEDIA_TYPE = 'application/metalink+xml'
+const METALINK_NAMESPACE = 'http://www.metalinker.org/'
+const MM0_NAMESPACE = 'http://fedorahosted.org/mirrormanager'
+
+/** One download source of the repository: a mirror (or the origin) with its http(s) URLs. */
+export interface RepoSource {
+  /** http(s) URLs of the file (metalink) or directory (mirror list), preferred first. */
+  urls: string[]
+  /** ISO 3166-1 alpha-2, upper case; '' when unknown (the origin: no `location` then). */
+  location: string
+  /** MirrorManager's `mm0:private`: the mirror serves only some clients (prefix- or AS-only). */
+  private: boolean
+}
+
+/** `pubdate` in RFC 822 form, as MirrorManager writes it (`%a, %d %b %Y %H:%M:%S GMT`). */
+function pubdate(now: Date): string {
+  return now.toUTCString()
+}
+
+function header(generator: string, now: Date): string {
+  return `<?xml version="1.0" encoding="utf-8"?>\n<metalink version="3.0" xmlns="${METALINK_NAMESPACE}" type="dynamic" pubdate="${pubdate(now)}" generator="${xmlEscape(generator)}" xmlns:mm0="${MM0_NAMESPACE}">\n`
+}
+
+/**
+ * MirrorManager's failure document: the header, `message` in a comment, and the end tag.
+ * `--` in the message is broken up so the comment stays well-formed.
+ */
+export function metalinkFailure(message: string, generator: string, now = new Date()): string {
+  return `${header(generator, now)}<!-- ${message.replaceAll('--', '- -')}\n-->\n</metalink>\n`
+}
+
+function details(v: RepomdVersion, indent: string): string {
+  return (
+    `${indent} <mm0:timestamp>${v.timestamp}</mm0:timestamp>\n` +
+    `${indent} <size>${v.size}</size>\n` +
+    `${indent} <verification>\n` +
+    `${indent}  <hash type="md5">${v.md5}</hash>\n` +
+    `${indent}  <hash type="sha1">${v.sha1}</hash>\n` +
+    `${indent}  <hash type="sha256">${v.sha256}</hash>\n` +
+    `${indent}  <hash type="sha512">${v.sha512}</hash>\n` +
+    `${indent} </verification>\n`
+  )
+}
+
+function scheme(url: string): string {
+  const colon = url.indexOf(':')
+  return colon > 0 ? url.slice(0, colon).toLowerCase() : 'http'
+}
+
+/**
+ * The metalink of one repomd.xml: its current version, the `alternates` (newest first), and
+ * the `sources` in preference order (only their http and https URLs are written).
+ */
+export function renderRepoMetalink(options: {name: string; current: RepomdVersion; alternates: readonly RepomdVersion[]; sources: readonly RepoSource[]; generator: string; now?: Date}): string {
+  let doc = `${header(options.generator, options.now ?? new Date())} <files>\n  <file name="${xmlEscape(options.name)}">\n`
+  doc += details(options.current, '  ')
+  if (options.alternates.length > 0) {
+    doc += '   <mm0:alternates>\n'
+    for (const alternate of options.alternates) doc += `    <mm0:alternate>\n${details(alternate, '     ')}    </mm0:alternate>\n`
+    doc += '   </mm0:alternates>\n'
+  }
+  doc += '   <resources maxconnections="1">\n'
+  let preference = 100
+  for (const source of options.sources) {
+    const privateAttribute = source.private ? ' mm0:private="True"' : ''
+    for (const url of source.urls) {
+      const protocol = scheme(url)
+      if (protocol !== 'http' && protocol !== 'https') continue
+      const location = source.location ? ` location="${xmlEscape(source.location)}"` : ''
+      doc += `    <url protocol="${protocol}" type="${protocol}"${location} preference="${preference}"${privateAttribute}>${xmlEscape(url)}</url>\n`
+    }
+    preference = Math.max(preference - 1, 1)
+  }
+  return `${doc}   </resources>\n  </file>\n </files>\n</metalink>\n`
+}
+
+/**
+ * MirrorManager's plain-text mirror list: the `header` line (`# repo = R arch = A `), then
+ * one URL per source, its first.
+ */
+export function renderRepoMirrorList(headerLine: string, sources: readonly RepoSource[]): string {
+  let text = `${headerLine}\n`
+  for (const source of sources) if (source.urls.length > 0) text += `${source.urls[0]}\n`
+  return text
+}
+
+/**
+ * MirrorManager's answer to an unknown (repo, arch): the request's header line, `error:
+ * invalid repo or arch`, and every configured pair, sorted, as `# repo=R&arch=A` lines.
+ */
+export function unknownRepoMessage(headerLine: string, pairs: ReadonlyArray<readonly [string, string]>): string {
+  let text = `${headerLine}error: invalid repo or arch\n# following repositories are available:\n`
+  for (const [repo, arch] of [...pairs].sort((a, b) => (`${a[0]}+${a[1]}` < `${b[0]}+${b[1]}` ? -1 : 1))) text += `# repo=${repo}&arch=${arch}\n`
+  return text
+}

@@ -1,0 +1,141 @@
+/**
+ * Debian's apt 2.6 reads an archive through `mb serve`'s mirror list with its `mirror+http`
+ * method: `deb [trusted=yes] mirror+http://…/debian/mirrors.txt stable main`, with apt's
+ * state, cache and sources in a private directory. Two real nginx mirrors on loopback hold
+ * the archive (one tiny .deb, Packages from dpkg-scanpackages, a Release with its SHA-256
+ * sums); the first one listed serves a corrupt Packages file, which apt's own hash check
+ * refuses, so apt goes on to the second. `apt-get download` then fetches the .deb from a
+ * mirror (its nginx access log), not from mb.
+ */
+import {createHash} from 'node:crypto'
+import {execFile} from 'node:child_process'
+import {cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {promisify} from 'node:util'
+import {gzipSync} from 'node:zlib'
+import {expect} from 'chai'
+import {ConfigSchema} from '../../src/lib/config/schema.js'
+import type {Database} from '../../src/lib/db/index.js'
+import {indexOrigin} from '../../src/lib/origin/index.js'
+import {type RunningServer as Serve, startServe} from '../../src/lib/serve/run.js'
+import {requireBinary} from '../helpers/cli.js'
+import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {type RunningServer, startNginx} from '../helpers/servers.js'
+
+const run = promisify(execFile)
+const DEB = 'pool/main/m/mb-hello/mb-hello_1.0_all.deb'
+
+/** Builds the archive under `root/debian`: the .deb (dpkg-deb), Packages(.gz) (dpkg-scanpackages) and Release. */
+async function buildArchive(work: string, root: string): Promise<void> {
+  const pkg = join(work, 'pkg')
+  mkdirSync(join(pkg, 'DEBIAN'), {recursive: true})
+  mkdirSync(join(pkg, 'usr', 'share', 'mb-hello'), {recursive: true})
+  writeFileSync(join(pkg, 'DEBIAN', 'control'), 'Package: mb-hello\nVersion: 1.0\nArchitecture: all\nMaintainer: mb <mb@example.org>\nDescription: tiny test package for mb\n')
+  writeFileSync(join(pkg, 'usr', 'share', 'mb-hello', 'hello.txt'), 'hello\n')
+  const archive = join(root, 'debian')
+  mkdirSync(join(archive, 'pool', 'main', 'm', 'mb-hello'), {recursive: true})
+  mkdirSync(join(archive, 'dists', 'stable', 'main', 'binary-amd64'), {recursive: true})
+  await run('dpkg-deb', ['--root-owner-group', '-Zgzip', '--build', pkg, join(archive, DEB)])
+  const {stdout: packages} = await run('dpkg-scanpackages', ['--multiversion', 'pool', '/dev/null'], {cwd: archive})
+  const lists = {'main/binary-amd64/Packages': Buffer.from(packages), 'main/binary-amd64/Packages.gz': gzipSync(packages)}
+  let release = 'Suite: stable\nCodename: stable\nComponents: main\nArchitectures: amd64\nDate: Wed, 02 Dec 2026 00:00:00 UTC\nSHA256:\n'
+  for (const [name, bytes] of Object.entries(lists)) {
+    writeFileSync(join(archive, 'dists', 'stable', name), bytes)
+    release += ` ${createHash('sha256').update(bytes).digest('hex')} ${bytes.length} ${name}\n`
+  }
+  writeFileSync(join(archive, 'dists', 'stable', 'Release'), release)
+}
+
+describe(`apt through mb serve's mirror list (${backend})`, function () {
+  this.timeout(180_000)
+  let test: TestDatabase
+  let database: Database
+  let work: string
+  let root: string
+  let serve: Serve
+  const mirrors: Array<{name: string; tree: string; log: string; nginx: RunningServer}> = []
+
+  before(async function () {
+    requireBinary(this, 'apt-get', 'apt')
+    requireBinary(this, 'dpkg-scanpackages', 'dpkg-dev')
+    requireBinary(this, 'nginx', 'nginx-light')
+    test = await createTestDatabase()
+    database = await test.open()
+    work = mkdtempSync(join(tmpdir(), 'mb-apt-'))
+    root = join(work, 'origin')
+    await buildArchive(work, root)
+    await indexOrigin(database.db, root)
+    const ids: number[] = []
+    for (const name of ['a', 'b']) {
+      const tree = join(work, `mirror-${name}`)
+      cpSync(root, tree, {recursive: true, preserveTimestamps: true})
+      const log = join(work, `access-${name}.log`)
+      writeFileSync(log, '')
+      const nginx = await startNginx({root: tree, serverConfig: `access_log ${log};`})
+      const row = await database.db
+        .insertInto('mirror')
+        .values({identifier: `${name}.mirror`, http_url: nginx.url, country: 'DE', continent: 'EU', last_scan_ok_at: new Date(), prefixes: name === 'a' ? ['127.0.0.0/8'] : []} as any)
+        .returning('id')
+        .executeTakeFirstOrThrow()
+      ids.push(row.id)
+      mirrors.push({name, tree, log, nginx})
+    }
+    await database.db.updateTable('file').set({mirrors: ids}).execute()
+    // a (listed first: its prefix holds the client) serves a corrupt Packages.gz and no Packages.
+    const lists = join(mirrors[0].tree, 'debian', 'dists', 'stable', 'main', 'binary-amd64')
+    writeFileSync(join(lists, 'Packages.gz'), gzipSync('Package: broken\n'))
+    rmSync(join(lists, 'Packages'))
+    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, log_level: 'silent'}), {database})
+  })
+
+  after(async () => {
+    await serve?.close()
+    for (const m of mirrors) await m.nginx.stop()
+    await database?.close()
+    await test?.drop()
+    if (work) rmSync(work, {recursive: true, force: true})
+  })
+
+  it('lists the mirrors best first with priorities, the origin last', async () => {
+    const res = await fetch(`${serve.url}/debian/mirrors.txt`)
+    expect(res.status).to.equal(200)
+    expect(res.headers.get('content-type')).to.equal('text/plain; charset=utf-8')
+    expect(await res.text()).to.equal(`${mirrors[0].nginx.url}debian/\tpriority:1\n${mirrors[1].nginx.url}debian/\tpriority:2\n${serve.url}/debian/\tpriority:3\n`)
+    expect((await fetch(`${serve.url}/nowhere/mirrors.txt`)).status).to.equal(404)
+  })
+
+  it('apt-get update and apt-get download go through the mirrors, and the checks pass', async () => {
+    const dir = join(work, 'apt')
+    for (const sub of ['state/lists/partial', 'cache/archives/partial', 'etc/apt.conf.d', 'etc/preferences.d', 'etc/trusted.gpg.d', 'dl']) mkdirSync(join(dir, sub), {recursive: true})
+    writeFileSync(join(dir, 'etc', 'sources.list'), `deb [trusted=yes] mirror+${serve.url}/debian/mirrors.txt stable main\n`)
+    writeFileSync(join(dir, 'status'), '')
+    const options = [
+      `Dir::Etc=${dir}/etc`,
+      `Dir::Etc::sourcelist=${dir}/etc/sources.list`,
+      'Dir::Etc::sourceparts=-',
+      `Dir::State=${dir}/state`,
+      `Dir::State::status=${dir}/status`,
+      `Dir::Cache=${dir}/cache`,
+      'Debug::NoLocking=1',
+      'APT::Architecture=amd64',
+      'APT::Architectures=amd64',
+      'APT::Sandbox::User=root',
+      'Acquire::Languages=none',
+      'Acquire::Retries=0',
+    ].flatMap((o) => ['-o', o])
+    const update = await run('apt-get', [...options, 'update'], {timeout: 120_000})
+    expect(update.stderr).to.not.match(/^(E|W):/m)
+    expect(update.stdout).to.match(/Reading package lists/)
+    await run('apt-get', [...options, 'download', 'mb-hello'], {cwd: join(dir, 'dl'), timeout: 120_000})
+    const got = readFileSync(join(dir, 'dl', 'mb-hello_1.0_all.deb'))
+    expect(got.equals(readFileSync(join(root, 'debian', DEB)))).to.equal(true)
+    const logs = mirrors.map((m) => readFileSync(m.log, 'utf8'))
+    // The Release came from a, whose Packages.gz failed its hash: apt took the index from b.
+    expect(logs[0]).to.match(/GET \/debian\/dists\/stable\/Release HTTP\/1\.1" 200/)
+    expect(logs[0]).to.match(/GET \/debian\/dists\/stable\/main\/binary-amd64\/Packages\.\w+ HTTP\/1\.1" 200/)
+    expect(logs[1]).to.match(/GET \/debian\/dists\/stable\/main\/binary-amd64\/Packages\.\w+ HTTP\/1\.1" 200/)
+    // The .deb came from a mirror (a, the first listed), at its size.
+    expect(logs[0]).to.include(`"GET /debian/${DEB} HTTP/1.1" 200 ${statSync(join(root, 'debian', DEB)).size} `)
+  })
+})
