@@ -50,6 +50,7 @@ function mirror(id: number, country: string | null, extra: Partial<SelectMirror>
     lastScanOkAt: null,
     needsRescan: false,
     maintenanceUntil: null,
+    scanRefusedAt: null,
     ...extra,
   }
 }

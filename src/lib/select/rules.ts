@@ -98,6 +98,13 @@ export const ELIGIBILITY_RULES = [
     detail: (m) => `in maintenance until ${unixIsoMillis(m.maintenanceUntil!)} (\`mb mirror edit ${m.identifier} --maintenance-until none\` ends it)`,
   },
   {
+    reason: 'scan_refused',
+    needs: 'mirror',
+    excludes: (m) => m.scanRefusedAt !== null,
+    detail: (m) =>
+      `suspect: its last scan, at ${unixIso(m.scanRefusedAt!)}, was refused by the safety check (far fewer files than before: a wiped or truncated tree); a good \`mb scan ${m.identifier}\` or \`mb mirror edit ${m.identifier} --trust-scan\` brings it back`,
+  },
+  {
     reason: 'not_in_subtree',
     needs: 'request',
     appliesTo: (m) => m.basePath !== '',
