@@ -134,6 +134,25 @@ async function staleCopies(database: Database, fileIds: number[]): Promise<Map<n
 }
 
 /**
+ * The differing copies the mirrors' last scans saw of one version of one file (for the
+ * served mirror list, whose snapshot does not hold them): mirror id → size in bytes and
+ * mtime in Unix seconds (null when the listing had none). Empty when the index holds
+ * another version of `file` by now (its stale records went with that change).
+ * @throws whatever the database driver throws (the caller decides what a list without them says)
+ */
+export async function staleCopiesOf(database: Database, file: {path: string; size: number; mtime: number}): Promise<Map<number, {size: number; mtime: number | null}>> {
+  const rows = await database.db
+    .selectFrom('mirror_file_stale as s')
+    .innerJoin('file as f', 'f.id', 's.file_id')
+    .select(['s.mirror_id', 's.size', 's.mtime'])
+    .where('f.path', '=', file.path)
+    .where('f.size', '=', file.size)
+    .where('f.mtime', '=', file.mtime)
+    .execute()
+  return new Map(rows.map((r) => [Number(r.mirror_id), {size: Number(r.size), mtime: r.mtime === null ? null : Number(r.mtime)}]))
+}
+
+/**
  * Looks up a path or glob in the origin index.
  *
  * @throws UsageError for a bad `--client-ip` or an empty pattern; MbError `FILE_NOT_FOUND`
