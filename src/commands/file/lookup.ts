@@ -50,6 +50,7 @@ function render(f: FileLookup): string {
   const lines: string[] = []
   const record: Array<[string, unknown]> = [
     ['path', f.path],
+    ...(f.requested === null ? [] : [['via link', `${f.requested} -> ${f.path}`] as [string, unknown]]),
     ['size', `${f.size} bytes`],
     ['mtime', f.mtime_utc],
   ]

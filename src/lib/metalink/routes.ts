@@ -80,7 +80,7 @@ function metalinkTarget(ctx: Pick<RequestContext, 'path' | 'slash' | 'query' | '
   if (dot <= 0) return undefined
   for (const [suffix, kind] of SUFFIXES) {
     if (path.length - dot === suffix.length && path.endsWith(suffix)) {
-      const file = ctx.snapshot.files.get(path.slice(0, dot))
+      const file = ctx.snapshot.lookup(path.slice(0, dot))
       return file ? {kind, file} : undefined
     }
   }
