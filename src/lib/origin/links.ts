@@ -40,8 +40,9 @@ export function resolveLinks(links: ReadonlyMap<string, LinkTarget>, path: strin
       if (++hops > MAX_HOPS || (slash >= 0 && !link.directory)) return undefined
       const rest = slash < 0 ? '' : p.slice(slash + 1)
       p = link.target === '' ? rest : rest === '' ? link.target : `${link.target}/${rest}`
-      // The target is canonical: no link lies on it, so the search goes on after it.
-      from = link.target === '' ? 0 : link.target.length + 1
+      // Stored targets are canonical, but the search starts over: a table that breaks that
+      // rule (a loop) ends at the hop limit instead of at a wrong path.
+      from = 0
       continue
     }
     if (slash < 0) return hops > 0 ? p : undefined
