@@ -25,7 +25,7 @@ document model (sources, hashes) is printed instead of the XML.`
     'client-ip': Flags.string({description: 'select mirrors as for this client address (default 127.0.0.1)'}),
     format: Flags.string({description: 'document format', options: ['meta4', 'metalink'], default: 'meta4'}),
     'base-url': Flags.string({description: "this server's public URL (default: http:// + serve.listen)"}),
-    'max-urls': Flags.integer({description: 'mirror URLs to list (default 20)', min: 0, max: 1000}),
+    'max-urls': Flags.integer({description: 'mirror URLs to list (default: the select.metalink_max_mirrors setting, 100)', min: 0, max: 1000}),
     root: Flags.string({description: 'origin tree, to check that hashes still match the file on disk (env: MB_ROOT)'}),
   }
 

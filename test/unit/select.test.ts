@@ -198,13 +198,14 @@ describe('select(): pools', () => {
       ],
     },
     {
-      name: 'other_countries: ignored when the client country has its own eligible mirror',
+      name: 'other_countries: in the country pool beside the client country own mirror (MirrorBrain)',
       client: IE,
-      rows: [row(1, {country: 'GB', other_countries: ['IE']}), row(2, {country: 'IE'})],
+      rows: [row(1, {country: 'GB', other_countries: ['IE']}), row(2, {country: 'IE'}), row(3, {country: 'FR'})],
       realm: 'country',
       ranked: [
+        ['m1', 'country'],
         ['m2', 'country'],
-        ['m1', 'continent'],
+        ['m3', 'continent'],
       ],
     },
     {
@@ -326,12 +327,15 @@ describe('select(): mirror flags narrow the pools', () => {
     })
   }
 
-  it('country_only mirror reachable only through other_countries is excluded when the client country has a mirror', () => {
+  it('a country_only mirror serves the countries of its other_countries, beside their own mirrors', () => {
     const ms = mirrors(row(1, {country: 'GB', country_only: true, other_countries: ['IE']}), row(2, {country: 'IE'}))
     const s = select(IE, file([1, 2]), ms, options)
     expect(s.realm).to.equal('country')
-    expect(order(s)).to.deep.equal([['m2', 'country']])
-    expect(s.excluded.map((e) => [e.mirror.identifier, e.reason, e.detail])).to.deep.equal([['m1', 'country_only', 'mirror in GB serves IE only when IE has no mirror of its own']])
+    expect(order(s)).to.deep.equal([
+      ['m1', 'country'],
+      ['m2', 'country'],
+    ])
+    expect(s.excluded).to.deep.equal([])
   })
 })
 
@@ -410,7 +414,14 @@ describe('select(): restrictions and exclusions', () => {
     {name: 'needs a rescan', mirror: {needs_rescan: true}, reason: 'needs_rescan', detail: 'was down; needs a fresh scan before it is used again'},
     {name: 'HTTPS client, mirror without https_url', client: {...GB, https: true}, mirror: {https_url: null}, reason: 'no_https', detail: 'HTTPS client and the mirror has no https_url'},
     {name: 'mirror without any HTTP URL', mirror: {http_url: null, https_url: null, rsync_url: 'rsync://m1/pub/'}, reason: 'no_http', detail: 'the mirror has no http_url or https_url'},
-    {name: 'IPv6 client, mirror probed without IPv6', client: {...GB, ip: '2001:db8::1'}, mirror: {ipv6: false}, reason: 'no_ipv6', detail: 'IPv6 client and probing found no IPv6 on the mirror'},
+    {
+      name: 'IPv6 client, mirror probed without IPv6, select.ipv6 require',
+      client: {...GB, ip: '2001:db8::1'},
+      mirror: {ipv6: false},
+      opts: {ipv6: 'require'},
+      reason: 'no_ipv6',
+      detail: 'IPv6 client, probing found no IPv6 on the mirror, and select.ipv6 is require',
+    },
     {
       name: 'client outside client_prefixes',
       mirror: {client_prefixes: ['10.0.0.0/8', '2001:db8::/32']},
@@ -618,7 +629,7 @@ describe('select(): weighted rendezvous hashing', () => {
       }
       // Explaining keeps everything, and adds the distances the hot path does not compute.
       const explained = select(client, file(held), ms, options, true, 1).ranked
-      expect(explained.map(({distanceKm, ...rest}) => rest)).to.deep.equal(full.ranked)
+      expect(explained.map(({distanceKm, note, ...rest}) => rest)).to.deep.equal(full.ranked)
       expect(full.ranked.every((c) => c.distanceKm === undefined)).to.equal(true)
       if (client.latitude !== undefined) expect(explained.filter((c) => c.mirror.latitude !== null).every((c) => c.distanceKm! > 0)).to.equal(true)
     }
@@ -637,7 +648,7 @@ describe('select(): weighted rendezvous hashing', () => {
 describe('select(): distance rule', () => {
   const london = {latitude: 51.5074, longitude: -0.1278}
   const client: ClientInfo = {...GB, ...london}
-  it('drops pool members beyond the floor when the nearest is close; keeps mirrors without coordinates', () => {
+  it('ranks pool members beyond the floor after the near ones; mirrors without coordinates count as near', () => {
     const ms = mirrors(
       row(1, {country: 'GB', latitude: 51.5, longitude: -0.12}), // London, ~1 km
       row(2, {country: 'GB', latitude: 55.9533, longitude: -3.1883}), // Edinburgh, ~534 km
@@ -645,10 +656,14 @@ describe('select(): distance rule', () => {
     )
     const s = select(client, file([1, 2, 3]), ms, options)
     expect(s.realm).to.equal('country')
-    expect(s.ranked.map((c) => c.mirror.identifier).sort()).to.deep.equal(['m1', 'm3'])
-    expect(s.excluded.map((e) => [e.mirror.identifier, e.reason, e.detail])).to.deep.equal([['m2', 'too_far', "534 km away, beyond 1.5 x the nearest country mirror's 1 km"]])
-    expect(s.ranked.find((c) => c.mirror.id === 1)!.distanceKm).to.be.within(0.5, 1.5)
-    expect(s.ranked.find((c) => c.mirror.id === 3)!.distanceKm).to.equal(undefined)
+    expect(s.excluded).to.deep.equal([])
+    expect(s.ranked.map((c) => [c.mirror.identifier, c.rank, c.distanceKm === undefined ? null : Math.round(c.distanceKm), c.note ?? null])).to.deep.equal([
+      ['m3', 1, null, null],
+      ['m1', 2, 1, null],
+      ['m2', 3, 534, "534 km away, beyond 1.5 x the nearest country mirror's 1 km: ranked after the near ones"],
+    ])
+    // The far mirror is never the choice while a near one is eligible, whatever the client network.
+    for (let i = 0; i < 300; i++) expect(winner(select({...client, ip: `10.${i >> 8}.${i & 255}.1`}, file([1, 2, 3]), ms, options, false))).to.not.equal('m2')
   })
   it('reports the same great-circle distances as the haversine formula, from 10 m to half the globe', () => {
     // pairs of (client, mirror) positions; the mirror is the only one, in the world pool
@@ -667,7 +682,7 @@ describe('select(): distance rule', () => {
       expect(s.ranked[0].distanceKm, `${clat},${clon} -> ${mlat},${mlon}`).to.be.closeTo(expected, Math.max(1e-6, expected * 1e-9))
     }
   })
-  it('keeps mirrors within distance_factor x the nearest and drops the rest', () => {
+  it('the choice is among mirrors within distance_factor x the nearest; the others follow nearest-first', () => {
     // Client in London; continent pool: Paris ~344 km, Amsterdam ~358 km, Frankfurt ~637 km, Madrid ~1264 km.
     const ms = mirrors(
       row(1, {country: 'FR', latitude: 48.8566, longitude: 2.3522}),
@@ -675,13 +690,94 @@ describe('select(): distance rule', () => {
       row(3, {country: 'DE', latitude: 50.1109, longitude: 8.6821}),
       row(4, {country: 'ES', latitude: 40.4168, longitude: -3.7038}),
     )
-    const s = select(client, file([1, 2, 3, 4]), ms, options)
-    expect(s.realm).to.equal('continent')
-    expect(s.ranked.map((c) => c.mirror.identifier).sort()).to.deep.equal(['m1', 'm2'])
-    expect(reasons(s)).to.deep.equal({m3: 'too_far', m4: 'too_far'})
-    const wide = select(client, file([1, 2, 3, 4]), ms, Object.assign(compileSelectOptions({distance_factor: 2}), {now: () => NOW}))
-    expect(wide.ranked.map((c) => c.mirror.identifier).sort()).to.deep.equal(['m1', 'm2', 'm3'])
-    expect(reasons(wide)).to.deep.equal({m4: 'too_far'})
+    const winners = new Set<string>()
+    for (let i = 0; i < 200; i++) {
+      const s = select({...client, ip: `10.0.${i}.1`}, file([1, 2, 3, 4]), ms, options, i % 50 === 0)
+      expect(s.realm).to.equal('continent')
+      expect(s.excluded).to.deep.equal([])
+      winners.add(winner(s)!)
+      const rest = s.ranked.slice(1).map((c) => c.mirror.identifier)
+      expect(rest).to.deep.equal(['m1', 'm2', 'm3', 'm4'].filter((m) => m !== winner(s)))
+    }
+    expect([...winners].sort()).to.deep.equal(['m1', 'm2'])
+    const wide = Object.assign(compileSelectOptions({distance_factor: 2}), {now: () => NOW})
+    const near = new Set<string>()
+    for (let i = 0; i < 200; i++) near.add(winner(select({...client, ip: `10.0.${i}.1`}, file([1, 2, 3, 4]), ms, wide, false))!)
+    expect([...near].sort()).to.deep.equal(['m1', 'm2', 'm3'])
+    const s = select(client, file([1, 2, 3, 4]), ms, wide)
+    expect(s.ranked.map((c) => c.note ?? null).slice(1)).to.deep.equal([null, null, "1263 km away, beyond 2 x the nearest continent mirror's 344 km: ranked after the near ones"])
+  })
+  it('a same-country mirror 831 km away ranks after the near one and before every other pool (nothing is dropped)', () => {
+    // Client in Freiburg. DE mirrors: Freiburg and Sassnitz; continent: Basel, Strasbourg; world: Lagos, Abuja, San Francisco.
+    const ms = mirrors(
+      row(1, {country: 'DE', latitude: 48.0, longitude: 7.85}),
+      row(2, {country: 'DE', latitude: 54.535, longitude: 13.655}),
+      row(3, {country: 'FR', latitude: 48.57, longitude: 7.75}),
+      row(4, {country: 'CH', latitude: 47.56, longitude: 7.59}),
+      row(5, {country: 'NG', latitude: 6.52, longitude: 3.38}),
+      row(6, {country: 'NG', latitude: 9.08, longitude: 7.4}),
+      row(7, {country: 'US', latitude: 37.77, longitude: -122.42}),
+    )
+    const freiburg: ClientInfo = {ip: '192.0.2.10', https: false, country: 'DE', continent: 'EU', latitude: 47.999, longitude: 7.842}
+    const s = select(freiburg, file([1, 2, 3, 4, 5, 6, 7]), ms, options)
+    expect(s.excluded).to.deep.equal([])
+    expect(s.ranked.map((c) => [c.mirror.identifier, c.realm, Math.round(c.distanceKm!)])).to.deep.equal([
+      ['m1', 'country', 1],
+      ['m2', 'country', 831],
+      ['m4', 'continent', 52],
+      ['m3', 'continent', 64],
+      ['m6', 'world', 4328],
+      ['m5', 'world', 4632],
+      ['m7', 'world', 9284],
+    ])
+    expect(s.ranked[1].note).to.equal("831 km away, beyond 1.5 x the nearest country mirror's 1 km: ranked after the near ones")
+    expect(s.ranked.slice(2).map((c) => c.note ?? null)).to.deep.equal([null, null, null, null, "9284 km away, beyond 1.5 x the nearest world mirror's 4328 km: ranked after the near ones"])
+  })
+  it('alternatives for a client with many same-continent mirrors: nearest-first after the choice, never another continent', () => {
+    // A client in Frankfurt; 3 DE mirrors, 18 elsewhere in Europe, 2 in Nigeria, 2 in the US.
+    const europe: Array<[string, number, number]> = [
+      ['FR', 48.86, 2.35],
+      ['NL', 52.37, 4.9],
+      ['BE', 50.85, 4.35],
+      ['LU', 49.61, 6.13],
+      ['CH', 47.38, 8.54],
+      ['AT', 48.21, 16.37],
+      ['CZ', 50.08, 14.44],
+      ['PL', 52.23, 21.01],
+      ['DK', 55.68, 12.57],
+      ['SE', 59.33, 18.07],
+      ['NO', 59.91, 10.75],
+      ['FI', 60.17, 24.94],
+      ['IT', 41.9, 12.5],
+      ['ES', 40.42, -3.7],
+      ['PT', 38.72, -9.14],
+      ['GB', 51.51, -0.13],
+      ['IE', 53.35, -6.26],
+      ['HU', 47.5, 19.04],
+    ]
+    const rows = [
+      row(1, {country: 'DE', latitude: 52.52, longitude: 13.4}),
+      row(2, {country: 'DE', latitude: 53.55, longitude: 9.99}),
+      row(3, {country: 'DE', latitude: 48.14, longitude: 11.58}),
+      ...europe.map(([country, latitude, longitude], i) => row(10 + i, {country, latitude, longitude})),
+      row(40, {country: 'NG', latitude: 6.52, longitude: 3.38}),
+      row(41, {country: 'NG', latitude: 9.08, longitude: 7.4}),
+      row(42, {country: 'US', latitude: 40.71, longitude: -74.0}),
+      row(43, {country: 'US', latitude: 37.77, longitude: -122.42}),
+    ]
+    const ms = mirrors(...rows)
+    const held = rows.map((r) => Number(r.id))
+    const frankfurt: ClientInfo = {ip: '192.0.2.77', https: false, country: 'DE', continent: 'EU', latitude: 50.11, longitude: 8.68}
+    const s = select(frankfurt, file(held), ms, options)
+    expect(s.ranked).to.have.length(25)
+    const nearestFirst = (from: number, to: number) => s.ranked.slice(from, to).every((c, i, all) => i === 0 || all[i - 1].distanceKm! <= c.distanceKm!)
+    expect(s.ranked.slice(0, 3).every((c) => c.realm === 'country')).to.equal(true)
+    expect(s.ranked.slice(3, 21).every((c) => c.realm === 'continent')).to.equal(true)
+    expect([nearestFirst(1, 3), nearestFirst(3, 21), nearestFirst(21, 25)]).to.deep.equal([true, true, true])
+    // The five alternatives of a redirect (Link: rel=duplicate after the Location).
+    const lean = select(frankfurt, file(held), ms, options, false, 6)
+    expect(lean.ranked.map((c) => [c.mirror.identifier, c.mirror.country])).to.deep.equal(s.ranked.slice(0, 6).map((c) => [c.mirror.identifier, c.mirror.country]))
+    expect(lean.ranked.map((c) => c.mirror.country)).to.deep.equal(['DE', 'DE', 'DE', 'LU', 'CH', 'BE'])
   })
   it('does not apply without client coordinates', () => {
     const ms = mirrors(row(1, {country: 'FR', latitude: 48.8566, longitude: 2.3522}), row(2, {country: 'ES', latitude: 40.4168, longitude: -3.7038}))

@@ -10,7 +10,7 @@ export default class FileLookupCommand extends BaseCommand<typeof FileLookupComm
 
 PATH is relative to the origin root, or a glob ('*.iso', 'iso/**/*.sha256'; quote it) that lists every match.
 
-With --client-ip, also explain the choice \`mb serve\` would make for that client: the realm (prefix, as, country, continent, world, fallback), each eligible mirror in rank order with its URL, and the reason each other mirror was passed over (disabled, down, stale, too_large, no_https, country_only, too_far, ...). GeoIP comes from the \`geoip\` and \`asn_db\` settings (default: the bundled GeoLite2 City data).`
+With --client-ip, also explain the choice \`mb serve\` would make for that client: the realm (prefix, as, country, continent, world, fallback), each eligible mirror in rank order with its URL, and the reason each other mirror was passed over (disabled, down, stale, too_large, no_https, country_only, no_ipv6, ...); a note says why a mirror ranks after others of its pool (beyond the distance factor, no IPv6 for an IPv6 client). GeoIP comes from the \`geoip\` and \`asn_db\` settings (default: the bundled GeoLite2 City data).`
 
   static override examples = [
     '<%= config.bin %> file lookup iso/distro-1.0.iso',
@@ -93,6 +93,8 @@ function render(f: FileLookup): string {
           {header: 'country', get: (c) => c.country ?? LOCATION_UNKNOWN},
           {header: 'km', get: (c) => c.distance_km},
           {header: 'url', get: (c) => c.url},
+          // Only when some mirror ranks after others of its pool (distance, IPv6), to keep the table narrow.
+          ...(e.ranked.some((c) => c.note !== null) ? [{header: 'note', get: (c: (typeof e.ranked)[number]) => c.note}] : []),
         ]),
       )
     }

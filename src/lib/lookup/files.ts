@@ -39,7 +39,8 @@ export interface LookupExplain {
   realm: string | null
   /** Why the origin serves the file (when it does). */
   origin: {reason: string; detail: string} | null
-  ranked: Array<{rank: number; realm: string; mirror: string; country: string | null; url: string; distance_km: number | null}>
+  /** `note`: why the mirror ranks after others of its pool (beyond the distance factor, no IPv6 for an IPv6 client), else null. */
+  ranked: Array<{rank: number; realm: string; mirror: string; country: string | null; url: string; distance_km: number | null; note: string | null}>
   excluded: Array<{mirror: string; reason: string; detail: string}>
 }
 
@@ -240,6 +241,7 @@ function explain(context: SelectionContext): LookupExplain {
       country: c.mirror.country,
       url: c.url,
       distance_km: c.distanceKm === undefined ? null : Math.round(c.distanceKm),
+      note: c.note ?? null,
     })),
     excluded: s.excluded.map((e) => ({mirror: e.mirror.identifier, reason: e.reason, detail: e.detail})).sort((a, b) => a.mirror.localeCompare(b.mirror)),
   }

@@ -64,6 +64,13 @@ const PUBLIC_ORIGIN: Record<OriginReason, string> = {
   no_mirror: 'no mirror holds this version for you at the moment',
 }
 
+/** The public words for why the origin serves the file: an IPv6 client whose mirrors lack IPv6 is told so. */
+function publicOrigin(selection: Selection): string {
+  const reason = selection.origin!.reason
+  if (reason === 'no_mirror' && selection.excluded.some((e) => e.reason === 'no_ipv6')) return 'no mirror that holds this version serves IPv6 clients; over IPv4 one would'
+  return PUBLIC_ORIGIN[reason]
+}
+
 function fromCandidate(c: Candidate): MirrorListMirror {
   const m = c.mirror
   return {
@@ -108,8 +115,8 @@ export function outdatedCopies(file: SelectFile, selection: Selection, reselect:
 }
 
 /**
- * The mirror list data (also the JSON form) for `doc`, this client's `selection` (only its
- * `ranked` and `origin` are read) and the `outdated` copies ({@link outdatedCopies}).
+ * The mirror list data (also the JSON form) for `doc`, this client's `selection` (its
+ * `ranked` and `origin`, and whether `excluded` holds `no_ipv6`) and the `outdated` copies ({@link outdatedCopies}).
  */
 export function buildMirrorList(doc: MetalinkDocument, selection: Selection, client: ClientInfo, outdated: readonly Exclusion[] = []): MirrorList {
   const realms: MirrorList['realms'] = []
@@ -138,7 +145,7 @@ export function buildMirrorList(doc: MetalinkDocument, selection: Selection, cli
     },
     client: {ip: client.ip, country: client.country ?? null, continent: client.continent ?? null, asn: client.asn ?? null},
     realm: selection.realm,
-    origin: selection.origin ? {reason: selection.origin.reason, detail: PUBLIC_ORIGIN[selection.origin.reason]} : null,
+    origin: selection.origin ? {reason: selection.origin.reason, detail: publicOrigin(selection)} : null,
     realms,
     outdated: outdated.filter((e) => e.reason === 'stale').map((e) => fromStale(e, doc.path, client.https)),
   }

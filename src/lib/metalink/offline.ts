@@ -27,7 +27,7 @@ export interface OfflineOptions {
   /** The server's public base URL (default `http://` + serve.listen + `/`). */
   baseUrl?: string
   format?: 'meta4' | 'metalink'
-  /** Mirror URLs (default 20). */
+  /** Mirror URLs (default: `select.metalink_max_mirrors`). */
   maxUrls?: number
   now?: Date
 }
@@ -62,7 +62,7 @@ export async function offlineMetalink(database: Database, config: Config, option
     hashesFresh: fresh,
     selection,
     baseUrl: options.baseUrl ?? `http://${config.serve.listen}/`,
-    maxUrls: options.maxUrls,
+    maxUrls: options.maxUrls ?? context.options.metalinkMaxMirrors,
     now: options.now,
   })
   return {doc, text: options.format === 'metalink' ? renderMetalink3(doc) : renderMeta4(doc)}

@@ -36,8 +36,8 @@ import {acceptsMeta4, type MetalinkContext, type Sent, sendHashFile, sendMeta4, 
 export interface MetalinkRouteOptions {
   /** For piece hashes; without it documents carry whole-file hashes only. */
   database?: Database
-  /** Mirror URLs per metalink (default 20). */
-  maxUrls?: number
+  /** Mirror URLs per metalink (default 20), or a function read per request (a reload may change `select.metalink_max_mirrors`). */
+  maxUrls?: number | (() => number)
   /** Public base URL of this server (e.g. `https://download.example.org/`); default: from the request's Host. */
   baseUrl?: string
   /** How long a stat of an origin file vouches for its hashes on redirects, seconds (default 1; 0 = every request). */
@@ -112,7 +112,7 @@ class HashCache {
 export class MetalinkRoutes {
   private readonly cache: HashCache
   private readonly diskChecks = new Map<string, {at: number; size: number; mtime: number}>()
-  private readonly maxUrls: number
+  private readonly maxUrls: () => number
   private readonly diskCheckMs: number
 
   constructor(
@@ -120,7 +120,8 @@ export class MetalinkRoutes {
     private readonly options: MetalinkRouteOptions = {},
   ) {
     this.cache = new HashCache(options.cacheSize ?? 10_000)
-    this.maxUrls = options.maxUrls ?? DEFAULT_MAX_URLS
+    const maxUrls = options.maxUrls ?? DEFAULT_MAX_URLS
+    this.maxUrls = typeof maxUrls === 'number' ? () => maxUrls : maxUrls
     this.diskCheckMs = (options.diskCheckSeconds ?? 1) * 1000
   }
 
@@ -209,7 +210,7 @@ export class MetalinkRoutes {
       }
       if (!diskMatches(st, file)) stored = null
     }
-    const doc = buildDocument({path: file.path, size: file.size, mtime: file.mtime, stored, hashesFresh: stored !== null, selection, baseUrl: this.baseUrl(ctx, client.https), maxUrls: this.maxUrls})
+    const doc = buildDocument({path: file.path, size: file.size, mtime: file.mtime, stored, hashesFresh: stored !== null, selection, baseUrl: this.baseUrl(ctx, client.https), maxUrls: this.maxUrls()})
     const mctx: MetalinkContext = {doc, selection, client}
     if (target.kind === 'mirrorlist') mctx.outdated = outdatedCopies(file, selection, (holding) => server.selectMirrors(ctx, client, {...file, mirrors: Int16Array.from(holding.mirrors)}, false))
     let sent: Sent

@@ -11,6 +11,12 @@ import {cidrString, listOf} from '../config/zod.js'
 /** Default origin-only patterns: repository metadata and signatures (matched on basename and full path). */
 export const DEFAULT_ORIGIN_ONLY = ['repomd.xml', 'Release', 'Release.gpg', 'InRelease', 'Packages*', 'Sources*', '*.asc', '*.sig', '*.sha256']
 
+/** The values of `select.ipv6`: IPv6 clients `prefer` mirrors with IPv6, or `require` it. */
+const IPV6_POLICIES = ['prefer', 'require'] as const
+
+/** The values of `select.sticky_key`: what the rendezvous hash keys the client by. */
+const STICKY_KEYS = ['network', 'network+path'] as const
+
 /** The values of `select.unprobed`. */
 export const UNPROBED_POLICIES = ['use', 'skip'] as const
 export type UnprobedPolicy = (typeof UNPROBED_POLICIES)[number]
@@ -54,8 +60,18 @@ export const SelectConfigSchema = z
       .describe("Client country -> country whose mirrors also count as the client's own (NZ -> AU)."),
     client_prefix_v4: z.number().int().min(0).max(32).default(24).describe('Client network prefix length for sticky choice, IPv4 (bits).'),
     client_prefix_v6: z.number().int().min(0).max(128).default(48).describe('Client network prefix length for sticky choice, IPv6 (bits).'),
-    distance_factor: z.number().min(1).default(1.5).describe("Within a pool, drop mirrors farther than this factor x the nearest one's distance (>= 1)."),
-    distance_floor_km: z.number().min(0).default(100).describe('Mirrors within this many km of the client are never dropped by the distance rule (guards against a nearest distance of ~0).'),
+    sticky_key: z
+      .enum(STICKY_KEYS)
+      .default('network')
+      .describe(
+        "What keeps a client on its mirror: `network` (the client network, so one network gets one mirror per pool) or `network+path` (the network and the file path, so one network's downloads spread over the pool and each file stays on one mirror).",
+      ),
+    distance_factor: z.number().min(1).default(1.5).describe("Within a pool, mirrors farther than this factor x the nearest one's distance rank after the near ones (>= 1); they are not dropped."),
+    distance_floor_km: z.number().min(0).default(100).describe('Mirrors within this many km of the client always count as near for the distance rule (guards against a nearest distance of ~0).'),
+    ipv6: z
+      .enum(IPV6_POLICIES)
+      .default('prefer')
+      .describe('IPv6 clients: `prefer` ranks mirrors that probing found without IPv6 after the others of their pool (still used); `require` passes them over (`no_ipv6`).'),
     max_scan_age_seconds: z.number().int().positive().nullable().default(null).describe('A mirror whose last successful scan is older than this many seconds is not used; null = no limit.'),
     unprobed: z
       .enum(UNPROBED_POLICIES)
@@ -64,6 +80,13 @@ export const SelectConfigSchema = z
         'A mirror never probed (or a scheme of it not probed yet): `use` counts it as up, `skip` passes it over with reason `unprobed`. Unset: `skip` when a probe loop is configured (`serve.probe_interval` > 0), else `use` (resolved in ../config/schema.ts).',
       ),
     max_alternatives: z.number().int().min(0).max(100).default(5).describe('How many alternative mirrors to list (Link: rel=duplicate headers, RFC 6249).'),
+    metalink_max_mirrors: z
+      .number()
+      .int()
+      .min(1)
+      .max(1000)
+      .default(100)
+      .describe('At most this many mirror URLs in a metalink (Metalink 4, Metalink 3), in selection order; the origin is listed after them.'),
   })
   .strict()
 

@@ -1,7 +1,9 @@
 /**
  * Step 4 of `select()`: the distance rule. With client coordinates known, the members of a
- * pool farther than `distanceFactor` × the nearest member's distance (and beyond
- * `distanceFloorKm`) are excluded as `too_far`; members without coordinates stay.
+ * pool within `distanceFactor` × the nearest member's distance (or within `distanceFloorKm`)
+ * are *near*; members without coordinates count as near too. Distance orders and demotes,
+ * it never excludes: the choice is made among the near members (./rank.ts), and every other
+ * member of the pool ranks nearest-first after it, the far ones after the near ones.
  *
  * Distances are compared as haversine terms a = sin²(Δσ/2), a quarter of the squared chord
  * between unit vectors (the same quantity: chord = 2 sin(Δσ/2)), which needs no
@@ -12,7 +14,7 @@ import {EARTH_RADIUS_KM} from '../geo/distance.js'
 import type {MirrorTable} from './mirror.js'
 import type {SelectOptions} from './options.js'
 import type {Query} from './query.js'
-import type {Exclusion, Realm, SelectMirror} from './types.js'
+import type {SelectMirror} from './types.js'
 
 /** The bit of `MirrorTable.flags` set when the mirror has coordinates (module-private for speed, see ./pools.ts). */
 const HAS_POSITION = 8
@@ -28,23 +30,12 @@ export function kmFromA(a: number): number {
 }
 
 /**
- * Applies the distance rule to one pool: `order[0..count)` are positions in `eligible`.
- * Writes each member's haversine term to `dist[position]` (NaN without coordinates) and compacts `order` to the
- * members kept (in their order), appending the others to `excluded` when given.
- * @returns the number of members kept (`count` when the client has no coordinates)
+ * Measures one pool: `order[0..count)` are positions in `eligible`. Writes each member's
+ * haversine term to `dist[position]` (NaN without coordinates).
+ * @returns the largest haversine term that still counts as near (Infinity when every member
+ *          is near: one member, or none with coordinates); a member with `dist > limit` is far
  */
-export function keepNear(
-  table: MirrorTable,
-  q: Query,
-  eligible: readonly SelectMirror[],
-  order: Int32Array,
-  count: number,
-  dist: Float64Array,
-  realm: Realm,
-  options: SelectOptions,
-  excluded: Exclusion[] | undefined,
-): number {
-  if (!q.hasPosition) return count
+export function nearLimit(table: MirrorTable, q: Query, eligible: readonly SelectMirror[], order: Int32Array, count: number, dist: Float64Array, options: SelectOptions): number {
   // The table's arrays and the client vector in locals: this loop runs for every pool member.
   const {flags, posX, posY, posZ} = table
   const {x, y, z} = q
@@ -62,24 +53,19 @@ export function keepNear(
     dist[i] = a
     if (a < nearestA) nearestA = a
   }
-  if (!(nearestA < Infinity) || count <= 1) return count
-  const nearest = kmFromA(nearestA)
-  const limitKm = Math.max(nearest * options.distanceFactor, options.distanceFloorKm)
+  if (!(nearestA < Infinity) || count <= 1) return Infinity
+  const limitKm = Math.max(kmFromA(nearestA) * options.distanceFactor, options.distanceFloorKm)
   const half = limitKm / (2 * EARTH_RADIUS_KM)
-  const limitA = half >= Math.PI / 2 ? Infinity : Math.sin(half) ** 2
-  let kept = 0
-  for (let k = 0; k < count; k++) {
-    const i = order[k]
-    if (dist[i] > limitA) {
-      if (excluded)
-        excluded.push({
-          mirror: eligible[i],
-          reason: 'too_far',
-          detail: `${Math.round(kmFromA(dist[i]))} km away, beyond ${options.distanceFactor} x the nearest ${realm} mirror's ${Math.round(nearest)} km`,
-        })
-    } else {
-      order[kept++] = i
-    }
-  }
-  return kept
+  // The nearest member is near even when rounding puts sin² of its own distance a hair below it (factor 1).
+  return half >= Math.PI / 2 ? Infinity : Math.max(Math.sin(half) ** 2, nearestA)
+}
+
+/**
+ * Why a far member ranks after the near ones, for explanations: its distance, the factor and
+ * the nearest member's distance (of `order[0..count)`, measured by {@link nearLimit}).
+ */
+export function farNote(a: number, order: Int32Array, count: number, dist: Float64Array, realm: string, options: SelectOptions): string {
+  let nearestA = Infinity
+  for (let k = 0; k < count; k++) if (dist[order[k]] < nearestA) nearestA = dist[order[k]]
+  return `${Math.round(kmFromA(a))} km away, beyond ${options.distanceFactor} x the nearest ${realm} mirror's ${Math.round(kmFromA(nearestA))} km: ranked after the near ones`
 }

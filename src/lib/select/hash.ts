@@ -50,6 +50,15 @@ export function clientNetworkKey(address: IpAddress, prefixV4: number, prefixV6:
   return fmix32(h ^ 16)
 }
 
+/**
+ * The rendezvous key for `select.sticky_key: network+path`: the client network key mixed
+ * with the path's {@link fnv1a32}, so one network's files spread over a pool while each file
+ * stays on one mirror. Unsigned 32-bit.
+ */
+export function networkPathKey(networkKey: number, path: string): number {
+  return fmix32(mix(mix(networkKey, fnv1a32(path)), 0x7f4a7c15) ^ 8)
+}
+
 const TWO_POW_21 = 2 ** 21
 const TWO_POW_53 = 2 ** 53
 

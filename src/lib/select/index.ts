@@ -34,19 +34,22 @@ export {clientInfo, type SelectionContext, selectionContext} from './context.js'
  *    maintenance window, inside its subtree, holds this version (`file.mirrors`; `stale`
  *    when `file.stale` knows a differing copy), size within `fileMaxsize`, last scan within
  *    `maxScanAgeSeconds`, not `needsRescan`, an https_url for HTTPS clients (an HTTP or
- *    HTTPS URL for others), IPv6 unless an IPv6 client meets a mirror probed without IPv6,
- *    client inside `clientPrefixes` when set, client country not in `excludeCountries`.
+ *    HTTPS URL for others), IPv6 under `ipv6: require` when an IPv6 client meets a mirror
+ *    probed without IPv6, client inside `clientPrefixes` when set, client country not in
+ *    `excludeCountries`.
  * 3. Pools (./pools.ts): each eligible mirror goes to its most specific pool: prefix →
- *    AS → country (or its substitute; `otherCountries` only when no own-country mirror is
- *    usable) → continent → world; fallback mirrors form their own last pool. A mirror whose
- *    flags forbid its pool (prefix_only/as_only/country_only/region_only) is excluded.
- * 4. Distance (./distance.ts): in each pool, with client coordinates known, mirrors farther
- *    than `distanceFactor` × the nearest one's distance (and beyond `distanceFloorKm`) are
- *    excluded as `too_far`; mirrors without coordinates stay.
- * 5. Ranking (./rank.ts): each pool is ordered by weighted rendezvous hashing of (client
- *    network, mirror id) with the score as weight. The first non-empty pool of prefix…world
- *    wins (else fallback, else the origin with `no_mirror`); `ranked` holds the winning
- *    pool, then the later pools, then the fallback mirrors, with 1-based ranks.
+ *    AS → country (or its substitute, or listed in `otherCountries`) → continent → world;
+ *    fallback mirrors form their own last pool. A mirror whose flags forbid its pool
+ *    (prefix_only/as_only/country_only/region_only) is excluded. Under `ipv6: prefer`, an
+ *    IPv6 client's pools each put the mirrors probed without IPv6 last.
+ * 4. Distance (./distance.ts): in each pool, with client coordinates known, mirrors within
+ *    `distanceFactor` × the nearest one's distance (or `distanceFloorKm`) are near, the
+ *    others far; mirrors without coordinates count as near. Distance never excludes.
+ * 5. Ranking (./rank.ts): the first non-empty pool of prefix…world (else fallback, else the
+ *    origin with `no_mirror`) gives the choice, by weighted rendezvous hashing of (client
+ *    network, or network and path, mirror id) with the score as weight among its near
+ *    members; `ranked` holds it, then the rest of each pool nearest-first (far after near),
+ *    pool after pool, with 1-based ranks.
  *
  * @param client    the resolved client (country before substitution); `address` is parsed
  *                  from `ip` when absent
@@ -74,16 +77,23 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
 
   const realmOf = table.scratch.realm
   const present = assignPools(table, q, eligible, realmOf, excluded)
-  const ranked = rankPools(table, q, eligible, realmOf, present, options, explain ? Infinity : Math.max(1, limit), excluded)
+  const ranked = rankPools(table, q, eligible, realmOf, present, options, explain ? Infinity : Math.max(1, limit), explain)
 
-  if (ranked.length === 0) {
-    const total = mirrors.size
-    return {
-      realm: null,
-      ranked,
-      excluded: excluded ?? [],
-      origin: {reason: 'no_mirror', detail: total === 0 ? 'no mirrors are registered' : `no eligible mirror holds this version (${total} mirror${total === 1 ? '' : 's'} checked)`},
-    }
-  }
+  if (ranked.length === 0) return {realm: null, ranked, excluded: excluded ?? [], origin: {reason: 'no_mirror', detail: noMirrorDetail(mirrors.size, excluded)}}
   return {realm: ranked[0].realm, ranked, excluded: excluded ?? []}
+}
+
+/**
+ * Why no mirror was eligible, in words: when mirrors holding the file were passed over, the
+ * reasons that did it with their counts ("no eligible mirror: no_ipv6 (2), down (1)"), so an
+ * explanation never blames the holding when something else excluded the holders.
+ */
+function noMirrorDetail(total: number, excluded: readonly Exclusion[] | undefined): string {
+  if (total === 0) return 'no mirrors are registered'
+  const checked = `${total} mirror${total === 1 ? '' : 's'} checked`
+  const counts = new Map<string, number>()
+  for (const e of excluded ?? []) if (e.reason !== 'not_held') counts.set(e.reason, (counts.get(e.reason) ?? 0) + 1)
+  if (counts.size === 0) return `no eligible mirror holds this version (${checked})`
+  const reasons = [...counts].map(([reason, n]) => `${reason} (${n})`).join(', ')
+  return `no eligible mirror for this client: ${reasons}; ${checked}`
 }

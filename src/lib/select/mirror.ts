@@ -10,6 +10,7 @@ import type {SelectOptions} from './options.js'
 import {emptyQuery, type Query} from './query.js'
 import {positionFlags} from './distance.js'
 import {maxRealm, poolFlags} from './pools.js'
+import {ipv6Flags} from './rank.js'
 import {ELIGIBILITY_RULES, type ExclusionRule, type RequestRule, type SchemeFacts} from './rules.js'
 import type {SelectMirror} from './types.js'
 import {trimLeadingSlashes, withTrailingSlash} from '../text.js'
@@ -145,8 +146,10 @@ export class MirrorTable extends Map<number, SelectMirror> {
   readonly byId: Array<SelectMirror | undefined> = []
   /** Bit `Query.schemeBit` set when a `mirror` or `scheme` rule (./rules.ts) excludes the mirror for that client class. */
   readonly excludedFor: Uint8Array
-  /** Bits read by the pool step (`poolFlags`, ./pools.ts) and the distance step (`positionFlags`, ./distance.ts). */
+  /** Bits read by the pool step (`poolFlags`, ./pools.ts), the distance step (`positionFlags`, ./distance.ts) and the ranking (`ipv6Flags`, ./rank.ts). */
   readonly flags: Uint8Array
+  /** How many mirrors probing found without IPv6 (the ranking splits pools for IPv6 clients only when some are). */
+  readonly withoutIpv6: number = 0
   /** The most specific pool its `*_only` flags allow (./pools.ts). */
   readonly maxRealm: Int8Array
   readonly countryCode: Int32Array
@@ -188,6 +191,7 @@ export class MirrorTable extends Map<number, SelectMirror> {
       super.set(m.id, m)
       this.byId[m.id] = m
       this.compile(m)
+      if (m.ipv6 === false) this.withoutIpv6++
     }
     this.sealed = true
   }
@@ -273,7 +277,7 @@ export class MirrorTable extends Map<number, SelectMirror> {
       this.posY[id] = Math.cos(lat) * Math.sin(lon)
       this.posZ[id] = Math.sin(lat)
     }
-    this.flags[id] = poolFlags(m) | positionFlags(m)
+    this.flags[id] = poolFlags(m) | positionFlags(m) | ipv6Flags(m)
     this.maxRealm[id] = maxRealm(m)
     this.countryCode[id] = this.intern(m.country)
     this.continentCode[id] = this.intern(m.continent)

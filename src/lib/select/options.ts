@@ -26,16 +26,22 @@ export interface SelectOptions {
   countrySubstitutions: ReadonlyMap<string, string>
   clientPrefixV4: number
   clientPrefixV6: number
-  /** Distance rule: drop pool members farther than this factor x the nearest one's distance. */
+  /** Rendezvous key: the client network (`network`), or the network and the file path (`network+path`). */
+  stickyKey: 'network' | 'network+path'
+  /** Distance rule: pool members farther than this factor x the nearest one's distance rank after the near ones. */
   distanceFactor: number
-  /** Distance rule: mirrors within this many km are never dropped. */
+  /** Distance rule: mirrors within this many km always count as near. */
   distanceFloorKm: number
+  /** IPv6 clients: `prefer` ranks mirrors without IPv6 last in their pool, `require` excludes them (`no_ipv6`). */
+  ipv6: 'prefer' | 'require'
   /** Null = scans never get too old. */
   maxScanAgeSeconds: number | null
   /** Mirrors (or a mirror's scheme) never probed: `use` counts them as up, `skip` passes them over (`unprobed`). */
   unprobed: 'use' | 'skip'
   /** Alternatives to list in Link headers / mirror lists (the caller applies it). */
   maxAlternatives: number
+  /** Mirror URLs in a metalink at most (the caller applies it). */
+  metalinkMaxMirrors: number
   /** The clock for scan ages, Unix seconds (UTC); tests set it. Default: wall clock. */
   now?: () => number
 }
@@ -85,10 +91,13 @@ export function compileSelectOptions(config: Partial<SelectConfig> = {}): Select
     countrySubstitutions: substitutions,
     clientPrefixV4: c.client_prefix_v4,
     clientPrefixV6: c.client_prefix_v6,
+    stickyKey: c.sticky_key,
     distanceFactor: c.distance_factor,
     distanceFloorKm: c.distance_floor_km,
+    ipv6: c.ipv6,
     maxScanAgeSeconds: c.max_scan_age_seconds,
     maxAlternatives: c.max_alternatives,
+    metalinkMaxMirrors: c.metalink_max_mirrors,
     unprobed: c.unprobed ?? 'use',
   }
 }

@@ -1,8 +1,8 @@
 /**
  * Step 3 of `select()`: each eligible mirror goes to its most specific pool: prefix (client
- * address in its prefixes) → AS → country (the client's country or its substitute;
- * `otherCountries` holding it only when no own-country mirror is usable) → continent →
- * world. Fallback mirrors form their own last pool. A mirror whose `*_only` flag forbids
+ * address in its prefixes) → AS → country (the client's country or its substitute, or a
+ * mirror whose `otherCountries` holds either: its admin offered it to that country, as
+ * MirrorBrain counts it) → continent → world. Fallback mirrors form their own last pool. A mirror whose `*_only` flag forbids
  * its pool is excluded (prefix_only, as_only, country_only, region_only).
  */
 import type {MirrorTable} from './mirror.js'
@@ -20,8 +20,6 @@ const COUNTRY = 2
 const CONTINENT = 3
 const WORLD = 4
 const FALLBACK = 5
-/** Tentative pool while assigning: only `otherCountries` ties the mirror to the client's country. */
-const OTHER = 6
 const HAS_PREFIXES = 1
 const HAS_OTHER_COUNTRIES = 2
 const IS_FALLBACK = 4
@@ -44,8 +42,7 @@ export function poolFlags(m: SelectMirror): number {
 
 /**
  * Writes the pool of `eligible[i]` to `realmOf[i]` (-1 when its flags exclude it, then
- * appended to `excluded` when given). OTHER is tentative: such a mirror counts as the
- * client's country only when no own-country mirror is usable, else as continent or world.
+ * appended to `excluded` when given).
  * @returns the pools that have a member, as bits (bit p for pool p)
  */
 export function assignPools(table: MirrorTable, q: Query, eligible: readonly SelectMirror[], realmOf: Int8Array, excluded: Exclusion[] | undefined): number {
@@ -53,7 +50,7 @@ export function assignPools(table: MirrorTable, q: Query, eligible: readonly Sel
   // The table's arrays and the client's codes in locals: this loop runs for every eligible mirror.
   const {flags, countryCode, continentCode, maxRealm} = table
   const {address, asn, country, substitute, countryCode: clientCountry, substituteCode: clientSubstitute, continentCode: clientContinent} = q
-  let ownCountryUsable = false
+  let present = 0
   for (let i = 0; i < n; i++) {
     const m = eligible[i]
     const id = m.id
@@ -63,20 +60,11 @@ export function assignPools(table: MirrorTable, q: Query, eligible: readonly Sel
     else if ((f & HAS_PREFIXES) !== 0 && inAny(m.prefixes, address)) realm = PREFIX
     else if (asn !== undefined && m.asn !== null && m.asn === asn) realm = AS
     else if (country !== undefined && (countryCode[id] === clientCountry || countryCode[id] === clientSubstitute)) realm = COUNTRY
-    else if (country !== undefined && (f & HAS_OTHER_COUNTRIES) !== 0 && (m.otherCountries.has(country) || (substitute !== undefined && m.otherCountries.has(substitute)))) realm = OTHER
+    else if (country !== undefined && (f & HAS_OTHER_COUNTRIES) !== 0 && (m.otherCountries.has(country) || (substitute !== undefined && m.otherCountries.has(substitute)))) realm = COUNTRY
     else realm = continentCode[id] === clientContinent ? CONTINENT : WORLD
-    if (realm === COUNTRY && maxRealm[id] >= COUNTRY) ownCountryUsable = true
-    realmOf[i] = realm
-  }
-  let present = 0
-  for (let i = 0; i < n; i++) {
-    const m = eligible[i]
-    let realm = realmOf[i]
-    const other = realm === OTHER
-    if (other) realm = ownCountryUsable ? (q.continent !== undefined && m.continent === q.continent ? CONTINENT : WORLD) : COUNTRY
-    const limit = realm === FALLBACK ? FALLBACK : maxRealm[m.id]
+    const limit = realm === FALLBACK ? FALLBACK : maxRealm[id]
     if (realm > limit) {
-      if (excluded) excluded.push({mirror: m, reason: flagReason(limit), detail: flagDetail(m, limit, q, other)})
+      if (excluded) excluded.push({mirror: m, reason: flagReason(limit), detail: flagDetail(m, limit, q)})
       realm = -1
     } else {
       present |= 1 << realm
@@ -96,14 +84,14 @@ function place(prefix: string, code: string | null | undefined, what = 'location
 }
 
 /** Why a pool flag excludes `m`, without the flag's name (the reason is printed beside it). */
-function flagDetail(m: SelectMirror, limit: number, q: Query, other: boolean): string {
+function flagDetail(m: SelectMirror, limit: number, q: Query): string {
   switch (limit) {
     case PREFIX:
       return `client ${q.client.ip} is outside its prefixes ${m.prefixes.length > 0 ? cidrList(m.prefixes) : '(none)'}`
     case AS:
       return `${place('mirror', m.asn === null ? null : `AS${m.asn}`, 'AS')}, ${place('client', q.client.asn === undefined ? null : `AS${q.client.asn}`, 'AS')}`
     case COUNTRY:
-      return other ? `${place('mirror', m.country)} serves ${q.country} only when ${q.country} has no mirror of its own` : `${place('mirror', m.country)}, ${place('client', q.country)}`
+      return `${place('mirror', m.country)}, ${place('client', q.country)}`
     default:
       return `${place('mirror', m.continent)}, ${place('client', q.continent)}`
   }

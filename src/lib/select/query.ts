@@ -5,7 +5,7 @@
  */
 import {continentOf} from '../geo/countries.js'
 import type {IpAddress} from '../net.js'
-import {clientNetworkKey, fnv1a32} from './hash.js'
+import {clientNetworkKey, fnv1a32, networkPathKey} from './hash.js'
 import type {MirrorTable} from './mirror.js'
 import type {SelectOptions} from './options.js'
 import type {SchemeFacts} from './rules.js'
@@ -33,6 +33,10 @@ export interface Query extends SchemeFacts {
   maxScanAge: number | null
   /** `select.unprobed` is `skip`: a scheme not probed yet does not count as up. */
   skipUnprobed: boolean
+  /** `select.ipv6` is `require`: an IPv6 client passes over mirrors probed without IPv6. */
+  requireIpv6: boolean
+  /** An IPv6 client under `select.ipv6: prefer`: mirrors without IPv6 rank last in their pool. */
+  preferIpv6: boolean
   /** `held[id] === generation` when the file's mirror set lists mirror `id` (the table's marks). */
   held: Uint32Array
   generation: number
@@ -47,7 +51,7 @@ export interface Query extends SchemeFacts {
   x: number
   y: number
   z: number
-  /** The client network's key for rendezvous hashing (./hash.ts). */
+  /** The client network's key for rendezvous hashing (./hash.ts), with the path under `sticky_key: network+path`. */
   networkKey: number
 }
 
@@ -67,6 +71,8 @@ export function emptyQuery(): Query {
     now: 0,
     maxScanAge: null,
     skipUnprobed: false,
+    requireIpv6: false,
+    preferIpv6: false,
     held: none,
     generation: 0,
     schemeBit: 1,
@@ -86,7 +92,8 @@ export function emptyQuery(): Query {
  * synchronous): upper-cases the country and finds its substitute and continent, reads the
  * clock (`options.now`, else the wall clock) when a rule may read it, starts a new generation of the table's holding
  * marks, and computes the client network key (an FNV-1a hash of the text when the address
- * did not parse, which the normal path never meets).
+ * did not parse, which the normal path never meets), mixed with the path's hash under
+ * `sticky_key: network+path`.
  */
 export function buildQuery(table: MirrorTable, client: ClientInfo, address: IpAddress | undefined, file: SelectFile, options: SelectOptions, explain: boolean): Query {
   const q = table.query
@@ -105,6 +112,8 @@ export function buildQuery(table: MirrorTable, client: ClientInfo, address: IpAd
   q.now = explain || table.hasRequestRules(options) ? (options.now ? options.now() : Date.now() / 1000) : Number.NaN
   q.maxScanAge = options.maxScanAgeSeconds
   q.skipUnprobed = options.unprobed === 'skip'
+  q.requireIpv6 = options.ipv6 === 'require'
+  q.preferIpv6 = q.v6 && options.ipv6 === 'prefer'
   q.held = table.held
   q.generation = table.nextGeneration()
   q.schemeBit = 1 << ((q.https ? 1 : 0) | (q.v6 ? 2 : 0))
@@ -120,6 +129,7 @@ export function buildQuery(table: MirrorTable, client: ClientInfo, address: IpAd
     q.y = Math.cos(lat) * Math.sin(lon)
     q.z = Math.sin(lat)
   }
-  q.networkKey = address ? clientNetworkKey(address, options.clientPrefixV4, options.clientPrefixV6) : fnv1a32(client.ip)
+  const networkKey = address ? clientNetworkKey(address, options.clientPrefixV4, options.clientPrefixV6) : fnv1a32(client.ip)
+  q.networkKey = options.stickyKey === 'network+path' ? networkPathKey(networkKey, file.path) : networkKey
   return q
 }

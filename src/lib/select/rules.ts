@@ -172,7 +172,13 @@ export const ELIGIBILITY_RULES = [
         ? `never probed, and select.unprobed is skip (\`mb probe ${m.identifier}\` probes it)`
         : `its ${schemeName(m, q.https)} was not probed yet, and select.unprobed is skip (\`mb probe ${m.identifier}\` probes it)`,
   },
-  {reason: 'no_ipv6', needs: 'scheme', excludes: (m, q) => q.v6 && m.ipv6 === false, detail: () => 'IPv6 client and probing found no IPv6 on the mirror'},
+  {
+    reason: 'no_ipv6',
+    needs: 'request',
+    appliesTo: (m, options) => options.ipv6 === 'require' && m.ipv6 === false,
+    excludes: (m, q) => q.v6 && q.requireIpv6 && m.ipv6 === false,
+    detail: () => 'IPv6 client, probing found no IPv6 on the mirror, and select.ipv6 is require',
+  },
   {
     reason: 'client_not_allowed',
     needs: 'request',

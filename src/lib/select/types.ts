@@ -106,14 +106,19 @@ export interface Candidate {
   url: string
   /** Great-circle distance to the client in km, when both positions are known (explained selections only: the redirect hot path skips it). */
   distanceKm?: number
+  /**
+   * Why the mirror ranks after others of its pool (explained selections only): beyond the
+   * distance factor, or without IPv6 for an IPv6 client under `select.ipv6: prefer`.
+   */
+  note?: string
 }
 
 /**
  * Why a mirror was passed over; stable codes for JSON, with a human detail: an eligibility
- * rule's reason (./rules.ts, in the order they are checked), a pool restriction flag
- * (./pools.ts), or the distance rule (`too_far`, ./distance.ts).
+ * rule's reason (./rules.ts, in the order they are checked) or a pool restriction flag
+ * (./pools.ts). Distance never excludes: it orders (./distance.ts).
  */
-export type ExclusionReason = EligibilityReason | PoolReason | 'too_far'
+export type ExclusionReason = EligibilityReason | PoolReason
 
 export interface Exclusion {
   mirror: SelectMirror
@@ -127,7 +132,10 @@ export type OriginReason = 'small_file' | 'origin_only' | 'excluded_agent' | 'ex
 export interface Selection {
   /** The winning pool, or null when the origin serves the file. */
   realm: Realm | null
-  /** All eligible mirrors, winning pool first in weighted-rendezvous order, then later pools. */
+  /**
+   * All eligible mirrors: the chosen one (weighted rendezvous over the near members of the
+   * winning pool) first, then the rest of each pool nearest-first, pool after pool.
+   */
   ranked: Candidate[]
   excluded: Exclusion[]
   /** Set when the origin delivers the file. */

@@ -220,7 +220,7 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
 function createServer(config: Config, root: string, keeper: SnapshotKeeper, geo: GeoResolver, database: Database, logger: Logger, version?: string): MirrorServer {
   const settings = serverSettings(config, geo)
   const server = new MirrorServer({...settings, root, keeper, logger, version})
-  const metalink = new MetalinkRoutes(server, {database})
+  const metalink = new MetalinkRoutes(server, {database, maxUrls: () => server.metalinkMaxMirrors})
   server.addRoute(metalink.route)
   // The count is read per redirect: a reload may change `select.max_alternatives`.
   server.addRedirectHeaders(duplicateLinks(() => server.linkCount))

@@ -256,6 +256,11 @@ export class MirrorServer implements RouteServices {
     return this.selectLimit
   }
 
+  /** Mirror URLs a metalink lists at most (`select.metalink_max_mirrors`, as last reloaded). */
+  get metalinkMaxMirrors(): number {
+    return this.selectOptions.metalinkMaxMirrors
+  }
+
   /**
    * Applies reloaded settings (SIGHUP): requests that start afterwards use them; requests
    * in flight finish with the ones they started with. Connection caps apply to new
@@ -515,7 +520,11 @@ export class MirrorServer implements RouteServices {
     const selection = this.selectMirrors(ctx, client, file, false, this.selectLimit)
     const ranked = selection.ranked
     if (ranked.length === 0) {
-      this.deliver(ctx, selection.origin?.reason ?? 'no_mirror').catch((error) => this.fail(ctx, error))
+      const reason = selection.origin?.reason ?? 'no_mirror'
+      // No mirror: the origin pays for the bytes anyway, so explaining why (which rule
+      // excluded the holders) costs little next to it.
+      const detail = reason === 'no_mirror' ? this.selectMirrors(ctx, client, file, true).origin?.detail : undefined
+      this.deliver(ctx, reason, undefined, detail).catch((error) => this.fail(ctx, error))
       return
     }
     const best = ranked[0]
@@ -614,8 +623,9 @@ export class MirrorServer implements RouteServices {
    * Range -> 206/416, If-Modified-Since/If-None-Match -> 304, HEAD).
    * @param reason why the origin serves it (sent as `X-MB-Origin-Reason`)
    * @param knownReal the file's realpath when already resolved
+   * @param detail why, in words (sent as `X-MB-Origin-Detail`; `no_mirror` says which rules excluded the mirrors holding it)
    */
-  async deliver(ctx: RequestContext, reason: string, knownReal?: string): Promise<void> {
+  async deliver(ctx: RequestContext, reason: string, knownReal?: string, detail?: string): Promise<void> {
     let real = knownReal
     if (real === undefined) {
       const target = await this.resolveOnDisk(ctx.path)
@@ -627,6 +637,7 @@ export class MirrorServer implements RouteServices {
     const stream = send(req, `/${encodePath(real.slice(1))}`, {dotfiles: 'allow', index: false, etag: true, lastModified: true, acceptRanges: true})
     stream.on('headers', (response: http.ServerResponse) => {
       response.setHeader('X-MB-Origin-Reason', reason)
+      if (detail !== undefined) response.setHeader('X-MB-Origin-Detail', headerSafe(detail))
       if (this.serverHeader !== undefined) response.setHeader('Server', this.serverHeader)
     })
     stream.on('error', (error: Error & {status?: number; statusCode?: number}) => {
