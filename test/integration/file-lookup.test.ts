@@ -87,7 +87,7 @@ describe(`mb file lookup (${backend})`, () => {
     const text = await mb(['file', 'lookup', 'iso/distro-1.0.iso'], {env})
     expect(text.code).to.equal(0)
     expect(text.stdout).to.contain('65536 bytes').and.contain('2023-11-14T22:13:20Z').and.contain('c'.repeat(64)).and.contain('http://gb.example/pub/iso/distro-1.0.iso')
-    expect(text.stdout).to.contain('stale.example\t60000')
+    expect(text.stdout).to.contain('stale.example\toutdated copy: 60000 bytes, origin 65536\t2023-07-22T04:26:40Z')
   })
 
   it('explains the choice for a GB client: realm, ranks, URLs and every exclusion', async () => {
@@ -104,15 +104,15 @@ describe(`mb file lookup (${backend})`, () => {
     ])
     expect(e.ranked[0].distance_km).to.equal(2) // London (GeoIP) to the mirror's 51.5, -0.12
     expect(e.excluded).to.deep.equal([
-      {mirror: 'fr-only.example', reason: 'country_only', detail: 'country_only: mirror in FR, client in GB'},
+      {mirror: 'fr-only.example', reason: 'country_only', detail: 'mirror in FR, client in GB'},
       {mirror: 'off.example', reason: 'disabled', detail: 'disabled by the operator (`mb mirror enable` turns it back on)'},
-      {mirror: 'stale.example', reason: 'stale', detail: 'stale: 60000 bytes, origin 65536'},
+      {mirror: 'stale.example', reason: 'stale', detail: 'outdated copy: 60000 bytes, origin 65536'},
     ])
 
     const text = await mb(['file', 'lookup', 'iso/distro-1.0.iso', '--client-ip', '81.2.69.142'], {env})
     expect(text.stdout).to.contain('client 81.2.69.142 (GB, EU) over HTTP:')
     expect(text.stdout).to.contain('realm: country; redirect to http://gb.example/pub/iso/distro-1.0.iso')
-    expect(text.stdout).to.contain('stale.example\tstale\tstale: 60000 bytes, origin 65536')
+    expect(text.stdout).to.contain('stale.example\tstale\toutdated copy: 60000 bytes, origin 65536')
   })
 
   it('over HTTPS only mirrors with an https_url qualify, and URLs are https', async () => {

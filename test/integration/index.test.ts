@@ -1,10 +1,11 @@
-import {mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {expect} from 'chai'
 import {sql} from 'kysely'
 import type {Database} from '../../src/lib/db/index.js'
 import {indexOrigin, walkOrigin} from '../../src/lib/origin/index.js'
+import type {OriginLink} from '../../src/lib/origin/walk.js'
 import {mb} from '../helpers/cli.js'
 import {createTestDatabase, type TestDatabase} from '../helpers/db.js'
 
@@ -51,37 +52,51 @@ describe('origin index (mb index library)', function () {
     return (await sql<{path: string; size: number; mtime: number}>`SELECT path, size, mtime FROM file ORDER BY path`.execute(database.db)).rows
   }
 
-  it('walks regular files, follows symlinks inside the root, and skips those escaping it', async () => {
+  it('walks regular files, records symlinks inside the root with their targets, and skips the others', async () => {
     const warnings: string[] = []
     const files = []
-    for await (const f of walkOrigin(root, {onWarning: (w) => warnings.push(w)})) files.push(f)
-    expect(files.map((f) => f.path).sort()).to.deep.equal(['a.iso', 'dir one/b #+%:ü.txt', 'dir one/deep/c.txt', 'latest.iso', 'linked-dir/b #+%:ü.txt', 'linked-dir/deep/c.txt'])
-    expect(files.find((f) => f.path === 'latest.iso')).to.deep.equal({path: 'latest.iso', size: 4, mtime: T})
-    expect(warnings.join('\n')).to.match(/skipped symlink escape\.txt: it points outside the root/)
-    expect(warnings.join('\n')).to.match(/skipped symlink escape-dir: it points outside the root/)
-    expect(warnings.join('\n')).to.match(/skipped symlink dangling: its target does not exist/)
-    expect(warnings.join('\n')).to.match(/skipped symlink dir one\/loop: it loops back/)
+    const links: OriginLink[] = []
+    for await (const f of walkOrigin(root, {onWarning: (w) => warnings.push(w), onLink: (l) => links.push(l)})) files.push(f)
+    expect(files.map((f) => f.path).sort()).to.deep.equal(['a.iso', 'dir one/b #+%:ü.txt', 'dir one/deep/c.txt'])
+    expect(links.sort((a, b) => (a.path < b.path ? -1 : 1))).to.deep.equal([
+      {path: 'latest.iso', target: 'a.iso', directory: false},
+      {path: 'linked-dir', target: 'dir one', directory: true},
+    ])
+    expect(warnings.sort()).to.deep.equal([
+      'skipped symlink dangling: its target does not exist',
+      'skipped symlink dir one/loop: it loops back to .',
+      `skipped symlink escape-dir: it points outside the root (${realpathSync(outside)})`,
+      `skipped symlink escape.txt: it points outside the root (${realpathSync(join(outside, 'secret.txt'))})`,
+    ])
   })
 
   it('indexes the tree and re-runs incrementally: added, changed, removed, unchanged', async () => {
     const first = await indexOrigin(database.db, root)
-    expect(first).to.deep.include({files: 6, added: 6, changed: 0, removed: 0, unchanged: 0})
-    expect(first.warnings).to.have.length(5) // the loop is seen under 'dir one' and 'linked-dir'
+    expect(first).to.deep.include({files: 3, added: 3, changed: 0, removed: 0, unchanged: 0, links: 2})
+    expect(first.warnings).to.have.length(4)
+    const links = (await sql`SELECT path, target, directory FROM file_link ORDER BY path`.execute(database.db)).rows
+    expect(links).to.deep.equal([
+      {path: 'latest.iso', target: 'a.iso', directory: false},
+      {path: 'linked-dir', target: 'dir one', directory: true},
+    ])
     expect((await rows()).find((r) => r.path === 'dir one/deep/c.txt')).to.deep.equal({path: 'dir one/deep/c.txt', size: 1, mtime: T + 60})
 
     const again = await indexOrigin(database.db, root)
-    expect(again).to.deep.include({files: 6, added: 0, changed: 0, removed: 0, unchanged: 6})
+    expect(again).to.deep.include({files: 3, added: 0, changed: 0, removed: 0, unchanged: 3})
 
     write(root, 'new.txt', 'new')
-    write(root, 'a.iso', 'aaaaaaaa', T + 10) // latest.iso follows it
+    write(root, 'a.iso', 'aaaaaaaa', T + 10) // latest.iso is a link to it, not a file of its own
     unlinkSync(join(root, 'dir one', 'deep', 'c.txt'))
     const third = await indexOrigin(database.db, root)
-    expect(third).to.deep.include({files: 5, added: 1, changed: 2, removed: 2, unchanged: 2})
+    expect(third).to.deep.include({files: 3, added: 1, changed: 1, removed: 1, unchanged: 1})
     const byPath = Object.fromEntries((await rows()).map((r) => [r.path, r]))
-    expect(Object.keys(byPath).sort()).to.deep.equal(['a.iso', 'dir one/b #+%:ü.txt', 'latest.iso', 'linked-dir/b #+%:ü.txt', 'new.txt'])
+    expect(Object.keys(byPath).sort()).to.deep.equal(['a.iso', 'dir one/b #+%:ü.txt', 'new.txt'])
     expect(byPath['a.iso']).to.deep.equal({path: 'a.iso', size: 8, mtime: T + 10})
     const tombstones = (await sql<{path: string}>`SELECT path FROM file_tombstone ORDER BY path`.execute(database.db)).rows.map((r) => r.path)
-    expect(tombstones).to.deep.equal(['dir one/deep/c.txt', 'linked-dir/deep/c.txt'])
+    expect(tombstones).to.deep.equal(['dir one/deep/c.txt'])
+    unlinkSync(join(root, 'linked-dir'))
+    expect(await indexOrigin(database.db, root)).to.deep.include({links: 1})
+    expect((await sql`SELECT path FROM file_link`.execute(database.db)).rows).to.deep.equal([{path: 'latest.iso'}])
   })
 
   it('a changed file loses its mirror set and stale records; unchanged files keep theirs', async () => {
@@ -91,10 +106,9 @@ describe('origin index (mb index library)', function () {
     await sql`INSERT INTO mirror_file_stale (mirror_id, file_id, size, mtime) SELECT ${mirror.id}, id, 1, 1 FROM file WHERE path IN ('a.iso', 'new.txt', 'dir one/b #+%:ü.txt')`.execute(database.db)
     write(root, 'a.iso', 'changed!', T)
     const result = await indexOrigin(database.db, root)
-    expect(result).to.deep.include({changed: 2, unchanged: 4})
+    expect(result).to.deep.include({changed: 1, unchanged: 2})
     const sets = Object.fromEntries((await sql<{path: string; mirrors: number[]}>`SELECT path, mirrors FROM file`.execute(database.db)).rows.map((r) => [r.path, r.mirrors]))
     expect(sets['a.iso']).to.deep.equal([])
-    expect(sets['latest.iso']).to.deep.equal([])
     expect(sets['dir one/b #+%:ü.txt']).to.deep.equal([mirror.id])
     const stale = (await sql<{path: string}>`SELECT f.path FROM mirror_file_stale s JOIN file f ON f.id = s.file_id`.execute(database.db)).rows.map((r) => r.path)
     expect(stale).to.deep.equal(['dir one/b #+%:ü.txt'])
@@ -107,6 +121,7 @@ describe('origin index (mb index library)', function () {
     const result = await indexOrigin(database.db, root, {subdir: 'dir one'})
     expect(result).to.deep.include({files: 3, added: 1, removed: 0})
     expect((await rows()).map((r) => r.path)).to.include('a.iso')
+    expect((await sql`SELECT path FROM file_link ORDER BY path`.execute(database.db)).rows).to.deep.equal([{path: 'latest.iso'}, {path: 'linked-dir'}])
   })
 
   it('a missing root is an error and changes nothing', async () => {

@@ -49,6 +49,7 @@ const KEYS = [
   'status_changed_at',
   'needs_rescan',
   'maintenance_until',
+  'scan_refused_at',
   'last_scan_at',
   'last_scan_ok_at',
   'last_scan_error',

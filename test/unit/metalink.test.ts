@@ -50,6 +50,7 @@ function mirror(id: number, country: string | null, extra: Partial<SelectMirror>
     lastScanOkAt: null,
     needsRescan: false,
     maintenanceUntil: null,
+    scanRefusedAt: null,
     ...extra,
   }
 }
@@ -205,7 +206,7 @@ describe('metalink documents', () => {
     const excluded: Exclusion[] = [
       {mirror: mirror(9, 'DE', {up: false, httpUrl: 'http://u:pw@m9.example.net/pub/'}), reason: 'down', detail: 'probe failed'},
       {mirror: mirror(10, 'DE'), reason: 'not_held', detail: 'does not hold it'},
-      {mirror: mirror(11, 'DE', {httpUrl: 'http://u:pw@m11.example.net/pub/'}), reason: 'stale', detail: 'stale: 60000 bytes, origin 65536'},
+      {mirror: mirror(11, 'DE', {httpUrl: 'http://u:pw@m11.example.net/pub/'}), reason: 'stale', detail: 'outdated copy: 60000 bytes, origin 65536'},
     ]
     const doc = buildDocument(options({path: 'dir/<script>.iso'}))
     const selection: Selection = {realm: 'country', ranked, excluded}
@@ -224,7 +225,7 @@ describe('metalink documents', () => {
       distance_km: undefined,
     })
     expect(list.outdated).to.deep.equal([
-      {identifier: 'm11.example.net', country: 'DE', continent: 'EU', url: 'http://m11.example.net/pub/dir/%3Cscript%3E.iso', reason: 'stale', detail: 'stale: 60000 bytes, origin 65536'},
+      {identifier: 'm11.example.net', country: 'DE', continent: 'EU', url: 'http://m11.example.net/pub/dir/%3Cscript%3E.iso', reason: 'stale', detail: 'outdated copy: 60000 bytes, origin 65536'},
     ])
     expect(JSON.stringify(list)).not.to.include('m9.example.net')
     expect(buildMirrorList(doc, selection, {ip: '192.0.2.1', https: false}).outdated).to.deep.equal([])

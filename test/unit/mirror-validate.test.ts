@@ -310,6 +310,7 @@ describe('mirror rendering', () => {
     status_reason: null,
     status_changed_at: null,
     needs_rescan: false,
+    scan_refused_at: null,
     last_scan_at: '2026-01-02T03:04:05.000Z',
     last_scan_ok_at: '2026-01-02T03:04:05.000Z',
     last_scan_error: null,
@@ -328,6 +329,13 @@ describe('mirror rendering', () => {
     expect(scanResult(mirror)).to.equal('ok rsync 1200/1300')
     expect(scanResult({...mirror, last_scan_at: '2026-01-03T00:00:00.000Z', last_scan_error: 'connection refused'})).to.equal('failed: connection refused')
     expect(scanResult({...mirror, last_scan_at: null})).to.equal(null)
+    const refused = {...mirror, last_scan_at: '2026-01-03T00:00:00.000Z', scan_refused_at: '2026-01-03T00:00:00.000Z', last_scan_error: 'rsync: Scan of m matched only 0 file(s)'}
+    expect(scanResult(refused)).to.equal('refused, suspect: rsync: Scan of m matched only 0 file(s)')
+    const suspect = MIRROR_SHOW_FIELDS.find(([label]) => label === 'suspect')![1]
+    expect(suspect(mirror)).to.equal('no')
+    expect(suspect(refused)).to.equal(
+      'yes, since 2026-01-03T00:00:00Z: the last scan was refused by the safety check, so no client is sent here (scan_refused) until a good `mb scan m` or `mb mirror edit m --trust-scan`',
+    )
   })
   it('marks prefixes stored with --force', () => {
     const prefixes = MIRROR_SHOW_FIELDS.find(([label]) => label === 'prefixes')![1]

@@ -81,7 +81,7 @@ describe('public mirror list', () => {
   it('shows a client outside the restricted networks only the public mirror and the public outdated copy', () => {
     const list = listFor('192.0.2.7')
     expect(identifiers(list)).to.deep.equal(['m1.example.org'])
-    expect(list.outdated.map((m) => [m.identifier, m.detail])).to.deep.equal([['m5.example.org', 'stale: 60000 bytes, origin 65536']])
+    expect(list.outdated.map((m) => [m.identifier, m.detail])).to.deep.equal([['m5.example.org', 'outdated copy: 60000 bytes, origin 65536']])
     const text = JSON.stringify(list) + renderMirrorListHtml(list)
     for (const hidden of ['m2.', 'm3.', 'm4.', 'm6.', 'm7.', '10.0.0.0', '10.1.0.0', '64500', 'admin-secret', 'INTERNAL-NOTE', 'Admin Person', 'score']) expect(text, hidden).not.to.include(hidden)
   })

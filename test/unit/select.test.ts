@@ -267,7 +267,7 @@ describe('select(): mirror flags narrow the pools', () => {
       flagged: {prefix_only: true, prefixes: ['10.9.0.0/16'], country: 'GB'},
       realm: 'continent',
       excluded: 'prefix_only',
-      detail: 'prefix_only: client 81.2.69.142 is outside its prefixes 10.9.0.0/16',
+      detail: 'client 81.2.69.142 is outside its prefixes 10.9.0.0/16',
     },
     {name: 'as_only, same AS', client: {...GB, asn: 65001}, flagged: {as_only: true, asn: 65001, country: 'US'}, realm: 'as'},
     {
@@ -276,11 +276,27 @@ describe('select(): mirror flags narrow the pools', () => {
       flagged: {as_only: true, asn: 65001, country: 'GB'},
       realm: 'continent',
       excluded: 'as_only',
-      detail: 'as_only: mirror in AS65001, client in AS65002',
+      detail: 'mirror in AS65001, client in AS65002',
     },
     {name: 'as_only, in the prefix pool', client: {...GB, ip: '10.9.8.7'}, flagged: {as_only: true, asn: 65001, prefixes: ['10.9.0.0/16']}, realm: 'prefix'},
     {name: 'country_only, same country', client: GB, flagged: {country_only: true, country: 'GB'}, realm: 'country'},
-    {name: 'country_only, other country', client: GB, flagged: {country_only: true, country: 'FR'}, realm: 'continent', excluded: 'country_only', detail: 'country_only: mirror in FR, client in GB'},
+    {name: 'country_only, other country', client: GB, flagged: {country_only: true, country: 'FR'}, realm: 'continent', excluded: 'country_only', detail: 'mirror in FR, client in GB'},
+    {
+      name: 'country_only, client location unknown',
+      client: {ip: '10.0.0.1', https: false},
+      flagged: {country_only: true, country: 'FR'},
+      realm: 'world',
+      excluded: 'country_only',
+      detail: 'mirror in FR, client location unknown',
+    },
+    {
+      name: 'as_only, neither AS known',
+      client: GB,
+      flagged: {as_only: true, country: 'GB'},
+      realm: 'continent',
+      excluded: 'as_only',
+      detail: 'mirror AS unknown, client AS unknown',
+    },
     {name: 'region_only, same continent', client: GB, flagged: {region_only: true, country: 'FR'}, realm: 'continent'},
     {
       name: 'region_only, other continent',
@@ -288,9 +304,12 @@ describe('select(): mirror flags narrow the pools', () => {
       flagged: {region_only: true, country: 'FR'},
       realm: 'world',
       excluded: 'region_only',
-      detail: 'region_only: mirror in EU, client in NA',
+      detail: 'mirror in EU, client in NA',
     },
   ]
+  it('no pool-flag detail repeats its flag', () => {
+    for (const c of cases) if (c.detail) expect(c.detail.startsWith(`${c.excluded}:`), c.name).to.equal(false)
+  })
   for (const c of cases) {
     it(c.name, () => {
       // m1 is the flagged mirror; m2 is an ordinary mirror in SE (continent EU) so a pool always exists.
@@ -370,18 +389,18 @@ describe('select(): restrictions and exclusions', () => {
     opts?: Parameters<typeof compileSelectOptions>[0]
   }> = [
     {name: 'disabled', mirror: {enabled: false}, reason: 'disabled', detail: 'disabled by the operator (`mb mirror enable` turns it back on)'},
-    {name: 'down', mirror: {up: false}, reason: 'down', detail: 'down: the last probe failed'},
+    {name: 'down', mirror: {up: false}, reason: 'down', detail: 'the last probe failed'},
     {name: 'zero score', mirror: {score: 0}, reason: 'zero_score', detail: 'score is 0 (takes no traffic)'},
-    {name: 'not held', mirror: {}, held: false, reason: 'not_held', detail: 'not held: its last scan did not list this file'},
-    {name: 'not held, never scanned', mirror: {last_scan_ok_at: null}, held: false, reason: 'not_held', detail: 'not held: no successful scan yet'},
-    {name: 'stale size', mirror: {}, held: false, file: {size: 65536, stale: new Map([[1, {size: 60000, mtime: null}]])}, reason: 'stale', detail: 'stale: 60000 bytes, origin 65536'},
+    {name: 'not held', mirror: {}, held: false, reason: 'not_held', detail: 'its last scan did not list this file'},
+    {name: 'not held, never scanned', mirror: {last_scan_ok_at: null}, held: false, reason: 'not_held', detail: 'no successful scan yet'},
+    {name: 'stale size', mirror: {}, held: false, file: {size: 65536, stale: new Map([[1, {size: 60000, mtime: null}]])}, reason: 'stale', detail: 'outdated copy: 60000 bytes, origin 65536'},
     {
       name: 'stale mtime',
       mirror: {},
       held: false,
       file: {size: 65536, mtime: 1_700_000_000, stale: new Map([[1, {size: 65536, mtime: 1_600_000_000}]])},
       reason: 'stale',
-      detail: 'stale: mtime 2020-09-13T12:26:40Z, origin 2023-11-14T22:13:20Z',
+      detail: 'outdated copy: mtime 2020-09-13T12:26:40Z, origin 2023-11-14T22:13:20Z',
     },
     {name: 'file larger than file_maxsize', mirror: {file_maxsize: 999_999}, reason: 'too_large', detail: '1000000 bytes, above its file_maxsize 999999'},
     {name: 'file_maxsize as a bigint string', mirror: {file_maxsize: '500000' as unknown as number}, reason: 'too_large', detail: '1000000 bytes, above its file_maxsize 500000'},
@@ -410,6 +429,13 @@ describe('select(): restrictions and exclusions', () => {
       detail: 'serves only clients in 10.0.0.0/8, 2001:db8::/32; client 81.2.69.142',
     },
     {name: 'client country excluded', mirror: {exclude_countries: ['GB']}, reason: 'country_excluded', detail: 'excludes clients from GB'},
+    {
+      name: 'suspect: its last scan was refused',
+      mirror: {scan_refused_at: new Date((NOW - 60) * 1000)},
+      reason: 'scan_refused',
+      detail:
+        'suspect: its last scan, at 2027-01-15T07:59:00Z, was refused by the safety check (far fewer files than before: a wiped or truncated tree); a good `mb scan m1` or `mb mirror edit m1 --trust-scan` brings it back',
+    },
     {name: 'outside the mirror subtree', mirror: {base_path: 'other'}, reason: 'not_in_subtree', detail: 'carries only other/'},
     {
       name: 'in a maintenance window',
@@ -425,6 +451,9 @@ describe('select(): restrictions and exclusions', () => {
       detail: 'in maintenance until 2027-01-15T08:00:00.500Z (`mb mirror edit m1 --maintenance-until none` ends it)',
     },
   ]
+  it('no detail repeats its reason (every view prints the two side by side)', () => {
+    for (const c of cases) expect(c.detail.toLowerCase().replace(/ /g, '_').startsWith(`${c.reason}:`), c.name).to.equal(false)
+  })
   for (const c of cases) {
     it(c.name, () => {
       const ms = mirrors(row(1, {country: 'GB', ...c.mirror}), row(2, {country: 'SE', https_url: 'https://m2.example.org/'}))

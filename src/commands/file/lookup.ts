@@ -2,6 +2,7 @@ import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
 import {renderRecord, renderTable} from '../../lib/output.js'
 import {type FileLookup, lookupFiles} from '../../lib/lookup/files.js'
+import {outdatedCopy} from '../../lib/select/rules.js'
 import {unixIso} from '../../lib/time.js'
 
 export default class FileLookupCommand extends BaseCommand<typeof FileLookupCommand> {
@@ -42,10 +43,14 @@ With --client-ip, also explain the choice \`mb serve\` would make for that clien
   }
 }
 
+/** What the country column says for a mirror without a country. */
+const LOCATION_UNKNOWN = 'location unknown'
+
 function render(f: FileLookup): string {
   const lines: string[] = []
   const record: Array<[string, unknown]> = [
     ['path', f.path],
+    ...(f.requested === null ? [] : [['via link', `${f.requested} -> ${f.path}`] as [string, unknown]]),
     ['size', `${f.size} bytes`],
     ['mtime', f.mtime_utc],
   ]
@@ -56,24 +61,25 @@ function render(f: FileLookup): string {
     lines.push(
       renderTable(f.mirrors, [
         {header: 'mirror', get: (m) => m.identifier},
-        {header: 'country', get: (m) => m.country},
+        {header: 'country', get: (m) => m.country ?? LOCATION_UNKNOWN},
         {header: 'url', get: (m) => m.url},
       ]),
     )
   }
   if (f.stale.length > 0) {
-    lines.push('stale copies (size or mtime differ from the origin):')
+    lines.push('outdated copies (size or mtime differ from the origin; not used until updated):')
     lines.push(
       renderTable(f.stale, [
         {header: 'mirror', get: (s) => s.identifier},
-        {header: 'size', get: (s) => s.size},
+        {header: 'copy', get: (s) => outdatedCopy(s, f)},
         {header: 'mtime (UTC)', get: (s) => (s.mtime === null ? null : unixIso(s.mtime))},
       ]),
     )
   }
   const e = f.explain
   if (e) {
-    const where = [e.client.country ?? 'unknown country', e.client.continent ?? 'unknown continent', e.client.asn === null ? null : `AS${e.client.asn}`].filter(Boolean).join(', ')
+    const located = e.client.country === null && e.client.continent === null ? ['location unknown'] : [e.client.country ?? 'country unknown', e.client.continent ?? 'continent unknown']
+    const where = [...located, e.client.asn === null ? null : `AS${e.client.asn}`].filter(Boolean).join(', ')
     lines.push('')
     lines.push(`client ${e.client.ip} (${where}) over ${e.client.https ? 'HTTPS' : 'HTTP'}:`)
     if (e.rule)
@@ -88,7 +94,7 @@ function render(f: FileLookup): string {
           {header: 'rank', get: (c) => c.rank},
           {header: 'realm', get: (c) => c.realm},
           {header: 'mirror', get: (c) => c.mirror},
-          {header: 'country', get: (c) => c.country},
+          {header: 'country', get: (c) => c.country ?? LOCATION_UNKNOWN},
           {header: 'km', get: (c) => c.distance_km},
           {header: 'url', get: (c) => c.url},
           // Only when some mirror ranks after others of its pool (distance, IPv6), to keep the table narrow.

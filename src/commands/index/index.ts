@@ -58,6 +58,7 @@ hashed, on --jobs threads (default: all cores), with a progress bar on a TTY.`
         ['changed', result.changed],
         ['removed', result.removed],
         ['unchanged', result.unchanged],
+        ['links', result.links],
         ['warnings', result.warnings.length],
         ['seconds', result.seconds],
       ]),

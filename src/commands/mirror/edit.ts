@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
-import {editMirror, type PublicMirror, publicMirror} from '../../lib/mirrors/registry.js'
+import type {MirrorRow} from '../../lib/db/schema.js'
+import {editMirror, type PublicMirror, publicMirror, trustScan} from '../../lib/mirrors/registry.js'
 import {IDENTIFIER_RULE} from '../../lib/mirrors/validate.js'
 import {mirrorRecord} from '../../lib/mirrors/render.js'
 import {renderRecord} from '../../lib/output.js'
@@ -18,6 +19,7 @@ export default class MirrorEdit extends BaseCommand<typeof MirrorEdit> {
     '<%= config.bin %> mirror edit ftp.example.de --no-country-only --region-only --disabled',
     '<%= config.bin %> mirror edit old.example.org --rename new.example.org --json',
     {description: 'Keep clients away from a mirror until its maintenance ends (none ends it early)', command: '<%= config.bin %> mirror edit ftp.example.de --maintenance-until 2026-12-01T18:00:00Z'},
+    {description: 'Use a suspect mirror (its last scan was refused) again, with the files of its last good scan', command: '<%= config.bin %> mirror edit ftp.example.de --trust-scan'},
   ]
 
   static override args = {
@@ -32,6 +34,10 @@ export default class MirrorEdit extends BaseCommand<typeof MirrorEdit> {
     force: Flags.boolean({
       description: 'store a --prefix shorter than /16 (IPv4) or /32 (IPv6), or in a reserved range (private, loopback, link-local, ...): every client of such a range goes to this mirror first',
     }),
+    'trust-scan': Flags.boolean({
+      description:
+        'use a suspect mirror again: its last scan was refused by the safety check (far fewer files than before), which keeps it out of selection; with this the files of its last good scan count again until the next scan',
+    }),
     clear: Flags.string({description: 'clear an optional field (e.g. asn, prefix, lat, https-url, comment); repeatable', multiple: true}),
   }
 
@@ -39,8 +45,22 @@ export default class MirrorEdit extends BaseCommand<typeof MirrorEdit> {
     const enabled = this.flags.enabled ? true : this.flags.disabled ? false : undefined
     const input = {...mirrorInputFromFlags(this.flags), identifier: this.flags.rename, enabled}
     const database = await this.openDb()
-    const {mirror: row, changed} = await editMirror(database.db, this.args.name, input, this.flags.clear ?? [], {force: this.flags.force})
-    const mirror = publicMirror(row)
+    const clear = this.flags.clear ?? []
+    const trust = this.flags['trust-scan'] === true
+    const changed: string[] = []
+    let row: MirrorRow | undefined
+    // Fields first: their validation fails before anything is written.
+    if (!trust || clear.length > 0 || Object.values(input).some((v) => v !== undefined)) {
+      const edited = await editMirror(database.db, this.args.name, input, clear, {force: this.flags.force})
+      row = edited.mirror
+      changed.push(...edited.changed)
+    }
+    if (trust) {
+      const trusted = await trustScan(database.db, row?.identifier ?? this.args.name)
+      row = trusted.mirror
+      if (trusted.changed) changed.push('scan_refused_at (trusted)')
+    }
+    const mirror = publicMirror(row!)
     const summary = changed.length === 0 ? `Mirror ${mirror.identifier} unchanged (the values given are already set).` : `Updated mirror ${mirror.identifier}: ${changed.join(', ')}.`
     this.print(`${summary}\n${renderRecord(mirrorRecord(mirror))}`)
     return mirror

@@ -59,6 +59,8 @@ export interface MirrorTable {
   last_scan_seconds: number | null
   /** The mirror is in maintenance (excluded from selection) until this time; null = not. */
   maintenance_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
+  /** When the last scan was refused by the safety check (the mirror is suspect, out of selection); null = not suspect (migration 0012). */
+  scan_refused_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
   created_at: Generated<Date>
   updated_at: Generated<Date>
   txid: Generated<string>
@@ -91,6 +93,18 @@ export interface MirrorFileStaleTable {
   size: number
   mtime: number | null
   seen_at: Generated<Date>
+}
+
+/** A symbolic link of the origin tree whose target lies inside the root (migration 0012). */
+export interface FileLinkTable {
+  /** The link's path, relative to the root. */
+  path: string
+  /** The target's canonical path relative to the root (every symlink in it resolved; '' = the root). */
+  target: string
+  /** The target is a directory. */
+  directory: boolean
+  indexed_at: Generated<Date>
+  txid: Generated<string>
 }
 
 export interface FileTombstoneTable {
@@ -185,6 +199,7 @@ export interface DB {
   file: FileTable
   mirror_file_stale: MirrorFileStaleTable
   file_tombstone: FileTombstoneTable
+  file_link: FileLinkTable
   stats_daily: StatsDailyTable
   stats_monthly: StatsMonthlyTable
   mirror_probe: MirrorProbeTable

@@ -14,6 +14,7 @@ import {compileMirrors, compileSelectOptions, mirrorUrl, selectionContext, type 
 import {clientFromFlag, configuredGeo} from './client.js'
 import {escapeLike} from '../db/sql.js'
 import {hasDigests, hashesMatchVersion} from '../origin/freshness.js'
+import {readLinks, resolveLinks} from '../origin/links.js'
 import {trimLeadingSlashes} from '../text.js'
 import {unixIso} from '../time.js'
 
@@ -54,7 +55,10 @@ export interface LookupExplain {
 
 /** One looked-up file. Sizes in bytes, mtime in Unix seconds (UTC) and ISO 8601. */
 export interface FileLookup {
+  /** The file's canonical path: the one looked up, or its target when symlinks lie on it (see `requested`). */
   path: string
+  /** The path asked for, when symlinks on it led to `path` (null otherwise). */
+  requested: string | null
   size: number
   mtime: number
   mtime_utc: string
@@ -94,7 +98,7 @@ const FILE_COLUMNS = ['id', 'path', 'size', 'mtime', 'mirrors', 'md5', 'sha1', '
 
 /**
  * The index rows for `pattern`: the path itself, or else (when it is a glob) up to `limit`
- * matching paths in path order.
+ * matching paths in path order, or else the file its symlinks lead to (`viaLink`).
  * @throws MbError `NO_MATCH` when a glob matches nothing, `FILE_NOT_FOUND` for a missing path
  */
 async function findFileRows(database: Database, pattern: string, limit: number) {
@@ -123,9 +127,18 @@ async function findFileRows(database: Database, pattern: string, limit: number) 
             .execute()
     if (rows.length === 0) throw new MbError(`No indexed file matches ${pattern}. Check the pattern (quote it so the shell does not expand it) or run \`mb index\`.`, {code: 'NO_MATCH'})
   } else if (rows.length === 0) {
+    const canonical = resolveLinks(await readLinks(database.db), pattern)
+    if (canonical !== undefined) {
+      rows = await database.db
+        .selectFrom('file')
+        .select([...FILE_COLUMNS])
+        .where('path', '=', canonical)
+        .execute()
+      if (rows.length > 0) return {rows, viaLink: true}
+    }
     throw new MbError(`${pattern} is not in the origin index; check the path (relative to the root, e.g. iso/distro.iso) or run \`mb index\`.`, {code: 'FILE_NOT_FOUND'})
   }
-  return rows
+  return {rows, viaLink: false}
 }
 
 /** The differing copies the mirrors' last scans saw of the files `fileIds`: file id → mirror id → size and mtime (Unix seconds). */
@@ -144,6 +157,25 @@ async function staleCopies(database: Database, fileIds: number[]): Promise<Map<n
 }
 
 /**
+ * The differing copies the mirrors' last scans saw of one version of one file (for the
+ * served mirror list, whose snapshot does not hold them): mirror id → size in bytes and
+ * mtime in Unix seconds (null when the listing had none). Empty when the index holds
+ * another version of `file` by now (its stale records went with that change).
+ * @throws whatever the database driver throws (the caller decides what a list without them says)
+ */
+export async function staleCopiesOf(database: Database, file: {path: string; size: number; mtime: number}): Promise<Map<number, {size: number; mtime: number | null}>> {
+  const rows = await database.db
+    .selectFrom('mirror_file_stale as s')
+    .innerJoin('file as f', 'f.id', 's.file_id')
+    .select(['s.mirror_id', 's.size', 's.mtime'])
+    .where('f.path', '=', file.path)
+    .where('f.size', '=', file.size)
+    .where('f.mtime', '=', file.mtime)
+    .execute()
+  return new Map(rows.map((r) => [Number(r.mirror_id), {size: Number(r.size), mtime: r.mtime === null ? null : Number(r.mtime)}]))
+}
+
+/**
  * Looks up a path or glob in the origin index.
  *
  * @throws UsageError for a bad `--client-ip` or an empty pattern; MbError `FILE_NOT_FOUND`
@@ -156,7 +188,7 @@ export async function lookupFiles(database: Database, config: Config, options: L
   const facts = options.clientIp === undefined ? undefined : clientFromFlag(options.clientIp, https)
   const limit = options.limit ?? 1000
 
-  const rows = await findFileRows(database, pattern, limit)
+  const {rows, viaLink} = await findFileRows(database, pattern, limit)
   const mirrors = compileMirrors(await database.db.selectFrom('mirror').selectAll().orderBy('id').execute())
   const staleByFile = await staleCopies(
     database,
@@ -180,6 +212,7 @@ export async function lookupFiles(database: Database, config: Config, options: L
     }
     const result: FileLookup = {
       path: r.path,
+      requested: viaLink ? pattern : null,
       size,
       mtime,
       mtime_utc: unixIso(mtime),

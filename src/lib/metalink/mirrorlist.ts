@@ -184,10 +184,17 @@ const REALM_TITLES: Record<Realm, string> = {
 
 function mirrorRow(m: MirrorListMirror, outdated: boolean): string {
   const link = m.url ? `<a href="${escapeHtml(m.url)}">${escapeHtml(m.url)}</a>` : '—'
-  const cells = [escapeHtml(m.identifier), escapeHtml(m.country ?? '?'), link]
+  const cells = [escapeHtml(m.identifier), escapeHtml(m.country ?? 'location unknown'), link]
   if (outdated) cells.push(escapeHtml(m.detail ?? ''))
   else cells.splice(2, 0, String(m.rank ?? ''))
   return `<tr>${cells.map((c) => `<td>${c}</td>`).join('')}</tr>`
+}
+
+/** Where the client is as GeoIP knows it: `GB, EU, AS64500`, or `location unknown`. */
+function clientPlace(client: MirrorList['client']): string {
+  const parts = client.country || client.continent ? [client.country ?? 'country unknown', client.continent ?? 'continent unknown'] : ['location unknown']
+  if (client.asn) parts.push(`AS${client.asn}`)
+  return parts.join(', ')
 }
 
 /** Renders the mirror list as a self-contained HTML page (UTF-8, inline CSS, no scripts). */
@@ -217,7 +224,7 @@ export function renderMirrorListHtml(list: MirrorList): string {
     links.push(`<a href="${escapeHtml(list.links.sha256)}">.sha256</a>`, `<a href="${escapeHtml(list.links.sha1!)}">.sha1</a>`, `<a href="${escapeHtml(list.links.md5!)}">.md5</a>`)
   parts.push(`<tr><th>Metalinks and hashes</th><td>${links.join(' · ')}</td></tr>
 </table>
-<p>Your address: ${escapeHtml(list.client.ip)}${list.client.country ? ` (${escapeHtml(list.client.country)}${list.client.continent ? `, ${escapeHtml(list.client.continent)}` : ''})` : ''}${list.client.asn ? `, AS${list.client.asn}` : ''}</p>`)
+<p>Your address: ${escapeHtml(list.client.ip)} (${escapeHtml(clientPlace(list.client))})</p>`)
   if (list.rule)
     parts.push(
       `<p>Redirect rule <code>${escapeHtml(list.rule.name)}</code> applies: ${list.rule.url ? `downloads go to <a href="${escapeHtml(list.rule.url)}">${escapeHtml(list.rule.url)}</a>` : list.rule.target === 'mirrors' ? 'only the mirrors below are used' : 'the origin delivers the file'}.</p>`,

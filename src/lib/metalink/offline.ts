@@ -12,6 +12,7 @@ import {MbError} from '../errors.js'
 import {clientFromFlag, configuredGeo} from '../lookup/client.js'
 import {hashesFresh} from '../origin/freshness.js'
 import {readStoredHashes} from '../origin/hash.js'
+import {readLinks, resolveLinks} from '../origin/links.js'
 import {compileMirrors, compileSelectOptions, select, selectionContext} from '../select/index.js'
 import {buildDocument, type MetalinkDocument} from './document.js'
 import {renderMeta4} from './meta4.js'
@@ -37,9 +38,14 @@ export interface OfflineOptions {
  * @throws UsageError for a bad client address; MbError (FILE_NOT_FOUND) when the path is not indexed
  */
 export async function offlineMetalink(database: Database, config: Config, options: OfflineOptions): Promise<{doc: MetalinkDocument; text: string}> {
-  const path = trimLeadingSlashes(options.path)
+  const asked = trimLeadingSlashes(options.path)
   const facts = clientFromFlag(options.clientIp ?? '127.0.0.1', (options.baseUrl ?? '').startsWith('https:'))
-  const row = await database.db.selectFrom('file').select(['path', 'size', 'mtime', 'mirrors']).where('path', '=', path).executeTakeFirst()
+  const find = (p: string) => database.db.selectFrom('file').select(['path', 'size', 'mtime', 'mirrors']).where('path', '=', p).executeTakeFirst()
+  let row = await find(asked)
+  // Through symlinks, the document describes the canonical file (./links.ts in origin/).
+  const canonical = row === undefined ? resolveLinks(await readLinks(database.db), asked) : undefined
+  if (canonical !== undefined) row = await find(canonical)
+  const path = row?.path ?? asked
   if (!row) throw new MbError(`${path} is not in the origin index; check the path (relative to the root) or run \`mb index\`.`, {code: 'FILE_NOT_FOUND'})
   const mirrors = compileMirrors(await database.db.selectFrom('mirror').selectAll().execute())
   const file = {path: row.path, size: Number(row.size), mtime: Number(row.mtime), mirrors: row.mirrors}

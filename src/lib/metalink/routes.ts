@@ -31,6 +31,7 @@ import {hasQueryFlag} from '../serve/path.js'
 import {buildDocument, DEFAULT_MAX_URLS, originUrlFor} from './document.js'
 import {SignatureTexts, signatureLink, signatureOf} from './signature.js'
 import {outdatedCopies} from './mirrorlist.js'
+import {staleCopiesOf} from '../lookup/files.js'
 import {describedByLink, digestHeader, type HashKind} from './headers.js'
 import {acceptsMeta4, type MetalinkContext, type Sent, sendHashFile, sendMeta4, sendMetalink3, sendMirrorList} from './http.js'
 
@@ -81,7 +82,7 @@ function metalinkTarget(ctx: Pick<RequestContext, 'path' | 'slash' | 'query' | '
   if (dot <= 0) return undefined
   for (const [suffix, kind] of SUFFIXES) {
     if (path.length - dot === suffix.length && path.endsWith(suffix)) {
-      const file = ctx.snapshot.files.get(path.slice(0, dot))
+      const file = ctx.snapshot.lookup(path.slice(0, dot))
       return file ? {kind, file} : undefined
     }
   }
@@ -205,7 +206,7 @@ export class MetalinkRoutes {
     }
     const client = server.clientInfo(ctx)
     if (client === undefined) return server.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
-    const file = target.file
+    const file = target.kind === 'mirrorlist' ? await this.withStaleCopies(target.file) : target.file
     const selection = server.selectMirrors(ctx, client, file, target.kind === 'mirrorlist')
     let stored = await this.storedHashes(file)
     if (stored) {
@@ -240,6 +241,21 @@ export class MetalinkRoutes {
         sent = sendHashFile(ctx.req, ctx.res, mctx, target.kind)
     }
     server.finish(ctx, sent.status, sent.outcome, {bytesSent: sent.bytesSent, fileSize: file.size, realm: selection.realm})
+  }
+
+  /**
+   * `file` with the outdated copies the mirrors' last scans saw (`mirror_file_stale`, which
+   * the snapshot does not hold), so that the mirror list shows them as outdated instead of
+   * leaving them out. Without a database, or while it is unreachable, `file` as it is.
+   */
+  private async withStaleCopies(file: FileEntry): Promise<FileEntry> {
+    if (!this.options.database) return file
+    try {
+      const stale = await staleCopiesOf(this.options.database, file)
+      return stale.size === 0 ? file : {...file, stale}
+    } catch {
+      return file
+    }
   }
 
   /** True when the file on disk still has the indexed size and mtime (stat cached for diskCheckSeconds). */

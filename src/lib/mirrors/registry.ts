@@ -289,6 +289,23 @@ export async function setEnabled(db: Kysely<DB>, name: string, enabled: boolean)
   })
 }
 
+/**
+ * The operator's word that a suspect mirror (its last scan refused by the safety check,
+ * `scan_refused_at` set) may be used again with the file set of its last good scan: clears
+ * `scan_refused_at`. The next scan is checked as before, and makes it suspect again when it
+ * is refused again.
+ * @returns the row after the change and whether it changed (false when it was not suspect)
+ * @throws MbError MIRROR_NOT_FOUND; UsageError AMBIGUOUS_MIRROR
+ */
+export async function trustScan(db: Kysely<DB>, name: string): Promise<{mirror: MirrorRow; changed: boolean}> {
+  return db.transaction().execute(async (trx) => {
+    const current = await resolveMirror(trx, name)
+    if (current.scan_refused_at === null) return {mirror: current, changed: false}
+    const mirror = await trx.updateTable('mirror').set({scan_refused_at: null}).where('id', '=', current.id).returningAll().executeTakeFirstOrThrow()
+    return {mirror, changed: true}
+  })
+}
+
 /** Filters for {@link listMirrors}; all optional. */
 export interface MirrorFilter {
   /** ISO country code (any case). */
@@ -354,6 +371,8 @@ export interface PublicMirror {
   needs_rescan: boolean
   /** End of the maintenance window (ISO 8601 UTC), or null; selection skips the mirror until then. */
   maintenance_until: string | null
+  /** When the last scan was refused by the safety check (ISO 8601 UTC): the mirror is suspect, out of selection (`scan_refused`); null = not suspect. */
+  scan_refused_at: string | null
   last_scan_at: string | null
   last_scan_ok_at: string | null
   last_scan_error: string | null
@@ -415,6 +434,7 @@ export function publicMirror(row: MirrorRow): PublicMirror {
     status_changed_at: iso(row.status_changed_at),
     needs_rescan: row.needs_rescan,
     maintenance_until: iso(row.maintenance_until),
+    scan_refused_at: iso(row.scan_refused_at),
     last_scan_at: iso(row.last_scan_at),
     last_scan_ok_at: iso(row.last_scan_ok_at),
     last_scan_error: redacted(row.last_scan_error),

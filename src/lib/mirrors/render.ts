@@ -14,10 +14,12 @@ function shortTime(value: string | null): string | null {
 
 /**
  * One-line result of the mirror's last scan: `ok rsync 1200/1300` (matched/files listed),
- * `failed: REASON` when the last attempt failed, or null when never scanned.
+ * `refused, suspect: REASON` when the safety check refused it (the mirror is out of
+ * selection), `failed: REASON` when the last attempt failed, or null when never scanned.
  */
 export function scanResult(m: PublicMirror): string | null {
   if (!m.last_scan_at) return null
+  if (m.scan_refused_at) return `refused, suspect: ${m.last_scan_error ?? 'the safety check refused the scan'}`
   const failed = m.last_scan_error && (!m.last_scan_ok_at || m.last_scan_ok_at < m.last_scan_at)
   if (failed) return `failed: ${m.last_scan_error}`
   const counts = m.last_scan_files === null ? '' : ` ${m.last_scan_matched ?? '?'}/${m.last_scan_files}`
@@ -32,6 +34,12 @@ function markedPrefix(prefix: string): string {
 
 function yesNo(value: boolean | null): string | null {
   return value === null ? null : value ? 'yes' : 'no'
+}
+
+/** `mb mirror show`'s `suspect` line: since when the mirror is out of selection after a refused scan, and how it returns; `no` otherwise. */
+function suspect(m: PublicMirror): string {
+  if (!m.scan_refused_at) return 'no'
+  return `yes, since ${shortTime(m.scan_refused_at)}: the last scan was refused by the safety check, so no client is sent here (scan_refused) until a good \`mb scan ${m.identifier}\` or \`mb mirror edit ${m.identifier} --trust-scan\``
 }
 
 /** Columns of `mb mirror list` (TTY table and tab-separated lines). Append to extend. */
@@ -87,6 +95,8 @@ export const MIRROR_SHOW_FIELDS: Array<[label: string, get: (m: PublicMirror) =>
   ['status_changed_at', (m) => shortTime(m.status_changed_at)],
   ['needs_rescan', (m) => yesNo(m.needs_rescan)],
   ['maintenance_until', (m) => shortTime(m.maintenance_until)],
+  ['suspect', (m) => suspect(m)],
+  ['scan_refused_at', (m) => shortTime(m.scan_refused_at)],
   ['last_scan_at', (m) => shortTime(m.last_scan_at)],
   ['last_scan_ok_at', (m) => shortTime(m.last_scan_ok_at)],
   ['last_scan_result', (m) => scanResult(m)],

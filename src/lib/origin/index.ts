@@ -11,7 +11,8 @@
  */
 import {type Kysely, sql} from 'kysely'
 import type {DB} from '../db/schema.js'
-import {type OriginFile, walkOrigin} from './walk.js'
+import {type OriginFile, type OriginLink, walkOrigin} from './walk.js'
+import {replaceLinks} from './links.js'
 import {inSubtree} from '../db/sql.js'
 import {trimSlashes} from '../text.js'
 import {sameVersion} from './freshness.js'
@@ -38,6 +39,8 @@ export interface IndexResult {
   unchanged: number
   /** Bytes in all files found. */
   bytes: number
+  /** Symlinks found whose target lies inside the root (recorded in `file_link`, not walked as files). */
+  links: number
   seconds: number
   warnings: string[]
 }
@@ -96,7 +99,8 @@ async function removeOriginFiles(db: Kysely<DB>, paths: string[]): Promise<numbe
 
 /**
  * Walks `root` and brings the `file` table in step with it in one transaction: adds new
- * files, updates changed ones (emptying their mirror sets), and drops files that are gone.
+ * files, updates changed ones (emptying their mirror sets), and drops files that are gone;
+ * the tree's symlinks go to `file_link` in the same transaction (./links.ts).
  * Files under a directory that could not be read are kept, not dropped.
  *
  * Memory: one Map entry per existing row (about 150 bytes each).
@@ -108,6 +112,7 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
   const subdir = trimSlashes(options.subdir ?? '')
   const warnings: string[] = []
   const unreadable: string[] = []
+  const links: OriginLink[] = []
   const onWarning = (message: string) => {
     warnings.push(message)
     options.onWarning?.(message)
@@ -144,7 +149,7 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
       )
       pending = []
     }
-    for await (const file of walkOrigin(root, {subdir, onWarning, onUnreadableDir: (p) => unreadable.push(p)})) {
+    for await (const file of walkOrigin(root, {subdir, onWarning, onUnreadableDir: (p) => unreadable.push(p), onLink: (link) => links.push(link)})) {
       files++
       bytes += file.size
       const old = existing.get(file.path)
@@ -169,6 +174,7 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
     removed = await removeOriginFiles(trx, gone)
     // The signature (./signatures.ts) of each row added, changed or removed, and of the files they sign.
     await updateSignatures(trx, gone.flatMap(signatureTargets))
+    await replaceLinks(trx, subdir, links, unreadable)
   })
-  return {root, subdir, files, added, changed, removed, unchanged, bytes, seconds: Math.round((performance.now() - started) / 10) / 100, warnings}
+  return {root, subdir, files, added, changed, removed, unchanged, bytes, links: links.length, seconds: Math.round((performance.now() - started) / 10) / 100, warnings}
 }

@@ -1,12 +1,14 @@
 /**
- * Walks the origin (master) tree the way a web server serves it.
+ * Walks the origin (master) tree.
  *
- * Symlinks are followed when their target lies inside the root: a symlinked file is recorded
- * under the link's own path with the target's size and mtime, and a symlinked directory is
- * descended under the link's path. This is the view clients get over HTTP, and the same view
- * `rsync --copy-links` gives of a mirror, so origin and mirror paths compare one to one.
- * A symlink that points outside the root, dangles, or loops back into its own ancestry is
- * skipped with a warning. Sockets, FIFOs and devices are ignored.
+ * Symlinks are recorded, not followed (MirrorBrain's "canonicalize filename, resolving
+ * symlinks in the path"): a link whose target lies inside the root is reported once through
+ * `onLink` with its target's canonical path (every symlink in it resolved), and the target is
+ * walked under its own path like any other file or directory. Mirrors copy a tree with its
+ * links (`rsync -a`), so the target's path is the one they are scanned and redirected at.
+ * A symlink that points outside the root, dangles, loops (ELOOP), or points at a directory
+ * containing itself is skipped with a warning and never followed. Sockets, FIFOs and devices
+ * are ignored.
  */
 import type {Dir, Stats} from 'node:fs'
 import {opendir, realpath, stat} from 'node:fs/promises'
@@ -24,7 +26,19 @@ export interface OriginFile {
   mtime: number
 }
 
+/** A symbolic link of the origin tree whose target lies inside the root. */
+export interface OriginLink {
+  /** The link's path, relative to the root, '/'-separated, no leading '/'. */
+  path: string
+  /** The target's canonical path relative to the root (every symlink in it resolved). */
+  target: string
+  /** The target is a directory. */
+  directory: boolean
+}
+
 export interface WalkOptions {
+  /** Called for every symlink whose target lies inside the root (the walk does not follow it). */
+  onLink?: (link: OriginLink) => void
   /** Called for every skipped entry (symlink escaping the root, dangling link, loop, unreadable dir). */
   onWarning?: (message: string) => void
   /** Called with the relative path of every directory that could not be read (its files are unknown, not gone). */
@@ -86,6 +100,7 @@ export async function* walkOrigin(root: string, options: WalkOptions = {}): Asyn
       for (const result of results) {
         if (result === null) continue
         if ('dir' in result) subdirs.push(result.dir)
+        else if ('target' in result) options.onLink?.(result)
         else yield result
       }
     }
@@ -122,41 +137,53 @@ async function resolveStart(root: string, subdir: string | undefined): Promise<{
 }
 
 /**
- * What one entry of `dir` is: a file to yield, a directory to walk, or null when it is skipped
- * (with a warning for a dangling, escaping or looping symlink, or a failed stat).
+ * What one entry of `dir` is: a file to yield, a directory to walk, a link to record, or null
+ * when it is skipped (with a warning for a dangling, escaping or looping symlink, or a failed
+ * stat).
  */
-async function resolveEntry(entry: DirEntry, dir: WalkDir, rootReal: string, warn: (message: string) => void): Promise<OriginFile | {dir: WalkDir} | null> {
+async function resolveEntry(entry: DirEntry, dir: WalkDir, rootReal: string, warn: (message: string) => void): Promise<OriginFile | OriginLink | {dir: WalkDir} | null> {
   const rel = dir.rel ? `${dir.rel}/${entry.name}` : entry.name
   const full = join(dir.real, entry.name)
   if (entry.kind === 'other') return null
   if (entry.kind === 'dir') return {dir: {rel, real: full, ancestors: new Set([...dir.ancestors, full])}}
-  let real = full
-  if (entry.kind === 'link') {
-    try {
-      real = await realpath(full)
-    } catch (error) {
-      warn(`skipped symlink ${rel}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'its target does not exist' : (error as Error).message}`)
-      return null
-    }
-    if (!isInside(rootReal, real)) {
-      warn(`skipped symlink ${rel}: it points outside the root (${real})`)
-      return null
-    }
+  if (entry.kind === 'link') return resolveLink(rel, full, rootReal, warn)
+  let st: Stats
+  try {
+    st = await stat(full)
+  } catch (error) {
+    warn(`skipped ${rel}: ${(error as Error).message}`)
+    return null
+  }
+  if (!st.isFile()) return null
+  return {path: rel, size: st.size, mtime: Math.floor(st.mtimeMs / 1000)}
+}
+
+/** The link at `rel` (`full` on disk) with its canonical target, or null (with a warning) when it must never be followed. */
+async function resolveLink(rel: string, full: string, rootReal: string, warn: (message: string) => void): Promise<OriginLink | null> {
+  let real: string
+  try {
+    real = await realpath(full)
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    warn(`skipped symlink ${rel}: ${code === 'ENOENT' ? 'its target does not exist' : code === 'ELOOP' ? 'it loops (too many levels of symbolic links)' : (error as Error).message}`)
+    return null
+  }
+  if (!isInside(rootReal, real)) {
+    warn(`skipped symlink ${rel}: it points outside the root (${real})`)
+    return null
   }
   let st: Stats
   try {
     st = await stat(real)
   } catch (error) {
-    warn(`skipped ${rel}: ${(error as Error).message}`)
+    warn(`skipped symlink ${rel}: ${(error as Error).message}`)
     return null
   }
-  if (st.isDirectory()) {
-    if (dir.ancestors.has(real)) {
-      warn(`skipped symlink ${rel}: it loops back to ${relative(rootReal, real) || '.'}`)
-      return null
-    }
-    return {dir: {rel, real, ancestors: new Set([...dir.ancestors, real])}}
+  if (!st.isFile() && !st.isDirectory()) return null
+  const target = relative(rootReal, real).split(sep).join('/')
+  if (st.isDirectory() && (target === '' || rel.startsWith(`${target}/`))) {
+    warn(`skipped symlink ${rel}: it loops back to ${target || '.'}`)
+    return null
   }
-  if (!st.isFile()) return null
-  return {path: rel, size: st.size, mtime: Math.floor(st.mtimeMs / 1000)}
+  return {path: rel, target, directory: st.isDirectory()}
 }

@@ -15,7 +15,8 @@
  *    - not listed (or filtered out) → the mirror id leaves `file.mirrors`.
  *    Readers never see a half-scanned mirror.
  * 4. A scan matching fewer than `minRatio` of the files the mirror matched before (in the same
- *    scope) is refused: it changes nothing and throws.
+ *    scope) is refused: it changes nothing and throws (the caller then marks the mirror
+ *    suspect, {@link recordScanFailure}). A successful scan clears that mark.
  *
  * The plan's scope (from {@link planScope}) limits the scan: records outside that origin
  * subtree are left alone. Concurrency: the named lock `scanLock(mirror id)` (`db/locks.ts`)
@@ -301,7 +302,7 @@ async function applyListing(trx: Kysely<DB>, pass: Pass, files: number, options:
   await sql`
     UPDATE mirror SET last_scan_at = now(), last_scan_ok_at = now(), last_scan_error = NULL,
       last_scan_protocol = ${options.protocol}, last_scan_files = ${files}::int, last_scan_matched = ${total}::int,
-      last_scan_seconds = ${secondsSince(started)}::float8, needs_rescan = false
+      last_scan_seconds = ${secondsSince(started)}::float8, needs_rescan = false, scan_refused_at = NULL
       ${enabled ? sql`, enabled = true` : sql``}
     WHERE id = ${M}::smallint`.execute(trx)
   return {previous, matched, stale, missing: Math.max(0, originInScope - matched - stale), added, removed, enabled}
@@ -374,9 +375,15 @@ async function replaceStaleRows(trx: Kysely<DB>, M: number, scope: string, match
 
 /**
  * Records a failed scan on the mirror (last_scan_at, last_scan_error, last_scan_protocol) and
- * nothing else: its file set and stale records stay as they were.
+ * nothing else: its file set and stale records stay as they were. A scan the safety check
+ * refused (`refused`, error SCAN_TOO_FEW) also makes the mirror suspect (`scan_refused_at`),
+ * which keeps it out of selection (reason `scan_refused`) until a successful scan or
+ * `mb mirror edit NAME --trust-scan`: the earlier file set is kept, but the mirror's tree no
+ * longer looks like it.
  * @param reason  operator-facing message (credentials already redacted)
  */
-export async function recordScanFailure(db: Kysely<DB>, mirrorId: number, reason: string, protocol: string | null): Promise<void> {
-  await sql`UPDATE mirror SET last_scan_at = now(), last_scan_error = ${reason.slice(0, 2000)}, last_scan_protocol = ${protocol} WHERE id = ${mirrorId}::smallint`.execute(db)
+export async function recordScanFailure(db: Kysely<DB>, mirrorId: number, reason: string, protocol: string | null, refused = false): Promise<void> {
+  await sql`UPDATE mirror SET last_scan_at = now(), last_scan_error = ${reason.slice(0, 2000)}, last_scan_protocol = ${protocol}
+    ${refused ? sql`, scan_refused_at = now()` : sql``}
+    WHERE id = ${mirrorId}::smallint`.execute(db)
 }

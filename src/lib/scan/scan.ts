@@ -4,7 +4,8 @@
  * reconcile the listing into the origin index, and record the outcome on the mirror.
  *
  * A failed attempt falls back to the next protocol; when all fail, the mirror's records stay as
- * they were and only last_scan_at / last_scan_error change.
+ * they were and only last_scan_at / last_scan_error change, plus `scan_refused_at` (the mirror
+ * is suspect) when the safety check refused an attempt.
  */
 import type {Database} from '../db/index.js'
 import type {MirrorRow} from '../db/schema.js'
@@ -90,6 +91,8 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
   options.signal?.addEventListener('abort', onOuterAbort, {once: true})
   const attempts: ScanAttempt[] = []
   let busy = false
+  /** Some attempt was refused by the safety check (SCAN_TOO_FEW): the mirror becomes suspect unless another attempt succeeds. */
+  let refused = false
   /** The last protocol whose lister ran (skipped attempts do not count). */
   let tried: Protocol | null = null
   const seconds = () => Math.round((performance.now() - started) / 10) / 100
@@ -116,6 +119,7 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
         const why = controller.signal.aborted ? errorMessage(controller.signal.reason) : ''
         if (why && !message.includes(why)) message = `${message} (${why})`
         attempts.push({protocol, url: display, error: message})
+        if (error instanceof MbError && error.code === 'SCAN_TOO_FEW') refused = true
         if (error instanceof MbError && NO_RETRY.has(error.code)) {
           busy = error.code === 'SCAN_BUSY'
           break
@@ -124,7 +128,7 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
     }
     const reason = attempts.map((a) => `${a.protocol}: ${a.error}`).join('; ')
     // A refused concurrent scan leaves the running one to record its own outcome.
-    if (!busy) await recordScanFailure(database.db, mirror.id, reason, tried)
+    if (!busy) await recordScanFailure(database.db, mirror.id, reason, tried, refused)
     return failed(mirror, reason, attempts, seconds())
   } finally {
     clearTimeout(timer)

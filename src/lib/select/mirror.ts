@@ -73,7 +73,8 @@ function unixSeconds(value: unknown): number | null {
  * - `http_url` / `https_url` get a trailing `/`; `base_path` too (or stays '').
  * - `prefixes` and `client_prefixes` are parsed into CIDRs.
  * - `country`/`continent` are upper-cased; a missing continent is derived from the country.
- * - `last_scan_ok_at` becomes Unix seconds (UTC); `maintenance_until` too, keeping fractions.
+ * - `last_scan_ok_at` and `scan_refused_at` become Unix seconds (UTC); `maintenance_until`
+ *   too, keeping fractions.
  * - `http_up` / `https_up` / `ipv6` stay null when unknown (not probed).
  * - The result is frozen: a `MirrorTable` compiles per-mirror data when it is built, so a
  *   changed mirror must be a new object in a new table (compile the row again).
@@ -118,6 +119,7 @@ export function compileMirror(row: MirrorRow): SelectMirror {
     lastScanOkAt: unixSeconds(row.last_scan_ok_at),
     needsRescan: Boolean(row.needs_rescan),
     maintenanceUntil: maintenanceEnd(row.maintenance_until),
+    scanRefusedAt: unixSeconds(row.scan_refused_at),
   })
 }
 

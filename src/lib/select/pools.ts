@@ -78,15 +78,21 @@ function flagReason(limit: number): PoolReason {
   return limit === PREFIX ? 'prefix_only' : limit === AS ? 'as_only' : limit === COUNTRY ? 'country_only' : 'region_only'
 }
 
+/** Where a mirror or client is, by a country, continent or AS, or `location unknown`. */
+function place(prefix: string, code: string | null | undefined, what = 'location'): string {
+  return code === null || code === undefined ? `${prefix} ${what} unknown` : `${prefix} in ${code}`
+}
+
+/** Why a pool flag excludes `m`, without the flag's name (the reason is printed beside it). */
 function flagDetail(m: SelectMirror, limit: number, q: Query): string {
   switch (limit) {
     case PREFIX:
-      return `prefix_only: client ${q.client.ip} is outside its prefixes ${m.prefixes.length > 0 ? cidrList(m.prefixes) : '(none)'}`
+      return `client ${q.client.ip} is outside its prefixes ${m.prefixes.length > 0 ? cidrList(m.prefixes) : '(none)'}`
     case AS:
-      return `as_only: mirror in AS${m.asn ?? '?'}, client in ${q.client.asn === undefined ? 'an unknown AS' : `AS${q.client.asn}`}`
+      return `${place('mirror', m.asn === null ? null : `AS${m.asn}`, 'AS')}, ${place('client', q.client.asn === undefined ? null : `AS${q.client.asn}`, 'AS')}`
     case COUNTRY:
-      return `country_only: mirror in ${m.country ?? '?'}, client in ${q.country ?? 'an unknown country'}`
+      return `${place('mirror', m.country)}, ${place('client', q.country)}`
     default:
-      return `region_only: mirror in ${m.continent ?? '?'}, client in ${q.continent ?? 'an unknown continent'}`
+      return `${place('mirror', m.continent)}, ${place('client', q.continent)}`
   }
 }

@@ -1,7 +1,8 @@
 /**
  * Step 2 of `select()`, eligibility, as one ordered table: each rule names its reason, tests
  * whether it excludes a mirror, and says why in words. The first rule that excludes a mirror
- * gives its reason. Both the explained walk (`mb file lookup`, mirror lists) and the redirect
+ * gives its reason. A detail never repeats the reason: every view prints the two side by
+ * side (`stale  outdated copy: 60000 bytes, origin 65536`). Both the explained walk (`mb file lookup`, mirror lists) and the redirect
  * path are derived from this table (./eligibility.ts), so a new reason is one entry here.
  *
  * `needs` says what a rule's test reads besides the mirror, which is how the redirect path
@@ -85,10 +86,21 @@ function schemeName(m: SelectMirror, https: boolean): 'HTTP' | 'HTTPS' {
   return https || m.httpUrl === null ? 'HTTPS' : 'HTTP'
 }
 
+/**
+ * How a mirror's copy differs from the origin file, as every view says it:
+ * `outdated copy: 60000 bytes, origin 65536`, or when the sizes agree
+ * `outdated copy: mtime 2023-11-14T22:13:20Z, origin 2023-11-14T23:13:20Z` (mtimes in Unix
+ * seconds, shown as UTC; a listing without mtimes shows `unknown`).
+ */
+export function outdatedCopy(copy: {size: number; mtime: number | null}, origin: {size: number; mtime: number}): string {
+  if (copy.size !== origin.size) return `outdated copy: ${copy.size} bytes, origin ${origin.size}`
+  return `outdated copy: mtime ${copy.mtime === null ? 'unknown' : unixIso(copy.mtime)}, origin ${unixIso(origin.mtime)}`
+}
+
 /** The eligibility rules, in the order they are checked (docs/selection.md, "Which mirrors are eligible"). */
 export const ELIGIBILITY_RULES = [
   {reason: 'disabled', needs: 'mirror', excludes: (m) => !m.enabled, detail: () => 'disabled by the operator (`mb mirror enable` turns it back on)'},
-  {reason: 'down', needs: 'mirror', excludes: (m) => !m.up, detail: () => 'down: the last probe failed'},
+  {reason: 'down', needs: 'mirror', excludes: (m) => !m.up, detail: () => 'the last probe failed'},
   {reason: 'zero_score', needs: 'mirror', excludes: (m) => !(m.score > 0), detail: () => 'score is 0 (takes no traffic)'},
   {
     reason: 'maintenance',
@@ -96,6 +108,13 @@ export const ELIGIBILITY_RULES = [
     appliesTo: (m) => m.maintenanceUntil !== null,
     excludes: (m, q) => m.maintenanceUntil !== null && q.now < m.maintenanceUntil,
     detail: (m) => `in maintenance until ${unixIsoMillis(m.maintenanceUntil!)} (\`mb mirror edit ${m.identifier} --maintenance-until none\` ends it)`,
+  },
+  {
+    reason: 'scan_refused',
+    needs: 'mirror',
+    excludes: (m) => m.scanRefusedAt !== null,
+    detail: (m) =>
+      `suspect: its last scan, at ${unixIso(m.scanRefusedAt!)}, was refused by the safety check (far fewer files than before: a wiped or truncated tree); a good \`mb scan ${m.identifier}\` or \`mb mirror edit ${m.identifier} --trust-scan\` brings it back`,
   },
   {
     reason: 'not_in_subtree',
@@ -108,17 +127,13 @@ export const ELIGIBILITY_RULES = [
     reason: 'stale',
     needs: 'holding',
     excludes: (m, q) => !holds(m, q) && q.file.stale?.get(m.id) !== undefined,
-    detail: (m, q) => {
-      const copy = q.file.stale!.get(m.id)!
-      const origin = q.file
-      return copy.size !== origin.size ? `stale: ${copy.size} bytes, origin ${origin.size}` : `stale: mtime ${copy.mtime === null ? 'unknown' : unixIso(copy.mtime)}, origin ${unixIso(origin.mtime)}`
-    },
+    detail: (m, q) => outdatedCopy(q.file.stale!.get(m.id)!, q.file),
   },
   {
     reason: 'not_held',
     needs: 'holding',
     excludes: (m, q) => !holds(m, q),
-    detail: (m) => (m.lastScanOkAt === null ? 'not held: no successful scan yet' : 'not held: its last scan did not list this file'),
+    detail: (m) => (m.lastScanOkAt === null ? 'no successful scan yet' : 'its last scan did not list this file'),
   },
   {
     reason: 'too_large',

@@ -92,6 +92,8 @@ export interface SelectMirror {
   needsRescan: boolean
   /** Unix seconds (UTC, may be fractional) until which the mirror is in maintenance and not used; null = none. */
   maintenanceUntil: number | null
+  /** Unix seconds (UTC) when its last scan was refused by the safety check (the mirror is suspect); null = not suspect. */
+  scanRefusedAt: number | null
 }
 
 /** An eligible mirror in ranked order. */

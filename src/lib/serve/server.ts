@@ -46,6 +46,7 @@ import type {SnapshotKeeper} from './keeper.js'
 import {listenOn} from './listen.js'
 import {parseTarget, queryParam} from './path.js'
 import type {FileEntry, Snapshot} from './snapshot.js'
+import {resolveLinks} from '../origin/links.js'
 import type {Outcome, RequestObserver, RequestOutcome} from './types.js'
 
 export interface ServerOptions {
@@ -105,7 +106,10 @@ export interface ServerSettings {
 export interface RequestContext {
   req: http.IncomingMessage
   res: http.ServerResponse
-  /** Decoded origin-relative path ('' = root), no leading or trailing slash. */
+  /**
+   * Decoded origin-relative path ('' = root), no leading or trailing slash; for an indexed
+   * file reached through a symlink, the file's canonical path (the link's target).
+   */
   path: string
   /** The request path ended with '/'. */
   slash: boolean
@@ -518,7 +522,14 @@ export class MirrorServer implements RouteServices {
         this.plain(ctx, parsed.status, 'bad_request', `Bad request: ${parsed.reason}.`)
         return
       }
-      if (!ctx.slash) ctx.file = snapshot.files.get(ctx.path)
+      if (!ctx.slash) {
+        ctx.file = snapshot.files.get(ctx.path)
+        // Only on a miss: a path through a symlink is served as its canonical path.
+        if (ctx.file === undefined && snapshot.links.size > 0) {
+          ctx.file = snapshot.lookup(ctx.path)
+          if (ctx.file !== undefined) ctx.path = ctx.file.path
+        }
+      }
       for (let i = 0; i < this.routes.length; i++) {
         const route = this.routes[i]
         const value = route.match(ctx)
@@ -650,7 +661,10 @@ export class MirrorServer implements RouteServices {
     return this.deliver(ctx, 'not_indexed', target.real)
   }
 
-  /** Realpath of root-relative `path` when it exists inside the root, else undefined. */
+  /**
+   * Realpath of root-relative `path` when it exists inside the root, else undefined; a path
+   * with a symlink on it only when the index's links lead it there (`Snapshot.links`).
+   */
   async resolveOnDisk(path: string): Promise<{real: string; directory: boolean; size: number} | undefined> {
     let real: string
     try {
@@ -659,6 +673,9 @@ export class MirrorServer implements RouteServices {
       return undefined
     }
     if (real !== this.rootReal && !real.startsWith(this.rootReal + sep)) return undefined
+    // A symlink on the path is followed only as the index recorded it (origin/links.ts): one
+    // that loops back into its own ancestry, or that the index has not seen, is not.
+    if (path && real !== `${this.rootReal}${sep}${path}` && !this.linksTo(path, real)) return undefined
     try {
       const st = await stat(real)
       if (st.isDirectory()) return {real, directory: true, size: 0}
@@ -667,6 +684,12 @@ export class MirrorServer implements RouteServices {
       /* vanished */
     }
     return undefined
+  }
+
+  /** True when the snapshot's symlinks lead from root-relative `path` to the realpath `real`. */
+  private linksTo(path: string, real: string): boolean {
+    const canonical = resolveLinks(this.options.keeper.current.links, path)
+    return canonical !== undefined && real === `${this.rootReal}${sep}${canonical}`
   }
 
   private async directory(ctx: RequestContext, real: string): Promise<void> {

@@ -10,7 +10,8 @@
  *
  * Incremental refresh: rows that the previous refresh's transaction snapshot could not see
  * (by their `txid`), plus the paths tombstoned since, as docs/change-tracking.md sets out.
- * Mirrors (a few hundred rows) are reloaded every time.
+ * Mirrors (a few hundred rows) are reloaded every time; the origin's symlinks (`file_link`, a
+ * small table) whenever it changed.
  */
 import type {Database, ReadView} from '../db/index.js'
 import type {MirrorRow} from '../db/schema.js'
@@ -18,6 +19,7 @@ import {compileMirror, MirrorTable} from '../select/mirror.js'
 import type {SelectFile, SelectMirror} from '../select/types.js'
 import {HASHES_MATCH_VERSION_SQL} from '../origin/freshness.js'
 import {compileRules, NO_RULES, RULES_SQL, type RuleSet, ruleFromJson} from '../rules/rule.js'
+import {type LinkTarget, resolveLinks} from '../origin/links.js'
 
 /** One origin file as the snapshot holds it. Size in bytes, mtime in Unix seconds (UTC). */
 export interface FileEntry extends SelectFile {
@@ -182,6 +184,20 @@ export class Snapshot {
   refreshedAt = 0
   /** File rows replaced since the full load (their old mirror slots are garbage). */
   churn = 0
+  /** The origin's symlinks (`file_link`): link path → canonical target. Replaced whole when it changes. */
+  links: ReadonlyMap<string, LinkTarget> = new Map()
+
+  /**
+   * The indexed file at `path`, or else, when links lie on `path`, the indexed file at its
+   * canonical path (origin/links.ts). Links are looked at only on a miss, so a request for an
+   * indexed path pays nothing for them.
+   */
+  lookup(path: string): FileEntry | undefined {
+    const entry = this.files.get(path)
+    if (entry !== undefined || this.links.size === 0) return entry
+    const canonical = resolveLinks(this.links, path)
+    return canonical === undefined ? undefined : this.files.get(canonical)
+  }
 }
 
 function str(value: unknown): string | null {
@@ -228,6 +244,24 @@ async function readRules(view: ReadView, mirrors: MirrorTable): Promise<RuleSet>
   )
 }
 
+/** Every row of `file_link`, as the snapshot holds them. */
+async function readLinkRows(view: ReadView): Promise<Map<string, LinkTarget>> {
+  const links = new Map<string, LinkTarget>()
+  for (const [path, target, directory] of await view.query(`SELECT path, target, directory FROM file_link`)) links.set(path as string, {target: target as string, directory: Boolean(directory)})
+  return links
+}
+
+/**
+ * The links again when `file_link` changed since the transaction snapshot `since`, else
+ * undefined. The table is small and has no tombstones: it changed when a row is newer than
+ * `since` could see, or else its row count differs from `known` (only deletions leave no
+ * newer row, and a set of old rows that differs from the old set is a smaller one).
+ */
+async function readLinksIfChanged(view: ReadView, since: string, unseen: string, known: number): Promise<Map<string, LinkTarget> | undefined> {
+  const [[count, newer]] = await view.query(`SELECT count(*)::int, coalesce(bool_or(${unseen}), false) FROM file_link`, [since])
+  return newer || Number(count) !== known ? readLinkRows(view) : undefined
+}
+
 async function currentXmin(view: ReadView): Promise<string> {
   const [[snapshot]] = await view.query(`SELECT pg_current_snapshot()::text`)
   return snapshot as string
@@ -262,6 +296,7 @@ export async function loadSnapshot(database: Database, onProgress?: (files: numb
     snapshot.xmin = await currentXmin(view)
     snapshot.mirrors = await readMirrors(view)
     snapshot.rules = await readRules(view, snapshot.mirrors)
+    snapshot.links = await readLinkRows(view)
     const [[minId, maxId, count]] = await view.query(`SELECT coalesce(min(id), 0), coalesce(max(id), 0), count(*)::int FROM file`)
     const lo = Number(minId) - 1
     const hi = Number(maxId)
@@ -304,7 +339,7 @@ function yieldToEventLoop(): Promise<void> {
  * @throws whatever the database driver throws; the snapshot is then unchanged
  */
 export async function refreshSnapshot(database: Database, snapshot: Snapshot): Promise<RefreshResult> {
-  const changes = await database.readSnapshot((view) => readChanges(view, snapshot.xmin ?? '1:1:', Math.max(50_000, snapshot.files.size / 10), snapshot.mirrorSets))
+  const changes = await database.readSnapshot((view) => readChanges(view, snapshot.xmin ?? '1:1:', Math.max(50_000, snapshot.files.size / 10), snapshot.mirrorSets, snapshot.links.size))
   if (!changes) {
     snapshot.churn = Number.POSITIVE_INFINITY // the keeper reloads in full
     return {mirrors: 0, updated: 0, deleted: 0, reload: true}
@@ -314,6 +349,7 @@ export async function refreshSnapshot(database: Database, snapshot: Snapshot): P
   result.deleted = await snapshot.files.applyChangeSet(changes.tombstones, changes.entries, () => {
     snapshot.mirrors = changes.mirrors
     snapshot.rules = changes.rules
+    if (changes.links !== undefined) snapshot.links = changes.links
     snapshot.xmin = changes.xmin
   })
   snapshot.churn += result.updated
@@ -327,6 +363,8 @@ interface Changes {
   xmin: string
   mirrors: MirrorTable
   rules: RuleSet
+  /** All links, when `file_link` changed since (else undefined: keep the snapshot's). */
+  links: Map<string, LinkTarget> | undefined
   /** Paths deleted since, to drop before applying `entries`. */
   tombstones: string[]
   /** Changed files, parsed (their mirror sets in `sets`), not yet in the snapshot. */
@@ -341,12 +379,13 @@ interface Changes {
  * before each page.
  * @returns null when more than `limit` file rows changed (the caller reloads in full instead)
  */
-async function readChanges(view: ReadView, since: string, limit: number, sets: MirrorSetPool): Promise<Changes | null> {
+async function readChanges(view: ReadView, since: string, limit: number, sets: MirrorSetPool, knownLinks: number): Promise<Changes | null> {
   // Rows invisible to the previous snapshot: committed later (>= xmax) or in flight then (xip).
   const unseen = `(txid >= pg_snapshot_xmax($1::pg_snapshot) OR txid = ANY(ARRAY(SELECT pg_snapshot_xip($1::pg_snapshot))))`
   const xmin = await currentXmin(view)
   const mirrors = await readMirrors(view)
   const rules = await readRules(view, mirrors)
+  const links = await readLinksIfChanged(view, since, unseen, knownLinks)
   const tombstones = (await view.query(`SELECT path FROM file_tombstone WHERE ${unseen}`, [since])).map(([path]) => path as string)
   // No ORDER BY/LIMIT here: that would make the planner walk the primary key instead of
   // the txid index. A large change set is left to a full reload (streamed in batches).
@@ -367,5 +406,5 @@ async function readChanges(view: ReadView, since: string, limit: number, sets: M
       lastId = Number(rows.at(-1)![0])
     }
   }
-  return {xmin, mirrors, rules, tombstones, entries}
+  return {xmin, mirrors, rules, links, tombstones, entries}
 }
