@@ -62,6 +62,8 @@ const PUBLIC_ORIGIN: Record<OriginReason, string> = {
   excluded_mime: 'files of this type are delivered by the origin',
   directory: 'a directory',
   no_mirror: 'no mirror holds this version for you at the moment',
+  not_indexed: 'this file is new on the origin and is delivered by the origin until the mirrors hold it',
+  index_stale: 'this file changed on the origin and is delivered by the origin until the mirrors hold the new version',
 }
 
 function fromCandidate(c: Candidate): MirrorListMirror {

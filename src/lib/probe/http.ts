@@ -19,6 +19,7 @@ import {isIP, type LookupFunction} from 'node:net'
 import {Agent} from 'undici'
 import type {RedirectPolicy} from './config.js'
 import {parseIp} from '../net.js'
+import {encodePath} from '../select/url.js'
 import {trimLeadingSlashes, withTrailingSlash} from '../text.js'
 
 /** Address family of one check. */
@@ -307,7 +308,8 @@ export class ProbeClient {
 
 /**
  * The URL of origin path `path` on a mirror whose base URL is `baseUrl` and which carries
- * the origin subtree `basePath` ('' = the whole tree). Path segments are percent-encoded.
+ * the origin subtree `basePath` ('' = the whole tree). Path segments are percent-encoded as
+ * redirects write them ({@link encodePath}), so the probe asks for the URL clients get.
  */
 export function mirrorFileUrl(baseUrl: string, basePath: string, path: string): string {
   let relative = trimLeadingSlashes(path)
@@ -315,11 +317,5 @@ export function mirrorFileUrl(baseUrl: string, basePath: string, path: string): 
   const prefix = bare && withTrailingSlash(bare)
   if (prefix && relative.startsWith(prefix)) relative = relative.slice(prefix.length)
   const base = withTrailingSlash(baseUrl)
-  return (
-    base +
-    relative
-      .split('/')
-      .map((segment) => encodeURIComponent(segment))
-      .join('/')
-  )
+  return base + encodePath(relative)
 }
