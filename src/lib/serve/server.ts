@@ -531,11 +531,20 @@ export class MirrorServer implements RouteServices {
     this.plain(ctx, 500, 'error', 'Internal server error.')
   }
 
-  /** {@link RouteServices.currentFile}: a stat at most `diskCheckSeconds` old decides. */
+  /**
+   * {@link RouteServices.currentFile}: a stat at most `diskCheckSeconds` old vouches for a
+   * match; a mismatch is confirmed by a stat of its own (the snapshot may have caught up with
+   * the disk since the cached stat).
+   */
   currentFile(ctx: RequestContext, file: FileEntry): FileEntry {
-    const disk = this.disk?.version(file.path, ctx.startedMs)
-    if (disk === undefined || disk === null || (disk.size === file.size && disk.mtime === file.mtime)) return file
-    return this.indexStale(ctx, file, disk)
+    const versions = this.disk
+    if (versions === undefined) return file
+    const cached = versions.version(file.path, ctx.startedMs)
+    if (cached === null || (cached.size === file.size && cached.mtime === file.mtime)) return file
+    versions.forget(file.path)
+    const disk = versions.version(file.path, ctx.startedMs)
+    if (disk === null || (disk.size === file.size && disk.mtime === file.mtime)) return file
+    return this.indexStale(ctx, file, {size: disk.size, mtime: disk.mtime})
   }
 
   /**
