@@ -34,6 +34,12 @@ function yesNo(value: boolean | null): string | null {
   return value === null ? null : value ? 'yes' : 'no'
 }
 
+/** `up`, with the state of a mirror that redirects to another host (`probe.redirects: same_origin`) said as such. */
+function upState(m: PublicMirror): string | null {
+  if (m.up === false && m.status_reason === 'redirect_offsite') return 'no (redirects off-host)'
+  return yesNo(m.up)
+}
+
 /** Columns of `mb mirror list` (TTY table and tab-separated lines). Append to extend. */
 export const MIRROR_LIST_COLUMNS: Array<Column<PublicMirror>> = [
   {header: 'name', get: (m) => m.identifier},
@@ -41,7 +47,7 @@ export const MIRROR_LIST_COLUMNS: Array<Column<PublicMirror>> = [
   {header: 'continent', get: (m) => m.continent},
   {header: 'score', get: (m) => m.score},
   {header: 'enabled', get: (m) => yesNo(m.enabled)},
-  {header: 'up', get: (m) => yesNo(m.up)},
+  {header: 'up', get: (m) => upState(m)},
   {header: 'status_reason', get: (m) => m.status_reason},
   {header: 'last_scan', get: (m) => shortTime(m.last_scan_at)},
   {header: 'scan_result', get: (m) => scanResult(m)},
@@ -80,7 +86,7 @@ export const MIRROR_SHOW_FIELDS: Array<[label: string, get: (m: PublicMirror) =>
   ['admin', (m) => m.admin],
   ['admin_email', (m) => m.admin_email],
   ['comment', (m) => m.comment],
-  ['up', (m) => yesNo(m.up)],
+  ['up', (m) => upState(m)],
   ['ipv6', (m) => (m.ipv6 === null ? 'unknown' : yesNo(m.ipv6))],
   ['status', (m) => (Object.keys(m.status).length === 0 ? null : JSON.stringify(m.status))],
   ['status_reason', (m) => m.status_reason],

@@ -6,9 +6,9 @@
  *
  * The stat is synchronous on purpose: a cached dentry answers in about a microsecond, less
  * than a round trip through libuv's thread pool, and the answer is needed before the
- * request can be answered. Entries older than `maxAgeSeconds` are swept out when the cache
- * holds `maxEntries` paths (a sweep per `maxEntries` insertions at most), so its size stays
- * about (distinct paths requested per second) × `maxAgeSeconds`.
+ * request can be answered. The cache is kept in two generations of `maxAgeSeconds` each
+ * (the older one dropped whole), so it holds about twice the distinct paths requested per
+ * `maxAgeSeconds`, and costs no sweep.
  */
 import {statSync} from 'node:fs'
 import {sep} from 'node:path'
@@ -24,18 +24,19 @@ const MISSING: FileVersion = {size: -1, mtime: -1}
 
 /** Per-path cache of `stat` results of files below one origin root. */
 export class DiskVersions {
-  private readonly seen = new Map<string, Seen>()
+  /** Stats made since `since`; the generation before it is kept one more period (`previous`). */
+  private current = new Map<string, Seen>()
+  private previous = new Map<string, Seen>()
+  private since = 0
   private readonly maxAgeMs: number
 
   /**
    * @param root          the origin root's realpath (no trailing separator)
    * @param maxAgeSeconds how long one stat vouches for a path, seconds (0: every call stats)
-   * @param maxEntries    cache size that starts a sweep of expired entries
    */
   constructor(
     private readonly root: string,
     maxAgeSeconds = 1,
-    private readonly maxEntries = 200_000,
   ) {
     this.maxAgeMs = maxAgeSeconds * 1000
   }
@@ -46,7 +47,14 @@ export class DiskVersions {
    * @param now ms since the epoch (the request's start)
    */
   version(path: string, now: number): FileVersion | null {
-    const seen = this.seen.get(path)
+    if (now - this.since >= this.maxAgeMs) {
+      // A new generation each period: what the one before last holds is too old to use, and
+      // goes without a sweep, so the cache holds about two periods' distinct paths.
+      this.previous = this.current
+      this.current = new Map()
+      this.since = now
+    }
+    const seen = this.current.get(path) ?? this.previous.get(path)
     if (seen !== undefined && now - seen.at < this.maxAgeMs) return seen.size < 0 ? null : seen
     let version = MISSING
     try {
@@ -55,21 +63,13 @@ export class DiskVersions {
     } catch {
       /* unreadable (EACCES, ENOTDIR): as missing */
     }
-    if (this.maxAgeMs > 0) {
-      if (seen === undefined && this.seen.size >= this.maxEntries) this.sweep(now)
-      this.seen.set(path, {at: now, size: version.size, mtime: version.mtime})
-    }
+    if (this.maxAgeMs > 0) this.current.set(path, {at: now, size: version.size, mtime: version.mtime})
     return version.size < 0 ? null : version
   }
 
   /** Forgets what is known of `path` (its next {@link version} stats it). */
   forget(path: string): void {
-    this.seen.delete(path)
-  }
-
-  /** Drops expired entries; everything when too few expired (a flood of distinct paths). */
-  private sweep(now: number): void {
-    for (const [path, s] of this.seen) if (now - s.at >= this.maxAgeMs) this.seen.delete(path)
-    if (this.seen.size >= this.maxEntries / 2) this.seen.clear()
+    this.current.delete(path)
+    this.previous.delete(path)
   }
 }
