@@ -534,7 +534,9 @@ export async function main(argv: string[]): Promise<void> {
     if (originFiles !== 'none') {
       const t0 = performance.now()
       const created = await createOriginTree(dbUrl(values.database), root, originFiles === 'all' ? undefined : paths.map((p) => p.slice(1)))
-      console.log(`origin tree: ${created} sparse files with the indexed size and mtime (${originFiles}) in ${((performance.now() - t0) / 1000).toFixed(1)} s; wrk requests ${pathCount} distinct paths`)
+      console.log(
+        `origin tree: ${created} sparse files with the indexed size and mtime (${originFiles}) in ${((performance.now() - t0) / 1000).toFixed(1)} s; wrk requests ${pathCount} distinct paths`,
+      )
     }
     const checkOff = join(work, 'disk-check-off.yaml')
     writeFileSync(checkOff, 'serve:\n  disk_check_seconds: 0\n')

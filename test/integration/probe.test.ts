@@ -135,13 +135,17 @@ describe(`probe (${backend})`, function () {
     const target = await serve(httpServer(staticHandler(FILES)))
     const s = await serve(httpServer((req, res) => res.writeHead(302, {location: `http://127.0.0.1:${target.port}${req.url}`}).end()))
     const m = await addMirror({http_url: `http://127.0.0.1:${s.port}/`})
-    let result = await probeOne(m.identifier)
+    let result = await probeOne(m.identifier, probeConfig({redirects: 'public'}))
     expect(result.checks[0]).to.include({ok: false, reason: 'redirect_private', http_status: 302})
     expect(target.requests).to.have.length(0)
-    result = await probeOne(m.identifier, probeConfig({redirects: 'same_origin'}))
-    expect(result.checks[0]).to.include({ok: false, reason: 'redirect_offsite'})
+    result = await probeOne(m.identifier)
+    expect(result.checks[0]).to.include({
+      ok: false,
+      reason: 'redirect_offsite',
+      detail: `redirects to another host: http://127.0.0.1:${target.port}/ (probe.redirects: same_origin takes it out of selection)`,
+    })
     result = await probeOne(m.identifier, probeConfig({redirects: 'any'}))
-    expect(result.checks[0]).to.include({ok: true, reason: 'ok', http_status: 206})
+    expect(result.checks[0]).to.include({ok: true, reason: 'ok', http_status: 206, detail: `redirected to another host: http://127.0.0.1:${target.port}/`})
     expect(target.requests).to.have.length(1)
     const status = parseStatus((await mirrorRow(m.id)).status)
     expect(status.checks['http/ipv4']).to.include({up: false, ok_count: 1, fail_count: 0})
