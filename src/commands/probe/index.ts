@@ -98,7 +98,7 @@ refused. Exit 0 when the round ran, whatever it found.
       const extra = [m.needs_rescan ? 'needs rescan' : '', m.reenabled ? 're-enabled' : '', m.skipped ?? ''].filter(Boolean).join(', ')
       if (m.checks.length === 0) return [{mirror: m.identifier, state, check: '-', status: null, ms: null, reason: m.reason, note: extra}]
       // The detail says what a reason code cannot: the other host of a redirect, the User-Agent refused.
-      const noted = (detail: string | undefined) => [detail && (detail.startsWith('HTTP ') ? '' : detail), extra].filter(Boolean).join('; ')
+      const noted = (detail: string | undefined) => [detail && /^(redirect(s|ed) to another host|with User-Agent)/.test(detail) ? detail : '', extra].filter(Boolean).join('; ')
       return m.checks.map((c) => ({mirror: m.identifier, state, check: c.key, status: c.http_status, ms: c.latency_ms, reason: c.reason, note: noted(c.detail)}))
     })
     const table = renderTable(rows, [
