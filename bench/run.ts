@@ -11,6 +11,7 @@ const BENCHES: Record<string, string> = {
   scan: './scan.ts',
   meta4: './meta4.ts',
   stats: './stats.ts',
+  'origin-check': './origin-check.ts',
 }
 
 async function run(): Promise<void> {

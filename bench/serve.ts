@@ -23,11 +23,18 @@
  * `--workers` value: the run with counting, then alternately `--no-stats` and counting again
  * (`--stats-rounds` pairs), medians compared.
  *
+ * The origin tree holds the requested files (`--origin-files requested`, the default) or
+ * every indexed file (`all`), as sparse files with the indexed size and mtime, so that the
+ * check of the disk on each redirect (`serve.disk_check_seconds`, one stat per path per
+ * second) stats real files. Its cost is measured like counting's: `--origin-check-rounds`
+ * interleaved pairs of the check off (`disk_check_seconds: 0`) and on, medians compared.
+ * `--paths` sets how many distinct paths wrk requests (the stat cache holds each for 1 s).
+ *
  * The dataset is reused when `mb_bench` already holds one of the same shape (`--fresh`
  * regenerates). Every process started is stopped by pid; the run is bounded by `--timeout`.
  */
 import {type ChildProcess, spawn, spawnSync} from 'node:child_process'
-import {existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {closeSync, existsSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, utimesSync, writeFileSync} from 'node:fs'
 import {connect, createServer} from 'node:net'
 import {cpus, tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -186,6 +193,46 @@ async function prepareDataset(name: string, files: number, mirrors: number, fres
     await client.end()
   }
   return (performance.now() - started) / 1000
+}
+
+/**
+ * Creates the origin tree under `root`: sparse files with the indexed size and mtime, for
+ * `paths` (origin-relative, no leading '/'), or for every indexed file when `paths` is
+ * undefined. Returns the number of files created.
+ */
+async function createOriginTree(url: string, root: string, paths: string[] | undefined): Promise<number> {
+  const client = new pg.Client({connectionString: url})
+  await client.connect()
+  let created = 0
+  const dirs = new Set<string>()
+  const make = (path: string, size: number, mtime: number) => {
+    const full = join(root, path)
+    const dir = full.slice(0, full.lastIndexOf('/'))
+    if (!dirs.has(dir)) {
+      mkdirSync(dir, {recursive: true})
+      dirs.add(dir)
+    }
+    const fd = openSync(full, 'w')
+    ftruncateSync(fd, size)
+    closeSync(fd)
+    utimesSync(full, mtime, mtime)
+    created++
+  }
+  try {
+    if (paths !== undefined) {
+      const rows = await client.query('SELECT path, size, mtime FROM file WHERE path = ANY($1::text[])', [paths])
+      for (const r of rows.rows) make(r.path, Number(r.size), Number(r.mtime))
+      return created
+    }
+    for (let lastId = 0; ; ) {
+      const rows = await client.query('SELECT id, path, size, mtime FROM file WHERE id > $1 ORDER BY id LIMIT 20000', [lastId])
+      for (const r of rows.rows) make(r.path, Number(r.size), Number(r.mtime))
+      if (rows.rows.length < 20000) return created
+      lastId = rows.rows.at(-1).id
+    }
+  } finally {
+    await client.end()
+  }
 }
 
 /** Random public-ish IPv4 addresses (GeoIP resolves most of them to a country). */
@@ -447,6 +494,9 @@ export async function main(argv: string[]): Promise<void> {
       'serve-arg': {type: 'string', multiple: true, default: []},
       'stats-rounds': {type: 'string', default: '3'},
       rounds: {type: 'string', default: '1'},
+      paths: {type: 'string', default: '5000'},
+      'origin-files': {type: 'string', default: 'requested'},
+      'origin-check-rounds': {type: 'string', default: '2'},
     },
   })
   const files = Number(values.files)
@@ -472,11 +522,26 @@ export async function main(argv: string[]): Promise<void> {
 
     const random = rng(7)
     const paths: string[] = []
-    for (let i = 0; i < 5000; i++) paths.push(`/${filePath(Math.floor(random() * files))}`)
+    const pathCount = Number(values.paths)
+    if (!(Number.isInteger(pathCount) && pathCount >= 1)) throw new Error('--paths takes a whole number >= 1')
+    for (let i = 0; i < pathCount; i++) paths.push(`/${filePath(Math.floor(random() * files))}`)
     const script = join(work, 'requests.lua')
     writeFileSync(script, luaScript(paths, clientAddresses(5000)))
     const root = join(work, 'root')
     spawnSync('mkdir', ['-p', root])
+    const originFiles = values['origin-files']!
+    if (!['requested', 'all', 'none'].includes(originFiles)) throw new Error('--origin-files takes requested, all or none')
+    if (originFiles !== 'none') {
+      const t0 = performance.now()
+      const created = await createOriginTree(dbUrl(values.database), root, originFiles === 'all' ? undefined : paths.map((p) => p.slice(1)))
+      console.log(
+        `origin tree: ${created} sparse files with the indexed size and mtime (${originFiles}) in ${((performance.now() - t0) / 1000).toFixed(1)} s; wrk requests ${pathCount} distinct paths`,
+      )
+    }
+    const checkOff = join(work, 'disk-check-off.yaml')
+    writeFileSync(checkOff, 'serve:\n  disk_check_seconds: 0\n')
+    const checkRounds = Number(values['origin-check-rounds'])
+    if (!(Number.isInteger(checkRounds) && checkRounds >= 0)) throw new Error('--origin-check-rounds takes a whole number (0 skips the comparison)')
 
     const ceilingFile = join(work, 'ceiling.cjs')
     writeFileSync(ceilingFile, CEILING_SERVER)
@@ -637,6 +702,27 @@ export async function main(argv: string[]): Promise<void> {
           '  (uniformly random paths and clients: most requests in a flush interval bring a new day x path x mirror x country key, near the worst case; PostgreSQL upserts them on the same 2 cores)',
         )
         summary.push(`${processes}: counting costs <= 10% of throughput ${drop <= 10 ? 'met' : 'MISSED'} (${drop.toFixed(1)}%)`)
+      }
+
+      // What checking the disk on each redirect costs (a stat per path at most once a second):
+      // alternating runs with the check off and on, medians of each side, CPU per redirect too.
+      if (checkRounds > 0 && workers === workerCounts[0]) {
+        const on: Array<Awaited<ReturnType<typeof measureServe>>> = []
+        const off: Array<Awaited<ReturnType<typeof measureServe>>> = []
+        for (let r = 0; r < checkRounds; r++) {
+          off.push(await measureServe(workers, ['--config', checkOff], false))
+          on.push(await measureServe(workers, [], false))
+        }
+        const rpsOn = median(on.map((m) => m.result.rps))
+        const rpsOff = median(off.map((m) => m.result.rps))
+        const drop = (1 - rpsOn / rpsOff) * 100
+        const cpuOn = median(on.map((m) => m.cpuUs))
+        const cpuOff = median(off.map((m) => m.cpuUs))
+        const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
+        console.log(
+          `origin check (${processes}, ${pathCount} paths, origin files: ${originFiles}): off ${off.map((m) => m.result.rps.toFixed(0)).join(', ')} req/s, on ${on.map((m) => m.result.rps.toFixed(0)).join(', ')} req/s (interleaved off/on); median cost ${drop.toFixed(1)}% of throughput, CPU ${cpuOff.toFixed(1)} -> ${cpuOn.toFixed(1)} us/redirect (medians); load average ${load}`,
+        )
+        summary.push(`${processes}: the origin check costs <= 5% of throughput ${drop <= 5 ? 'met' : 'MISSED'} (${drop.toFixed(1)}%, median of ${checkRounds} pairs)`)
       }
     }
     console.log('\ntargets:')

@@ -2,7 +2,8 @@
  * aria2c (Debian's aria2) downloads a 16 MiB file through `mb serve` from two real nginx
  * mirrors on loopback, one of which has one piece corrupted on disk: first from the .meta4
  * (piece hashes let aria2c re-fetch the bad piece), then by following the plain 302 with its
- * Link rel=duplicate / Digest headers (a wrong Digest must make aria2c fail).
+ * Link rel=duplicate / Digest headers (a wrong Digest must make aria2c fail); last, after the
+ * origin file changes without `mb index`, the .meta4 leads aria2c to the new bytes.
  */
 import {spawn} from 'node:child_process'
 import {createHash, randomBytes} from 'node:crypto'
@@ -180,5 +181,20 @@ describe(`aria2c through mb serve (${backend})`, function () {
     expect(bad.code, bad.log.slice(-2000)).to.not.equal(0)
     expect(bad.log).to.match(/Checksum validation failed\. expected=f{64}/)
     expect(bad.log).to.include('Checksum error detected')
+  })
+
+  it('after the origin file changes (no `mb index`), `aria2c URL.meta4` ends with the new bytes', async () => {
+    // The mirrors keep the old copy; the origin gets new content of another size.
+    const changed = randomBytes(SIZE + 4096)
+    writeFileSync(join(root, 'pub', 'big.bin'), changed)
+    await sleep(1100) // serve.disk_check_seconds: one stat vouches for at most 1 s
+    rmSync(join(out, 'big.bin'), {force: true})
+    const {code, log} = await aria2c([...COMMON, '--dir', out, '--split=4', '--max-connection-per-server=2', '--min-split-size=1M', '--follow-metalink=mem', `${serve.url}/pub/big.bin.meta4`])
+    expect(code, log.slice(-3000)).to.equal(0)
+    const got = readFileSync(join(out, 'big.bin'))
+    expect(got.length).to.equal(SIZE + 4096)
+    expect(createHash('sha256').update(got).digest('hex')).to.equal(createHash('sha256').update(changed).digest('hex'))
+    // No range came from the mirrors' old copies.
+    for (const m of mirrors) expect(log).to.not.match(new RegExp(`Host: 127\\.0\\.0\\.1:${m.port}\\r?\\n`))
   })
 })

@@ -135,13 +135,17 @@ describe(`probe (${backend})`, function () {
     const target = await serve(httpServer(staticHandler(FILES)))
     const s = await serve(httpServer((req, res) => res.writeHead(302, {location: `http://127.0.0.1:${target.port}${req.url}`}).end()))
     const m = await addMirror({http_url: `http://127.0.0.1:${s.port}/`})
-    let result = await probeOne(m.identifier)
+    let result = await probeOne(m.identifier, probeConfig({redirects: 'public'}))
     expect(result.checks[0]).to.include({ok: false, reason: 'redirect_private', http_status: 302})
     expect(target.requests).to.have.length(0)
-    result = await probeOne(m.identifier, probeConfig({redirects: 'same_origin'}))
-    expect(result.checks[0]).to.include({ok: false, reason: 'redirect_offsite'})
+    result = await probeOne(m.identifier)
+    expect(result.checks[0]).to.include({
+      ok: false,
+      reason: 'redirect_offsite',
+      detail: `redirects to another host: http://127.0.0.1:${target.port}/pub/small.txt (probe.redirects: same_origin takes it out of selection)`,
+    })
     result = await probeOne(m.identifier, probeConfig({redirects: 'any'}))
-    expect(result.checks[0]).to.include({ok: true, reason: 'ok', http_status: 206})
+    expect(result.checks[0]).to.include({ok: true, reason: 'ok', http_status: 206, detail: `redirected to another host: http://127.0.0.1:${target.port}/pub/small.txt`})
     expect(target.requests).to.have.length(1)
     const status = parseStatus((await mirrorRow(m.id)).status)
     expect(status.checks['http/ipv4']).to.include({up: false, ok_count: 1, fail_count: 0})
@@ -154,7 +158,7 @@ describe(`probe (${backend})`, function () {
       throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), {code: 'ENOTFOUND'})
     }
     const m = await addMirror({http_url: `http://127.0.0.1:${s.port}/`})
-    const result = await probeOne(m.identifier, probeConfig(), {resolver})
+    const result = await probeOne(m.identifier, probeConfig({redirects: 'public'}), {resolver})
     expect(result.checks[0]).to.include({ok: false, reason: 'redirect_private', http_status: 302})
     expect(result.checks[0].detail).to.contain('10.11.12.13')
     const nodns = await addMirror({http_url: 'http://no-such-host.test/'})

@@ -8,7 +8,7 @@
  * ASCII in every header mb builds (`Location`, `Link`, `X-MB-Mirror`, `Content-Disposition`).
  */
 import {expect} from 'chai'
-import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {connect} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -71,7 +71,7 @@ describe(`mb serve: hostile methods and header values (${backend})`, function ()
       await db.db.insertInto('mirror').values({id: 1, identifier: BAD_MIRROR, http_url: 'http://m.example/'}).execute()
       await db.db
         .insertInto('file')
-        .values({path: NAME, size: 5000, mtime: 0, mirrors: [1]})
+        .values({path: NAME, size: 5000, mtime: Math.floor(statSync(join(root, NAME)).mtimeMs / 1000), mirrors: [1]})
         .execute()
     } finally {
       await db.close()

@@ -5,7 +5,7 @@
  */
 import {expect} from 'chai'
 import {spawnSync} from 'node:child_process'
-import {chownSync, existsSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {chownSync, existsSync, mkdtempSync, rmSync, utimesSync, writeFileSync} from 'node:fs'
 import {createServer} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -79,6 +79,8 @@ if (backend === 'postgres') {
       const root = join(dir, 'root')
       spawnSync('mkdir', ['-p', root])
       writeFileSync(join(root, 'big.iso'), Buffer.alloc(10_000))
+      // The index row says mtime 0: so does the disk (a differing file would be served by the origin).
+      utimesSync(join(root, 'big.iso'), 0, 0)
       serve = await startServe(['--root', root, '--geoip', GEOIP, '--trusted-proxy', '127.0.0.1/32'], {MB_DATABASE_URL: url, MB_DATA_DIR: undefined})
     })
 

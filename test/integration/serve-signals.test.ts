@@ -9,7 +9,7 @@
  *   for an upgrade. Not one request fails meanwhile, and afterwards every answer carries
  *   `Server: mb/<new version>`.
  */
-import {copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
+import {copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import http from 'node:http'
 import {dirname, join} from 'node:path'
@@ -78,6 +78,8 @@ describe(`mb serve signals (${backend})`, function () {
     mkdirSync(root)
     writeFileSync(join(root, 'a.iso'), Buffer.alloc(8000, 1))
     writeFileSync(join(root, 'big.bin'), Buffer.alloc(BIG, 2))
+    // The index row says mtime 0: so does the disk (a differing file would be served by the origin).
+    for (const f of ['a.iso', 'big.bin']) utimesSync(join(root, f), 0, 0)
     const database = await tdb.open()
     try {
       await database.db.insertInto('mirror').values({id: 1, identifier: 'us.example', http_url: 'http://us.example/', country: 'US', continent: 'NA'}).execute()

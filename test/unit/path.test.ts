@@ -15,6 +15,16 @@ describe('request path safety', () => {
     ['/x#frag', 'x', false, ''],
     ['http://example.org/p/q?r', 'p/q', false, 'r'],
     ['/%252e%252e/x', '%2e%2e/x', false, ''], // decoded once only: a literal "%2e%2e" segment
+    // Dot segments are removed as RFC 3986 §5.2.4 does, while the result stays in the root.
+    ['/./big.iso', 'big.iso', false, ''],
+    ['/dir/../big.iso', 'big.iso', false, ''],
+    ['/a/./b/../c/./d.iso?meta4', 'a/c/d.iso', false, 'meta4'],
+    ['/a/b/..', 'a', true, ''],
+    ['/a/.', 'a', true, ''],
+    ['/a/..', '', true, ''],
+    ['/pub/%2E%2E%2Fsecret', 'secret', false, ''],
+    ['/pub/%2e%2e/x', 'x', false, ''],
+    ['/..x/.y', '..x/.y', false, ''],
   ]
   for (const [target, path, slash, query] of ok) {
     it(`accepts ${JSON.stringify(target)}`, () => {
@@ -26,9 +36,12 @@ describe('request path safety', () => {
     ['/../etc/passwd', 400],
     ['/pub/../../etc/passwd', 400],
     ['/pub/%2e%2e/%2e%2e/etc/passwd', 400],
-    ['/pub/%2E%2E%2Fsecret', 400],
     ['/pub/..%2f..%2fetc', 400],
-    ['/./x', 400],
+    ['/..', 400],
+    ['/a/../..', 400],
+    ['/a/../../b', 400],
+    ['/%2e%2e/etc/passwd', 400],
+    ['/./../x', 400],
     ['/a%00b', 400],
     ['/a\0b', 400],
     ['/a%5C..%5Cb', 400],

@@ -129,7 +129,7 @@ describe('probe: classification', () => {
   })
 
   it('has the documented config defaults', () => {
-    expect(ProbeConfigSchema.parse({})).to.include({fail_threshold: 2, ok_threshold: 2, rescan_after_seconds: 86400, insecure_tls: false, redirects: 'public', history: 100, jobs: 8})
+    expect(ProbeConfigSchema.parse({})).to.include({fail_threshold: 2, ok_threshold: 2, rescan_after_seconds: 86400, insecure_tls: false, redirects: 'same_origin', history: 100, jobs: 8})
     expect(() => ProbeConfigSchema.parse({redirects: 'sometimes'})).to.throw()
   })
 })

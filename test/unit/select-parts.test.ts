@@ -3,6 +3,7 @@ import picomatch from 'picomatch'
 import {loadConfig} from '../../src/lib/config/index.js'
 import type {MirrorRow} from '../../src/lib/db/schema.js'
 import {compileMirror, compileMirrors, compileSelectOptions, encodePath, MirrorTable, mirrorUrl} from '../../src/lib/select/index.js'
+import {relativeReference} from '../../src/lib/select/url.js'
 import {globToLike} from '../../src/lib/lookup/files.js'
 import {DEFAULT_ORIGIN_ONLY} from '../../src/lib/select/config.js'
 import {ELIGIBILITY_RULES} from '../../src/lib/select/rules.js'
@@ -90,15 +91,18 @@ describe('select: compileMirror', () => {
 
 describe('select: mirror URLs', () => {
   const m = compileMirror(base)
-  it('encodes every path segment (RFC 3986), keeping /', () => {
+  it('encodes every path segment (RFC 3986), keeping / and every pchar of §3.3 literal', () => {
     const cases: Array<[string, string]> = [
       ['distribution/a b.iso', 'a%20b.iso'],
       ['distribution/x#1?.iso', 'x%231%3F.iso'],
       ['distribution/100%.iso', '100%25.iso'],
-      ['distribution/c++/g+.tar.gz', 'c%2B%2B/g%2B.tar.gz'],
-      ['distribution/a:b/c;d=e&f.iso', 'a%3Ab/c%3Bd%3De%26f.iso'],
+      ['distribution/c++/g+.tar.gz', 'c++/g+.tar.gz'],
+      ['distribution/a:b/c;d=e&f.iso', 'a:b/c;d=e&f.iso'],
+      ['distribution/openSUSE:Backports:SLE-15/x@y,z$1.rpm', 'openSUSE:Backports:SLE-15/x@y,z$1.rpm'],
+      ['distribution/a[1]{2}|^`"<>\\.iso', 'a%5B1%5D%7B2%7D%7C%5E%60%22%3C%3E%5C.iso'],
+      ['distribution/café: 1+1=2.iso', 'caf%C3%A9:%201+1=2.iso'],
       ['distribution/ünïcödé/日本.iso', '%C3%BCn%C3%AFc%C3%B6d%C3%A9/%E6%97%A5%E6%9C%AC.iso'],
-      ["distribution/it's (1)!*.iso", 'it%27s%20%281%29%21%2A.iso'],
+      ["distribution/it's (1)!*.iso", "it's%20(1)!*.iso"],
       ['distribution/plain-Name_1.0~rc.iso', 'plain-Name_1.0~rc.iso'],
       ['distribution/sub/dir/', 'sub/dir/'],
     ]
@@ -120,6 +124,11 @@ describe('select: mirror URLs', () => {
     expect(() => mirrorUrl(m, 'other/x.iso', false)).to.throw('outside the subtree distribution/')
     const none = compileMirror({...base, http_url: null, https_url: null} as unknown as MirrorRow)
     expect(() => mirrorUrl(none, 'distribution/x', false)).to.throw('has no HTTP or HTTPS URL')
+  })
+  it('relativeReference keeps a first segment with : from reading as a scheme (RFC 3986 §4.2)', () => {
+    expect(relativeReference('a:b.iso')).to.equal('./a:b.iso')
+    expect(relativeReference('dir/a:b.iso')).to.equal('dir/a:b.iso')
+    expect(relativeReference('a b.iso')).to.equal('a%20b.iso')
   })
   it('encodePath replaces lone surrogates instead of throwing', () => {
     expect(encodePath('a/\uD800b')).to.equal('a/%EF%BF%BDb')

@@ -793,8 +793,8 @@ describe('select(): URLs', () => {
     const path = 'dir with space/a#b?c%d+e:f/ünï.iso'
     const http = select(GB, file([1, 2], {path}), ms, options)
     expect(Object.fromEntries(http.ranked.map((c) => [c.mirror.identifier, c.url]))).to.deep.equal({
-      m1: 'http://a.example/pub/dir%20with%20space/a%23b%3Fc%25d%2Be%3Af/%C3%BCn%C3%AF.iso',
-      m2: 'https://b.example/m/dir%20with%20space/a%23b%3Fc%25d%2Be%3Af/%C3%BCn%C3%AF.iso',
+      m1: 'http://a.example/pub/dir%20with%20space/a%23b%3Fc%25d+e:f/%C3%BCn%C3%AF.iso',
+      m2: 'https://b.example/m/dir%20with%20space/a%23b%3Fc%25d+e:f/%C3%BCn%C3%AF.iso',
     })
     const https = select({...GB, https: true}, file([1, 2], {path}), ms, options)
     expect(https.ranked.map((c) => c.url).every((u) => u.startsWith('https://'))).to.equal(true)

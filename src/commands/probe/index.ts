@@ -15,8 +15,11 @@ probe.fail_threshold consecutive failures and comes back after probe.ok_threshol
 (a protocol/family probed for the first time takes its first answer). A mirror that was down
 longer than probe.rescan_after_seconds needs a fresh scan before it gets redirects again.
 Down mirrors get no redirects. With no names, every enabled mirror is probed. Redirects are
-followed within the mirror's own host; elsewhere by probe.redirects (same_origin, public:
-not to private/loopback addresses, any). Exit 0 when the round ran, whatever it found.
+followed within the mirror's own host; to other hosts by probe.redirects: same_origin (the
+default: the check ends as redirect_offsite and the mirror is out of selection), public
+(followed, not to private/loopback addresses; the note names the other host) or any. With
+probe.user_agents, each check is also made with those User-Agents and fails when one is
+refused. Exit 0 when the round ran, whatever it found.
 
 --format nagios prints one Nagios/Icinga plugin line and exits 0 OK, 1 WARNING, 2 CRITICAL,
 3 UNKNOWN, by the share of probed mirrors that are down (--warning / --critical, percent).`
@@ -94,7 +97,9 @@ not to private/loopback addresses, any). Exit 0 when the round ran, whatever it 
       const state = m.skipped ? 'skipped' : m.was_up === m.up ? (m.up ? 'up' : 'down') : m.up ? 'down->up' : 'up->down'
       const extra = [m.needs_rescan ? 'needs rescan' : '', m.reenabled ? 're-enabled' : '', m.skipped ?? ''].filter(Boolean).join(', ')
       if (m.checks.length === 0) return [{mirror: m.identifier, state, check: '-', status: null, ms: null, reason: m.reason, note: extra}]
-      return m.checks.map((c) => ({mirror: m.identifier, state, check: c.key, status: c.http_status, ms: c.latency_ms, reason: c.reason, note: extra}))
+      // The detail says what a reason code cannot: the other host of a redirect, the User-Agent refused.
+      const noted = (detail: string | undefined) => [detail && /^(redirect(s|ed) to another host|with User-Agent)/.test(detail) ? detail : '', extra].filter(Boolean).join('; ')
+      return m.checks.map((c) => ({mirror: m.identifier, state, check: c.key, status: c.http_status, ms: c.latency_ms, reason: c.reason, note: noted(c.detail)}))
     })
     const table = renderTable(rows, [
       {header: 'mirror', get: (r) => r.mirror},

@@ -13,6 +13,7 @@
  * Every answer is per client: `Cache-Control: private, no-store` (RFC 9111 §5.2.2).
  */
 import type {IncomingMessage, ServerResponse} from 'node:http'
+import Negotiator from 'negotiator'
 import type {ClientInfo, Exclusion, Selection} from '../select/types.js'
 import type {MetalinkDocument} from './document.js'
 import {type HashKind, hashFileBody} from './headers.js'
@@ -37,18 +38,30 @@ export interface Sent {
   bytesSent: number
 }
 
-/** True when an `Accept` header asks for Metalink 4 (`application/metalink4+xml`). */
-export function acceptsMeta4(accept: string | undefined): boolean {
-  return accept?.includes(META4_MEDIA_TYPE) === true
+/** What a file URL offers besides its metalink, first: it wins a tie (a bare wildcard range). */
+const FILE_OFFERS = ['application/octet-stream', META4_MEDIA_TYPE]
+const LIST_OFFERS = ['text/html', 'application/json']
+
+/** The media type of `offers` an `Accept` header prefers (RFC 9110 §12.5.1, q-values honoured, `negotiator`), or undefined. */
+function preferred(accept: string, offers: string[]): string | undefined {
+  return new Negotiator({headers: {accept}}).mediaType(offers)
 }
 
-/** True when an `Accept` header prefers JSON (`application/json` listed before any HTML). */
+/**
+ * True when an `Accept` header prefers Metalink 4 (`application/metalink4+xml`) to the file
+ * itself (RFC 9110 §12.5.1): aria2c's `Accept` (the wildcard range plus the metalink types
+ * at q=1) does; the wildcard range alone, or the type with `q=0` (refused), does not. A header
+ * that does not name the type at all is not parsed (the redirect's hot path).
+ */
+export function acceptsMeta4(accept: string | undefined): boolean {
+  if (accept === undefined || !/metalink4/i.test(accept)) return false
+  return preferred(accept, FILE_OFFERS) === META4_MEDIA_TYPE
+}
+
+/** True when an `Accept` header prefers JSON to HTML (RFC 9110 §12.5.1; ties go to the type listed first). */
 export function acceptsJson(accept: string | undefined): boolean {
-  if (!accept) return false
-  const json = accept.indexOf('application/json')
-  if (json < 0) return false
-  const html = accept.indexOf('text/html')
-  return html < 0 || json < html
+  if (!accept || !/json/i.test(accept)) return false
+  return preferred(accept, LIST_OFFERS) === 'application/json'
 }
 
 /**

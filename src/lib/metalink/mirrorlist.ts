@@ -65,6 +65,8 @@ const PUBLIC_ORIGIN: Record<OriginReason, string> = {
   directory: 'a directory',
   no_mirror: 'no mirror holds this version for you at the moment',
   rule: 'for your location this file is delivered by the origin',
+  not_indexed: 'this file is new on the origin and is delivered by the origin until the mirrors hold it',
+  index_stale: 'this file changed on the origin and is delivered by the origin until the mirrors hold the new version',
 }
 
 /** The public words for why the origin serves the file: an IPv6 client whose mirrors lack IPv6 is told so. */

@@ -7,11 +7,15 @@
  * {@link RouteServices} they are created with.
  *
  * Routes, for an indexed file PATH:
- *   `PATH.meta4`, `PATH?meta4`, `PATH` with `Accept: application/metalink4+xml` → Metalink 4;
- *   `PATH.metalink` → Metalink 3; `PATH.sha256|.sha1|.md5` → hash file;
+ *   `PATH.meta4`, `PATH?meta4`, `PATH` with an `Accept` that prefers
+ *   `application/metalink4+xml` (q-values honoured, RFC 9110 §12.5.1) → Metalink 4;
+ *   `PATH.metalink`, `PATH?metalink` → Metalink 3; `PATH.sha256|.sha1|.md5` → hash file;
  *   `PATH.mirrorlist`, `PATH?mirrorlist` → mirror list (HTML, or JSON on request).
  * A file on disk named like the representation (`X.meta4`, `X.sha256`, …) always wins: it
- * is delivered as itself, indexed or not.
+ * is delivered as itself, indexed or not. A file on disk that is not indexed (yet) gets the
+ * same representations, with the origin as its only source (reason `not_indexed`); one that
+ * changed since it was indexed is described as the disk has it
+ * ({@link RouteServices.currentFile}).
  *
  * Freshness: the snapshot holds md5/sha1/sha256 only while the row's hashed size/mtime match
  * its size/mtime; on top of that the file on disk must still have that size and mtime
@@ -27,6 +31,7 @@ import {readStoredHashes, type StoredHashes} from '../origin/hash.js'
 import type {RedirectHeaderProvider, RequestContext, Route, RouteServices} from '../serve/server.js'
 import {isPlainHost, withTrailingSlash} from '../text.js'
 import type {FileEntry} from '../serve/snapshot.js'
+import type {Selection} from '../select/types.js'
 import {hasQueryFlag} from '../serve/path.js'
 import {buildDocument, DEFAULT_MAX_URLS, originUrlFor} from './document.js'
 import {SignatureTexts, signatureLink, signatureOf} from './signature.js'
@@ -50,10 +55,13 @@ export interface MetalinkRouteOptions {
 
 type Kind = 'meta4' | 'metalink' | 'mirrorlist' | HashKind
 
-/** What the metalink route answers: which representation, of which indexed file. */
+/** What the metalink route answers: which representation, of which file. */
 export interface MetalinkTarget {
   kind: Kind
-  file: FileEntry
+  /** The indexed file; undefined for a path that is not indexed (maybe a file on disk). */
+  file: FileEntry | undefined
+  /** Origin-relative path of the file described. */
+  path: string
 }
 
 const SUFFIXES: Array<[string, Kind]> = [
@@ -68,26 +76,33 @@ const SUFFIXES: Array<[string, Kind]> = [
 /** Which representation a request asks for, and of which indexed file; undefined if none. */
 function metalinkTarget(ctx: Pick<RequestContext, 'path' | 'slash' | 'query' | 'file' | 'snapshot' | 'req'>): MetalinkTarget | undefined {
   if (ctx.slash) return undefined
-  if (ctx.file) {
-    if (ctx.query.length > 0) {
-      if (hasQueryFlag(ctx.query, 'meta4')) return {kind: 'meta4', file: ctx.file}
-      if (hasQueryFlag(ctx.query, 'mirrorlist')) return {kind: 'mirrorlist', file: ctx.file}
-      if (hasQueryFlag(ctx.query, 'metalink')) return {kind: 'metalink', file: ctx.file}
-    }
-    if (acceptsMeta4(ctx.req.headers.accept)) return {kind: 'meta4', file: ctx.file}
-    return undefined
-  }
   const path = ctx.path
+  if (ctx.query.length > 0) {
+    if (hasQueryFlag(ctx.query, 'meta4')) return {kind: 'meta4', file: ctx.file, path}
+    if (hasQueryFlag(ctx.query, 'mirrorlist')) return {kind: 'mirrorlist', file: ctx.file, path}
+    if (hasQueryFlag(ctx.query, 'metalink')) return {kind: 'metalink', file: ctx.file, path}
+  }
+  if (ctx.file) return acceptsMeta4(ctx.req.headers.accept) ? {kind: 'meta4', file: ctx.file, path} : undefined
   const dot = path.lastIndexOf('.')
-  if (dot <= 0) return undefined
-  for (const [suffix, kind] of SUFFIXES) {
-    if (path.length - dot === suffix.length && path.endsWith(suffix)) {
-      const file = ctx.snapshot.lookup(path.slice(0, dot))
-      return file ? {kind, file} : undefined
+  if (dot > 0) {
+    for (const [suffix, kind] of SUFFIXES) {
+      if (path.length - dot === suffix.length && path.endsWith(suffix)) {
+        const described = path.slice(0, dot)
+        return {kind, file: ctx.snapshot.lookup(described), path: described}
+      }
     }
   }
-  return undefined
+  // Not indexed: a Metalink 4 by Accept only for a file on disk (handle() looks).
+  return acceptsMeta4(ctx.req.headers.accept) ? {kind: 'meta4', file: undefined, path} : undefined
 }
+
+/** The selection of a file the index does not know: the origin serves it. */
+const NOT_INDEXED: Selection = {realm: null, ranked: [], excluded: [], origin: {reason: 'not_indexed', detail: 'the file is on the origin but not in the index yet'}}
+
+/** The selection of a file that changed on disk since it was indexed: the origin serves it. */
+const INDEX_STALE: Selection = {realm: null, ranked: [], excluded: [], origin: {reason: 'index_stale', detail: 'the file changed on the origin since it was indexed'}}
+
+const NO_MIRRORS = new Int16Array(0)
 
 /** A small LRU of piece-hash rows keyed by path, valid for one file version. */
 class HashCache {
@@ -196,18 +211,36 @@ export class MetalinkRoutes {
     }
   }
 
+  /**
+   * The file a not-indexed target describes, from the disk: an origin-only entry when
+   * `target.path` is a regular file inside the root, else undefined (after answering: the
+   * default handling for a directory or the request's own file, 404 otherwise).
+   */
+  private async unindexed(ctx: RequestContext, target: MetalinkTarget): Promise<FileEntry | undefined> {
+    const server = this.server
+    const described = await server.resolveOnDisk(target.path)
+    if (described === undefined || described.directory) {
+      await server.serveDefault(ctx)
+      return undefined
+    }
+    const st = statSync(described.real)
+    return {path: target.path, size: st.size, mtime: mtimeSeconds(st), mirrors: NO_MIRRORS, md5: null, sha1: null, sha256: null}
+  }
+
   private async handle(ctx: RequestContext, target: MetalinkTarget): Promise<void> {
     const server = this.server
     // A real file with the representation's name wins (only reached when it is not indexed).
     // A synchronous stat (no thread-pool round trip) rules the common case out cheaply.
-    if (!ctx.file && statSync(server.root + sep + ctx.path, {throwIfNoEntry: false}) !== undefined) {
+    if (!ctx.file && target.path !== ctx.path && statSync(server.root + sep + ctx.path, {throwIfNoEntry: false}) !== undefined) {
       const own = await server.resolveOnDisk(ctx.path)
       if (own && !own.directory) return server.deliver(ctx, 'not_indexed', own.real)
     }
+    const current = target.file ? server.currentFile(ctx, target.file) : await this.unindexed(ctx, target)
+    if (current === undefined) return
     const client = server.clientInfo(ctx)
     if (client === undefined) return server.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
-    const file = target.kind === 'mirrorlist' ? await this.withStaleCopies(target.file) : target.file
-    const selection = server.selectMirrors(ctx, client, file, target.kind === 'mirrorlist')
+    const file = target.kind === 'mirrorlist' && current === target.file ? await this.withStaleCopies(current) : current
+    const selection = !target.file ? NOT_INDEXED : current !== target.file ? INDEX_STALE : server.selectMirrors(ctx, client, file, target.kind === 'mirrorlist')
     let stored = await this.storedHashes(file)
     if (stored) {
       let st: {size: number; mtimeMs: number} | undefined

@@ -42,6 +42,12 @@ function suspect(m: PublicMirror): string {
   return `yes, since ${shortTime(m.scan_refused_at)}: the last scan was refused by the safety check, so no client is sent here (scan_refused) until a good \`mb scan ${m.identifier}\` or \`mb mirror edit ${m.identifier} --trust-scan\``
 }
 
+/** `up`, with the state of a mirror that redirects to another host (`probe.redirects: same_origin`) said as such. */
+function upState(m: PublicMirror): string | null {
+  if (m.up === false && m.status_reason === 'redirect_offsite') return 'no (redirects off-host)'
+  return yesNo(m.up)
+}
+
 /** Columns of `mb mirror list` (TTY table and tab-separated lines). Append to extend. */
 export const MIRROR_LIST_COLUMNS: Array<Column<PublicMirror>> = [
   {header: 'name', get: (m) => m.identifier},
@@ -49,7 +55,7 @@ export const MIRROR_LIST_COLUMNS: Array<Column<PublicMirror>> = [
   {header: 'continent', get: (m) => m.continent},
   {header: 'score', get: (m) => m.score},
   {header: 'enabled', get: (m) => yesNo(m.enabled)},
-  {header: 'up', get: (m) => yesNo(m.up)},
+  {header: 'up', get: (m) => upState(m)},
   {header: 'status_reason', get: (m) => m.status_reason},
   {header: 'last_scan', get: (m) => shortTime(m.last_scan_at)},
   {header: 'scan_result', get: (m) => scanResult(m)},
@@ -88,7 +94,7 @@ export const MIRROR_SHOW_FIELDS: Array<[label: string, get: (m: PublicMirror) =>
   ['admin', (m) => m.admin],
   ['admin_email', (m) => m.admin_email],
   ['comment', (m) => m.comment],
-  ['up', (m) => yesNo(m.up)],
+  ['up', (m) => upState(m)],
   ['ipv6', (m) => (m.ipv6 === null ? 'unknown' : yesNo(m.ipv6))],
   ['status', (m) => (Object.keys(m.status).length === 0 ? null : JSON.stringify(m.status))],
   ['status_reason', (m) => m.status_reason],

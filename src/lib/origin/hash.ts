@@ -348,7 +348,7 @@ function dueCondition(pieceHash: PieceHash, options: Pick<HashIndexOptions, 'for
 }
 
 /** Writes one batch of hashes, with the size and mtime of the bytes read, in one transaction. */
-async function storeHashes(db: Database['db'], rows: Array<{id: number; h: FileHashes}>): Promise<void> {
+export async function storeHashes(db: Database['db'], rows: Array<{id: number; h: FileHashes}>): Promise<void> {
   await db.transaction().execute(async (trx) => {
     for (const {id, h} of rows) {
       await trx

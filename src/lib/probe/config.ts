@@ -11,20 +11,25 @@
  *   ok_threshold: 2              # consecutive successes before it comes back up
  *   rescan_after_seconds: 86400  # down longer than this: needs a fresh scan once back
  *   insecure_tls: false          # accept self-signed/invalid HTTPS certificates
- *   redirects: public            # same_origin | public | any (see below)
+ *   redirects: same_origin       # same_origin | public | any (see below)
  *   max_redirects: 5
  *   history: 100                 # probe results kept per mirror
  *   jobs: 8                      # mirrors probed in parallel
  *   user_agent: mb-probe/0.1
+ *   user_agents: [Wget/1.21.4, curl/8.5.0]   # also checked: a mirror must answer every one
  *   warning: 10                  # Nagios WARNING at this share (%) of mirrors down
  *   critical: 30                 # Nagios CRITICAL at this share (%) of mirrors down
  * ```
  *
  * Redirect policy (`redirects`): a redirect within the mirror's own scheme, host and port is
  * always followed (up to `max_redirects`; a repeated URL is `redirect_loop`).
- * - `same_origin`: any redirect to another host or port fails as `redirect_offsite`;
- * - `public` (default): other hosts are followed unless they are, or resolve to, a private,
- *   loopback, link-local or otherwise non-global address (`redirect_private`);
+ * - `same_origin` (default): a redirect to another host or port ends the check as
+ *   `redirect_offsite`, a state of its own (`mb mirror list` shows `no (redirects off-host)`):
+ *   the mirror is taken out of selection, since each client would take an extra hop to a
+ *   host nobody registered;
+ * - `public`: other hosts are followed unless they are, or resolve to, a private,
+ *   loopback, link-local or otherwise non-global address (`redirect_private`); a mirror
+ *   that answers there is up, and the check's detail names the other host;
  * - `any`: follow anywhere (labs and tests on loopback).
  */
 import {z} from 'zod'
@@ -41,12 +46,20 @@ export const ProbeConfigSchema = z
     ok_threshold: z.number().int().min(1).max(100).default(2).describe('Consecutive successes before a down protocol/family is marked up again.'),
     rescan_after_seconds: z.number().int().min(0).default(86400).describe('A mirror down for longer than this (seconds) needs a fresh scan when it comes back.'),
     insecure_tls: z.boolean().default(false).describe('Accept self-signed or otherwise invalid HTTPS certificates (`--insecure`).'),
-    redirects: z.enum(REDIRECT_POLICIES).default('public').describe('Redirects a probe follows: same_origin (none to other hosts), public (not to private addresses) or any.'),
+    redirects: z
+      .enum(REDIRECT_POLICIES)
+      .default('same_origin')
+      .describe('Redirects to other hosts: same_origin (the mirror is out of selection as `redirect_offsite`), public (followed, not to private addresses) or any (followed anywhere).'),
     max_redirects: z.number().int().min(0).max(20).default(5).describe('Redirect hops followed before giving up with `redirect_loop`.'),
     history: z.number().int().min(1).max(10000).default(100).describe('Probe results kept per mirror in `mirror_probe` (older ones are deleted).'),
     transitions: z.number().int().min(1).max(10000).default(50).describe('State transitions kept per mirror in `mirror_transition`.'),
     jobs: z.number().int().min(1).max(256).default(8).describe('Mirrors probed in parallel (`--jobs`).'),
     user_agent: z.string().min(1).default('mb-probe/0.1 (mirror health check)').describe('User-Agent header of probe requests.'),
+    user_agents: z
+      .array(z.string().min(1))
+      .max(10)
+      .default([])
+      .describe('More User-Agent headers each check is made with (e.g. `Wget/1.21.4`, `curl/8.5.0`): a mirror must answer every one, so one that refuses download tools fails.'),
     warning: z.number().min(0).max(100).default(10).describe('Nagios WARNING when at least this share (percent) of probed mirrors is down.'),
     critical: z.number().min(0).max(100).default(30).describe('Nagios CRITICAL when at least this share (percent) of probed mirrors is down.'),
   })

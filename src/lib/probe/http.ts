@@ -19,6 +19,7 @@ import {isIP, type LookupFunction} from 'node:net'
 import {Agent} from 'undici'
 import type {RedirectPolicy} from './config.js'
 import {parseIp} from '../net.js'
+import {encodePath} from '../select/url.js'
 import {trimLeadingSlashes, withTrailingSlash} from '../text.js'
 
 /** Address family of one check. */
@@ -59,6 +60,8 @@ export interface ProbeClientOptions {
   timeout: number
   insecureTls: boolean
   userAgent: string
+  /** More User-Agent headers to check with: a check passes only when the mirror answers every one (`probe.user_agents`). */
+  userAgents?: readonly string[]
   redirects: RedirectPolicy
   maxRedirects: number
   resolver?: Resolver
@@ -223,9 +226,25 @@ export class ProbeClient {
   /**
    * Requests `url` over `family` with `GET` and `Range: bytes=0-0` (RFC 9110 §14.2) rather
    * than HEAD, which some mirrors reject; at most a byte of the body is read. Redirects are
-   * walked by hand under the configured policy. Never throws: failures become reason codes.
+   * walked by hand under the configured policy. With `userAgents`, the request is made once
+   * with `userAgent` and once with each of them, in turn: the first failure is the outcome
+   * (its detail names the User-Agent), so a mirror that refuses `Wget` or `curl` fails.
+   * Never throws: failures become reason codes.
    */
   async check(url: string, family: Family, baseUrl: string): Promise<CheckOutcome> {
+    const first = await this.walk(url, family, baseUrl, this.options.userAgent)
+    const more = this.options.userAgents ?? []
+    if (!first.ok || more.length === 0) return first
+    for (const agent of more) {
+      if (agent === this.options.userAgent) continue
+      const outcome = await this.walk(url, family, baseUrl, agent)
+      if (!outcome.ok) return {...outcome, detail: `with User-Agent "${agent}": ${outcome.detail ?? outcome.reason}`}
+    }
+    return first
+  }
+
+  /** One request of {@link check} with `userAgent`, redirects walked. */
+  private async walk(url: string, family: Family, baseUrl: string, userAgent: string): Promise<CheckOutcome> {
     const started = performance.now()
     const elapsed = () => Math.round(performance.now() - started)
     const signal = AbortSignal.timeout(this.options.timeout * 1000)
@@ -233,6 +252,8 @@ export class ProbeClient {
     const seen = new Set<string>()
     let current = new URL(url)
     let lastStatus: number | null = null
+    /** The first redirect target on another host, when followed. */
+    let offsite: string | undefined
     for (let hop = 0; ; hop++) {
       seen.add(current.href)
       let status: number
@@ -242,7 +263,7 @@ export class ProbeClient {
           origin: current.origin,
           path: `${current.pathname}${current.search}`,
           method: 'GET',
-          headers: {'user-agent': this.options.userAgent, range: 'bytes=0-0', accept: '*/*'},
+          headers: {'user-agent': userAgent, range: 'bytes=0-0', accept: '*/*'},
           signal,
         })
         status = response.statusCode
@@ -265,7 +286,8 @@ export class ProbeClient {
         if (next.protocol !== 'http:' && next.protocol !== 'https:') return fail('bad_redirect', `redirect to ${next.protocol} URL ${next.href}`)
         if (seen.has(next.href) || hop >= this.options.maxRedirects) return fail('redirect_loop', `redirect to ${next.href} after ${hop + 1} hop(s)`)
         if (originKey(next) !== originKey(base)) {
-          if (this.options.redirects === 'same_origin') return fail('redirect_offsite', `redirect to another host: ${next.href}`)
+          if (this.options.redirects === 'same_origin') return fail('redirect_offsite', `redirects to another host: ${next.href} (probe.redirects: same_origin takes it out of selection)`)
+          offsite ??= next.href
           if (this.options.redirects === 'public') {
             const host = stripBrackets(next.hostname)
             let resolved: LookupAddress[] = []
@@ -292,7 +314,7 @@ export class ProbeClient {
         latencyMs: elapsed(),
         finalUrl: current.href,
         size: sizeFromHeaders(status, headers),
-        ...(reason === 'ok' ? {} : {detail: `HTTP ${status}`}),
+        ...(reason === 'ok' ? (offsite === undefined ? {} : {detail: `redirected to another host: ${offsite}`}) : {detail: `HTTP ${status}`}),
       }
     }
   }
@@ -307,7 +329,8 @@ export class ProbeClient {
 
 /**
  * The URL of origin path `path` on a mirror whose base URL is `baseUrl` and which carries
- * the origin subtree `basePath` ('' = the whole tree). Path segments are percent-encoded.
+ * the origin subtree `basePath` ('' = the whole tree). Path segments are percent-encoded as
+ * redirects write them ({@link encodePath}), so the probe asks for the URL clients get.
  */
 export function mirrorFileUrl(baseUrl: string, basePath: string, path: string): string {
   let relative = trimLeadingSlashes(path)
@@ -315,11 +338,5 @@ export function mirrorFileUrl(baseUrl: string, basePath: string, path: string): 
   const prefix = bare && withTrailingSlash(bare)
   if (prefix && relative.startsWith(prefix)) relative = relative.slice(prefix.length)
   const base = withTrailingSlash(baseUrl)
-  return (
-    base +
-    relative
-      .split('/')
-      .map((segment) => encodeURIComponent(segment))
-      .join('/')
-  )
+  return base + encodePath(relative)
 }

@@ -79,6 +79,7 @@ export function clientOptions(config: ProbeConfig, resolver?: Resolver) {
     timeout: config.timeout,
     insecureTls: config.insecure_tls,
     userAgent: config.user_agent,
+    userAgents: config.user_agents,
     redirects: config.redirects,
     maxRedirects: config.max_redirects,
     resolver,

@@ -127,7 +127,12 @@ export interface Exclusion {
 }
 
 /** Why the origin delivers the file itself instead of redirecting. */
-export type OriginReason = 'small_file' | 'origin_only' | 'excluded_agent' | 'excluded_client' | 'excluded_mime' | 'directory' | 'no_mirror' | 'rule'
+/**
+ * Why the origin delivers a file. `not_indexed` (on disk, not in the index yet) and
+ * `index_stale` (changed on disk since it was indexed) are decided by `mb serve` before
+ * any selection; the others by `select()`.
+ */
+export type OriginReason = 'small_file' | 'origin_only' | 'excluded_agent' | 'excluded_client' | 'excluded_mime' | 'directory' | 'no_mirror' | 'not_indexed' | 'index_stale' | 'rule'
 
 export interface Selection {
   /** The winning pool, or null when the origin serves the file. */

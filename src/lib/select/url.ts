@@ -6,13 +6,26 @@ import {MbError} from '../errors.js'
 import {wellFormed} from '../text.js'
 import type {SelectMirror} from './types.js'
 
-/** Characters that never need encoding in a path segment (RFC 3986 unreserved) plus `/`. */
-const SAFE_PATH = /^[A-Za-z0-9._~/-]*$/
+/**
+ * Characters a path segment may carry literally (RFC 3986 §3.3 `pchar`: unreserved,
+ * sub-delims `!$&'()*+,;=`, `:` and `@`) plus `/`, the separator.
+ */
+const SAFE_PATH = /^[A-Za-z0-9._~!$&'()*+,;=:@/-]*$/
+
+/** The escapes `encodeURIComponent` writes for `pchar`s that may stay literal (RFC 3986 §3.3). */
+const LITERAL_PCHAR_ESCAPES = /%(?:24|26|2B|2C|3B|3D|3A|40)/g
 
 /**
  * Percent-encodes an origin-relative path (no leading `/`) segment by segment, UTF-8 for
- * non-ASCII. Spaces, `#`, `?`, `%`, `+`, `:` and every other reserved character are encoded;
- * `/` is kept as the separator. A lone UTF-16 surrogate becomes U+FFFD.
+ * non-ASCII, the one encoding every URL mb writes uses (Location, Link, metalinks, mirror
+ * lists, directory redirects, autoindex links). Every `pchar` of RFC 3986 §3.3 stays literal
+ * (`A-Z a-z 0-9 - . _ ~ ! $ & ' ( ) * + , ; = : @`), so `openSUSE:Backports` is written as
+ * such; everything else is encoded: `%`, space, `?`, `#`, `[`, `]`, `"`, `<`, `>`, `\`,
+ * `^`, `` ` ``, `{`, `|`, `}`, controls and non-ASCII. `/` is kept as the separator. A lone
+ * UTF-16 surrogate becomes U+FFFD.
+ *
+ * A relative reference whose first segment holds `:` reads as a scheme (RFC 3986 §4.2):
+ * callers writing relative links use {@link relativeReference}.
  */
 export function encodePath(path: string): string {
   if (SAFE_PATH.test(path)) return path
@@ -26,11 +39,22 @@ export function encodePath(path: string): string {
     } catch {
       encoded = encodeURIComponent(wellFormed(segment))
     }
-    // encodeURIComponent leaves RFC 3986 sub-delims ! ' ( ) * alone; encode them too, so
-    // that no proxy or shell rewrites them.
-    segments[i] = encoded.replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+    // encodeURIComponent also encodes `$&+,;=:@`, which a path segment may carry literally.
+    segments[i] = encoded.replace(LITERAL_PCHAR_ESCAPES, (pct) => String.fromCharCode(Number.parseInt(pct.slice(1), 16)))
   }
   return segments.join('/')
+}
+
+/**
+ * `encodePath(path)` as a relative reference (RFC 3986 §4.2): prefixed with `./` when its
+ * first segment holds a `:`, which would otherwise read as a scheme (`a:b` → `./a:b`).
+ */
+export function relativeReference(path: string): string {
+  const encoded = encodePath(path)
+  const colon = encoded.indexOf(':')
+  if (colon < 0) return encoded
+  const slash = encoded.indexOf('/')
+  return slash >= 0 && slash < colon ? encoded : `./${encoded}`
 }
 
 /**

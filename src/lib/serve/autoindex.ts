@@ -5,7 +5,7 @@
  */
 import {readdir, realpath, stat} from 'node:fs/promises'
 import {join, sep} from 'node:path'
-import {encodePath} from '../select/url.js'
+import {relativeReference} from '../select/url.js'
 
 const HTML_ESCAPES: Record<string, string> = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}
 
@@ -61,7 +61,7 @@ export function renderIndex(path: string, entries: IndexEntry[]): string {
   const rows: string[] = []
   if (path) rows.push('<tr><td><a href="../">../</a></td><td></td><td></td></tr>')
   for (const e of entries) {
-    const href = encodePath(e.name) + (e.directory ? '/' : '')
+    const href = relativeReference(e.name) + (e.directory ? '/' : '')
     const label = escapeHtml(e.name) + (e.directory ? '/' : '')
     rows.push(`<tr><td><a href="${escapeHtml(href)}">${label}</a></td><td align="right">${e.size === null ? '-' : e.size}</td><td>${date(e.mtime)}</td></tr>`)
   }

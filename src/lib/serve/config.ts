@@ -20,6 +20,13 @@ const countryQuery = z.preprocess(
   }),
 )
 
+/** An absolute http(s) URL without query or fragment, kept with a trailing slash. */
+const publicUrl = z
+  .string()
+  .url()
+  .refine((value) => /^https?:\/\/[^/?#]+(\/[^?#]*)?$/i.test(value), {message: 'expected an http:// or https:// URL without query or fragment, e.g. https://download.example.org/'})
+  .transform((value) => (value.endsWith('/') ? value : `${value}/`))
+
 export const ServeConfigSchema = z
   .object({
     listen: z.string().default('127.0.0.1:8080').describe('HOST:PORT to listen on; IPv6 hosts in brackets, e.g. `[::]:8080`.'),
@@ -35,5 +42,16 @@ export const ServeConfigSchema = z
     max_connections_per_client: z.coerce.number().int().min(1).default(64).describe('Open connections per client address (TCP peer; IPv6 by /64) at most; trusted proxies are exempt.'),
     header_timeout: z.coerce.number().min(1).max(300).default(10).describe('Seconds a client has to send a complete request header.'),
     keep_alive_timeout: z.coerce.number().min(0.1).max(300).default(5).describe('Seconds an idle keep-alive connection stays open.'),
+    public_url: publicUrl
+      .optional()
+      .describe("Base URL clients reach this server at (e.g. `https://download.example.org/`), for absolute URLs in metalinks, `Link` headers and mirror lists; unset = from the request's Host."),
+    disk_check_seconds: z.coerce
+      .number()
+      .min(0)
+      .max(1)
+      .default(1)
+      .describe(
+        'How long one stat of an indexed file vouches that the disk still holds the indexed version (at most 1 s); a changed file is served by the origin and re-indexed. 0 turns the check off (for benchmarks).',
+      ),
   })
   .strict()

@@ -50,6 +50,8 @@ export interface ServeMetrics {
   statsFlushFailed(): void
   /** Counts downloads dropped from the statistics (memory bound exceeded). */
   statsLost(downloads: number): void
+  /** Counts one indexed file found changed on disk ("origin index stale: PATH"). */
+  originIndexStale(): void
 }
 
 /** Latency buckets in seconds: redirects take well under a millisecond, local delivery longer. */
@@ -121,8 +123,14 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
     },
   })
   new Gauge({name: 'mb_serve_processes', help: 'Serving processes in this answer (the workers that reported with --workers)', registers: [registry]}).set(1)
+  const indexStale = new Counter({
+    name: 'mb_origin_index_stale_total',
+    help: 'Requests that found an indexed file changed on disk ("origin index stale: PATH"); each such file was served by the origin and re-indexed',
+    registers: [registry],
+  })
   flushFailures.inc(0)
   lost.inc(0)
+  indexStale.inc(0)
 
   // Label children cached per (outcome, realm): the hot path does one Map lookup.
   const requestChildren = new Map<string, {inc(): void}>()
@@ -148,6 +156,7 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
     observer,
     statsFlushFailed: () => flushFailures.inc(),
     statsLost: (downloads) => lost.inc(downloads),
+    originIndexStale: () => indexStale.inc(),
   }
 }
 

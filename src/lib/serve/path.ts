@@ -2,10 +2,12 @@
  * Request-target parsing and path safety for `mb serve` (RFC 9112 §3.2 origin-form,
  * RFC 3986 §2.1 percent-decoding). Pure; never throws.
  *
- * The path is percent-decoded exactly once. Anything that could climb out of the root or
- * confuse a filesystem call is refused: NUL (raw or `%00`), `..` and `.` segments after
- * decoding, backslashes, malformed percent escapes and invalid UTF-8. Repeated slashes are
- * collapsed. The result is relative to the root, without a leading slash.
+ * The path is percent-decoded exactly once, then its dot segments are removed as RFC 3986
+ * §5.2.4 does (`/./a` → `a`, `/d/../a` → `a`, also when the dots were percent-encoded), as
+ * nginx does. A path whose `..` would climb above the root is refused, and so is anything
+ * that could confuse a filesystem call: NUL (raw or `%00`), backslashes, malformed percent
+ * escapes and invalid UTF-8. Repeated slashes are collapsed. The result is relative to the
+ * root, without a leading slash.
  */
 
 /** Longest decoded path accepted, in characters (PATH_MAX is 4096 on Linux). */
@@ -62,13 +64,20 @@ export function parseTarget(target: string): ParsedTarget {
     return {ok: true, path, slash: slash || path === '', query}
   }
   const segments: string[] = []
+  let dotLast = false
   for (const segment of decoded.split('/')) {
-    if (segment === '') continue
-    if (segment === '..' || segment === '.') return {ok: false, status: 400, reason: `'${segment}' segment in path`}
+    dotLast = segment === '.' || segment === '..'
+    if (segment === '' || segment === '.') continue
+    if (segment === '..') {
+      if (segments.length === 0) return {ok: false, status: 400, reason: "'..' climbs above the root"}
+      segments.pop()
+      continue
+    }
     segments.push(segment)
   }
   const path = segments.join('/')
-  return {ok: true, path, slash: slash || path === '', query}
+  // A path ending in a dot segment names a directory (RFC 3986 §5.2.4 keeps its slash).
+  return {ok: true, path, slash: slash || dotLast || path === '', query}
 }
 
 /**

@@ -55,6 +55,8 @@ export const RESTART_ONLY = [
   'serve.access_log',
   'serve.metrics_listen',
   'serve.probe_interval',
+  'serve.public_url',
+  'serve.disk_check_seconds',
   'stats',
   'probe',
   'yum',

@@ -10,7 +10,7 @@
  * listener opens, so that no request goes uncounted.
  *
  * Stop (SIGINT/SIGTERM, or a failed start, for whatever was started): the probes, the
- * listener (draining connections), the watch, the retention job, the last statistics flush,
+ * listener (draining connections), the watch, the re-indexing of changed files (src/lib/origin/reindex.ts), the retention job, the last statistics flush,
  * the access log, the metrics listener, the snapshot keeper, the log, the database.
  *
  * SIGHUP reloads (./reload.ts); with `--workers`, SIGUSR2 replaces the workers (./cluster.ts).
@@ -27,6 +27,7 @@ import {repoTable} from '../yum/config.js'
 import {type RepomdChange, recordRepomdChanges} from '../origin/repomd.js'
 import {YumRoutes} from '../yum/routes.js'
 import {AptRoutes} from '../apt/routes.js'
+import {StaleReindexer} from '../origin/reindex.js'
 import {type BackgroundProbes, startBackgroundProbes} from '../probe/background.js'
 import {RuleHitCounter} from '../rules/hits.js'
 import {StatsCollector} from '../stats/collector.js'
@@ -40,7 +41,7 @@ import {SnapshotKeeper} from './keeper.js'
 import {httpUrl, parseListen} from './listen.js'
 import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type ServeMetrics, startMetricsServer} from './metrics.js'
 import {type ReloadResult, needsRestart, onReloadSignal, reloadServer, serverSettings} from './reload.js'
-import {duplicateLinks, MirrorServer} from './server.js'
+import {duplicateLinks, type IndexStale, MirrorServer} from './server.js'
 import {watchOrigin} from './watch.js'
 
 /** Creates the JSON request/event logger (pino) writing asynchronously to stdout. */
@@ -149,6 +150,8 @@ interface Parts {
   listening: boolean
   unwatch?: () => void
   probes?: BackgroundProbes
+  metrics?: ServeMetrics
+  reindexer?: StaleReindexer
 }
 
 /**
@@ -175,7 +178,11 @@ export async function startServe(config: Config, options: {database?: Database; 
     parts.keeper = keeper
     const loadSeconds = (performance.now() - t0) / 1000
     const geo = await openGeo({geoip: config.geoip, asnDb: config.asn_db})
-    const server = createServer(config, root, keeper, geo, database, logger, options.version)
+    parts.reindexer = new StaleReindexer(database, root, logger)
+    const server = createServer(config, root, keeper, geo, database, logger, options.version, (stale) => {
+      parts.metrics?.originIndexStale()
+      parts.reindexer?.request(stale.path)
+    })
     parts.server = server
     await observe(parts, config, server, keeper, database)
     let address: AddressInfo
@@ -230,16 +237,28 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
 /**
  * The HTTP server with its routes and redirect-header providers: `Link: rel=duplicate`
  * alternatives, then the Metalink/HTTP `Link: rel=describedby` and `Digest`
- * (src/lib/metalink/routes.ts, which also answers metalinks, hash files and mirror lists).
+ * (src/lib/metalink/routes.ts, which also answers metalinks, hash files and mirror lists,
+ * and by `Accept`: redirects say `Vary: Accept`). `onIndexStale` hears of indexed files
+ * found changed on disk (`serve.disk_check_seconds`).
  */
-function createServer(config: Config, root: string, keeper: SnapshotKeeper, geo: GeoResolver, database: Database, logger: Logger, version?: string): MirrorServer {
+function createServer(
+  config: Config,
+  root: string,
+  keeper: SnapshotKeeper,
+  geo: GeoResolver,
+  database: Database,
+  logger: Logger,
+  version: string | undefined,
+  onIndexStale: (stale: IndexStale) => void,
+): MirrorServer {
   const settings = serverSettings(config, geo)
-  const server = new MirrorServer({...settings, root, keeper, logger, version})
+  const server = new MirrorServer({...settings, root, keeper, logger, version, diskCheckSeconds: config.serve.disk_check_seconds, onIndexStale})
   const yum = new YumRoutes(server, {database, repos: repoTable(config.yum), alternatesDays: config.yum.alternates_days, minSize: config.select.min_size})
   server.addRoute(yum.route)
   server.addRoute(new AptRoutes(server, {minSize: config.select.min_size}).route)
-  const metalink = new MetalinkRoutes(server, {database, maxUrls: () => server.metalinkMaxMirrors})
+  const metalink = new MetalinkRoutes(server, {database, maxUrls: () => server.metalinkMaxMirrors, baseUrl: config.serve.public_url})
   server.addRoute(metalink.route)
+  server.varyOn('Accept')
   // The count is read per redirect: a reload may change `select.max_alternatives`.
   server.addRedirectHeaders(duplicateLinks(() => server.linkCount))
   server.addRedirectHeaders(metalink.describedByHeader)
@@ -260,6 +279,7 @@ async function observe(parts: Parts, config: Config, server: MirrorServer, keepe
   const logger = parts.logger
   const metricsListen = config.serve.metrics_listen
   const metrics = metricsListen ? createMetrics(keeper, () => parts.stats?.collector.pendingKeys ?? 0) : undefined
+  parts.metrics = metrics
   if (metrics && metricsListen) {
     if (isWorker()) {
       exposeToClusterPrimary(metrics.registry)
@@ -359,7 +379,7 @@ function logListening(
  * the rest still run.
  */
 async function stopParts(parts: Parts): Promise<void> {
-  const {logger, probes, server, unwatch, stats, accessLog, metricsServer, keeper, database} = parts
+  const {logger, probes, server, unwatch, reindexer, stats, accessLog, metricsServer, keeper, database} = parts
   const step = async (name: string, fn: (() => unknown) | undefined) => {
     try {
       await fn?.()
@@ -370,6 +390,7 @@ async function stopParts(parts: Parts): Promise<void> {
   await step('probes', probes && (() => probes.stop()))
   await step('listener', server && parts.listening ? () => server.close() : undefined)
   await step('watch', unwatch)
+  await step('re-index', reindexer && (() => reindexer.close()))
   await step('stats', stats && (() => stopCounting(stats, logger)))
   await step('access log', accessLog && (() => accessLog.close()))
   await step('metrics', metricsServer && (() => metricsServer.close()))

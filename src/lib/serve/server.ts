@@ -33,8 +33,10 @@ import {isCountryCode} from '../geo/countries.js'
 import type {GeoResolver} from '../geo/geoip.js'
 import {selectUnderRule} from '../rules/apply.js'
 import {type RuleMatch, ruleLocation} from '../rules/rule.js'
-import {clientInfo} from '../select/index.js'
 import {escalationHeader, type VerifyOptions, Verifier} from '../verify/verifier.js'
+import {DiskVersions} from '../origin/disk.js'
+import type {FileVersion} from '../origin/freshness.js'
+import {clientInfo, select} from '../select/index.js'
 import type {SelectOptions} from '../select/options.js'
 import type {ClientInfo, Selection} from '../select/types.js'
 import {encodePath} from '../select/url.js'
@@ -67,7 +69,23 @@ export interface ServerOptions {
   version?: string
   /** Verified redirects (src/lib/verify); undefined = off. */
   verify?: VerifyOptions
+  /** How long one stat of an indexed file vouches that the disk still holds the indexed version, seconds (default 1; 0 = no check: the index is trusted). */
+  diskCheckSeconds?: number
+  /** Called once when a request finds an indexed file changed on disk (after the log line; see {@link MirrorServer.currentFile}). */
+  onIndexStale?: (stale: IndexStale) => void
 }
+
+/** An indexed file whose size or mtime on disk differs from the index. */
+export interface IndexStale {
+  /** Origin-relative path. */
+  path: string
+  /** What the index says (bytes, Unix seconds). */
+  indexed: FileVersion
+  /** What the disk says now (bytes, Unix seconds). */
+  disk: FileVersion
+}
+
+const NO_MIRRORS = new Int16Array(0)
 
 /** Connection caps (./connections.ts) and node:http's time limits, in seconds. */
 export interface ConnectionSettings extends ConnectionLimits {
@@ -143,6 +161,14 @@ export interface RouteServices {
   selectMirrors(ctx: RequestContext, client: ClientInfo, file: FileEntry, explain: boolean): Selection
   /** Realpath of root-relative `path` when it exists inside the root, else undefined. */
   resolveOnDisk(path: string): Promise<{real: string; directory: boolean; size: number} | undefined>
+  /**
+   * `file` as the disk has it now: itself while the disk holds the indexed version (or the
+   * file is gone from disk), else an entry with the disk's size and mtime, no mirrors and no
+   * hashes, which the origin serves until the index and a scan catch up.
+   */
+  currentFile(ctx: RequestContext, file: FileEntry): FileEntry
+  /** Answers as if no route matched: a directory (301 or index), a file on disk, or 404. */
+  serveDefault(ctx: RequestContext): Promise<void>
   /** Delivers the file at `ctx.path` (or `knownReal`) from the origin, `reason` in `X-MB-Origin-Reason`. */
   deliver(ctx: RequestContext, reason: string, knownReal?: string): Promise<void>
   /** Writes a short plain-text answer and reports it. */
@@ -235,6 +261,8 @@ export class MirrorServer implements RouteServices {
   private readonly serverHeader: string | undefined
   /** The checks of verified redirects; undefined when verification is off (nothing is checked). */
   private verifier: Verifier | undefined
+  private disk: DiskVersions | undefined
+  private vary = 'X-Forwarded-For, X-Forwarded-Proto'
 
   constructor(private readonly options: ServerOptions) {
     this.verifier = options.verify === undefined ? undefined : new Verifier(options.verify)
@@ -304,6 +332,14 @@ export class MirrorServer implements RouteServices {
     this.routes.push(route)
   }
 
+  /**
+   * Names a request header that changes which answer a URL gets, for `Vary` on redirects
+   * (RFC 9110 §12.5.5): a route that answers by `Accept` calls this with `Accept`.
+   */
+  varyOn(header: string): void {
+    if (!this.vary.split(', ').includes(header)) this.vary = `${header}, ${this.vary}`
+  }
+
   /** Adds a provider of headers for every redirect, applied in registration order (see {@link RedirectHeaderProvider}). */
   addRedirectHeaders(provider: RedirectHeaderProvider): void {
     this.redirectHeaders.push(provider)
@@ -322,6 +358,8 @@ export class MirrorServer implements RouteServices {
   /** Resolves the root and starts listening. Port 0 picks a free port. */
   async listen(host: string, port: number): Promise<AddressInfo> {
     this.rootReal = await realpath(this.options.root)
+    const check = this.options.diskCheckSeconds ?? 1
+    this.disk = check > 0 ? new DiskVersions(this.rootReal, check) : undefined
     return listenOn(this.http, host, port)
   }
 
@@ -560,8 +598,52 @@ export class MirrorServer implements RouteServices {
     this.plain(ctx, 500, 'error', 'Internal server error.')
   }
 
+  /**
+   * {@link RouteServices.currentFile}: a stat at most `diskCheckSeconds` old vouches for a
+   * match; a mismatch is confirmed by a stat of its own (the snapshot may have caught up with
+   * the disk since the cached stat).
+   */
+  currentFile(ctx: RequestContext, file: FileEntry): FileEntry {
+    const versions = this.disk
+    if (versions === undefined) return file
+    const cached = versions.version(file.path, ctx.startedMs)
+    if (cached === null || (cached.size === file.size && cached.mtime === file.mtime)) return file
+    versions.forget(file.path)
+    const disk = versions.version(file.path, ctx.startedMs)
+    if (disk === null || (disk.size === file.size && disk.mtime === file.mtime)) return file
+    return this.indexStale(ctx, file, {size: disk.size, mtime: disk.mtime})
+  }
+
+  /**
+   * The indexed `file` differs from the disk: logs `origin index stale: PATH`, puts an entry
+   * with the disk's version and no mirrors into the snapshot (so that later requests, the
+   * metalinks and the mirror list see it without another stat), and reports it to
+   * `onIndexStale` (which counts it and re-indexes the file). A snapshot refresh of the row
+   * replaces the entry.
+   */
+  private indexStale(ctx: RequestContext, file: FileEntry, disk: FileVersion): FileEntry {
+    const entry: FileEntry = {...file, size: disk.size, mtime: disk.mtime, mirrors: NO_MIRRORS, md5: null, sha1: null, sha256: null}
+    const files = ctx.snapshot.files
+    if (files.get(file.path) === file) files.set(file.path, entry)
+    const stale: IndexStale = {path: file.path, indexed: {size: file.size, mtime: file.mtime}, disk}
+    this.options.logger?.warn(stale, `origin index stale: ${file.path}`)
+    try {
+      this.options.onIndexStale?.(stale)
+    } catch (error) {
+      this.options.logger?.error({err: error instanceof Error ? error.message : String(error), path: file.path}, 'handling a stale index entry failed')
+    }
+    return entry
+  }
+
   /** Indexed file: select a mirror and redirect, or deliver it from the origin. */
-  private redirectOrDeliver(ctx: RequestContext, file: FileEntry): void {
+  private redirectOrDeliver(ctx: RequestContext, indexed: FileEntry): void {
+    const file = this.currentFile(ctx, indexed)
+    if (file !== indexed) {
+      // Changed on disk since it was indexed: no mirror holds this version yet.
+      ctx.file = file
+      this.deliver(ctx, 'index_stale').catch((error) => this.fail(ctx, error))
+      return
+    }
     const client = this.clientInfo(ctx)
     if (client === undefined) {
       this.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
@@ -628,7 +710,7 @@ export class MirrorServer implements RouteServices {
       'Cache-Control',
       'private, no-store',
       'Vary',
-      'X-Forwarded-For, X-Forwarded-Proto',
+      this.vary,
       'Content-Length',
       '0',
     ]
@@ -650,6 +732,11 @@ export class MirrorServer implements RouteServices {
     const range = ctx.req.headers.range
     if (range !== undefined) record.rangeStart = /^bytes=0-/.test(range) ? 0 : Number(/^bytes=(\d+)-/.exec(range)?.[1] ?? -1)
     this.report(record)
+  }
+
+  /** {@link RouteServices.serveDefault}. */
+  serveDefault(ctx: RequestContext): Promise<void> {
+    return this.fromDisk(ctx)
   }
 
   /** Not in the index: a directory, a file on disk not indexed yet, or 404. */
