@@ -34,6 +34,8 @@ import {SnapshotKeeper} from './keeper.js'
 import {httpUrl, parseListen} from './listen.js'
 import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type ServeMetrics, startMetricsServer} from './metrics.js'
 import {type ReloadResult, needsRestart, onReloadSignal, reloadServer, serverSettings} from './reload.js'
+import {NetworkView, mirrorSamples} from './network.js'
+import {networkRoute} from './network-page.js'
 import {duplicateLinks, MirrorServer} from './server.js'
 import {watchOrigin} from './watch.js'
 
@@ -165,9 +167,11 @@ export async function startServe(config: Config, options: {database?: Database; 
     parts.keeper = keeper
     const loadSeconds = (performance.now() - t0) / 1000
     const geo = await openGeo({geoip: config.geoip, asnDb: config.asn_db})
+    const network = new NetworkView(database, () => keeper.current)
     const server = createServer(config, root, keeper, geo, database, logger, options.version)
+    server.addRoute(networkRoute(server, network))
     parts.server = server
-    await observe(parts, config, server, keeper, database)
+    await observe(parts, config, server, keeper, database, network)
     let address: AddressInfo
     try {
       address = await server.listen(host, port)
@@ -237,10 +241,10 @@ function createServer(config: Config, root: string, keeper: SnapshotKeeper, geo:
  * metrics go to the cluster primary, which owns the listener.
  * @throws UsageError/MbError when the metrics address is bad or taken
  */
-async function observe(parts: Parts, config: Config, server: MirrorServer, keeper: SnapshotKeeper, database: Database): Promise<void> {
+async function observe(parts: Parts, config: Config, server: MirrorServer, keeper: SnapshotKeeper, database: Database, network: NetworkView): Promise<void> {
   const logger = parts.logger
   const metricsListen = config.serve.metrics_listen
-  const metrics = metricsListen ? createMetrics(keeper, () => parts.stats?.collector.pendingKeys ?? 0) : undefined
+  const metrics = metricsListen ? createMetrics(keeper, network, () => parts.stats?.collector.pendingKeys ?? 0) : undefined
   if (metrics && metricsListen) {
     if (isWorker()) {
       exposeToClusterPrimary(metrics.registry)
@@ -262,7 +266,7 @@ async function observe(parts: Parts, config: Config, server: MirrorServer, keepe
 }
 
 /** The metrics of this process, read from the keeper and the statistics at scrape time. */
-function createMetrics(keeper: SnapshotKeeper, statsPendingKeys: () => number): ServeMetrics {
+function createMetrics(keeper: SnapshotKeeper, network: NetworkView, statsPendingKeys: () => number): ServeMetrics {
   let refreshedAt = Date.now()
   keeper.onChange(() => {
     refreshedAt = Date.now()
@@ -281,6 +285,7 @@ function createMetrics(keeper: SnapshotKeeper, statsPendingKeys: () => number): 
       return {up, down}
     },
     statsPendingKeys,
+    mirrorSamples: () => mirrorSamples(network),
   })
 }
 
