@@ -165,6 +165,21 @@ describe(`the mirror network: per-mirror metrics and the overview page (${backen
     ])
   })
 
+  it('gives the same overview in the terminal with mb mirror list --path', async () => {
+    const page = JSON.parse((await request(serve.port, '/mirrors?path=pub', {headers: {accept: 'application/json'}})).body.toString())
+    const json = await mb(['mirror', 'list', '--path', 'pub/', '--json'], {env: t.env})
+    expect(json.code, json.stderr).to.equal(0)
+    expect(json.json()).to.deep.equal(page)
+    const plain = await mb(['mirror', 'list', '--path', '/pub'], {env: t.env})
+    expect(plain.stdout.split('\n')[0]).to.equal('name\tcountry\tcontinent\tprotocols\thttp\thttps\tlast_scan\tshare\tfiles\tscore')
+    expect(plain.stdout).to.match(/\ngood\.test\tDE\tEU\thttp\tup\t-\t\S+Z\t100\.0%\t2\/2\t100\n/)
+    const missing = await mb(['mirror', 'list', '--path', 'nowhere'], {env: t.env})
+    expect(missing.code).to.equal(1)
+    expect(missing.stderr).to.equal('Error: No indexed file lies under /nowhere/. Give a directory of the tree (relative to the root), or run `mb index` first.\n')
+    const bad = await mb(['mirror', 'list', '--path', '../etc'], {env: t.env})
+    expect(bad.code).to.equal(2)
+  })
+
   it('refuses a huge ?path and a path outside the tree cleanly', async () => {
     const huge = await request(serve.port, `/mirrors?path=${'a/'.repeat(2000)}`)
     expect(huge.status).to.equal(400)

@@ -336,7 +336,7 @@ ${body.join('\n')}
  * trailing '/'.
  * @returns an error message (answer 400) for a value that can never name a directory of the tree
  */
-function parseSubtree(value: string | undefined): {subtree: string} | {error: string} {
+export function parseSubtree(value: string | undefined): {subtree: string} | {error: string} {
   if (value === undefined) return {subtree: ''}
   if (Buffer.byteLength(value) > MAX_PATH_BYTES) return {error: `?path= is longer than ${MAX_PATH_BYTES} bytes`}
   if (/[\0\\]/.test(value)) return {error: '?path= must not contain NUL or backslashes'}
