@@ -44,7 +44,7 @@ With --path SUBDIR it gives the public network overview of that subtree instead 
       listed.map((m) => m.id),
     )
     const mirrors = listed.map((m) => ({...m, probe: probeSummaryJson(summaries.get(m.id), this.mbConfig.select.unprobed)}))
-    this.print(renderTable(mirrors, [...MIRROR_LIST_COLUMNS, ...PROBE_LIST_COLUMNS]))
+    this.print(renderTable(mirrors, [...MIRROR_LIST_COLUMNS, ...PROBE_LIST_COLUMNS.map((c) => ({...c, priority: PROBE_PRIORITY[c.header]}))]))
     return mirrors
   }
 
@@ -63,18 +63,21 @@ With --path SUBDIR it gives the public network overview of that subtree instead 
   }
 }
 
+/** How long the probe columns stay on a narrow terminal (src/lib/output.ts): the state long, the details not. */
+const PROBE_PRIORITY: Record<string, number> = {probe: 3, last_probe: 0.35, probe_reason: 0.45}
+
 const percent = (share: number | null) => (share === null ? null : `${(Math.round(share * 1000) / 10).toFixed(1)}%`)
 
 /** Columns of the overview (`--path`). */
 const OVERVIEW_COLUMNS: Array<Column<OverviewRow>> = [
   {header: 'name', get: (r) => r.name},
   {header: 'country', get: (r) => r.country},
-  {header: 'continent', get: (r) => r.continent},
-  {header: 'protocols', get: (r) => r.protocols},
-  {header: 'http', get: (r) => r.http},
-  {header: 'https', get: (r) => r.https},
-  {header: 'last_scan', get: (r) => r.last_scan},
-  {header: 'share', get: (r) => percent(r.share)},
-  {header: 'files', get: (r) => `${r.files}/${r.origin_files}`},
-  {header: 'score', get: (r) => r.score},
+  {header: 'continent', get: (r) => r.continent, priority: 0.5},
+  {header: 'protocols', get: (r) => r.protocols, priority: 0.6},
+  {header: 'http', get: (r) => r.http, priority: 3},
+  {header: 'https', get: (r) => r.https, priority: 3},
+  {header: 'last_scan', get: (r) => r.last_scan, priority: 0.8},
+  {header: 'share', get: (r) => percent(r.share), priority: 2},
+  {header: 'files', get: (r) => `${r.files}/${r.origin_files}`, priority: 0.4},
+  {header: 'score', get: (r) => r.score, priority: 0.3},
 ]
