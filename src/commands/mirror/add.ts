@@ -125,7 +125,7 @@ The new mirror is then probed once (its HTTP and HTTPS base URLs, as \`mb probe\
     }),
   }
 
-  public async run(): Promise<PublicMirror & {probe: ReturnType<typeof probeOnceJson>; location: Location | null}> {
+  public async run(): Promise<PublicMirror & {probe: ReturnType<typeof probeOnceJson>; location?: Location}> {
     const input = {...mirrorInputFromFlags(this.flags), identifier: this.args.name, enabled: this.flags.disabled ? false : undefined}
     const location = input.country === undefined && this.flags.locate ? await this.locate(input) : null
     const database = await this.openDb({create: true})
@@ -133,7 +133,7 @@ The new mirror is then probed once (its HTTP and HTTPS base URLs, as \`mb probe\
     const probe = this.flags.probe ? await probeOnce(database.db, this.mbConfig.probe, added.identifier) : null
     const mirror = publicMirror(probe?.probed ? await resolveMirror(database.db, added.identifier) : added)
     this.print(`Added mirror ${mirror.identifier} (id ${mirror.id}).\n${renderRecord(mirrorRecord(mirror))}\n${describeProbe(mirror.identifier, probe, this.mbConfig.select.unprobed)}`)
-    return {...mirror, probe: probeOnceJson(probe), location}
+    return {...mirror, probe: probeOnceJson(probe), ...(location ? {location} : {})}
   }
 
   /**
