@@ -1,5 +1,5 @@
 /**
- * The base of every `mb` command: shared flags (`--json`, `--quiet`, `--config`,
+ * The base of every `mb` command: shared flags (`--json`, `--quiet`, `--wide`, `--config`,
  * `--database-url`, `--data-dir`), configuration loading, database access, and exit codes
  * (0 ok, 1 failure, 2 usage) that hold with and without `--json`.
  *
@@ -11,6 +11,7 @@ import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
 import {type Config as MbConfig, type LoadedConfig, loadConfig} from './lib/config/index.js'
 import {type Database, openDatabase, type OpenOptions} from './lib/db/index.js'
 import {ERRORS, type ErrorCode, MbError, errorMessage} from './lib/errors.js'
+import {setWideTables} from './lib/output.js'
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
 
@@ -22,6 +23,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     config: Flags.string({description: 'YAML config file (env: MB_CONFIG)', helpGroup: 'GLOBAL'}),
     'database-url': Flags.string({description: 'PostgreSQL URL (env: MB_DATABASE_URL); default: the embedded store', helpGroup: 'GLOBAL'}),
     'data-dir': Flags.string({description: 'embedded store directory (env: MB_DATA_DIR; default ~/.local/share/mb)', helpGroup: 'GLOBAL'}),
+    wide: Flags.boolean({description: 'print tables in full on a terminal, however wide (by default they fit its width, leaving out columns of low value)', helpGroup: 'GLOBAL'}),
   }
 
   protected flags!: BaseFlags<T>
@@ -39,6 +41,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
       strict: this.ctor.strict,
     })
     this.flags = flags as BaseFlags<T>
+    setWideTables(Boolean(this.flags.wide))
     this.args = args as Interfaces.InferredArgs<T['args']>
   }
 

@@ -47,6 +47,8 @@ export const ERRORS = {
   // Mirrors
   MIRROR_NOT_FOUND: {exit: 1, hint: 'No mirror has that name; `mb mirror list` shows the registered identifiers.'},
   MIRROR_EXISTS: {exit: 1, hint: 'A mirror with that name exists already; edit it with `mb mirror edit`, or pick another name.'},
+  LOCATE_FAILED: {exit: 1, hint: "The mirror's host name does not resolve; check the URL, or give the location with --country (or skip locating with --no-locate)."},
+  LOCATION_UNKNOWN: {exit: 1, hint: "GeoIP knows no country for the mirror's addresses; give it with --country, or add the mirror without one with --no-locate."},
   MIRROR_LIMIT: {exit: 1, hint: 'Every mirror id (1-32767) is taken; remove mirrors that are gone (`mb mirror remove`) to free ids.'},
   AMBIGUOUS_MIRROR: {exit: 2, hint: 'The name is a prefix of several mirrors; give more of it.'},
   PREFIX_NOT_CONFIRMED: {exit: 2, hint: 'A destructive command matched a mirror by prefix only; give the full name or confirm with --yes.'},

@@ -45,7 +45,7 @@ describe(`mb for cron and scripts (${backend})`, () => {
   })
 
   it('--quiet prints nothing on success, the error on failure, and --json output still', async () => {
-    const add = await mb(['mirror', 'add', 'web.example', '--http-url', nginx.url, '--quiet'], {env})
+    const add = await mb(['mirror', 'add', '--no-locate', 'web.example', '--http-url', nginx.url, '--quiet'], {env})
     expect(add.code, add.stderr).to.equal(0)
     expect(add.stdout + add.stderr).to.equal('')
     const list = await mb(['mirror', 'list', '-q'], {env})
@@ -60,7 +60,7 @@ describe(`mb for cron and scripts (${backend})`, () => {
   })
 
   it('scan --all --protocol P skips the mirrors without a P URL and says so (exit 0)', async () => {
-    const add = await mb(['mirror', 'add', 'ftp.example', '--ftp-url', ftp.url, '--http-url', nginx.url], {env})
+    const add = await mb(['mirror', 'add', '--no-locate', 'ftp.example', '--ftp-url', ftp.url, '--http-url', nginx.url], {env})
     expect(add.code, add.stderr).to.equal(0)
     const human = await mb(['scan', '--all', '--protocol', 'ftp'], {env})
     expect(human.code, human.stderr).to.equal(0)

@@ -119,7 +119,7 @@ describe(`the packed release installs and serves (${backend})`, function () {
     expect(migrate.code, migrate.stderr).to.equal(0)
     expect(JSON.stringify(migrate.json())).to.contain(expectedSchemaVersion())
     for (const args of [
-      ['mirror', 'add', 'm.example', '--http-url', nginx.url],
+      ['mirror', 'add', '--no-locate', 'm.example', '--http-url', nginx.url],
       ['index', '--quiet'],
       ['scan', '--all', '--quiet'],
     ]) {

@@ -49,7 +49,7 @@ describe('e2e: mb scan over FTP and HTTP (CLI)', function () {
     }
     expect(servable.length).to.be.greaterThan(1000)
     const add = async (name: string, ...urls: string[]) => {
-      const r = await mb(['mirror', 'add', name, ...urls, '--json'], {env})
+      const r = await mb(['mirror', 'add', '--no-locate', name, ...urls, '--json'], {env})
       expect(r.code, r.stderr).to.equal(0)
     }
     await add('ftp-first', '--ftp-url', ftp.url, '--http-url', `http://127.0.0.1:${await refusedPort()}/`)

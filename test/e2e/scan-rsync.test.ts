@@ -130,7 +130,7 @@ describe('mb scan over a real rsync daemon (e2e)', function () {
     writeFileSync(join(dir, 'mb.yaml'), 'scan:\n  connect_timeout: 3\n  io_timeout: 3\n')
     env = {...tdb.env, MB_CONFIG: join(dir, 'mb.yaml'), MB_ROOT: origin}
     const add = async (name: string, rsyncUrl: string) => {
-      const r = await mb(['mirror', 'add', name, '--http-url', `http://${name}.example/`, '--rsync-url', rsyncUrl, '--json'], {env})
+      const r = await mb(['mirror', 'add', '--no-locate', name, '--http-url', `http://${name}.example/`, '--rsync-url', rsyncUrl, '--json'], {env})
       expect(r.code, r.stderr).to.equal(0)
     }
     await add('good', `rsync://127.0.0.1:${port}/pub/`)

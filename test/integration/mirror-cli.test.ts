@@ -171,7 +171,7 @@ describe(`mb mirror (${backend})`, () => {
   })
 
   it('refuses a duplicate name (exit 1) and bad values (exit 2), writing nothing', async () => {
-    const duplicate = await mb(['mirror', 'add', 'Mirror.Example.GB', '--http-url', 'http://other.example/', '--json'], {env})
+    const duplicate = await mb(['mirror', 'add', '--no-locate', 'Mirror.Example.GB', '--http-url', 'http://other.example/', '--json'], {env})
     expect(duplicate.code).to.equal(1)
     expect(duplicate.json().error).to.deep.equal({
       code: 'MIRROR_EXISTS',
@@ -183,7 +183,7 @@ describe(`mb mirror (${backend})`, () => {
     expect(badAdd.code).to.equal(2)
     expect(badAdd.stderr).to.contain('Invalid --country "XX": expected an ISO 3166-1 alpha-2 country code')
 
-    const badName = await mb(['mirror', 'add', 'mïrror€', '--http-url', 'http://m.example/'], {env})
+    const badName = await mb(['mirror', 'add', '--no-locate', 'mïrror€', '--http-url', 'http://m.example/'], {env})
     expect(badName.code, badName.stderr).to.equal(2)
     expect(badName.stderr).to.contain('Invalid NAME "mïrror€": character "ï" (U+00EF) is not allowed; a mirror name has letters, digits, ".", "-" and "_"')
     const help = await mb(['mirror', 'add', '--help'], {env})
@@ -311,7 +311,7 @@ describe(`mb mirror (${backend})`, () => {
   it('refuses a too-broad or reserved --prefix without --force (add and edit), stores it with --force, and marks it in mirror show', async () => {
     const url = 'http://wide.example.net/'
     for (const prefix of ['0.0.0.0/0', '::/0', '81.0.0.0/8']) {
-      const refused = await mb(['mirror', 'add', 'wide.example.net', '--http-url', url, '--prefix', prefix, '--json'], {env})
+      const refused = await mb(['mirror', 'add', '--no-locate', 'wide.example.net', '--http-url', url, '--prefix', prefix, '--json'], {env})
       expect(refused.code, prefix).to.equal(2)
       expect(refused.json().error.code).to.equal('INVALID_MIRROR_FIELD')
       expect(refused.json().error.message)
@@ -319,18 +319,18 @@ describe(`mb mirror (${backend})`, () => {
         .and.contain('every client in that range')
         .and.contain('--force')
     }
-    const reserved = await mb(['mirror', 'add', 'wide.example.net', '--http-url', url, '--prefix', '10.0.0.0/16'], {env})
+    const reserved = await mb(['mirror', 'add', '--no-locate', 'wide.example.net', '--http-url', url, '--prefix', '10.0.0.0/16'], {env})
     expect(reserved.code).to.equal(2)
     expect(reserved.stderr).to.contain('--prefix 10.0.0.0/16 is in a reserved range').and.contain('--force')
-    const legacy = await mb(['mirror', 'add', 'wide.example.net', '--http-url', url, '--prefix', '010.0.0.0/8', '--force'], {env})
+    const legacy = await mb(['mirror', 'add', '--no-locate', 'wide.example.net', '--http-url', url, '--prefix', '010.0.0.0/8', '--force'], {env})
     expect(legacy.code).to.equal(2)
     expect(legacy.stderr).to.contain('leading zeros are not allowed (write 10.0.0.0)')
-    const short = await mb(['mirror', 'add', 'wide.example.net', '--http-url', url, '--client-prefix', '1.2.3'], {env})
+    const short = await mb(['mirror', 'add', '--no-locate', 'wide.example.net', '--http-url', url, '--client-prefix', '1.2.3'], {env})
     expect(short.code).to.equal(2)
     expect(short.stderr).to.contain('--client-prefix').and.contain('not a full IPv4 address (four parts)')
     expect((await mb(['mirror', 'list', '--json'], {env})).json().map((m: {identifier: string}) => m.identifier)).not.to.include('wide.example.net')
 
-    const forced = await mb(['mirror', 'add', 'wide.example.net', '--http-url', url, '--prefix', '0.0.0.0/0', '--prefix', '81.2.69.0/24', '--force'], {env})
+    const forced = await mb(['mirror', 'add', '--no-locate', 'wide.example.net', '--http-url', url, '--prefix', '0.0.0.0/0', '--prefix', '81.2.69.0/24', '--force'], {env})
     expect(forced.code, forced.stderr).to.equal(0)
     expect(forced.stdout).to.match(/^prefixes: +0\.0\.0\.0\/0 \(broad, forced\),81\.2\.69\.0\/24$/m)
 

@@ -195,7 +195,7 @@ describe('the embedded store on disk (item 6)', function () {
     })
 
     it('`mb mirror add` and `mb index` create a store and say where; a relative MB_DATA_DIR is named absolutely', async () => {
-      const added = await mb(['mirror', 'add', 'm.example', '--http-url', 'http://m.example/'], {env: {...NO_STORE, MB_DATA_DIR: 'rel-store'}, cwd: dir})
+      const added = await mb(['mirror', 'add', '--no-locate', 'm.example', '--http-url', 'http://m.example/'], {env: {...NO_STORE, MB_DATA_DIR: 'rel-store'}, cwd: dir})
       expect(added.code, added.stderr).to.equal(0)
       expect(added.stderr).to.contain(`Creating a new embedded store in ${join(dir, 'rel-store')}`)
       const root = makeRoot(dir)
@@ -230,7 +230,7 @@ describe('the embedded store on disk (item 6)', function () {
       expect(lstatSync(socket).mode & 0o777).to.equal(0o600)
       expect(lstatSync(store).mode & 0o7777).to.equal(0o700)
       // a client of the socket writes through it
-      const added = await mb(['mirror', 'add', 'm.example', '--http-url', 'http://m.example/'], {env: {...NO_STORE, MB_DATA_DIR: store}})
+      const added = await mb(['mirror', 'add', '--no-locate', 'm.example', '--http-url', 'http://m.example/'], {env: {...NO_STORE, MB_DATA_DIR: store}})
       expect(added.code, added.stderr).to.equal(0)
       expect(added.stderr).to.not.contain('Creating')
       expect(openEntries(store)).to.deep.equal([])
@@ -296,7 +296,7 @@ describe('the embedded store on disk (item 6)', function () {
       const root = makeRoot(dir)
       expect((await mb(['index', '--root', root], {env})).code).to.equal(0)
       mirror = await startHeldMirror()
-      expect((await mb(['mirror', 'add', 'held.example', '--http-url', mirror.url, '--no-probe'], {env})).code).to.equal(0)
+      expect((await mb(['mirror', 'add', '--no-locate', 'held.example', '--http-url', mirror.url, '--no-probe'], {env})).code).to.equal(0)
       return {env, root}
     }
 

@@ -1,10 +1,14 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
-import {addMirror, type MirrorInput, type PublicMirror, publicMirror, resolveMirror} from '../../lib/mirrors/registry.js'
+import {addMirror, type PublicMirror, publicMirror, resolveMirror} from '../../lib/mirrors/registry.js'
 import {IDENTIFIER_RULE} from '../../lib/mirrors/validate.js'
 import {mirrorRecord} from '../../lib/mirrors/render.js'
 import {renderRecord} from '../../lib/output.js'
 import {describeProbe, probeOnce, probeOnceJson} from '../../lib/probe/once.js'
+import {openGeo} from '../../lib/geo/geoip.js'
+import {MbError} from '../../lib/errors.js'
+import type {MirrorInput} from '../../lib/mirrors/validate.js'
+import {describeLocation, type Location, locateHost, mirrorHost, severalCountries} from '../../lib/mirrors/locate.js'
 
 /**
  * `--[no-]probe` of `mb mirror add` and `mb mirror enable`: one probe of the mirror right
@@ -91,13 +95,16 @@ export function mirrorInputFromFlags(flags: FieldFlags): MirrorInput {
 export default class MirrorAdd extends BaseCommand<typeof MirrorAdd> {
   static override description = `Register a mirror. A country implies its continent; bad values are refused and nothing is written.
 
+Without --country the mirror is located from its host: the host of its first URL is resolved (A and AAAA records) and looked up in the GeoIP and ASN databases (the geoip and asn_db settings), which fill its country, continent, coordinates and AS number (what --continent, --lat/--lon and --asn give is kept). What was found is printed, with a warning when the host's addresses lie in several countries. A host that does not resolve, or whose addresses GeoIP knows no country of, is refused (nothing is added) unless --country is given or --no-locate adds it without a location.
+
 The new mirror is then probed once (its HTTP and HTTPS base URLs, as \`mb probe\` does) and the result is shown; --no-probe skips that. A mirror that fails the probe is still added, but gets no redirects until probes find it up. A mirror never probed gets redirects only under select.unprobed: use (the default unless a probe loop, serve.probe_interval, is configured).`
   static override examples = [
     '<%= config.bin %> mirror add ftp.example.de --http-url http://ftp.example.de/pub/ --https-url https://ftp.example.de/pub/ --rsync-url rsync://ftp.example.de/pub/ --country DE --asn 3320 --score 150',
     '<%= config.bin %> mirror add mirror.example.nz --https-url https://mirror.example.nz/ --country NZ --lat=-41.29 --lon 174.78 --other-countries AU --region-only',
     '<%= config.bin %> mirror add campus --http-url http://10.1.2.3/mirror/ --prefix 10.0.0.0/8 --force --client-prefix 10.0.0.0/8 --prefix-only --file-maxsize 4G --disabled',
-    '<%= config.bin %> mirror add cdn --https-url https://cdn.example.net/ --fallback --json',
-    '<%= config.bin %> mirror add staging.example.org --http-url http://staging.example.org/pub/ --no-probe',
+    '<%= config.bin %> mirror add cdn --https-url https://cdn.example.net/ --fallback --no-locate --json',
+    '<%= config.bin %> mirror add mirror.example.fr --https-url https://mirror.example.fr/pub/',
+    '<%= config.bin %> mirror add staging.example.org --http-url http://staging.example.org/pub/ --country DE --no-probe',
   ]
 
   static override args = {
@@ -108,18 +115,48 @@ The new mirror is then probed once (its HTTP and HTTPS base URLs, as \`mb probe\
     ...mirrorFieldFlags,
     disabled: Flags.boolean({description: 'register the mirror disabled (enable it later with `mb mirror enable`)'}),
     probe: probeFlag,
+    locate: Flags.boolean({
+      description: 'without --country, locate the mirror from its host (DNS, then GeoIP and ASN) (default); --no-locate adds it without a location',
+      allowNo: true,
+      default: true,
+    }),
     force: Flags.boolean({
       description: 'store a --prefix shorter than /16 (IPv4) or /32 (IPv6), or in a reserved range (private, loopback, link-local, ...): every client of such a range goes to this mirror first',
     }),
   }
 
-  public async run(): Promise<PublicMirror & {probe: ReturnType<typeof probeOnceJson>}> {
+  public async run(): Promise<PublicMirror & {probe: ReturnType<typeof probeOnceJson>; location?: Location}> {
     const input = {...mirrorInputFromFlags(this.flags), identifier: this.args.name, enabled: this.flags.disabled ? false : undefined}
+    const location = input.country === undefined && this.flags.locate ? await this.locate(input) : null
     const database = await this.openDb({create: true})
     const added = await addMirror(database.db, input, {force: this.flags.force})
     const probe = this.flags.probe ? await probeOnce(database.db, this.mbConfig.probe, added.identifier) : null
     const mirror = publicMirror(probe?.probed ? await resolveMirror(database.db, added.identifier) : added)
     this.print(`Added mirror ${mirror.identifier} (id ${mirror.id}).\n${renderRecord(mirrorRecord(mirror))}\n${describeProbe(mirror.identifier, probe, this.mbConfig.select.unprobed)}`)
-    return {...mirror, probe: probeOnceJson(probe)}
+    return {...mirror, probe: probeOnceJson(probe), ...(location ? {location} : {})}
+  }
+
+  /**
+   * Locates the mirror from the host of its first URL and fills the location fields not
+   * given (see the description).
+   * @throws MbError LOCATE_FAILED (the host does not resolve), LOCATION_UNKNOWN (no URL, or no country known)
+   */
+  private async locate(input: MirrorInput): Promise<Location> {
+    const host = mirrorHost(input)
+    if (host === undefined) throw new MbError('Cannot locate the mirror: it has no URL to take a host from. Give --country, or --no-locate.', {code: 'LOCATION_UNKNOWN'})
+    const location = await locateHost(host, await openGeo({geoip: this.mbConfig.geoip, asnDb: this.mbConfig.asn_db}))
+    if (location.country === null)
+      throw new MbError(`Cannot locate the mirror: ${describeLocation(location)}. Nothing was added; give --country, or add it without a location with --no-locate.`, {code: 'LOCATION_UNKNOWN'})
+    input.country = location.country
+    input.continent ??= location.continent ?? undefined
+    if (input.latitude === undefined && input.longitude === undefined && location.latitude !== null && location.longitude !== null) {
+      input.latitude = location.latitude
+      input.longitude = location.longitude
+    }
+    if (input.asn === undefined && location.asn !== null) input.asn = location.asn
+    if (!this.jsonEnabled()) this.log(`Located ${describeLocation(location)}.`)
+    const warning = severalCountries(location)
+    if (warning) this.warn(warning)
+    return location
   }
 }

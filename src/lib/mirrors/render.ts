@@ -48,18 +48,21 @@ function upState(m: PublicMirror): string | null {
   return yesNo(m.up)
 }
 
-/** Columns of `mb mirror list` (TTY table and tab-separated lines). Append to extend. */
+/**
+ * Columns of `mb mirror list` (TTY table and tab-separated lines). Append to extend. On a
+ * narrow terminal the lowest `priority` goes first (src/lib/output.ts).
+ */
 export const MIRROR_LIST_COLUMNS: Array<Column<PublicMirror>> = [
   {header: 'name', get: (m) => m.identifier},
-  {header: 'country', get: (m) => m.country},
-  {header: 'continent', get: (m) => m.continent},
-  {header: 'score', get: (m) => m.score},
-  {header: 'enabled', get: (m) => yesNo(m.enabled)},
-  {header: 'up', get: (m) => upState(m)},
-  {header: 'status_reason', get: (m) => m.status_reason},
-  {header: 'last_scan', get: (m) => shortTime(m.last_scan_at)},
-  {header: 'scan_result', get: (m) => scanResult(m)},
-  {header: 'base_url', get: (m) => m.base_url},
+  {header: 'country', get: (m) => m.country, priority: 4},
+  {header: 'continent', get: (m) => m.continent, priority: 0.5},
+  {header: 'score', get: (m) => m.score, priority: 0.6},
+  {header: 'enabled', get: (m) => yesNo(m.enabled), priority: 5},
+  {header: 'up', get: (m) => upState(m), priority: 5},
+  {header: 'status_reason', get: (m) => m.status_reason, priority: 0.3},
+  {header: 'last_scan', get: (m) => shortTime(m.last_scan_at), priority: 0.7},
+  {header: 'scan_result', get: (m) => scanResult(m), priority: 0.4},
+  {header: 'base_url', get: (m) => m.base_url, priority: 0.2},
 ]
 
 /** The `key: value` lines of `mb mirror show`, in order. Append to extend. */

@@ -12,6 +12,17 @@
  * - `mb_mirrors{state="up"|"down"}` gauge: enabled mirrors by probe state;
  * - `mb_stats_flush_failures_total` counter, `mb_stats_lost_downloads_total` counter and
  *   `mb_stats_pending_keys` gauge: the download-statistics flusher;
+ * - per mirror, labelled `mirror` (its name; one series per mirror and, where given, per
+ *   protocol/family or reason code, nothing per path), from ./network.ts:
+ *   `mb_mirror_up{mirror,protocol,family}` gauge (1 up, 0 down, per probe check),
+ *   `mb_mirror_scan_age_seconds` and `mb_mirror_probe_age_seconds` gauges (since the last
+ *   successful scan, the last recorded probe check), `mb_mirror_files` gauge (files held in
+ *   the current version), `mb_mirror_files_ratio` and `mb_mirror_bytes_ratio` gauges (share
+ *   of the origin files, and of their bytes, under its base path that it holds, 0..1),
+ *   `mb_mirror_redirects_total` counter (redirects sent there by this server),
+ *   `mb_mirror_probe_failures_total{mirror,reason}` and
+ *   `mb_mirror_scan_failures_total{mirror,reason}` counters (failed probe checks and scans
+ *   seen since this process started; its first read counts the failures still recorded);
  * - `mb_serve_processes` gauge: serving processes in this answer (1, or the workers that
  *   reported with `--workers`);
  * - prom-client's default process metrics (`mb_process_*`, `mb_nodejs_*`).
@@ -20,7 +31,9 @@
  * With `--workers N` the cluster primary owns the listener: each scrape asks every worker for
  * its registry over the cluster IPC channel and answers the aggregate (prom-client's
  * `AggregatorRegistry`): counters and histograms are summed, `mb_snapshot_age_seconds` takes
- * the oldest worker, `mb_database_up` the worst, `mb_mirrors` the largest count.
+ * the oldest worker, `mb_database_up` the worst, `mb_mirrors` the largest count. The
+ * per-mirror series read the shared database and snapshot: each worker sees the same values,
+ * so they take the largest (`max`), except `mb_mirror_redirects_total`, which is summed.
  */
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
@@ -39,6 +52,27 @@ export interface MetricsSources {
   mirrors?: () => {up: number; down: number} | undefined
   /** Keys of download statistics waiting to be flushed. */
   statsPendingKeys?: () => number
+  /** The per-mirror samples (./network.ts); may reject (the scrape then fails with 500). */
+  mirrorSamples?: () => Promise<MirrorSample[]>
+}
+
+/** One mirror's per-mirror metrics. Absent values give no sample. */
+export interface MirrorSample {
+  /** The mirror's name (`identifier`), the `mirror` label. */
+  mirror: string
+  /** Probe checks by protocol (`http`, `https`) and address family (`ipv4`, `ipv6`). */
+  checks: Array<{protocol: string; family: string; up: boolean}>
+  /** Seconds since the last successful scan. */
+  scanAgeSeconds?: number
+  /** Seconds since the last recorded probe check. */
+  probeAgeSeconds?: number
+  files: number
+  /** Share 0..1 of the origin files (bytes) under its base path that it holds; absent when there are none. */
+  filesRatio?: number
+  bytesRatio?: number
+  /** Counts by reason code. */
+  probeFailures: ReadonlyMap<string, number>
+  scanFailures: ReadonlyMap<string, number>
 }
 
 /** The metrics of one `mb serve` process. */
@@ -95,6 +129,75 @@ function registerStateGauges(registry: Registry, sources: MetricsSources): void 
   })
 }
 
+type Fill = (metric: {set(labels: Record<string, string>, value: number): void}, sample: MirrorSample) => void
+
+/**
+ * A per-mirror series filled from the samples of one scrape (`read`, shared by all series):
+ * a gauge, or with `counter` a counter whose totals the samples carry.
+ */
+function mirrorSeries(registry: Registry, read: () => Promise<MirrorSample[]>, s: {name: string; help: string; labels: string[]; fill: Fill; counter?: boolean}): void {
+  const options = {name: s.name, help: s.help, labelNames: s.labels, registers: [registry], aggregator: 'max' as const}
+  async function collect(this: Gauge | Counter): Promise<void> {
+    const samples = await read()
+    this.reset()
+    const metric = this
+    const target = metric instanceof Gauge ? {set: (l: Record<string, string>, v: number) => metric.set(l, v)} : {set: (l: Record<string, string>, v: number) => (metric as Counter).inc(l, v)}
+    for (const sample of samples) s.fill(target, sample)
+  }
+  if (s.counter) new Counter({...options, collect})
+  else new Gauge({...options, collect})
+}
+
+/** The per-mirror series (see the module doc), filled once per scrape from `sources.mirrorSamples`. */
+function registerMirrorSeries(registry: Registry, sources: MetricsSources): void {
+  const source = sources.mirrorSamples
+  if (!source) return
+  // One read per scrape for all the series (prom-client collects them concurrently).
+  let pending: Promise<MirrorSample[]> | undefined
+  const read = () => {
+    if (!pending) {
+      pending = source()
+      const clear = () => setImmediate(() => (pending = undefined))
+      pending.then(clear, clear)
+    }
+    return pending
+  }
+  const one =
+    (value: (s: MirrorSample) => number | undefined): Fill =>
+    (m, s) => {
+      const v = value(s)
+      if (v !== undefined) m.set({mirror: s.mirror}, v)
+    }
+  const byReason =
+    (counts: (s: MirrorSample) => ReadonlyMap<string, number>): Fill =>
+    (m, s) => {
+      for (const [reason, n] of counts(s)) m.set({mirror: s.mirror, reason}, n)
+    }
+  const series: Array<{name: string; help: string; labels: string[]; fill: Fill; counter?: boolean}> = [
+    {
+      name: 'mb_mirror_up',
+      help: 'Probe state of the mirror per protocol and address family (1 up, 0 down)',
+      labels: ['mirror', 'protocol', 'family'],
+      fill: (m, s) => {
+        for (const c of s.checks) m.set({mirror: s.mirror, protocol: c.protocol, family: c.family}, c.up ? 1 : 0)
+      },
+    },
+    {name: 'mb_mirror_scan_age_seconds', help: 'Seconds since the last successful scan of the mirror', labels: ['mirror'], fill: one((s) => s.scanAgeSeconds)},
+    {name: 'mb_mirror_probe_age_seconds', help: 'Seconds since the last recorded probe check of the mirror', labels: ['mirror'], fill: one((s) => s.probeAgeSeconds)},
+    {name: 'mb_mirror_files', help: 'Origin files the mirror holds in the current version', labels: ['mirror'], fill: one((s) => s.files)},
+    {name: 'mb_mirror_files_ratio', help: 'Share (0..1) of the origin files under the mirror base path that it holds in the current version', labels: ['mirror'], fill: one((s) => s.filesRatio)},
+    {
+      name: 'mb_mirror_bytes_ratio',
+      help: 'Share (0..1) of the bytes of the origin files under the mirror base path that it holds in the current version',
+      labels: ['mirror'],
+      fill: one((s) => s.bytesRatio),
+    },
+    {name: 'mb_mirror_probe_failures_total', help: 'Failed probe checks of the mirror by reason', labels: ['mirror', 'reason'], fill: byReason((s) => s.probeFailures), counter: true},
+    {name: 'mb_mirror_scan_failures_total', help: 'Failed scans of the mirror by reason', labels: ['mirror', 'reason'], fill: byReason((s) => s.scanFailures), counter: true},
+  ]
+  for (const s of series) mirrorSeries(registry, read, s)
+}
+
 /**
  * Creates the registry and metrics (see the module doc).
  * @param options.defaultMetrics also collect prom-client's process metrics (default true)
@@ -111,6 +214,7 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
     registers: [registry],
   })
   registerStateGauges(registry, sources)
+  registerMirrorSeries(registry, sources)
   const flushFailures = new Counter({name: 'mb_stats_flush_failures_total', help: 'Failed flushes of download statistics to the database (counts are kept and retried)', registers: [registry]})
   const lost = new Counter({name: 'mb_stats_lost_downloads_total', help: 'Downloads dropped from the statistics because too many keys waited for the database', registers: [registry]})
   new Gauge({
@@ -135,6 +239,8 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
   // Label children cached per (outcome, realm): the hot path does one Map lookup.
   const requestChildren = new Map<string, {inc(): void}>()
   const latencyChildren = new Map<string, {observe(v: number): void}>()
+  const redirects = new Counter({name: 'mb_mirror_redirects_total', help: 'Redirects sent to the mirror', labelNames: ['mirror'] as const, registers: [registry]})
+  const redirectChildren = new Map<string, {inc(): void}>()
   const observer: RequestObserver = (o) => {
     const realm = o.realm ?? 'none'
     const key = `${o.outcome}|${realm}`
@@ -150,6 +256,15 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
       latencyChildren.set(o.outcome, l)
     }
     l.observe(o.durationSeconds)
+    const mirror = o.mirrorIdentifier
+    if (mirror !== undefined && o.outcome === 'redirect') {
+      let m = redirectChildren.get(mirror)
+      if (m === undefined) {
+        m = redirects.labels(mirror)
+        redirectChildren.set(mirror, m)
+      }
+      m.inc()
+    }
   }
   return {
     registry,

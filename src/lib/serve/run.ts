@@ -41,6 +41,8 @@ import {SnapshotKeeper} from './keeper.js'
 import {httpUrl, parseListen} from './listen.js'
 import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type ServeMetrics, startMetricsServer} from './metrics.js'
 import {type ReloadResult, needsRestart, onReloadSignal, reloadServer, serverSettings} from './reload.js'
+import {NetworkView, mirrorSamples} from './network.js'
+import {networkRoute} from './network-page.js'
 import {duplicateLinks, type IndexStale, MirrorServer} from './server.js'
 import {watchOrigin} from './watch.js'
 
@@ -178,13 +180,15 @@ export async function startServe(config: Config, options: {database?: Database; 
     parts.keeper = keeper
     const loadSeconds = (performance.now() - t0) / 1000
     const geo = await openGeo({geoip: config.geoip, asnDb: config.asn_db})
+    const network = new NetworkView(database, () => keeper.current)
     parts.reindexer = new StaleReindexer(database, root, logger)
     const server = createServer(config, root, keeper, geo, database, logger, options.version, (stale) => {
       parts.metrics?.originIndexStale()
       parts.reindexer?.request(stale.path)
     })
+    server.addRoute(networkRoute(server, network))
     parts.server = server
-    await observe(parts, config, server, keeper, database)
+    await observe(parts, config, server, keeper, database, network)
     let address: AddressInfo
     try {
       address = await server.listen(host, port)
@@ -275,10 +279,10 @@ function createServer(
  * metrics go to the cluster primary, which owns the listener.
  * @throws UsageError/MbError when the metrics address is bad or taken
  */
-async function observe(parts: Parts, config: Config, server: MirrorServer, keeper: SnapshotKeeper, database: Database): Promise<void> {
+async function observe(parts: Parts, config: Config, server: MirrorServer, keeper: SnapshotKeeper, database: Database, network: NetworkView): Promise<void> {
   const logger = parts.logger
   const metricsListen = config.serve.metrics_listen
-  const metrics = metricsListen ? createMetrics(keeper, () => parts.stats?.collector.pendingKeys ?? 0) : undefined
+  const metrics = metricsListen ? createMetrics(keeper, network, () => parts.stats?.collector.pendingKeys ?? 0) : undefined
   parts.metrics = metrics
   if (metrics && metricsListen) {
     if (isWorker()) {
@@ -302,7 +306,7 @@ async function observe(parts: Parts, config: Config, server: MirrorServer, keepe
 }
 
 /** The metrics of this process, read from the keeper and the statistics at scrape time. */
-function createMetrics(keeper: SnapshotKeeper, statsPendingKeys: () => number): ServeMetrics {
+function createMetrics(keeper: SnapshotKeeper, network: NetworkView, statsPendingKeys: () => number): ServeMetrics {
   let refreshedAt = Date.now()
   keeper.onChange(() => {
     refreshedAt = Date.now()
@@ -321,6 +325,7 @@ function createMetrics(keeper: SnapshotKeeper, statsPendingKeys: () => number): 
       return {up, down}
     },
     statsPendingKeys,
+    mirrorSamples: () => mirrorSamples(network),
   })
 }
 
