@@ -8,6 +8,7 @@ import {ScanConfigSchema} from '../scan/config.js'
 import {ProbeConfigSchema} from '../probe/config.js'
 import {ServeConfigSchema} from '../serve/config.js'
 import {StatsConfigSchema} from '../stats/config.js'
+import {TorrentConfigSchema, ZsyncConfigSchema} from '../metalink/formats-config.js'
 import {cidrString, listOf} from './zod.js'
 
 export const ConfigSchema = z
@@ -25,6 +26,8 @@ export const ConfigSchema = z
     probe: ProbeConfigSchema.default({}).describe('Mirror health checks (`mb probe`, `mb serve --probe-interval`).'),
     serve: ServeConfigSchema.default({}).describe('The redirector (`mb serve`).'),
     stats: StatsConfigSchema.default({}).describe('Download statistics (`mb serve`, `mb stats`).'),
+    torrent: TorrentConfigSchema.default({}).describe('BitTorrent with web seeds: PATH.torrent, PATH.magnet, PATH.btih.'),
+    zsync: ZsyncConfigSchema.default({}).describe('zsync 0.6 control files: PATH.zsync, sums computed by `mb index --hashes`.'),
   })
   .strict()
   // A default that depends on another section: select.unprobed follows serve.probe_interval.
