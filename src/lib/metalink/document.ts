@@ -67,6 +67,10 @@ export interface MetalinkDocument {
   meta4Url: string
   /** The URL of this file's Metalink 3 document. */
   metalinkUrl: string
+  /** The URL of this file's `.torrent` when it has current BitTorrent data (also `.magnet`, `.btih`); else undefined. */
+  torrentUrl?: string
+  /** The URL of this file's `.zsync` when it has current zsync sums; else undefined. */
+  zsyncUrl?: string
   /** When the document was made. */
   published: Date
   generator: string
@@ -121,6 +125,8 @@ export interface BuildOptions {
   baseUrl: string
   /** Cap on mirror URLs (default 20). */
   maxUrls?: number
+  /** The client formats with current data: `torrent` and `zsync` (the snapshot's `formats` bits, read by the caller). */
+  formats?: {torrent: boolean; zsync: boolean}
   now?: Date
   generator?: string
 }
@@ -175,6 +181,8 @@ export function buildDocument(options: BuildOptions): MetalinkDocument {
     originUrl,
     meta4Url: `${originUrl}.meta4`,
     metalinkUrl: `${originUrl}.metalink`,
+    torrentUrl: options.formats?.torrent ? `${originUrl}.torrent` : undefined,
+    zsyncUrl: options.formats?.zsync ? `${originUrl}.zsync` : undefined,
     published: options.now ?? new Date(),
     generator: options.generator ?? GENERATOR,
   }

@@ -18,9 +18,7 @@ export const DEFAULT_ZSYNC_MIN_SIZE = 64 * 1024 * 1024
 
 export const TorrentConfigSchema = z
   .object({
-    trackers: listOf(z.string().url())
-      .default([])
-      .describe('Tracker announce URLs written into every .torrent (`announce`, `announce-list`) and magnet link (`tr=`); empty = web seeds only.'),
+    trackers: listOf(z.string().url()).default([]).describe('Tracker announce URLs written into every .torrent (`announce`, `announce-list`) and magnet link (`tr=`); empty = web seeds only.'),
   })
   .strict()
 

@@ -13,6 +13,7 @@
  *     <pieces length="262144" type="sha-256"><hash>…</hash>…</pieces>
  *     <url location="de" priority="1">https://mirror/PATH</url>…
  *     <url priority="N">https://host/PATH</url>   (the origin, last)
+ *     <metaurl mediatype="torrent">https://host/PATH.torrent</metaurl>   (when the file has BitTorrent data)
  *   </file>
  * </metalink>
  * ```
@@ -84,5 +85,7 @@ ${fileFragment(doc)}`
     out += source.location ? `    <url location="${xmlEscape(source.location)}" priority="${source.priority}">` : `    <url priority="${source.priority}">`
     out += `${xmlEscape(source.url)}</url>\n`
   }
+  // RFC 5854 §4.2.8: a metainfo file describing the same file (here the BitTorrent one).
+  if (doc.torrentUrl) out += `    <metaurl mediatype="torrent">${xmlEscape(doc.torrentUrl)}</metaurl>\n`
   return `${out}  </file>\n</metalink>\n`
 }

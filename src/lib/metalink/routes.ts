@@ -1,14 +1,16 @@
 /**
  * The metalink route of `mb serve` (RFC 5854, RFC 6249, hash files, mirror list), for the
  * server's route table (`MirrorServer.addRoute`), and the Metalink/HTTP header providers for
- * redirects (`Link: rel=describedby` always, `Digest` only with fresh hashes), for
+ * redirects (`Link: rel=describedby` always, one more for the `.torrent` when the file has
+ * BitTorrent data, `Digest` only with fresh hashes), for
  * `MirrorServer.addRedirectHeaders`. Both reach the server only through the
  * {@link RouteServices} they are created with.
  *
  * Routes, for an indexed file PATH:
  *   `PATH.meta4`, `PATH?meta4`, `PATH` with `Accept: application/metalink4+xml` → Metalink 4;
  *   `PATH.metalink` → Metalink 3; `PATH.sha256|.sha1|.md5` → hash file;
- *   `PATH.mirrorlist`, `PATH?mirrorlist` → mirror list (HTML, or JSON on request).
+ *   `PATH.mirrorlist`, `PATH?mirrorlist` → mirror list (HTML, or JSON on request);
+ *   `PATH.torrent`, `.magnet`, `.btih`, `.zsync` → BitTorrent and zsync (formats.ts).
  * A file on disk named like the representation (`X.meta4`, `X.sha256`, …) always wins: it
  * is delivered as itself, indexed or not.
  *
@@ -24,6 +26,7 @@ import type {Database} from '../db/index.js'
 import {diskMatches, hashesMatchVersion, mtimeSeconds, sameVersion} from '../origin/freshness.js'
 import {readStoredHashes, type StoredHashes} from '../origin/hash.js'
 import type {RedirectHeaderProvider, RequestContext, Route, RouteServices} from '../serve/server.js'
+import type {Selection} from '../select/types.js'
 import {isPlainHost, withTrailingSlash} from '../text.js'
 import type {FileEntry} from '../serve/snapshot.js'
 import {hasQueryFlag} from '../serve/path.js'
@@ -31,6 +34,9 @@ import {buildDocument, DEFAULT_MAX_URLS, originUrlFor} from './document.js'
 import {outdatedCopies} from './mirrorlist.js'
 import {describedByLink, digestHeader, type HashKind} from './headers.js'
 import {acceptsMeta4, type MetalinkContext, type Sent, sendHashFile, sendMeta4, sendMetalink3, sendMirrorList} from './http.js'
+import {FORMAT_SUFFIXES, type FormatKind, type FormatStore, sendFormat} from './formats.js'
+import {TORRENT_MEDIA_TYPE} from './torrent.js'
+import {FORMAT_TORRENT, FORMAT_ZSYNC} from '../serve/snapshot.js'
 
 export interface MetalinkRouteOptions {
   /** For piece hashes; without it documents carry whole-file hashes only. */
@@ -43,9 +49,11 @@ export interface MetalinkRouteOptions {
   diskCheckSeconds?: number
   /** Piece-hash cache entries (default 10,000). */
   cacheSize?: number
+  /** The BitTorrent and zsync data; without it those representations answer 404. */
+  formats?: FormatStore
 }
 
-type Kind = 'meta4' | 'metalink' | 'mirrorlist' | HashKind
+type Kind = 'meta4' | 'metalink' | 'mirrorlist' | HashKind | FormatKind
 
 /** What the metalink route answers: which representation, of which indexed file. */
 export interface MetalinkTarget {
@@ -53,14 +61,9 @@ export interface MetalinkTarget {
   file: FileEntry
 }
 
-const SUFFIXES: Array<[string, Kind]> = [
-  ['.meta4', 'meta4'],
-  ['.metalink', 'metalink'],
-  ['.sha256', 'sha256'],
-  ['.sha1', 'sha1'],
-  ['.md5', 'md5'],
-  ['.mirrorlist', 'mirrorlist'],
-]
+const SUFFIXES: Array<[string, Kind]> = [['.meta4', 'meta4'], ['.metalink', 'metalink'], ['.sha256', 'sha256'], ['.sha1', 'sha1'], ['.md5', 'md5'], ['.mirrorlist', 'mirrorlist'], ...FORMAT_SUFFIXES]
+
+const FORMAT_KINDS = new Set<Kind>(FORMAT_SUFFIXES.map(([, kind]) => kind))
 
 /** Which representation a request asks for, and of which indexed file; undefined if none. */
 function metalinkTarget(ctx: Pick<RequestContext, 'path' | 'slash' | 'query' | 'file' | 'snapshot' | 'req'>): MetalinkTarget | undefined {
@@ -138,6 +141,15 @@ export class MetalinkRoutes {
     headers.push('Link', describedByLink(`${originUrlFor(this.baseUrl(ctx, client.https), file.path)}.meta4`))
   }
 
+  /**
+   * Redirect header `Link: <…/PATH.torrent>; rel=describedby; type="application/x-bittorrent"`
+   * (RFC 6249 §6), on a line of its own, while the file has current BitTorrent data.
+   */
+  readonly torrentLinkHeader: RedirectHeaderProvider = (headers, ctx, file, client) => {
+    if (this.options.formats && (file.formats ?? 0) & FORMAT_TORRENT && this.diskMatches(file))
+      headers.push('Link', `<${originUrlFor(this.baseUrl(ctx, client.https), file.path)}.torrent>; rel=describedby; type="${TORRENT_MEDIA_TYPE}"`)
+  }
+
   /** Redirect header `Digest` (RFC 3230), only while the hashes are fresh in the snapshot and on disk. */
   readonly digestHeader: RedirectHeaderProvider = (headers, _ctx, file) => {
     if (file.sha256 !== null && file.md5 !== null && file.sha1 !== null && this.diskMatches(file)) headers.push('Digest', digestHeader({md5: file.md5, sha1: file.sha1, sha256: file.sha256}))
@@ -198,6 +210,7 @@ export class MetalinkRoutes {
     if (client === undefined) return server.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
     const file = target.file
     const selection = server.selectMirrors(ctx, client, file, target.kind === 'mirrorlist')
+    if (FORMAT_KINDS.has(target.kind)) return this.handleFormat(ctx, target.kind as FormatKind, file, selection, this.baseUrl(ctx, client.https))
     let stored = await this.storedHashes(file)
     if (stored) {
       let st: {size: number; mtimeMs: number} | undefined
@@ -208,7 +221,18 @@ export class MetalinkRoutes {
       }
       if (!diskMatches(st, file)) stored = null
     }
-    const doc = buildDocument({path: file.path, size: file.size, mtime: file.mtime, stored, hashesFresh: stored !== null, selection, baseUrl: this.baseUrl(ctx, client.https), maxUrls: this.maxUrls})
+    const formats = this.options.formats && stored ? {torrent: ((file.formats ?? 0) & FORMAT_TORRENT) !== 0, zsync: ((file.formats ?? 0) & FORMAT_ZSYNC) !== 0} : undefined
+    const doc = buildDocument({
+      path: file.path,
+      size: file.size,
+      mtime: file.mtime,
+      stored,
+      hashesFresh: stored !== null,
+      selection,
+      baseUrl: this.baseUrl(ctx, client.https),
+      maxUrls: this.maxUrls,
+      formats,
+    })
     const mctx: MetalinkContext = {doc, selection, client}
     if (target.kind === 'mirrorlist') mctx.outdated = outdatedCopies(file, selection, (holding) => server.selectMirrors(ctx, client, {...file, mirrors: Int16Array.from(holding.mirrors)}, false))
     let sent: Sent
@@ -223,15 +247,31 @@ export class MetalinkRoutes {
         sent = sendMirrorList(ctx.req, ctx.res, mctx)
         break
       default:
-        sent = sendHashFile(ctx.req, ctx.res, mctx, target.kind)
+        sent = sendHashFile(ctx.req, ctx.res, mctx, target.kind as HashKind)
     }
     server.finish(ctx, sent.status, sent.outcome, {bytesSent: sent.bytesSent, fileSize: file.size, realm: selection.realm})
   }
 
-  /** True when the file on disk still has the indexed size and mtime (stat cached for diskCheckSeconds). */
-  private diskMatches(file: FileEntry, now = Date.now()): boolean {
+  /**
+   * Answers `.torrent`, `.magnet`, `.btih` or `.zsync` (formats.ts) for this client's
+   * `selection`: 404 with the reason when the store holds no current data for the file or the
+   * file on disk no longer has the indexed version.
+   */
+  private async handleFormat(ctx: RequestContext, kind: FormatKind, file: FileEntry, selection: Selection, baseUrl: string): Promise<void> {
+    const doc = buildDocument({path: file.path, size: file.size, mtime: file.mtime, stored: null, hashesFresh: false, selection, baseUrl, maxUrls: this.maxUrls})
+    const formats = this.options.formats
+    let stored: Awaited<ReturnType<FormatStore['torrent']>> | Awaited<ReturnType<FormatStore['zsync']>>
+    if (!formats) stored = {status: 404, reason: 'This server does not serve BitTorrent or zsync files.'}
+    else if (!this.diskMatches(file, Date.now(), true)) stored = {status: 404, reason: `/${file.path} changed on the origin since it was indexed; try again once it is re-indexed.`}
+    else stored = kind === 'zsync' ? await formats.zsync(file) : await formats.torrent(file)
+    const sent = sendFormat(ctx.req, ctx.res, kind, doc, stored, formats?.trackers ?? [])
+    this.server.finish(ctx, sent.status, sent.outcome, {bytesSent: sent.bytesSent, fileSize: file.size, realm: selection.realm})
+  }
+
+  /** True when the file on disk still has the indexed size and mtime (stat cached for diskCheckSeconds unless `fresh`). */
+  private diskMatches(file: FileEntry, now = Date.now(), fresh = false): boolean {
     const seen = this.diskChecks.get(file.path)
-    if (seen && now - seen.at < this.diskCheckMs) return sameVersion(seen, file)
+    if (seen && !fresh && now - seen.at < this.diskCheckMs) return sameVersion(seen, file)
     let size = -1
     let mtime = -1
     try {

@@ -185,7 +185,6 @@ function hashJob(pieceHash: PieceHash, zsyncMinSize: number | null, size: number
   return job
 }
 
-
 /** Hash columns of a `file` row, as read for serving. */
 export type StoredHashes = Pick<Selectable<FileTable>, 'size' | 'mtime' | 'md5' | 'sha1' | 'sha256' | 'piece_size' | 'piece_hash' | 'pieces' | 'hashed_size' | 'hashed_mtime'>
 

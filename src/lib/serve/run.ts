@@ -23,6 +23,8 @@ import {type Database, openDatabase} from '../db/index.js'
 import {MbError, UsageError} from '../errors.js'
 import {type GeoResolver, openGeo} from '../geo/geoip.js'
 import {MetalinkRoutes} from '../metalink/routes.js'
+import {FormatStore} from '../metalink/formats.js'
+import {zsyncMinSize} from '../metalink/formats-config.js'
 import {type BackgroundProbes, startBackgroundProbes} from '../probe/background.js'
 import {StatsCollector} from '../stats/collector.js'
 import {retentionPolicy} from '../stats/config.js'
@@ -214,17 +216,20 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
 
 /**
  * The HTTP server with its routes and redirect-header providers: `Link: rel=duplicate`
- * alternatives, then the Metalink/HTTP `Link: rel=describedby` and `Digest`
- * (src/lib/metalink/routes.ts, which also answers metalinks, hash files and mirror lists).
+ * alternatives, then the Metalink/HTTP `Link: rel=describedby` (the meta4, then the
+ * .torrent) and `Digest` (src/lib/metalink/routes.ts, which also answers metalinks, hash
+ * files, mirror lists, and the BitTorrent and zsync files of src/lib/metalink/formats.ts).
  */
 function createServer(config: Config, root: string, keeper: SnapshotKeeper, geo: GeoResolver, database: Database, logger: Logger, version?: string): MirrorServer {
   const settings = serverSettings(config, geo)
   const server = new MirrorServer({...settings, root, keeper, logger, version})
-  const metalink = new MetalinkRoutes(server, {database})
+  const formats = new FormatStore(database, {zsyncMinSize: zsyncMinSize(config.zsync), trackers: config.torrent.trackers})
+  const metalink = new MetalinkRoutes(server, {database, formats})
   server.addRoute(metalink.route)
   // The count is read per redirect: a reload may change `select.max_alternatives`.
   server.addRedirectHeaders(duplicateLinks(() => server.linkCount))
   server.addRedirectHeaders(metalink.describedByHeader)
+  server.addRedirectHeaders(metalink.torrentLinkHeader)
   server.addRedirectHeaders(metalink.digestHeader)
   return server
 }
