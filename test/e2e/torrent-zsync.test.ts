@@ -94,7 +94,8 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
         await startNginx({
           root: tree,
           httpConfig: 'log_format ranges \'$request_method $uri $status $body_bytes_sent "$http_range"\';',
-          serverConfig: `access_log ${join(tree, 'access.log')} ranges;`,
+          // Slow enough per connection that aria2c spreads its requests over both web seeds.
+          serverConfig: `access_log ${join(tree, 'access.log')} ranges; limit_rate 2m;`,
         }),
       )
     }
@@ -137,7 +138,8 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
     writeFileSync(join(trees[bad], 'pub', 'big.bin'), corrupted)
     try {
       const dir = join(out, 'torrent')
-      const {code, log} = await run('aria2c', [...ARIA2, '--dir', dir, `${serve.url}/pub/big.bin.torrent`])
+      // In order: the first web seed (the bad copy) is asked first.
+      const {code, log} = await run('aria2c', [...ARIA2, '--uri-selector=inorder', '--dir', dir, `${serve.url}/pub/big.bin.torrent`])
       expect(code, log.slice(-3000)).to.equal(0)
       expect(sha256(readFileSync(join(dir, 'big.bin')))).to.equal(sha256(data))
       // No tracker was asked; the bad mirror was asked for pieces, which failed their SHA-1
@@ -187,6 +189,22 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
     const lines = mirrors.flatMap((_, i) => readFileSync(join(trees[i], 'access.log'), 'utf8').split('\n')).filter((l) => l.startsWith('GET /pub/big.bin '))
     // Only the 32 changed blocks (2,048 bytes each) were fetched, in one Range request.
     expect(lines).to.deep.equal([`GET /pub/big.bin 206 65536 "bytes=${SIZE / 2}-${SIZE / 2 + 64 * 1024 - 1}"`])
+  })
+
+  it('names the .torrent in the meta4 and in a Link header of the 302', async () => {
+    const meta4 = await (await fetch(`${serve.url}/pub/big.bin.meta4`)).text()
+    expect(meta4).to.include(`    <metaurl mediatype="torrent">${serve.url}/pub/big.bin.torrent</metaurl>\n  </file>`)
+    const redirect = await fetch(`${serve.url}/pub/big.bin`, {redirect: 'manual', headers: {accept: '*/*'}})
+    expect(redirect.status).to.equal(302)
+    expect(redirect.headers.get('link')).to.include(`<${serve.url}/pub/big.bin.torrent>; rel=describedby; type="application/x-bittorrent"`)
+    const btih = await fetch(`${serve.url}/pub/big.bin.btih`)
+    expect(btih.headers.get('content-type')).to.equal('text/plain; charset=utf-8')
+    expect((await btih.text()).trim()).to.match(/^[0-9a-f]{40}$/)
+    const torrent = await fetch(`${serve.url}/pub/big.bin.torrent`, {method: 'HEAD'})
+    expect(torrent.headers.get('content-type')).to.equal('application/x-bittorrent')
+    expect(torrent.headers.get('content-disposition')).to.equal('attachment; filename="big.bin.torrent"')
+    const zsync = await fetch(`${serve.url}/pub/big.bin.zsync`, {method: 'HEAD'})
+    expect(zsync.headers.get('content-type')).to.equal('application/x-zsync')
   })
 
   it('answers 404 with the reason for a .torrent or .zsync of a file without that data', async () => {

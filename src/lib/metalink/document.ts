@@ -71,6 +71,8 @@ export interface MetalinkDocument {
   torrentUrl?: string
   /** The URL of this file's `.zsync` when it has current zsync sums; else undefined. */
   zsyncUrl?: string
+  /** Whether the Metalink 4 document names {@link torrentUrl} in a `<metaurl>` (config `torrent.meta4_metaurl`). */
+  torrentMetaurl?: boolean
   /** When the document was made. */
   published: Date
   generator: string
@@ -125,8 +127,11 @@ export interface BuildOptions {
   baseUrl: string
   /** Cap on mirror URLs (default 20). */
   maxUrls?: number
-  /** The client formats with current data: `torrent` and `zsync` (the snapshot's `formats` bits, read by the caller). */
-  formats?: {torrent: boolean; zsync: boolean}
+  /**
+   * The client formats with current data, `torrent` and `zsync` (the snapshot's `formats`
+   * bits, read by the caller), and whether the meta4 names the torrent (`metaurl`).
+   */
+  formats?: {torrent: boolean; zsync: boolean; metaurl: boolean}
   now?: Date
   generator?: string
 }
@@ -183,6 +188,7 @@ export function buildDocument(options: BuildOptions): MetalinkDocument {
     metalinkUrl: `${originUrl}.metalink`,
     torrentUrl: options.formats?.torrent ? `${originUrl}.torrent` : undefined,
     zsyncUrl: options.formats?.zsync ? `${originUrl}.zsync` : undefined,
+    torrentMetaurl: options.formats ? options.formats.torrent && options.formats.metaurl : undefined,
     published: options.now ?? new Date(),
     generator: options.generator ?? GENERATOR,
   }

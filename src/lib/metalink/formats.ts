@@ -57,6 +57,8 @@ export interface FormatStoreOptions {
   zsyncBytes?: number
   /** Tracker URLs (config `torrent.trackers`). */
   trackers?: readonly string[]
+  /** Name the .torrent in meta4 documents (config `torrent.meta4_metaurl`, default true). */
+  meta4Metaurl?: boolean
 }
 
 interface Cached<T> {
@@ -112,6 +114,7 @@ export class FormatStore {
   private readonly torrents: VersionCache<TorrentInfo>
   private readonly zsyncs: VersionCache<ZsyncControl>
   readonly trackers: readonly string[]
+  readonly meta4Metaurl: boolean
 
   constructor(
     private readonly database: Database | undefined,
@@ -120,6 +123,7 @@ export class FormatStore {
     this.torrents = new VersionCache(options.torrentEntries ?? 1000, Number.POSITIVE_INFINITY)
     this.zsyncs = new VersionCache(Number.POSITIVE_INFINITY, options.zsyncBytes ?? 64 * 1024 * 1024)
     this.trackers = options.trackers ?? []
+    this.meta4Metaurl = options.meta4Metaurl ?? true
   }
 
   /** The info dictionary of `file` (its SHA-1 pieces must be current), or why there is none. */

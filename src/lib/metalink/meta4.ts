@@ -13,7 +13,7 @@
  *     <pieces length="262144" type="sha-256"><hash>…</hash>…</pieces>
  *     <url location="de" priority="1">https://mirror/PATH</url>…
  *     <url priority="N">https://host/PATH</url>   (the origin, last)
- *     <metaurl mediatype="torrent">https://host/PATH.torrent</metaurl>   (when the file has BitTorrent data)
+ *     <metaurl mediatype="torrent">https://host/PATH.torrent</metaurl>   (BitTorrent data, torrent.meta4_metaurl)
  *   </file>
  * </metalink>
  * ```
@@ -86,6 +86,6 @@ ${fileFragment(doc)}`
     out += `${xmlEscape(source.url)}</url>\n`
   }
   // RFC 5854 §4.2.8: a metainfo file describing the same file (here the BitTorrent one).
-  if (doc.torrentUrl) out += `    <metaurl mediatype="torrent">${xmlEscape(doc.torrentUrl)}</metaurl>\n`
+  if (doc.torrentUrl && doc.torrentMetaurl) out += `    <metaurl mediatype="torrent">${xmlEscape(doc.torrentUrl)}</metaurl>\n`
   return `${out}  </file>\n</metalink>\n`
 }

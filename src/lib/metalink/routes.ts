@@ -74,7 +74,8 @@ function metalinkTarget(ctx: Pick<RequestContext, 'path' | 'slash' | 'query' | '
       if (hasQueryFlag(ctx.query, 'mirrorlist')) return {kind: 'mirrorlist', file: ctx.file}
       if (hasQueryFlag(ctx.query, 'metalink')) return {kind: 'metalink', file: ctx.file}
     }
-    if (acceptsMeta4(ctx.req.headers.accept)) return {kind: 'meta4', file: ctx.file}
+    // A Range request wants the file's bytes (a web seed, a resumed download), whatever it accepts.
+    if (acceptsMeta4(ctx.req.headers.accept) && ctx.req.headers.range === undefined) return {kind: 'meta4', file: ctx.file}
     return undefined
   }
   const path = ctx.path
@@ -221,7 +222,8 @@ export class MetalinkRoutes {
       }
       if (!diskMatches(st, file)) stored = null
     }
-    const formats = this.options.formats && stored ? {torrent: ((file.formats ?? 0) & FORMAT_TORRENT) !== 0, zsync: ((file.formats ?? 0) & FORMAT_ZSYNC) !== 0} : undefined
+    const bits = file.formats ?? 0
+    const formats = this.options.formats && stored ? {torrent: (bits & FORMAT_TORRENT) !== 0, zsync: (bits & FORMAT_ZSYNC) !== 0, metaurl: this.options.formats.meta4Metaurl} : undefined
     const doc = buildDocument({
       path: file.path,
       size: file.size,

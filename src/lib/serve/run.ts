@@ -223,7 +223,7 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
 function createServer(config: Config, root: string, keeper: SnapshotKeeper, geo: GeoResolver, database: Database, logger: Logger, version?: string): MirrorServer {
   const settings = serverSettings(config, geo)
   const server = new MirrorServer({...settings, root, keeper, logger, version})
-  const formats = new FormatStore(database, {zsyncMinSize: zsyncMinSize(config.zsync), trackers: config.torrent.trackers})
+  const formats = new FormatStore(database, {zsyncMinSize: zsyncMinSize(config.zsync), trackers: config.torrent.trackers, meta4Metaurl: config.torrent.meta4_metaurl})
   const metalink = new MetalinkRoutes(server, {database, formats})
   server.addRoute(metalink.route)
   // The count is read per redirect: a reload may change `select.max_alternatives`.
