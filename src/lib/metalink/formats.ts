@@ -138,7 +138,7 @@ export class FormatStore {
     } catch {
       return {status: 503, reason: 'The store cannot be reached at the moment; try again later.'}
     }
-    if (!row || !row.sha1_pieces || !row.piece_size || row.sha1 !== file.sha1 || !hashesMatchVersion(row, file)) {
+    if (!row?.sha1_pieces || !row.piece_size || row.sha1 !== file.sha1 || !hashesMatchVersion(row, file)) {
       return {status: 404, reason: `No BitTorrent piece hashes of /${file.path}: it has not been hashed since it last changed (${HASH_HINT}).`}
     }
     const slash = file.path.lastIndexOf('/')
@@ -171,7 +171,7 @@ export class FormatStore {
     } catch {
       return {status: 503, reason: 'The store cannot be reached at the moment; try again later.'}
     }
-    if (!row || !row.zsync_block_size || !row.sha1 || row.sha1 !== file.sha1 || !hashesMatchVersion(row, file)) {
+    if (!row?.zsync_block_size || !row.sha1 || row.sha1 !== file.sha1 || !hashesMatchVersion(row, file)) {
       return {status: 404, reason: `No zsync block sums of /${file.path}: they have not been computed since it last changed (${HASH_HINT}).`}
     }
     const control: ZsyncControl = {name, size: file.size, mtime: file.mtime, sha1: row.sha1, blockSize: Number(row.zsync_block_size), hashLengths: row.hash_lengths, sums: row.sums}
