@@ -56,6 +56,8 @@ export const RESTART_ONLY = [
   'serve.probe_interval',
   'stats',
   'probe',
+  'torrent',
+  'zsync',
 ] as const
 
 /** The value at a dotted key of the configuration. */

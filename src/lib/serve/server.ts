@@ -580,7 +580,8 @@ export class MirrorServer implements RouteServices {
       return
     }
     const entries = await listDirectory(real, this.rootReal)
-    const body = Buffer.from(renderIndex(ctx.path, entries))
+    const files = ctx.snapshot.files
+    const body = Buffer.from(renderIndex(ctx.path, entries, (name) => files.has(ctx.path ? `${ctx.path}/${name}` : name)))
     ctx.res.writeHead(200, {'Content-Type': 'text/html; charset=utf-8', 'Content-Length': body.length, 'Cache-Control': 'public, max-age=60', ...this.serverHeaders()})
     ctx.res.end(ctx.req.method === 'HEAD' ? undefined : body)
     this.finish(ctx, 200, 'directory', {bytesSent: ctx.req.method === 'HEAD' ? 0 : body.length})
