@@ -4,6 +4,7 @@ declare module 'bencode' {
   const bencode: {
     /** Bencodes `value` (BEP 3): dictionary keys sorted, strings as UTF-8; undefined members are left out. */
     encode(value: Bencodable): Uint8Array
+    // biome-ignore lint/suspicious/noExplicitAny: bencoded data has no static shape
     decode(data: Uint8Array, encoding?: string): any
     byteLength(value: Bencodable): number
   }

@@ -15,7 +15,7 @@ import {z} from 'zod'
 import {listOf} from '../config/zod.js'
 
 /** Default `zsync.min_size`: 64 MiB, the size of a small ISO image. */
-export const DEFAULT_ZSYNC_MIN_SIZE = 64 * 1024 * 1024
+const DEFAULT_ZSYNC_MIN_SIZE = 64 * 1024 * 1024
 
 export const TorrentConfigSchema = z
   .object({
@@ -41,7 +41,6 @@ export const ZsyncConfigSchema = z
   })
   .strict()
 
-export type TorrentConfig = z.infer<typeof TorrentConfigSchema>
 export type ZsyncConfig = z.infer<typeof ZsyncConfigSchema>
 
 /** The smallest file size in bytes that gets zsync sums, or null when zsync is turned off. */

@@ -186,7 +186,7 @@ export function isUnavailable(value: object): value is Unavailable {
 }
 
 /** The web seeds of `doc`: the mirrors in order, then the origin. */
-export function webSeeds(doc: MetalinkDocument): string[] {
+function webSeeds(doc: MetalinkDocument): string[] {
   return doc.sources.map((s) => s.url)
 }
 

@@ -25,7 +25,7 @@ export interface ZsyncParams {
 }
 
 /** The zsync block size for a file of `size` bytes (zsyncmake's default). */
-export function zsyncBlockSize(size: number): number {
+function zsyncBlockSize(size: number): number {
   return size < 100_000_000 ? 2048 : 4096
 }
 
@@ -40,14 +40,4 @@ export function zsyncParams(size: number, blockSize = zsyncBlockSize(size)): Zsy
   const blocks = 1 + Math.floor(size / blockSize)
   const checksumLen = Math.max(Math.trunc((7.9 + (20 + (Math.log(size) + Math.log(blocks)) / Math.log(2)) / seqMatches) / 8), Math.trunc((7.9 + (20 + log2(blocks))) / 8))
   return {size, blockSize, seqMatches, rsumLen, checksumLen}
-}
-
-/** The `Hash-Lengths` header value of `params`, e.g. `2,3,5`. */
-export function hashLengths(params: Pick<ZsyncParams, 'seqMatches' | 'rsumLen' | 'checksumLen'>): string {
-  return `${params.seqMatches},${params.rsumLen},${params.checksumLen}`
-}
-
-/** Blocks in a file of `size` bytes at `blockSize`. */
-export function zsyncBlocks(size: number, blockSize: number): number {
-  return Math.ceil(size / blockSize)
 }
