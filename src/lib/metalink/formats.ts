@@ -20,7 +20,7 @@ import {hashesMatchVersion} from '../origin/freshness.js'
 import type {MetalinkDocument} from './document.js'
 import {contentDisposition} from './http.js'
 import {magnetLink, renderTorrent, TORRENT_MEDIA_TYPE, type TorrentInfo, torrentInfo} from './torrent.js'
-import {renderZsync, ZSYNC_MEDIA_TYPE, type ZsyncControl, zsyncNameOk} from './zsync-control.js'
+import {ZSYNC_MEDIA_TYPE, type ZsyncControl, zsyncNameOk, zsyncParts} from './zsync-control.js'
 
 /** The representations this module answers. */
 export type FormatKind = 'torrent' | 'magnet' | 'btih' | 'zsync'
@@ -213,15 +213,18 @@ export interface FormatSent {
   bytesSent: number
 }
 
-function write(req: IncomingMessage, res: ServerResponse, status: number, headers: Record<string, string>, body: Buffer | string): number {
-  const buffer = typeof body === 'string' ? Buffer.from(body, 'utf8') : body
-  res.writeHead(status, {...headers, 'Content-Length': String(buffer.length)})
+/** Writes the whole response, `body` given as one piece or as parts written in turn (no copy). */
+function write(req: IncomingMessage, res: ServerResponse, status: number, headers: Record<string, string>, body: Buffer | string | Uint8Array[]): number {
+  const parts = typeof body === 'string' ? [Buffer.from(body, 'utf8')] : Array.isArray(body) ? body : [body]
+  const length = parts.reduce((n, p) => n + p.length, 0)
+  res.writeHead(status, {...headers, 'Content-Length': String(length)})
   if (req.method === 'HEAD') {
     res.end()
     return 0
   }
-  res.end(buffer)
-  return buffer.length
+  for (let i = 0; i < parts.length - 1; i++) res.write(parts[i])
+  res.end(parts[parts.length - 1])
+  return length
 }
 
 const PRIVATE = 'private, no-store'
@@ -266,7 +269,7 @@ export function sendFormat(
         res,
         200,
         {'Content-Type': ZSYNC_MEDIA_TYPE, 'Content-Disposition': contentDisposition(`${doc.name}.zsync`), 'Cache-Control': PRIVATE},
-        renderZsync(stored as ZsyncControl, zsyncUrls(doc)),
+        zsyncParts(stored as ZsyncControl, zsyncUrls(doc)),
       )
   }
   return {status: 200, outcome: kind, bytesSent}

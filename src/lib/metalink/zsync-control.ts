@@ -61,8 +61,13 @@ export function zsyncNameOk(name: string): boolean {
  * percent-encoded URLs, best first).
  */
 export function renderZsync(control: ZsyncControl, urls: readonly string[]): Buffer {
+  return Buffer.concat(zsyncParts(control, urls))
+}
+
+/** {@link renderZsync} as its two parts, the header and the block sums (not copied), for writing without a copy. */
+export function zsyncParts(control: ZsyncControl, urls: readonly string[]): [Buffer, Uint8Array] {
   let header = `zsync: ${ZSYNC_VERSION}\nFilename: ${control.name}\nMTime: ${zsyncMtime(control.mtime)}\nBlocksize: ${control.blockSize}\nLength: ${control.size}\nHash-Lengths: ${control.hashLengths}\n`
   for (const url of urls) header += `URL: ${url}\n`
   header += `SHA-1: ${control.sha1}\n\n`
-  return Buffer.concat([Buffer.from(header, 'utf8'), control.sums])
+  return [Buffer.from(header, 'utf8'), control.sums]
 }
