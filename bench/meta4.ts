@@ -201,7 +201,22 @@ async function formatRates(database: Awaited<ReturnType<typeof openDatabase>>, r
   const hex = (bytes: number) => randomBytes(bytes).toString('hex')
   const row = await database.db
     .insertInto('file')
-    .values({path: 'pub/formats.iso', size, mtime, mirrors: ids, md5: hex(16), sha1: hex(20), sha256: hex(32), piece_size: pieceSize, piece_hash: 'sha256', pieces: hex(32 * pieces), sha1_pieces: hex(20 * pieces), zsync_block_size: z.blockSize, hashed_size: size, hashed_mtime: mtime})
+    .values({
+      path: 'pub/formats.iso',
+      size,
+      mtime,
+      mirrors: ids,
+      md5: hex(16),
+      sha1: hex(20),
+      sha256: hex(32),
+      piece_size: pieceSize,
+      piece_hash: 'sha256',
+      pieces: hex(32 * pieces),
+      sha1_pieces: hex(20 * pieces),
+      zsync_block_size: z.blockSize,
+      hashed_size: size,
+      hashed_mtime: mtime,
+    })
     .returning('id')
     .executeTakeFirstOrThrow()
   await database.db
