@@ -8,6 +8,9 @@
  * `GET /pub/big.iso.meta4` with wrk for `--seconds` at `--connections`. Also prints the
  * in-process rate of building + rendering the document alone. Everything started is stopped.
  *
+ * Then the same for `.torrent` and `.zsync` of a second sparse file of `--formats-size` bytes
+ * (default 700 MB) with synthetic SHA-1 pieces and zsync block sums in the store.
+ *
  *   npm run bench -- meta4
  *   npm run bench -- meta4 --size 17179869184 --mirrors 40 --seconds 10
  */
@@ -23,6 +26,7 @@ import {openDatabase} from '../src/lib/db/index.js'
 import {buildDocument} from '../src/lib/metalink/document.js'
 import {renderMeta4} from '../src/lib/metalink/meta4.js'
 import {pieceSizeFor} from '../src/lib/origin/hash.js'
+import {zsyncParams} from '../src/lib/origin/zsync.js'
 import type {Candidate} from '../src/lib/select/types.js'
 import {startServe} from '../src/lib/serve/run.js'
 
@@ -67,6 +71,7 @@ export async function main(args: string[]): Promise<void> {
       mirrors: {type: 'string', default: '40'},
       seconds: {type: 'string', default: '10'},
       connections: {type: 'string', default: '32'},
+      'formats-size': {type: 'string', default: '734003200'},
     },
   })
   const size = Number(values.size)
@@ -166,6 +171,7 @@ export async function main(args: string[]): Promise<void> {
     console.log(`  build+render in process: ${Math.round(renderRate)} documents/s`)
     console.log(`  mb serve over HTTP (wrk, ${values.connections} connections, ${values.seconds} s): ${Math.round(rps)} responses/s, p50 ${p50}, p99 ${p99}, non-2xx ${non2xx} (target >= 5,000/s)`)
     console.log(`  for scale, the 302 of the same file: ${Math.round(redirectRps)} responses/s (meta4 at ${Math.round((rps / redirectRps) * 100)}% of it)`)
+    await formatRates(database, root, running.url, ids, Number(values['formats-size']), values.connections, values.seconds)
   } finally {
     await running?.close()
     await database.close()
@@ -174,5 +180,62 @@ export async function main(args: string[]): Promise<void> {
     await cleanup.connect()
     await cleanup.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
     await cleanup.end()
+  }
+}
+
+/**
+ * `.torrent` and `.zsync` responses/s through `mb serve` for a sparse file of `size` bytes held
+ * by the mirrors `ids`, with synthetic SHA-1 pieces and zsync block sums (zsyncmake's
+ * parameters for that size) in the store.
+ */
+async function formatRates(database: Awaited<ReturnType<typeof openDatabase>>, root: string, baseUrl: string, ids: number[], size: number, connections: string, seconds: string): Promise<void> {
+  const path = join(root, 'pub', 'formats.iso')
+  const fd = openSync(path, 'w')
+  ftruncateSync(fd, size)
+  closeSync(fd)
+  const mtime = Math.floor(statSync(path).mtimeMs / 1000)
+  const pieceSize = pieceSizeFor(size)
+  const pieces = Math.ceil(size / pieceSize)
+  const z = zsyncParams(size)
+  const blocks = Math.ceil(size / z.blockSize)
+  const hex = (bytes: number) => randomBytes(bytes).toString('hex')
+  const row = await database.db
+    .insertInto('file')
+    .values({
+      path: 'pub/formats.iso',
+      size,
+      mtime,
+      mirrors: ids,
+      md5: hex(16),
+      sha1: hex(20),
+      sha256: hex(32),
+      piece_size: pieceSize,
+      piece_hash: 'sha256',
+      pieces: hex(32 * pieces),
+      sha1_pieces: hex(20 * pieces),
+      zsync_block_size: z.blockSize,
+      hashed_size: size,
+      hashed_mtime: mtime,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow()
+  await database.db
+    .insertInto('file_zsync')
+    .values({file_id: row.id, hash_lengths: `${z.seqMatches},${z.rsumLen},${z.checksumLen}`, sums: randomBytes(blocks * (z.rsumLen + z.checksumLen))})
+    .execute()
+  for (const kind of ['torrent', 'zsync']) {
+    const url = `${baseUrl}/pub/formats.iso.${kind}`
+    let res = await fetch(url)
+    for (let i = 0; i < 100 && res.status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 100)) // the snapshot picks the row up
+      res = await fetch(url)
+    }
+    const bytes = (await res.arrayBuffer()).byteLength
+    if (res.status !== 200) throw new Error(`unexpected answer ${res.status} for ${url}`)
+    const wrk = await run('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', url])
+    const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(wrk.stdout)?.[1] ?? Number.NaN)
+    const p99 = /^\s+99%\s+(\S+)/m.exec(wrk.stdout)?.[1]
+    const non2xx = /Non-2xx or 3xx responses:\s+(\d+)/.exec(wrk.stdout)?.[1] ?? '0'
+    console.log(`  .${kind} of a ${size}-byte file on ${ids.length} mirrors (${bytes} bytes per response): ${Math.round(rps)} responses/s, p99 ${p99}, non-2xx ${non2xx}`)
   }
 }

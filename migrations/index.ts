@@ -19,6 +19,7 @@ import * as m0008 from './0008_stats_daily_fillfactor.js'
 import * as m0009 from './0009_mirror_maintenance.js'
 import * as m0010 from './0010_probe_scheme.js'
 import * as m0012 from './0012_suspect_and_links.js'
+import * as m0014 from './0014_client_formats.js'
 import * as m0015 from './0015_repo_metadata.js'
 import * as m0017 from './0017_redirect_rules.js'
 
@@ -32,6 +33,7 @@ export const migrations: Record<string, Migration> = {
   '0009_mirror_maintenance': m0009,
   '0010_probe_scheme': m0010,
   '0012_suspect_and_links': m0012,
+  '0014_client_formats': m0014,
   '0015_repo_metadata': m0015,
   '0017_redirect_rules': m0017,
 }

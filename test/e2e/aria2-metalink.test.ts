@@ -101,7 +101,9 @@ describe(`aria2c through mb serve (${backend})`, function () {
       ids.push(row.id)
     }
     await database.db.updateTable('file').set({mirrors: ids}).execute()
-    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, log_level: 'silent'}), {database})
+    // This test is about the meta4's HTTP sources and their piece hashes: without the
+    // <metaurl> of the .torrent, which would turn aria2c to BitTorrent (torrent-zsync.test.ts).
+    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, torrent: {meta4_metaurl: false}, log_level: 'silent'}), {database})
     // Corrupt one piece on the mirror that the selection ranks first for this client.
     const first = /<url[^>]*priority="1"[^>]*>([^<]+)</.exec(await (await fetch(`${serve.url}/pub/big.bin.meta4`)).text())![1]
     const index = mirrors.findIndex((m) => first.startsWith(m.url))

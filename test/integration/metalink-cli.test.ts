@@ -1,11 +1,12 @@
 import {execFileSync} from 'node:child_process'
-import {randomBytes} from 'node:crypto'
+import {createHash, randomBytes} from 'node:crypto'
 import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {expect} from 'chai'
 import {XMLParser} from 'fast-xml-parser'
-import {mb} from '../helpers/cli.js'
+import bencode from 'bencode'
+import {BIN, mb, NO_CONFIG_HOME} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 
 const parser = new XMLParser({ignoreAttributes: false, attributeNamePrefix: '@', isArray: (name) => ['url', 'hash'].includes(name), parseTagValue: false})
@@ -91,6 +92,54 @@ describe(`mb index --hashes and mb metalink (${backend})`, () => {
     expect(json).to.have.keys(['path', 'name', 'size', 'mtime', 'hashes', 'sources', 'origin_url', 'meta4_url', 'metalink_url', 'published', 'generator'])
     expect(json.hashes).to.include({piece_hash: 'sha256', piece_count: 2})
     expect(json.meta4_url).to.equal('http://127.0.0.1:8080/iso/a.iso.meta4')
+  })
+
+  it('writes the .torrent, magnet link and .zsync offline with --format, after hashing only what lacks them', async () => {
+    const config = join(root, '..', `mb-formats-${Date.now()}.yaml`)
+    writeFileSync(config, 'zsync:\n  min_size: 100000\n')
+    const zenv = {...env, MB_GEOIP: GEOIP, MB_CONFIG: config}
+    try {
+      // Only a.iso (300 KiB) reaches zsync.min_size: it alone is read again, for its zsync sums.
+      const indexed = (await mb(['index', '--hashes', '--json'], {env: zenv})).json()
+      expect(indexed.hashes.hashed).to.equal(1)
+      expect(indexed.hashes.current).to.equal(1)
+      const run = (format: string, path = 'iso/a.iso') =>
+        execFileSync(process.execPath, [BIN, 'metalink', path, '--format', format, '--client-ip', '89.160.20.112', '--base-url', 'http://dl.example.org/'], {
+          env: {...process.env, ...zenv, XDG_CONFIG_HOME: NO_CONFIG_HOME},
+        })
+      const torrent = bencode.decode(run('torrent'))
+      expect(torrent['url-list'].map((u: Uint8Array) => Buffer.from(u).toString())).to.deep.equal([
+        'http://se.mirror.test/iso/a.iso',
+        'http://us.mirror.test/iso/a.iso',
+        'http://dl.example.org/iso/a.iso',
+      ])
+      expect(torrent.announce).to.equal(undefined)
+      expect(torrent.info.length).to.equal(300 * 1024)
+      expect(torrent.info['piece length']).to.equal(262144)
+      const btih = createHash('sha1').update(bencode.encode(torrent.info)).digest('hex')
+      expect(run('magnet').toString()).to.equal(
+        `magnet:?xt=urn:btih:${btih}&dn=a.iso&xl=307200&ws=http%3A%2F%2Fse.mirror.test%2Fiso%2Fa.iso&ws=http%3A%2F%2Fus.mirror.test%2Fiso%2Fa.iso&ws=http%3A%2F%2Fdl.example.org%2Fiso%2Fa.iso&xs=http%3A%2F%2Fdl.example.org%2Fiso%2Fa.iso.torrent\n`,
+      )
+      const zsync = run('zsync')
+      const header = zsync.subarray(0, zsync.indexOf('\n\n')).toString().split('\n')
+      expect(header.filter((l) => !l.startsWith('MTime: '))).to.deep.equal([
+        'zsync: 0.6.2',
+        'Filename: a.iso',
+        'Blocksize: 2048',
+        'Length: 307200',
+        'Hash-Lengths: 2,2,4',
+        'URL: http://se.mirror.test/iso/a.iso',
+        'URL: http://us.mirror.test/iso/a.iso',
+        `SHA-1: ${execFileSync('sha1sum', [join(root, 'iso', 'a.iso')], {encoding: 'utf8'}).split(' ')[0]}`,
+      ])
+      expect(zsync.length - zsync.indexOf('\n\n') - 2).to.equal(150 * 6)
+      // b.iso is below zsync.min_size: a clear error, exit 1.
+      const small = await mb(['metalink', 'iso/b.iso', '--format', 'zsync'], {env: zenv})
+      expect(small.code).to.equal(1)
+      expect(small.stderr).to.include('/iso/b.iso is smaller than 100000 bytes (zsync.min_size)')
+    } finally {
+      rmSync(config, {force: true})
+    }
   })
 
   it('rejects an unknown path (exit 1) and a bad --client-ip (exit 2)', async () => {

@@ -46,5 +46,22 @@ describe('serve helpers', () => {
     expect(html).to.include('<a href="../">../</a>')
     expect(html).to.include('<a href="inner/">inner/</a></td><td align="right">-</td><td>2026-01-02 03:04</td>')
     expect(html).to.include('<a href="a%20%22b%22%20%3Cc%3E%3F.iso">a &quot;b&quot; &lt;c&gt;?.iso</a></td><td align="right">1234</td>')
+    expect(html).to.include('<td>2026-01-02 03:04</td><td></td></tr>')
+  })
+
+  it('links each indexed file of a directory index to its mirror list ("details")', () => {
+    const mtime = new Date(Date.UTC(2026, 0, 2, 3, 4))
+    const html = renderIndex(
+      'iso',
+      [
+        {name: 'inner', directory: true, size: null, mtime},
+        {name: 'a b.iso', directory: false, size: 1234, mtime},
+        {name: 'notes.txt', directory: false, size: 5, mtime},
+      ],
+      (name) => name !== 'notes.txt',
+    )
+    expect(html).to.include('<a href="a%20b.iso">a b.iso</a></td><td align="right">1234</td><td>2026-01-02 03:04</td><td><a href="a%20b.iso.mirrorlist">details</a></td></tr>')
+    expect(html).to.include('<a href="notes.txt">notes.txt</a></td><td align="right">5</td><td>2026-01-02 03:04</td><td></td></tr>')
+    expect(html).to.include('<a href="inner/">inner/</a></td><td align="right">-</td><td>2026-01-02 03:04</td><td></td></tr>')
   })
 })

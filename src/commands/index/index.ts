@@ -4,6 +4,7 @@ import {BaseCommand} from '../../base-command.js'
 import {UsageError} from '../../lib/errors.js'
 import {type IndexResult, indexOrigin} from '../../lib/origin/index.js'
 import {type HashIndexResult, hashIndex} from '../../lib/origin/hash.js'
+import {zsyncMinSize} from '../../lib/metalink/formats-config.js'
 import {renderRecord} from '../../lib/output.js'
 
 export default class Index extends BaseCommand<typeof Index> {
@@ -16,8 +17,10 @@ root are followed (recorded under the link's path); symlinks pointing outside it
 with a warning. Re-runs write only what changed.
 
 With --hashes, MD5, SHA-1, SHA-256 and piece hashes (for metalinks, hash files and Digest
-headers) are computed afterwards for every file whose size or mtime changed since it was last
-hashed, on --jobs threads (default: all cores), with a progress bar on a TTY.`
+headers), SHA-1 pieces (for .torrent and magnet links) and, for files of at least
+\`zsync.min_size\` bytes, zsync block sums (for .zsync) are computed afterwards for every file
+whose size or mtime changed since it was last hashed or that lacks one of them, on --jobs
+threads (default: all cores), with a progress bar on a TTY.`
 
   static override examples = [
     '<%= config.bin %> index --root /srv/pub',
@@ -30,7 +33,7 @@ hashed, on --jobs threads (default: all cores), with a progress bar on a TTY.`
   static override flags = {
     root: Flags.string({description: 'origin directory (env: MB_ROOT; config: root)'}),
     dir: Flags.string({description: 'index only this subtree (relative to the root); the rest is left alone'}),
-    hashes: Flags.boolean({description: 'also hash new and changed files (MD5, SHA-1, SHA-256, piece hashes)'}),
+    hashes: Flags.boolean({description: 'also hash new and changed files (MD5, SHA-1, SHA-256, piece hashes, zsync sums)'}),
     jobs: Flags.integer({description: 'hashing threads (default: all cores)', min: 1, max: 256, dependsOn: ['hashes']}),
     'piece-hash': Flags.string({description: 'piece hash algorithm for metalinks', options: ['sha256', 'sha1'], dependsOn: ['hashes']}), // default sha256 (an oclif default would trip dependsOn)
   }
@@ -88,6 +91,7 @@ hashed, on --jobs threads (default: all cores), with a progress bar on a TTY.`
         jobs: this.flags.jobs,
         subdir: this.flags.dir,
         pieceHash: (this.flags['piece-hash'] ?? 'sha256') as 'sha256' | 'sha1',
+        zsyncMinSize: zsyncMinSize(this.mbConfig.zsync),
         onProgress: (p) => {
           if (!bar) return
           if (!started) {

@@ -9,6 +9,7 @@ import {ProbeConfigSchema} from '../probe/config.js'
 import {ServeConfigSchema} from '../serve/config.js'
 import {StatsConfigSchema} from '../stats/config.js'
 import {YumConfigSchema} from '../yum/config.js'
+import {TorrentConfigSchema, ZsyncConfigSchema} from '../metalink/formats-config.js'
 import {cidrString, listOf} from './zod.js'
 
 export const ConfigSchema = z
@@ -27,6 +28,8 @@ export const ConfigSchema = z
     serve: ServeConfigSchema.default({}).describe('The redirector (`mb serve`).'),
     stats: StatsConfigSchema.default({}).describe('Download statistics (`mb serve`, `mb stats`).'),
     yum: YumConfigSchema.default({}).describe('dnf/yum repositories behind `/metalink` and `/mirrorlist` (docs/repositories.md).'),
+    torrent: TorrentConfigSchema.default({}).describe('BitTorrent with web seeds: PATH.torrent, PATH.magnet, PATH.btih.'),
+    zsync: ZsyncConfigSchema.default({}).describe('zsync 0.6 control files: PATH.zsync, sums computed by `mb index --hashes`.'),
   })
   .strict()
   // A default that depends on another section: select.unprobed follows serve.probe_interval.

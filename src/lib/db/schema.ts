@@ -81,6 +81,10 @@ export interface FileTable {
   pieces: string | null
   hashed_size: number | null
   hashed_mtime: number | null
+  /** SHA-1 digests of each `piece_size` piece, hex, concatenated (BitTorrent v1; migration 0014). */
+  sha1_pieces: ColumnType<string | null, string | null | undefined, string | null>
+  /** zsync block size in bytes when `file_zsync` holds this version's block sums, else null (migration 0014). */
+  zsync_block_size: ColumnType<number | null, number | null | undefined, number | null>
   indexed_at: Generated<Date>
   /** `.asc` or `.sig`: the detached signature indexed beside the file, smaller than it (migration 0015); null when none. */
   signature: ColumnType<string | null, string | null | undefined, string | null>
@@ -105,6 +109,15 @@ export interface FileLinkTable {
   directory: boolean
   indexed_at: Generated<Date>
   txid: Generated<string>
+}
+
+/** zsync block sums of one file version (migration 0014). */
+export interface FileZsyncTable {
+  file_id: number
+  /** zsync `Hash-Lengths`: `seq_matches,rsum_bytes,checksum_bytes`, e.g. `2,3,5`. */
+  hash_lengths: string
+  /** Per block: the trailing rsum bytes then the leading MD4 bytes, as zsyncmake writes them. */
+  sums: Uint8Array
 }
 
 export interface FileTombstoneTable {
@@ -200,6 +213,7 @@ export interface DB {
   mirror_file_stale: MirrorFileStaleTable
   file_tombstone: FileTombstoneTable
   file_link: FileLinkTable
+  file_zsync: FileZsyncTable
   stats_daily: StatsDailyTable
   stats_monthly: StatsMonthlyTable
   mirror_probe: MirrorProbeTable

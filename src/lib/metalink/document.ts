@@ -67,6 +67,12 @@ export interface MetalinkDocument {
   meta4Url: string
   /** The URL of this file's Metalink 3 document. */
   metalinkUrl: string
+  /** The URL of this file's `.torrent` when it has current BitTorrent data (also `.magnet`, `.btih`); else undefined. */
+  torrentUrl?: string
+  /** The URL of this file's `.zsync` when it has current zsync sums; else undefined. */
+  zsyncUrl?: string
+  /** Whether the Metalink 4 document names {@link torrentUrl} in a `<metaurl>` (config `torrent.meta4_metaurl`). */
+  torrentMetaurl?: boolean
   /** When the document was made. */
   published: Date
   generator: string
@@ -123,6 +129,11 @@ export interface BuildOptions {
   baseUrl: string
   /** Cap on mirror URLs (default 20). */
   maxUrls?: number
+  /**
+   * The client formats with current data, `torrent` and `zsync` (the snapshot's `formats`
+   * bits, read by the caller), and whether the meta4 names the torrent (`metaurl`).
+   */
+  formats?: {torrent: boolean; zsync: boolean; metaurl: boolean}
   now?: Date
   generator?: string
 }
@@ -177,6 +188,9 @@ export function buildDocument(options: BuildOptions): MetalinkDocument {
     originUrl,
     meta4Url: `${originUrl}.meta4`,
     metalinkUrl: `${originUrl}.metalink`,
+    torrentUrl: options.formats?.torrent ? `${originUrl}.torrent` : undefined,
+    zsyncUrl: options.formats?.zsync ? `${originUrl}.zsync` : undefined,
+    torrentMetaurl: options.formats ? options.formats.torrent && options.formats.metaurl : undefined,
     published: options.now ?? new Date(),
     generator: options.generator ?? GENERATOR,
   }

@@ -14,6 +14,7 @@
  *     <signature mediatype="application/pgp-signature">-----BEGIN PGP SIGNATURE-----…</signature>   (FILE.asc, ./signature.ts)
  *     <url location="de" priority="1">https://mirror/PATH</url>…
  *     <url priority="N">https://host/PATH</url>   (the origin, last)
+ *     <metaurl mediatype="torrent">https://host/PATH.torrent</metaurl>   (BitTorrent data, torrent.meta4_metaurl)
  *   </file>
  * </metalink>
  * ```
@@ -86,5 +87,7 @@ ${fileFragment(doc)}`
     out += source.location ? `    <url location="${xmlEscape(source.location)}" priority="${source.priority}">` : `    <url priority="${source.priority}">`
     out += `${xmlEscape(source.url)}</url>\n`
   }
+  // RFC 5854 §4.2.8: a metainfo file describing the same file (here the BitTorrent one).
+  if (doc.torrentUrl && doc.torrentMetaurl) out += `    <metaurl mediatype="torrent">${xmlEscape(doc.torrentUrl)}</metaurl>\n`
   return `${out}  </file>\n</metalink>\n`
 }

@@ -40,7 +40,19 @@ export interface MirrorList {
   /** RFC 3339 UTC. */
   mtime: string
   hashes: {md5: string; sha1: string; sha256: string; piece_size: number; piece_hash: string; pieces: number} | null
-  links: {file: string; meta4: string; metalink: string; sha256: string | null; sha1: string | null; md5: string | null}
+  /** Every representation of the file; null where the file has no current data for it. */
+  links: {
+    file: string
+    meta4: string
+    metalink: string
+    sha256: string | null
+    sha1: string | null
+    md5: string | null
+    torrent: string | null
+    magnet: string | null
+    btih: string | null
+    zsync: string | null
+  }
   /** The requesting client as GeoIP (or an honoured `?country=`) sees it: its own data. */
   client: {ip: string; country: string | null; continent: string | null; asn: number | null}
   /** The winning pool, or null when the origin serves the file. */
@@ -147,6 +159,10 @@ export function buildMirrorList(doc: MetalinkDocument, selection: Selection, cli
       sha256: h ? `${doc.originUrl}.sha256` : null,
       sha1: h ? `${doc.originUrl}.sha1` : null,
       md5: h ? `${doc.originUrl}.md5` : null,
+      torrent: doc.torrentUrl ?? null,
+      magnet: doc.torrentUrl ? `${doc.originUrl}.magnet` : null,
+      btih: doc.torrentUrl ? `${doc.originUrl}.btih` : null,
+      zsync: doc.zsyncUrl ?? null,
     },
     client: {ip: client.ip, country: client.country ?? null, continent: client.continent ?? null, asn: client.asn ?? null},
     realm: selection.realm,
@@ -224,6 +240,9 @@ export function renderMirrorListHtml(list: MirrorList): string {
   const links = [`<a href="${escapeHtml(list.links.meta4)}">Metalink 4 (.meta4)</a>`, `<a href="${escapeHtml(list.links.metalink)}">Metalink 3 (.metalink)</a>`]
   if (list.links.sha256)
     links.push(`<a href="${escapeHtml(list.links.sha256)}">.sha256</a>`, `<a href="${escapeHtml(list.links.sha1!)}">.sha1</a>`, `<a href="${escapeHtml(list.links.md5!)}">.md5</a>`)
+  const l = list.links
+  if (l.torrent) links.push(`<a href="${escapeHtml(l.torrent)}">BitTorrent (.torrent)</a>`, `<a href="${escapeHtml(l.magnet!)}">magnet link</a>`, `<a href="${escapeHtml(l.btih!)}">info hash</a>`)
+  if (l.zsync) links.push(`<a href="${escapeHtml(l.zsync)}">zsync (.zsync)</a>`)
   parts.push(`<tr><th>Metalinks and hashes</th><td>${links.join(' · ')}</td></tr>
 </table>
 <p>Your address: ${escapeHtml(list.client.ip)} (${escapeHtml(clientPlace(list.client))})</p>`)

@@ -1,8 +1,9 @@
 /**
  * The metalink route of `mb serve` (RFC 5854, RFC 6249, hash files, mirror list), for the
  * server's route table (`MirrorServer.addRoute`), and the Metalink/HTTP header providers for
- * redirects (`Link: rel=describedby` always, `Digest` only with fresh hashes, the signature's
- * `Link` when one sits beside the file), for
+ * redirects (`Link: rel=describedby` always, one more for the `.torrent` when the file has
+ * BitTorrent data, `Digest` only with fresh hashes, the signature's `Link` when one sits
+ * beside the file), for
  * `MirrorServer.addRedirectHeaders`. Both reach the server only through the
  * {@link RouteServices} they are created with.
  *
@@ -10,7 +11,8 @@
  *   `PATH.meta4`, `PATH?meta4`, `PATH` with an `Accept` that prefers
  *   `application/metalink4+xml` (q-values honoured, RFC 9110 §12.5.1) → Metalink 4;
  *   `PATH.metalink`, `PATH?metalink` → Metalink 3; `PATH.sha256|.sha1|.md5` → hash file;
- *   `PATH.mirrorlist`, `PATH?mirrorlist` → mirror list (HTML, or JSON on request).
+ *   `PATH.mirrorlist`, `PATH?mirrorlist` → mirror list (HTML, or JSON on request);
+ *   `PATH.torrent`, `.magnet`, `.btih`, `.zsync` → BitTorrent and zsync (formats.ts).
  * A file on disk named like the representation (`X.meta4`, `X.sha256`, …) always wins: it
  * is delivered as itself, indexed or not. A file on disk that is not indexed (yet) gets the
  * same representations, with the origin as its only source (reason `not_indexed`); one that
@@ -39,6 +41,9 @@ import {outdatedCopies} from './mirrorlist.js'
 import {staleCopiesOf} from '../lookup/files.js'
 import {describedByLink, digestHeader, type HashKind} from './headers.js'
 import {acceptsMeta4, type MetalinkContext, type Sent, sendHashFile, sendMeta4, sendMetalink3, sendMirrorList} from './http.js'
+import {FORMAT_SUFFIXES, type FormatKind, type FormatStore, sendFormat} from './formats.js'
+import {TORRENT_MEDIA_TYPE} from './torrent.js'
+import {FORMAT_TORRENT, FORMAT_ZSYNC} from '../serve/snapshot.js'
 
 export interface MetalinkRouteOptions {
   /** For piece hashes; without it documents carry whole-file hashes only. */
@@ -51,9 +56,11 @@ export interface MetalinkRouteOptions {
   diskCheckSeconds?: number
   /** Piece-hash cache entries (default 10,000). */
   cacheSize?: number
+  /** The BitTorrent and zsync data; without it those representations answer 404. */
+  formats?: FormatStore
 }
 
-type Kind = 'meta4' | 'metalink' | 'mirrorlist' | HashKind
+type Kind = 'meta4' | 'metalink' | 'mirrorlist' | HashKind | FormatKind
 
 /** What the metalink route answers: which representation, of which file. */
 export interface MetalinkTarget {
@@ -64,14 +71,9 @@ export interface MetalinkTarget {
   path: string
 }
 
-const SUFFIXES: Array<[string, Kind]> = [
-  ['.meta4', 'meta4'],
-  ['.metalink', 'metalink'],
-  ['.sha256', 'sha256'],
-  ['.sha1', 'sha1'],
-  ['.md5', 'md5'],
-  ['.mirrorlist', 'mirrorlist'],
-]
+const SUFFIXES: Array<[string, Kind]> = [['.meta4', 'meta4'], ['.metalink', 'metalink'], ['.sha256', 'sha256'], ['.sha1', 'sha1'], ['.md5', 'md5'], ['.mirrorlist', 'mirrorlist'], ...FORMAT_SUFFIXES]
+
+const FORMAT_KINDS = new Set<Kind>(FORMAT_SUFFIXES.map(([, kind]) => kind))
 
 /** Which representation a request asks for, and of which indexed file; undefined if none. */
 function metalinkTarget(ctx: Pick<RequestContext, 'path' | 'slash' | 'query' | 'file' | 'snapshot' | 'req'>): MetalinkTarget | undefined {
@@ -82,7 +84,8 @@ function metalinkTarget(ctx: Pick<RequestContext, 'path' | 'slash' | 'query' | '
     if (hasQueryFlag(ctx.query, 'mirrorlist')) return {kind: 'mirrorlist', file: ctx.file, path}
     if (hasQueryFlag(ctx.query, 'metalink')) return {kind: 'metalink', file: ctx.file, path}
   }
-  if (ctx.file) return acceptsMeta4(ctx.req.headers.accept) ? {kind: 'meta4', file: ctx.file, path} : undefined
+  // A Range request wants the file's bytes (a web seed, a resumed download), whatever it accepts.
+  if (ctx.file) return acceptsMeta4(ctx.req.headers.accept) && ctx.req.headers.range === undefined ? {kind: 'meta4', file: ctx.file, path} : undefined
   const dot = path.lastIndexOf('.')
   if (dot > 0) {
     for (const [suffix, kind] of SUFFIXES) {
@@ -163,6 +166,15 @@ export class MetalinkRoutes {
     if (file.signature) headers.push('Link', signatureLink(originUrlFor(this.baseUrl(ctx, client.https), file.path + file.signature)))
   }
 
+  /**
+   * Redirect header `Link: <…/PATH.torrent>; rel=describedby; type="application/x-bittorrent"`
+   * (RFC 6249 §6), on a line of its own, while the file has current BitTorrent data.
+   */
+  readonly torrentLinkHeader: RedirectHeaderProvider = (headers, ctx, file, client) => {
+    if (this.options.formats && (file.formats ?? 0) & FORMAT_TORRENT && this.diskMatches(file))
+      headers.push('Link', `<${originUrlFor(this.baseUrl(ctx, client.https), file.path)}.torrent>; rel=describedby; type="${TORRENT_MEDIA_TYPE}"`)
+  }
+
   /** Redirect header `Digest` (RFC 3230), only while the hashes are fresh in the snapshot and on disk. */
   readonly digestHeader: RedirectHeaderProvider = (headers, _ctx, file) => {
     if (file.sha256 !== null && file.md5 !== null && file.sha1 !== null && this.diskMatches(file)) headers.push('Digest', digestHeader({md5: file.md5, sha1: file.sha1, sha256: file.sha256}))
@@ -241,6 +253,7 @@ export class MetalinkRoutes {
     if (client === undefined) return server.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
     const file = target.kind === 'mirrorlist' && current === target.file ? await this.withStaleCopies(current) : current
     const selection = !target.file ? NOT_INDEXED : current !== target.file ? INDEX_STALE : server.selectMirrors(ctx, client, file, target.kind === 'mirrorlist')
+    if (FORMAT_KINDS.has(target.kind)) return this.handleFormat(ctx, target.kind as FormatKind, file, selection, this.baseUrl(ctx, client.https))
     let stored = await this.storedHashes(file)
     if (stored) {
       let st: {size: number; mtimeMs: number} | undefined
@@ -251,7 +264,19 @@ export class MetalinkRoutes {
       }
       if (!diskMatches(st, file)) stored = null
     }
-    const doc = buildDocument({path: file.path, size: file.size, mtime: file.mtime, stored, hashesFresh: stored !== null, selection, baseUrl: this.baseUrl(ctx, client.https), maxUrls: this.maxUrls()})
+    const bits = file.formats ?? 0
+    const formats = this.options.formats && stored ? {torrent: (bits & FORMAT_TORRENT) !== 0, zsync: (bits & FORMAT_ZSYNC) !== 0, metaurl: this.options.formats.meta4Metaurl} : undefined
+    const doc = buildDocument({
+      path: file.path,
+      size: file.size,
+      mtime: file.mtime,
+      stored,
+      hashesFresh: stored !== null,
+      selection,
+      baseUrl: this.baseUrl(ctx, client.https),
+      maxUrls: this.maxUrls(),
+      formats,
+    })
     if (target.kind === 'meta4') {
       const signature = signatureOf(ctx.snapshot.files, file)
       const text = signature && (await this.signatures.text(signature))
@@ -271,7 +296,7 @@ export class MetalinkRoutes {
         sent = sendMirrorList(ctx.req, ctx.res, mctx)
         break
       default:
-        sent = sendHashFile(ctx.req, ctx.res, mctx, target.kind)
+        sent = sendHashFile(ctx.req, ctx.res, mctx, target.kind as HashKind)
     }
     server.finish(ctx, sent.status, sent.outcome, {bytesSent: sent.bytesSent, fileSize: file.size, realm: selection.realm})
   }
@@ -291,10 +316,26 @@ export class MetalinkRoutes {
     }
   }
 
-  /** True when the file on disk still has the indexed size and mtime (stat cached for diskCheckSeconds). */
-  private diskMatches(file: FileEntry, now = Date.now()): boolean {
+  /**
+   * Answers `.torrent`, `.magnet`, `.btih` or `.zsync` (formats.ts) for this client's
+   * `selection`: 404 with the reason when the store holds no current data for the file or the
+   * file on disk no longer has the indexed version.
+   */
+  private async handleFormat(ctx: RequestContext, kind: FormatKind, file: FileEntry, selection: Selection, baseUrl: string): Promise<void> {
+    const doc = buildDocument({path: file.path, size: file.size, mtime: file.mtime, stored: null, hashesFresh: false, selection, baseUrl, maxUrls: this.maxUrls()})
+    const formats = this.options.formats
+    let stored: Awaited<ReturnType<FormatStore['torrent']>> | Awaited<ReturnType<FormatStore['zsync']>>
+    if (!formats) stored = {status: 404, reason: 'This server does not serve BitTorrent or zsync files.'}
+    else if (!this.diskMatches(file, Date.now(), true)) stored = {status: 404, reason: `/${file.path} changed on the origin since it was indexed; try again once it is re-indexed.`}
+    else stored = kind === 'zsync' ? await formats.zsync(file) : await formats.torrent(file)
+    const sent = sendFormat(ctx.req, ctx.res, kind, doc, stored, formats?.trackers ?? [])
+    this.server.finish(ctx, sent.status, sent.outcome, {bytesSent: sent.bytesSent, fileSize: file.size, realm: selection.realm})
+  }
+
+  /** True when the file on disk still has the indexed size and mtime (stat cached for diskCheckSeconds unless `fresh`). */
+  private diskMatches(file: FileEntry, now = Date.now(), fresh = false): boolean {
     const seen = this.diskChecks.get(file.path)
-    if (seen && now - seen.at < this.diskCheckMs) return sameVersion(seen, file)
+    if (seen && !fresh && now - seen.at < this.diskCheckMs) return sameVersion(seen, file)
     let size = -1
     let mtime = -1
     try {

@@ -1,11 +1,13 @@
 /**
  * A plain HTML directory listing of the origin tree, like nginx's or Apache's autoindex:
- * name, size in bytes and modification time (UTC). Names are HTML-escaped and links are
- * percent-encoded (RFC 3986), so any file name is shown and linked safely.
+ * name, size in bytes and modification time (UTC), and for each indexed file a "details"
+ * link to its mirror list (`NAME.mirrorlist`, as MirrorBrain's autoindex has), which links
+ * every format of the file. Names are HTML-escaped and links are percent-encoded
+ * (RFC 3986), so any file name is shown and linked safely.
  */
 import {readdir, realpath, stat} from 'node:fs/promises'
 import {join, sep} from 'node:path'
-import {relativeReference} from '../select/url.js'
+import {encodePath, relativeReference} from '../select/url.js'
 
 const HTML_ESCAPES: Record<string, string> = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}
 
@@ -54,21 +56,23 @@ function date(d: Date): string {
 
 /**
  * Renders the listing of origin directory `path` ('' = root, no slashes at either end).
- * Links are relative to the slashed directory URL.
+ * Links are relative to the slashed directory URL. `indexed(name)` tells which files of the
+ * directory are in the origin index: those get a "details" link to their mirror list.
  */
-export function renderIndex(path: string, entries: IndexEntry[]): string {
+export function renderIndex(path: string, entries: IndexEntry[], indexed: (name: string) => boolean = () => false): string {
   const title = escapeHtml(`Index of /${path}${path ? '/' : ''}`)
   const rows: string[] = []
-  if (path) rows.push('<tr><td><a href="../">../</a></td><td></td><td></td></tr>')
+  if (path) rows.push('<tr><td><a href="../">../</a></td><td></td><td></td><td></td></tr>')
   for (const e of entries) {
     const href = relativeReference(e.name) + (e.directory ? '/' : '')
     const label = escapeHtml(e.name) + (e.directory ? '/' : '')
-    rows.push(`<tr><td><a href="${escapeHtml(href)}">${label}</a></td><td align="right">${e.size === null ? '-' : e.size}</td><td>${date(e.mtime)}</td></tr>`)
+    const details = !e.directory && indexed(e.name) ? `<a href="${escapeHtml(`${encodePath(e.name)}.mirrorlist`)}">details</a>` : ''
+    rows.push(`<tr><td><a href="${escapeHtml(href)}">${label}</a></td><td align="right">${e.size === null ? '-' : e.size}</td><td>${date(e.mtime)}</td><td>${details}</td></tr>`)
   }
   return `<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>${title}</title></head>
 <body><h1>${title}</h1>
-<table><thead><tr><th align="left">Name</th><th align="right">Size (bytes)</th><th align="left">Last modified (UTC)</th></tr></thead>
+<table><thead><tr><th align="left">Name</th><th align="right">Size (bytes)</th><th align="left">Last modified (UTC)</th><th align="left">Mirrors</th></tr></thead>
 <tbody>
 ${rows.join('\n')}
 </tbody></table>

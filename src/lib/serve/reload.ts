@@ -59,6 +59,8 @@ export const RESTART_ONLY = [
   'serve.disk_check_seconds',
   'stats',
   'probe',
+  'torrent',
+  'zsync',
   'yum',
 ] as const
 

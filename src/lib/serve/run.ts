@@ -28,6 +28,8 @@ import {type RepomdChange, recordRepomdChanges} from '../origin/repomd.js'
 import {YumRoutes} from '../yum/routes.js'
 import {AptRoutes} from '../apt/routes.js'
 import {StaleReindexer} from '../origin/reindex.js'
+import {FormatStore} from '../metalink/formats.js'
+import {zsyncMinSize} from '../metalink/formats-config.js'
 import {type BackgroundProbes, startBackgroundProbes} from '../probe/background.js'
 import {RuleHitCounter} from '../rules/hits.js'
 import {StatsCollector} from '../stats/collector.js'
@@ -240,10 +242,11 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
 
 /**
  * The HTTP server with its routes and redirect-header providers: `Link: rel=duplicate`
- * alternatives, then the Metalink/HTTP `Link: rel=describedby` and `Digest`
- * (src/lib/metalink/routes.ts, which also answers metalinks, hash files and mirror lists,
- * and by `Accept`: redirects say `Vary: Accept`). `onIndexStale` hears of indexed files
- * found changed on disk (`serve.disk_check_seconds`).
+ * alternatives, then the Metalink/HTTP `Link: rel=describedby` (the meta4, then the
+ * .torrent) and `Digest` (src/lib/metalink/routes.ts, which also answers metalinks, hash
+ * files, mirror lists, the BitTorrent and zsync files of src/lib/metalink/formats.ts, and
+ * by `Accept`: redirects say `Vary: Accept`). `onIndexStale` hears of indexed files found
+ * changed on disk (`serve.disk_check_seconds`).
  */
 function createServer(
   config: Config,
@@ -260,12 +263,14 @@ function createServer(
   const yum = new YumRoutes(server, {database, repos: repoTable(config.yum), alternatesDays: config.yum.alternates_days, minSize: config.select.min_size})
   server.addRoute(yum.route)
   server.addRoute(new AptRoutes(server, {minSize: config.select.min_size}).route)
-  const metalink = new MetalinkRoutes(server, {database, maxUrls: () => server.metalinkMaxMirrors, baseUrl: config.serve.public_url})
+  const formats = new FormatStore(database, {zsyncMinSize: zsyncMinSize(config.zsync), trackers: config.torrent.trackers, meta4Metaurl: config.torrent.meta4_metaurl})
+  const metalink = new MetalinkRoutes(server, {database, formats, maxUrls: () => server.metalinkMaxMirrors, baseUrl: config.serve.public_url})
   server.addRoute(metalink.route)
   server.varyOn('Accept')
   // The count is read per redirect: a reload may change `select.max_alternatives`.
   server.addRedirectHeaders(duplicateLinks(() => server.linkCount))
   server.addRedirectHeaders(metalink.describedByHeader)
+  server.addRedirectHeaders(metalink.torrentLinkHeader)
   server.addRedirectHeaders(metalink.digestHeader)
   server.addRedirectHeaders(metalink.signatureHeader)
   return server

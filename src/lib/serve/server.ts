@@ -622,7 +622,7 @@ export class MirrorServer implements RouteServices {
    * replaces the entry.
    */
   private indexStale(ctx: RequestContext, file: FileEntry, disk: FileVersion): FileEntry {
-    const entry: FileEntry = {...file, size: disk.size, mtime: disk.mtime, mirrors: NO_MIRRORS, md5: null, sha1: null, sha256: null}
+    const entry: FileEntry = {...file, size: disk.size, mtime: disk.mtime, mirrors: NO_MIRRORS, md5: null, sha1: null, sha256: null, formats: 0}
     const files = ctx.snapshot.files
     if (files.get(file.path) === file) files.set(file.path, entry)
     const stale: IndexStale = {path: file.path, indexed: {size: file.size, mtime: file.mtime}, disk}
@@ -789,7 +789,8 @@ export class MirrorServer implements RouteServices {
       return
     }
     const entries = await listDirectory(real, this.rootReal)
-    const body = Buffer.from(renderIndex(ctx.path, entries))
+    const files = ctx.snapshot.files
+    const body = Buffer.from(renderIndex(ctx.path, entries, (name) => files.has(ctx.path ? `${ctx.path}/${name}` : name)))
     ctx.res.writeHead(200, {'Content-Type': 'text/html; charset=utf-8', 'Content-Length': body.length, 'Cache-Control': 'public, max-age=60', ...this.serverHeaders()})
     ctx.res.end(ctx.req.method === 'HEAD' ? undefined : body)
     this.finish(ctx, 200, 'directory', {bytesSent: ctx.req.method === 'HEAD' ? 0 : body.length})

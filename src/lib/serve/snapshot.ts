@@ -34,7 +34,17 @@ export interface FileEntry extends SelectFile {
   sha256: string | null
   /** `.asc` or `.sig` when that detached signature is indexed beside the file (src/lib/origin/signatures.ts). */
   signature?: string | null
+  /**
+   * Which client formats have current data in the store ({@link FORMAT_TORRENT},
+   * {@link FORMAT_ZSYNC} bits); absent or 0: none.
+   */
+  formats?: number
 }
+
+/** {@link FileEntry.formats} bit: current SHA-1 pieces (`.torrent`, `.magnet`, `.btih`). */
+export const FORMAT_TORRENT = 1
+/** {@link FileEntry.formats} bit: current zsync block sums (`.zsync`). */
+export const FORMAT_ZSYNC = 2
 
 const CHUNK_ENTRIES = 1 << 20
 const EMPTY = new Int16Array(0)
@@ -205,7 +215,7 @@ function str(value: unknown): string | null {
 }
 
 function fileFromRow(sets: MirrorSetPool, row: unknown[]): FileEntry {
-  // id, path, size, mtime, mirrors, md5, sha1, sha256, signature
+  // id, path, size, mtime, mirrors, md5, sha1, sha256, signature, formats
   return {
     path: row[1] as string,
     size: Number(row[2]),
@@ -215,12 +225,14 @@ function fileFromRow(sets: MirrorSetPool, row: unknown[]): FileEntry {
     sha1: str(row[6]),
     sha256: str(row[7]),
     signature: str(row[8]),
+    formats: Number(row[9]),
   }
 }
 
 // Hashes only while they describe the row's version (origin/freshness.ts).
 const FRESH = HASHES_MATCH_VERSION_SQL
-const FILE_COLUMNS = `id, path, size, mtime, array_to_string(mirrors, ','), CASE WHEN ${FRESH} THEN md5 END, CASE WHEN ${FRESH} THEN sha1 END, CASE WHEN ${FRESH} THEN sha256 END, signature`
+const FORMATS = `CASE WHEN ${FRESH} THEN (CASE WHEN sha1_pieces IS NOT NULL THEN ${FORMAT_TORRENT} ELSE 0 END) + (CASE WHEN zsync_block_size IS NOT NULL THEN ${FORMAT_ZSYNC} ELSE 0 END) ELSE 0 END`
+const FILE_COLUMNS = `id, path, size, mtime, array_to_string(mirrors, ','), CASE WHEN ${FRESH} THEN md5 END, CASE WHEN ${FRESH} THEN sha1 END, CASE WHEN ${FRESH} THEN sha256 END, signature, ${FORMATS}`
 
 async function readMirrors(view: ReadView): Promise<MirrorTable> {
   const result = await view.query(`SELECT row_to_json(m)::text FROM mirror m ORDER BY id`)

@@ -16,6 +16,10 @@ export type Outcome =
   | 'metalink' // a Metalink 3 document
   | 'hash' // a .sha256/.sha1/.md5 body
   | 'mirrorlist' // the mirror list page or JSON
+  | 'torrent' // a .torrent metainfo file
+  | 'magnet' // a magnet link
+  | 'btih' // a BitTorrent info hash
+  | 'zsync' // a .zsync control file
   | 'not_found' // 404
   | 'bad_request' // 4xx for bad input
   | 'error' // 5xx

@@ -41,7 +41,7 @@ export function watchOrigin(root: string, keeper: Pick<SnapshotKeeper, 'current'
     if (current !== entry) return // a refresh replaced it meanwhile
     if (repomd && size >= 0) onRepomdChange({path, mtime, previousMirrors: Array.from(entry.mirrors)})
     if (entry.mirrors.length === 0) return
-    keeper.current.files.set(path, {...entry, size: size < 0 ? entry.size : size, mtime: mtime < 0 ? entry.mtime : mtime, mirrors: EMPTY, md5: null, sha1: null, sha256: null})
+    keeper.current.files.set(path, {...entry, size: size < 0 ? entry.size : size, mtime: mtime < 0 ? entry.mtime : mtime, mirrors: EMPTY, md5: null, sha1: null, sha256: null, formats: 0})
     logger?.info({path, size, mtime}, 'origin file changed on disk; delivering it locally until it is re-indexed and rescanned')
   }
   const watcher: FSWatcher = watch(root, {recursive: true, persistent: false}, (_event, filename) => {

@@ -63,6 +63,10 @@ export function classifyRequest(o: CountedRequest): CountKind | undefined {
     case 'metalink':
     case 'hash':
     case 'mirrorlist':
+    case 'torrent':
+    case 'magnet':
+    case 'btih':
+    case 'zsync':
       return 'other'
     default:
       return undefined

@@ -1,0 +1,49 @@
+/**
+ * Settings of the `torrent:` and `zsync:` sections of the config file (the BitTorrent and
+ * zsync representations of an origin file). Keys are snake_case.
+ *
+ * ```yaml
+ * torrent:
+ *   trackers: []          # announce URLs; empty = web seeds only (no announce, no DHT hint)
+ *   meta4_metaurl: true   # name the .torrent in each meta4 (<metaurl mediatype="torrent">)
+ * zsync:
+ *   enabled: true         # compute zsync block sums at `mb index --hashes` time, serve PATH.zsync
+ *   min_size: 67108864    # only for files of at least this many bytes (64 MiB)
+ * ```
+ */
+import {z} from 'zod'
+import {listOf} from '../config/zod.js'
+
+/** Default `zsync.min_size`: 64 MiB, the size of a small ISO image. */
+const DEFAULT_ZSYNC_MIN_SIZE = 64 * 1024 * 1024
+
+export const TorrentConfigSchema = z
+  .object({
+    trackers: listOf(z.string().url()).default([]).describe('Tracker announce URLs written into every .torrent (`announce`, `announce-list`) and magnet link (`tr=`); empty = web seeds only.'),
+    meta4_metaurl: z
+      .boolean()
+      .default(true)
+      .describe(
+        'Name the .torrent in Metalink 4 documents (`<metaurl mediatype="torrent">`, RFC 5854 §4.2.8). aria2c then downloads through BitTorrent with the metalink URLs as web seeds, and seeds afterwards unless given --seed-time=0.',
+      ),
+  })
+  .strict()
+
+export const ZsyncConfigSchema = z
+  .object({
+    enabled: z.boolean().default(true).describe('Compute zsync block sums at `mb index --hashes` time and serve PATH.zsync; false turns both off.'),
+    min_size: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .default(DEFAULT_ZSYNC_MIN_SIZE)
+      .describe('Files of at least this many bytes get zsync block sums (about 8 bytes per 4 KiB block); smaller ones answer PATH.zsync with 404.'),
+  })
+  .strict()
+
+export type ZsyncConfig = z.infer<typeof ZsyncConfigSchema>
+
+/** The smallest file size in bytes that gets zsync sums, or null when zsync is turned off. */
+export function zsyncMinSize(config: ZsyncConfig): number | null {
+  return config.enabled ? config.min_size : null
+}

@@ -1,0 +1,237 @@
+/**
+ * The client formats with their own clients, through `mb serve` and real nginx mirrors on
+ * loopback:
+ * - aria2c downloads an 8 MiB file from mb's `.torrent` and from its `.magnet` using the web
+ *   seeds only (DHT, LPD and peer exchange off, no tracker), and routes around a mirror whose
+ *   copy is corrupted by the SHA-1 piece hashes;
+ * - zsync 0.6.2 updates an older local copy to the new version through mb's `.zsync` from a
+ *   mirror, whose access log shows Range requests for only part of the file.
+ */
+import {spawn} from 'node:child_process'
+import {createHash, randomBytes} from 'node:crypto'
+import {mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import bencode from 'bencode'
+import {expect} from 'chai'
+import {ConfigSchema} from '../../src/lib/config/schema.js'
+import type {Database} from '../../src/lib/db/index.js'
+import {hashIndex} from '../../src/lib/origin/hash.js'
+import {indexOrigin} from '../../src/lib/origin/index.js'
+import {type RunningServer as Serve, startServe} from '../../src/lib/serve/run.js'
+import {requireBinary} from '../helpers/cli.js'
+import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {type RunningServer, startNginx} from '../helpers/servers.js'
+
+const SIZE = 8 * 1024 * 1024
+const PIECE = 256 * 1024
+const ZSYNC_MIN = 1024 * 1024
+
+function run(command: string, args: string[], cwd?: string): Promise<{code: number; log: string}> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {stdio: ['ignore', 'pipe', 'pipe'], cwd})
+    let log = ''
+    child.stdout.on('data', (d) => (log += d))
+    child.stderr.on('data', (d) => (log += d))
+    const timer = setTimeout(() => child.kill('SIGKILL'), 180_000)
+    child.on('error', reject)
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({code: code ?? -1, log})
+    })
+  })
+}
+
+const ARIA2 = [
+  '--log=-',
+  '--log-level=info',
+  '--console-log-level=warn',
+  '--summary-interval=0',
+  '--no-conf',
+  '--allow-overwrite=true',
+  '--auto-file-renaming=false',
+  '--file-allocation=none',
+  '--enable-dht=false',
+  '--enable-dht6=false',
+  '--bt-enable-lpd=false',
+  '--enable-peer-exchange=false',
+  '--seed-time=0',
+  '--bt-stop-timeout=120',
+  '--follow-torrent=mem',
+  '--retry-wait=0',
+  '--max-tries=20',
+  '--connect-timeout=5',
+  '--timeout=20',
+]
+
+const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex')
+
+describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, function () {
+  let test: TestDatabase
+  let database: Database
+  let root: string
+  let out: string
+  let serve: Serve
+  const mirrors: RunningServer[] = []
+  const trees: string[] = []
+  const data = randomBytes(SIZE)
+
+  before(async function () {
+    requireBinary(this, 'aria2c', 'aria2')
+    requireBinary(this, 'nginx', 'nginx-light')
+    requireBinary(this, 'zsync', 'zsync')
+    test = await createTestDatabase()
+    database = await test.open()
+    root = mkdtempSync(join(tmpdir(), 'mb-fmt-origin-'))
+    out = mkdtempSync(join(tmpdir(), 'mb-fmt-out-'))
+    mkdirSync(join(root, 'pub'))
+    writeFileSync(join(root, 'pub', 'big.bin'), data)
+    for (const name of ['a', 'b']) {
+      const tree = mkdtempSync(join(tmpdir(), `mb-fmt-${name}-`))
+      mkdirSync(join(tree, 'pub'))
+      writeFileSync(join(tree, 'pub', 'big.bin'), data)
+      trees.push(tree)
+      mirrors.push(
+        await startNginx({
+          root: tree,
+          httpConfig: 'log_format ranges \'$request_method $uri $status $body_bytes_sent "$http_range"\';',
+          // Slow enough per connection that aria2c spreads its requests over both web seeds.
+          serverConfig: `access_log ${join(tree, 'access.log')} ranges; limit_rate 2m;`,
+        }),
+      )
+    }
+    await indexOrigin(database.db, root)
+    const hashed = await hashIndex(database, root, {jobs: 2, zsyncMinSize: ZSYNC_MIN})
+    expect(hashed.hashed).to.equal(1)
+    const ids: number[] = []
+    for (const [identifier, m] of [
+      ['a.mirror', mirrors[0]],
+      ['b.mirror', mirrors[1]],
+    ] as const) {
+      const row = await database.db
+        .insertInto('mirror')
+        .values({identifier, http_url: m.url, country: 'DE', continent: 'EU', last_scan_ok_at: new Date()} as any)
+        .returning('id')
+        .executeTakeFirstOrThrow()
+      ids.push(row.id)
+    }
+    await database.db.updateTable('file').set({mirrors: ids}).execute()
+    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, zsync: {min_size: ZSYNC_MIN}, log_level: 'silent'}), {database})
+  })
+
+  after(async () => {
+    await serve?.close()
+    for (const m of mirrors) await m.stop()
+    await database?.close()
+    await test?.drop()
+    for (const dir of [root, out, ...trees]) if (dir) rmSync(dir, {recursive: true, force: true})
+  })
+
+  it('downloads from the .torrent over the web seeds only, routing around a corrupted copy by the SHA-1 pieces', async () => {
+    const torrent = Buffer.from(await (await fetch(`${serve.url}/pub/big.bin.torrent`)).arrayBuffer())
+    const seeds = (bencode.decode(torrent)['url-list'] as Uint8Array[]).map((u) => Buffer.from(u).toString())
+    expect(seeds.slice(0, 2).sort()).to.deep.equal(mirrors.map((m) => `${m.url}pub/big.bin`).sort())
+    expect(seeds[2]).to.equal(`${serve.url}/pub/big.bin`)
+    // The first web seed is the mirror the selection ranks first: corrupt every piece there.
+    const bad = mirrors.findIndex((m) => seeds[0] === `${m.url}pub/big.bin`)
+    const corrupted = Buffer.from(data)
+    for (let at = 0; at < SIZE; at += PIECE) corrupted.fill(0x55, at + 100, at + 9000)
+    writeFileSync(join(trees[bad], 'pub', 'big.bin'), corrupted)
+    try {
+      // aria2c picks among the web seeds itself and may finish from the good one alone: run it
+      // again (a fresh download) until it has asked the bad one, at most three times.
+      let asked = false
+      for (let attempt = 0; attempt < 3 && !asked; attempt++) {
+        writeFileSync(join(trees[bad], 'access.log'), '')
+        const dir = join(out, `torrent-${attempt}`)
+        const {code, log} = await run('aria2c', [...ARIA2, '--uri-selector=inorder', '--dir', dir, `${serve.url}/pub/big.bin.torrent`])
+        expect(code, log.slice(-3000)).to.equal(0)
+        expect(sha256(readFileSync(join(dir, 'big.bin')))).to.equal(sha256(data))
+        expect(log).to.not.match(/announce/i) // no tracker was asked
+        asked = /^GET \/pub\/big\.bin 206 \d+ "bytes=\d+-\d+"$/m.test(readFileSync(join(trees[bad], 'access.log'), 'utf8'))
+        // What the bad mirror sent failed its SHA-1 and came again from elsewhere.
+        if (asked) expect(log).to.match(/Chunk checksum validation failed/)
+      }
+      expect(asked, 'aria2c never asked the mirror with the corrupted copy').to.equal(true)
+    } finally {
+      writeFileSync(join(trees[bad], 'pub', 'big.bin'), data)
+    }
+  })
+
+  it('downloads from the .magnet: its xs= .torrent is the metadata, the web seeds carry the bytes', async () => {
+    const magnet = (await (await fetch(`${serve.url}/pub/big.bin.magnet`)).text()).trim()
+    const btih = (await (await fetch(`${serve.url}/pub/big.bin.btih`)).text()).trim()
+    const seeds = mirrors.map((m) => `ws=${encodeURIComponent(`${m.url}pub/big.bin`)}`)
+    expect(magnet).to.be.oneOf(
+      [seeds, [...seeds].reverse()].map(
+        (ws) => `magnet:?xt=urn:btih:${btih}&dn=big.bin&xl=${SIZE}&${ws.join('&')}&ws=${encodeURIComponent(`${serve.url}/pub/big.bin`)}&xs=${encodeURIComponent(`${serve.url}/pub/big.bin.torrent`)}`,
+      ),
+    )
+    // aria2c takes a magnet's metadata from peers only (BEP 9) and reads no xs=; what a client
+    // that honours xs= does is fetch it. Here that goes into aria2c's metadata cache
+    // (<info hash>.torrent, --bt-load-saved-metadata), which aria2c accepts only when the
+    // info hash matches the magnet's xt=.
+    const dir = join(out, 'magnet')
+    mkdirSync(dir, {recursive: true})
+    const xs = decodeURIComponent(/&xs=([^&]+)$/.exec(magnet)![1])
+    writeFileSync(join(dir, `${btih}.torrent`), Buffer.from(await (await fetch(xs)).arrayBuffer()))
+    const {code, log} = await run('aria2c', [...ARIA2, '--bt-load-saved-metadata=true', '--dir', dir, magnet])
+    expect(code, log.slice(-3000)).to.equal(0)
+    expect(log).to.not.match(/announce/i)
+    expect(sha256(readFileSync(join(dir, 'big.bin')))).to.equal(sha256(data))
+  })
+
+  it('updates an older local copy with zsync through the .zsync, fetching only part of the file from a mirror', async () => {
+    const dir = join(out, 'zsync')
+    mkdirSync(dir, {recursive: true})
+    for (const tree of trees) writeFileSync(join(tree, 'access.log'), '') // nginx appends: the earlier tests' lines go
+    // The older version: the same file with 64 KiB changed in the middle.
+    const old = Buffer.from(data)
+    randomBytes(64 * 1024).copy(old, SIZE / 2)
+    writeFileSync(join(dir, 'big.bin.old'), old)
+    const {code, log} = await run('zsync', ['-q', '-i', 'big.bin.old', '-o', 'big.bin', `${serve.url}/pub/big.bin.zsync`], dir)
+    expect(code, log).to.equal(0)
+    expect(sha256(readFileSync(join(dir, 'big.bin')))).to.equal(sha256(data))
+    const lines = mirrors.flatMap((_, i) => readFileSync(join(trees[i], 'access.log'), 'utf8').split('\n')).filter((l) => l.startsWith('GET /pub/big.bin '))
+    // Only the 32 changed blocks (2,048 bytes each) were fetched, in one Range request.
+    expect(lines).to.deep.equal([`GET /pub/big.bin 206 65536 "bytes=${SIZE / 2}-${SIZE / 2 + 64 * 1024 - 1}"`])
+  })
+
+  it('names the .torrent in the meta4 and in a Link header of the 302', async () => {
+    const meta4 = await (await fetch(`${serve.url}/pub/big.bin.meta4`)).text()
+    expect(meta4).to.include(`    <metaurl mediatype="torrent">${serve.url}/pub/big.bin.torrent</metaurl>\n  </file>`)
+    const redirect = await fetch(`${serve.url}/pub/big.bin`, {redirect: 'manual', headers: {accept: '*/*'}})
+    expect(redirect.status).to.equal(302)
+    expect(redirect.headers.get('link')).to.include(`<${serve.url}/pub/big.bin.torrent>; rel=describedby; type="application/x-bittorrent"`)
+    const btih = await fetch(`${serve.url}/pub/big.bin.btih`)
+    expect(btih.headers.get('content-type')).to.equal('text/plain; charset=utf-8')
+    expect((await btih.text()).trim()).to.match(/^[0-9a-f]{40}$/)
+    const torrent = await fetch(`${serve.url}/pub/big.bin.torrent`, {method: 'HEAD'})
+    expect(torrent.headers.get('content-type')).to.equal('application/x-bittorrent')
+    expect(torrent.headers.get('content-disposition')).to.equal('attachment; filename="big.bin.torrent"')
+    const zsync = await fetch(`${serve.url}/pub/big.bin.zsync`, {method: 'HEAD'})
+    expect(zsync.headers.get('content-type')).to.equal('application/x-zsync')
+  })
+
+  it('answers 404 with the reason for a .torrent or .zsync of a file without that data', async () => {
+    writeFileSync(join(root, 'pub', 'small.bin'), randomBytes(5000))
+    await indexOrigin(database.db, root)
+    for (let i = 0; i < 100; i++) {
+      if ((await fetch(`${serve.url}/pub/small.bin.torrent`)).status === 404 && (await fetch(`${serve.url}/pub/small.bin.mirrorlist`)).status === 200) break
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    const torrent = await fetch(`${serve.url}/pub/small.bin.torrent`)
+    expect(torrent.status).to.equal(404)
+    expect(await torrent.text()).to.equal('No BitTorrent piece hashes of /pub/small.bin: it has not been hashed since it last changed (run `mb index --hashes` on the origin).\n')
+    await hashIndex(database, root, {jobs: 1, zsyncMinSize: ZSYNC_MIN})
+    let zsync: Response | undefined
+    for (let i = 0; i < 100; i++) {
+      zsync = await fetch(`${serve.url}/pub/small.bin.zsync`)
+      if ((await fetch(`${serve.url}/pub/small.bin.btih`)).status === 200) break
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    zsync = await fetch(`${serve.url}/pub/small.bin.zsync`)
+    expect(zsync.status).to.equal(404)
+    expect(await zsync.text()).to.equal(`/pub/small.bin is smaller than ${ZSYNC_MIN} bytes (zsync.min_size): no .zsync is made for it; download it whole.\n`)
+  })
+})
