@@ -18,6 +18,7 @@ import * as m0007 from './0007_file_touch_once.js'
 import * as m0008 from './0008_stats_daily_fillfactor.js'
 import * as m0009 from './0009_mirror_maintenance.js'
 import * as m0010 from './0010_probe_scheme.js'
+import * as m0016 from './0016_push.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_init': m0001,
@@ -28,4 +29,5 @@ export const migrations: Record<string, Migration> = {
   '0008_stats_daily_fillfactor': m0008,
   '0009_mirror_maintenance': m0009,
   '0010_probe_scheme': m0010,
+  '0016_push': m0016,
 }

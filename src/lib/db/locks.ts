@@ -24,6 +24,14 @@ const SCAN_CLASS = 0x6d627363
 /** 'mbpr': one background probe round at a time among the replicas sharing a database. */
 const PROBE_CLASS = 0x6d627072
 
+/** 'mbpu': one push to one mirror at a time. */
+const PUSH_CLASS = 0x6d627075
+
+/** Held by `mb push` (or `mb serve --push-after`) for the whole push to mirror `mirrorId`; a second push is refused. */
+export function pushLock(mirrorId: number): Lock {
+  return {name: `push:${mirrorId}`, classId: PUSH_CLASS, objectId: mirrorId}
+}
+
 /** Held by a scan while it reconciles mirror `mirrorId` (smallint); a second scan is refused. */
 export function scanLock(mirrorId: number): Lock {
   return {name: `scan:${mirrorId}`, classId: SCAN_CLASS, objectId: mirrorId}

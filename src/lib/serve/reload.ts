@@ -41,7 +41,7 @@ export const RELOADABLE = [
 
 /**
  * Settings that `mb serve` reads only at start; a reload that finds one changed logs it.
- * The `scan:` section does not concern `mb serve`.
+ * The `scan:` section does not concern `mb serve` (`--push-after` reads its include/exclude at start).
  */
 export const RESTART_ONLY = [
   'database_url',
@@ -54,8 +54,10 @@ export const RESTART_ONLY = [
   'serve.access_log',
   'serve.metrics_listen',
   'serve.probe_interval',
+  'serve.push_after',
   'stats',
   'probe',
+  'push',
 ] as const
 
 /** The value at a dotted key of the configuration. */

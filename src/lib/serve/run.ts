@@ -36,6 +36,7 @@ import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type Ser
 import {type ReloadResult, needsRestart, onReloadSignal, reloadServer, serverSettings} from './reload.js'
 import {duplicateLinks, MirrorServer} from './server.js'
 import {watchOrigin} from './watch.js'
+import {type PushAfter, startPushAfter} from '../push/after.js'
 
 /** Creates the JSON request/event logger (pino) writing asynchronously to stdout. */
 function createLogger(level: string): Logger {
@@ -138,6 +139,7 @@ interface Parts {
   server?: MirrorServer
   listening: boolean
   unwatch?: () => void
+  pushAfter?: PushAfter
   probes?: BackgroundProbes
 }
 
@@ -152,6 +154,8 @@ interface Parts {
  */
 export async function startServe(config: Config, options: {database?: Database; logger?: Logger; version?: string; readConfig?: () => Config} = {}): Promise<RunningServer> {
   const root = checkRoot(config.root)
+  if (config.serve.push_after > 0 && !config.serve.watch)
+    throw new UsageError('--push-after (serve.push_after) needs --watch (serve.watch): the quiet time is measured from the changes the watch sees.', 'USAGE')
   const {host, port} = parseListen(config.serve.listen)
   const parts: Parts = {logger: options.logger ?? createLogger(config.log_level), ownsDatabase: options.database === undefined, listening: false}
   let closing: Promise<void> | undefined
@@ -175,7 +179,8 @@ export async function startServe(config: Config, options: {database?: Database; 
       throw new MbError(`Cannot listen on ${config.serve.listen}: ${(error as Error).message}`, {code: 'LISTEN_FAILED', cause: error})
     }
     parts.listening = true
-    if (config.serve.watch) parts.unwatch = watchOrigin(server.root, keeper, logger)
+    if (config.serve.push_after > 0) parts.pushAfter = startPushAfter(database, config, config.serve.push_after, logger)
+    if (config.serve.watch) parts.unwatch = watchOrigin(server.root, keeper, logger, parts.pushAfter?.changed)
     const url = httpUrl(address)
     logListening(logger, {url, server, database, keeper, loadSeconds, geo, config, version: options.version})
     if (config.serve.probe_interval > 0) parts.probes = startBackgroundProbes(database, config, {intervalSeconds: config.serve.probe_interval, logger})
@@ -335,7 +340,7 @@ function logListening(
  * the rest still run.
  */
 async function stopParts(parts: Parts): Promise<void> {
-  const {logger, probes, server, unwatch, stats, accessLog, metricsServer, keeper, database} = parts
+  const {logger, probes, server, unwatch, pushAfter, stats, accessLog, metricsServer, keeper, database} = parts
   const step = async (name: string, fn: (() => unknown) | undefined) => {
     try {
       await fn?.()
@@ -346,6 +351,7 @@ async function stopParts(parts: Parts): Promise<void> {
   await step('probes', probes && (() => probes.stop()))
   await step('listener', server && parts.listening ? () => server.close() : undefined)
   await step('watch', unwatch)
+  await step('push-after', pushAfter && (() => pushAfter.stop()))
   await step('stats', stats && (() => stopCounting(stats, logger)))
   await step('access log', accessLog && (() => accessLog.close()))
   await step('metrics', metricsServer && (() => metricsServer.close()))
