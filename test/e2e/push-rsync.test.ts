@@ -201,14 +201,18 @@ describe('mb push to real rsync daemons (e2e)', function () {
     const largeFile = largePath(1)
     await eventually('pass 1 to end', 300, async () => push.lines().some((l) => l.startsWith('full: pausing')))
     expect(push.lines()[0]).to.match(
-      new RegExp(`^full: pass 1 \\(0-${SMALL_MAX} bytes\\) ok, ${SMALL_DIRS * SMALL_FILES} files \\(\\d+ bytes\\) sent, ${SMALL_DIRS * SMALL_FILES} matched, 0 stale, ${MEDIUM + LARGE} missing, [\\d.]+ s$`),
+      new RegExp(
+        `^full: pass 1 \\(0-${SMALL_MAX} bytes\\) ok, ${SMALL_DIRS * SMALL_FILES} files \\(\\d+ bytes\\) sent, ${SMALL_DIRS * SMALL_FILES} matched, 0 stale, ${MEDIUM + LARGE} missing, [\\d.]+ s$`,
+      ),
     )
     await eventually('small files to redirect', 60, async () => (await servedBy(smallFile)) === `http://full.example/${smallFile}`)
     expect(await servedBy(mediumFile)).to.equal('origin')
     expect(await servedBy(largeFile)).to.equal('origin')
     push.child.kill('SIGUSR1')
     await eventually('pass 2 to end', 300, async () => push.lines().filter((l) => l.startsWith('full: pausing')).length === 2)
-    expect(push.lines()[2]).to.match(new RegExp(`^full: pass 2 \\(${SMALL_MAX + 1}-${LARGE_MAX} bytes\\) ok, ${MEDIUM} files \\(\\d+ bytes\\) sent, ${ORIGIN_FILES - LARGE} matched, 0 stale, ${LARGE} missing`))
+    expect(push.lines()[2]).to.match(
+      new RegExp(`^full: pass 2 \\(${SMALL_MAX + 1}-${LARGE_MAX} bytes\\) ok, ${MEDIUM} files \\(\\d+ bytes\\) sent, ${ORIGIN_FILES - LARGE} matched, 0 stale, ${LARGE} missing`),
+    )
     await eventually('medium files to redirect', 60, async () => (await servedBy(mediumFile)) === `http://full.example/${mediumFile}`)
     expect(await servedBy(largeFile)).to.equal('origin')
     push.child.kill('SIGUSR1')
@@ -273,7 +277,9 @@ describe('mb push to real rsync daemons (e2e)', function () {
     expect(held).to.not.include(mediumPath(0))
     expect(held).to.include(mediumPath(1))
     const row = await show('victim')
-    expect(row.last_push_error).to.match(/^pass 2: push to rsync:\/\/127\.0\.0\.1:\d+\/victim\/ failed \(exit 10: error in socket I\/O.*; the listing after it failed too, so the mirror keeps the files confirmed before: /)
+    expect(row.last_push_error).to.match(
+      /^pass 2: push to rsync:\/\/127\.0\.0\.1:\d+\/victim\/ failed \(exit 10: error in socket I\/O.*; the listing after it failed too, so the mirror keeps the files confirmed before: /,
+    )
     // Only the victim confirmed the new small version (the index took every mirror off it).
     await eventually('the new small version to redirect', 60, async () => (await servedBy(smallPath(0, 0))) === `http://victim.example/${smallPath(0, 0)}`)
     // The medium file's new version is on no mirror that confirmed it: the full mirror holds the old one.
@@ -306,7 +312,11 @@ describe('mb push to real rsync daemons (e2e)', function () {
     expect((await mb(['mirror', 'enable', 'auto', '--no-probe'], {env})).code).to.equal(0)
     await serve!.stop()
     serve = await startServe(['--root', origin, '--config', join(dir, 'mb.yaml'), '--watch', '--push-after', '5'], tdb.env)
-    const started = () => serve!.output().split('\n').filter((l) => l.includes('"msg":"push-after: push started"')).length
+    const started = () =>
+      serve!
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('"msg":"push-after: push started"')).length
     // A burst: a new file every 0.5 s for 6 s, each well inside the quiet time.
     for (let i = 0; i < 12; i++) {
       write(origin, `burst/b${i}.txt`, 50 + i)

@@ -282,7 +282,7 @@ export function normalizePushUrl(text: string): string {
     const bad = [...unbracketed].find((c) => CONTROL.test(c) || SHELL_META.test(c)) ?? ''
     throw invalid('push_url', text, `character ${describeChar(bad)} is a shell metacharacter or whitespace, which a push target may not hold (the remote shell would read it); expected ${forms}`)
   }
-  const ssh = /^(?:([A-Za-z0-9._][A-Za-z0-9._-]*)@)?([A-Za-z0-9][A-Za-z0-9.-]*|\[[0-9a-fA-F:.]+\]):(?!:)([^]*)$/.exec(value)
+  const ssh = /^(?:([A-Za-z0-9._][A-Za-z0-9._-]*)@)?([A-Za-z0-9][A-Za-z0-9.-]*|\[[0-9a-fA-F:.]+\]):(?!:)(.*)$/.exec(value)
   if (ssh && !value.includes('://')) {
     const path = ssh[3]
     if (path.split('/').includes('..')) throw invalid('push_url', text, `the path may not hold '..'; expected ${forms}`)

@@ -191,14 +191,7 @@ async function filesToPush(database: Database, mirror: MirrorRow, options: PushO
  * fails the listing is still tried, so that what did arrive is confirmed; a listing that fails
  * changes nothing.
  */
-async function runPass(
-  database: Database,
-  mirror: MirrorRow,
-  options: PushOptions,
-  signal: AbortSignal,
-  band: {pass: number; min: number; max: number | null},
-  files: PushFile[],
-): Promise<PushPass> {
+async function runPass(database: Database, mirror: MirrorRow, options: PushOptions, signal: AbortSignal, band: {pass: number; min: number; max: number | null}, files: PushFile[]): Promise<PushPass> {
   const started = performance.now()
   const base = trimSlashes(mirror.base_path ?? '')
   let error: string | null = null
