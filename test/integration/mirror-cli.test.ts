@@ -289,12 +289,13 @@ describe(`mb mirror (${backend})`, () => {
       'status_reason',
       'last_scan',
       'scan_result',
+      'push_result',
       'base_url',
       'probe',
       'last_probe',
       'probe_reason',
     ])
-    expect(lines.slice(1)).to.deep.equal(['mirror.example.se\tSE\tEU\t100\tyes\tyes\t-\t-\t-\thttp://mirror.example.se/\tunprobed (used)\t-\t-'])
+    expect(lines.slice(1)).to.deep.equal(['mirror.example.se\tSE\tEU\t100\tyes\tyes\t-\t-\t-\t-\thttp://mirror.example.se/\tunprobed (used)\t-\t-'])
 
     const disabled = await mb(['mirror', 'list', '--disabled', '--json'], {env})
     expect(disabled.json().map((m: {identifier: string}) => m.identifier)).to.deep.equal(['mirror.example.gb'])

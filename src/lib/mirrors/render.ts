@@ -28,7 +28,7 @@ export function scanResult(m: PublicMirror): string | null {
  * One-line result of the mirror's last push: `ok`, `failed: REASON`, `never` for a push
  * mirror not pushed yet, or null for a mirror without a push_url.
  */
-export function pushResult(m: PublicMirror): string | null {
+function pushResult(m: PublicMirror): string | null {
   if (!m.push_url) return null
   if (!m.last_push_at) return 'never'
   return m.last_push_error ? `failed: ${m.last_push_error}` : 'ok'
