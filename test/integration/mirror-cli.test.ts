@@ -39,6 +39,8 @@ const KEYS = [
   'base_path',
   'include_patterns',
   'exclude_patterns',
+  'push_url',
+  'push_include',
   'admin',
   'admin_email',
   'comment',
@@ -56,6 +58,9 @@ const KEYS = [
   'last_scan_files',
   'last_scan_matched',
   'last_scan_seconds',
+  'last_push_at',
+  'last_push_ok_at',
+  'last_push_error',
   'created_at',
   'updated_at',
 ]
