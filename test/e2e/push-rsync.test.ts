@@ -11,7 +11,7 @@
  * - the password of an rsync push URL is never printed.
  */
 import {type ChildProcess, spawn} from 'node:child_process'
-import {chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync} from 'node:fs'
+import {chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync} from 'node:fs'
 import net from 'node:net'
 import {tmpdir} from 'node:os'
 import {join, relative} from 'node:path'
@@ -67,6 +67,34 @@ async function waitForPort(port: number): Promise<void> {
   throw new Error(`nothing listens on 127.0.0.1:${port}`)
 }
 
+/** SIGKILLs `pid` and every process descended from it (found through /proc), by pid. */
+function killTree(pid: number): void {
+  const children = new Map<number, number[]>()
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)])
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const all: number[] = []
+  const visit = (p: number) => {
+    all.push(p)
+    for (const c of children.get(p) ?? []) visit(c)
+  }
+  visit(pid)
+  for (const p of all) {
+    try {
+      process.kill(p, 'SIGKILL')
+    } catch {
+      // already gone
+    }
+  }
+}
+
 /** Polls `fn` every 250 ms until it returns true (up to `seconds`). */
 async function eventually(what: string, seconds: number, fn: () => Promise<boolean>): Promise<void> {
   const end = Date.now() + seconds * 1000
@@ -89,13 +117,15 @@ describe('mb push to real rsync daemons (e2e)', function () {
   let env: Record<string, string>
   let port: number
   let victimPort: number
+  let cutPort: number
+  let cut: ChildProcess | undefined
   let daemon: ChildProcess | undefined
   let victim: ChildProcess | undefined
   let serve: ServeProcess | undefined
   const ORIGIN_FILES = SMALL_DIRS * SMALL_FILES + MEDIUM + LARGE
 
   const daemonConf = (name: string, modules: Record<string, {path: string; readOnly: boolean; auth?: boolean}>) => {
-    const lines = ['use chroot = no', 'uid = root', 'gid = root', `pid file = ${join(dir, `${name}.pid`)}`, `log file = ${join(dir, `${name}.log`)}`]
+    const lines = ['use chroot = no', 'uid = root', 'gid = root', 'transfer logging = yes', `pid file = ${join(dir, `${name}.pid`)}`, `log file = ${join(dir, `${name}.log`)}`]
     for (const [module, m] of Object.entries(modules)) {
       mkdirSync(m.path, {recursive: true})
       lines.push(`[${module}]`, `path = ${m.path}`, `read only = ${m.readOnly ? 'yes' : 'no'}`)
@@ -121,6 +151,7 @@ describe('mb push to real rsync daemons (e2e)', function () {
     chmodSync(join(dir, 'secrets'), 0o600)
     port = await freePort()
     victimPort = await freePort()
+    cutPort = await freePort()
     daemon = await startDaemon(
       daemonConf('main', {
         full: {path: join(dir, 'm-full'), readOnly: false},
@@ -132,6 +163,7 @@ describe('mb push to real rsync daemons (e2e)', function () {
       port,
     )
     victim = await startDaemon(daemonConf('victim', {victim: {path: join(dir, 'm-victim'), readOnly: false}}), victimPort)
+    cut = await startDaemon(daemonConf('cut', {cut: {path: join(dir, 'm-cut'), readOnly: false}}), cutPort)
 
     tdb = await createTestDatabase()
     writeFileSync(join(dir, 'mb.yaml'), `push:\n  small_max: ${SMALL_MAX}\n  large_max: ${LARGE_MAX}\n  connect_timeout: 3\n  io_timeout: 10\nselect:\n  min_size: 0\n`)
@@ -144,6 +176,7 @@ describe('mb push to real rsync daemons (e2e)', function () {
     await add('part', `rsync://127.0.0.1:${port}/part`, ['--push-include', 'large/**', '--push-include', 'small/d7/**'])
     await add('ro', `rsync://127.0.0.1:${port}/ro/`)
     await add('victim', `rsync://127.0.0.1:${victimPort}/victim/`)
+    await add('cut', `rsync://127.0.0.1:${cutPort}/cut/`)
     await add('secure', `rsync://alice:s3cr3t-pw@127.0.0.1:${port}/secure/`)
     await add('auto', `rsync://127.0.0.1:${port}/auto/`, ['--disabled'])
     const index = await mb(['index', '--json'], {env})
@@ -154,7 +187,7 @@ describe('mb push to real rsync daemons (e2e)', function () {
 
   after(async () => {
     await serve?.stop()
-    for (const d of [daemon, victim]) if (d?.pid && d.exitCode === null) d.kill('SIGTERM')
+    for (const d of [daemon, victim, cut]) if (d?.pid && d.exitCode === null) d.kill('SIGTERM')
     await tdb?.drop()
     if (dir) rmSync(dir, {recursive: true, force: true})
   })
@@ -286,6 +319,32 @@ describe('mb push to real rsync daemons (e2e)', function () {
     expect(await servedBy(mediumPath(0))).to.equal('origin')
   })
 
+  it('serves nothing from a mirror whose daemon is killed in the middle of a transfer, until a later push confirms it', async () => {
+    const push = startPush(['cut'])
+    // The daemon logs each file it has received: kill it, and its per-connection children, after 300 of pass 1's 10,000.
+    await eventually('300 files to arrive', 300, async () => (readFileSync(join(dir, 'cut.log'), 'utf8').match(/ recv /g) ?? []).length >= 300)
+    killTree(cut!.pid!)
+    await new Promise((r) => cut!.once('exit', r))
+    expect(await push.exited).to.equal(1)
+    const arrived = tree(join(dir, 'm-cut')).length
+    expect(arrived)
+      .to.be.above(0)
+      .and.below(SMALL_DIRS * SMALL_FILES)
+    expect(await holders('cut')).to.deep.equal([])
+    const row = await show('cut')
+    expect(row.last_push_error).to.match(
+      /^pass 1: push to rsync:\/\/127\.0\.0\.1:\d+\/cut\/ failed \(.*; the listing after it failed too, so the mirror keeps the files confirmed before: rsync listing of .* failed/,
+    )
+    const onDisk = tree(join(dir, 'm-cut'))[0]
+    expect(await servedBy(onDisk)).to.not.equal(`http://cut.example/${onDisk}`)
+    cut = await startDaemon(join(dir, 'cut.conf'), cutPort)
+    const again = await mb(['push', 'cut', '--json'], {env})
+    expect(again.code, again.stderr).to.equal(0)
+    expect(again.json().mirrors[0]).to.deep.include({ok: true, error: null, files: ORIGIN_FILES, matched: ORIGIN_FILES})
+    expect(await holders('cut')).to.have.length(ORIGIN_FILES)
+    expect((await show('cut')).last_push_error).to.equal(null)
+  })
+
   it('refuses a push_url with a shell metacharacter and changes nothing', async () => {
     for (const bad of ['user@host:/srv/$(reboot)/', 'rsync://127.0.0.1/mod/a;b/', 'host:pub dir/', 'user@host:`id`/']) {
       const add = await mb(['mirror', 'add', 'evil', '--http-url', 'http://evil.example/', '--push-url', bad, '--no-probe'], {env})
@@ -308,7 +367,7 @@ describe('mb push to real rsync daemons (e2e)', function () {
   })
 
   it('serve --push-after starts one push after the quiet time, and none during a burst of changes', async () => {
-    for (const name of ['full', 'part', 'ro', 'victim', 'secure']) expect((await mb(['mirror', 'disable', name], {env})).code).to.equal(0)
+    for (const name of ['full', 'part', 'ro', 'victim', 'cut', 'secure']) expect((await mb(['mirror', 'disable', name], {env})).code).to.equal(0)
     expect((await mb(['mirror', 'enable', 'auto', '--no-probe'], {env})).code).to.equal(0)
     await serve!.stop()
     serve = await startServe(['--root', origin, '--config', join(dir, 'mb.yaml'), '--watch', '--push-after', '5'], tdb.env)
