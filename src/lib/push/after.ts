@@ -6,8 +6,9 @@
  * - Every change seen by the origin watch restarts the quiet timer, so a burst of uploads
  *   starts one push, after its last file.
  * - One round at a time in this process: changes during a round start the next round after
- *   it, once quiet again. Across processes, the push lock of each mirror refuses a second
- *   push (it is logged and the mirror is left to the push already running).
+ *   it, once quiet again. Across processes (`--workers`, replicas on one database) the named
+ *   lock PUSH_ROUND_LOCK lets one of them run the round and the others skip it, and the push
+ *   lock of each mirror refuses a second push to it (`mb push` run by hand meanwhile).
  * - Indexing first makes the new files known (and drops the mirrors of changed ones), so the
  *   push sends them and the reconcile after each pass confirms them.
  */
@@ -15,6 +16,7 @@ import pLimit from 'p-limit'
 import type {Logger} from 'pino'
 import type {Config} from '../config/index.js'
 import type {Database} from '../db/index.js'
+import {PUSH_ROUND_LOCK} from '../db/locks.js'
 import {errorMessage} from '../errors.js'
 import {indexOrigin} from '../origin/index.js'
 import {pushMirror} from './push.js'
@@ -49,13 +51,18 @@ export function startPushAfter(database: Database, config: Config, quietSeconds:
       pending = true
       return
     }
-    running = round(database, config, options, controller.signal, logger).finally(() => {
-      running = undefined
-      if (pending && !controller.signal.aborted) {
-        pending = false
-        arm()
-      }
-    })
+    const once = () => round(database, config, options, controller.signal, logger)
+    const skipped = () => logger.info('push-after: another process runs this round; skipped')
+    running = database
+      .withLock(PUSH_ROUND_LOCK, once, skipped)
+      .catch((error) => logger.error({err: errorMessage(error)}, 'push-after: round failed'))
+      .finally(() => {
+        running = undefined
+        if (pending && !controller.signal.aborted) {
+          pending = false
+          arm()
+        }
+      })
   }
   return {
     changed() {
