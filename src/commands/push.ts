@@ -117,7 +117,8 @@ runs with BatchMode (keys only).`
             })
             const bar = bars.get(mirror.identifier)
             if (bar) multibar!.remove(bar)
-            report(resultLine(result))
+            if (result.ok || multibar || this.jsonEnabled()) report(resultLine(result))
+            else process.stderr.write(`${resultLine(result)}\n`)
             return result
           }),
         ),
