@@ -366,8 +366,32 @@ describe('mb push to real rsync daemons (e2e)', function () {
     for (const text of [r.stdout, r.stderr, row.stdout]) expect(text).to.not.include('s3cr3t')
   })
 
+  it('pushes over a remote shell to user@host:path (a stand-in ssh on PATH runs the remote side locally)', async () => {
+    const bin = join(dir, 'fake-ssh')
+    mkdirSync(bin, {recursive: true})
+    // ssh OPTIONS [-l user] host command…: drop the options and the host, run the command as a remote shell would.
+    writeFileSync(
+      join(bin, 'ssh'),
+      ['#!/bin/sh', `echo "$@" >> ${join(dir, 'ssh-calls')}`, 'while [ $# -gt 0 ]; do case "$1" in -o|-l|-p) shift 2;; -*) shift;; *) break;; esac; done', 'shift', 'exec sh -c "$*"', ''].join('\n'),
+      {mode: 0o755},
+    )
+    mkdirSync(join(dir, 'm-ssh'))
+    const add = await mb(['mirror', 'add', 'viassh', '--http-url', 'http://viassh.example/', '--push-url', `pusher@localhost:${join(dir, 'm-ssh')}`, '--no-probe', '--json'], {env})
+    expect(add.code, add.stderr).to.equal(0)
+    expect(add.json().push_url).to.equal(`pusher@localhost:${join(dir, 'm-ssh')}/`)
+    const r = await mb(['push', 'viassh', '--json'], {env: {...env, PATH: `${bin}:${process.env.PATH}`}})
+    expect(r.code, r.stderr).to.equal(0)
+    expect(r.json().mirrors[0]).to.deep.include({ok: true, error: null, files: ORIGIN_FILES, matched: ORIGIN_FILES})
+    expect(tree(join(dir, 'm-ssh'))).to.have.length(ORIGIN_FILES)
+    expect(await holders('viassh')).to.have.length(ORIGIN_FILES)
+    // Every ssh call ran without a password prompt and with the connect timeout.
+    const calls = readFileSync(join(dir, 'ssh-calls'), 'utf8').trim().split('\n')
+    expect(calls.length).to.be.above(2)
+    for (const call of calls) expect(call).to.match(/^-o BatchMode=yes -o ConnectTimeout=3 -l pusher localhost rsync --server /)
+  })
+
   it('serve --push-after starts one push after the quiet time, and none during a burst of changes', async () => {
-    for (const name of ['full', 'part', 'ro', 'victim', 'cut', 'secure']) expect((await mb(['mirror', 'disable', name], {env})).code).to.equal(0)
+    for (const name of ['full', 'part', 'ro', 'victim', 'cut', 'secure', 'viassh']) expect((await mb(['mirror', 'disable', name], {env})).code).to.equal(0)
     expect((await mb(['mirror', 'enable', 'auto', '--no-probe'], {env})).code).to.equal(0)
     await serve!.stop()
     serve = await startServe(['--root', origin, '--config', join(dir, 'mb.yaml'), '--watch', '--push-after', '5'], tdb.env)
