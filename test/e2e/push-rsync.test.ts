@@ -187,9 +187,15 @@ describe('mb push to real rsync daemons (e2e)', function () {
 
   after(async () => {
     await serve?.stop()
-    for (const d of [daemon, victim, cut]) if (d?.pid && d.exitCode === null) d.kill('SIGTERM')
+    // A daemon writes its log as it exits: wait for each before removing the directory.
+    for (const d of [daemon, victim, cut]) {
+      if (!d?.pid || d.exitCode !== null || d.signalCode !== null) continue
+      const exited = new Promise((r) => d.once('exit', r))
+      d.kill('SIGTERM')
+      await exited
+    }
     await tdb?.drop()
-    if (dir) rmSync(dir, {recursive: true, force: true})
+    if (dir) rmSync(dir, {recursive: true, force: true, maxRetries: 5})
   })
 
   async function holders(name: string): Promise<string[]> {
