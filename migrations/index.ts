@@ -21,6 +21,7 @@ import * as m0010 from './0010_probe_scheme.js'
 import * as m0012 from './0012_suspect_and_links.js'
 import * as m0014 from './0014_client_formats.js'
 import * as m0015 from './0015_repo_metadata.js'
+import * as m0016 from './0016_push.js'
 import * as m0017 from './0017_redirect_rules.js'
 
 export const migrations: Record<string, Migration> = {
@@ -35,5 +36,6 @@ export const migrations: Record<string, Migration> = {
   '0012_suspect_and_links': m0012,
   '0014_client_formats': m0014,
   '0015_repo_metadata': m0015,
+  '0016_push': m0016,
   '0017_redirect_rules': m0017,
 }

@@ -18,6 +18,7 @@ Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop
     'MB_DATABASE_URL=postgres://mb@db/mb <%= config.bin %> serve --root /srv/pub --listen 0.0.0.0:8080 --log-level warn',
     '<%= config.bin %> serve --root /srv/pub --access-log /var/log/mb/access.log --metrics-listen 127.0.0.1:9100 --stats-flush-interval 30',
     '<%= config.bin %> serve --root /srv/pub --probe-interval 300',
+    '<%= config.bin %> serve --root /srv/pub --watch --push-after 120',
   ]
 
   static override flags = {
@@ -28,6 +29,10 @@ Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop
     'trusted-proxy': Flags.string({description: 'CIDR of a reverse proxy whose X-Forwarded-For/-Proto is believed; repeatable', multiple: true}),
     'min-size': Flags.integer({description: 'files smaller than this many bytes are delivered from the origin (default 4096)', min: 0}),
     watch: Flags.boolean({description: 'watch the origin tree; changed files are served locally until rescanned', allowNo: true}),
+    'push-after': Flags.integer({
+      description: 'with --watch: once the origin has been quiet SECONDS after a change, index it and push it to every mirror with a push URL (as `mb push --all`; OpenTTD waits 120)',
+      min: 0,
+    }),
     workers: Flags.integer({description: 'worker processes (node:cluster; PostgreSQL only)', min: 1, max: 64}),
     'log-level': Flags.string({description: 'log level', options: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']}),
     'access-log': Flags.string({description: "write an access log in Apache combined format (+ mirror and realm) to FILE, or '-' for stdout; reopened on SIGHUP"}),
@@ -48,6 +53,7 @@ Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop
       'select.min_size': f['min-size'],
       'serve.watch': f.watch,
       'serve.workers': f.workers,
+      'serve.push_after': f['push-after'],
       log_level: f['log-level'],
       'serve.access_log': f['access-log'],
       'serve.metrics_listen': f['metrics-listen'],

@@ -102,6 +102,8 @@ export const ERRORS = {
   RSYNC_URL: {exit: 1, hint: "The mirror's rsync URL is not rsync://host/module/path."},
   RSYNC_FAILED: {exit: 1, hint: 'rsync exited with an error; the message gives its exit reason and last output.'},
   RSYNC_BAD_LISTING: {exit: 1, hint: 'rsync printed a line that is not a listing line.'},
+  PUSH_FAILED: {exit: 1, hint: "The upload to the mirror failed; the message gives rsync's exit reason and last output."},
+  PUSH_NO_URL: {exit: 2, hint: 'The mirror has no push URL; give it one with `mb mirror edit NAME --push-url URL`.'},
 } as const satisfies Record<string, ErrorSpec>
 
 /** A code in the catalogue. */

@@ -14,12 +14,19 @@ import {openDatabase, type Database} from '../../src/lib/db/index.js'
 
 export const backend: 'postgres' | 'pglite' = process.env.MB_TEST_DATABASE_URL ? 'postgres' : 'pglite'
 
-function migrationsHash(): string {
+function hashMigrations(): string {
   const dir = new URL('../../migrations/', import.meta.url).pathname
   const hash = createHash('sha256')
   for (const name of readdirSync(dir).sort()) hash.update(name).update(readFileSync(join(dir, name)))
   return hash.digest('hex').slice(0, 12)
 }
+
+/**
+ * The migration set's hash, taken once when the tests load (as the migrations module is): a
+ * template built by this process then always holds the migrations its name says, even when
+ * the files change while a run is under way.
+ */
+const MIGRATIONS_HASH = hashMigrations()
 
 export interface TestDatabase {
   /** Environment for spawned `mb` processes (MB_DATABASE_URL or MB_DATA_DIR). */
@@ -36,7 +43,7 @@ export interface TestDatabase {
 let counter = 0
 
 async function pgliteTemplate(): Promise<string> {
-  const dir = join(tmpdir(), `mb-test-template-${migrationsHash()}`)
+  const dir = join(tmpdir(), `mb-test-template-${MIGRATIONS_HASH}`)
   if (existsSync(join(dir, 'PG_VERSION'))) return dir
   const building = mkdtempSync(join(tmpdir(), 'mb-test-template-build-'))
   const database = await openDatabase({dataDir: building, schema: 'auto', create: true})
@@ -66,7 +73,7 @@ function urlFor(name: string): string {
 }
 
 async function postgresTemplate(): Promise<string> {
-  const name = `mb_tpl_${migrationsHash()}`
+  const name = `mb_tpl_${MIGRATIONS_HASH}`
   const exists = await withAdmin(async (c) => (await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount! > 0)
   if (exists) return name
   const building = `${name}_b${process.pid}`

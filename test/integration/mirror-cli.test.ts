@@ -39,6 +39,8 @@ const KEYS = [
   'base_path',
   'include_patterns',
   'exclude_patterns',
+  'push_url',
+  'push_include',
   'admin',
   'admin_email',
   'comment',
@@ -57,6 +59,9 @@ const KEYS = [
   'last_scan_files',
   'last_scan_matched',
   'last_scan_seconds',
+  'last_push_at',
+  'last_push_ok_at',
+  'last_push_error',
   'created_at',
   'updated_at',
 ]
@@ -290,12 +295,13 @@ describe(`mb mirror (${backend})`, () => {
       'status_reason',
       'last_scan',
       'scan_result',
+      'push_result',
       'base_url',
       'probe',
       'last_probe',
       'probe_reason',
     ])
-    expect(lines.slice(1)).to.deep.equal(['mirror.example.se\tSE\tEU\t100\tyes\tyes\t-\t-\t-\thttp://mirror.example.se/\tunprobed (used)\t-\t-'])
+    expect(lines.slice(1)).to.deep.equal(['mirror.example.se\tSE\tEU\t100\tyes\tyes\t-\t-\t-\t-\thttp://mirror.example.se/\tunprobed (used)\t-\t-'])
 
     const disabled = await mb(['mirror', 'list', '--disabled', '--json'], {env})
     expect(disabled.json().map((m: {identifier: string}) => m.identifier)).to.deep.equal(['mirror.example.gb'])

@@ -318,6 +318,9 @@ describe('mirror rendering', () => {
     last_scan_files: 1300,
     last_scan_matched: 1200,
     last_scan_seconds: 1.5,
+    last_push_at: null,
+    last_push_ok_at: null,
+    last_push_error: null,
     created_at: null,
     updated_at: null,
   }

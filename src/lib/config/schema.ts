@@ -6,6 +6,7 @@ import {z} from 'zod'
 import {SelectConfigSchema, unprobedPolicy} from '../select/config.js'
 import {ScanConfigSchema} from '../scan/config.js'
 import {ProbeConfigSchema} from '../probe/config.js'
+import {PushConfigSchema} from '../push/config.js'
 import {ServeConfigSchema} from '../serve/config.js'
 import {StatsConfigSchema} from '../stats/config.js'
 import {YumConfigSchema} from '../yum/config.js'
@@ -25,6 +26,7 @@ export const ConfigSchema = z
     select: SelectConfigSchema.default({}).describe('Choosing a mirror for a request (docs/selection.md).'),
     scan: ScanConfigSchema.default({}).describe('Listing the mirrors (`mb scan`).'),
     probe: ProbeConfigSchema.default({}).describe('Mirror health checks (`mb probe`, `mb serve --probe-interval`).'),
+    push: PushConfigSchema.default({}).describe('Pushing the origin tree to mirrors that do not pull (`mb push`, `mb serve --push-after`; docs/push.md).'),
     serve: ServeConfigSchema.default({}).describe('The redirector (`mb serve`).'),
     stats: StatsConfigSchema.default({}).describe('Download statistics (`mb serve`, `mb stats`).'),
     yum: YumConfigSchema.default({}).describe('dnf/yum repositories behind `/metalink` and `/mirrorlist` (docs/repositories.md).'),

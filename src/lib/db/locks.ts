@@ -24,6 +24,21 @@ const SCAN_CLASS = 0x6d627363
 /** 'mbpr': one background probe round at a time among the replicas sharing a database. */
 const PROBE_CLASS = 0x6d627072
 
+/** 'mbpu': one push to one mirror at a time. */
+const PUSH_CLASS = 0x6d627075
+
+/** Held by `mb push` (or `mb serve --push-after`) for the whole push to mirror `mirrorId`; a second push is refused. */
+export function pushLock(mirrorId: number): Lock {
+  return {name: `push:${mirrorId}`, classId: PUSH_CLASS, objectId: mirrorId}
+}
+
+/**
+ * Held by `mb serve --push-after` for one round (index, then push to every push mirror); the
+ * other workers or replicas that saw the same changes skip theirs. Mirror ids start at 1, so
+ * object id 0 is free for it.
+ */
+export const PUSH_ROUND_LOCK: Lock = {name: 'push-round', classId: PUSH_CLASS, objectId: 0}
+
 /** Held by a scan while it reconciles mirror `mirrorId` (smallint); a second scan is refused. */
 export function scanLock(mirrorId: number): Lock {
   return {name: `scan:${mirrorId}`, classId: SCAN_CLASS, objectId: mirrorId}

@@ -61,6 +61,14 @@ export interface MirrorTable {
   maintenance_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
   /** When the last scan was refused by the safety check (the mirror is suspect, out of selection); null = not suspect (migration 0012). */
   scan_refused_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
+  /** Where `mb push` sends the origin tree: `rsync://host/module/` or `user@host:path` (migration 0016); null = the mirror pulls. */
+  push_url: string | null
+  /** Globs (picomatch) on origin paths: when non-empty, only matching files are pushed. */
+  push_include: ColumnType<string[], string[] | undefined, string[]>
+  last_push_at: Timestamp | null
+  last_push_ok_at: Timestamp | null
+  /** Why the last push failed (credentials redacted); null after a push that succeeded. */
+  last_push_error: string | null
   created_at: Generated<Date>
   updated_at: Generated<Date>
   txid: Generated<string>

@@ -191,7 +191,7 @@ export async function addMirror(db: Kysely<DB>, input: MirrorInput, options: Wri
 function clearTargets(name: string): Array<keyof MirrorValues> {
   const key = name.trim().toLowerCase().replace(/^--/, '').replace(/-/g, '_')
   if (['lat', 'lon', 'latitude', 'longitude', 'location', 'coordinates'].includes(key)) return ['latitude', 'longitude']
-  const aliases: Record<string, keyof MirrorValues> = {prefix: 'prefixes', client_prefix: 'client_prefixes', include: 'include_patterns', exclude: 'exclude_patterns'}
+  const aliases: Record<string, keyof MirrorValues> = {prefix: 'prefixes', client_prefix: 'client_prefixes', include: 'include_patterns', exclude: 'exclude_patterns', push_include: 'push_include'}
   const column = (aliases[key] ?? key) as keyof MirrorValues
   if (!(column in CLEARABLE)) {
     const names = Object.keys(CLEARABLE).map((c) =>
@@ -360,6 +360,10 @@ export interface PublicMirror {
   base_path: string
   include_patterns: string[]
   exclude_patterns: string[]
+  /** Push target (`mb push`), password redacted; null = the mirror pulls. */
+  push_url: string | null
+  /** Globs of origin paths pushed to this mirror (empty = all). */
+  push_include: string[]
   admin: string | null
   admin_email: string | null
   comment: string | null
@@ -380,6 +384,10 @@ export interface PublicMirror {
   last_scan_files: number | null
   last_scan_matched: number | null
   last_scan_seconds: number | null
+  last_push_at: string | null
+  last_push_ok_at: string | null
+  /** Why the last push failed, or null. */
+  last_push_error: string | null
   created_at: string | null
   updated_at: string | null
 }
@@ -424,6 +432,8 @@ export function publicMirror(row: MirrorRow): PublicMirror {
     base_path: row.base_path,
     include_patterns: row.include_patterns,
     exclude_patterns: row.exclude_patterns,
+    push_url: redacted(row.push_url),
+    push_include: row.push_include ?? [],
     admin: row.admin,
     admin_email: row.admin_email,
     comment: row.comment,
@@ -442,6 +452,9 @@ export function publicMirror(row: MirrorRow): PublicMirror {
     last_scan_files: row.last_scan_files,
     last_scan_matched: row.last_scan_matched,
     last_scan_seconds: row.last_scan_seconds,
+    last_push_at: iso(row.last_push_at),
+    last_push_ok_at: iso(row.last_push_ok_at),
+    last_push_error: redacted(row.last_push_error),
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   }

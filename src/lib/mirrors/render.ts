@@ -26,6 +26,16 @@ export function scanResult(m: PublicMirror): string | null {
   return `ok${m.last_scan_protocol ? ` ${m.last_scan_protocol}` : ''}${counts}`
 }
 
+/**
+ * One-line result of the mirror's last push: `ok`, `failed: REASON`, `never` for a push
+ * mirror not pushed yet, or null for a mirror without a push_url.
+ */
+function pushResult(m: PublicMirror): string | null {
+  if (!m.push_url) return null
+  if (!m.last_push_at) return 'never'
+  return m.last_push_error ? `failed: ${m.last_push_error}` : 'ok'
+}
+
 /** A stored prefix, marked when it was stored with `--force` (`10.0.0.0/8 (reserved, forced)`). */
 function markedPrefix(prefix: string): string {
   const override = prefixOverride(prefix)
@@ -62,6 +72,7 @@ export const MIRROR_LIST_COLUMNS: Array<Column<PublicMirror>> = [
   {header: 'status_reason', get: (m) => m.status_reason, priority: 0.3},
   {header: 'last_scan', get: (m) => shortTime(m.last_scan_at), priority: 0.7},
   {header: 'scan_result', get: (m) => scanResult(m), priority: 0.4},
+  {header: 'push_result', get: (m) => pushResult(m), priority: 0.35},
   {header: 'base_url', get: (m) => m.base_url, priority: 0.2},
 ]
 
@@ -94,6 +105,8 @@ export const MIRROR_SHOW_FIELDS: Array<[label: string, get: (m: PublicMirror) =>
   ['base_path', (m) => (m.base_path === '' ? '(whole tree)' : m.base_path)],
   ['include_patterns', (m) => m.include_patterns],
   ['exclude_patterns', (m) => m.exclude_patterns],
+  ['push_url', (m) => m.push_url],
+  ['push_include', (m) => m.push_include],
   ['admin', (m) => m.admin],
   ['admin_email', (m) => m.admin_email],
   ['comment', (m) => m.comment],
@@ -114,6 +127,10 @@ export const MIRROR_SHOW_FIELDS: Array<[label: string, get: (m: PublicMirror) =>
   ['last_scan_files', (m) => m.last_scan_files],
   ['last_scan_matched', (m) => m.last_scan_matched],
   ['last_scan_seconds', (m) => m.last_scan_seconds],
+  ['last_push_at', (m) => shortTime(m.last_push_at)],
+  ['last_push_ok_at', (m) => shortTime(m.last_push_ok_at)],
+  ['last_push_result', (m) => pushResult(m)],
+  ['last_push_error', (m) => m.last_push_error],
   ['created_at', (m) => shortTime(m.created_at)],
   ['updated_at', (m) => shortTime(m.updated_at)],
 ]

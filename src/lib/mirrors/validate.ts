@@ -47,6 +47,8 @@ export interface MirrorInput {
   base_path?: string
   include_patterns?: string[]
   exclude_patterns?: string[]
+  push_url?: string
+  push_include?: string[]
   admin?: string
   admin_email?: string
   comment?: string
@@ -81,6 +83,8 @@ export interface MirrorValues {
   base_path?: string
   include_patterns?: string[]
   exclude_patterns?: string[]
+  push_url?: string | null
+  push_include?: string[]
   admin?: string | null
   admin_email?: string | null
   comment?: string | null
@@ -115,6 +119,8 @@ export const FIELD_FLAGS: Record<keyof MirrorInput, string> = {
   base_path: '--base-path',
   include_patterns: '--include',
   exclude_patterns: '--exclude',
+  push_url: '--push-url',
+  push_include: '--push-include',
   admin: '--admin',
   admin_email: '--admin-email',
   comment: '--comment',
@@ -147,6 +153,8 @@ export const CLEARED_VALUES = {
   base_path: '',
   include_patterns: [],
   exclude_patterns: [],
+  push_url: null,
+  push_include: [],
   admin: null,
   admin_email: null,
   comment: null,
@@ -249,6 +257,42 @@ export function normalizeMirrorUrl(field: UrlField, text: string): string {
   if (!url.pathname.endsWith('/')) url.pathname += '/'
   if (field === 'rsync_url' && url.pathname.replace(/\/+/g, '/') === '/') throw invalid(field, text, `an rsync URL names a module, e.g. ${rule.example}`)
   return url.toString()
+}
+
+/** Characters a POSIX shell gives a meaning to (and whitespace): never part of a push target, which may reach a remote shell over ssh. */
+const SHELL_META = /[\s;&|$`<>(){}[\]*?!#~'"\\^]/u
+
+/**
+ * Validates and normalises a mirror's push target (`--push-url`), where `mb push` uploads:
+ * - an rsync daemon module that accepts uploads: `rsync://[user[:password]@]host[:port]/module[/path]`,
+ *   or `[user@]host::module[/path]` (rewritten to the `rsync://` form); a module is required;
+ * - a path over ssh: `[user@]host:path` (rsync(1), "USAGE": a single colon means a remote
+ *   shell), the path relative to the login directory or absolute.
+ * Refused: any shell metacharacter or whitespace (over ssh the remote shell reads the path),
+ * a host or user starting with '-' (it would read as an option), a query or fragment.
+ * The result ends in '/'.
+ * @throws UsageError naming --push-url, the (redacted) value and the expected forms
+ */
+export function normalizePushUrl(text: string): string {
+  const value = text.trim()
+  const forms = 'rsync://host/module/path/, host::module/path/ or user@host:path/'
+  // An IPv6 host in brackets (RFC 3986 §3.2.2) is the one place '[' and ']' belong.
+  const unbracketed = value.replace(/(^|@|\/\/)\[[0-9a-fA-F:.]+\]/, '$1host')
+  if (CONTROL.test(value) || SHELL_META.test(unbracketed)) {
+    const bad = [...unbracketed].find((c) => CONTROL.test(c) || SHELL_META.test(c)) ?? ''
+    throw invalid('push_url', text, `character ${describeChar(bad)} is a shell metacharacter or whitespace, which a push target may not hold (the remote shell would read it); expected ${forms}`)
+  }
+  const ssh = /^(?:([A-Za-z0-9._][A-Za-z0-9._-]*)@)?([A-Za-z0-9][A-Za-z0-9.-]*|\[[0-9a-fA-F:.]+\]):(?!:)(.*)$/.exec(value)
+  if (ssh && !value.includes('://')) {
+    const path = ssh[3]
+    if (path.split('/').includes('..')) throw invalid('push_url', text, `the path may not hold '..'; expected ${forms}`)
+    return `${ssh[1] ? `${ssh[1]}@` : ''}${ssh[2]}:${path === '' || path.endsWith('/') ? path : `${path}/`}`
+  }
+  try {
+    return normalizeMirrorUrl('rsync_url', value)
+  } catch (error) {
+    throw invalid('push_url', text, `expected ${forms} (${(error as Error).message.replace(/^Invalid --rsync-url "[^"]*": /, '')})`)
+  }
 }
 
 /** The host of a URL as written (before the URL parser rewrites a numeric one): after `//` and any `user@`, before a port or path. */
@@ -416,7 +460,7 @@ export function normalizeBasePath(text: string): string {
  * `debug/**`. Empty entries are dropped; duplicates removed.
  * @throws UsageError for control characters or a pattern picomatch cannot compile
  */
-export function normalizePatterns(field: 'include_patterns' | 'exclude_patterns', values: string[]): string[] {
+export function normalizePatterns(field: 'include_patterns' | 'exclude_patterns' | 'push_include', values: string[]): string[] {
   const result: string[] = []
   for (const raw of values) {
     const value = raw.trim()
@@ -534,7 +578,10 @@ function normalizeField(key: keyof MirrorInput, raw: unknown): unknown {
       return normalizeBasePath(one)
     case 'include_patterns':
     case 'exclude_patterns':
+    case 'push_include':
       return normalizePatterns(key, list)
+    case 'push_url':
+      return normalizePushUrl(one)
     case 'admin':
     case 'comment':
       return optionalText(key, one)

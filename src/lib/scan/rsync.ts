@@ -115,15 +115,18 @@ export function isRsyncTmp(path: string): boolean {
 }
 
 /** What rsync's exit codes mean (rsync(1), EXIT VALUES). */
-const EXIT_REASONS: Record<number, string> = {
+export const EXIT_REASONS: Readonly<Record<number, string>> = {
   1: 'syntax or usage error',
   2: 'protocol incompatibility',
   3: 'errors selecting input/output files, dirs (does the module path exist?)',
   5: 'error starting client-server protocol (unknown module, or authentication failed)',
   10: 'error in socket I/O (connection refused or reset)',
+  11: 'error in file I/O (is the disk full?)',
   12: 'error in rsync protocol data stream',
   14: 'error in IPC code',
   20: 'received SIGUSR1 or SIGINT',
+  23: 'partial transfer due to error',
+  24: 'partial transfer due to vanished source files',
   30: 'timeout in data send/receive (no data within the I/O timeout)',
   35: 'timeout waiting for daemon connection (connect timeout)',
 }
@@ -147,6 +150,19 @@ export function parseRsyncUrl(url: string): {url: string; user?: string; passwor
   return {url: clean, user, password, display: clean}
 }
 
+/**
+ * True for a remote-shell target `[user@]host:path` (rsync(1), "USAGE": one colon means ssh),
+ * as `mb mirror edit --push-url` stores it; false for `rsync://` URLs and `host::module`.
+ */
+export function isSshTarget(target: string): boolean {
+  return !target.includes('://') && /^(?:[^@\s/:]+@)?(?:[^:/@\s[\]]+|\[[0-9a-fA-F:.]+\]):(?!:)/.test(target)
+}
+
+/** The `-e` remote-shell command for an ssh target: no password prompt, and the connect timeout (seconds). */
+export function sshCommand(connectTimeoutSeconds: number | undefined): string {
+  return `ssh -o BatchMode=yes -o ConnectTimeout=${Math.max(1, Math.round(connectTimeoutSeconds ?? 20))}`
+}
+
 function joinSub(base: string, subdir: string | undefined): string {
   const sub = trimSlashes(subdir ?? '')
   return sub ? `${base}${sub}/` : base
@@ -161,14 +177,15 @@ function joinSub(base: string, subdir: string | undefined): string {
  *         the signal fires.
  */
 async function* listRsync(baseUrl: string, options: RsyncListOptions = {}): AsyncGenerator<ListingEntry> {
-  const {url, password, display} = parseRsyncUrl(baseUrl)
+  const ssh = isSshTarget(baseUrl)
+  const {url, password, display} = ssh ? {url: withTrailingSlash(baseUrl), password: undefined, display: withTrailingSlash(baseUrl)} : parseRsyncUrl(baseUrl)
   const target = joinSub(url, options.subdir)
   const prefix = trimSlashes(options.subdir ?? '')
   const env: NodeJS.ProcessEnv = {...(options.env ?? process.env), TZ: 'UTC', LC_ALL: 'C'}
   const secrets: string[] = []
   if (password !== undefined) env.RSYNC_PASSWORD = password
   if (env.RSYNC_PASSWORD) secrets.push(env.RSYNC_PASSWORD)
-  const args = rsyncArgs(target, options)
+  const args = rsyncArgs(target, options, ssh)
   const scrub = (text: string) => redact(text, secrets)
 
   if (options.signal?.aborted) throw new MbError(`rsync listing of ${display} aborted before it started: ${String(options.signal.reason ?? 'aborted')}`, {code: 'SCAN_ABORTED'})
@@ -240,7 +257,7 @@ let exitHookInstalled = false
  * and by the watchdog when mb dies from a signal, caught or not (SIGTERM, SIGHUP, SIGKILL).
  * stdout and stderr are pipes; stdin is the watchdog's pipe and must never be written.
  */
-function spawnRsync(binary: string, args: string[], env: NodeJS.ProcessEnv): ChildProcessByStdio<Writable, Readable, Readable> {
+export function spawnRsync(binary: string, args: string[], env: NodeJS.ProcessEnv): ChildProcessByStdio<Writable, Readable, Readable> {
   const child = spawn('/bin/sh', ['-c', WATCHDOG, 'mb-rsync-watchdog', binary, ...args], {env, stdio: ['pipe', 'pipe', 'pipe'], detached: true})
   child.stdin.on('error', () => {})
   if (child.pid !== undefined) {
@@ -258,7 +275,7 @@ function spawnRsync(binary: string, args: string[], env: NodeJS.ProcessEnv): Chi
 }
 
 /** Kills the child's whole process group (rsync and its watchdog shell). */
-function killGroup(child: ChildProcess): void {
+export function killGroup(child: ChildProcess): void {
   if (child.pid !== undefined) killPid(-child.pid)
 }
 
@@ -270,10 +287,11 @@ function killPid(pid: number): void {
   }
 }
 
-/** The rsync command line that lists `target` recursively, symlinks followed. */
-function rsyncArgs(target: string, options: RsyncListOptions): string[] {
+/** The rsync command line that lists `target` recursively, symlinks followed (over ssh for an ssh target, where --contimeout does not apply). */
+function rsyncArgs(target: string, options: RsyncListOptions, ssh: boolean): string[] {
   const args = ['--list-only', '-r', '--no-h', '-8', '--copy-links', '--no-motd']
-  args.push(`--contimeout=${Math.max(1, Math.round(options.connectTimeoutSeconds ?? 20))}`)
+  if (ssh) args.push('-e', sshCommand(options.connectTimeoutSeconds))
+  else args.push(`--contimeout=${Math.max(1, Math.round(options.connectTimeoutSeconds ?? 20))}`)
   args.push(`--timeout=${Math.max(1, Math.round(options.ioTimeoutSeconds ?? 120))}`)
   if (options.passwordFile) args.push(`--password-file=${options.passwordFile}`)
   args.push(...(options.extraArgs ?? []), target)
@@ -294,7 +312,7 @@ function listingEntry(line: string, prefix: string): ListingEntry | undefined {
 const RSYNC_MISSING = 'The rsync binary was not found. Install it (apt-get install rsync).'
 
 /** The signal that killed rsync, from the watchdog's exit code (128 + signal number, as sh reports it). */
-function watchdogSignal(code: number | null): string | undefined {
+export function watchdogSignal(code: number | null): string | undefined {
   if (code === null || code <= 128) return undefined
   return Object.entries(constants.signals).find(([, n]) => n === code - 128)?.[0]
 }

@@ -31,6 +31,11 @@ export const ServeConfigSchema = z
   .object({
     listen: z.string().default('127.0.0.1:8080').describe('HOST:PORT to listen on; IPv6 hosts in brackets, e.g. `[::]:8080`.'),
     watch: z.boolean().default(false).describe('Watch the origin tree: a changed file is served from the origin until rescanned.'),
+    push_after: z.coerce
+      .number()
+      .min(0)
+      .default(0)
+      .describe('With `watch`, push the origin to every push mirror once it has been quiet this many seconds after a change (src/lib/push/after.ts); 0 = off.'),
     workers: z.coerce.number().int().min(1).max(64).default(1).describe('Worker processes (node:cluster); 1 = a single process.'),
     poll_seconds: z.coerce.number().min(0.2).max(300).default(2).describe('Snapshot poll interval in seconds (LISTEN/NOTIFY makes most changes faster).'),
     country_query: countryQuery.default('off').describe('Who may use `?country=XX` to test selection for another country (src/lib/serve/client-address.ts, `CountryQueryTrust`).'),

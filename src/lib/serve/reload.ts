@@ -42,7 +42,7 @@ export const RELOADABLE = [
 
 /**
  * Settings that `mb serve` reads only at start; a reload that finds one changed logs it.
- * The `scan:` section does not concern `mb serve`.
+ * The `scan:` section does not concern `mb serve` (`--push-after` reads its include/exclude at start).
  */
 export const RESTART_ONLY = [
   'database_url',
@@ -57,8 +57,10 @@ export const RESTART_ONLY = [
   'serve.probe_interval',
   'serve.public_url',
   'serve.disk_check_seconds',
+  'serve.push_after',
   'stats',
   'probe',
+  'push',
   'torrent',
   'zsync',
   'yum',

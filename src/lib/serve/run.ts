@@ -47,6 +47,7 @@ import {NetworkView, mirrorSamples} from './network.js'
 import {networkRoute} from './network-page.js'
 import {duplicateLinks, type IndexStale, MirrorServer} from './server.js'
 import {watchOrigin} from './watch.js'
+import {type PushAfter, startPushAfter} from '../push/after.js'
 
 /** Creates the JSON request/event logger (pino) writing asynchronously to stdout. */
 function createLogger(level: string): Logger {
@@ -153,6 +154,7 @@ interface Parts {
   server?: MirrorServer
   listening: boolean
   unwatch?: () => void
+  pushAfter?: PushAfter
   probes?: BackgroundProbes
   metrics?: ServeMetrics
   reindexer?: StaleReindexer
@@ -169,6 +171,8 @@ interface Parts {
  */
 export async function startServe(config: Config, options: {database?: Database; logger?: Logger; version?: string; readConfig?: () => Config} = {}): Promise<RunningServer> {
   const root = checkRoot(config.root)
+  if (config.serve.push_after > 0 && !config.serve.watch)
+    throw new UsageError('--push-after (serve.push_after) needs --watch (serve.watch): the quiet time is measured from the changes the watch sees.', 'USAGE')
   const {host, port} = parseListen(config.serve.listen)
   const parts: Parts = {logger: options.logger ?? createLogger(config.log_level), ownsDatabase: options.database === undefined, listening: false}
   let closing: Promise<void> | undefined
@@ -198,7 +202,9 @@ export async function startServe(config: Config, options: {database?: Database; 
       throw new MbError(`Cannot listen on ${config.serve.listen}: ${(error as Error).message}`, {code: 'LISTEN_FAILED', cause: error})
     }
     parts.listening = true
-    if (config.serve.watch) parts.unwatch = watchOrigin(server.root, keeper, logger, (change) => recordRepomd(database, server.root, change, logger))
+    if (config.serve.push_after > 0) parts.pushAfter = startPushAfter(database, config, config.serve.push_after, logger)
+    if (config.serve.watch)
+      parts.unwatch = watchOrigin(server.root, keeper, logger, {onRepomdChange: (change) => recordRepomd(database, server.root, change, logger), onChange: parts.pushAfter?.changed})
     const url = httpUrl(address)
     logListening(logger, {url, server, database, keeper, loadSeconds, geo, config, version: options.version})
     if (config.serve.probe_interval > 0) parts.probes = startBackgroundProbes(database, config, {intervalSeconds: config.serve.probe_interval, logger})
@@ -389,7 +395,7 @@ function logListening(
  * the rest still run.
  */
 async function stopParts(parts: Parts): Promise<void> {
-  const {logger, probes, server, unwatch, reindexer, stats, accessLog, metricsServer, keeper, database} = parts
+  const {logger, probes, server, unwatch, reindexer, pushAfter, stats, accessLog, metricsServer, keeper, database} = parts
   const step = async (name: string, fn: (() => unknown) | undefined) => {
     try {
       await fn?.()
@@ -401,6 +407,7 @@ async function stopParts(parts: Parts): Promise<void> {
   await step('listener', server && parts.listening ? () => server.close() : undefined)
   await step('watch', unwatch)
   await step('re-index', reindexer && (() => reindexer.close()))
+  await step('push-after', pushAfter && (() => pushAfter.stop()))
   await step('stats', stats && (() => stopCounting(stats, logger)))
   await step('access log', accessLog && (() => accessLog.close()))
   await step('metrics', metricsServer && (() => metricsServer.close()))

@@ -3,7 +3,8 @@
  * an indexed file's size or mtime changes on disk, stops redirecting it at once: its entry in
  * the live snapshot gets the new size/mtime and an empty mirror set, so the origin delivers it
  * until `mb index` and a scan confirm mirrors hold the new version (the next snapshot refresh
- * of that row replaces the entry). Events are coalesced per path for 200 ms.
+ * of that row replaces the entry). Events are coalesced per path for 200 ms. Every event is
+ * also passed to `hooks.onChange` (the `--push-after` quiet timer, src/lib/push/after.ts).
  */
 import {type FSWatcher, watch} from 'node:fs'
 import {stat} from 'node:fs/promises'
@@ -16,11 +17,12 @@ const EMPTY = new Int16Array(0)
 
 /**
  * Starts watching `root` (its realpath). Returns a function that stops watching.
- * `onRepomdChange` hears of every indexed `repodata/repomd.xml` that changed on disk, with
+ * `hooks.onRepomdChange` hears of every indexed `repodata/repomd.xml` that changed on disk, with
  * the mirrors that held the version it replaces (to record it, src/lib/origin/repomd.ts).
  * @throws when the platform cannot watch recursively (the caller reports it)
  */
-export function watchOrigin(root: string, keeper: Pick<SnapshotKeeper, 'current'>, logger?: Logger, onRepomdChange?: (change: RepomdChange) => void): () => void {
+export function watchOrigin(root: string, keeper: Pick<SnapshotKeeper, 'current'>, logger?: Logger, hooks: {onRepomdChange?: (change: RepomdChange) => void; onChange?: () => void} = {}): () => void {
+  const {onRepomdChange, onChange} = hooks
   const pending = new Map<string, NodeJS.Timeout>()
   const check = async (path: string) => {
     pending.delete(path)
@@ -45,6 +47,7 @@ export function watchOrigin(root: string, keeper: Pick<SnapshotKeeper, 'current'
     logger?.info({path, size, mtime}, 'origin file changed on disk; delivering it locally until it is re-indexed and rescanned')
   }
   const watcher: FSWatcher = watch(root, {recursive: true, persistent: false}, (_event, filename) => {
+    onChange?.()
     if (!filename) return
     const path = filename.toString().split(sep).join('/')
     clearTimeout(pending.get(path))

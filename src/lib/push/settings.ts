@@ -1,0 +1,35 @@
+/**
+ * The push settings of a configuration as {@link PushOptions}, and the mirrors a push to
+ * "every push mirror" means; shared by `mb push` and `mb serve --push-after`.
+ */
+import type {Config} from '../config/index.js'
+import type {Database} from '../db/index.js'
+import type {MirrorRow} from '../db/schema.js'
+import {UsageError} from '../errors.js'
+import type {PushOptions} from './push.js'
+
+/**
+ * The options of a push under `config` (sections `push:` and `scan:`, and `root`).
+ * @throws UsageError when `root` is not set, or push.large_max is below push.small_max
+ */
+export function pushOptions(config: Config): PushOptions {
+  if (!config.root) throw new UsageError('No origin root given: pass --root DIR (or set MB_ROOT / `root:` in the config file); `mb push` sends that tree.', 'ROOT_INVALID')
+  const p = config.push
+  if (p.large_max < p.small_max) throw new UsageError(`push.large_max (${p.large_max}) must be at least push.small_max (${p.small_max}).`)
+  return {
+    root: config.root,
+    smallMax: p.small_max,
+    largeMax: p.large_max,
+    timeoutSeconds: p.timeout,
+    connectTimeoutSeconds: p.connect_timeout,
+    ioTimeoutSeconds: p.io_timeout,
+    passwordFile: p.rsync_password_file,
+    include: config.scan.include,
+    exclude: config.scan.exclude,
+  }
+}
+
+/** The enabled mirrors that have a push_url, by identifier. */
+export async function pushMirrorRows(database: Database): Promise<MirrorRow[]> {
+  return database.db.selectFrom('mirror').selectAll().where('push_url', 'is not', null).where('enabled', '=', true).orderBy('identifier').execute()
+}
