@@ -169,7 +169,7 @@ describe('mb push to real rsync daemons (e2e)', function () {
     writeFileSync(join(dir, 'mb.yaml'), `push:\n  small_max: ${SMALL_MAX}\n  large_max: ${LARGE_MAX}\n  connect_timeout: 3\n  io_timeout: 10\nselect:\n  min_size: 0\n`)
     env = {...tdb.env, MB_CONFIG: join(dir, 'mb.yaml'), MB_ROOT: origin}
     const add = async (name: string, pushUrl: string, extra: string[] = []) => {
-      const r = await mb(['mirror', 'add', name, '--http-url', `http://${name}.example/`, '--push-url', pushUrl, '--no-probe', '--json', ...extra], {env})
+      const r = await mb(['mirror', 'add', name, '--http-url', `http://${name}.example/`, '--push-url', pushUrl, '--no-probe', '--no-locate', '--json', ...extra], {env})
       expect(r.code, r.stderr).to.equal(0)
     }
     await add('full', `rsync://127.0.0.1:${port}/full/`)
@@ -353,7 +353,7 @@ describe('mb push to real rsync daemons (e2e)', function () {
 
   it('refuses a push_url with a shell metacharacter and changes nothing', async () => {
     for (const bad of ['user@host:/srv/$(reboot)/', 'rsync://127.0.0.1/mod/a;b/', 'host:pub dir/', 'user@host:`id`/']) {
-      const add = await mb(['mirror', 'add', 'evil', '--http-url', 'http://evil.example/', '--push-url', bad, '--no-probe'], {env})
+      const add = await mb(['mirror', 'add', 'evil', '--http-url', 'http://evil.example/', '--push-url', bad, '--no-probe', '--no-locate'], {env})
       expect(add.code, bad).to.equal(2)
       expect(add.stderr).to.match(/Invalid --push-url .*is a shell metacharacter or whitespace, which a push target may not hold/)
       const edit = await mb(['mirror', 'edit', 'full', '--push-url', bad], {env})
@@ -382,7 +382,7 @@ describe('mb push to real rsync daemons (e2e)', function () {
       {mode: 0o755},
     )
     mkdirSync(join(dir, 'm-ssh'))
-    const add = await mb(['mirror', 'add', 'viassh', '--http-url', 'http://viassh.example/', '--push-url', `pusher@localhost:${join(dir, 'm-ssh')}`, '--no-probe', '--json'], {env})
+    const add = await mb(['mirror', 'add', 'viassh', '--http-url', 'http://viassh.example/', '--push-url', `pusher@localhost:${join(dir, 'm-ssh')}`, '--no-probe', '--no-locate', '--json'], {env})
     expect(add.code, add.stderr).to.equal(0)
     expect(add.json().push_url).to.equal(`pusher@localhost:${join(dir, 'm-ssh')}/`)
     const r = await mb(['push', 'viassh', '--json'], {env: {...env, PATH: `${bin}:${process.env.PATH}`}})

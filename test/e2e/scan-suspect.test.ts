@@ -62,7 +62,7 @@ describe(`a suspect mirror: its scan refused by the safety check (e2e, ${backend
     tdb = await createTestDatabase()
     writeFileSync(join(dir, 'mb.yaml'), 'scan:\n  connect_timeout: 5\n  io_timeout: 5\nserve:\n  poll_seconds: 1\n')
     env = {...tdb.env, MB_CONFIG: join(dir, 'mb.yaml'), MB_ROOT: origin}
-    const add = await mb(['mirror', 'add', 'wiped.example', '--http-url', 'http://wiped.example/pub/', '--rsync-url', `rsync://127.0.0.1:${port}/pub/`, '--no-probe', '--json'], {env})
+    const add = await mb(['mirror', 'add', 'wiped.example', '--http-url', 'http://wiped.example/pub/', '--rsync-url', `rsync://127.0.0.1:${port}/pub/`, '--no-probe', '--no-locate', '--json'], {env})
     expect(add.code, add.stderr).to.equal(0)
     const index = await mb(['index', '--json'], {env})
     expect(index.code, index.stderr).to.equal(0)

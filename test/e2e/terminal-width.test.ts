@@ -82,7 +82,7 @@ describe(`e2e: tables fit the terminal (${backend})`, function () {
     const wide = inTerminal(200, ['mirror', 'list'])
     expect(Math.max(...wide.map((l) => [...l].length))).to.be.at.most(200)
     // At 200 columns only the long base URLs are left out.
-    expect(wide[1], wide.join('\n')).to.match(/^│ name +│ country │ continent │ score │ enabled │ up +│ status_reason │ last_scan │ scan_result │ probe +│ last_probe │ probe_reason │$/)
+    expect(wide[1], wide.join('\n')).to.match(/^│ name +│ country │ continent │ score │ enabled │ up +│ status_reason │ last_scan │ scan_result │ push_result │ probe +│ last_probe │ probe_reason │$/)
     expect(wide.at(-1)).to.equal('(not shown to fit the terminal: base_url; --wide shows every column)')
 
     const full = inTerminal(80, ['mirror', 'list', '--wide'])
@@ -93,6 +93,6 @@ describe(`e2e: tables fit the terminal (${backend})`, function () {
 
   it('prints tab-separated lines without a terminal, whatever COLUMNS says', async () => {
     const r = await mb(['mirror', 'list'], {env: {...t.env, COLUMNS: '40'}})
-    expect(r.stdout.split('\n')[0]).to.equal('name\tcountry\tcontinent\tscore\tenabled\tup\tstatus_reason\tlast_scan\tscan_result\tbase_url\tprobe\tlast_probe\tprobe_reason')
+    expect(r.stdout.split('\n')[0]).to.equal('name\tcountry\tcontinent\tscore\tenabled\tup\tstatus_reason\tlast_scan\tscan_result\tpush_result\tbase_url\tprobe\tlast_probe\tprobe_reason')
   })
 })
