@@ -87,7 +87,7 @@ describe('redirect rules through mb serve', function () {
     const cases: Array<[string[], number, string]> = [
       [['rule', 'add', 'bad', '--path', 'x/**', '--country', 'US,XX', '--origin'], 2, 'Invalid --country "XX"'],
       [['rule', 'add', 'bad', '--path', '', '--origin'], 2, 'Invalid --path ""'],
-      [['rule', 'add', 'bad', '--path', 'x/**', '--to', 'ftp://store.example.org/'], 2, 'must be an http:// or https:// URL, not ftp://'],
+      [['rule', 'add', 'bad', '--path', 'x/**', '--to', 'ftp://store.example.org/'], 2, 'must be an http:// or https:// URL (scheme ftp: cannot be a redirect target)'],
       [['rule', 'add', 'bad', '--path', 'x/**', '--mirrors', 'mirror.example.cn,nosuch.example.org'], 1, 'Unknown mirror in --mirrors: nosuch.example.org'],
       [['rule', 'add', 'bad', '--path', 'x/**'], 2, 'A rule needs a target'],
       [['rule', 'add', 'bad', '--path', 'x/**', '--origin', '--status', '303'], 2, 'expected 301, 302 or 307'],

@@ -123,7 +123,7 @@ function validateTargetUrl(text: string): string {
   } catch {
     throw invalid('--to', text, 'expected an absolute http:// or https:// URL, e.g. https://intlstore.example.org/')
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid('--to', text, `the target must be an http:// or https:// URL, not ${url.protocol}//`)
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid('--to', text, `the target must be an http:// or https:// URL (scheme ${url.protocol} cannot be a redirect target)`)
   if (!url.hostname) throw invalid('--to', text, 'the URL has no host')
   if (url.username || url.password) throw invalid('--to', text, 'credentials are not allowed in a redirect target (every client would see them)')
   if (url.hash) throw invalid('--to', text, 'a redirect target has no fragment')
