@@ -131,6 +131,11 @@ function bytes(n: number): string {
   return n >= 1e9 ? `${Number((n / 1e9).toPrecision(3))} GB` : `${Number((n / 1e6).toPrecision(3))} MB`
 }
 
+/** Seconds with two decimals below 10 s, one above. */
+function seconds(s: number): string {
+  return `${s.toFixed(s < 10 ? 2 : 1)} s`
+}
+
 function loadAverage(): string {
   return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
 }
@@ -270,7 +275,7 @@ async function snapshotCurves(ctx: Context, targets: Verdict[]): Promise<Curve[]
     await stop(mb.child)
     const s = mb.info.snapshotSeconds
     progress(ctx, `snapshot ${count(files)} files: loaded in ${s} s, RSS ${mb.info.rssMB} MB after load, ${served} MB after 2 s of serving`)
-    load.push({x: files, y: s, xText: count(files), yText: `${s.toFixed(1)} s`, extra: {'files loaded': String(mb.info.files)}})
+    load.push({x: files, y: s, xText: count(files), yText: seconds(s), extra: {'files loaded': String(mb.info.files)}})
     rss.push({x: files, y: served, xText: count(files), yText: `${served} MB`, extra: {'RSS after load (MB)': String(mb.info.rssMB)}})
     const shape = `${count(files)} files x ${plan.snapshotMirrors}`
     if (files === 1_000_000 && plan.snapshotMirrors === 100) targets.push(verdict(`RSS serving ${shape}`, served, 400, 'MB', 'lower'))
@@ -317,8 +322,8 @@ async function scanCurves(ctx: Context): Promise<Curve[]> {
       const database = await openDatabase({url: scratch.url, schema: 'auto'})
       try {
         const t = await generatedListing(database, n)
-        first.push({x: n, y: t.first, xText: count(n), yText: `${t.first.toFixed(1)} s`, extra: {'entries/s': (n / t.first).toFixed(0)}})
-        rescan.push({x: n, y: t.rescan, xText: count(n), yText: `${t.rescan.toFixed(1)} s`, extra: {'entries/s': (n / t.rescan).toFixed(0)}})
+        first.push({x: n, y: t.first, xText: count(n), yText: seconds(t.first), extra: {'entries/s': (n / t.first).toFixed(0)}})
+        rescan.push({x: n, y: t.rescan, xText: count(n), yText: seconds(t.rescan), extra: {'entries/s': (n / t.rescan).toFixed(0)}})
       } finally {
         await database.close()
       }
@@ -563,7 +568,7 @@ export async function main(args: string[]): Promise<void> {
   const timeout = Number(values.timeout ?? (plan.quick ? 1200 : 7200))
   const expected = expectedSeconds(plan, only)
   console.log(`curves (${plan.quick ? 'QUICK: small sizes, short runs' : 'full sizes'}): ${[...only].join(', ')}; wrk ${plan.connections} connections for ${plan.seconds} s, ${plan.rounds} round(s)`)
-  console.log(`expected duration about ${Math.ceil(expected / 60)} min with the datasets present (each absent one adds about 2 min per million files); --timeout ${timeout} s`)
+  console.log(`expected duration about ${Math.ceil(expected / 60)} min with the datasets present (each absent dataset adds 1-2 min per million files); --timeout ${timeout} s`)
 
   const ctx: Context = {plan, work: mkdtempSync(join(tmpdir(), 'mb-bench-curves-')), fresh: values.fresh!, children: [], ceilingFile: '', started: performance.now()}
   ctx.ceilingFile = join(ctx.work, 'ceiling.cjs')

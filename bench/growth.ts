@@ -94,7 +94,7 @@ function tickText(v: number): string {
 }
 
 /**
- * Renders `chart` as a standalone SVG document (640 x 360, no scripts, no external
+ * Renders `chart` as a standalone SVG document (640 x 360, titled, no scripts, no external
  * references): x on a log scale with a tick and label at every point, y linear from 0 with
  * round ticks, one polyline through the points (sorted by x), one `<circle>` per point and
  * its `yText` beside it. Points need x > 0 (log scale); an empty chart throws.
@@ -117,7 +117,8 @@ export function renderChartSvg(chart: Chart): string {
   const py = (y: number) => TOP + plotH - (Math.max(0, y) / yMax) * plotH
   const f = (n: number) => n.toFixed(1)
   const out: string[] = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" font-family="sans-serif" font-size="12">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" role="img" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" font-family="sans-serif" font-size="12">`,
+    `<title>${xml(chart.title)}</title>`,
     `<rect x="0" y="0" width="${WIDTH}" height="${HEIGHT}" fill="#ffffff"/>`,
     `<text x="${WIDTH / 2}" y="24" text-anchor="middle" font-size="15" font-weight="bold">${xml(chart.title)}</text>`,
   ]

@@ -94,6 +94,7 @@ describe('bench growth: SVG chart', () => {
     const doc = parse(svg).svg
     expect(doc.xmlns).to.equal('http://www.w3.org/2000/svg')
     expect(doc.viewBox).to.equal('0 0 640 360')
+    expect(doc.title).to.equal('Redirect <CPU> & "mirrors"')
     const circles = doc.circle as Array<{cx: string; cy: string}>
     expect(circles).to.have.length(4)
     const cx = circles.map((c) => Number(c.cx))
