@@ -21,6 +21,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {parseArgs} from 'node:util'
 import {DiskVersions} from '../src/lib/origin/disk.js'
+import {median, rng} from './lib.js'
 
 interface Entry {
   size: number
@@ -29,24 +30,6 @@ interface Entry {
 
 function filePath(i: number): string {
   return `pub/dir${i % 100}/sub${Math.floor(i / 100) % 100}/file-${i}.iso`
-}
-
-/** Deterministic PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b)
-  const mid = s.length >> 1
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2
 }
 
 /** CPU µs (user + system) that `fn` took. */

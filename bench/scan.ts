@@ -13,7 +13,6 @@
  */
 import {type ChildProcess, spawn} from 'node:child_process'
 import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
-import net from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {sql} from 'kysely'
@@ -23,6 +22,7 @@ import {indexOrigin} from '../src/lib/origin/index.js'
 import {reconcileListing} from '../src/lib/scan/reconcile.js'
 import {scanMirror} from '../src/lib/scan/scan.js'
 import type {ListingEntry} from '../src/lib/scan/types.js'
+import {freePort} from './lib.js'
 
 const T = 1_700_000_000
 
@@ -46,19 +46,10 @@ async function* generated(n: number): AsyncGenerator<ListingEntry> {
   }
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const {port} = s.address() as net.AddressInfo
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-async function scratchDatabase(url: string | undefined): Promise<{url: string; drop: () => Promise<void>}> {
+/** `url` itself when given, else a new database `name` (dropped by `drop`). */
+export async function scratchDatabase(url: string | undefined, name = `mb_bench_scan_${process.pid}`): Promise<{url: string; drop: () => Promise<void>}> {
   if (url) return {url, drop: async () => {}}
   const admin = 'postgres://postgres@127.0.0.1:5432/postgres'
-  const name = `mb_bench_scan_${process.pid}`
   const client = new pg.Client({connectionString: admin})
   await client.connect()
   await client.query(`CREATE DATABASE ${name}`)
@@ -74,7 +65,12 @@ async function scratchDatabase(url: string | undefined): Promise<{url: string; d
   }
 }
 
-async function generatedListing(database: Database, n: number): Promise<void> {
+/**
+ * Reconciles a generated listing of `n` entries against an origin index of `n` rows it
+ * generates (the database must hold no files): a first scan, then a rescan with nothing
+ * changed. Returns both reconcile times in seconds.
+ */
+export async function generatedListing(database: Database, n: number): Promise<{first: number; rescan: number}> {
   const db = database.db
   let t = performance.now()
   await sql`INSERT INTO file (path, size, mtime)
@@ -86,15 +82,18 @@ async function generatedListing(database: Database, n: number): Promise<void> {
     .values({identifier: 'bench', http_url: 'http://bench.example/'})
     .returning(['id', 'identifier', 'base_path', 'include_patterns', 'exclude_patterns'])
     .executeTakeFirstOrThrow()
+  const seconds: number[] = []
   for (const label of ['first scan (all rows join the set)', 'rescan (nothing changed)']) {
     t = performance.now()
     const result = await reconcileListing(database, generated(n), {mirror, protocol: 'rsync'})
-    const seconds = (performance.now() - t) / 1000
+    const s = (performance.now() - t) / 1000
+    seconds.push(s)
     console.log(
-      `scan ${label}: ${result.files} entries, ${result.matched} matched, ${result.stale} stale, ${result.missing} missing in ${seconds.toFixed(1)} s ` +
-        `(${Math.round(result.files / seconds)} entries/s), peak RSS ${rssMiB()} MiB`,
+      `scan ${label}: ${result.files} entries, ${result.matched} matched, ${result.stale} stale, ${result.missing} missing in ${s.toFixed(1)} s ` +
+        `(${Math.round(result.files / s)} entries/s), peak RSS ${rssMiB()} MiB`,
     )
   }
+  return {first: seconds[0], rescan: seconds[1]}
 }
 
 async function realTree(database: Database, files: number): Promise<void> {

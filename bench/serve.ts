@@ -35,16 +35,16 @@
  */
 import {type ChildProcess, spawn, spawnSync} from 'node:child_process'
 import {closeSync, existsSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, utimesSync, writeFileSync} from 'node:fs'
-import {connect, createServer} from 'node:net'
+import {connect} from 'node:net'
 import {cpus, tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
 import pg from 'pg'
+import {ADMIN_URL, dbUrl, freePort, median, rng, runWrk, type WrkResult} from './lib.js'
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url))
-const BIN = join(ROOT, 'bin', 'run.js')
-const ADMIN_URL = process.env.MB_BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+export const ROOT = fileURLToPath(new URL('..', import.meta.url))
+export const BIN = join(ROOT, 'bin', 'run.js')
 
 /** 30 countries on 6 continents with rough coordinates. */
 const COUNTRIES: Array<[string, string, number, number]> = [
@@ -80,41 +80,12 @@ const COUNTRIES: Array<[string, string, number, number]> = [
   ['NG', 'AF', 10, 8],
 ]
 
-/** Deterministic PRNG (mulberry32), so datasets of one shape are identical. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
-function filePath(i: number): string {
+export function filePath(i: number): string {
   return `pub/dir${i % 100}/sub${Math.floor(i / 100) % 100}/file-${i}.iso`
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.on('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as {port: number}).port
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-function dbUrl(name: string): string {
-  const url = new URL(ADMIN_URL)
-  url.pathname = `/${name}`
-  return url.toString()
-}
-
 /** Creates (or reuses) the dataset. Returns seconds spent generating (0 when reused). */
-async function prepareDataset(name: string, files: number, mirrors: number, fresh: boolean): Promise<number> {
+export async function prepareDataset(name: string, files: number, mirrors: number, fresh: boolean): Promise<number> {
   const admin = new pg.Client({connectionString: ADMIN_URL})
   await admin.connect()
   const exists = (await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount! > 0
@@ -200,7 +171,7 @@ async function prepareDataset(name: string, files: number, mirrors: number, fres
  * `paths` (origin-relative, no leading '/'), or for every indexed file when `paths` is
  * undefined. Returns the number of files created.
  */
-async function createOriginTree(url: string, root: string, paths: string[] | undefined): Promise<number> {
+export async function createOriginTree(url: string, root: string, paths: string[] | undefined): Promise<number> {
   const client = new pg.Client({connectionString: url})
   await client.connect()
   let created = 0
@@ -236,7 +207,7 @@ async function createOriginTree(url: string, root: string, paths: string[] | und
 }
 
 /** Random public-ish IPv4 addresses (GeoIP resolves most of them to a country). */
-function clientAddresses(count: number): string[] {
+export function clientAddresses(count: number): string[] {
   const random = rng(42)
   const out: string[] = []
   while (out.length < count) {
@@ -247,7 +218,7 @@ function clientAddresses(count: number): string[] {
   return out
 }
 
-function luaScript(paths: string[], ips: string[]): string {
+export function luaScript(paths: string[], ips: string[]): string {
   const list = (xs: string[]) => xs.map((x) => `"${x}"`).join(',\n')
   return `local paths = {\n${list(paths)}\n}
 local ips = {\n${list(ips)}\n}
@@ -260,35 +231,6 @@ end
 `
 }
 
-interface WrkResult {
-  rps: number
-  p50ms: number
-  p99ms: number
-  requests: number
-  errors: string
-  non3xx: number
-}
-
-function ms(text: string): number {
-  const m = /([\d.]+)(us|ms|s)/.exec(text)
-  if (!m) return Number.NaN
-  const v = Number(m[1])
-  return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v
-}
-
-function runWrk(url: string, script: string, connections: number, seconds: number, threads: number): WrkResult {
-  const r = spawnSync('wrk', [`-t${threads}`, `-c${connections}`, `-d${seconds}s`, '--latency', '--timeout', '5s', '-s', script, url], {encoding: 'utf8', timeout: (seconds + 30) * 1000})
-  if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr || r.stdout}`)
-  const out = r.stdout
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1])
-  const p50 = /^\s+50%\s+(\S+)/m.exec(out)?.[1] ?? ''
-  const p99 = /^\s+99%\s+(\S+)/m.exec(out)?.[1] ?? ''
-  const requests = Number(/(\d+) requests in/.exec(out)?.[1])
-  const errors = /Socket errors:.*$/m.exec(out)?.[0] ?? ''
-  const non3xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0)
-  return {rps, p50ms: ms(p50), p99ms: ms(p99), requests, errors, non3xx}
-}
-
 function rssMB(pid: number): number {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8')
@@ -299,7 +241,7 @@ function rssMB(pid: number): number {
 }
 
 /** CPU seconds (user + system) used so far by a process and its children (for --workers). */
-function cpuSeconds(pid: number): number {
+export function cpuSeconds(pid: number): number {
   const pids = [
     pid,
     ...spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], {encoding: 'utf8'})
@@ -325,7 +267,7 @@ function cpuSeconds(pid: number): number {
  * CPU seconds (user + system) used so far by this host's `postgres` processes (0 when the
  * database is elsewhere): what counting downloads costs on the database side.
  */
-function postgresCpuSeconds(): number {
+export function postgresCpuSeconds(): number {
   const r = spawnSync('pgrep', ['-x', 'postgres'], {encoding: 'utf8'})
   let ticks = 0
   for (const line of r.stdout.split('\n')) {
@@ -344,7 +286,7 @@ function postgresCpuSeconds(): number {
 }
 
 /** Sum of RSS over a process and its children (for --workers). */
-function treeRssMB(pid: number): number {
+export function treeRssMB(pid: number): number {
   const r = spawnSync('ps', ['-o', 'rss=', '--ppid', String(pid)], {encoding: 'utf8'})
   const children = r.stdout
     .split('\n')
@@ -376,7 +318,7 @@ function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs: number): P
   })
 }
 
-async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+export async function waitForPort(port: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const open = await new Promise<boolean>((resolve) => {
@@ -392,7 +334,7 @@ async function waitForPort(port: number, timeoutMs: number): Promise<void> {
   }
 }
 
-async function stop(child: ChildProcess | undefined): Promise<void> {
+export async function stop(child: ChildProcess | undefined): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null) return
   const exited = new Promise((r) => child.once('exit', r))
   child.kill('SIGTERM')
@@ -407,7 +349,7 @@ async function stop(child: ChildProcess | undefined): Promise<void> {
  * as mb's redirect (X-MB-*, Vary, five Link alternatives, the describedby Link): what
  * node:http costs for mb's answer, with no selection at all.
  */
-const CEILING_SERVER = `
+export const CEILING_SERVER = `
 const http = require('node:http')
 const cluster = require('node:cluster')
 const port = Number(process.argv[2])
@@ -435,7 +377,7 @@ if (workers > 1 && cluster.isPrimary) {
  * has most keys (updates), as a redirector does after its first minutes. Otherwise vacuums
  * `stats_daily`.
  */
-async function vacuumStats(url: string, empty: boolean): Promise<void> {
+export async function vacuumStats(url: string, empty: boolean): Promise<void> {
   const client = new pg.Client({connectionString: url})
   await client.connect()
   try {
@@ -446,7 +388,7 @@ async function vacuumStats(url: string, empty: boolean): Promise<void> {
 }
 
 /** Waits until `count` lines match `pattern` (one "listening" line per worker). */
-async function waitForLines(child: ChildProcess, pattern: RegExp, count: number, timeoutMs: number): Promise<string> {
+export async function waitForLines(child: ChildProcess, pattern: RegExp, count: number, timeoutMs: number): Promise<string> {
   let first = ''
   let seen = 0
   const deadline = Date.now() + timeoutMs
@@ -624,11 +566,6 @@ export async function main(argv: string[]): Promise<void> {
       await waitForLine(warm, /listening/, 10_000)
       runWrk(`http://127.0.0.1:${wport}`, script, connections, 5, threads)
       await stop(warm)
-    }
-    const median = (xs: number[]) => {
-      const sorted = [...xs].sort((x, y) => x - y)
-      const mid = sorted.length >> 1
-      return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
     }
     for (const workers of workerCounts) {
       /** Measures the trivial server (`full`: with mb's header lines). */
