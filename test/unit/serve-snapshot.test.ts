@@ -1,7 +1,7 @@
 import {expect} from 'chai'
 import {escapeHtml, renderIndex} from '../../src/lib/serve/autoindex.js'
 import {parseListen} from '../../src/lib/serve/listen.js'
-import {MirrorSetPool} from '../../src/lib/serve/snapshot.js'
+import {DigestArena, fileWith, MirrorSetPool, unindexedVersion} from '../../src/lib/serve/snapshot.js'
 
 describe('serve helpers', () => {
   it('parses array_to_string mirror sets into compact Int16Array views', () => {
@@ -16,6 +16,48 @@ describe('serve helpers', () => {
     expect([...a]).to.deep.equal([1, 2])
     expect([...b]).to.deep.equal([7, 8, 9])
     expect(pool.allocated).to.equal(3 + 1 + 2 + 3)
+  })
+
+  it('interns mirror sets: the same ids in the same order are one view, parsed or copied', () => {
+    const pool = new MirrorSetPool()
+    const a = pool.fromText('4,5,6')
+    expect(pool.fromText('4,5,6')).to.equal(a)
+    expect(pool.fromArray([4, 5, 6])).to.equal(a)
+    expect(pool.fromArray(Int16Array.of(4, 5))).to.not.equal(a)
+    expect([...pool.fromText('6,5,4')]).to.deep.equal([6, 5, 4])
+    expect({sets: pool.sets, allocated: pool.allocated}).to.deep.equal({sets: 3, allocated: 8})
+  })
+
+  it('keeps digests as bytes that read back as hex; copies keep them, an unindexed version drops them', () => {
+    const arena = new DigestArena()
+    const md5 = '0123456789abcdef0123456789abcdef'
+    const sha256 = 'ff'.repeat(32)
+    const file = arena.entry({path: 'a.iso', size: 3_000_000_000, mtime: 5, mirrors: Int16Array.of(1), signature: '.asc', formats: 1}, md5, null, sha256)
+    expect({md5: file.md5, sha1: file.sha1, sha256: file.sha256, records: arena.records}).to.deep.equal({md5, sha1: null, sha256, records: 1})
+    const copy = fileWith(file, {path: 'b.iso'})
+    expect(copy).to.deep.equal({path: 'b.iso', size: 3_000_000_000, mtime: 5, mirrors: Int16Array.of(1), md5, sha1: null, sha256, signature: '.asc', formats: 1})
+    const other = unindexedVersion(file, {size: 7, mtime: 8})
+    expect({
+      path: other.path,
+      size: other.size,
+      mtime: other.mtime,
+      mirrors: other.mirrors.length,
+      md5: other.md5,
+      sha1: other.sha1,
+      sha256: other.sha256,
+      signature: other.signature,
+      formats: other.formats,
+    }).to.deep.equal({
+      path: 'a.iso',
+      size: 7,
+      mtime: 8,
+      mirrors: 0,
+      md5: null,
+      sha1: null,
+      sha256: null,
+      signature: '.asc',
+      formats: 0,
+    })
   })
 
   it('starts a new chunk when one fills up', () => {

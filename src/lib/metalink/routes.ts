@@ -43,7 +43,7 @@ import {describedByLink, digestHeader, type HashKind} from './headers.js'
 import {acceptsMeta4, type MetalinkContext, type Sent, sendHashFile, sendMeta4, sendMetalink3, sendMirrorList} from './http.js'
 import {FORMAT_SUFFIXES, type FormatKind, type FormatStore, sendFormat} from './formats.js'
 import {TORRENT_MEDIA_TYPE} from './torrent.js'
-import {FORMAT_TORRENT, FORMAT_ZSYNC} from '../serve/snapshot.js'
+import {FORMAT_TORRENT, FORMAT_ZSYNC, fileWith} from '../serve/snapshot.js'
 
 export interface MetalinkRouteOptions {
   /** For piece hashes; without it documents carry whole-file hashes only. */
@@ -283,7 +283,8 @@ export class MetalinkRoutes {
       if (text) doc.signature = text
     }
     const mctx: MetalinkContext = {doc, selection, client}
-    if (target.kind === 'mirrorlist') mctx.outdated = outdatedCopies(file, selection, (holding) => server.selectMirrors(ctx, client, {...file, mirrors: Int16Array.from(holding.mirrors)}, false))
+    if (target.kind === 'mirrorlist')
+      mctx.outdated = outdatedCopies(file, selection, (holding) => server.selectMirrors(ctx, client, fileWith(file, {mirrors: Int16Array.from(holding.mirrors)}), false))
     let sent: Sent
     switch (target.kind) {
       case 'meta4':
@@ -310,7 +311,7 @@ export class MetalinkRoutes {
     if (!this.options.database) return file
     try {
       const stale = await staleCopiesOf(this.options.database, file)
-      return stale.size === 0 ? file : {...file, stale}
+      return stale.size === 0 ? file : fileWith(file, {stale})
     } catch {
       return file
     }

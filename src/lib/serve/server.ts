@@ -47,7 +47,7 @@ import {ConnectionGuard, type ConnectionLimits, defaultMaxConnections, openFileL
 import type {SnapshotKeeper} from './keeper.js'
 import {listenOn} from './listen.js'
 import {parseTarget, queryParam} from './path.js'
-import type {FileEntry, Snapshot} from './snapshot.js'
+import {type FileEntry, type Snapshot, unindexedVersion} from './snapshot.js'
 import {resolveLinks} from '../origin/links.js'
 import type {Outcome, RequestObserver, RequestOutcome} from './types.js'
 
@@ -84,8 +84,6 @@ export interface IndexStale {
   /** What the disk says now (bytes, Unix seconds). */
   disk: FileVersion
 }
-
-const NO_MIRRORS = new Int16Array(0)
 
 /** Connection caps (./connections.ts) and node:http's time limits, in seconds. */
 export interface ConnectionSettings extends ConnectionLimits {
@@ -622,7 +620,7 @@ export class MirrorServer implements RouteServices {
    * replaces the entry.
    */
   private indexStale(ctx: RequestContext, file: FileEntry, disk: FileVersion): FileEntry {
-    const entry: FileEntry = {...file, size: disk.size, mtime: disk.mtime, mirrors: NO_MIRRORS, md5: null, sha1: null, sha256: null, formats: 0}
+    const entry = unindexedVersion(file, disk)
     const files = ctx.snapshot.files
     if (files.get(file.path) === file) files.set(file.path, entry)
     const stale: IndexStale = {path: file.path, indexed: {size: file.size, mtime: file.mtime}, disk}

@@ -52,44 +52,78 @@ const EMPTY = new Int16Array(0)
 const BATCH_ROWS = 20_000
 
 /**
- * Allocates mirror-id sets out of large shared Int16Array chunks (no per-file ArrayBuffer).
- * Slots of replaced sets are not reused; `wasted` counts them so the owner can reload.
+ * Mirror-id sets, interned: identical sets (the same ids in the same order) are one shared
+ * Int16Array view, allocated out of large shared chunks (no per-file ArrayBuffer). The files
+ * of a directory are usually on the same mirrors, so a tree of millions of files holds a few
+ * hundred thousand sets at most.
+ *
+ * A file whose set changes gets the interned new set; the files that shared its old set keep
+ * theirs (views are never written after they are interned). A set no file uses any more stays
+ * in its chunk until the next full load: {@link Snapshot.churn} counts the replaced rows, and
+ * the keeper (keeper.ts) reloads in full when they pass its limit.
  */
 export class MirrorSetPool {
   private chunk = new Int16Array(CHUNK_ENTRIES)
   private used = 0
-  /** Entries allocated in total, in int16 slots. */
+  /** Interned sets by {@link setHash}; a bucket is an array when hashes collide. */
+  private readonly interned = new Map<number, Int16Array | Int16Array[]>()
+  /** Where a set is parsed before it is looked up (grows to the largest set seen). */
+  private scratch = new Int16Array(256)
+  /** Entries allocated in total, in int16 slots (only distinct sets take slots). */
   allocated = 0
+  /** Distinct sets interned. */
+  sets = 0
 
   /**
-   * Parses `array_to_string(mirrors, ',')` output (`"3,17,42"`, or '' / null for none) into
-   * a view. Non-digit characters other than ',' are ignored.
+   * The interned set for `array_to_string(mirrors, ',')` output (`"3,17,42"`, or '' / null
+   * for none). Non-digit characters other than ',' are ignored.
    */
   fromText(text: string | null): Int16Array {
     if (!text) return EMPTY
     let n = 1
     for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) === 44) n++
-    const view = this.take(n)
+    if (n > this.scratch.length) this.scratch = new Int16Array(n * 2)
+    const ids = this.scratch
     let k = 0
     let value = 0
     for (let i = 0; i < text.length; i++) {
       const c = text.charCodeAt(i)
       if (c === 44) {
-        view[k++] = value
+        ids[k++] = value
         value = 0
       } else if (c >= 48 && c <= 57) {
         value = value * 10 + (c - 48)
       }
     }
-    view[k] = value
-    return view
+    ids[k] = value
+    return this.intern(ids, n)
   }
 
-  /** Copies a list of ids into a view. */
+  /** The interned set of a list of ids (in this order). */
   fromArray(ids: ArrayLike<number>): Int16Array {
     if (ids.length === 0) return EMPTY
-    const view = this.take(ids.length)
-    for (let i = 0; i < ids.length; i++) view[i] = ids[i]
+    if (ids.length > this.scratch.length) this.scratch = new Int16Array(ids.length * 2)
+    for (let i = 0; i < ids.length; i++) this.scratch[i] = ids[i]
+    return this.intern(this.scratch, ids.length)
+  }
+
+  /** The interned copy of `ids[0 .. n)`, made when there is none yet. */
+  private intern(ids: Int16Array, n: number): Int16Array {
+    const hash = setHash(ids, n)
+    const bucket = this.interned.get(hash)
+    if (bucket !== undefined) {
+      if (!Array.isArray(bucket)) {
+        if (sameIds(bucket, ids, n)) return bucket
+      } else {
+        for (const set of bucket) if (sameIds(set, ids, n)) return set
+      }
+    }
+    const view = this.take(n)
+    view.set(ids.subarray(0, n))
+    this.sets++
+    if (bucket === undefined) this.interned.set(hash, view)
+    else if (Array.isArray(bucket)) bucket.push(view)
+    else this.interned.set(hash, [bucket, view])
     return view
   }
 
@@ -103,6 +137,152 @@ export class MirrorSetPool {
     this.allocated += n
     return view
   }
+}
+
+/** FNV-1a over `ids[0 .. n)`, kept to 30 bits so that it is a small integer Map key. */
+function setHash(ids: Int16Array, n: number): number {
+  let h = 0x811c9dc5
+  for (let i = 0; i < n; i++) h = Math.imul(h ^ ids[i], 0x01000193)
+  return (h ^ n) & 0x3fffffff
+}
+
+function sameIds(set: Int16Array, ids: Int16Array, n: number): boolean {
+  if (set.length !== n) return false
+  for (let i = 0; i < n; i++) if (set[i] !== ids[i]) return false
+  return true
+}
+
+/** Offsets of the digests in a {@link DigestArena} record: MD5 (16 bytes), SHA-1 (20), SHA-256 (32). */
+const MD5_AT = 0
+const SHA1_AT = 16
+const SHA256_AT = 36
+/** Bytes of one record. */
+const DIGEST_RECORD = 68
+/** Records per chunk (1.1 MB). */
+const DIGEST_CHUNK_RECORDS = 1 << 14
+/** {@link IndexedFile} digest bits: which of the record's digests are present. */
+const HAS_MD5 = 1
+const HAS_SHA1 = 2
+const HAS_SHA256 = 4
+
+/**
+ * The files' digests as raw bytes, one {@link DIGEST_RECORD}-byte record per hashed file
+ * version, in shared Buffer chunks: 68 bytes a file instead of three hex strings (about 200
+ * bytes of heap). A replaced file's record is not reused (like its mirror slots; see
+ * {@link Snapshot.churn}).
+ */
+export class DigestArena {
+  private chunk = Buffer.alloc(DIGEST_CHUNK_RECORDS * DIGEST_RECORD)
+  private used = 0
+  /** Records allocated in total. */
+  records = 0
+
+  /**
+   * A file entry holding these digests (lowercase hex, or null when absent), or, when one of
+   * them is not lowercase hex of its digest's length (never so for what mb indexes), a plain
+   * object that keeps the strings as they are.
+   */
+  entry(fields: Omit<FileEntry, 'md5' | 'sha1' | 'sha256'>, md5: string | null, sha1: string | null, sha256: string | null): FileEntry {
+    if (md5 === null && sha1 === null && sha256 === null) return new IndexedFile(fields, EMPTY_DIGESTS, 0, 0)
+    if (!(isDigestHex(md5, 32) && isDigestHex(sha1, 40) && isDigestHex(sha256, 64))) return {...fields, md5, sha1, sha256}
+    if (this.used === DIGEST_CHUNK_RECORDS) {
+      this.chunk = Buffer.alloc(DIGEST_CHUNK_RECORDS * DIGEST_RECORD)
+      this.used = 0
+    }
+    const at = this.used++ * DIGEST_RECORD
+    this.records++
+    let bits = 0
+    if (md5 !== null) bits |= HAS_MD5 * Number(this.chunk.write(md5, at + MD5_AT, 'hex') === 16)
+    if (sha1 !== null) bits |= HAS_SHA1 * Number(this.chunk.write(sha1, at + SHA1_AT, 'hex') === 20)
+    if (sha256 !== null) bits |= HAS_SHA256 * Number(this.chunk.write(sha256, at + SHA256_AT, 'hex') === 32)
+    return new IndexedFile(fields, this.chunk, at, bits)
+  }
+}
+
+const EMPTY_DIGESTS = Buffer.alloc(0)
+
+/** `hex` is null or `length` lowercase hex digits. */
+function isDigestHex(hex: string | null, length: number): boolean {
+  if (hex === null) return true
+  if (hex.length !== length) return false
+  for (let i = 0; i < length; i++) {
+    const c = hex.charCodeAt(i)
+    if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102))) return false
+  }
+  return true
+}
+
+/**
+ * A file entry as the snapshot stores it: eight fields, the mirror set interned
+ * ({@link MirrorSetPool}), the digests as bytes in a {@link DigestArena} chunk, read back as
+ * hex on access. Its digests are prototype getters: copy an entry with {@link fileWith} or
+ * {@link unindexedVersion}, never with object spread (that would drop them).
+ */
+class IndexedFile implements FileEntry {
+  readonly path: string
+  readonly size: number
+  readonly mtime: number
+  readonly mirrors: Int16Array
+  readonly signature: string | null
+  readonly formats: number
+  /** The chunk holding this file's record, and the record's byte offset in it. */
+  private readonly digests: Buffer
+  private readonly at: number
+  /** Which digests the record holds ({@link HAS_MD5} | {@link HAS_SHA1} | {@link HAS_SHA256}). */
+  private readonly bits: number
+
+  constructor(fields: Omit<FileEntry, 'md5' | 'sha1' | 'sha256'>, digests: Buffer, at: number, bits: number) {
+    this.path = fields.path
+    this.size = fields.size
+    this.mtime = fields.mtime
+    this.mirrors = fields.mirrors
+    this.signature = fields.signature ?? null
+    this.formats = fields.formats ?? 0
+    this.digests = digests
+    this.at = at
+    this.bits = bits
+  }
+
+  get md5(): string | null {
+    return this.bits & HAS_MD5 ? this.digests.toString('hex', this.at + MD5_AT, this.at + SHA1_AT) : null
+  }
+
+  get sha1(): string | null {
+    return this.bits & HAS_SHA1 ? this.digests.toString('hex', this.at + SHA1_AT, this.at + SHA256_AT) : null
+  }
+
+  get sha256(): string | null {
+    return this.bits & HAS_SHA256 ? this.digests.toString('hex', this.at + SHA256_AT, this.at + DIGEST_RECORD) : null
+  }
+}
+
+/**
+ * A plain copy of `file` (every {@link FileEntry} field read out, so the digest getters of a
+ * snapshot entry are kept) with `changes` laid over it. Use it instead of `{...file, ...}`.
+ */
+export function fileWith<T extends Partial<FileEntry> & object>(file: FileEntry, changes: T): FileEntry & T {
+  const copy: FileEntry = {
+    path: file.path,
+    size: file.size,
+    mtime: file.mtime,
+    mirrors: file.mirrors,
+    md5: file.md5,
+    sha1: file.sha1,
+    sha256: file.sha256,
+    signature: file.signature,
+    formats: file.formats,
+  }
+  if (file.stale !== undefined) copy.stale = file.stale
+  return Object.assign(copy, changes)
+}
+
+/**
+ * The entry for `file`'s path at another version (`size` bytes, `mtime` Unix seconds) that
+ * the index does not describe yet: no mirrors, no digests, no client formats, delivered from
+ * the origin until it is re-indexed and rescanned.
+ */
+export function unindexedVersion(file: FileEntry, version: {size: number; mtime: number}): FileEntry {
+  return new IndexedFile({path: file.path, size: version.size, mtime: version.mtime, mirrors: EMPTY, signature: file.signature, formats: 0}, EMPTY_DIGESTS, 0, 0)
 }
 
 /** Map operations per slice of a change set's merge, between yields to the event loop. */
@@ -186,13 +366,15 @@ export class Snapshot {
   mirrors: MirrorTable = new MirrorTable()
   /** The enabled redirect rules (src/lib/rules), compiled against `mirrors`; replaced with them. */
   rules: RuleSet = NO_RULES
-  /** Where the files' mirror sets live. */
+  /** Where the files' mirror sets live (interned). */
   readonly mirrorSets = new MirrorSetPool()
+  /** Where the files' digests live. */
+  readonly digests = new DigestArena()
   /** The last refresh's transaction snapshot (`pg_snapshot` text, `xmin:xmax:xip,...`). */
   xmin: string | null = null
   /** Unix ms (UTC) of the last successful load or refresh. */
   refreshedAt = 0
-  /** File rows replaced since the full load (their old mirror slots are garbage). */
+  /** File rows replaced since the full load (their old digest records, and mirror sets no other file shares, are garbage). */
   churn = 0
   /** The origin's symlinks (`file_link`): link path → canonical target. Replaced whole when it changes. */
   links: ReadonlyMap<string, LinkTarget> = new Map()
@@ -214,19 +396,14 @@ function str(value: unknown): string | null {
   return value === null || value === undefined ? null : String(value)
 }
 
-function fileFromRow(sets: MirrorSetPool, row: unknown[]): FileEntry {
+function fileFromRow(snapshot: Snapshot, row: unknown[]): FileEntry {
   // id, path, size, mtime, mirrors, md5, sha1, sha256, signature, formats
-  return {
-    path: row[1] as string,
-    size: Number(row[2]),
-    mtime: Number(row[3]),
-    mirrors: sets.fromText(row[4] as string | null),
-    md5: str(row[5]),
-    sha1: str(row[6]),
-    sha256: str(row[7]),
-    signature: str(row[8]),
-    formats: Number(row[9]),
-  }
+  return snapshot.digests.entry(
+    {path: row[1] as string, size: Number(row[2]), mtime: Number(row[3]), mirrors: snapshot.mirrorSets.fromText(row[4] as string | null), signature: str(row[8]), formats: Number(row[9])},
+    str(row[5]),
+    str(row[6]),
+    str(row[7]),
+  )
 }
 
 // Hashes only while they describe the row's version (origin/freshness.ts).
@@ -285,7 +462,7 @@ async function readFileRange(view: ReadView, snapshot: Snapshot, lo: number, hi:
   for (;;) {
     const rows = await view.query(`SELECT ${FILE_COLUMNS} FROM file WHERE id > $1 AND id <= $2 ORDER BY id LIMIT ${BATCH_ROWS}`, [lastId, hi])
     for (const row of rows) {
-      const entry = fileFromRow(snapshot.mirrorSets, row)
+      const entry = fileFromRow(snapshot, row)
       snapshot.files.set(entry.path, entry)
     }
     if (rows.length === 0) break
@@ -351,7 +528,7 @@ function yieldToEventLoop(): Promise<void> {
  * @throws whatever the database driver throws; the snapshot is then unchanged
  */
 export async function refreshSnapshot(database: Database, snapshot: Snapshot): Promise<RefreshResult> {
-  const changes = await database.readSnapshot((view) => readChanges(view, snapshot.xmin ?? '1:1:', Math.max(50_000, snapshot.files.size / 10), snapshot.mirrorSets, snapshot.links.size))
+  const changes = await database.readSnapshot((view) => readChanges(view, snapshot.xmin ?? '1:1:', Math.max(50_000, snapshot.files.size / 10), snapshot))
   if (!changes) {
     snapshot.churn = Number.POSITIVE_INFINITY // the keeper reloads in full
     return {mirrors: 0, updated: 0, deleted: 0, reload: true}
@@ -379,25 +556,26 @@ interface Changes {
   links: Map<string, LinkTarget> | undefined
   /** Paths deleted since, to drop before applying `entries`. */
   tombstones: string[]
-  /** Changed files, parsed (their mirror sets in `sets`), not yet in the snapshot. */
+  /** Changed files, parsed (their mirror sets and digests in the snapshot's pools), not yet in its map. */
   entries: FileEntry[]
 }
 
 /**
  * Reads the mirrors and the file rows and tombstones that the transaction snapshot `since`
- * (`pg_snapshot` text) could not see, parsed into `sets`. A set of at most
+ * (`pg_snapshot` text) could not see, parsed into `snapshot`'s mirror-set pool and digest
+ * arena (its map is left as it is; `snapshot.links.size` tells whether the links changed). A set of at most
  * {@link REFRESH_SLICE_ROWS} rows is one query (by the txid index); a larger one is read in
  * keyset pages of that many rows along the primary key, with a yield to the event loop
  * before each page.
  * @returns null when more than `limit` file rows changed (the caller reloads in full instead)
  */
-async function readChanges(view: ReadView, since: string, limit: number, sets: MirrorSetPool, knownLinks: number): Promise<Changes | null> {
+async function readChanges(view: ReadView, since: string, limit: number, snapshot: Snapshot): Promise<Changes | null> {
   // Rows invisible to the previous snapshot: committed later (>= xmax) or in flight then (xip).
   const unseen = `(txid >= pg_snapshot_xmax($1::pg_snapshot) OR txid = ANY(ARRAY(SELECT pg_snapshot_xip($1::pg_snapshot))))`
   const xmin = await currentXmin(view)
   const mirrors = await readMirrors(view)
   const rules = await readRules(view, mirrors)
-  const links = await readLinksIfChanged(view, since, unseen, knownLinks)
+  const links = await readLinksIfChanged(view, since, unseen, snapshot.links.size)
   const tombstones = (await view.query(`SELECT path FROM file_tombstone WHERE ${unseen}`, [since])).map(([path]) => path as string)
   // No ORDER BY/LIMIT here: that would make the planner walk the primary key instead of
   // the txid index. A large change set is left to a full reload (streamed in batches).
@@ -406,14 +584,14 @@ async function readChanges(view: ReadView, since: string, limit: number, sets: M
   const entries: FileEntry[] = []
   if (Number(count) <= REFRESH_SLICE_ROWS) {
     const rows = Number(count) > 0 ? await view.query(`SELECT ${FILE_COLUMNS} FROM file WHERE ${unseen}`, [since]) : []
-    for (const row of rows) entries.push(fileFromRow(sets, row))
+    for (const row of rows) entries.push(fileFromRow(snapshot, row))
   } else {
     // Keyset pages along the primary key: all pages together scan the table once, and each
     // page is a short query (on the embedded store a query runs on this event loop).
     for (let lastId = 0; ; ) {
       await yieldToEventLoop()
       const rows = await view.query(`SELECT ${FILE_COLUMNS} FROM file WHERE ${unseen} AND id > $2 ORDER BY id LIMIT ${REFRESH_SLICE_ROWS}`, [since, lastId])
-      for (const row of rows) entries.push(fileFromRow(sets, row))
+      for (const row of rows) entries.push(fileFromRow(snapshot, row))
       if (rows.length < REFRESH_SLICE_ROWS) break
       lastId = Number(rows.at(-1)![0])
     }

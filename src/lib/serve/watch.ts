@@ -12,8 +12,7 @@ import {sep} from 'node:path'
 import type {Logger} from 'pino'
 import {isRepomdPath, type RepomdChange} from '../origin/repomd.js'
 import type {SnapshotKeeper} from './keeper.js'
-
-const EMPTY = new Int16Array(0)
+import {unindexedVersion} from './snapshot.js'
 
 /**
  * Starts watching `root` (its realpath). Returns a function that stops watching.
@@ -43,7 +42,7 @@ export function watchOrigin(root: string, keeper: Pick<SnapshotKeeper, 'current'
     if (current !== entry) return // a refresh replaced it meanwhile
     if (repomd && size >= 0) onRepomdChange({path, mtime, previousMirrors: Array.from(entry.mirrors)})
     if (entry.mirrors.length === 0) return
-    keeper.current.files.set(path, {...entry, size: size < 0 ? entry.size : size, mtime: mtime < 0 ? entry.mtime : mtime, mirrors: EMPTY, md5: null, sha1: null, sha256: null, formats: 0})
+    keeper.current.files.set(path, unindexedVersion(entry, {size: size < 0 ? entry.size : size, mtime: mtime < 0 ? entry.mtime : mtime}))
     logger?.info({path, size, mtime}, 'origin file changed on disk; delivering it locally until it is re-indexed and rescanned')
   }
   const watcher: FSWatcher = watch(root, {recursive: true, persistent: false}, (_event, filename) => {

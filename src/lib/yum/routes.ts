@@ -30,7 +30,7 @@ import {mirrorUrl} from '../select/url.js'
 import type {Selection, SelectMirror} from '../select/types.js'
 import {hasQueryFlag} from '../serve/path.js'
 import type {RequestContext, Route, RouteServices} from '../serve/server.js'
-import type {FileEntry} from '../serve/snapshot.js'
+import {type FileEntry, fileWith} from '../serve/snapshot.js'
 import {isPlainHost, withTrailingSlash} from '../text.js'
 import {repoKey} from './config.js'
 import {METALINK_MEDIA_TYPE, metalinkFailure, type RepoSource, renderRepoMetalink, renderRepoMirrorList, unknownRepoMessage} from './document.js'
@@ -205,7 +205,7 @@ export class YumRoutes {
       for (const alternate of state.alternates) for (const id of alternate.mirrors) ids.add(id)
       mirrors = Int16Array.from(ids)
     }
-    return {...file, path: file.path.slice(0, -'repodata/repomd.xml'.length), size: Math.max(file.size, this.options.minSize), mirrors}
+    return fileWith(file, {path: file.path.slice(0, -'repodata/repomd.xml'.length), size: Math.max(file.size, this.options.minSize), mirrors})
   }
 
   /**
