@@ -16,8 +16,8 @@
  * drives each URL with wrk for `--seconds` at `--connections`. With `--rounds N` the cases run
  * N times interleaved (302, then every case, N times) and the verdicts are judged on the
  * medians. Also prints the in-process rate of building + rendering each meta4 with its cached
- * file part. `--json FILE` writes `{case: {rate, p99_ms, bytes}}` (medians). Everything
- * started is stopped.
+ * file part. `--json FILE` writes `{case: {rate, p99_ms, cpu_us, bytes}}` (medians; `cpu_us`: this process's
+ * CPU time per response, the figure that holds on a loaded machine). Everything started is stopped.
  *
  *   npm run bench -- meta4
  *   npm run bench -- meta4 --rounds 3 --seconds 5 --json /tmp/meta4.json
@@ -64,6 +64,7 @@ interface Case {
 /** What one wrk run of a case gave. */
 interface Measured {
   rate: number
+  cpu_us: number
   p99_ms: number
   bytes: number
   non2xx: number
@@ -174,10 +175,15 @@ async function ready(url: string, check: (body: string) => boolean): Promise<num
   throw new Error(`unexpected answer ${status} for ${url}: ${body.slice(0, 300)}`)
 }
 
+/** One wrk run against `url`; `cpu_us`: this process's CPU time (user + system: the server and its PostgreSQL client) per response, µs. */
 async function measure(url: string, connections: string, seconds: string, bytes: number): Promise<Measured> {
+  const cpu = process.cpuUsage()
   const wrk = await run('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', url])
+  const used = process.cpuUsage(cpu)
   if (wrk.status !== 0) throw new Error(`wrk failed (is it installed? apt-get install wrk): ${wrk.stderr}`)
+  const requests = Number(/(\d+) requests in/.exec(wrk.stdout)?.[1] ?? Number.NaN)
   return {
+    cpu_us: (used.user + used.system) / requests,
     rate: Number(/Requests\/sec:\s+([\d.]+)/.exec(wrk.stdout)?.[1] ?? Number.NaN),
     p99_ms: latencyMs(/^\s+99%\s+(\S+)/m.exec(wrk.stdout)?.[1]),
     bytes,
@@ -252,7 +258,15 @@ export async function main(args: string[]): Promise<void> {
     report(cases, results, {size, bigSize, mirrorCount, urls, rounds, seconds: values.seconds, connections: values.connections, inProcess})
     if (values.json) {
       const figures = Object.fromEntries(
-        cases.map((c) => [c.name, {rate: Math.round(median(results.get(c.name)!.map((m) => m.rate))), p99_ms: median(results.get(c.name)!.map((m) => m.p99_ms)), bytes: bytes.get(c.name)}]),
+        cases.map((c) => [
+          c.name,
+          {
+            rate: Math.round(median(results.get(c.name)!.map((m) => m.rate))),
+            p99_ms: median(results.get(c.name)!.map((m) => m.p99_ms)),
+            cpu_us: median(results.get(c.name)!.map((m) => m.cpu_us)),
+            bytes: bytes.get(c.name),
+          },
+        ]),
       )
       writeFileSync(values.json, `${JSON.stringify(figures, null, 2)}\n`)
     }
@@ -286,7 +300,7 @@ function report(
     const share = c.name === 'redirect' ? 'the ceiling' : `${((rate(c.name) / ceiling) * 100).toFixed(0)}% of the 302`
     const each = run.rounds > 1 ? ` [${m.map((x) => Math.round(x.rate)).join(', ')}]` : ''
     console.log(
-      `  ${c.name.padEnd(10)} ${String(Math.round(rate(c.name))).padStart(6)}/s${each}, p99 ${p99.toFixed(1)} ms, ${m[0].bytes} bytes, ${share}${non2xx ? `, NON-2XX ${non2xx}` : ''}  (/${c.path})`,
+      `  ${c.name.padEnd(10)} ${String(Math.round(rate(c.name))).padStart(6)}/s${each}, p99 ${p99.toFixed(1)} ms, ${median(m.map((x) => x.cpu_us)).toFixed(1)} µs CPU, ${m[0].bytes} bytes, ${share}${non2xx ? `, NON-2XX ${non2xx}` : ''}  (/${c.path})`,
     )
   }
   for (const c of cases) {
