@@ -203,13 +203,14 @@ export async function main(args: string[]): Promise<void> {
       connections: {type: 'string', default: '32'},
       rounds: {type: 'string', default: '1'},
       json: {type: 'string'},
+      cases: {type: 'string'},
     },
   })
   const size = Number(values.size)
   const bigSize = Number(values['big-size'])
   const mirrorCount = Number(values.mirrors)
   const rounds = Math.max(1, Number(values.rounds))
-  const cases: Case[] = [
+  const all: Case[] = [
     {name: 'redirect', path: 'pub/file.iso'},
     {name: 'meta4', path: 'pub/file.iso.meta4', target: 7500},
     {name: 'metalink', path: 'pub/file.iso.metalink', target: 7500},
@@ -219,6 +220,8 @@ export async function main(args: string[]): Promise<void> {
     {name: 'zsync', path: 'pub/big.iso.zsync'},
     {name: 'mirrorlist', path: 'pub/file.iso.mirrorlist'},
   ]
+  const only = values.cases?.split(',')
+  const cases = all.filter((c) => c.name === 'redirect' || !only || only.includes(c.name))
   const inProcess = {meta4: renderRate(size, pieceSizeFor(size), mirrorCount), meta4_big: renderRate(bigSize, pieceSizeFor(bigSize), mirrorCount)}
 
   const name = 'mb_bench_meta4'
