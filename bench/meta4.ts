@@ -1,22 +1,30 @@
 /**
- * Metalink 4 benchmark: meta4 responses per second for one file held by
- * `--mirrors` mirrors (default 40), target >= 5,000/s (MirrorBrain: about 2,600/s).
+ * Metalink benchmark (issue 19, part 1): responses/s of the client documents of `mb serve`
+ * for files on `--mirrors` mirrors (default 40), every eligible mirror listed, each case
+ * against the plain 302 of the same file in the same round (the ceiling on this machine at
+ * this moment). Cases:
+ *
+ * - `meta4` and `metalink` of a typical file (`--size`, default 16 MiB, 64 pieces of 256 KiB):
+ *   target >= 7,500/s each (3x MirrorBrain's ~2,500/s on this machine);
+ * - `meta4` of a 700 MB file (`--big-size`, 1,400 pieces of 512 KiB): target >= 3,000/s;
+ * - `.torrent`, `.magnet` and `.zsync` of the 700 MB file and the `.mirrorlist` of the
+ *   typical file: measured, no target.
  *
  * Creates a fresh PostgreSQL database `mb_bench_meta4` (MB_BENCH_ADMIN_URL, default
- * postgres://postgres@127.0.0.1:5432/postgres), a sparse origin file of `--size` bytes with
- * fresh (synthetic) hashes and piece hashes, starts `mb serve` in this process, and drives
- * `GET /pub/big.iso.meta4` with wrk for `--seconds` at `--connections`. Also prints the
- * in-process rate of building + rendering the document alone. Everything started is stopped.
- *
- * Then the same for `.torrent` and `.zsync` of a second sparse file of `--formats-size` bytes
- * (default 700 MB) with synthetic SHA-1 pieces and zsync block sums in the store.
+ * postgres://postgres@127.0.0.1:5432/postgres) and sparse origin files with synthetic hashes,
+ * piece hashes, SHA-1 pieces and zsync block sums, starts `mb serve` in this process and
+ * drives each URL with wrk for `--seconds` at `--connections`. With `--rounds N` the cases run
+ * N times interleaved (302, then every case, N times) and the verdicts are judged on the
+ * medians. Also prints the in-process rate of building + rendering each meta4 with its cached
+ * file part. `--json FILE` writes `{case: {rate, p99_ms, cpu_us, bytes}}` (medians; `cpu_us`: this process's
+ * CPU time per response, the figure that holds on a loaded machine). Everything started is stopped.
  *
  *   npm run bench -- meta4
- *   npm run bench -- meta4 --size 17179869184 --mirrors 40 --seconds 10
+ *   npm run bench -- meta4 --rounds 3 --seconds 5 --json /tmp/meta4.json
  */
 import {spawn} from 'node:child_process'
 import {randomBytes} from 'node:crypto'
-import {closeSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, ftruncateSync} from 'node:fs'
+import {closeSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {parseArgs} from 'node:util'
@@ -24,7 +32,7 @@ import pg from 'pg'
 import {ConfigSchema} from '../src/lib/config/schema.js'
 import {openDatabase} from '../src/lib/db/index.js'
 import {buildDocument} from '../src/lib/metalink/document.js'
-import {renderMeta4} from '../src/lib/metalink/meta4.js'
+import {meta4FilePart, meta4Head, meta4Tail} from '../src/lib/metalink/meta4.js'
 import {pieceSizeFor} from '../src/lib/origin/hash.js'
 import {zsyncParams} from '../src/lib/origin/zsync.js'
 import type {Candidate} from '../src/lib/select/types.js'
@@ -44,6 +52,24 @@ const COUNTRIES: Array<[string, string]> = [
   ['AU', 'OC'],
 ]
 
+type Database = Awaited<ReturnType<typeof openDatabase>>
+
+/** One measured URL: its name in the output and the JSON, and its target (responses/s), if any. */
+interface Case {
+  name: string
+  path: string
+  target?: number
+}
+
+/** What one wrk run of a case gave. */
+interface Measured {
+  rate: number
+  cpu_us: number
+  p99_ms: number
+  bytes: number
+  non2xx: number
+}
+
 function dbUrl(name: string): string {
   const url = new URL(ADMIN_URL)
   url.pathname = `/${name}`
@@ -62,52 +88,142 @@ function run(command: string, args: string[]): Promise<{status: number; stdout: 
   })
 }
 
+const hex = (bytes: number) => randomBytes(bytes).toString('hex')
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}
+
+/** wrk's latency figure (`812.00us`, `9.10ms`, `1.02s`) in milliseconds. */
+function latencyMs(text: string | undefined): number {
+  const m = /^([\d.]+)(us|ms|s)$/.exec(text ?? '')
+  if (!m) return Number.NaN
+  return Number(m[1]) * (m[2] === 'us' ? 0.001 : m[2] === 's' ? 1000 : 1)
+}
+
+/** Random digests and SHA-256 pieces of a file of `size` bytes and `mtime` (Unix seconds), as the hash columns of its row. */
+function syntheticHashes(size: number, pieceSize: number, mtime: number) {
+  const pieces = Math.ceil(size / pieceSize)
+  return {md5: hex(16), sha1: hex(20), sha256: hex(32), piece_size: pieceSize, piece_hash: 'sha256', pieces: hex(32 * pieces), hashed_size: size, hashed_mtime: mtime}
+}
+
+/** In-process build + render of a meta4 with `pieces` pieces and `mirrors` ranked mirrors, its file part made once (as the server keeps it): documents/s. */
+function renderRate(size: number, pieceSize: number, mirrors: number): number {
+  const ranked: Candidate[] = Array.from({length: mirrors}, (_, i) => ({
+    mirror: {id: i + 1, identifier: `m${i}`, country: COUNTRIES[i % COUNTRIES.length][0]} as any,
+    realm: 'world',
+    rank: i + 1,
+    url: `http://m${i}.example.net/pub/pub/file.iso`,
+  }))
+  const stored = {size, mtime: 1_700_000_000, ...syntheticHashes(size, pieceSize, 1_700_000_000)}
+  const build = () => buildDocument({path: 'pub/file.iso', size, mtime: stored.mtime, stored, selection: {realm: 'world', ranked, excluded: []}, baseUrl: 'http://127.0.0.1/', maxUrls: 100})
+  const part = Buffer.from(meta4FilePart(build()))
+  let n = 0
+  const t0 = performance.now()
+  while (performance.now() - t0 < 1000) {
+    // What the server does per request: the document, its head and tail, their UTF-8 lengths (the part is sent as it is).
+    const doc = build()
+    Buffer.byteLength(meta4Head(doc)) + part.length + Buffer.byteLength(meta4Tail(doc))
+    n++
+  }
+  return n / ((performance.now() - t0) / 1000)
+}
+
+/** A sparse file of `size` bytes at root/pub/NAME and its index row (synthetic digests and pieces, SHA-1 pieces, zsync sums for `zsync`). */
+async function addFile(database: Database, root: string, name: string, size: number, ids: number[], zsync: boolean): Promise<void> {
+  const fd = openSync(join(root, 'pub', name), 'w')
+  ftruncateSync(fd, size) // sparse: no disk space used
+  closeSync(fd)
+  const mtime = Math.floor(statSync(join(root, 'pub', name)).mtimeMs / 1000)
+  const pieceSize = pieceSizeFor(size)
+  const z = zsyncParams(size)
+  const row = await database.db
+    .insertInto('file')
+    .values({
+      path: `pub/${name}`,
+      size,
+      mtime,
+      mirrors: ids,
+      ...syntheticHashes(size, pieceSize, mtime),
+      sha1_pieces: hex(20 * Math.ceil(size / pieceSize)),
+      zsync_block_size: zsync ? z.blockSize : null,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow()
+  if (zsync) {
+    const blocks = Math.ceil(size / z.blockSize)
+    await database.db
+      .insertInto('file_zsync')
+      .values({file_id: row.id, hash_lengths: `${z.seqMatches},${z.rsumLen},${z.checksumLen}`, sums: randomBytes(blocks * (z.rsumLen + z.checksumLen))})
+      .execute()
+  }
+}
+
+/** Waits until `url` answers 200 (the snapshot has picked the rows up); its body's bytes. */
+async function ready(url: string, check: (body: string) => boolean): Promise<number> {
+  let status = 0
+  let body = ''
+  for (let i = 0; i < 100; i++) {
+    const res = await fetch(url, {headers: {'x-forwarded-for': '81.2.69.142'}, redirect: 'manual'})
+    status = res.status
+    body = await res.text()
+    if ((status === 200 || status === 302) && check(body)) return Buffer.byteLength(body)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error(`unexpected answer ${status} for ${url}: ${body.slice(0, 300)}`)
+}
+
+/** One wrk run against `url`; `cpu_us`: this process's CPU time (user + system: the server and its PostgreSQL client) per response, µs. */
+async function measure(url: string, connections: string, seconds: string, bytes: number): Promise<Measured> {
+  const cpu = process.cpuUsage()
+  const wrk = await run('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', url])
+  const used = process.cpuUsage(cpu)
+  if (wrk.status !== 0) throw new Error(`wrk failed (is it installed? apt-get install wrk): ${wrk.stderr}`)
+  const requests = Number(/(\d+) requests in/.exec(wrk.stdout)?.[1] ?? Number.NaN)
+  return {
+    cpu_us: (used.user + used.system) / requests,
+    rate: Number(/Requests\/sec:\s+([\d.]+)/.exec(wrk.stdout)?.[1] ?? Number.NaN),
+    p99_ms: latencyMs(/^\s+99%\s+(\S+)/m.exec(wrk.stdout)?.[1]),
+    bytes,
+    non2xx: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(wrk.stdout)?.[1] ?? '0'),
+  }
+}
+
 /** Runs the benchmark; `args` are the command-line flags after `meta4`. */
 export async function main(args: string[]): Promise<void> {
   const {values} = parseArgs({
     args,
     options: {
-      size: {type: 'string', default: String(4 * 1024 ** 3)},
+      size: {type: 'string', default: String(16 * 1024 ** 2)},
+      'big-size': {type: 'string', default: '734003200'},
       mirrors: {type: 'string', default: '40'},
-      seconds: {type: 'string', default: '10'},
+      seconds: {type: 'string', default: '5'},
       connections: {type: 'string', default: '32'},
-      'formats-size': {type: 'string', default: '734003200'},
+      rounds: {type: 'string', default: '1'},
+      json: {type: 'string'},
+      cases: {type: 'string'},
     },
   })
   const size = Number(values.size)
+  const bigSize = Number(values['big-size'])
   const mirrorCount = Number(values.mirrors)
-  const pieceSize = pieceSizeFor(size)
-  const pieces = Math.max(1, Math.ceil(size / pieceSize))
-  const hex = (bytes: number) => randomBytes(bytes).toString('hex')
+  const rounds = Math.max(1, Number(values.rounds))
+  const all: Case[] = [
+    {name: 'redirect', path: 'pub/file.iso'},
+    {name: 'meta4', path: 'pub/file.iso.meta4', target: 7500},
+    {name: 'metalink', path: 'pub/file.iso.metalink', target: 7500},
+    {name: 'meta4_big', path: 'pub/big.iso.meta4', target: 3000},
+    {name: 'torrent', path: 'pub/big.iso.torrent'},
+    {name: 'magnet', path: 'pub/big.iso.magnet'},
+    {name: 'zsync', path: 'pub/big.iso.zsync'},
+    {name: 'mirrorlist', path: 'pub/file.iso.mirrorlist'},
+  ]
+  const only = values.cases?.split(',')
+  const cases = all.filter((c) => c.name === 'redirect' || !only || only.includes(c.name))
+  const inProcess = {meta4: renderRate(size, pieceSizeFor(size), mirrorCount), meta4_big: renderRate(bigSize, pieceSizeFor(bigSize), mirrorCount)}
 
-  // In-process: build + render only.
-  const ranked: Candidate[] = Array.from({length: mirrorCount}, (_, i) => ({
-    mirror: {id: i + 1, identifier: `m${i}`, country: COUNTRIES[i % COUNTRIES.length][0]} as any,
-    realm: 'world',
-    rank: i + 1,
-    url: `http://m${i}.example.net/pub/pub/big.iso`,
-  }))
-  const stored = {
-    size,
-    mtime: 1_700_000_000,
-    md5: hex(16),
-    sha1: hex(20),
-    sha256: hex(32),
-    piece_size: pieceSize,
-    piece_hash: 'sha256',
-    pieces: hex(32 * pieces),
-    hashed_size: size,
-    hashed_mtime: 1_700_000_000,
-  }
-  let n = 0
-  const t0 = performance.now()
-  while (performance.now() - t0 < 2000) {
-    renderMeta4(buildDocument({path: 'pub/big.iso', size, mtime: stored.mtime, stored, selection: {realm: 'world', ranked, excluded: []}, baseUrl: 'http://127.0.0.1/'}))
-    n++
-  }
-  const renderRate = n / ((performance.now() - t0) / 1000)
-
-  // Through mb serve.
   const name = 'mb_bench_meta4'
   const admin = new pg.Client({connectionString: ADMIN_URL})
   await admin.connect()
@@ -119,11 +235,6 @@ export async function main(args: string[]): Promise<void> {
   let running: Awaited<ReturnType<typeof startServe>> | undefined
   try {
     mkdirSync(join(root, 'pub'))
-    const fd = openSync(join(root, 'pub', 'big.iso'), 'w')
-    ftruncateSync(fd, size) // sparse: no disk space used
-    closeSync(fd)
-    const st = statSync(join(root, 'pub', 'big.iso'))
-    const mtime = Math.floor(st.mtimeMs / 1000)
     const ids: number[] = []
     for (let i = 0; i < mirrorCount; i++) {
       const [cc, continent] = COUNTRIES[i % COUNTRIES.length]
@@ -134,44 +245,34 @@ export async function main(args: string[]): Promise<void> {
         .executeTakeFirstOrThrow()
       ids.push(row.id)
     }
-    await database.db
-      .insertInto('file')
-      .values({
-        path: 'pub/big.iso',
-        size,
-        mtime,
-        mirrors: ids,
-        md5: stored.md5,
-        sha1: stored.sha1,
-        sha256: stored.sha256,
-        piece_size: pieceSize,
-        piece_hash: 'sha256',
-        pieces: stored.pieces,
-        hashed_size: size,
-        hashed_mtime: mtime,
-      })
-      .execute()
-    running = await startServe(ConfigSchema.parse({root, database_url: dbUrl(name), serve: {listen: '127.0.0.1:0'}, log_level: 'silent'}), {database})
-    const url = `${running.url}/pub/big.iso.meta4`
-    const probe = await fetch(url, {headers: {'x-forwarded-for': '81.2.69.142'}})
-    const body = await probe.text()
-    const urls = (body.match(/<url /g) ?? []).length
-    if (probe.status !== 200 || !body.includes('<pieces')) throw new Error(`unexpected answer ${probe.status}: ${body.slice(0, 300)}`)
-    // wrk runs as a child process while this process serves (an async spawn: the server needs the event loop).
-    const wrk = await run('wrk', ['-t1', `-c${values.connections}`, `-d${values.seconds}s`, '--latency', url])
-    if (wrk.status !== 0) throw new Error(`wrk failed (is it installed? apt-get install wrk): ${wrk.stderr}`)
-    const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(wrk.stdout)?.[1] ?? Number.NaN)
-    const p50 = /^\s+50%\s+(\S+)/m.exec(wrk.stdout)?.[1]
-    const p99 = /^\s+99%\s+(\S+)/m.exec(wrk.stdout)?.[1]
-    const non2xx = /Non-2xx or 3xx responses:\s+(\d+)/.exec(wrk.stdout)?.[1] ?? '0'
-    // For scale on this machine at this moment: the plain 302 of the same file.
-    const redirect = await run('wrk', ['-t1', `-c${values.connections}`, `-d${values.seconds}s`, `${running.url}/pub/big.iso`])
-    const redirectRps = Number(/Requests\/sec:\s+([\d.]+)/.exec(redirect.stdout)?.[1] ?? Number.NaN)
-    console.log(`meta4 benchmark: file ${size} bytes (${pieces} pieces of ${pieceSize} bytes), ${mirrorCount} mirrors, ${urls} <url> per document, ${body.length} bytes per document`)
-    console.log(`  build+render in process: ${Math.round(renderRate)} documents/s`)
-    console.log(`  mb serve over HTTP (wrk, ${values.connections} connections, ${values.seconds} s): ${Math.round(rps)} responses/s, p50 ${p50}, p99 ${p99}, non-2xx ${non2xx} (target >= 5,000/s)`)
-    console.log(`  for scale, the 302 of the same file: ${Math.round(redirectRps)} responses/s (meta4 at ${Math.round((rps / redirectRps) * 100)}% of it)`)
-    await formatRates(database, root, running.url, ids, Number(values['formats-size']), values.connections, values.seconds)
+    await addFile(database, root, 'file.iso', size, ids, false)
+    await addFile(database, root, 'big.iso', bigSize, ids, true)
+    const config = ConfigSchema.parse({root, database_url: dbUrl(name), serve: {listen: '127.0.0.1:0'}, select: {metalink_max_mirrors: 100}, log_level: 'silent'})
+    running = await startServe(config, {database})
+    const base = running.url
+    const bytes = new Map<string, number>()
+    for (const c of cases) bytes.set(c.name, await ready(`${base}/${c.path}`, (body) => !c.path.endsWith('.meta4') || body.includes('<pieces')))
+    const urls = ((await (await fetch(`${base}/pub/file.iso.meta4`)).text()).match(/<url /g) ?? []).length
+    for (const c of cases) await measure(`${base}/${c.path}`, values.connections, '1', 0) // warm-up, not counted
+    const results = new Map<string, Measured[]>(cases.map((c) => [c.name, []]))
+    for (let round = 0; round < rounds; round++) {
+      for (const c of cases) results.get(c.name)!.push(await measure(`${base}/${c.path}`, values.connections, values.seconds, bytes.get(c.name)!))
+    }
+    report(cases, results, {size, bigSize, mirrorCount, urls, rounds, seconds: values.seconds, connections: values.connections, inProcess})
+    if (values.json) {
+      const figures = Object.fromEntries(
+        cases.map((c) => [
+          c.name,
+          {
+            rate: Math.round(median(results.get(c.name)!.map((m) => m.rate))),
+            p99_ms: median(results.get(c.name)!.map((m) => m.p99_ms)),
+            cpu_us: median(results.get(c.name)!.map((m) => m.cpu_us)),
+            bytes: bytes.get(c.name),
+          },
+        ]),
+      )
+      writeFileSync(values.json, `${JSON.stringify(figures, null, 2)}\n`)
+    }
   } finally {
     await running?.close()
     await database.close()
@@ -183,59 +284,31 @@ export async function main(args: string[]): Promise<void> {
   }
 }
 
-/**
- * `.torrent` and `.zsync` responses/s through `mb serve` for a sparse file of `size` bytes held
- * by the mirrors `ids`, with synthetic SHA-1 pieces and zsync block sums (zsyncmake's
- * parameters for that size) in the store.
- */
-async function formatRates(database: Awaited<ReturnType<typeof openDatabase>>, root: string, baseUrl: string, ids: number[], size: number, connections: string, seconds: string): Promise<void> {
-  const path = join(root, 'pub', 'formats.iso')
-  const fd = openSync(path, 'w')
-  ftruncateSync(fd, size)
-  closeSync(fd)
-  const mtime = Math.floor(statSync(path).mtimeMs / 1000)
-  const pieceSize = pieceSizeFor(size)
-  const pieces = Math.ceil(size / pieceSize)
-  const z = zsyncParams(size)
-  const blocks = Math.ceil(size / z.blockSize)
-  const hex = (bytes: number) => randomBytes(bytes).toString('hex')
-  const row = await database.db
-    .insertInto('file')
-    .values({
-      path: 'pub/formats.iso',
-      size,
-      mtime,
-      mirrors: ids,
-      md5: hex(16),
-      sha1: hex(20),
-      sha256: hex(32),
-      piece_size: pieceSize,
-      piece_hash: 'sha256',
-      pieces: hex(32 * pieces),
-      sha1_pieces: hex(20 * pieces),
-      zsync_block_size: z.blockSize,
-      hashed_size: size,
-      hashed_mtime: mtime,
-    })
-    .returning('id')
-    .executeTakeFirstOrThrow()
-  await database.db
-    .insertInto('file_zsync')
-    .values({file_id: row.id, hash_lengths: `${z.seqMatches},${z.rsumLen},${z.checksumLen}`, sums: randomBytes(blocks * (z.rsumLen + z.checksumLen))})
-    .execute()
-  for (const kind of ['torrent', 'zsync']) {
-    const url = `${baseUrl}/pub/formats.iso.${kind}`
-    let res = await fetch(url)
-    for (let i = 0; i < 100 && res.status !== 200; i++) {
-      await new Promise((r) => setTimeout(r, 100)) // the snapshot picks the row up
-      res = await fetch(url)
-    }
-    const bytes = (await res.arrayBuffer()).byteLength
-    if (res.status !== 200) throw new Error(`unexpected answer ${res.status} for ${url}`)
-    const wrk = await run('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', url])
-    const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(wrk.stdout)?.[1] ?? Number.NaN)
-    const p99 = /^\s+99%\s+(\S+)/m.exec(wrk.stdout)?.[1]
-    const non2xx = /Non-2xx or 3xx responses:\s+(\d+)/.exec(wrk.stdout)?.[1] ?? '0'
-    console.log(`  .${kind} of a ${size}-byte file on ${ids.length} mirrors (${bytes} bytes per response): ${Math.round(rps)} responses/s, p99 ${p99}, non-2xx ${non2xx}`)
+/** Prints each case's median rate, p99, size and share of the 302, and each target with its verdict. */
+function report(
+  cases: Case[],
+  results: Map<string, Measured[]>,
+  run: {size: number; bigSize: number; mirrorCount: number; urls: number; rounds: number; seconds: string; connections: string; inProcess: Record<string, number>},
+): void {
+  const rate = (name: string) => median(results.get(name)!.map((m) => m.rate))
+  const ceiling = rate('redirect')
+  console.log(
+    `metalink benchmark: ${run.mirrorCount} mirrors (${run.urls} <url> per document), typical file ${run.size} bytes, big file ${run.bigSize} bytes (${Math.ceil(run.bigSize / pieceSizeFor(run.bigSize))} pieces); wrk ${run.connections} connections, ${run.seconds} s per case, ${run.rounds} interleaved round(s), medians`,
+  )
+  console.log(`  in process, build + render with the cached file part: meta4 ${Math.round(run.inProcess.meta4)}/s, meta4_big ${Math.round(run.inProcess.meta4_big)}/s`)
+  for (const c of cases) {
+    const m = results.get(c.name)!
+    const p99 = median(m.map((x) => x.p99_ms))
+    const non2xx = m.reduce((n, x) => n + x.non2xx, 0)
+    const share = c.name === 'redirect' ? 'the ceiling' : `${((rate(c.name) / ceiling) * 100).toFixed(0)}% of the 302`
+    const each = run.rounds > 1 ? ` [${m.map((x) => Math.round(x.rate)).join(', ')}]` : ''
+    console.log(
+      `  ${c.name.padEnd(10)} ${String(Math.round(rate(c.name))).padStart(6)}/s${each}, p99 ${p99.toFixed(1)} ms, ${median(m.map((x) => x.cpu_us)).toFixed(1)} µs CPU, ${m[0].bytes} bytes, ${share}${non2xx ? `, NON-2XX ${non2xx}` : ''}  (/${c.path})`,
+    )
+  }
+  for (const c of cases) {
+    if (c.target === undefined) continue
+    const value = rate(c.name)
+    console.log(`  target ${c.name} >= ${c.target}/s: ${Math.round(value)}/s ${value >= c.target ? 'PASS' : 'FAIL'}`)
   }
 }

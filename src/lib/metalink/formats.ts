@@ -18,9 +18,10 @@ import type {IncomingMessage, ServerResponse} from 'node:http'
 import type {Database} from '../db/index.js'
 import {hashesMatchVersion} from '../origin/freshness.js'
 import type {MetalinkDocument} from './document.js'
-import {contentDisposition} from './http.js'
-import {magnetLink, renderTorrent, TORRENT_MEDIA_TYPE, type TorrentInfo, torrentInfo} from './torrent.js'
+import {contentDisposition, writeBody} from './http.js'
+import {magnetLink, renderTorrent, TORRENT_MEDIA_TYPE, type TorrentInfo, torrentInfo, type TorrentOptions, torrentParts} from './torrent.js'
 import {ZSYNC_MEDIA_TYPE, type ZsyncControl, zsyncNameOk, zsyncParts} from './zsync-control.js'
+import {VersionCache} from './version-cache.js'
 
 /** The representations this module answers. */
 export type FormatKind = 'torrent' | 'magnet' | 'btih' | 'zsync'
@@ -33,12 +34,13 @@ export const FORMAT_SUFFIXES: ReadonlyArray<[string, FormatKind]> = [
   ['.zsync', 'zsync'],
 ]
 
-/** The file version a representation is asked for (size bytes, mtime Unix seconds, SHA-1 hex from the snapshot). */
+/** The file version a representation is asked for (size bytes, mtime Unix seconds, SHA-1 (and SHA-256) hex from the snapshot). */
 export interface FormatFile {
   path: string
   size: number
   mtime: number
   sha1: string | null
+  sha256?: string | null
 }
 
 /** Why a representation cannot be given: the HTTP status and a sentence for the body. */
@@ -59,52 +61,6 @@ export interface FormatStoreOptions {
   trackers?: readonly string[]
   /** Name the .torrent in meta4 documents (config `torrent.meta4_metaurl`, default true). */
   meta4Metaurl?: boolean
-}
-
-interface Cached<T> {
-  size: number
-  mtime: number
-  sha1: string | null
-  value: T
-  bytes: number
-}
-
-/** An LRU keyed by path, each entry valid for one file version, bounded by entries and bytes. */
-class VersionCache<T> {
-  private readonly map = new Map<string, Cached<T>>()
-  private bytes = 0
-  constructor(
-    private readonly maxEntries: number,
-    private readonly maxBytes: number,
-  ) {}
-
-  get(file: FormatFile): T | undefined {
-    const hit = this.map.get(file.path)
-    if (!hit) return undefined
-    this.map.delete(file.path)
-    if (hit.size !== file.size || hit.mtime !== file.mtime || hit.sha1 !== file.sha1) {
-      this.bytes -= hit.bytes
-      return undefined
-    }
-    this.map.set(file.path, hit)
-    return hit.value
-  }
-
-  set(file: FormatFile, value: T, bytes: number): void {
-    if (bytes > this.maxBytes) return
-    const old = this.map.get(file.path)
-    if (old) {
-      this.map.delete(file.path)
-      this.bytes -= old.bytes
-    }
-    while (this.map.size > 0 && (this.map.size >= this.maxEntries || this.bytes + bytes > this.maxBytes)) {
-      const [key, oldest] = this.map.entries().next().value as [string, Cached<T>]
-      this.map.delete(key)
-      this.bytes -= oldest.bytes
-    }
-    this.map.set(file.path, {size: file.size, mtime: file.mtime, sha1: file.sha1, value, bytes})
-    this.bytes += bytes
-  }
 }
 
 const HASH_HINT = 'run `mb index --hashes` on the origin'
@@ -198,7 +154,12 @@ export function zsyncUrls(doc: MetalinkDocument): string[] {
 
 /** The `.torrent` of `doc` for `info`: web seeds from `doc`, `creation date` = the file's mtime. */
 export function torrentBody(doc: MetalinkDocument, info: TorrentInfo, trackers: readonly string[]): Buffer {
-  return renderTorrent(info, {webSeeds: webSeeds(doc), trackers, creationDate: doc.mtime, createdBy: doc.generator})
+  return renderTorrent(info, torrentOptions(doc, trackers))
+}
+
+/** The per-request part of the `.torrent` of `doc`: its web seeds, `creation date` = the file's mtime. */
+function torrentOptions(doc: MetalinkDocument, trackers: readonly string[]): TorrentOptions {
+  return {webSeeds: webSeeds(doc), trackers, creationDate: doc.mtime, createdBy: doc.generator}
 }
 
 /** The magnet link of `doc` for `info`. */
@@ -211,20 +172,6 @@ export interface FormatSent {
   status: number
   outcome: FormatKind | 'not_found' | 'error'
   bytesSent: number
-}
-
-/** Writes the whole response, `body` given as one piece or as parts written in turn (no copy). */
-function write(req: IncomingMessage, res: ServerResponse, status: number, headers: Record<string, string>, body: Buffer | string | Uint8Array[]): number {
-  const parts = typeof body === 'string' ? [Buffer.from(body, 'utf8')] : Array.isArray(body) ? body : [body]
-  const length = parts.reduce((n, p) => n + p.length, 0)
-  res.writeHead(status, {...headers, 'Content-Length': String(length)})
-  if (req.method === 'HEAD') {
-    res.end()
-    return 0
-  }
-  for (let i = 0; i < parts.length - 1; i++) res.write(parts[i])
-  res.end(parts[parts.length - 1])
-  return length
 }
 
 const PRIVATE = 'private, no-store'
@@ -243,28 +190,28 @@ export function sendFormat(
   trackers: readonly string[],
 ): FormatSent {
   if (isUnavailable(stored)) {
-    const bytesSent = write(req, res, stored.status, {'Content-Type': TEXT, 'Cache-Control': 'no-store'}, `${stored.reason}\n`)
+    const bytesSent = writeBody(req, res, stored.status, {'Content-Type': TEXT, 'Cache-Control': 'no-store'}, `${stored.reason}\n`)
     return {status: stored.status, outcome: stored.status === 404 ? 'not_found' : 'error', bytesSent}
   }
   let bytesSent: number
   switch (kind) {
     case 'torrent':
-      bytesSent = write(
+      bytesSent = writeBody(
         req,
         res,
         200,
         {'Content-Type': TORRENT_MEDIA_TYPE, 'Content-Disposition': contentDisposition(`${doc.name}.torrent`), 'Cache-Control': PRIVATE},
-        torrentBody(doc, stored as TorrentInfo, trackers),
+        torrentParts(stored as TorrentInfo, torrentOptions(doc, trackers)),
       )
       break
     case 'magnet':
-      bytesSent = write(req, res, 200, {'Content-Type': TEXT, 'Cache-Control': PRIVATE}, `${magnetBody(doc, stored as TorrentInfo, trackers)}\n`)
+      bytesSent = writeBody(req, res, 200, {'Content-Type': TEXT, 'Cache-Control': PRIVATE}, `${magnetBody(doc, stored as TorrentInfo, trackers)}\n`)
       break
     case 'btih':
-      bytesSent = write(req, res, 200, {'Content-Type': TEXT, 'Cache-Control': 'no-cache'}, `${(stored as TorrentInfo).infoHash}\n`)
+      bytesSent = writeBody(req, res, 200, {'Content-Type': TEXT, 'Cache-Control': 'no-cache'}, `${(stored as TorrentInfo).infoHash}\n`)
       break
     default:
-      bytesSent = write(
+      bytesSent = writeBody(
         req,
         res,
         200,

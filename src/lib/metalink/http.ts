@@ -17,8 +17,8 @@ import Negotiator from 'negotiator'
 import type {ClientInfo, Exclusion, Selection} from '../select/types.js'
 import type {MetalinkDocument} from './document.js'
 import {type HashKind, hashFileBody} from './headers.js'
-import {META4_MEDIA_TYPE, renderMeta4} from './meta4.js'
-import {METALINK3_MEDIA_TYPE, renderMetalink3} from './metalink3.js'
+import {META4_MEDIA_TYPE, meta4FilePart, meta4Head, meta4Tail} from './meta4.js'
+import {METALINK3_MEDIA_TYPE, metalink3FilePart, metalink3Head, metalink3Tail} from './metalink3.js'
 import {buildMirrorList, renderMirrorListHtml} from './mirrorlist.js'
 import {wellFormed} from '../text.js'
 
@@ -75,40 +75,50 @@ export function contentDisposition(name: string): string {
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`
 }
 
-function write(req: IncomingMessage, res: ServerResponse, status: number, headers: Record<string, string>, body: string): number {
-  const buffer = Buffer.from(body, 'utf8')
-  res.writeHead(status, {...headers, 'Content-Length': String(buffer.length)})
+/**
+ * Writes the whole response: `body` as one string, or as parts written in turn without
+ * joining them (strings as UTF-8, bytes as they are: a cached part is sent, not copied), in
+ * one corked batch. HEAD: the headers only (`Content-Length` of the body all the same).
+ * @returns the body bytes sent (0 for HEAD)
+ */
+export function writeBody(req: IncomingMessage, res: ServerResponse, status: number, headers: Record<string, string>, body: string | ReadonlyArray<string | Uint8Array>): number {
+  const parts = typeof body === 'string' ? [body] : body
+  let length = 0
+  for (const part of parts) length += typeof part === 'string' ? Buffer.byteLength(part, 'utf8') : part.length
+  res.writeHead(status, {...headers, 'Content-Length': String(length)})
   if (req.method === 'HEAD') {
     res.end()
     return 0
   }
-  res.end(buffer)
-  return buffer.length
+  res.cork() // end() uncorks: headers and parts leave in one writev
+  for (let i = 0; i < parts.length - 1; i++) res.write(parts[i])
+  res.end(parts[parts.length - 1])
+  return length
 }
 
 const PRIVATE = 'private, no-store'
 
-/** Answers with the Metalink 4 document (RFC 5854). */
-export function sendMeta4(req: IncomingMessage, res: ServerResponse, ctx: MetalinkContext): Sent {
-  const bytesSent = write(
-    req,
-    res,
-    200,
-    {'Content-Type': META4_MEDIA_TYPE, 'Content-Disposition': contentDisposition(`${ctx.doc.name}.meta4`), Vary: 'Accept', 'Cache-Control': PRIVATE},
-    renderMeta4(ctx.doc),
-  )
+/**
+ * Answers with the Metalink 4 document (RFC 5854): its head and tail made for this request,
+ * `filePart` (the UTF-8 of {@link meta4FilePart} of `ctx.doc`, kept per file version by the
+ * caller) between them.
+ */
+export function sendMeta4(req: IncomingMessage, res: ServerResponse, ctx: MetalinkContext, filePart: Uint8Array = Buffer.from(meta4FilePart(ctx.doc))): Sent {
+  const bytesSent = writeBody(req, res, 200, {'Content-Type': META4_MEDIA_TYPE, 'Content-Disposition': contentDisposition(`${ctx.doc.name}.meta4`), Vary: 'Accept', 'Cache-Control': PRIVATE}, [
+    meta4Head(ctx.doc),
+    filePart,
+    meta4Tail(ctx.doc),
+  ])
   return {status: 200, outcome: 'meta4', bytesSent}
 }
 
-/** Answers with the Metalink 3.0 document. */
-export function sendMetalink3(req: IncomingMessage, res: ServerResponse, ctx: MetalinkContext): Sent {
-  const bytesSent = write(
-    req,
-    res,
-    200,
-    {'Content-Type': METALINK3_MEDIA_TYPE, 'Content-Disposition': contentDisposition(`${ctx.doc.name}.metalink`), 'Cache-Control': PRIVATE},
-    renderMetalink3(ctx.doc),
-  )
+/** Answers with the Metalink 3.0 document, `filePart` (the UTF-8 of {@link metalink3FilePart}, kept per file version) as in {@link sendMeta4}. */
+export function sendMetalink3(req: IncomingMessage, res: ServerResponse, ctx: MetalinkContext, filePart: Uint8Array = Buffer.from(metalink3FilePart(ctx.doc))): Sent {
+  const bytesSent = writeBody(req, res, 200, {'Content-Type': METALINK3_MEDIA_TYPE, 'Content-Disposition': contentDisposition(`${ctx.doc.name}.metalink`), 'Cache-Control': PRIVATE}, [
+    metalink3Head(ctx.doc),
+    filePart,
+    metalink3Tail(ctx.doc),
+  ])
   return {status: 200, outcome: 'metalink', bytesSent}
 }
 
@@ -118,7 +128,7 @@ export function sendMetalink3(req: IncomingMessage, res: ServerResponse, ctx: Me
  */
 export function sendHashFile(req: IncomingMessage, res: ServerResponse, ctx: MetalinkContext, kind: HashKind): Sent {
   if (!ctx.doc.hashes) {
-    const bytesSent = write(
+    const bytesSent = writeBody(
       req,
       res,
       404,
@@ -127,7 +137,7 @@ export function sendHashFile(req: IncomingMessage, res: ServerResponse, ctx: Met
     )
     return {status: 404, outcome: 'not_found', bytesSent}
   }
-  const bytesSent = write(req, res, 200, {'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-cache'}, hashFileBody(ctx.doc.hashes, kind, ctx.doc.name))
+  const bytesSent = writeBody(req, res, 200, {'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-cache'}, hashFileBody(ctx.doc.hashes, kind, ctx.doc.name))
   return {status: 200, outcome: 'hash', bytesSent}
 }
 
@@ -136,6 +146,6 @@ export function sendMirrorList(req: IncomingMessage, res: ServerResponse, ctx: M
   const list = buildMirrorList(ctx.doc, ctx.selection, ctx.client, ctx.outdated)
   const json = acceptsJson(req.headers.accept)
   const body = json ? `${JSON.stringify(list, null, 2)}\n` : renderMirrorListHtml(list)
-  const bytesSent = write(req, res, 200, {'Content-Type': json ? 'application/json; charset=utf-8' : 'text/html; charset=utf-8', Vary: 'Accept', 'Cache-Control': PRIVATE}, body)
+  const bytesSent = writeBody(req, res, 200, {'Content-Type': json ? 'application/json; charset=utf-8' : 'text/html; charset=utf-8', Vary: 'Accept', 'Cache-Control': PRIVATE}, body)
   return {status: 200, outcome: 'mirrorlist', bytesSent}
 }

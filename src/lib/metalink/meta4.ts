@@ -38,17 +38,13 @@ export function xmlEscape(text: string): string {
   return XML_SPECIAL.test(text) ? text.replace(/[&<>"]/g, (c) => XML_ESCAPES[c]) : text
 }
 
-// The per-version part of a document (name, size, hashes, pieces: up to 2,048 piece hashes)
-// is the same for every client: it is built with xmlbuilder2 once per file version and kept
-// here (LRU). Only the envelope and the client's URL list are written per request.
-const FRAGMENT_CACHE_SIZE = 1000
-const fragments = new Map<string, string>()
-
-function fileFragment(doc: MetalinkDocument): string {
+/**
+ * The part of the Metalink 4 `<file>` element that is the same for every client and every
+ * request: `<size>`, the `<hash>`es and `<pieces>` (up to 2,048 piece hashes), indented, one
+ * element a line. The caller keeps it per file version (./version-cache.ts).
+ */
+export function meta4FilePart(doc: MetalinkDocument): string {
   const h = doc.hashes
-  const key = h ? `${doc.name}\n${doc.size}\n${h.sha256}\n${h.pieceHash}\n${h.pieceSize}\n${h.pieceCount}` : `${doc.name}\n${doc.size}`
-  const cached = fragments.get(key)
-  if (cached !== undefined) return cached
   const xml = fragment()
   xml.ele('size').txt(String(doc.size))
   if (h) {
@@ -60,29 +56,27 @@ function fileFragment(doc: MetalinkDocument): string {
       for (const piece of pieceList(h)) pieces.ele('hash').txt(piece)
     }
   }
-  const text = xml
+  return xml
     .end({prettyPrint: true, indent: '  '})
     .split('\n')
     .map((line) => `    ${line}\n`)
     .join('')
-  if (fragments.size >= FRAGMENT_CACHE_SIZE) fragments.delete(fragments.keys().next().value as string)
-  fragments.set(key, text)
-  return text
 }
 
-/**
- * Renders `doc` as an RFC 5854 Metalink 4 document (UTF-8 XML text, pretty-printed).
- * Hashes and pieces appear only when `doc.hashes` is set (fresh).
- */
-export function renderMeta4(doc: MetalinkDocument): string {
-  let out = `<?xml version="1.0" encoding="UTF-8"?>
+/** What comes before {@link meta4FilePart}: the envelope up to `<file name>` (per request: the origin URL and `published`). */
+export function meta4Head(doc: MetalinkDocument): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>
 <metalink xmlns="${META4_NAMESPACE}">
   <generator>${xmlEscape(doc.generator)}</generator>
   <origin dynamic="true">${xmlEscape(doc.meta4Url)}</origin>
   <published>${isoSeconds(doc.published)}</published>
   <file name="${xmlEscape(doc.name)}">
-${fileFragment(doc)}`
-  if (doc.signature) out += `    <signature mediatype="application/pgp-signature">${xmlEscape(doc.signature)}</signature>\n`
+`
+}
+
+/** What comes after {@link meta4FilePart}: the signature, this client's ranked `<url>`s, the `<metaurl>`, the closing tags. */
+export function meta4Tail(doc: MetalinkDocument): string {
+  let out = doc.signature ? `    <signature mediatype="application/pgp-signature">${xmlEscape(doc.signature)}</signature>\n` : ''
   for (const source of doc.sources) {
     out += source.location ? `    <url location="${xmlEscape(source.location)}" priority="${source.priority}">` : `    <url priority="${source.priority}">`
     out += `${xmlEscape(source.url)}</url>\n`
@@ -90,4 +84,13 @@ ${fileFragment(doc)}`
   // RFC 5854 §4.2.8: a metainfo file describing the same file (here the BitTorrent one).
   if (doc.torrentUrl && doc.torrentMetaurl) out += `    <metaurl mediatype="torrent">${xmlEscape(doc.torrentUrl)}</metaurl>\n`
   return `${out}  </file>\n</metalink>\n`
+}
+
+/**
+ * Renders `doc` as an RFC 5854 Metalink 4 document (UTF-8 XML text, pretty-printed):
+ * {@link meta4Head}, the file part (`filePart`, default {@link meta4FilePart} of `doc`),
+ * {@link meta4Tail}. Hashes and pieces appear only when `doc.hashes` is set (fresh).
+ */
+export function renderMeta4(doc: MetalinkDocument, filePart = meta4FilePart(doc)): string {
+  return meta4Head(doc) + filePart + meta4Tail(doc)
 }

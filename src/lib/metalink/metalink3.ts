@@ -5,8 +5,8 @@
  * `verification` with md5/sha1/sha256 and `pieces`, and `resources` whose `url`s carry
  * `preference` from 100 down (the origin lowest).
  */
-import {createCB} from 'xmlbuilder2'
 import {type MetalinkDocument, pieceList} from './document.js'
+import {xmlEscape} from './meta4.js'
 
 export const METALINK3_MEDIA_TYPE = 'application/metalink+xml'
 const METALINK3_NAMESPACE = 'http://www.metalinker.org/'
@@ -21,41 +21,51 @@ function urlType(url: string): string {
   return colon > 0 ? url.slice(0, colon).toLowerCase() : 'http'
 }
 
-/** Renders `doc` as a Metalink 3.0 document (UTF-8 XML text, pretty-printed). */
-export function renderMetalink3(doc: MetalinkDocument): string {
-  let out = ''
-  const xml = createCB({data: (text: string) => (out += text), prettyPrint: true})
-  xml.dec({version: '1.0', encoding: 'UTF-8'})
-  xml.ele(METALINK3_NAMESPACE, 'metalink').att('version', '3.0').att('type', 'dynamic').att('origin', doc.metalinkUrl).att('generator', doc.generator).att('pubdate', doc.published.toUTCString())
-  xml.ele('files')
-  xml.ele('file').att('name', doc.name)
-  xml.ele('size').txt(String(doc.size)).up()
+/**
+ * The part of the Metalink 3.0 `<file>` element that is the same for every client and every
+ * request: `<size>` and `<verification>` (hashes, pieces), indented, one element a line. The
+ * caller keeps it per file version (./version-cache.ts).
+ */
+export function metalink3FilePart(doc: MetalinkDocument): string {
+  let out = `      <size>${doc.size}</size>\n`
   const h = doc.hashes
-  if (h) {
-    xml.ele('verification')
-    xml.ele('hash').att('type', 'md5').txt(h.md5).up()
-    xml.ele('hash').att('type', 'sha1').txt(h.sha1).up()
-    xml.ele('hash').att('type', 'sha256').txt(h.sha256).up()
-    if (h.pieceCount > 0 && h.pieceSize > 0) {
-      xml.ele('pieces').att('length', String(h.pieceSize)).att('type', h.pieceHash)
-      for (const [i, piece] of pieceList(h).entries()) xml.ele('hash').att('piece', String(i)).txt(piece).up()
-      xml.up()
-    }
-    xml.up() // verification
+  if (!h) return out
+  out += `      <verification>
+        <hash type="md5">${xmlEscape(h.md5)}</hash>
+        <hash type="sha1">${xmlEscape(h.sha1)}</hash>
+        <hash type="sha256">${xmlEscape(h.sha256)}</hash>
+`
+  if (h.pieceCount > 0 && h.pieceSize > 0) {
+    const lines = pieceList(h).map((piece, i) => `          <hash piece="${i}">${xmlEscape(piece)}</hash>\n`)
+    out += `        <pieces length="${h.pieceSize}" type="${h.pieceHash}">\n${lines.join('')}        </pieces>\n`
   }
-  xml.ele('resources')
+  return `${out}      </verification>\n`
+}
+
+/** What comes before {@link metalink3FilePart}: the envelope up to `<file name>` (per request: the origin URL and `pubdate`, RFC 822). */
+export function metalink3Head(doc: MetalinkDocument): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<metalink xmlns="${METALINK3_NAMESPACE}" version="3.0" type="dynamic" origin="${xmlEscape(doc.metalinkUrl)}" generator="${xmlEscape(doc.generator)}" pubdate="${doc.published.toUTCString()}">
+  <files>
+    <file name="${xmlEscape(doc.name)}">
+`
+}
+
+/** What comes after {@link metalink3FilePart}: this client's `<resources>` (`preference` 100 down, the origin last) and the closing tags. */
+export function metalink3Tail(doc: MetalinkDocument): string {
+  let out = '      <resources>\n'
   doc.sources.forEach((source, i) => {
-    const url = xml.ele('url').att('type', urlType(source.url))
-    if (source.location) url.att('location', source.location)
-    url
-      .att('preference', String(preferenceAt(i)))
-      .txt(source.url)
-      .up()
+    const location = source.location ? ` location="${xmlEscape(source.location)}"` : ''
+    out += `        <url type="${xmlEscape(urlType(source.url))}"${location} preference="${preferenceAt(i)}">${xmlEscape(source.url)}</url>\n`
   })
-  xml.up() // resources
-  xml.up() // file
-  xml.up() // files
-  xml.up() // metalink
-  xml.end()
-  return out.endsWith('\n') ? out : `${out}\n`
+  return `${out}      </resources>\n    </file>\n  </files>\n</metalink>\n`
+}
+
+/**
+ * Renders `doc` as a Metalink 3.0 document (UTF-8 XML text, pretty-printed):
+ * {@link metalink3Head}, the file part (`filePart`, default {@link metalink3FilePart} of
+ * `doc`), {@link metalink3Tail}.
+ */
+export function renderMetalink3(doc: MetalinkDocument, filePart = metalink3FilePart(doc)): string {
+  return metalink3Head(doc) + filePart + metalink3Tail(doc)
 }

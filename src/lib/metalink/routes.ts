@@ -20,15 +20,17 @@
  * ({@link RouteServices.currentFile}).
  *
  * Freshness: the snapshot holds md5/sha1/sha256 only while the row's hashed size/mtime match
- * its size/mtime; on top of that the file on disk must still have that size and mtime
- * (checked with a stat, cached for `diskCheckSeconds` on the redirect path). Piece hashes
- * come from the database (cached per file version); when the database is unreachable the
- * documents carry the whole-file hashes without pieces.
+ * its size/mtime; on top of that the file on disk must still have that size and mtime, which
+ * {@link RouteServices.currentFile} checks (a stat at most `diskCheckSeconds` old; a changed
+ * file comes back without hashes). Piece hashes come from the database; they and the parts
+ * of the documents that do not depend on the client are kept per file version
+ * (./version-cache.ts), so a request builds only its ranked `<url>` list. When the database
+ * is unreachable the documents carry the whole-file hashes without pieces.
  */
 import {statSync} from 'node:fs'
 import {sep} from 'node:path'
 import type {Database} from '../db/index.js'
-import {diskMatches, hashesMatchVersion, mtimeSeconds, sameVersion} from '../origin/freshness.js'
+import {hashesMatchVersion, mtimeSeconds, sameVersion} from '../origin/freshness.js'
 import {readStoredHashes, type StoredHashes} from '../origin/hash.js'
 import type {RedirectHeaderProvider, RequestContext, Route, RouteServices} from '../serve/server.js'
 import {isPlainHost, withTrailingSlash} from '../text.js'
@@ -43,6 +45,9 @@ import {describedByLink, digestHeader, type HashKind} from './headers.js'
 import {acceptsMeta4, type MetalinkContext, type Sent, sendHashFile, sendMeta4, sendMetalink3, sendMirrorList} from './http.js'
 import {FORMAT_SUFFIXES, type FormatKind, type FormatStore, sendFormat} from './formats.js'
 import {TORRENT_MEDIA_TYPE} from './torrent.js'
+import {meta4FilePart} from './meta4.js'
+import {metalink3FilePart} from './metalink3.js'
+import {VersionCache} from './version-cache.js'
 import {FORMAT_TORRENT, FORMAT_ZSYNC, fileWith} from '../serve/snapshot.js'
 
 export interface MetalinkRouteOptions {
@@ -54,8 +59,10 @@ export interface MetalinkRouteOptions {
   baseUrl?: string
   /** How long a stat of an origin file vouches for its hashes on redirects, seconds (default 1; 0 = every request). */
   diskCheckSeconds?: number
-  /** Piece-hash cache entries (default 10,000). */
+  /** File versions whose hash rows and document parts are kept (default 10,000). */
   cacheSize?: number
+  /** Bytes those kept parts may take (default 128 MiB; see ./version-cache.ts). */
+  cacheBytes?: number
   /** The BitTorrent and zsync data; without it those representations answer 404. */
   formats?: FormatStore
 }
@@ -107,30 +114,24 @@ const INDEX_STALE: Selection = {realm: null, ranked: [], excluded: [], origin: {
 
 const NO_MIRRORS = new Int16Array(0)
 
-/** A small LRU of piece-hash rows keyed by path, valid for one file version. */
-class HashCache {
-  private readonly map = new Map<string, StoredHashes>()
-  constructor(private readonly max: number) {}
-  get(file: FileEntry): StoredHashes | undefined {
-    const row = this.map.get(file.path)
-    if (!row) return undefined
-    if (!sameVersion(row, file) || row.sha256 !== file.sha256) {
-      this.map.delete(file.path)
-      return undefined
-    }
-    this.map.delete(file.path)
-    this.map.set(file.path, row)
-    return row
-  }
-  set(path: string, row: StoredHashes): void {
-    if (this.map.size >= this.max) this.map.delete(this.map.keys().next().value as string)
-    this.map.set(path, row)
-  }
+/**
+ * What the documents of one file version share, whatever the client: the hash row (or null
+ * without fresh hashes) and the UTF-8 of the Metalink 4 and 3 file parts (made on first use).
+ */
+interface VersionParts {
+  stored: StoredHashes | null
+  meta4?: Buffer
+  metalink3?: Buffer
+}
+
+/** The bytes a {@link VersionParts} of `stored` will hold once both parts are made (about 3× the piece hex: the row, and each part's lines). */
+function partsBytes(stored: StoredHashes | null): number {
+  return 1024 + 3 * (stored?.pieces?.length ?? 0)
 }
 
 /** The metalink route and the Metalink/HTTP redirect-header providers, bound to one server. */
 export class MetalinkRoutes {
-  private readonly cache: HashCache
+  private readonly versions: VersionCache<VersionParts>
   private readonly diskChecks = new Map<string, {at: number; size: number; mtime: number}>()
   private readonly maxUrls: () => number
   private readonly diskCheckMs: number
@@ -140,7 +141,7 @@ export class MetalinkRoutes {
     private readonly server: RouteServices,
     private readonly options: MetalinkRouteOptions = {},
   ) {
-    this.cache = new HashCache(options.cacheSize ?? 10_000)
+    this.versions = new VersionCache(options.cacheSize ?? 10_000, options.cacheBytes ?? 128 * 1024 * 1024)
     const maxUrls = options.maxUrls ?? DEFAULT_MAX_URLS
     this.maxUrls = typeof maxUrls === 'number' ? () => maxUrls : maxUrls
     this.diskCheckMs = (options.diskCheckSeconds ?? 1) * 1000
@@ -194,11 +195,17 @@ export class MetalinkRoutes {
     return `${https ? 'https' : 'http'}://${host}/`
   }
 
-  /** The stored hash row of `file` when its hashes are fresh in the snapshot, else null. */
-  private async storedHashes(file: FileEntry): Promise<StoredHashes | null> {
-    if (!file.sha256 || !file.md5 || !file.sha1) return null
-    const cached = this.cache.get(file)
+  /**
+   * The parts of `file`'s documents that are the same for every client (see
+   * {@link VersionParts}), kept per file version: the hash row is read once per version
+   * while the snapshot holds fresh hashes, else the parts carry none. A row that does not
+   * match the snapshot's version, or a database that cannot be reached, gives the snapshot's
+   * whole-file hashes without pieces, not kept (the next request reads again).
+   */
+  private async versionParts(file: FileEntry): Promise<VersionParts> {
+    const cached = this.versions.get(file)
     if (cached) return cached
+    if (!file.sha256 || !file.md5 || !file.sha1) return this.keep(file, {stored: null})
     const fallback: StoredHashes = {
       size: file.size,
       mtime: file.mtime,
@@ -211,16 +218,19 @@ export class MetalinkRoutes {
       hashed_size: file.size,
       hashed_mtime: file.mtime,
     }
-    if (!this.options.database) return fallback
+    if (!this.options.database) return this.keep(file, {stored: fallback})
     try {
       const row = await readStoredHashes(this.options.database, file.path)
-      if (!row || row.sha256 !== file.sha256 || !hashesMatchVersion(row, file)) return fallback
-      const normalized = {...row, size: Number(row.size), mtime: Number(row.mtime)}
-      this.cache.set(file.path, normalized)
-      return normalized
+      if (!row || row.sha256 !== file.sha256 || !hashesMatchVersion(row, file)) return {stored: fallback}
+      return this.keep(file, {stored: {...row, size: Number(row.size), mtime: Number(row.mtime)}})
     } catch {
-      return fallback // database down: whole-file hashes from the snapshot still hold
+      return {stored: fallback} // database down: whole-file hashes from the snapshot still hold
     }
+  }
+
+  private keep(file: FileEntry, parts: VersionParts): VersionParts {
+    this.versions.set(file, parts, partsBytes(parts.stored))
+    return parts
   }
 
   /**
@@ -247,23 +257,19 @@ export class MetalinkRoutes {
       const own = await server.resolveOnDisk(ctx.path)
       if (own && !own.directory) return server.deliver(ctx, 'not_indexed', own.real)
     }
+    // currentFile() has compared the indexed version with the disk (a stat at most
+    // diskCheckSeconds old): `current` is what the disk holds, without hashes when it changed.
     const current = target.file ? server.currentFile(ctx, target.file) : await this.unindexed(ctx, target)
     if (current === undefined) return
     const client = server.clientInfo(ctx)
     if (client === undefined) return server.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
-    const file = target.kind === 'mirrorlist' && current === target.file ? await this.withStaleCopies(current) : current
-    const selection = !target.file ? NOT_INDEXED : current !== target.file ? INDEX_STALE : server.selectMirrors(ctx, client, file, target.kind === 'mirrorlist')
-    if (FORMAT_KINDS.has(target.kind)) return this.handleFormat(ctx, target.kind as FormatKind, file, selection, this.baseUrl(ctx, client.https))
-    let stored = await this.storedHashes(file)
-    if (stored) {
-      let st: {size: number; mtimeMs: number} | undefined
-      try {
-        st = statSync(server.root + sep + file.path, {throwIfNoEntry: false})
-      } catch {
-        st = undefined
-      }
-      if (!diskMatches(st, file)) stored = null
-    }
+    const changed = target.file !== undefined && current !== target.file
+    const file = target.kind === 'mirrorlist' && target.file !== undefined && !changed ? await this.withStaleCopies(current) : current
+    const selection = !target.file ? NOT_INDEXED : changed ? INDEX_STALE : server.selectMirrors(ctx, client, file, target.kind === 'mirrorlist')
+    const baseUrl = this.baseUrl(ctx, client.https)
+    if (FORMAT_KINDS.has(target.kind)) return this.handleFormat(ctx, target.kind as FormatKind, file, selection, baseUrl, changed)
+    const parts = await this.versionParts(file)
+    const stored = parts.stored
     const bits = file.formats ?? 0
     const formats = this.options.formats && stored ? {torrent: (bits & FORMAT_TORRENT) !== 0, zsync: (bits & FORMAT_ZSYNC) !== 0, metaurl: this.options.formats.meta4Metaurl} : undefined
     const doc = buildDocument({
@@ -273,7 +279,7 @@ export class MetalinkRoutes {
       stored,
       hashesFresh: stored !== null,
       selection,
-      baseUrl: this.baseUrl(ctx, client.https),
+      baseUrl,
       maxUrls: this.maxUrls(),
       formats,
     })
@@ -288,10 +294,12 @@ export class MetalinkRoutes {
     let sent: Sent
     switch (target.kind) {
       case 'meta4':
-        sent = sendMeta4(ctx.req, ctx.res, mctx)
+        parts.meta4 ??= Buffer.from(meta4FilePart(doc))
+        sent = sendMeta4(ctx.req, ctx.res, mctx, parts.meta4)
         break
       case 'metalink':
-        sent = sendMetalink3(ctx.req, ctx.res, mctx)
+        parts.metalink3 ??= Buffer.from(metalink3FilePart(doc))
+        sent = sendMetalink3(ctx.req, ctx.res, mctx, parts.metalink3)
         break
       case 'mirrorlist':
         sent = sendMirrorList(ctx.req, ctx.res, mctx)
@@ -320,14 +328,14 @@ export class MetalinkRoutes {
   /**
    * Answers `.torrent`, `.magnet`, `.btih` or `.zsync` (formats.ts) for this client's
    * `selection`: 404 with the reason when the store holds no current data for the file or the
-   * file on disk no longer has the indexed version.
+   * file on disk no longer has the indexed version (`changed`, from `currentFile()`).
    */
-  private async handleFormat(ctx: RequestContext, kind: FormatKind, file: FileEntry, selection: Selection, baseUrl: string): Promise<void> {
+  private async handleFormat(ctx: RequestContext, kind: FormatKind, file: FileEntry, selection: Selection, baseUrl: string, changed: boolean): Promise<void> {
     const doc = buildDocument({path: file.path, size: file.size, mtime: file.mtime, stored: null, hashesFresh: false, selection, baseUrl, maxUrls: this.maxUrls()})
     const formats = this.options.formats
     let stored: Awaited<ReturnType<FormatStore['torrent']>> | Awaited<ReturnType<FormatStore['zsync']>>
     if (!formats) stored = {status: 404, reason: 'This server does not serve BitTorrent or zsync files.'}
-    else if (!this.diskMatches(file, Date.now(), true)) stored = {status: 404, reason: `/${file.path} changed on the origin since it was indexed; try again once it is re-indexed.`}
+    else if (changed) stored = {status: 404, reason: `/${file.path} changed on the origin since it was indexed; try again once it is re-indexed.`}
     else stored = kind === 'zsync' ? await formats.zsync(file) : await formats.torrent(file)
     const sent = sendFormat(ctx.req, ctx.res, kind, doc, stored, formats?.trackers ?? [])
     this.server.finish(ctx, sent.status, sent.outcome, {bytesSent: sent.bytesSent, fileSize: file.size, realm: selection.realm})

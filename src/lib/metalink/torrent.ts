@@ -78,6 +78,14 @@ const INFO_KEY = bencode.encode('info')
  * the canonical bencoding (keys in byte order) of the whole dictionary.
  */
 export function renderTorrent(torrent: TorrentInfo, options: TorrentOptions): Buffer {
+  return Buffer.concat(torrentParts(torrent, options))
+}
+
+/**
+ * {@link renderTorrent} as the pieces it is joined from, in order (the cached info dictionary
+ * among them, not copied), for a response that writes them in turn.
+ */
+export function torrentParts(torrent: TorrentInfo, options: TorrentOptions): Uint8Array[] {
   const head = bencode.encode({
     announce: options.trackers[0],
     'announce-list': options.trackers.length > 1 ? options.trackers.map((t) => [t]) : undefined,
@@ -85,7 +93,7 @@ export function renderTorrent(torrent: TorrentInfo, options: TorrentOptions): Bu
     'creation date': options.creationDate,
   })
   const tail = bencode.encode({'url-list': options.webSeeds})
-  return Buffer.concat([head.subarray(0, head.length - 1), INFO_KEY, torrent.info, tail.subarray(1)])
+  return [head.subarray(0, head.length - 1), INFO_KEY, torrent.info, tail.subarray(1)]
 }
 
 /** What a magnet link names besides the info hash. */

@@ -40,7 +40,7 @@ export function sameVersion(a: FileVersion, b: FileVersion): boolean {
 }
 
 /** True when a stat of the file on disk (undefined/null: gone) shows the version `file`. */
-export function diskMatches(st: {size: number; mtimeMs: number} | null | undefined, file: FileVersion): boolean {
+function diskMatches(st: {size: number; mtimeMs: number} | null | undefined, file: FileVersion): boolean {
   return st !== null && st !== undefined && st.size === file.size && mtimeSeconds(st) === file.mtime
 }
 

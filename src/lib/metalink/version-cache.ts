@@ -1,0 +1,72 @@
+/**
+ * The one cache of what a document says about one file version and nothing about the
+ * client: the hash row and the rendered Metalink 4 / 3 file parts (routes.ts), the BitTorrent
+ * info dictionary and the zsync block sums (formats.ts). Entries are keyed by path and hold
+ * a copy of the version they were made for (size, mtime, sha1, sha256): a lookup with any
+ * other version of the path misses and drops the entry, so a file rewritten or re-hashed is
+ * never described with its old size or hashes. Nothing is keyed by object identity (the
+ * snapshot may hand out a new entry object for the same version).
+ */
+
+/** The version of a file an entry is valid for (size bytes, mtime Unix seconds, hex digests or null). */
+export interface CachedVersion {
+  path: string
+  size: number
+  mtime: number
+  sha1?: string | null
+  sha256?: string | null
+}
+
+interface Entry<T> {
+  size: number
+  mtime: number
+  sha1: string | null
+  sha256: string | null
+  value: T
+  bytes: number
+}
+
+/** An LRU keyed by path, each entry valid for one file version, bounded by entries and by bytes. */
+export class VersionCache<T> {
+  private readonly map = new Map<string, Entry<T>>()
+  private bytes = 0
+
+  /**
+   * @param maxEntries entries kept at most
+   * @param maxBytes   sum of the entries' `bytes` kept at most (an entry larger than this is not kept)
+   */
+  constructor(
+    private readonly maxEntries: number,
+    private readonly maxBytes: number,
+  ) {}
+
+  /** The value kept for exactly this version of `file.path`, or undefined (an entry for another version is dropped). */
+  get(file: CachedVersion): T | undefined {
+    const hit = this.map.get(file.path)
+    if (!hit) return undefined
+    this.map.delete(file.path)
+    if (hit.size !== file.size || hit.mtime !== file.mtime || hit.sha1 !== (file.sha1 ?? null) || hit.sha256 !== (file.sha256 ?? null)) {
+      this.bytes -= hit.bytes
+      return undefined
+    }
+    this.map.set(file.path, hit) // most recently used last
+    return hit.value
+  }
+
+  /** Keeps `value` for this version of `file.path` (`bytes`: its size, for the byte bound), evicting the least recently used. */
+  set(file: CachedVersion, value: T, bytes: number): void {
+    if (bytes > this.maxBytes) return
+    const old = this.map.get(file.path)
+    if (old) {
+      this.map.delete(file.path)
+      this.bytes -= old.bytes
+    }
+    while (this.map.size > 0 && (this.map.size >= this.maxEntries || this.bytes + bytes > this.maxBytes)) {
+      const [key, oldest] = this.map.entries().next().value as [string, Entry<T>]
+      this.map.delete(key)
+      this.bytes -= oldest.bytes
+    }
+    this.map.set(file.path, {size: file.size, mtime: file.mtime, sha1: file.sha1 ?? null, sha256: file.sha256 ?? null, value, bytes})
+    this.bytes += bytes
+  }
+}

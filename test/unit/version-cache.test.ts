@@ -1,0 +1,30 @@
+import {expect} from 'chai'
+import {VersionCache} from '../../src/lib/metalink/version-cache.js'
+
+describe('per-version cache of document parts', () => {
+  const v1 = {path: 'pub/a.iso', size: 100, mtime: 1_700_000_000, sha1: 'a'.repeat(40), sha256: 'b'.repeat(64)}
+
+  it('answers only the version an entry was made for: a new size, mtime, SHA-1 or SHA-256 of the path misses and drops it', () => {
+    for (const change of [{size: 101}, {mtime: 1_700_000_001}, {sha1: 'c'.repeat(40)}, {sha256: 'd'.repeat(64)}, {sha256: null}]) {
+      const cache = new VersionCache<string>(10, 1000)
+      cache.set(v1, 'one', 1)
+      expect(cache.get({...v1})).to.equal('one')
+      expect(cache.get({...v1, ...change})).to.equal(undefined)
+      expect(cache.get(v1)).to.equal(undefined)
+    }
+  })
+
+  it('evicts the least recently used entry by count and by bytes, and keeps nothing larger than its byte bound', () => {
+    const cache = new VersionCache<string>(2, 100)
+    const at = (path: string) => ({...v1, path})
+    cache.set(at('a'), 'a', 10)
+    cache.set(at('b'), 'b', 10)
+    expect(cache.get(at('a'))).to.equal('a') // b is now the oldest
+    cache.set(at('c'), 'c', 10)
+    expect([cache.get(at('a')), cache.get(at('b')), cache.get(at('c'))]).to.deep.equal(['a', undefined, 'c'])
+    cache.set(at('d'), 'd', 95) // 10 + 10 + 95 > 100: a and c go
+    expect([cache.get(at('a')), cache.get(at('c')), cache.get(at('d'))]).to.deep.equal([undefined, undefined, 'd'])
+    cache.set(at('e'), 'e', 101)
+    expect([cache.get(at('d')), cache.get(at('e'))]).to.deep.equal(['d', undefined])
+  })
+})
