@@ -1,11 +1,8 @@
 /**
  * The metalink route of `mb serve` (RFC 5854, RFC 6249, hash files, mirror list), for the
- * server's route table (`MirrorServer.addRoute`), and the Metalink/HTTP header providers for
- * redirects (`Link: rel=describedby` always, one more for the `.torrent` when the file has
- * BitTorrent data, `Digest` only with fresh hashes, the signature's `Link` when one sits
- * beside the file), for
- * `MirrorServer.addRedirectHeaders`. Both reach the server only through the
- * {@link RouteServices} they are created with.
+ * server's route table (`MirrorServer.addRoute`); it reaches the server only through the
+ * {@link RouteServices} it is created with. The Metalink/HTTP headers of redirects are
+ * ./redirect-headers.ts.
  *
  * Routes, for an indexed file PATH:
  *   `PATH.meta4`, `PATH?meta4`, `PATH` with an `Accept` that prefers
@@ -21,7 +18,7 @@
  *
  * Freshness: the snapshot holds md5/sha1/sha256 only while the row's hashed size/mtime match
  * its size/mtime; on top of that the file on disk must still have that size and mtime
- * (checked with a stat, cached for `diskCheckSeconds` on the redirect path). Piece hashes
+ * (checked with a stat; on the redirect path by `MirrorServer.currentFile`). Piece hashes
  * come from the database (cached per file version); when the database is unreachable the
  * documents carry the whole-file hashes without pieces.
  */
@@ -30,20 +27,19 @@ import {sep} from 'node:path'
 import type {Database} from '../db/index.js'
 import {diskMatches, hashesMatchVersion, mtimeSeconds, sameVersion} from '../origin/freshness.js'
 import {readStoredHashes, type StoredHashes} from '../origin/hash.js'
-import type {RedirectHeaderProvider, RequestContext, Route, RouteServices} from '../serve/server.js'
-import {isPlainHost, withTrailingSlash} from '../text.js'
+import type {RequestContext, Route, RouteServices} from '../serve/server.js'
 import type {FileEntry} from '../serve/snapshot.js'
 import type {Selection} from '../select/types.js'
 import {hasQueryFlag} from '../serve/path.js'
-import {buildDocument, DEFAULT_MAX_URLS, originUrlFor} from './document.js'
-import {SignatureTexts, signatureLink, signatureOf} from './signature.js'
+import {buildDocument, DEFAULT_MAX_URLS} from './document.js'
+import {SignatureTexts, signatureOf} from './signature.js'
 import {outdatedCopies} from './mirrorlist.js'
 import {staleCopiesOf} from '../lookup/files.js'
-import {describedByLink, digestHeader, type HashKind} from './headers.js'
+import type {HashKind} from './headers.js'
 import {acceptsMeta4, type MetalinkContext, type Sent, sendHashFile, sendMeta4, sendMetalink3, sendMirrorList} from './http.js'
 import {FORMAT_SUFFIXES, type FormatKind, type FormatStore, sendFormat} from './formats.js'
-import {TORRENT_MEDIA_TYPE} from './torrent.js'
 import {FORMAT_TORRENT, FORMAT_ZSYNC} from '../serve/snapshot.js'
+import {BaseUrls} from './redirect-headers.js'
 
 export interface MetalinkRouteOptions {
   /** For piece hashes; without it documents carry whole-file hashes only. */
@@ -128,13 +124,14 @@ class HashCache {
   }
 }
 
-/** The metalink route and the Metalink/HTTP redirect-header providers, bound to one server. */
+/** The metalink route, bound to one server. */
 export class MetalinkRoutes {
   private readonly cache: HashCache
   private readonly diskChecks = new Map<string, {at: number; size: number; mtime: number}>()
   private readonly maxUrls: () => number
   private readonly diskCheckMs: number
   private readonly signatures = new SignatureTexts(() => this.server.root)
+  private readonly baseUrls: BaseUrls
 
   constructor(
     private readonly server: RouteServices,
@@ -144,6 +141,7 @@ export class MetalinkRoutes {
     const maxUrls = options.maxUrls ?? DEFAULT_MAX_URLS
     this.maxUrls = typeof maxUrls === 'number' ? () => maxUrls : maxUrls
     this.diskCheckMs = (options.diskCheckSeconds ?? 1) * 1000
+    this.baseUrls = new BaseUrls(options.baseUrl)
   }
 
   /** The route (see {@link Route}): `match` finds the representation asked for, `handle` answers it. */
@@ -153,45 +151,9 @@ export class MetalinkRoutes {
     handle: (ctx, target) => this.handle(ctx, target),
   }
 
-  /**
-   * Redirect header `Link: <…/PATH.meta4>; rel=describedby; type="application/metalink4+xml"`
-   * (RFC 6249 §6).
-   */
-  readonly describedByHeader: RedirectHeaderProvider = (headers, ctx, file, client) => {
-    headers.push('Link', describedByLink(`${originUrlFor(this.baseUrl(ctx, client.https), file.path)}.meta4`))
-  }
-
-  /** Redirect header `Link: <…/PATH.asc>; rel=describedby; type="application/pgp-signature"` when a signature sits beside the file (./signature.ts). */
-  readonly signatureHeader: RedirectHeaderProvider = (headers, ctx, file, client) => {
-    if (file.signature) headers.push('Link', signatureLink(originUrlFor(this.baseUrl(ctx, client.https), file.path + file.signature)))
-  }
-
-  /**
-   * Redirect header `Link: <…/PATH.torrent>; rel=describedby; type="application/x-bittorrent"`
-   * (RFC 6249 §6), on a line of its own, while the file has current BitTorrent data.
-   */
-  readonly torrentLinkHeader: RedirectHeaderProvider = (headers, ctx, file, client) => {
-    if (this.options.formats && (file.formats ?? 0) & FORMAT_TORRENT && this.diskMatches(file))
-      headers.push('Link', `<${originUrlFor(this.baseUrl(ctx, client.https), file.path)}.torrent>; rel=describedby; type="${TORRENT_MEDIA_TYPE}"`)
-  }
-
-  /** Redirect header `Digest` (RFC 3230), only while the hashes are fresh in the snapshot and on disk. */
-  readonly digestHeader: RedirectHeaderProvider = (headers, _ctx, file) => {
-    if (file.sha256 !== null && file.md5 !== null && file.sha1 !== null && this.diskMatches(file)) headers.push('Digest', digestHeader({md5: file.md5, sha1: file.sha1, sha256: file.sha256}))
-  }
-
-  /**
-   * The public base URL for this request: the configured one, else the request's `Host`
-   * when it is a plain `host[:port]` ({@link isPlainHost}), else the address the request
-   * came in on (IPv6 in brackets, RFC 3986 §3.2.2). A Host with any other character is the
-   * client's and would land in a `Link` header and the document: it is not used.
-   */
+  /** The public base URL for this request (see {@link BaseUrls.of}). */
   private baseUrl(ctx: RequestContext, https: boolean): string {
-    if (this.options.baseUrl) return withTrailingSlash(this.options.baseUrl)
-    const header = ctx.req.headers.host
-    const {localAddress, localPort} = ctx.req.socket
-    const host = header !== undefined && isPlainHost(header) ? header : `${localAddress?.includes(':') ? `[${localAddress}]` : localAddress}:${localPort}`
-    return `${https ? 'https' : 'http'}://${host}/`
+    return this.baseUrls.of(ctx.req, https)
   }
 
   /** The stored hash row of `file` when its hashes are fresh in the snapshot, else null. */
