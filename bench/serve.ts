@@ -30,9 +30,12 @@
  * interleaved pairs of the check off (`disk_check_seconds: 0`) and on, medians compared.
  * `--paths` sets how many distinct paths wrk requests (the stat cache holds each for 1 s).
  *
- * The dataset is reused when `mb_bench` already holds one of the same shape (`--fresh`
- * regenerates). Every process started is stopped by pid; the run is bounded by `--timeout`.
+ * The dataset is as production's: every file hashed (md5, sha1, sha256, fresh for its
+ * version, so redirects carry `Digest` and `Link: rel=describedby`), and the files of a
+ * directory on one mirror set, 5% of them missing from 1-3 of its mirrors. It is reused when
+ * the database already holds one of the same shape and version (`--fresh` regenerates). Every process started is stopped by pid; the run is bounded by `--timeout`.
  */
+import {createHash} from 'node:crypto'
 import {type ChildProcess, spawn, spawnSync} from 'node:child_process'
 import {closeSync, existsSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, utimesSync, writeFileSync} from 'node:fs'
 import {connect, createServer} from 'node:net'
@@ -96,6 +99,47 @@ function filePath(i: number): string {
   return `pub/dir${i % 100}/sub${Math.floor(i / 100) % 100}/file-${i}.iso`
 }
 
+/** Directories of {@link filePath}: `pub/dirA/subB` is number A * 100 + B. */
+const DIRECTORIES = 10_000
+
+/** The directory (0 .. {@link DIRECTORIES} - 1) that {@link filePath} puts file `i` in. */
+function directoryOf(i: number): number {
+  return (i % 100) * 100 + (Math.floor(i / 100) % 100)
+}
+
+/** Version of the generated data, part of the shape key: a dataset of an older version is regenerated. */
+const DATASET_VERSION = 2
+
+/** The `bench_meta` shape key: files, mirrors and what the rows carry (hashed, sets shared per directory). */
+function datasetShape(files: number, mirrors: number): string {
+  return `${files}x${mirrors} v${DATASET_VERSION} hashed dir-sets`
+}
+
+/**
+ * One mirror set per directory, as on real mirrors (a mirror carries a directory or not):
+ * each directory on 20-60% of the mirrors.
+ */
+function directoryMirrorSets(ids: number[], random: () => number): number[][] {
+  const sets: number[][] = []
+  for (let d = 0; d < DIRECTORIES; d++) {
+    const share = 0.2 + random() * 0.4
+    sets.push(ids.filter(() => random() < share))
+  }
+  return sets
+}
+
+/**
+ * A file's mirror set: its directory's, except for 5% of files, which 1-3 of the directory's
+ * mirrors lack (a partial sync, or an old copy that no longer matches).
+ */
+function fileMirrorSet(directory: number[], random: () => number): number[] {
+  if (random() >= 0.05 || directory.length === 0) return directory
+  const held = [...directory]
+  const missing = 1 + Math.floor(random() * 3)
+  for (let k = 0; k < missing && held.length > 0; k++) held.splice(Math.floor(random() * held.length), 1)
+  return held
+}
+
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer()
@@ -123,7 +167,7 @@ async function prepareDataset(name: string, files: number, mirrors: number, fres
     await client.connect()
     try {
       const shape = await client.query('SELECT value FROM bench_meta WHERE key = $1', ['shape'])
-      if (shape.rows[0]?.value === `${files}x${mirrors}`) {
+      if (shape.rows[0]?.value === datasetShape(files, mirrors)) {
         await admin.end()
         // Bring a reused dataset up to the current schema.
         const migrate = spawnSync(process.execPath, [BIN, 'db', 'migrate', '--json'], {env: {...process.env, MB_DATABASE_URL: dbUrl(name)}, encoding: 'utf8'})
@@ -165,30 +209,36 @@ async function prepareDataset(name: string, files: number, mirrors: number, fres
     await client.query(`CREATE TABLE bench_meta (key text PRIMARY KEY, value text)`)
     const batch = 10_000
     const now = Math.floor(Date.now() / 1000)
+    const directorySets = directoryMirrorSets(ids, random)
     for (let start = 0; start < files; start += batch) {
       const paths: string[] = []
       const sizes: number[] = []
       const mtimes: number[] = []
       const sets: string[] = []
+      const md5: string[] = []
+      const sha1: string[] = []
+      const sha256: string[] = []
       for (let i = start; i < Math.min(files, start + batch); i++) {
-        paths.push(filePath(i))
+        const path = filePath(i)
+        paths.push(path)
         sizes.push(8192 + Math.floor(random() * 4e9))
         mtimes.push(now - Math.floor(random() * 3e7))
-        const share = 0.2 + random() * 0.4
-        const held: number[] = []
-        for (const id of ids) if (random() < share) held.push(id)
-        sets.push(`{${held.join(',')}}`)
+        sets.push(`{${fileMirrorSet(directorySets[directoryOf(i)], random).join(',')}}`)
+        // Digests of the path: deterministic, distinct per file, and cheap to make.
+        md5.push(createHash('md5').update(path).digest('hex'))
+        sha1.push(createHash('sha1').update(path).digest('hex'))
+        sha256.push(createHash('sha256').update(path).digest('hex'))
       }
-      await client.query(`INSERT INTO file (path, size, mtime, mirrors) SELECT p, s, t, m::smallint[] FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[]) AS u(p, s, t, m)`, [
-        paths,
-        sizes,
-        mtimes,
-        sets,
-      ])
+      // hashed_size/hashed_mtime equal size/mtime: the hashes describe the indexed version,
+      // so the snapshot serves them (src/lib/origin/freshness.ts).
+      await client.query(
+        `INSERT INTO file (path, size, mtime, mirrors, md5, sha1, sha256, hashed_size, hashed_mtime) SELECT p, s, t, m::smallint[], h1, h2, h3, s, t FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[]) AS u(p, s, t, m, h1, h2, h3)`,
+        [paths, sizes, mtimes, sets, md5, sha1, sha256],
+      )
       if ((start / batch) % 10 === 9) process.stdout.write(`  generated ${start + batch} files\n`)
     }
     await client.query('ANALYZE')
-    await client.query(`INSERT INTO bench_meta VALUES ('shape', $1)`, [`${files}x${mirrors}`])
+    await client.query(`INSERT INTO bench_meta VALUES ('shape', $1)`, [datasetShape(files, mirrors)])
   } finally {
     await client.end()
   }
