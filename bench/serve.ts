@@ -393,6 +393,9 @@ export async function stop(child: ChildProcess | undefined): Promise<void> {
   clearTimeout(t)
 }
 
+/** Issue 19: mb's CPU per redirect may be at most this many times the trivial server's. */
+const CPU_RATIO_TARGET = 2.5
+
 /**
  * The ceiling: a trivial node:http 302 server, as N node:cluster workers when argv[3] > 1 (run
  * from a file: cluster forks argv[1]). With argv[4] = 'full' it sends the same header lines
@@ -646,20 +649,31 @@ export async function main(argv: string[]): Promise<void> {
       const processes = workers === 1 ? '1 process' : `${workers} workers`
       console.log(`\nwrk, ${connections} connections, ${seconds} s, random paths and X-Forwarded-For, ${processes}:`)
       const ratios: number[] = []
+      const cpuRatios: number[] = []
+      const of = rounds > 1 ? `, median of ${rounds}` : ''
       pairs.forEach(({mb, ceiling}, r) => {
         const tag = rounds > 1 ? ` #${r + 1}` : ''
         console.log(`${row(`mb serve (${processes})${tag}`, mb.result, mb.cpuUs, mb.rss)}   PostgreSQL CPU ${mb.pgCpuUs.toFixed(1)} us/req`)
         if (!ceiling) return
         console.log(row(`trivial 302 (${processes})${tag}`, ceiling.result, ceiling.cpuUs))
         ratios.push(mb.result.rps / ceiling.result.rps)
+        cpuRatios.push(mb.cpuUs / ceiling.cpuUs)
         console.log(`ratio to the ${processes} ceiling${tag}: ${((mb.result.rps / ceiling.result.rps) * 100).toFixed(1)}% (by CPU per request: ${((ceiling.cpuUs / mb.cpuUs) * 100).toFixed(1)}%)`)
       })
       if (fullHeaders) console.log(row(`trivial 302, mb's headers`, fullHeaders.result, fullHeaders.cpuUs))
       if (ratios.length > 0) console.log(`machine load average: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${cpus().length} cores (wrk shares them)`)
+      if (cpuRatios.length > 0) {
+        // Issue 19: mb's own CPU per redirect (PostgreSQL's is apart) against the trivial
+        // server's, the median of the interleaved pairs' ratios.
+        const cpuRatio = median(cpuRatios)
+        const verdict = `mb CPU per redirect / ceiling CPU per redirect = ${cpuRatio.toFixed(2)} (target <= ${CPU_RATIO_TARGET}): ${cpuRatio <= CPU_RATIO_TARGET ? 'PASS' : 'FAIL'}`
+        const detail = `${processes}, ${median(pairs.map((p) => p.mb.cpuUs)).toFixed(1)} vs ${median(pairs.flatMap((p) => (p.ceiling ? [p.ceiling.cpuUs] : []))).toFixed(1)} us${of}`
+        console.log(`${verdict} (${detail})`)
+        summary.push(`${verdict} (${detail})`)
+      }
       const rps = median(pairs.map((p) => p.mb.result.rps))
       const p99 = median(pairs.map((p) => p.mb.result.p99ms))
       const ratio = ratios.length > 0 ? median(ratios) : undefined
-      const of = rounds > 1 ? `, median of ${rounds}` : ''
       summary.push(
         `${processes}: >= 15000 req/s ${rps >= 15_000 ? 'met' : 'MISSED'} (${rps.toFixed(0)}${of}); p99 < 10 ms ${p99 < 10 ? 'met' : 'MISSED'} (${p99.toFixed(2)}${of})` +
           `${ratio === undefined ? '' : `; >= 50% of the ${processes} ceiling ${ratio >= 0.5 ? 'met' : 'MISSED'} (${(ratio * 100).toFixed(1)}%${of})`}; RSS < 1.5 GB ${mbRss < 1536 ? 'met' : 'MISSED'} (${mbRss} MB)`,

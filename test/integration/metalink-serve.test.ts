@@ -252,12 +252,18 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     expect(Object.keys(list.realms[0].mirrors[0]).sort()).to.deep.equal(['continent', 'country', 'identifier', 'rank', 'realm', 'url'])
   })
 
-  it('gives a file rewritten after hashing no Digest and no hash file until reindexed', async () => {
+  it("gives a file rewritten after hashing no Digest and no hash file until reindexed, then the new version's Digest", async () => {
     const path = join(root, 'pub', 'other.iso')
     const fresh = await fetch(`${base}/pub/other.iso.sha256`)
     expect(fresh.status).to.equal(200)
+    const b64 = (algo: string, content: Buffer) => createHash(algo).update(content).digest('base64')
+    const digestOf = (content: Buffer) => `SHA-256=${b64('sha256', content)}, MD5=${b64('md5', content)}, SHA=${b64('sha1', content)}`
+    // The redirect's header lines are cached per file version: this one caches the old Digest.
+    const before = await fetch(`${base}/pub/other.iso?country=DE`, {redirect: 'manual'})
+    expect(before.headers.get('digest')).to.equal(digestOf(readFileSync(path)))
     const st = statSync(path)
-    writeFileSync(path, randomBytes(50_000))
+    const rewritten = randomBytes(50_000)
+    writeFileSync(path, rewritten)
     utimesSync(path, st.atime, new Date(st.mtimeMs + 5000))
     // The server notices within serve.disk_check_seconds (1 s: the stat of the request above vouches until then).
     let stale = await fetch(`${base}/pub/other.iso.sha256`)
@@ -288,6 +294,24 @@ describe(`metalink routes of mb serve (${backend})`, () => {
       body = await res.text()
     }
     expect(body).to.equal(expected)
+    // Once a mirror holds the new version, its redirect carries the new version's Digest, not
+    // the one cached for the old version.
+    const de = await database.db.selectFrom('mirror').select('id').where('identifier', '=', 'de.mirror.test').executeTakeFirstOrThrow()
+    await database.db
+      .updateTable('file')
+      .set({mirrors: [de.id]})
+      .where('path', '=', 'pub/other.iso')
+      .execute()
+    let after = await fetch(`${base}/pub/other.iso?country=DE`, {redirect: 'manual'})
+    for (let i = 0; i < 100 && after.status !== 302; i++) {
+      await after.arrayBuffer()
+      await sleep(100)
+      after = await fetch(`${base}/pub/other.iso?country=DE`, {redirect: 'manual'})
+    }
+    expect(after.status).to.equal(302)
+    expect(after.headers.get('location')).to.equal('http://de.mirror.test/pub-mirror/pub/other.iso')
+    expect(after.headers.get('digest')).to.equal(digestOf(rewritten))
+    expect(after.headers.get('link')).to.include(`<${base}/pub/other.iso.meta4>; rel=describedby`)
   })
 
   it('describes a new version of a path with its new hashes in both metalinks, not the cached parts of the old one', async () => {

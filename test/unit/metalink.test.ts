@@ -2,19 +2,14 @@ import {createHash} from 'node:crypto'
 import {expect} from 'chai'
 import {XMLParser} from 'fast-xml-parser'
 import {validateXML} from 'xmllint-wasm'
-import {mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync} from 'node:fs'
-import {tmpdir} from 'node:os'
-import {join} from 'node:path'
+import {readFileSync} from 'node:fs'
 import {buildDocument, type BuildOptions} from '../../src/lib/metalink/document.js'
 import {describedByLink, digestHeader, hashFileBody} from '../../src/lib/metalink/headers.js'
 import {acceptsJson, acceptsMeta4, contentDisposition} from '../../src/lib/metalink/http.js'
 import {renderMeta4, xmlEscape} from '../../src/lib/metalink/meta4.js'
 import {preferenceAt, renderMetalink3} from '../../src/lib/metalink/metalink3.js'
 import {buildMirrorList, escapeHtml, renderMirrorListHtml} from '../../src/lib/metalink/mirrorlist.js'
-import {MetalinkRoutes} from '../../src/lib/metalink/routes.js'
-import type {RequestContext, RouteServices} from '../../src/lib/serve/server.js'
-import type {FileEntry} from '../../src/lib/serve/snapshot.js'
-import type {Candidate, ClientInfo, Exclusion, Selection, SelectMirror} from '../../src/lib/select/types.js'
+import type {Candidate, Exclusion, Selection, SelectMirror} from '../../src/lib/select/types.js'
 
 const SCHEMA = readFileSync(new URL('../fixtures/metalink/metalink4.rng', import.meta.url), 'utf8')
 const parser = new XMLParser({ignoreAttributes: false, attributeNamePrefix: '@', isArray: (name) => ['url', 'hash'].includes(name), parseTagValue: false})
@@ -161,33 +156,6 @@ describe('metalink documents', () => {
     const b64 = (algo: string) => createHash(algo).update(data).digest('base64')
     expect(digestHeader(doc.hashes!)).to.equal(`SHA-256=${b64('sha256')}, MD5=${b64('md5')}, SHA=${b64('sha1')}`)
     expect(describedByLink(doc.meta4Url)).to.equal('<https://dl.example.org/dir/file.iso.meta4>; rel=describedby; type="application/metalink4+xml"')
-  })
-
-  it('adds Link rel=describedby to every redirect, and Digest only while the hashes are fresh on disk', () => {
-    const doc = buildDocument(options())
-    const root = mkdtempSync(join(tmpdir(), 'mb-metalink-unit-'))
-    try {
-      mkdirSync(join(root, 'dir'))
-      writeFileSync(join(root, 'dir', 'file.iso'), data)
-      utimesSync(join(root, 'dir', 'file.iso'), 1_700_000_000, 1_700_000_000)
-      const routes = new MetalinkRoutes({root} as RouteServices, {baseUrl: 'https://dl.example.org/', diskCheckSeconds: 0})
-      const ctx = {req: {headers: {}}} as RequestContext
-      const client = {https: true} as ClientInfo
-      const selection: Selection = {realm: 'country', ranked: candidates(1), excluded: []}
-      const redirect = (file: FileEntry) => {
-        const headers: Array<string | string[]> = []
-        routes.describedByHeader(headers, ctx, file, client, selection)
-        routes.digestHeader(headers, ctx, file, client, selection)
-        return headers
-      }
-      const file: FileEntry = {path: 'dir/file.iso', size: 19, mtime: 1_700_000_000, mirrors: new Int16Array([1]), md5: hex('md5'), sha1: hex('sha1'), sha256: hex('sha256')}
-      expect(redirect(file)).to.deep.equal(['Link', describedByLink(doc.meta4Url), 'Digest', digestHeader(doc.hashes!)])
-      expect(redirect({...file, md5: null, sha1: null, sha256: null})).to.deep.equal(['Link', describedByLink(doc.meta4Url)])
-      utimesSync(join(root, 'dir', 'file.iso'), 1_700_000_001, 1_700_000_001)
-      expect(redirect(file)).to.deep.equal(['Link', describedByLink(doc.meta4Url)])
-    } finally {
-      rmSync(root, {recursive: true, force: true})
-    }
   })
 
   it('negotiates by Accept and names the attachment (RFC 6266)', () => {

@@ -1,11 +1,8 @@
 /**
  * The metalink route of `mb serve` (RFC 5854, RFC 6249, hash files, mirror list), for the
- * server's route table (`MirrorServer.addRoute`), and the Metalink/HTTP header providers for
- * redirects (`Link: rel=describedby` always, one more for the `.torrent` when the file has
- * BitTorrent data, `Digest` only with fresh hashes, the signature's `Link` when one sits
- * beside the file), for
- * `MirrorServer.addRedirectHeaders`. Both reach the server only through the
- * {@link RouteServices} they are created with.
+ * server's route table (`MirrorServer.addRoute`); it reaches the server only through the
+ * {@link RouteServices} it is created with. The Metalink/HTTP headers of redirects are
+ * ./redirect-headers.ts.
  *
  * Routes, for an indexed file PATH:
  *   `PATH.meta4`, `PATH?meta4`, `PATH` with an `Accept` that prefers
@@ -21,7 +18,7 @@
  *
  * Freshness: the snapshot holds md5/sha1/sha256 only while the row's hashed size/mtime match
  * its size/mtime; on top of that the file on disk must still have that size and mtime, which
- * {@link RouteServices.currentFile} checks (a stat at most `diskCheckSeconds` old; a changed
+ * {@link RouteServices.currentFile} checks (a stat at most `serve.disk_check_seconds` old; a changed
  * file comes back without hashes). Piece hashes come from the database; they and the parts
  * of the documents that do not depend on the client are kept per file version
  * (./version-cache.ts), so a request builds only its ranked `<url>` list. When the database
@@ -30,25 +27,24 @@
 import {statSync} from 'node:fs'
 import {sep} from 'node:path'
 import type {Database} from '../db/index.js'
-import {hashesMatchVersion, mtimeSeconds, sameVersion} from '../origin/freshness.js'
+import {hashesMatchVersion, mtimeSeconds} from '../origin/freshness.js'
 import {readStoredHashes, type StoredHashes} from '../origin/hash.js'
-import type {RedirectHeaderProvider, RequestContext, Route, RouteServices} from '../serve/server.js'
-import {isPlainHost, withTrailingSlash} from '../text.js'
+import type {RequestContext, Route, RouteServices} from '../serve/server.js'
 import type {FileEntry} from '../serve/snapshot.js'
 import type {Selection} from '../select/types.js'
 import {hasQueryFlag} from '../serve/path.js'
-import {buildDocument, DEFAULT_MAX_URLS, originUrlFor} from './document.js'
-import {SignatureTexts, signatureLink, signatureOf} from './signature.js'
+import {buildDocument, DEFAULT_MAX_URLS} from './document.js'
+import {SignatureTexts, signatureOf} from './signature.js'
 import {outdatedCopies} from './mirrorlist.js'
 import {staleCopiesOf} from '../lookup/files.js'
-import {describedByLink, digestHeader, type HashKind} from './headers.js'
+import type {HashKind} from './headers.js'
 import {acceptsMeta4, type MetalinkContext, type Sent, sendHashFile, sendMeta4, sendMetalink3, sendMirrorList} from './http.js'
 import {FORMAT_SUFFIXES, type FormatKind, type FormatStore, sendFormat} from './formats.js'
-import {TORRENT_MEDIA_TYPE} from './torrent.js'
 import {meta4FilePart} from './meta4.js'
 import {metalink3FilePart} from './metalink3.js'
 import {VersionCache} from './version-cache.js'
 import {FORMAT_TORRENT, FORMAT_ZSYNC, fileWith} from '../serve/snapshot.js'
+import {BaseUrls} from './redirect-headers.js'
 
 export interface MetalinkRouteOptions {
   /** For piece hashes; without it documents carry whole-file hashes only. */
@@ -57,8 +53,6 @@ export interface MetalinkRouteOptions {
   maxUrls?: number | (() => number)
   /** Public base URL of this server (e.g. `https://download.example.org/`); default: from the request's Host. */
   baseUrl?: string
-  /** How long a stat of an origin file vouches for its hashes on redirects, seconds (default 1; 0 = every request). */
-  diskCheckSeconds?: number
   /** File versions whose hash rows and document parts are kept (default 10,000). */
   cacheSize?: number
   /** Bytes those kept parts may take (default 128 MiB; see ./version-cache.ts). */
@@ -129,13 +123,12 @@ function partsBytes(stored: StoredHashes | null): number {
   return 1024 + 3 * (stored?.pieces?.length ?? 0)
 }
 
-/** The metalink route and the Metalink/HTTP redirect-header providers, bound to one server. */
+/** The metalink route, bound to one server. */
 export class MetalinkRoutes {
   private readonly versions: VersionCache<VersionParts>
-  private readonly diskChecks = new Map<string, {at: number; size: number; mtime: number}>()
   private readonly maxUrls: () => number
-  private readonly diskCheckMs: number
   private readonly signatures = new SignatureTexts(() => this.server.root)
+  private readonly baseUrls: BaseUrls
 
   constructor(
     private readonly server: RouteServices,
@@ -144,7 +137,7 @@ export class MetalinkRoutes {
     this.versions = new VersionCache(options.cacheSize ?? 10_000, options.cacheBytes ?? 128 * 1024 * 1024)
     const maxUrls = options.maxUrls ?? DEFAULT_MAX_URLS
     this.maxUrls = typeof maxUrls === 'number' ? () => maxUrls : maxUrls
-    this.diskCheckMs = (options.diskCheckSeconds ?? 1) * 1000
+    this.baseUrls = new BaseUrls(options.baseUrl)
   }
 
   /** The route (see {@link Route}): `match` finds the representation asked for, `handle` answers it. */
@@ -154,45 +147,9 @@ export class MetalinkRoutes {
     handle: (ctx, target) => this.handle(ctx, target),
   }
 
-  /**
-   * Redirect header `Link: <…/PATH.meta4>; rel=describedby; type="application/metalink4+xml"`
-   * (RFC 6249 §6).
-   */
-  readonly describedByHeader: RedirectHeaderProvider = (headers, ctx, file, client) => {
-    headers.push('Link', describedByLink(`${originUrlFor(this.baseUrl(ctx, client.https), file.path)}.meta4`))
-  }
-
-  /** Redirect header `Link: <…/PATH.asc>; rel=describedby; type="application/pgp-signature"` when a signature sits beside the file (./signature.ts). */
-  readonly signatureHeader: RedirectHeaderProvider = (headers, ctx, file, client) => {
-    if (file.signature) headers.push('Link', signatureLink(originUrlFor(this.baseUrl(ctx, client.https), file.path + file.signature)))
-  }
-
-  /**
-   * Redirect header `Link: <…/PATH.torrent>; rel=describedby; type="application/x-bittorrent"`
-   * (RFC 6249 §6), on a line of its own, while the file has current BitTorrent data.
-   */
-  readonly torrentLinkHeader: RedirectHeaderProvider = (headers, ctx, file, client) => {
-    if (this.options.formats && (file.formats ?? 0) & FORMAT_TORRENT && this.diskMatches(file))
-      headers.push('Link', `<${originUrlFor(this.baseUrl(ctx, client.https), file.path)}.torrent>; rel=describedby; type="${TORRENT_MEDIA_TYPE}"`)
-  }
-
-  /** Redirect header `Digest` (RFC 3230), only while the hashes are fresh in the snapshot and on disk. */
-  readonly digestHeader: RedirectHeaderProvider = (headers, _ctx, file) => {
-    if (file.sha256 !== null && file.md5 !== null && file.sha1 !== null && this.diskMatches(file)) headers.push('Digest', digestHeader({md5: file.md5, sha1: file.sha1, sha256: file.sha256}))
-  }
-
-  /**
-   * The public base URL for this request: the configured one, else the request's `Host`
-   * when it is a plain `host[:port]` ({@link isPlainHost}), else the address the request
-   * came in on (IPv6 in brackets, RFC 3986 §3.2.2). A Host with any other character is the
-   * client's and would land in a `Link` header and the document: it is not used.
-   */
+  /** The public base URL for this request (see {@link BaseUrls.of}). */
   private baseUrl(ctx: RequestContext, https: boolean): string {
-    if (this.options.baseUrl) return withTrailingSlash(this.options.baseUrl)
-    const header = ctx.req.headers.host
-    const {localAddress, localPort} = ctx.req.socket
-    const host = header !== undefined && isPlainHost(header) ? header : `${localAddress?.includes(':') ? `[${localAddress}]` : localAddress}:${localPort}`
-    return `${https ? 'https' : 'http'}://${host}/`
+    return this.baseUrls.of(ctx.req, https)
   }
 
   /**
@@ -258,7 +215,7 @@ export class MetalinkRoutes {
       if (own && !own.directory) return server.deliver(ctx, 'not_indexed', own.real)
     }
     // currentFile() has compared the indexed version with the disk (a stat at most
-    // diskCheckSeconds old): `current` is what the disk holds, without hashes when it changed.
+    // serve.disk_check_seconds old): `current` is what the disk holds, without hashes when it changed.
     const current = target.file ? server.currentFile(ctx, target.file) : await this.unindexed(ctx, target)
     if (current === undefined) return
     const client = server.clientInfo(ctx)
@@ -339,25 +296,5 @@ export class MetalinkRoutes {
     else stored = kind === 'zsync' ? await formats.zsync(file) : await formats.torrent(file)
     const sent = sendFormat(ctx.req, ctx.res, kind, doc, stored, formats?.trackers ?? [])
     this.server.finish(ctx, sent.status, sent.outcome, {bytesSent: sent.bytesSent, fileSize: file.size, realm: selection.realm})
-  }
-
-  /** True when the file on disk still has the indexed size and mtime (stat cached for diskCheckSeconds unless `fresh`). */
-  private diskMatches(file: FileEntry, now = Date.now(), fresh = false): boolean {
-    const seen = this.diskChecks.get(file.path)
-    if (seen && !fresh && now - seen.at < this.diskCheckMs) return sameVersion(seen, file)
-    let size = -1
-    let mtime = -1
-    try {
-      const st = statSync(this.server.root + sep + file.path)
-      size = st.size
-      mtime = mtimeSeconds(st)
-    } catch {
-      /* gone: not fresh */
-    }
-    if (this.diskCheckMs > 0) {
-      if (this.diskChecks.size > 100_000) this.diskChecks.clear()
-      this.diskChecks.set(file.path, {at: now, size, mtime})
-    }
-    return sameVersion({size, mtime}, file)
   }
 }

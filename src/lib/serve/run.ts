@@ -23,6 +23,7 @@ import {type Database, openDatabase} from '../db/index.js'
 import {MbError, UsageError, errorMessage} from '../errors.js'
 import {type GeoResolver, openGeo} from '../geo/geoip.js'
 import {MetalinkRoutes} from '../metalink/routes.js'
+import {MetalinkRedirectHeaders} from '../metalink/redirect-headers.js'
 import {repoTable} from '../yum/config.js'
 import {type RepomdChange, recordRepomdChanges} from '../origin/repomd.js'
 import {YumRoutes} from '../yum/routes.js'
@@ -249,7 +250,8 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
 /**
  * The HTTP server with its routes and redirect-header providers: `Link: rel=duplicate`
  * alternatives, then the Metalink/HTTP `Link: rel=describedby` (the meta4, then the
- * .torrent) and `Digest` (src/lib/metalink/routes.ts, which also answers metalinks, hash
+ * .torrent), `Digest` and the signature's `Link` (src/lib/metalink/redirect-headers.ts;
+ * src/lib/metalink/routes.ts answers metalinks, hash
  * files, mirror lists, the BitTorrent and zsync files of src/lib/metalink/formats.ts, and
  * by `Accept`: redirects say `Vary: Accept`). `onIndexStale` hears of indexed files found
  * changed on disk (`serve.disk_check_seconds`).
@@ -275,10 +277,7 @@ function createServer(
   server.varyOn('Accept')
   // The count is read per redirect: a reload may change `select.max_alternatives`.
   server.addRedirectHeaders(duplicateLinks(() => server.linkCount))
-  server.addRedirectHeaders(metalink.describedByHeader)
-  server.addRedirectHeaders(metalink.torrentLinkHeader)
-  server.addRedirectHeaders(metalink.digestHeader)
-  server.addRedirectHeaders(metalink.signatureHeader)
+  server.addRedirectHeaders(new MetalinkRedirectHeaders({baseUrl: config.serve.public_url, torrents: true}).provider)
   return server
 }
 

@@ -1,0 +1,92 @@
+import {createHash} from 'node:crypto'
+import {expect} from 'chai'
+import {BaseUrls, MetalinkRedirectHeaders} from '../../src/lib/metalink/redirect-headers.js'
+import type {RequestContext} from '../../src/lib/serve/server.js'
+import {FORMAT_TORRENT, type FileEntry} from '../../src/lib/serve/snapshot.js'
+import type {ClientInfo, Selection} from '../../src/lib/select/types.js'
+
+const hex = (algo: string, text: string) => createHash(algo).update(text).digest('hex')
+const b64 = (algo: string, text: string) => createHash(algo).update(text).digest('base64')
+
+/** A file entry whose hashes are those of `content` (null hashes when `content` is null). */
+function entry(content: string | null, extra: Partial<FileEntry> = {}): FileEntry {
+  return {
+    path: 'dir/file 1.iso',
+    size: 19,
+    mtime: 1_700_000_000,
+    mirrors: new Int16Array([1]),
+    md5: content === null ? null : hex('md5', content),
+    sha1: content === null ? null : hex('sha1', content),
+    sha256: content === null ? null : hex('sha256', content),
+    ...extra,
+  }
+}
+
+const META4 = '<https://dl.example.org/dir/file%201.iso.meta4>; rel=describedby; type="application/metalink4+xml"'
+const digestOf = (content: string) => `SHA-256=${b64('sha256', content)}, MD5=${b64('md5', content)}, SHA=${b64('sha1', content)}`
+
+describe('Metalink/HTTP redirect headers', () => {
+  const ctx = {req: {headers: {host: 'ignored.example'}}} as unknown as RequestContext
+  const client = {https: true} as ClientInfo
+  const selection = {realm: 'country', ranked: [], excluded: []} as Selection
+  const redirect = (headers: MetalinkRedirectHeaders, file: FileEntry) => {
+    const lines: Array<string | string[]> = ['Location', 'x']
+    headers.provider(lines, ctx, file, client, selection)
+    return lines.slice(2)
+  }
+
+  it('sends Link rel=describedby always, and Digest only with all three hashes', () => {
+    const headers = new MetalinkRedirectHeaders({baseUrl: 'https://dl.example.org'})
+    expect(redirect(headers, entry('one'))).to.deep.equal(['Link', META4, 'Digest', digestOf('one')])
+    expect(redirect(headers, entry(null))).to.deep.equal(['Link', META4])
+    expect(redirect(headers, entry('one', {sha1: null}))).to.deep.equal(['Link', META4])
+  })
+
+  it('adds the torrent Link only with torrent data on a server that serves torrents, and the signature Link last', () => {
+    const torrent = '<https://dl.example.org/dir/file%201.iso.torrent>; rel=describedby; type="application/x-bittorrent"'
+    const signature = '<https://dl.example.org/dir/file%201.iso.asc>; rel=describedby; type="application/pgp-signature"'
+    const headers = new MetalinkRedirectHeaders({baseUrl: 'https://dl.example.org/', torrents: true})
+    expect(redirect(headers, entry('one', {formats: FORMAT_TORRENT, signature: '.asc'}))).to.deep.equal(['Link', META4, 'Link', torrent, 'Digest', digestOf('one'), 'Link', signature])
+    expect(redirect(headers, entry('one', {formats: 0, signature: '.asc'}))).to.deep.equal(['Link', META4, 'Digest', digestOf('one'), 'Link', signature])
+    const noTorrents = new MetalinkRedirectHeaders({baseUrl: 'https://dl.example.org/'})
+    expect(redirect(noTorrents, entry('one', {formats: FORMAT_TORRENT}))).to.deep.equal(['Link', META4, 'Digest', digestOf('one')])
+  })
+
+  it('builds the lines once per file version and base URL, and anew for a new version', () => {
+    const headers = new MetalinkRedirectHeaders({baseUrl: 'https://dl.example.org/'})
+    const first = headers.lines(entry('one'), 'https://dl.example.org/')
+    expect(headers.lines(entry('one'), 'https://dl.example.org/')).to.equal(first)
+    // Rehashed after a rewrite: new size, mtime and hashes.
+    expect(headers.lines(entry('two', {size: 20, mtime: 1_700_000_100}), 'https://dl.example.org/')).to.deep.equal(['Link', META4, 'Digest', digestOf('two')])
+    // Same size and mtime, other hashes (a rehash of a file rewritten within its mtime second).
+    expect(headers.lines(entry('three', {size: 20, mtime: 1_700_000_100}), 'https://dl.example.org/')).to.deep.equal(['Link', META4, 'Digest', digestOf('three')])
+    // The hashes went stale: no Digest any more.
+    expect(headers.lines(entry(null, {size: 20, mtime: 1_700_000_100}), 'https://dl.example.org/')).to.deep.equal(['Link', META4])
+    expect(headers.lines(entry(null, {size: 20, mtime: 1_700_000_100}), 'http://other.example:8080/')).to.deep.equal([
+      'Link',
+      '<http://other.example:8080/dir/file%201.iso.meta4>; rel=describedby; type="application/metalink4+xml"',
+    ])
+  })
+
+  it('keeps at most cacheSize file versions, the oldest going first', () => {
+    const headers = new MetalinkRedirectHeaders({cacheSize: 2})
+    const base = 'https://dl.example.org/'
+    const a = headers.lines(entry('a', {path: 'a'}), base)
+    const b = headers.lines(entry('b', {path: 'b'}), base)
+    headers.lines(entry('c', {path: 'c'}), base)
+    expect(headers.lines(entry('b', {path: 'b'}), base)).to.equal(b)
+    const again = headers.lines(entry('a', {path: 'a'}), base)
+    expect(again).not.to.equal(a)
+    expect(again).to.deep.equal(a)
+  })
+
+  it('takes the base URL from the configuration, a plain Host, or the local address', () => {
+    const socket = {localAddress: '::1', localPort: 8080}
+    expect(new BaseUrls('https://dl.example.org').of({headers: {host: 'x.example'}, socket} as never, false)).to.equal('https://dl.example.org/')
+    const urls = new BaseUrls()
+    expect(urls.of({headers: {host: 'dl.example.org:81'}, socket} as never, false)).to.equal('http://dl.example.org:81/')
+    expect(urls.of({headers: {host: 'dl.example.org:81'}, socket} as never, true)).to.equal('https://dl.example.org:81/')
+    expect(urls.of({headers: {host: 'evil.example/<x>'}, socket} as never, false)).to.equal('http://[::1]:8080/')
+    expect(urls.of({headers: {}, socket: {localAddress: '127.0.0.1', localPort: 80}} as never, true)).to.equal('https://127.0.0.1:80/')
+  })
+})
