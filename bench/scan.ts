@@ -9,7 +9,7 @@
  *
  * Prints seconds and the process's peak RSS (targets: 1M entries < 60 s, < 512 MB).
  * PostgreSQL: --database-url, else MB_BENCH_DATABASE_URL, else a scratch database on
- * postgres://postgres@127.0.0.1:5432 (created and dropped).
+ * MB_BENCH_ADMIN_URL's server (default postgres://postgres@127.0.0.1:5432; created and dropped).
  */
 import {type ChildProcess, spawn} from 'node:child_process'
 import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
@@ -22,7 +22,7 @@ import {indexOrigin} from '../src/lib/origin/index.js'
 import {reconcileListing} from '../src/lib/scan/reconcile.js'
 import {scanMirror} from '../src/lib/scan/scan.js'
 import type {ListingEntry} from '../src/lib/scan/types.js'
-import {freePort} from './lib.js'
+import {ADMIN_URL, dbUrl, freePort} from './lib.js'
 
 const T = 1_700_000_000
 
@@ -46,16 +46,16 @@ async function* generated(n: number): AsyncGenerator<ListingEntry> {
   }
 }
 
-/** `url` itself when given, else a new database `name` (dropped by `drop`). */
+/** `url` itself when given, else a new database `name` on the admin URL's server (dropped by `drop`). */
 export async function scratchDatabase(url: string | undefined, name = `mb_bench_scan_${process.pid}`): Promise<{url: string; drop: () => Promise<void>}> {
   if (url) return {url, drop: async () => {}}
-  const admin = 'postgres://postgres@127.0.0.1:5432/postgres'
+  const admin = ADMIN_URL
   const client = new pg.Client({connectionString: admin})
   await client.connect()
   await client.query(`CREATE DATABASE ${name}`)
   await client.end()
   return {
-    url: `postgres://postgres@127.0.0.1:5432/${name}`,
+    url: dbUrl(name),
     drop: async () => {
       const c = new pg.Client({connectionString: admin})
       await c.connect()
