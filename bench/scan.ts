@@ -107,7 +107,7 @@ async function realTree(database: Database, files: number): Promise<void> {
       for (let f = d * 1000; f < Math.min(files, (d + 1) * 1000); f++) writeFileSync(join(root, `d${d}`, `f${f}.txt`), String(f))
     }
     console.log(`tree: ${files} files written in ${((performance.now() - t) / 1000).toFixed(1)} s`)
-    await sql`TRUNCATE file, mirror_file_stale, file_tombstone`.execute(database.db)
+    await sql`TRUNCATE file, mirror_file_stale, file_tombstone CASCADE`.execute(database.db) // CASCADE: file_zsync references file too
     t = performance.now()
     const first = await indexOrigin(database.db, root)
     console.log(`mb index (first run): ${first.files} files, ${first.added} added in ${first.seconds.toFixed(1)} s, peak RSS ${rssMiB()} MiB`)
