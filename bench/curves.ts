@@ -241,7 +241,8 @@ async function redirectCurve(ctx: Context): Promise<Curve> {
     yLabel: 'mb CPU per redirect (µs)',
     cost: 'value',
     expected: 'sub-linear',
-    reason: 'select() checks each mirror holding the file once for eligibility and ranks only the few the answer lists; HTTP parsing, headers and counting are a fixed cost per request',
+    reason:
+      'select() checks each mirror holding the file once for eligibility and ranks only the few the answer lists; HTTP parsing, headers and counting are a fixed cost per request (fewer holders: more answers from the continent or world realm)',
     points: sets.map((s) => {
       const cpu = median(s.cpu)
       const rps = median(s.rps)
@@ -595,7 +596,7 @@ export async function main(args: string[]): Promise<void> {
   const minutes = ((performance.now() - ctx.started) / 60_000).toFixed(1)
   const header = [
     plan.quick
-      ? '**Example from a `--quick` run: small sizes and short wrk runs on a loaded machine. The figures are indicative only; `npm run bench -- curves` (full sizes) replaces them.**'
+      ? '**Example from a `--quick` run: small sizes and short wrk runs on a loaded machine. The figures are indicative only: at these sizes fixed costs dominate and the load scatters single runs, so verdicts may differ from a full run. `npm run bench -- curves` (full sizes, on a quiet machine) replaces them.**'
       : 'Full sizes (`npm run bench -- curves`).',
     '',
     `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC in ${minutes} min, Node ${process.version}, ${cpus().length} cores shared with wrk and PostgreSQL; load average ${loadBefore} before, ${loadAverage()} after. wrk: ${plan.connections} connections, ${plan.seconds} s per point after 2 s of warm-up; throughput and CPU are medians of ${plan.rounds} interleaved round(s), the trivial node:http 302 server (the ceiling) measured in each round.`,

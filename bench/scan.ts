@@ -9,7 +9,7 @@
  *
  * Prints seconds and the process's peak RSS (targets: 1M entries < 60 s, < 512 MB).
  * PostgreSQL: --database-url, else MB_BENCH_DATABASE_URL, else a scratch database on
- * postgres://postgres@127.0.0.1:5432 (created and dropped).
+ * MB_BENCH_ADMIN_URL's server (default postgres://postgres@127.0.0.1:5432; created and dropped).
  */
 import {type ChildProcess, spawn} from 'node:child_process'
 import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
@@ -22,7 +22,7 @@ import {indexOrigin} from '../src/lib/origin/index.js'
 import {reconcileListing} from '../src/lib/scan/reconcile.js'
 import {scanMirror} from '../src/lib/scan/scan.js'
 import type {ListingEntry} from '../src/lib/scan/types.js'
-import {freePort} from './lib.js'
+import {ADMIN_URL, dbUrl, freePort} from './lib.js'
 
 const T = 1_700_000_000
 
@@ -46,16 +46,16 @@ async function* generated(n: number): AsyncGenerator<ListingEntry> {
   }
 }
 
-/** `url` itself when given, else a new database `name` (dropped by `drop`). */
+/** `url` itself when given, else a new database `name` on the admin URL's server (dropped by `drop`). */
 export async function scratchDatabase(url: string | undefined, name = `mb_bench_scan_${process.pid}`): Promise<{url: string; drop: () => Promise<void>}> {
   if (url) return {url, drop: async () => {}}
-  const admin = 'postgres://postgres@127.0.0.1:5432/postgres'
+  const admin = ADMIN_URL
   const client = new pg.Client({connectionString: admin})
   await client.connect()
   await client.query(`CREATE DATABASE ${name}`)
   await client.end()
   return {
-    url: `postgres://postgres@127.0.0.1:5432/${name}`,
+    url: dbUrl(name),
     drop: async () => {
       const c = new pg.Client({connectionString: admin})
       await c.connect()
@@ -107,7 +107,7 @@ async function realTree(database: Database, files: number): Promise<void> {
       for (let f = d * 1000; f < Math.min(files, (d + 1) * 1000); f++) writeFileSync(join(root, `d${d}`, `f${f}.txt`), String(f))
     }
     console.log(`tree: ${files} files written in ${((performance.now() - t) / 1000).toFixed(1)} s`)
-    await sql`TRUNCATE file, mirror_file_stale, file_tombstone`.execute(database.db)
+    await sql`TRUNCATE file, mirror_file_stale, file_tombstone CASCADE`.execute(database.db) // CASCADE: file_zsync references file too
     t = performance.now()
     const first = await indexOrigin(database.db, root)
     console.log(`mb index (first run): ${first.files} files, ${first.added} added in ${first.seconds.toFixed(1)} s, peak RSS ${rssMiB()} MiB`)
