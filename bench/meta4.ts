@@ -266,7 +266,7 @@ export async function main(args: string[]): Promise<void> {
           {
             rate: Math.round(median(results.get(c.name)!.map((m) => m.rate))),
             p99_ms: median(results.get(c.name)!.map((m) => m.p99_ms)),
-            cpu_us: median(results.get(c.name)!.map((m) => m.cpu_us)),
+            cpu_us: Math.round(median(results.get(c.name)!.map((m) => m.cpu_us)) * 10) / 10,
             bytes: bytes.get(c.name),
           },
         ]),

@@ -185,6 +185,7 @@ export class MetalinkRoutes {
     }
   }
 
+  /** Keeps `parts` for this version of `file` and returns them. */
   private keep(file: FileEntry, parts: VersionParts): VersionParts {
     this.versions.set(file, parts, partsBytes(parts.stored))
     return parts
