@@ -5,8 +5,10 @@
  *
  * Loading: one REPEATABLE READ transaction reads all mirrors and streams the `file` table in
  * id-ordered batches (keyset pagination), with `array_to_string(mirrors, ',')` parsed by hand
- * straight into shared Int16Array chunks (a file's mirror set is a subarray view), so
- * 1,000,000 files x 200 mirrors stay compact.
+ * and interned into shared Int16Array chunks (files on the same mirrors share one subarray
+ * view, {@link MirrorSetPool}), and the digests stored as bytes ({@link DigestArena}), so
+ * millions of files stay compact. Batches are small enough that a batch's rows die young
+ * (in V8's new space) rather than fragmenting the old space between the entries.
  *
  * Incremental refresh: rows that the previous refresh's transaction snapshot could not see
  * (by their `txid`), plus the paths tombstoned since, as docs/change-tracking.md sets out.
@@ -49,7 +51,7 @@ export const FORMAT_ZSYNC = 2
 const CHUNK_ENTRIES = 1 << 20
 const EMPTY = new Int16Array(0)
 /** Rows per keyset batch. */
-const BATCH_ROWS = 20_000
+const BATCH_ROWS = 5_000
 
 /**
  * Mirror-id sets, interned: identical sets (the same ids in the same order) are one shared
@@ -160,10 +162,18 @@ const SHA256_AT = 36
 const DIGEST_RECORD = 68
 /** Records per chunk (1.1 MB). */
 const DIGEST_CHUNK_RECORDS = 1 << 14
-/** {@link IndexedFile} digest bits: which of the record's digests are present. */
+/**
+ * {@link IndexedFile} `packed` bits: which of the record's digests are present, the
+ * signature's suffix, the client formats; the record's byte offset lies above them.
+ */
 const HAS_MD5 = 1
 const HAS_SHA1 = 2
 const HAS_SHA256 = 4
+const SIGNATURE_SHIFT = 3
+const FORMATS_SHIFT = 5
+const OFFSET_SHIFT = 7
+/** The signature suffixes by their 2-bit code (0: none). */
+const SIGNATURES = [null, '.asc', '.sig'] as const
 
 /**
  * The files' digests as raw bytes, one {@link DIGEST_RECORD}-byte record per hashed file
@@ -179,12 +189,17 @@ export class DigestArena {
 
   /**
    * A file entry holding these digests (lowercase hex, or null when absent), or, when one of
-   * them is not lowercase hex of its digest's length (never so for what mb indexes), a plain
-   * object that keeps the strings as they are.
+   * them is not lowercase hex of its digest's length, the signature is not `.asc`/`.sig`/null
+   * or the formats have bits beyond {@link FORMAT_TORRENT} | {@link FORMAT_ZSYNC} (never so
+   * for what mb indexes), a plain object that keeps the values as they are.
    */
   entry(fields: Omit<FileEntry, 'md5' | 'sha1' | 'sha256'>, md5: string | null, sha1: string | null, sha256: string | null): FileEntry {
-    if (md5 === null && sha1 === null && sha256 === null) return new IndexedFile(fields, EMPTY_DIGESTS, 0, 0)
-    if (!(isDigestHex(md5, 32) && isDigestHex(sha1, 40) && isDigestHex(sha256, 64))) return {...fields, md5, sha1, sha256}
+    const signature = SIGNATURES.indexOf((fields.signature ?? null) as (typeof SIGNATURES)[number])
+    const formats = fields.formats ?? 0
+    const plain = signature < 0 || formats >>> 2 !== 0 || !(isDigestHex(md5, 32) && isDigestHex(sha1, 40) && isDigestHex(sha256, 64))
+    if (plain) return {...fields, md5, sha1, sha256}
+    const flags = (signature << SIGNATURE_SHIFT) | (formats << FORMATS_SHIFT)
+    if (md5 === null && sha1 === null && sha256 === null) return new IndexedFile(fields, EMPTY_DIGESTS, flags)
     if (this.used === DIGEST_CHUNK_RECORDS) {
       this.chunk = Buffer.alloc(DIGEST_CHUNK_RECORDS * DIGEST_RECORD)
       this.used = 0
@@ -192,10 +207,19 @@ export class DigestArena {
     const at = this.used++ * DIGEST_RECORD
     this.records++
     let bits = 0
-    if (md5 !== null) bits |= HAS_MD5 * Number(this.chunk.write(md5, at + MD5_AT, 'hex') === 16)
-    if (sha1 !== null) bits |= HAS_SHA1 * Number(this.chunk.write(sha1, at + SHA1_AT, 'hex') === 20)
-    if (sha256 !== null) bits |= HAS_SHA256 * Number(this.chunk.write(sha256, at + SHA256_AT, 'hex') === 32)
-    return new IndexedFile(fields, this.chunk, at, bits)
+    if (md5 !== null) {
+      this.chunk.write(md5, at + MD5_AT, 'hex')
+      bits |= HAS_MD5
+    }
+    if (sha1 !== null) {
+      this.chunk.write(sha1, at + SHA1_AT, 'hex')
+      bits |= HAS_SHA1
+    }
+    if (sha256 !== null) {
+      this.chunk.write(sha256, at + SHA256_AT, 'hex')
+      bits |= HAS_SHA256
+    }
+    return new IndexedFile(fields, this.chunk, (at << OFFSET_SHIFT) | flags | bits)
   }
 }
 
@@ -213,7 +237,7 @@ function isDigestHex(hex: string | null, length: number): boolean {
 }
 
 /**
- * A file entry as the snapshot stores it: eight fields, the mirror set interned
+ * A file entry as the snapshot stores it: six fields, the mirror set interned
  * ({@link MirrorSetPool}), the digests as bytes in a {@link DigestArena} chunk, read back as
  * hex on access. Its digests are prototype getters: copy an entry with {@link fileWith} or
  * {@link unindexedVersion}, never with object spread (that would drop them).
@@ -223,36 +247,43 @@ class IndexedFile implements FileEntry {
   readonly size: number
   readonly mtime: number
   readonly mirrors: Int16Array
-  readonly signature: string | null
-  readonly formats: number
-  /** The chunk holding this file's record, and the record's byte offset in it. */
+  /** The chunk holding this file's digest record. */
   private readonly digests: Buffer
-  private readonly at: number
-  /** Which digests the record holds ({@link HAS_MD5} | {@link HAS_SHA1} | {@link HAS_SHA256}). */
-  private readonly bits: number
+  /** The record's byte offset in `digests`, the signature, the formats, the digests present (see {@link OFFSET_SHIFT}). */
+  private readonly packed: number
 
-  constructor(fields: Omit<FileEntry, 'md5' | 'sha1' | 'sha256'>, digests: Buffer, at: number, bits: number) {
+  constructor(fields: Omit<FileEntry, 'md5' | 'sha1' | 'sha256'>, digests: Buffer, packed: number) {
     this.path = fields.path
     this.size = fields.size
     this.mtime = fields.mtime
     this.mirrors = fields.mirrors
-    this.signature = fields.signature ?? null
-    this.formats = fields.formats ?? 0
     this.digests = digests
-    this.at = at
-    this.bits = bits
+    this.packed = packed
+  }
+
+  get signature(): string | null {
+    return SIGNATURES[(this.packed >>> SIGNATURE_SHIFT) & 3]
+  }
+
+  get formats(): number {
+    return (this.packed >>> FORMATS_SHIFT) & 3
   }
 
   get md5(): string | null {
-    return this.bits & HAS_MD5 ? this.digests.toString('hex', this.at + MD5_AT, this.at + SHA1_AT) : null
+    return this.packed & HAS_MD5 ? this.hex(MD5_AT, SHA1_AT) : null
   }
 
   get sha1(): string | null {
-    return this.bits & HAS_SHA1 ? this.digests.toString('hex', this.at + SHA1_AT, this.at + SHA256_AT) : null
+    return this.packed & HAS_SHA1 ? this.hex(SHA1_AT, SHA256_AT) : null
   }
 
   get sha256(): string | null {
-    return this.bits & HAS_SHA256 ? this.digests.toString('hex', this.at + SHA256_AT, this.at + DIGEST_RECORD) : null
+    return this.packed & HAS_SHA256 ? this.hex(SHA256_AT, DIGEST_RECORD) : null
+  }
+
+  private hex(from: number, to: number): string {
+    const at = this.packed >>> OFFSET_SHIFT
+    return this.digests.toString('hex', at + from, at + to)
   }
 }
 
@@ -282,7 +313,9 @@ export function fileWith<T extends Partial<FileEntry> & object>(file: FileEntry,
  * the origin until it is re-indexed and rescanned.
  */
 export function unindexedVersion(file: FileEntry, version: {size: number; mtime: number}): FileEntry {
-  return new IndexedFile({path: file.path, size: version.size, mtime: version.mtime, mirrors: EMPTY, signature: file.signature, formats: 0}, EMPTY_DIGESTS, 0, 0)
+  const signature = SIGNATURES.indexOf((file.signature ?? null) as (typeof SIGNATURES)[number])
+  const fields = {path: file.path, size: version.size, mtime: version.mtime, mirrors: EMPTY, signature: file.signature ?? null, formats: 0}
+  return signature < 0 ? {...fields, md5: null, sha1: null, sha256: null} : new IndexedFile(fields, EMPTY_DIGESTS, signature << SIGNATURE_SHIFT)
 }
 
 /** Map operations per slice of a change set's merge, between yields to the event loop. */
