@@ -4,8 +4,8 @@
  * `--files` files each held by 20-60% of the mirrors. Starts `mb serve` on it, drives it with
  * wrk (random paths, random X-Forwarded-For from a list, `--trusted-proxy 127.0.0.1/32`) at
  * `--connections` for `--seconds`, then measures a trivial node:http 302 server the same way
- * (the ceiling) and prints requests/s, p50/p99 latency, CPU per request (mb's, and this
- * host's PostgreSQL's, which upserts the download counts), the ratio to the
+ * (the ceiling) and prints requests/s, p50/p99 latency, CPU per request (mb's, and that of
+ * the bench database's PostgreSQL backends until the run's download counts are written), the ratio to the
  * ceiling and RSS. `--workers 1,2` (the default) measures one process against a one-process
  * ceiling, then `mb serve --workers 2` (node:cluster, PostgreSQL only) against a two-worker
  * ceiling; wrk runs on the same cores, so both ratios are printed as measured. For
@@ -19,9 +19,10 @@
  *   npm run bench -- --workers 1 --stats-rounds 3   # counting on/off compared over 3 rounds (0: skip)
  *   npm run bench -- --rounds 3                     # 3 interleaved mb/ceiling pairs, medians in the verdict
  *
- * The statistics budget (counting costs at most 10% of throughput) is measured on the first
- * `--workers` value: the run with counting, then alternately `--no-stats` and counting again
- * (`--stats-rounds` pairs), medians compared.
+ * The statistics budgets (counting costs at most 10% of throughput, and PostgreSQL at most
+ * 7.5 µs of CPU per request for it) are measured on the first `--workers` value: the run
+ * with counting, then alternately `--no-stats` and counting again (`--stats-rounds` pairs),
+ * medians compared.
  *
  * The origin tree holds the requested files (`--origin-files requested`, the default) or
  * every indexed file (`all`), as sparse files with the indexed size and mtime, so that the
