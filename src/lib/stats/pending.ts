@@ -122,7 +122,7 @@ export class PendingCounts {
   /**
    * Puts the entries of a failed flush back, before what arrived since (they are older), each
    * path with the time it was first counted (`since`, from the groups they were taken with).
-   * Whatever order `entries` come in (a flush writes them in key order), the paths go back
+   * Whatever order `entries` come in (a flush writes them in path order), the paths go back
    * oldest `since` first: ./schedule.ts stops at the first path not yet due.
    */
   putBack(entries: readonly Entry[], taken: ReadonlyMap<string, PathCounts>): void {
