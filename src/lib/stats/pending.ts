@@ -39,9 +39,9 @@ export type Lost = StatsCounts & {keys: number}
  * The entries of `groups`, path by path in code-unit order of the paths (each path's entries
  * in the order they were first counted). Rows written in path order reach neighbouring index
  * and heap pages one after another: a flush alone cost PostgreSQL 20-30% less CPU per new
- * row than in arrival order, and about the same per row added to (bench/stats.ts; under
- * `mb serve`'s load, whose requests cool the caches between paced batches, the difference
- * was within the noise). Only the paths are sorted (a few ms per 20,000 paths on the event loop); sorting
+ * row than in arrival order, and about the same per row added to (bench/stats.ts); under
+ * `mb serve`, whose requests cool the caches between paced batches, 11% less per row
+ * (medians of four interleaved serve benchmarks, docs/benchmarks.md). Only the paths are sorted (a few ms per 20,000 paths on the event loop); sorting
  * every entry took ten times as long, and each upsert sorts its batch by the whole key
  * anyway (./flush.ts).
  */
