@@ -32,8 +32,9 @@ import {openDatabase} from '../src/lib/db/index.js'
 import {pieceSizeFor} from '../src/lib/origin/hash.js'
 import {classifyGrowth, type Growth, logLogSlope, type Point, renderChartSvg, segmentSlopes} from './growth.js'
 import {ADMIN_URL, dbUrl, freePort, median, rng, runWrk, type Verdict, verdict, type WrkResult} from './lib.js'
+import {cpuSince, postgresCpuSeconds} from './postgres-cpu.js'
 import {generatedListing, scratchDatabase} from './scan.js'
-import {BIN, CEILING_SERVER, clientAddresses, cpuSeconds, createOriginTree, filePath, luaScript, postgresCpuSeconds, prepareDataset, ROOT, stop, treeRssMB, vacuumStats, waitForLines} from './serve.js'
+import {BIN, CEILING_SERVER, clientAddresses, cpuSeconds, createOriginTree, filePath, luaScript, prepareDataset, ROOT, stop, treeRssMB, vacuumStats, waitForLines} from './serve.js'
 
 /** Mean share of the mirrors that hold a file in prepareDataset's datasets (20-60%). */
 const HELD_SHARE = 0.4
@@ -177,15 +178,20 @@ async function startMb(ctx: Context, url: string, root: string): Promise<{child:
   return {child, port, info: JSON.parse(line)}
 }
 
-/** wrk for 2 s (warm-up), then `--seconds` measured: the result and CPU per request (µs) of `pid` and of PostgreSQL. */
-function measure(ctx: Context, port: number, lua: string, pid: number): {result: WrkResult; cpuUs: number; pgUs: number} {
+/**
+ * wrk for 2 s (warm-up), then `--seconds` measured: the result and CPU per request (µs) of
+ * `pid` and, when `database` is given, of that database's PostgreSQL backends
+ * (./postgres-cpu.ts; counts still pending at the end of the run are not included).
+ */
+async function measure(ctx: Context, port: number, lua: string, pid: number, database?: string): Promise<{result: WrkResult; cpuUs: number; pgUs: number}> {
   const {connections, seconds, threads} = ctx.plan
   runWrk(`http://127.0.0.1:${port}`, lua, connections, 2, threads)
   const cpu0 = cpuSeconds(pid)
-  const pg0 = postgresCpuSeconds()
+  const pg0 = database === undefined ? undefined : await postgresCpuSeconds(ADMIN_URL, database)
   const result = runWrk(`http://127.0.0.1:${port}`, lua, connections, seconds, threads)
   if (!(result.requests > 0)) throw new Error(`wrk sent no requests to port ${port}`)
-  return {result, cpuUs: ((cpuSeconds(pid) - cpu0) / result.requests) * 1e6, pgUs: ((postgresCpuSeconds() - pg0) / result.requests) * 1e6}
+  const pgSeconds = pg0 === undefined || database === undefined ? 0 : cpuSince(pg0, await postgresCpuSeconds(ADMIN_URL, database))
+  return {result, cpuUs: ((cpuSeconds(pid) - cpu0) / result.requests) * 1e6, pgUs: (pgSeconds / result.requests) * 1e6}
 }
 
 /** The trivial node:http 302 server (bench/serve.ts) under the same wrk run: the ceiling. */
@@ -194,7 +200,7 @@ async function ceiling(ctx: Context, lua: string): Promise<{result: WrkResult; c
   const child = spawn(process.execPath, [ctx.ceilingFile, String(port), '1', 'plain'], {stdio: ['ignore', 'pipe', 'pipe']})
   ctx.children.push(child)
   await waitForLines(child, /listening/, 1, 10_000)
-  const m = measure(ctx, port, lua, child.pid!)
+  const m = await measure(ctx, port, lua, child.pid!)
   await stop(child)
   return m
 }
@@ -219,7 +225,7 @@ async function redirectCurve(ctx: Context): Promise<Curve> {
     for (const s of sets) {
       await vacuumStats(s.url, false)
       const mb = await startMb(ctx, s.url, s.root)
-      const m = measure(ctx, mb.port, s.lua, mb.child.pid!)
+      const m = await measure(ctx, mb.port, s.lua, mb.child.pid!, s.name)
       await stop(mb.child)
       s.cpu.push(m.cpuUs)
       s.pg.push(m.pgUs)
@@ -417,7 +423,7 @@ async function meta4Curve(ctx: Context, targets: Verdict[]): Promise<Curve> {
       if (probe.status !== 200 || !body.includes('<pieces')) throw new Error(`unexpected meta4 answer ${probe.status} for ${run.path}: ${body.slice(0, 300)}`)
       run.bytes = Buffer.byteLength(body)
       run.urls = (body.match(/<url /g) ?? []).length
-      const m = measure(ctx, mb.port, run.lua, mb.child.pid!)
+      const m = await measure(ctx, mb.port, run.lua, mb.child.pid!)
       run.rps.push(m.result.rps)
       run.p99.push(m.result.p99ms)
       run.cpu.push(m.cpuUs)

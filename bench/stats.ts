@@ -8,7 +8,9 @@
  * what `mb serve` answers per core here; see `npm run bench -- serve`). The budget is
  * 10%. Then it flushes the collected keys into PostgreSQL (database `mb_bench_stats`, created
  * fresh; MB_BENCH_ADMIN_URL, default postgres://postgres@127.0.0.1:5432/postgres) and prints
- * keys/s of the batched upsert, the second flush adding to existing rows.
+ * keys/s of the batched upsert and its CPU per key in this process and in PostgreSQL (the
+ * database's backends, read from /proc: PostgreSQL on this host), the
+ * second flush adding to existing rows.
  *
  *   npm run bench -- stats
  *   npm run bench -- stats --requests 2000000 --paths 100000 --rate 40000 --flush-interval 10 --no-db
@@ -21,6 +23,7 @@ import {openAccessLog} from '../src/lib/serve/access-log.js'
 import {createServeMetrics} from '../src/lib/serve/metrics.js'
 import type {RequestObserver, RequestOutcome} from '../src/lib/serve/types.js'
 import {StatsCollector} from '../src/lib/stats/collector.js'
+import {cpuSince, postgresCpuSeconds} from './postgres-cpu.js'
 
 const COUNTRIES = ['DE', 'FR', 'GB', 'SE', 'NL', 'IT', 'ES', 'PL', 'CZ', 'AT', 'CH', 'FI', 'US', 'CA', 'MX', 'BR', 'AR', 'CL', 'JP', 'CN', 'KR', 'IN', 'SG', 'TW', 'AU', 'NZ', 'ZA', 'KE', 'EG', 'NG']
 const REALMS = ['country', 'continent', 'world'] as const
@@ -137,11 +140,13 @@ export async function main(argv: string[]): Promise<void> {
       const keys = fill()
       const t0 = performance.now()
       const cpu0 = process.cpuUsage()
+      const pg0 = await postgresCpuSeconds(admin, name)
       const result = await collector.flush(database)
       const s = (performance.now() - t0) / 1000
       const cpu = process.cpuUsage(cpu0)
       const cpuUs = (cpu.user + cpu.system) / Math.max(1, keys)
-      console.log(`flush ${label}: ${result.rows} keys in ${s.toFixed(2)} s (${Math.round(keys / s)} keys/s; this process ${cpuUs.toFixed(1)} us CPU per key)`)
+      const pgUs = (cpuSince(pg0, await postgresCpuSeconds(admin, name)) * 1e6) / Math.max(1, keys)
+      console.log(`flush ${label}: ${result.rows} keys in ${s.toFixed(2)} s (${Math.round(keys / s)} keys/s; CPU per key: this process ${cpuUs.toFixed(1)} us, PostgreSQL ${pgUs.toFixed(1)} us)`)
     }
     const total = await sql<{d: number; n: number}>`SELECT sum(downloads)::bigint AS d, count(*)::bigint AS n FROM stats_daily`.execute(database.db)
     console.log(`stored: ${total.rows[0].n} rows, ${total.rows[0].d} downloads`)

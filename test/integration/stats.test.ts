@@ -211,6 +211,16 @@ describe(`stats collector and mb stats (${backend})`, function () {
     expect(result.total).to.deep.equal({downloads: 100, bytes: 200, other_requests: 0})
   })
 
+  it('writes the rows path by path in path order, across batches (neighbouring index pages one after another)', async () => {
+    const c = new StatsCollector({batchSize: 2})
+    for (const path of ['order/c', 'order/a', 'order/d', 'order/b']) for (const country of ['FR', 'DE']) c.observer(req({path, bytesSent: 1, country}))
+    expect(await c.flush(database)).to.deep.equal({rows: 8, retained: 0, ok: true})
+    expect(c.status.statements).to.equal(4)
+    // Written into an empty table, the rows lie in the order they were written.
+    const stored = await sql<{path: string; country: string}>`SELECT path, country FROM stats_daily ORDER BY ctid`.execute(database.db)
+    expect(stored.rows.map((r) => `${r.path} ${r.country}`)).to.deep.equal(['order/a DE', 'order/a FR', 'order/b DE', 'order/b FR', 'order/c DE', 'order/c FR', 'order/d DE', 'order/d FR'])
+  })
+
   it('--workers: hand-offs summed in the primary write each key once; a failed hand-off keeps its counts', async () => {
     const primary = new StatsCollector({batchSize: 500})
     // What the cluster IPC channel does to a message: a JSON round trip.

@@ -1,10 +1,13 @@
 /**
- * Pure parts of the statistics: what counts as a download, day parsing for --since/--until,
- * CSV, terminal bars and the HTML report's escaping.
+ * Pure parts of the statistics: what counts as a download, the order of a flush's rows and of
+ * counts put back after a failed flush, day parsing for --since/--until, CSV, terminal bars
+ * and the HTML report's escaping.
  */
 import {expect} from 'chai'
 import {classifyRequest} from '../../src/lib/stats/count.js'
+import {inPathOrder, PendingCounts} from '../../src/lib/stats/pending.js'
 import {parseDay} from '../../src/lib/stats/query.js'
+import {takeDue} from '../../src/lib/stats/schedule.js'
 import {barChart, fillDays, htmlReport, humanBytes, sparkline, statsCsv, svgDayChart} from '../../src/lib/stats/render.js'
 import type {StatsResult} from '../../src/lib/stats/query.js'
 import type {RequestOutcome} from '../../src/lib/serve/types.js'
@@ -33,6 +36,43 @@ describe('stats: counting rules', () => {
     for (const outcome of ['meta4', 'metalink', 'hash', 'mirrorlist', 'not_modified'] as const) expect(classifyRequest(req({outcome})), outcome).to.equal('other')
     for (const outcome of ['not_found', 'bad_request', 'error', 'directory', 'other'] as const) expect(classifyRequest(req({outcome})), outcome).to.equal(undefined)
     expect(classifyRequest(req({path: undefined}))).to.equal(undefined)
+  })
+})
+
+describe('stats: flush order', () => {
+  /** Pending counts of paths c (first counted at 1 ms), a (2 ms) and b (3 ms), two keys each. */
+  function pending(): PendingCounts {
+    const p = new PendingCounts()
+    for (const [path, since] of [
+      ['c', 1],
+      ['a', 2],
+      ['b', 3],
+    ] as const) {
+      p.entry('2026-11-20', path, 2, 'FR', since).downloads += since
+      p.entry('2026-11-20', path, 1, 'DE', since).downloads += 10 * since
+    }
+    return p
+  }
+  const keys = (entries: Array<{path: string; mirrorId: number; downloads: number}>) => entries.map((e) => `${e.path}${e.mirrorId}:${e.downloads}`)
+
+  it('a flush writes path by path in path order, each path in the order its keys were counted', () => {
+    expect(keys(inPathOrder(pending().takeAll().groups))).to.deep.equal(['a2:2', 'a1:20', 'b2:3', 'b1:30', 'c2:1', 'c1:10'])
+  })
+
+  it('counts put back after a failed flush go back oldest first, whatever order they were written in', () => {
+    const p = pending()
+    const taken = p.takeAll()
+    p.entry('2026-11-20', 'd', 1, 'DE', 4).downloads += 100 // arrived during the flush
+    // Written in path order, the flush failed after path a: b and c go back.
+    p.putBack(inPathOrder(taken.groups).slice(2), taken.groups)
+    expect([...p.groups()].map(([path, g]) => [path, g.since])).to.deep.equal([
+      ['c', 1],
+      ['b', 3],
+      ['d', 4],
+    ])
+    expect(p.keys).to.equal(5)
+    // By age, c (counted at 1 ms) is due at 2 ms, although b, written before it, is not.
+    expect(keys(takeDue(p, 2, 0).entries)).to.deep.equal(['c2:1', 'c1:10'])
   })
 })
 

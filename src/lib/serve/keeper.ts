@@ -7,6 +7,7 @@
 import type {Logger} from 'pino'
 import type {Database, Subscription} from '../db/index.js'
 import {errorMessage} from '../errors.js'
+import {collectGarbage} from './heap.js'
 import {type Snapshot, loadSnapshot, refreshSnapshot} from './snapshot.js'
 
 export interface KeeperOptions {
@@ -46,6 +47,7 @@ export class SnapshotKeeper {
    */
   static async start(database: Database, options: KeeperOptions = {}): Promise<SnapshotKeeper> {
     const initial = await loadSnapshot(database)
+    collectGarbage() // the rows parsed during the load (./heap.ts)
     const keeper = new SnapshotKeeper(database, initial, options)
     keeper.subscription = await database.listen('mb_change', () => keeper.trigger())
     keeper.schedule(keeper.pollMs)
@@ -85,11 +87,13 @@ export class SnapshotKeeper {
       const limit = this.options.reloadAfterChurn ?? Math.max(100_000, snapshot.files.size / 2)
       if (snapshot.churn > limit) {
         this.current = await loadSnapshot(this.database)
+        collectGarbage() // the rows parsed and the snapshot replaced (./heap.ts)
         log?.info({files: this.current.files.size}, 'snapshot reloaded')
       } else {
         const result = await refreshSnapshot(this.database, snapshot)
         if (result.reload) {
           this.current = await loadSnapshot(this.database)
+          collectGarbage()
           log?.info({files: this.current.files.size}, 'snapshot reloaded (large change set)')
         } else if (result.updated > 0 || result.deleted > 0) log?.debug(result, 'snapshot refreshed')
       }

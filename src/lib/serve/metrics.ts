@@ -140,8 +140,7 @@ function mirrorSeries(registry: Registry, read: () => Promise<MirrorSample[]>, s
   async function collect(this: Gauge | Counter): Promise<void> {
     const samples = await read()
     this.reset()
-    const metric = this
-    const target = metric instanceof Gauge ? {set: (l: Record<string, string>, v: number) => metric.set(l, v)} : {set: (l: Record<string, string>, v: number) => (metric as Counter).inc(l, v)}
+    const target = this instanceof Gauge ? {set: (l: Record<string, string>, v: number) => this.set(l, v)} : {set: (l: Record<string, string>, v: number) => (this as Counter).inc(l, v)}
     for (const sample of samples) s.fill(target, sample)
   }
   if (s.counter) new Counter({...options, collect})

@@ -21,7 +21,7 @@ import {addCounts, classifyRequest, type CountedRequest, countedCountry, counted
 import {CountmeCounts} from './countme.js'
 import {writeBatches} from './flush.js'
 import {Pacer} from './pacing.js'
-import {type Entry, type Lost, type PathCounts, PendingCounts, type Taken} from './pending.js'
+import {type Entry, inPathOrder, type Lost, type PathCounts, PendingCounts, type Taken} from './pending.js'
 import {takeDue} from './schedule.js'
 
 /** A minimal logger (pino fits). */
@@ -248,7 +248,7 @@ export class StatsCollector {
     if (this.pending.keys === 0) return {rows: 0, retained: 0, ok: true}
     const taken = this.take(options)
     if (taken.entries.length === 0) return {rows: 0, retained: 0, ok: true}
-    const result = await writeBatches(database, taken.entries, this.batchSize, this.pacer, (rows, error) => this.reject(rows, error))
+    const result = await writeBatches(database, inPathOrder(taken.groups), this.batchSize, this.pacer, (rows, error) => this.reject(rows, error))
     this.status.rowsWritten += result.written
     this.status.statements += result.statements
     if (result.failure !== undefined) {
