@@ -4,7 +4,7 @@
  * never writes a header value node would refuse, whatever the client sends or the registry
  * holds: a hostile `Host` (bytes
  * beyond ASCII, link syntax, control characters), a non-ASCII file name and a mirror row whose
- * name breaks the identifier rule (written in SQL) all get an answer below 500 with printable
+ * name and URL break the registry's rules (written in SQL) all get an answer below 500 with printable
  * ASCII in every header mb builds (`Location`, `Link`, `X-MB-Mirror`, `Content-Disposition`).
  */
 import {expect} from 'chai'
@@ -17,6 +17,8 @@ import {type ServeProcess, startServe} from '../helpers/serve-process.js'
 
 const NAME = 'dïr/ñame€.iso'
 const BAD_MIRROR = 'mïrror€\u0001'
+/** A base URL that breaks the registry's rules too (written in SQL). */
+const BAD_URL = 'http://m.example/€\u0001/'
 
 interface Answer {
   status: number
@@ -68,7 +70,7 @@ describe(`mb serve: hostile methods and header values (${backend})`, function ()
     writeFileSync(join(root, NAME), 'x'.repeat(5000))
     const db = await database.open()
     try {
-      await db.db.insertInto('mirror').values({id: 1, identifier: BAD_MIRROR, http_url: 'http://m.example/'}).execute()
+      await db.db.insertInto('mirror').values({id: 1, identifier: BAD_MIRROR, http_url: BAD_URL}).execute()
       await db.db
         .insertInto('file')
         .values({path: NAME, size: 5000, mtime: Math.floor(statSync(join(root, NAME)).mtimeMs / 1000), mirrors: [1]})
@@ -87,12 +89,12 @@ describe(`mb serve: hostile methods and header values (${backend})`, function ()
 
   const target = `/${encodeURI(NAME)}`
 
-  it('redirects to a mirror whose stored name is not a valid header value, percent-encoding it', async () => {
+  it('redirects to a mirror whose stored name and URL are not valid header values, percent-encoding them', async () => {
     const answer = await get(serve.port, target, 'mb.example')
     expectSafeHeaders(answer)
     expect(answer.status).to.equal(302)
     expect(values(answer, 'x-mb-mirror')).to.deep.equal(['m%C3%AFrror%E2%82%AC%01'])
-    expect(values(answer, 'location')).to.deep.equal(['http://m.example/d%C3%AFr/%C3%B1ame%E2%82%AC.iso'])
+    expect(values(answer, 'location')).to.deep.equal(['http://m.example/%E2%82%AC%01/d%C3%AFr/%C3%B1ame%E2%82%AC.iso'])
     expect(values(answer, 'link').join('\n')).to.contain('<http://mb.example/d%C3%AFr/%C3%B1ame%E2%82%AC.iso.meta4>; rel=describedby')
   })
 

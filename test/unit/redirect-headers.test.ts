@@ -1,8 +1,8 @@
 import {createHash} from 'node:crypto'
 import {expect} from 'chai'
-import {BaseUrls, MetalinkRedirectHeaders} from '../../src/lib/metalink/redirect-headers.js'
+import {BaseUrls, MetalinkRedirectHeaders, type RedirectHeaderOptions} from '../../src/lib/metalink/redirect-headers.js'
 import type {RequestContext} from '../../src/lib/serve/server.js'
-import {FORMAT_TORRENT, type FileEntry} from '../../src/lib/serve/snapshot.js'
+import {DigestArena, FORMAT_TORRENT, type FileEntry} from '../../src/lib/serve/snapshot.js'
 import type {ClientInfo, Selection} from '../../src/lib/select/types.js'
 
 const hex = (algo: string, text: string) => createHash(algo).update(text).digest('hex')
@@ -25,6 +25,11 @@ function entry(content: string | null, extra: Partial<FileEntry> = {}): FileEntr
 const META4 = '<https://dl.example.org/dir/file%201.iso.meta4>; rel=describedby; type="application/metalink4+xml"'
 const digestOf = (content: string) => `SHA-256=${b64('sha256', content)}, MD5=${b64('md5', content)}, SHA=${b64('sha1', content)}`
 
+/** Redirect headers under the configured base URL `base` (torrents not served unless asked). */
+function headersFor(base?: string, extra: Partial<RedirectHeaderOptions> = {}): MetalinkRedirectHeaders {
+  return new MetalinkRedirectHeaders({baseUrls: new BaseUrls(base), torrents: false, ...extra})
+}
+
 describe('Metalink/HTTP redirect headers', () => {
   const ctx = {req: {headers: {host: 'ignored.example'}}} as unknown as RequestContext
   const client = {https: true} as ClientInfo
@@ -36,7 +41,7 @@ describe('Metalink/HTTP redirect headers', () => {
   }
 
   it('sends Link rel=describedby always, and Digest only with all three hashes', () => {
-    const headers = new MetalinkRedirectHeaders({baseUrl: 'https://dl.example.org'})
+    const headers = headersFor('https://dl.example.org')
     expect(redirect(headers, entry('one'))).to.deep.equal(['Link', META4, 'Digest', digestOf('one')])
     expect(redirect(headers, entry(null))).to.deep.equal(['Link', META4])
     expect(redirect(headers, entry('one', {sha1: null}))).to.deep.equal(['Link', META4])
@@ -45,15 +50,15 @@ describe('Metalink/HTTP redirect headers', () => {
   it('adds the torrent Link only with torrent data on a server that serves torrents, and the signature Link last', () => {
     const torrent = '<https://dl.example.org/dir/file%201.iso.torrent>; rel=describedby; type="application/x-bittorrent"'
     const signature = '<https://dl.example.org/dir/file%201.iso.asc>; rel=describedby; type="application/pgp-signature"'
-    const headers = new MetalinkRedirectHeaders({baseUrl: 'https://dl.example.org/', torrents: true})
+    const headers = headersFor('https://dl.example.org/', {torrents: true})
     expect(redirect(headers, entry('one', {formats: FORMAT_TORRENT, signature: '.asc'}))).to.deep.equal(['Link', META4, 'Link', torrent, 'Digest', digestOf('one'), 'Link', signature])
     expect(redirect(headers, entry('one', {formats: 0, signature: '.asc'}))).to.deep.equal(['Link', META4, 'Digest', digestOf('one'), 'Link', signature])
-    const noTorrents = new MetalinkRedirectHeaders({baseUrl: 'https://dl.example.org/'})
+    const noTorrents = headersFor('https://dl.example.org/')
     expect(redirect(noTorrents, entry('one', {formats: FORMAT_TORRENT}))).to.deep.equal(['Link', META4, 'Digest', digestOf('one')])
   })
 
   it('builds the lines once per file version and base URL, and anew for a new version', () => {
-    const headers = new MetalinkRedirectHeaders({baseUrl: 'https://dl.example.org/'})
+    const headers = headersFor('https://dl.example.org/')
     const first = headers.lines(entry('one'), 'https://dl.example.org/')
     expect(headers.lines(entry('one'), 'https://dl.example.org/')).to.equal(first)
     // Rehashed after a rewrite: new size, mtime and hashes.
@@ -68,8 +73,29 @@ describe('Metalink/HTTP redirect headers', () => {
     ])
   })
 
-  it('keeps at most cacheSize file versions, the oldest going first', () => {
-    const headers = new MetalinkRedirectHeaders({cacheSize: 2})
+  it('builds the lines of a snapshot entry once per version: a reload with the same digests keeps them, a rehash does not', () => {
+    const headers = headersFor('https://dl.example.org/')
+    const base = 'https://dl.example.org/'
+    const fields = {path: 'dir/file 1.iso', size: 19, mtime: 1_700_000_000, mirrors: new Int16Array([1])}
+    const digests = (content: string) => [hex('md5', content), hex('sha1', content), hex('sha256', content)] as const
+    const loaded = new DigestArena().entry(fields, ...digests('one'))
+    const first = headers.lines(loaded, base)
+    expect(first).to.deep.equal(['Link', META4, 'Digest', digestOf('one')])
+    expect(headers.lines(loaded, base)).to.equal(first)
+    // A full reload: a new arena, new digest ids, the same digests.
+    const reloaded = new DigestArena().entry(fields, ...digests('one'))
+    expect(reloaded.digestId).not.to.equal(loaded.digestId)
+    expect(headers.lines(reloaded, base)).to.equal(first)
+    // Rehashed in place (same size and mtime), as a refresh delivers it into the same arena.
+    const arena = new DigestArena()
+    arena.entry(fields, ...digests('one'))
+    const rehashed = arena.entry(fields, ...digests('two'))
+    expect(headers.lines(rehashed, base)).to.deep.equal(['Link', META4, 'Digest', digestOf('two')])
+    expect(headers.lines(arena.entry(fields, null, null, null), base)).to.deep.equal(['Link', META4])
+  })
+
+  it('keeps at most cacheSize file versions, the least recently used going first', () => {
+    const headers = headersFor(undefined, {cacheSize: 2})
     const base = 'https://dl.example.org/'
     const a = headers.lines(entry('a', {path: 'a'}), base)
     const b = headers.lines(entry('b', {path: 'b'}), base)

@@ -60,6 +60,21 @@ describe('serve helpers', () => {
     })
   })
 
+  it('names each digest record by an id no other record has, across arenas and chunks, and no digests by 0', () => {
+    const fields = {path: 'a.iso', size: 1, mtime: 2, mirrors: Int16Array.of(1)}
+    const md5 = '0123456789abcdef0123456789abcdef'
+    const arenas = [new DigestArena(), new DigestArena()]
+    const ids = new Set<number>()
+    // 20,000 records fill the first chunk of the first arena (2^14 records) and start a second.
+    for (let i = 0; i < 20_000; i++) ids.add(arenas[i % 2 === 0 || i > 10_000 ? 0 : 1].entry(fields, md5, null, null).digestId!)
+    expect(ids.size).to.equal(20_000)
+    expect(ids.has(0)).to.equal(false)
+    expect(arenas[0].entry(fields, null, null, null).digestId).to.equal(0)
+    expect(unindexedVersion(arenas[0].entry(fields, md5, null, null), {size: 3, mtime: 4}).digestId).to.equal(0)
+    // A copy may be given other digests: it names none, so caches compare the digests.
+    expect(fileWith(arenas[1].entry(fields, md5, null, null), {md5: null}).digestId).to.equal(undefined)
+  })
+
   it('starts a new chunk when one fills up', () => {
     const pool = new MirrorSetPool()
     const big = Array.from({length: 1 << 20}, (_, i) => i % 30_000)

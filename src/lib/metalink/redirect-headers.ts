@@ -9,8 +9,8 @@
  *   detached signature is indexed beside the file (./signature.ts).
  *
  * None of these depends on the client beyond the base URL, so the lines are built once per
- * file version and base URL and kept in a bounded cache: a redirect then costs one `Map`
- * lookup and a few comparisons. The providers never stat the disk: `MirrorServer.currentFile`
+ * file version and base URL and kept in the bounded {@link VersionCache}: a redirect then
+ * costs one lookup and a few comparisons (the digests are compared by their id, not read). The providers never stat the disk: `MirrorServer.currentFile`
  * has confirmed the disk's version before any redirect, and a changed file reaches them as
  * an entry without hashes.
  */
@@ -22,6 +22,7 @@ import {originUrlFor} from './document.js'
 import {describedByLink, digestHeader} from './headers.js'
 import {signatureLink} from './signature.js'
 import {TORRENT_MEDIA_TYPE} from './torrent.js'
+import {VersionCache} from './version-cache.js'
 
 /** Distinct `Host` values whose base URL is kept (a client can send any plain host). */
 const MAX_HOSTS = 256
@@ -63,13 +64,8 @@ export class BaseUrls {
   }
 }
 
-/** The header lines of one file version under one base URL, and what they were built from. */
+/** The header lines of one file version under one base URL, and what else they were built from. */
 interface CachedLines {
-  size: number
-  mtime: number
-  md5: string | null
-  sha1: string | null
-  sha256: string | null
   signature: string | null | undefined
   torrent: boolean
   base: string
@@ -78,28 +74,30 @@ interface CachedLines {
 }
 
 export interface RedirectHeaderOptions {
-  /** The public base URL (`serve.public_url`); default: from the request's Host. */
-  baseUrl?: string
-  /** Whether `.torrent` files are served (a FormatStore is configured): only then the torrent `Link`. */
-  torrents?: boolean
-  /** File versions whose lines are kept (default 10,000; the oldest entry goes first). */
+  /** The base URLs by request, shared with the metalink routes (the same documents are linked). */
+  baseUrls: BaseUrls
+  /** Whether `.torrent` files are served (the metalink routes have a format store): only then the torrent `Link`. */
+  torrents: boolean
+  /** File versions whose lines are kept (default 10,000; the least recently used goes first). */
   cacheSize?: number
 }
+
+/** Bytes of cached lines kept at most (an entry is a few hundred bytes; the entry bound comes first). */
+const CACHE_BYTES = 32 * 1024 * 1024
 
 /**
  * The Metalink/HTTP redirect headers of one server (see the file comment): {@link provider}
  * is the {@link RedirectHeaderProvider} to register.
  */
 export class MetalinkRedirectHeaders {
-  private readonly cache = new Map<string, CachedLines>()
-  private readonly max: number
+  private readonly cache: VersionCache<CachedLines>
   private readonly torrents: boolean
   readonly baseUrls: BaseUrls
 
-  constructor(options: RedirectHeaderOptions = {}) {
-    this.baseUrls = new BaseUrls(options.baseUrl)
-    this.torrents = options.torrents === true
-    this.max = Math.max(1, options.cacheSize ?? 10_000)
+  constructor(options: RedirectHeaderOptions) {
+    this.baseUrls = options.baseUrls
+    this.torrents = options.torrents
+    this.cache = new VersionCache(Math.max(1, options.cacheSize ?? 10_000), CACHE_BYTES)
   }
 
   /** Pushes the lines for `file` (its indexed version, confirmed on disk by the server) onto `headers`. */
@@ -109,39 +107,25 @@ export class MetalinkRedirectHeaders {
   }
 
   /**
-   * The flat header lines of `file` under `base`: cached by path, valid while the path's size,
-   * mtime, hashes, signature, torrent data and base URL are the ones they were built from (a
-   * new file version, a rehash or another Host builds them anew). Fields are read, never
-   * copied: the entry may be a compact view.
+   * The flat header lines of `file` under `base`: kept per file version ({@link VersionCache}:
+   * size, mtime, hashes), valid while the signature, torrent data and base URL are the ones
+   * they were built from (a new file version, a rehash or another Host builds them anew).
    */
   lines(file: FileEntry, base: string): string[] {
-    const path = file.path
-    const md5 = file.md5
-    const sha1 = file.sha1
-    const sha256 = file.sha256
     const signature = file.signature
     const torrent = this.torrents && ((file.formats ?? 0) & FORMAT_TORRENT) !== 0
-    const cached = this.cache.get(path)
-    if (
-      cached !== undefined &&
-      cached.size === file.size &&
-      cached.mtime === file.mtime &&
-      cached.sha256 === sha256 &&
-      cached.md5 === md5 &&
-      cached.sha1 === sha1 &&
-      cached.signature === signature &&
-      cached.torrent === torrent &&
-      cached.base === base
-    )
-      return cached.lines
+    const cached = this.cache.get(file)
+    if (cached !== undefined && cached.signature === signature && cached.torrent === torrent && cached.base === base) return cached.lines
+    const path = file.path
     const url = originUrlFor(base, path)
     const lines = ['Link', describedByLink(`${url}.meta4`)]
     if (torrent) lines.push('Link', `<${url}.torrent>; rel=describedby; type="${TORRENT_MEDIA_TYPE}"`)
+    const {md5, sha1, sha256} = file
     if (md5 !== null && sha1 !== null && sha256 !== null) lines.push('Digest', digestHeader({md5, sha1, sha256}))
     if (signature) lines.push('Link', signatureLink(originUrlFor(base, path + signature)))
-    if (cached !== undefined) this.cache.delete(path)
-    else if (this.cache.size >= this.max) this.cache.delete(this.cache.keys().next().value as string)
-    this.cache.set(path, {size: file.size, mtime: file.mtime, md5, sha1, sha256, signature, torrent, base, lines})
+    let bytes = 64
+    for (let i = 0; i < lines.length; i++) bytes += lines[i].length
+    this.cache.set(file, {signature, torrent, base, lines}, bytes)
     return lines
   }
 }

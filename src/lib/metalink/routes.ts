@@ -128,7 +128,8 @@ export class MetalinkRoutes {
   private readonly versions: VersionCache<VersionParts>
   private readonly maxUrls: () => number
   private readonly signatures = new SignatureTexts(() => this.server.root)
-  private readonly baseUrls: BaseUrls
+  /** This server's base URLs by request; the redirect headers link the same documents and share them. */
+  readonly baseUrls: BaseUrls
 
   constructor(
     private readonly server: RouteServices,
@@ -138,6 +139,11 @@ export class MetalinkRoutes {
     const maxUrls = options.maxUrls ?? DEFAULT_MAX_URLS
     this.maxUrls = typeof maxUrls === 'number' ? () => maxUrls : maxUrls
     this.baseUrls = new BaseUrls(options.baseUrl)
+  }
+
+  /** Whether `.torrent` (and `.magnet`, `.btih`) are served: a format store was given. */
+  get servesTorrents(): boolean {
+    return this.options.formats !== undefined
   }
 
   /** The route (see {@link Route}): `match` finds the representation asked for, `handle` answers it. */

@@ -2,10 +2,12 @@
  * The one cache of what a document says about one file version and nothing about the
  * client: the hash row and the rendered Metalink 4 / 3 file parts (routes.ts), the BitTorrent
  * info dictionary and the zsync block sums (formats.ts). Entries are keyed by path and hold
- * a copy of the version they were made for (size, mtime, sha1, sha256): a lookup with any
+ * a copy of the version they were made for (size, mtime, md5, sha1, sha256): a lookup with any
  * other version of the path misses and drops the entry, so a file rewritten or re-hashed is
  * never described with its old size or hashes. Nothing is keyed by object identity (the
- * snapshot may hand out a new entry object for the same version).
+ * snapshot may hand out a new entry object for the same version). A snapshot entry names its
+ * digests by `digestId`: while the id is the one the entry was made with, the hashes are not
+ * read (a hit then decodes no hex); another id, or none, compares the hashes themselves.
  */
 
 /** The version of a file an entry is valid for (size bytes, mtime Unix seconds, hex digests or null). */
@@ -13,17 +15,32 @@ export interface CachedVersion {
   path: string
   size: number
   mtime: number
+  md5?: string | null
   sha1?: string | null
   sha256?: string | null
+  /** See FileEntry.digestId (src/lib/serve/snapshot.ts): equal ids, equal digests. */
+  digestId?: number
 }
 
 interface Entry<T> {
   size: number
   mtime: number
+  md5: string | null
   sha1: string | null
   sha256: string | null
+  /** The digestId last seen with these hashes (undefined: none known). */
+  digestId: number | undefined
   value: T
   bytes: number
+}
+
+/** `hit` was made for the same hashes as `file`'s: by digest id when it is the same, else by the hashes. */
+function sameHashes(hit: Entry<unknown>, file: CachedVersion): boolean {
+  const id = file.digestId
+  if (id !== undefined && id === hit.digestId) return true
+  if (hit.sha256 !== (file.sha256 ?? null) || hit.sha1 !== (file.sha1 ?? null) || hit.md5 !== (file.md5 ?? null)) return false
+  hit.digestId = id
+  return true
 }
 
 /** An LRU keyed by path, each entry valid for one file version, bounded by entries and by bytes. */
@@ -45,7 +62,7 @@ export class VersionCache<T> {
     const hit = this.map.get(file.path)
     if (!hit) return undefined
     this.map.delete(file.path)
-    if (hit.size !== file.size || hit.mtime !== file.mtime || hit.sha1 !== (file.sha1 ?? null) || hit.sha256 !== (file.sha256 ?? null)) {
+    if (hit.size !== file.size || hit.mtime !== file.mtime || !sameHashes(hit, file)) {
       this.bytes -= hit.bytes
       return undefined
     }
@@ -66,7 +83,7 @@ export class VersionCache<T> {
       this.map.delete(key)
       this.bytes -= oldest.bytes
     }
-    this.map.set(file.path, {size: file.size, mtime: file.mtime, sha1: file.sha1 ?? null, sha256: file.sha256 ?? null, value, bytes})
+    this.map.set(file.path, {size: file.size, mtime: file.mtime, md5: file.md5 ?? null, sha1: file.sha1 ?? null, sha256: file.sha256 ?? null, digestId: file.digestId, value, bytes})
     this.bytes += bytes
   }
 }

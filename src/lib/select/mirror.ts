@@ -13,7 +13,7 @@ import {maxRealm, poolFlags} from './pools.js'
 import {ipv6Flags} from './rank.js'
 import {ELIGIBILITY_RULES, type ExclusionRule, type RequestRule, type SchemeFacts} from './rules.js'
 import type {SelectMirror} from './types.js'
-import {trimLeadingSlashes, withTrailingSlash} from '../text.js'
+import {headerSafe, trimLeadingSlashes, withTrailingSlash} from '../text.js'
 import {textArray} from '../db/sql.js'
 
 function cidrs(value: unknown): Cidr[] {
@@ -32,9 +32,15 @@ function codes(value: unknown): Set<string> {
   )
 }
 
+/**
+ * A base URL with a trailing `/`, made header-safe ({@link headerSafe}): a mirror's URLs are
+ * its base plus an encoded path (select/url.ts), which is printable ASCII, so every URL built
+ * on it can go into `Location` and `Link` as it is, even from a row edited in SQL that breaks
+ * the registry's rules.
+ */
 function baseUrl(url: string | null | undefined): string | null {
   if (!url) return null
-  return withTrailingSlash(url)
+  return headerSafe(withTrailingSlash(url))
 }
 
 function num(value: unknown): number | null {
@@ -70,7 +76,8 @@ function unixSeconds(value: unknown): number | null {
  * Compiles one `mirror` row (as read by kysely from `pg` or PGlite; bigint columns may be
  * strings, arrays may be `{…}` text) into a {@link SelectMirror}.
  *
- * - `http_url` / `https_url` get a trailing `/`; `base_path` too (or stays '').
+ * - `http_url` / `https_url` get a trailing `/` and are made header-safe; `base_path` gets a
+ *   trailing `/` too (or stays '').
  * - `prefixes` and `client_prefixes` are parsed into CIDRs.
  * - `country`/`continent` are upper-cased; a missing continent is derived from the country.
  * - `last_scan_ok_at` and `scan_refused_at` become Unix seconds (UTC); `maintenance_until`

@@ -277,7 +277,7 @@ function createServer(
   server.varyOn('Accept')
   // The count is read per redirect: a reload may change `select.max_alternatives`.
   server.addRedirectHeaders(duplicateLinks(() => server.linkCount))
-  server.addRedirectHeaders(new MetalinkRedirectHeaders({baseUrl: config.serve.public_url, torrents: true}).provider)
+  server.addRedirectHeaders(new MetalinkRedirectHeaders({baseUrls: metalink.baseUrls, torrents: metalink.servesTorrents}).provider)
   return server
 }
 

@@ -223,7 +223,8 @@ export function duplicateLinks(count: number | (() => number)): RedirectHeaderPr
     for (let i = 0; i < links; i++) {
       const c = ranked[i]
       const cc = c.mirror.country
-      duplicates[i] = `<${headerSafe(c.url)}>; rel=duplicate; pri=${i + 1}${cc ? geoParameter(cc) : ''}`
+      // Header-safe as built: a compiled mirror's base URL is, and so is an encoded path.
+      duplicates[i] = `<${c.url}>; rel=duplicate; pri=${i + 1}${cc ? geoParameter(cc) : ''}`
     }
     // One name with an array of values: node writes one `Link:` line per value and checks
     // the name once.
@@ -697,10 +698,11 @@ export class MirrorServer implements RouteServices {
     const ranked = selection.ranked
     const best = ranked[0]
     const headers: Array<string | string[]> = [
-      // Both come from the registry; headerSafe keeps a row that breaks its rules (one
-      // edited in SQL, say) from making node refuse the response.
+      // The URL is header-safe as built (select/mirror.ts compiles the base URL so); the
+      // identifier comes from the registry as it is, and headerSafe keeps a row that breaks
+      // its rules (one edited in SQL, say) from making node refuse the response.
       'Location',
-      headerSafe(best.url),
+      best.url,
       'X-MB-Mirror',
       headerSafe(best.mirror.identifier),
       'X-MB-Realm',

@@ -41,6 +41,12 @@ export interface FileEntry extends SelectFile {
    * {@link FORMAT_ZSYNC} bits); absent or 0: none.
    */
   formats?: number
+  /**
+   * Names the digests without reading them: two entries with the same id hold the same
+   * digests (0: none at all). Absent: compare the digests themselves. A cache of what a file
+   * version's digests produce compares this first, so that a hit costs no hex decoding.
+   */
+  readonly digestId?: number
 }
 
 /** {@link FileEntry.formats} bit: current SHA-1 pieces (`.torrent`, `.magnet`, `.btih`). */
@@ -160,8 +166,21 @@ const SHA1_AT = 16
 const SHA256_AT = 36
 /** Bytes of one record. */
 const DIGEST_RECORD = 68
-/** Records per chunk (1.1 MB). */
+/** Records per chunk (1.1 MB); the first one holds the chunk's serial instead of digests. */
 const DIGEST_CHUNK_RECORDS = 1 << 14
+/**
+ * Serial of the last digest chunk allocated, in this process, across snapshots: a record's
+ * {@link FileEntry.digestId} is `serial * DIGEST_CHUNK_RECORDS + index`, and records are never
+ * rewritten, so an id is never given to other digests.
+ */
+let lastDigestChunk = 0
+
+/** A fresh digest chunk, its serial in the first 4 bytes and record 0 taken by it. */
+function digestChunk(): Buffer {
+  const chunk = Buffer.alloc(DIGEST_CHUNK_RECORDS * DIGEST_RECORD)
+  chunk.writeUInt32LE(++lastDigestChunk, 0)
+  return chunk
+}
 /**
  * {@link IndexedFile} `packed` bits: which of the record's digests are present, the
  * signature's suffix, the client formats; the record's byte offset lies above them.
@@ -182,8 +201,8 @@ const SIGNATURES = [null, '.asc', '.sig'] as const
  * {@link Snapshot.churn}).
  */
 export class DigestArena {
-  private chunk = Buffer.alloc(DIGEST_CHUNK_RECORDS * DIGEST_RECORD)
-  private used = 0
+  private chunk = digestChunk()
+  private used = 1
   /** Records allocated in total. */
   records = 0
 
@@ -201,8 +220,8 @@ export class DigestArena {
     const flags = (signature << SIGNATURE_SHIFT) | (formats << FORMATS_SHIFT)
     if (md5 === null && sha1 === null && sha256 === null) return new IndexedFile(fields, EMPTY_DIGESTS, flags)
     if (this.used === DIGEST_CHUNK_RECORDS) {
-      this.chunk = Buffer.alloc(DIGEST_CHUNK_RECORDS * DIGEST_RECORD)
-      this.used = 0
+      this.chunk = digestChunk()
+      this.used = 1
     }
     const at = this.used++ * DIGEST_RECORD
     this.records++
@@ -279,6 +298,11 @@ class IndexedFile implements FileEntry {
 
   get sha256(): string | null {
     return this.packed & HAS_SHA256 ? this.hex(SHA256_AT, DIGEST_RECORD) : null
+  }
+
+  get digestId(): number {
+    const digests = this.digests
+    return digests.length === 0 ? 0 : digests.readUInt32LE(0) * DIGEST_CHUNK_RECORDS + (this.packed >>> OFFSET_SHIFT) / DIGEST_RECORD
   }
 
   private hex(from: number, to: number): string {
