@@ -30,13 +30,13 @@ import type {Database} from '../db/index.js'
 import {hashesMatchVersion, mtimeSeconds} from '../origin/freshness.js'
 import {readStoredHashes, type StoredHashes} from '../origin/hash.js'
 import type {RequestContext, Route, RouteServices} from '../serve/server.js'
-import type {FileEntry} from '../serve/snapshot.js'
+import type {FileEntry, Snapshot} from '../serve/snapshot.js'
 import type {Selection} from '../select/types.js'
 import {hasQueryFlag} from '../serve/path.js'
 import {buildDocument, DEFAULT_MAX_URLS} from './document.js'
 import {SignatureTexts, signatureOf} from './signature.js'
 import {outdatedCopies} from './mirrorlist.js'
-import {staleCopiesOf} from '../lookup/files.js'
+import {StaleCopiesCache} from './stale-copies.js'
 import type {HashKind} from './headers.js'
 import {acceptsMeta4, type MetalinkContext, type Sent, sendHashFile, sendMeta4, sendMetalink3, sendMirrorList} from './http.js'
 import {FORMAT_SUFFIXES, type FormatKind, type FormatStore, sendFormat} from './formats.js'
@@ -128,6 +128,8 @@ export class MetalinkRoutes {
   private readonly versions: VersionCache<VersionParts>
   private readonly maxUrls: () => number
   private readonly signatures = new SignatureTexts(() => this.server.root)
+  /** The outdated copies for the mirror list (with a database). */
+  private readonly staleCopies: StaleCopiesCache | undefined
   /** This server's base URLs by request; the redirect headers link the same documents and share them. */
   readonly baseUrls: BaseUrls
 
@@ -139,6 +141,7 @@ export class MetalinkRoutes {
     const maxUrls = options.maxUrls ?? DEFAULT_MAX_URLS
     this.maxUrls = typeof maxUrls === 'number' ? () => maxUrls : maxUrls
     this.baseUrls = new BaseUrls(options.baseUrl)
+    this.staleCopies = options.database === undefined ? undefined : new StaleCopiesCache(options.database)
   }
 
   /** Whether `.torrent` (and `.magnet`, `.btih`) are served: a format store was given. */
@@ -228,7 +231,7 @@ export class MetalinkRoutes {
     const client = server.clientInfo(ctx)
     if (client === undefined) return server.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
     const changed = target.file !== undefined && current !== target.file
-    const file = target.kind === 'mirrorlist' && target.file !== undefined && !changed ? await this.withStaleCopies(current) : current
+    const file = target.kind === 'mirrorlist' && target.file !== undefined && !changed ? await this.withStaleCopies(ctx.snapshot, current) : current
     const selection = !target.file ? NOT_INDEXED : changed ? INDEX_STALE : server.selectMirrors(ctx, client, file, target.kind === 'mirrorlist')
     const baseUrl = this.baseUrl(ctx, client.https)
     if (FORMAT_KINDS.has(target.kind)) return this.handleFormat(ctx, target.kind as FormatKind, file, selection, baseUrl, changed)
@@ -275,14 +278,13 @@ export class MetalinkRoutes {
   }
 
   /**
-   * `file` with the outdated copies the mirrors' last scans saw (`mirror_file_stale`, which
-   * the snapshot does not hold), so that the mirror list shows them as outdated instead of
+   * `file` with the outdated copies the mirrors' last scans saw (./stale-copies.ts), so that the mirror list shows them as outdated instead of
    * leaving them out. Without a database, or while it is unreachable, `file` as it is.
    */
-  private async withStaleCopies(file: FileEntry): Promise<FileEntry> {
-    if (!this.options.database) return file
+  private async withStaleCopies(snapshot: Snapshot, file: FileEntry): Promise<FileEntry> {
+    if (this.staleCopies === undefined) return file
     try {
-      const stale = await staleCopiesOf(this.options.database, file)
+      const stale = await this.staleCopies.of(snapshot, file)
       return stale.size === 0 ? file : fileWith(file, {stale})
     } catch {
       return file
