@@ -148,14 +148,39 @@ function script(ctx: Context, name: string, paths: string[]): string {
   return file
 }
 
-/** The dataset `files` x `mirrors` (reused when present), its origin tree for `paths`, and its URL. */
-async function dataset(ctx: Context, files: number, mirrors: number, paths: number): Promise<{name: string; url: string; root: string; paths: string[]}> {
+/**
+ * The paths of `files` drawn at random (seeded by the dataset's shape), `paths` of them, only
+ * files some mirror holds when `held`: a redirect curve must measure redirects, not the
+ * origin delivering a file no mirror has (a sparse file of up to a gigabyte, whose bytes
+ * would dwarf the redirect's cost).
+ */
+async function choosePaths(url: string, files: number, mirrors: number, paths: number, held: boolean): Promise<string[]> {
+  const random = rng(files + mirrors)
+  const draw = () => Array.from({length: paths}, () => filePath(Math.floor(random() * files)))
+  if (!held) return draw()
+  const client = new pg.Client({connectionString: url})
+  await client.connect()
+  try {
+    const chosen: string[] = []
+    while (chosen.length < paths) {
+      const drawn = draw()
+      const rows = (await client.query('SELECT path FROM file WHERE path = ANY($1) AND cardinality(mirrors) > 0', [drawn])).rows
+      const holders = new Set(rows.map((r) => r.path as string))
+      for (const path of drawn) if (holders.has(path) && chosen.length < paths) chosen.push(path)
+    }
+    return chosen
+  } finally {
+    await client.end()
+  }
+}
+
+/** The dataset `files` x `mirrors` (reused when present), its origin tree for `paths` (held by a mirror when `held`), and its URL. */
+async function dataset(ctx: Context, files: number, mirrors: number, paths: number, held = false): Promise<{name: string; url: string; root: string; paths: string[]}> {
   const name = `mb_bench_curves_${files}x${mirrors}`
   progress(ctx, `dataset ${name}: ${count(files)} files x ${mirrors} mirrors`)
   const generated = await prepareDataset(name, files, mirrors, ctx.fresh)
   progress(ctx, generated > 0 ? `  generated in ${generated.toFixed(1)} s` : '  reused (--fresh regenerates)')
-  const random = rng(files + mirrors)
-  const chosen = Array.from({length: paths}, () => filePath(Math.floor(random() * files)))
+  const chosen = await choosePaths(dbUrl(name), files, mirrors, paths, held)
   const root = join(ctx.work, `root-${name}`)
   mkdirSync(root, {recursive: true})
   await createOriginTree(dbUrl(name), root, chosen)
@@ -209,7 +234,7 @@ async function redirectCurve(ctx: Context): Promise<Curve> {
   const {plan} = ctx
   const sets: Array<Awaited<ReturnType<typeof dataset>> & {held: number; lua: string; cpu: number[]; pg: number[]; rps: number[]}> = []
   for (const h of plan.held) {
-    const d = await dataset(ctx, plan.redirectFiles, Math.round(h / HELD_SHARE), 2000)
+    const d = await dataset(ctx, plan.redirectFiles, Math.round(h / HELD_SHARE), 2000, true)
     const client = new pg.Client({connectionString: d.url})
     await client.connect()
     const held = Number((await client.query('SELECT avg(cardinality(mirrors)) AS a FROM file')).rows[0].a)
