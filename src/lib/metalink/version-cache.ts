@@ -96,7 +96,17 @@ export class VersionCache<T> {
       this.map.delete(key)
       this.bytes -= oldest.bytes
     }
-    this.map.set(file.path, {size: file.size, mtime: file.mtime, md5: file.md5 ?? null, sha1: file.sha1 ?? null, sha256: file.sha256 ?? null, digestId: file.digestId, value, bytes, moved: ++this.moves})
+    this.map.set(file.path, {
+      size: file.size,
+      mtime: file.mtime,
+      md5: file.md5 ?? null,
+      sha1: file.sha1 ?? null,
+      sha256: file.sha256 ?? null,
+      digestId: file.digestId,
+      value,
+      bytes,
+      moved: ++this.moves,
+    })
     this.bytes += bytes
   }
 }
