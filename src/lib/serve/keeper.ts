@@ -47,11 +47,21 @@ export class SnapshotKeeper {
    */
   static async start(database: Database, options: KeeperOptions = {}): Promise<SnapshotKeeper> {
     const initial = await loadSnapshot(database)
-    collectGarbage() // the rows parsed during the load (./heap.ts)
     const keeper = new SnapshotKeeper(database, initial, options)
+    keeper.compactHeap('snapshot loaded') // the rows parsed during the load (./heap.ts)
     keeper.subscription = await database.listen('mb_change', () => keeper.trigger())
     keeper.schedule(keeper.pollMs)
     return keeper
+  }
+
+  /** Compacts the heap after a full load and logs `message` with the files, the pause (s) and the heap before and after (MB). */
+  private compactHeap(message: string): void {
+    const collection = collectGarbage()
+    const mb = (bytes: number) => Math.round(bytes / 2 ** 20)
+    this.options.logger?.info(
+      {files: this.current.files.size, gcPauseSeconds: Number(collection.pauseSeconds.toFixed(3)), heapMB: mb(collection.heapBytesBefore), heapAfterMB: mb(collection.heapBytesAfter)},
+      message,
+    )
   }
 
   /** Called after every successful refresh or reload. */
@@ -87,14 +97,12 @@ export class SnapshotKeeper {
       const limit = this.options.reloadAfterChurn ?? Math.max(100_000, snapshot.files.size / 2)
       if (snapshot.churn > limit) {
         this.current = await loadSnapshot(this.database)
-        collectGarbage() // the rows parsed and the snapshot replaced (./heap.ts)
-        log?.info({files: this.current.files.size}, 'snapshot reloaded')
+        this.compactHeap('snapshot reloaded') // the rows parsed and the snapshot replaced (./heap.ts)
       } else {
         const result = await refreshSnapshot(this.database, snapshot)
         if (result.reload) {
           this.current = await loadSnapshot(this.database)
-          collectGarbage()
-          log?.info({files: this.current.files.size}, 'snapshot reloaded (large change set)')
+          this.compactHeap('snapshot reloaded (large change set)')
         } else if (result.updated > 0 || result.deleted > 0) log?.debug(result, 'snapshot refreshed')
       }
       if (this.down) {
