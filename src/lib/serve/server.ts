@@ -623,7 +623,7 @@ export class MirrorServer implements RouteServices {
   private indexStale(ctx: RequestContext, file: FileEntry, disk: FileVersion): FileEntry {
     const entry = unindexedVersion(file, disk)
     const files = ctx.snapshot.files
-    if (files.get(file.path) === file) files.set(file.path, entry)
+    files.replaceIfCurrent(file.path, file, entry)
     const stale: IndexStale = {path: file.path, indexed: {size: file.size, mtime: file.mtime}, disk}
     this.options.logger?.warn(stale, `origin index stale: ${file.path}`)
     try {

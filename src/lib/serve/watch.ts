@@ -38,8 +38,7 @@ export function watchOrigin(root: string, keeper: Pick<SnapshotKeeper, 'current'
       /* gone: deliver (404) from the origin too */
     }
     if (size === entry.size && mtime === entry.mtime) return
-    const current = keeper.current.files.get(path)
-    if (current !== entry) return // a refresh replaced it meanwhile
+    if (!keeper.current.files.isCurrent(path, entry)) return // a refresh replaced it meanwhile
     if (repomd && size >= 0) onRepomdChange({path, mtime, previousMirrors: Array.from(entry.mirrors)})
     if (entry.mirrors.length === 0) return
     keeper.current.files.set(path, unindexedVersion(entry, {size: size < 0 ? entry.size : size, mtime: mtime < 0 ? entry.mtime : mtime}))

@@ -1,0 +1,83 @@
+import {expect} from 'chai'
+import {type FileEntry, fileWith, Snapshot, unindexedVersion} from '../../src/lib/serve/snapshot.js'
+
+const MD5 = '0123456789abcdef0123456789abcdef'
+const SHA1 = 'ab'.repeat(20)
+
+/** Every FileEntry field of `file`, read out (the digests are getters). */
+function fields(file: FileEntry | undefined) {
+  if (file === undefined) return undefined
+  const {path, size, mtime, md5, sha1, sha256, signature, formats, digestId} = file
+  return {path, size, mtime, mirrors: [...file.mirrors], md5, sha1, sha256, signature, formats, digestId}
+}
+
+describe('the snapshot file map (src/lib/serve/snapshot.ts FileMap)', () => {
+  it('reads back every field of an indexed entry, and keeps other entries as they are', () => {
+    const snapshot = new Snapshot()
+    const mirrors = snapshot.mirrorSets.fromText('3,1')
+    const indexed = snapshot.digests.entry({path: 'big.iso', size: 4_000_000_000, mtime: 1_764_000_000, mirrors, signature: '.sig', formats: 3}, MD5, SHA1, null)
+    snapshot.files.set('big.iso', indexed)
+    const plain = fileWith(indexed, {path: 'copy.iso', md5: null})
+    snapshot.files.set('copy.iso', plain)
+
+    const read = snapshot.files.get('big.iso')!
+    expect(fields(read)).to.deep.equal(fields(indexed))
+    expect(read.mirrors).to.equal(mirrors)
+    expect(read.digestId).to.be.above(0)
+    expect(snapshot.files.get('copy.iso')).to.equal(plain)
+    expect(snapshot.files.get('none.iso')).to.equal(undefined)
+    expect(snapshot.files.has('big.iso') && snapshot.files.has('copy.iso') && !snapshot.files.has('none.iso')).to.equal(true)
+  })
+
+  it('gives a replaced path a new slot: an entry read before stays what it was and is no longer current', () => {
+    const snapshot = new Snapshot()
+    const files = snapshot.files
+    const v1 = snapshot.digests.entry({path: 'a.iso', size: 10, mtime: 100, mirrors: snapshot.mirrorSets.fromText('1')}, MD5, null, null)
+    files.set('a.iso', v1)
+    const seen = files.get('a.iso')!
+    expect(files.isCurrent('a.iso', seen)).to.equal(true)
+
+    files.set('a.iso', snapshot.digests.entry({path: 'a.iso', size: 20, mtime: 200, mirrors: snapshot.mirrorSets.fromText('2')}, null, SHA1, null))
+    expect(fields(seen)).to.include({size: 10, mtime: 100, md5: MD5, sha1: null})
+    expect(fields(files.get('a.iso'))).to.include({size: 20, mtime: 200, md5: null, sha1: SHA1})
+    expect(files.isCurrent('a.iso', seen)).to.equal(false)
+
+    // The stale reader's replacement is refused; the current one's is taken.
+    expect(files.replaceIfCurrent('a.iso', seen, unindexedVersion(seen, {size: 11, mtime: 101}))).to.equal(false)
+    expect(files.get('a.iso')!.size).to.equal(20)
+    const current = files.get('a.iso')!
+    const local = unindexedVersion(current, {size: 21, mtime: 201})
+    expect(files.replaceIfCurrent('a.iso', current, local)).to.equal(true)
+    expect(files.get('a.iso')).to.deep.include({size: 21, mtime: 201, md5: null})
+    expect(files.isCurrent('a.iso', local)).to.equal(false) // it was stored by slot, and is read back as a new entry
+    expect(files.isCurrent('a.iso', files.get('a.iso')!)).to.equal(true)
+    expect(files.size).to.equal(1)
+  })
+
+  it('tells entries of another map apart, even in the same slot', () => {
+    const [one, two] = [new Snapshot(), new Snapshot()]
+    for (const s of [one, two]) s.files.set('a.iso', s.digests.entry({path: 'a.iso', size: 1, mtime: 1, mirrors: s.mirrorSets.fromText('1')}, null, null, null))
+    expect(two.files.isCurrent('a.iso', one.files.get('a.iso')!)).to.equal(false)
+    expect(one.files.isCurrent('a.iso', one.files.get('a.iso')!)).to.equal(true)
+  })
+
+  it('grows past its first slots, deletes, and iterates the paths it holds', () => {
+    const snapshot = new Snapshot()
+    const files = snapshot.files
+    const mirrors = snapshot.mirrorSets.fromText('5')
+    for (let i = 0; i < 5_000; i++) files.set(`f/${i}`, snapshot.digests.entry({path: `f/${i}`, size: i * 1_000_000, mtime: 1_700_000_000 + i, mirrors}, i % 2 === 0 ? MD5 : null, null, null))
+    for (let i = 0; i < 5_000; i += 5) expect(files.delete(`f/${i}`)).to.equal(true)
+    expect(files.delete('f/0')).to.equal(false)
+    expect(files.size).to.equal(4_000)
+    expect(fields(files.get('f/4999'))).to.include({size: 4_999_000_000, mtime: 1_700_004_999, md5: null})
+    expect(fields(files.get('f/4998'))).to.include({size: 4_998_000_000, mtime: 1_700_004_998, md5: MD5})
+    const paths = [...files.keys()]
+    expect(paths).to.have.length(4_000)
+    expect(paths).to.not.include('f/5')
+    let bytes = 0
+    for (const entry of files.values()) bytes += entry.size
+    let count = 0
+    for (const [path, entry] of files) if (entry.path === path) count++
+    expect({bytes, count}).to.deep.equal({bytes: [...Array(5_000).keys()].filter((i) => i % 5 !== 0).reduce((sum, i) => sum + i * 1_000_000, 0), count: 4_000})
+  })
+})
