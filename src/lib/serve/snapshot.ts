@@ -22,6 +22,7 @@ import type {SelectFile, SelectMirror} from '../select/types.js'
 import {HASHES_MATCH_VERSION_SQL} from '../origin/freshness.js'
 import {compileRules, NO_RULES, RULES_SQL, type RuleSet, ruleFromJson} from '../rules/rule.js'
 import {type LinkTarget, resolveLinks} from '../origin/links.js'
+import {PathTable} from './path-table.js'
 
 /** One origin file as the snapshot holds it. Size in bytes, mtime in Unix seconds (UTC). */
 export interface FileEntry extends SelectFile {
@@ -368,7 +369,7 @@ const INITIAL_SLOTS = 1024
  * see the merged entries only (they are used for counts and loads).
  */
 class FileMap {
-  private readonly slots = new Map<string, number>()
+  private readonly slots = new PathTable()
   private capacity = INITIAL_SLOTS
   private sizes = new Float64Array(INITIAL_SLOTS)
   private mtimes = new Float64Array(INITIAL_SLOTS)
@@ -532,6 +533,11 @@ class FileMap {
    * old copies as holes in the C heap).
    */
   reserve(slots: number): void {
+    this.slots.reserve(slots)
+    this.reserveColumns(slots)
+  }
+
+  private reserveColumns(slots: number): void {
     if (slots <= this.capacity) return
     this.capacity = slots
     this.sizes = grown(this.sizes, new Float64Array(slots))
@@ -542,7 +548,7 @@ class FileMap {
   }
 
   private grow(): void {
-    this.reserve(Math.ceil(this.capacity * 1.5))
+    this.reserveColumns(Math.ceil(this.capacity * 1.5))
   }
 }
 
