@@ -74,4 +74,16 @@ describe('PathTable (src/lib/serve/path-table.ts)', () => {
     expect(table.get('r/2')).to.equal(undefined)
     expect(table.delete('r/2')).to.equal(false)
   })
+
+  it('lists the paths under a prefix, stored and kept aside alike', () => {
+    const table = new PathTable()
+    for (const [i, path] of ['debian/dists/stable/Release', 'debian/pool/a.deb', 'debian/dists/€/Release', 'debiann/x', 'ubuntu/dists/x', 'debian/dists/testing/InRelease'].entries())
+      table.set(path, i)
+    table.delete('debian/pool/a.deb')
+    expect([...table.keys('debian/dists/')]).to.deep.equal(['debian/dists/stable/Release', 'debian/dists/testing/InRelease', 'debian/dists/€/Release'])
+    expect([...table.keys('debian/')]).to.have.length(3)
+    expect([...table.keys('debian/pool/')]).to.deep.equal([])
+    expect([...table.keys('debian/dists/€')]).to.deep.equal(['debian/dists/€/Release'])
+    expect([...table.keys()]).to.have.length(5)
+  })
 })

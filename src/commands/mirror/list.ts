@@ -55,7 +55,7 @@ With --path SUBDIR it gives the public network overview of that subtree instead 
     const database = await this.openDb()
     const snapshot = await loadSnapshot(database)
     const subtree = parsed.subtree
-    if (subtree !== '' && ![...snapshot.files.keys()].some((p) => p.startsWith(subtree)))
+    if (subtree !== '' && snapshot.files.keys(subtree).next().done)
       throw new MbError(`No indexed file lies under /${subtree}. Give a directory of the tree (relative to the root), or run \`mb index\` first.`, {code: 'FILE_NOT_FOUND'})
     const overview = await buildOverview(new NetworkView(database, () => snapshot), snapshot, subtree)
     this.print(renderTable(overview.mirrors, OVERVIEW_COLUMNS))

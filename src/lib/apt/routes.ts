@@ -54,11 +54,11 @@ function aptTarget(ctx: Pick<RequestContext, 'path' | 'slash' | 'file'>): AptTar
 function releaseHolders(snapshot: Snapshot, dir: string): Int16Array {
   const prefix = `${dir}dists/`
   const ids = new Set<number>()
-  for (const [path, entry] of snapshot.files) {
-    if (!path.startsWith(prefix) || !(path.endsWith('/InRelease') || path.endsWith('/Release'))) continue
+  for (const path of snapshot.files.keys(prefix)) {
+    if (!(path.endsWith('/InRelease') || path.endsWith('/Release'))) continue
     // dists/SUITE/Release only (not dists/SUITE/main/binary-amd64/Release).
     if (path.indexOf('/', prefix.length) !== path.lastIndexOf('/')) continue
-    for (const id of entry.mirrors) ids.add(id)
+    for (const id of snapshot.files.get(path)?.mirrors ?? []) ids.add(id)
   }
   return Int16Array.from(ids)
 }

@@ -119,8 +119,15 @@ export class PathTable {
     yield* this.others
   }
 
-  *keys(): IterableIterator<string> {
-    for (const [path] of this) yield path
+  /**
+   * The paths that start with `prefix` (all by default), in the order of the iterator. The
+   * stored ones are compared as bytes and only those that match are made into strings.
+   */
+  *keys(prefix = ''): IterableIterator<string> {
+    if (latin1Hash(prefix) >= 0) {
+      for (let entry = 0; entry < this.entries; entry++) if (this.values[entry] >= 0 && this.startsWith(entry, prefix)) yield this.pathOf(entry)
+    }
+    for (const path of this.others.keys()) if (path.startsWith(prefix)) yield path
   }
 
   /** The cell holding `path` (of hash `hash`), or -1. */
@@ -141,6 +148,16 @@ export class PathTable {
     const chunk = this.chunks[start >>> CHUNK_SHIFT]
     const at = start & (CHUNK_BYTES - 1)
     for (let i = 0; i < path.length; i++) if (chunk[at + i] !== path.charCodeAt(i)) return false
+    return true
+  }
+
+  /** Whether entry `entry`'s path starts with `prefix` (of Latin-1 characters only). */
+  private startsWith(entry: number, prefix: string): boolean {
+    if (this.lengths[entry] < prefix.length) return false
+    const start = this.starts[entry]
+    const chunk = this.chunks[start >>> CHUNK_SHIFT]
+    const at = start & (CHUNK_BYTES - 1)
+    for (let i = 0; i < prefix.length; i++) if (chunk[at + i] !== prefix.charCodeAt(i)) return false
     return true
   }
 

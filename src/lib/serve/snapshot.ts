@@ -439,8 +439,9 @@ class FileMap {
     return current
   }
 
-  keys(): IterableIterator<string> {
-    return this.slots.keys()
+  /** The paths that start with `prefix` (all by default), without making an entry of each. */
+  keys(prefix = ''): IterableIterator<string> {
+    return this.slots.keys(prefix)
   }
 
   *values(): IterableIterator<FileEntry> {
