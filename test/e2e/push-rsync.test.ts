@@ -95,12 +95,12 @@ function killTree(pid: number): void {
   }
 }
 
-/** Polls `fn` every 250 ms until it returns true (up to `seconds`). */
-async function eventually(what: string, seconds: number, fn: () => Promise<boolean>): Promise<void> {
+/** Polls `fn` every `everyMs` ms until it returns true (up to `seconds`). */
+async function eventually(what: string, seconds: number, fn: () => Promise<boolean>, everyMs = 250): Promise<void> {
   const end = Date.now() + seconds * 1000
   while (Date.now() < end) {
     if (await fn()) return
-    await new Promise((r) => setTimeout(r, 250))
+    await new Promise((r) => setTimeout(r, everyMs))
   }
   throw new Error(`timed out waiting for: ${what}`)
 }
@@ -328,7 +328,8 @@ describe('mb push to real rsync daemons (e2e)', function () {
   it('serves nothing from a mirror whose daemon is killed in the middle of a transfer, until a later push confirms it', async () => {
     const push = startPush(['cut'])
     // The daemon logs each file it has received: kill it, and its per-connection children, after 300 of pass 1's 10,000.
-    await eventually('300 files to arrive', 300, async () => (readFileSync(join(dir, 'cut.log'), 'utf8').match(/ recv /g) ?? []).length >= 300)
+    // Looked at every 5 ms: on a quiet machine the whole pass takes well under a second.
+    await eventually('300 files to arrive', 300, async () => (readFileSync(join(dir, 'cut.log'), 'utf8').match(/ recv /g) ?? []).length >= 300, 5)
     killTree(cut!.pid!)
     await new Promise((r) => cut!.once('exit', r))
     expect(await push.exited).to.equal(1)
