@@ -25,6 +25,9 @@ describe('the snapshot file map (src/lib/serve/snapshot.ts FileMap)', () => {
     expect(read.mirrors).to.equal(mirrors)
     expect(read.digestId).to.be.above(0)
     expect(snapshot.files.get('copy.iso')).to.equal(plain)
+    // Filed under another path than its own, an entry is kept as it is, its own path and all.
+    snapshot.files.set('alias.iso', indexed)
+    expect(snapshot.files.get('alias.iso')).to.equal(indexed)
     expect(snapshot.files.get('none.iso')).to.equal(undefined)
     expect(snapshot.files.has('big.iso') && snapshot.files.has('copy.iso') && !snapshot.files.has('none.iso')).to.equal(true)
   })

@@ -23,7 +23,7 @@ describe('PathTable (src/lib/serve/path-table.ts)', () => {
       const op = next()
       if (op < 0.5) {
         const value = Math.floor(next() * 2 ** 31)
-        table.set(path, value)
+        expect(table.set(path, value)).to.equal(reference.get(path))
         reference.set(path, value)
       } else if (op < 0.7) {
         expect(table.delete(path)).to.equal(reference.delete(path))

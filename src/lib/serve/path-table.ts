@@ -13,6 +13,7 @@
  * rebuilt without tombstones when it grows. The owner replaces the whole table on a full
  * snapshot load, which reclaims the bytes (the snapshot's churn accounting, snapshot.ts).
  */
+import {resized} from './columns.js'
 
 /** Bytes per path chunk (4 MiB); a path never spans two chunks. */
 const CHUNK_SHIFT = 22
@@ -23,6 +24,14 @@ const MAX_STORED_LENGTH = 0xffff
 const TOMBSTONE = -1
 /** Entries and table cells to start with. */
 const INITIAL_ENTRIES = 1024
+
+/**
+ * The hash under which `path` is stored in the chunks, or -1 when it cannot be (a character
+ * above U+00FF, or longer than {@link MAX_STORED_LENGTH}).
+ */
+function storedHash(path: string): number {
+  return path.length > MAX_STORED_LENGTH ? -1 : latin1Hash(path)
+}
 
 /** FNV-1a over the UTF-16 code units of `path` (the same as over its Latin-1 bytes); -1 when a unit is above 0xFF. */
 function latin1Hash(path: string): number {
@@ -59,7 +68,7 @@ export class PathTable {
 
   /** The value of `path`, or undefined. */
   get(path: string): number | undefined {
-    const hash = path.length > MAX_STORED_LENGTH ? -1 : latin1Hash(path)
+    const hash = storedHash(path)
     if (hash < 0) return this.others.get(path)
     const cell = this.find(path, hash)
     return cell < 0 ? undefined : this.values[this.cells[cell] - 1]
@@ -72,28 +81,32 @@ export class PathTable {
   /**
    * Sets the value of `path`.
    * @param value a non-negative integer below 2^31
+   * @returns the value it replaces, or undefined when `path` was not there
    */
-  set(path: string, value: number): this {
-    const hash = path.length > MAX_STORED_LENGTH ? -1 : latin1Hash(path)
+  set(path: string, value: number): number | undefined {
+    const hash = storedHash(path)
     if (hash < 0) {
+      const previous = this.others.get(path)
       this.others.set(path, value)
-      return this
+      return previous
     }
     const cell = this.find(path, hash)
     if (cell >= 0) {
-      this.values[this.cells[cell] - 1] = value
-      return this
+      const entry = this.cells[cell] - 1
+      const previous = this.values[entry]
+      this.values[entry] = value
+      return previous
     }
     if ((this.live + this.tombstones + 1) * 2 > this.cells.length) this.rehash()
     const entry = this.append(path, hash, value)
     this.place(entry + 1, hash)
     this.live++
-    return this
+    return undefined
   }
 
   /** Deletes `path`; whether it was there. */
   delete(path: string): boolean {
-    const hash = path.length > MAX_STORED_LENGTH ? -1 : latin1Hash(path)
+    const hash = storedHash(path)
     if (hash < 0) return this.others.delete(path)
     const cell = this.find(path, hash)
     if (cell < 0) return false
@@ -124,7 +137,7 @@ export class PathTable {
    * stored ones are compared as bytes and only those that match are made into strings.
    */
   *keys(prefix = ''): IterableIterator<string> {
-    if (latin1Hash(prefix) >= 0) {
+    if (storedHash(prefix) >= 0) {
       for (let entry = 0; entry < this.entries; entry++) if (this.values[entry] >= 0 && this.startsWith(entry, prefix)) yield this.pathOf(entry)
     }
     for (const path of this.others.keys()) if (path.startsWith(prefix)) yield path
@@ -210,15 +223,9 @@ export class PathTable {
   }
 
   private resizeEntries(entries: number): void {
-    this.starts = copied(this.starts, new Uint32Array(entries))
-    this.lengths = copied(this.lengths, new Uint16Array(entries))
-    this.hashes = copied(this.hashes, new Int32Array(entries))
-    this.values = copied(this.values, new Int32Array(entries))
+    this.starts = resized(this.starts, entries)
+    this.lengths = resized(this.lengths, entries)
+    this.hashes = resized(this.hashes, entries)
+    this.values = resized(this.values, entries)
   }
-}
-
-/** `to`, holding a copy of `from` at its start. */
-function copied<T extends Uint32Array | Uint16Array | Int32Array>(from: T, to: T): T {
-  to.set(from)
-  return to
 }

@@ -23,6 +23,7 @@ import type {SelectFile, SelectMirror} from '../select/types.js'
 import {HASHES_MATCH_VERSION_SQL} from '../origin/freshness.js'
 import {compileRules, NO_RULES, RULES_SQL, type RuleSet, ruleFromJson} from '../rules/rule.js'
 import {type LinkTarget, resolveLinks} from '../origin/links.js'
+import {resized} from './columns.js'
 import {PathTable} from './path-table.js'
 
 /** One origin file as the snapshot holds it. Size in bytes, mtime in Unix seconds (UTC). */
@@ -393,6 +394,7 @@ class FileMap {
     return this.slots.size
   }
 
+  /** The entry at origin path `path` (root-relative, no leading slash), or undefined. */
   get(path: string): FileEntry | undefined {
     const pending = this.pending
     if (pending !== undefined) {
@@ -403,17 +405,20 @@ class FileMap {
     return slot === undefined ? undefined : this.entryAt(path, slot)
   }
 
+  /** Whether {@link get} finds an entry at `path`, without making one. */
   has(path: string): boolean {
     const pending = this.pending?.get(path)
     return pending !== undefined ? pending !== null : this.slots.has(path)
   }
 
+  /** Puts `entry` at `path` in a new slot (an entry read before keeps its values). */
   set(path: string, entry: FileEntry): this {
     if (this.pending?.has(path)) this.pending.set(path, entry)
     this.store(path, entry)
     return this
   }
 
+  /** Drops the entry at `path`; whether there was one. */
   delete(path: string): boolean {
     const existed = this.has(path)
     if (this.pending?.has(path)) this.pending.set(path, null)
@@ -444,10 +449,12 @@ class FileMap {
     return this.slots.keys(prefix)
   }
 
+  /** Every entry, each made afresh (about 160 ms for 1,000,000: for counts and background work, not per request). */
   *values(): IterableIterator<FileEntry> {
     for (const [path, slot] of this.slots) yield this.entryAt(path, slot)
   }
 
+  /** Every path with its entry, as {@link values} makes them. */
   *entries(): IterableIterator<[string, FileEntry]> {
     for (const [path, slot] of this.slots) yield [path, this.entryAt(path, slot)]
   }
@@ -501,7 +508,8 @@ class FileMap {
   private store(path: string, entry: FileEntry): void {
     const slot = this.used++
     if (slot === this.capacity) this.grow()
-    if (entry instanceof IndexedFile) {
+    // An entry filed under another path than its own is kept as it is (a slot answers with its key).
+    if (entry instanceof IndexedFile && entry.path === path) {
       this.sizes[slot] = entry.size
       this.mtimes[slot] = entry.mtime
       this.packed[slot] = entry.packed
@@ -511,8 +519,7 @@ class FileMap {
       this.chunkRefs[slot] = WHOLE
       this.whole.set(slot, entry)
     }
-    const old = this.slots.get(path)
-    this.slots.set(path, slot)
+    const old = this.slots.set(path, slot)
     if (old !== undefined) this.release(old)
   }
 
@@ -542,11 +549,11 @@ class FileMap {
   private reserveColumns(slots: number): void {
     if (slots <= this.capacity) return
     this.capacity = slots
-    this.sizes = grown(this.sizes, new Float64Array(slots))
-    this.mtimes = grown(this.mtimes, new Float64Array(slots))
-    this.packed = grown(this.packed, new Int32Array(slots))
-    this.setRefs = grown(this.setRefs, new Int32Array(slots))
-    this.chunkRefs = grown(this.chunkRefs, new Int32Array(slots))
+    this.sizes = resized(this.sizes, slots)
+    this.mtimes = resized(this.mtimes, slots)
+    this.packed = resized(this.packed, slots)
+    this.setRefs = resized(this.setRefs, slots)
+    this.chunkRefs = resized(this.chunkRefs, slots)
   }
 
   private grow(): void {
@@ -579,12 +586,6 @@ class RefTable<T extends object> {
     }
     return index
   }
-}
-
-/** `to`, holding a copy of `from` at its start. */
-function grown<T extends Float64Array | Int32Array>(from: T, to: T): T {
-  to.set(from)
-  return to
 }
 
 /** A consistent picture of mirrors and files. Replaced wholesale on a full load. */
