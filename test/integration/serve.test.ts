@@ -6,6 +6,7 @@
  */
 import {expect} from 'chai'
 import {mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {connect} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
@@ -102,6 +103,24 @@ describe(`mb serve (${backend})`, function () {
     expect(links[1]).to.equal('<http://se.example.org/big.iso>; rel=duplicate; pri=2; geo=se')
     expect(links[2]).to.equal('<http://us.example.org/mirror/big.iso>; rel=duplicate; pri=3; geo=us')
     expect(res.body.length).to.equal(0)
+  })
+
+  it('answers pipelined requests in order: redirects written at the end of the turn, a 404 at once, each where it was asked', async () => {
+    // One write holding five requests: node parses them in one turn; the redirects are
+    // queued for its end (src/lib/serve/turn-batch.ts) and the 404 is not.
+    const targets = ['/big.iso', '/nope.iso', '/big.iso', '/small.txt', '/big.iso']
+    const raw = targets.map((t, i) => `GET ${t} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: ${GB}\r\n${i === targets.length - 1 ? 'Connection: close\r\n' : ''}\r\n`).join('')
+    const text = await new Promise<string>((resolve, reject) => {
+      const socket = connect(serve.port, '127.0.0.1')
+      const chunks: Buffer[] = []
+      socket.on('data', (c) => chunks.push(c))
+      socket.on('error', reject)
+      socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')))
+      socket.write(raw)
+    })
+    const answers = [...text.matchAll(/HTTP\/1\.1 (\d{3}) [^\r]*\r\n((?:[^\r]+\r\n)*)\r\n/g)].map((m) => ({status: Number(m[1]), location: /^Location: (.*)$/im.exec(m[2])?.[1]}))
+    expect(answers.map((a) => a.status)).to.deep.equal([302, 404, 302, 200, 302])
+    expect(answers.filter((a) => a.status === 302).map((a) => a.location)).to.deep.equal(Array(3).fill('http://gb.example.org/pub/big.iso'))
   })
 
   it('answers HEAD like GET', async () => {

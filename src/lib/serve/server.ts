@@ -38,7 +38,7 @@ import {DiskVersions} from '../origin/disk.js'
 import type {FileVersion} from '../origin/freshness.js'
 import {clientInfo} from '../select/index.js'
 import type {SelectOptions} from '../select/options.js'
-import type {ClientInfo, Selection} from '../select/types.js'
+import type {Candidate, ClientInfo, Selection} from '../select/types.js'
 import {encodePath} from '../select/url.js'
 import {headerSafe} from '../text.js'
 import {listDirectory, renderIndex} from './autoindex.js'
@@ -50,6 +50,7 @@ import {parseTarget, queryParam} from './path.js'
 import {type FileEntry, type Snapshot, unindexedVersion} from './snapshot.js'
 import {resolveLinks} from '../origin/links.js'
 import type {Outcome, RequestObserver, RequestOutcome} from './types.js'
+import {TurnBatch} from './turn-batch.js'
 
 export interface ServerOptions {
   /** The origin tree (absolute or relative; resolved with realpath at start). */
@@ -244,6 +245,14 @@ function answerRaw(socket: Duplex, status: number, extra = ''): void {
   socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n${extra}Connection: close\r\nContent-Length: 0\r\n\r\n`)
 }
 
+/** A `302 Found` built and not written yet: its request, file, chosen mirror and header lines. */
+interface PendingRedirect {
+  ctx: RequestContext
+  file: FileEntry
+  best: Candidate
+  headers: Array<string | string[]>
+}
+
 /** The server. Create, `listen()`, and `close()` on shutdown. */
 export class MirrorServer implements RouteServices {
   readonly http: http.Server
@@ -258,6 +267,11 @@ export class MirrorServer implements RouteServices {
   private geo: GeoResolver
   private readonly connections: ConnectionGuard
   private readonly serverHeader: string | undefined
+  /** The `302 Found` answers of this event-loop turn, written and reported together (./turn-batch.ts). */
+  private readonly redirects = new TurnBatch<PendingRedirect>(
+    (pending) => this.writeRedirect(pending),
+    (pending, error) => this.fail(pending.ctx, error),
+  )
   /** The checks of verified redirects; undefined when verification is off (nothing is checked). */
   private verifier: Verifier | undefined
   private disk: DiskVersions | undefined
@@ -719,6 +733,11 @@ export class MirrorServer implements RouteServices {
     if (escalated !== undefined) headers.push('X-MB-Escalated', escalated)
     const providers = this.redirectHeaders
     for (let i = 0; i < providers.length; i++) providers[i](headers, ctx, file, client, selection)
+    this.redirects.add({ctx, file, best, headers})
+  }
+
+  /** Writes a redirect queued by {@link redirect} and reports it. */
+  private writeRedirect({ctx, file, best, headers}: PendingRedirect): void {
     ctx.res.writeHead(302, headers)
     ctx.res.end()
     if (!this.reporting) return
