@@ -34,6 +34,23 @@ describe('TurnBatch (src/lib/serve/turn-batch.ts)', () => {
     expect(failed).to.deep.equal([['bad', 'refused header']])
   })
 
+  it('the item that fills the batch writes it at once; the rest of the turn waits for its end', async () => {
+    const written: number[] = []
+    const batch = new TurnBatch<number>(
+      (n) => written.push(n),
+      () => expect.fail('no item fails'),
+      3,
+    )
+    for (let i = 0; i < 2; i++) batch.add(i)
+    expect(written).to.deep.equal([])
+    batch.add(2)
+    expect(written).to.deep.equal([0, 1, 2])
+    batch.add(3)
+    expect(written).to.deep.equal([0, 1, 2])
+    await nextTurn()
+    expect(written).to.deep.equal([0, 1, 2, 3])
+  })
+
   it('an item added while the batch is written waits for the next turn', async () => {
     const written: string[] = []
     const batch: TurnBatch<string> = new TurnBatch<string>(
