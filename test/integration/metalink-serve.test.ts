@@ -186,6 +186,16 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     expect(await meta4.text()).to.equal('<from-disk/>\n')
   })
 
+  it('answers 404 for a representation asked below a file (file.iso/x.meta4), not 500', async () => {
+    for (const target of ['/pub/big.iso/*.meta4', '/pub/big.iso/x.iso.meta4', '/pub/real.iso/x.sha256', '/pub/big.iso/x.mirrorlist']) {
+      for (const method of ['GET', 'HEAD']) {
+        const res = await fetch(base + target, {method, headers: {'if-none-match': '"x"'}})
+        await res.text()
+        expect([target, method, res.status]).to.deep.equal([target, method, 404])
+      }
+    }
+  })
+
   it('answers HEAD with the headers only, and reports each kind of answer to observers', async () => {
     const head = await fetch(`${base}/pub/big.iso.meta4`, {method: 'HEAD'})
     expect(head.status).to.equal(200)

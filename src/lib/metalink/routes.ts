@@ -24,9 +24,9 @@
  * (./version-cache.ts), so a request builds only its ranked `<url>` list. When the database
  * is unreachable the documents carry the whole-file hashes without pieces.
  */
-import {statSync} from 'node:fs'
 import {sep} from 'node:path'
 import type {Database} from '../db/index.js'
+import {statIfPresent} from '../origin/disk.js'
 import {hashesMatchVersion, mtimeSeconds} from '../origin/freshness.js'
 import {readStoredHashes, type StoredHashes} from '../origin/hash.js'
 import type {RequestContext, Route, RouteServices} from '../serve/server.js'
@@ -208,11 +208,12 @@ export class MetalinkRoutes {
   private async unindexed(ctx: RequestContext, target: MetalinkTarget): Promise<FileEntry | undefined> {
     const server = this.server
     const described = await server.resolveOnDisk(target.path)
-    if (described === undefined || described.directory) {
+    // A file removed since it was resolved gets the default handling too (a 404).
+    const st = described === undefined || described.directory ? undefined : statIfPresent(described.real)
+    if (st === undefined) {
       await server.serveDefault(ctx)
       return undefined
     }
-    const st = statSync(described.real)
     return {path: target.path, size: st.size, mtime: mtimeSeconds(st), mirrors: NO_MIRRORS, md5: null, sha1: null, sha256: null}
   }
 
@@ -220,7 +221,7 @@ export class MetalinkRoutes {
     const server = this.server
     // A real file with the representation's name wins (only reached when it is not indexed).
     // A synchronous stat (no thread-pool round trip) rules the common case out cheaply.
-    if (!ctx.file && target.path !== ctx.path && statSync(server.root + sep + ctx.path, {throwIfNoEntry: false}) !== undefined) {
+    if (!ctx.file && target.path !== ctx.path && statIfPresent(server.root + sep + ctx.path) !== undefined) {
       const own = await server.resolveOnDisk(ctx.path)
       if (own && !own.directory) return server.deliver(ctx, 'not_indexed', own.real)
     }

@@ -10,9 +10,23 @@
  * (the older one dropped whole), so it holds about twice the distinct paths requested per
  * `maxAgeSeconds`, and costs no sweep.
  */
-import {statSync} from 'node:fs'
+import {type Stats, statSync} from 'node:fs'
 import {sep} from 'node:path'
 import {type FileVersion, mtimeSeconds} from './freshness.js'
+
+/**
+ * A synchronous `stat` of absolute `path` that answers undefined for anything that makes the
+ * path not name an entry: missing (ENOENT), a file where a directory was expected (ENOTDIR,
+ * as in `file.iso/x`), a name too long, or unreadable (EACCES). `throwIfNoEntry: false`
+ * alone covers only ENOENT.
+ */
+export function statIfPresent(path: string): Stats | undefined {
+  try {
+    return statSync(path, {throwIfNoEntry: false})
+  } catch {
+    return undefined
+  }
+}
 
 interface Seen extends FileVersion {
   /** When the stat was made, ms since the epoch. */
@@ -57,12 +71,8 @@ export class DiskVersions {
     const seen = this.current.get(path) ?? this.previous.get(path)
     if (seen !== undefined && now - seen.at < this.maxAgeMs) return seen.size < 0 ? null : seen
     let version = MISSING
-    try {
-      const st = statSync(this.root + sep + path, {throwIfNoEntry: false})
-      if (st?.isFile()) version = {size: st.size, mtime: mtimeSeconds(st)}
-    } catch {
-      /* unreadable (EACCES, ENOTDIR): as missing */
-    }
+    const st = statIfPresent(this.root + sep + path)
+    if (st?.isFile()) version = {size: st.size, mtime: mtimeSeconds(st)}
     if (this.maxAgeMs > 0) this.current.set(path, {at: now, size: version.size, mtime: version.mtime})
     return version.size < 0 ? null : version
   }
