@@ -61,8 +61,11 @@ describe('embedded store lock across processes (no database needed: runs on both
   it('a live lock is never taken: of 12 concurrent openers exactly one owns the store', async () => {
     const log = join(dir, 'log')
     writeFileSync(log, '')
-    const holders = Array.from({length: 12}, () => spawnHolder(dir, 3000, 0, log))
+    // The owner holds until every opener has tried (a slow start of one must not find the
+    // lock released), then is told to release it.
+    const holders = Array.from({length: 12}, () => spawnHolder(dir, 0, 0, log))
     const verdicts = await Promise.all(holders.map((h) => h.verdict))
+    for (const [i, h] of holders.entries()) if (verdicts[i] === 'OWNER') h.child.kill('SIGTERM')
     await Promise.all(holders.map((h) => h.exited))
     expect(verdicts.filter((v) => v === 'OWNER')).to.have.length(1)
     expect(verdicts.filter((v) => v.startsWith('BUSY')).length).to.equal(11)
