@@ -25,25 +25,38 @@ export async function postgresCpuSeconds(adminUrl: string, database: string): Pr
 }
 
 /**
- * Waits until the processes of {@link postgresCpuSeconds} have used no CPU for `idleSeconds`,
- * and at least `minSeconds` (e.g. until a flusher wrote what it holds), polling every 250 ms;
- * returns the CPU seconds they used since `before`. A backend that exits meanwhile counts
- * up to its last poll.
+ * Waits until the processes of {@link postgresCpuSeconds} have used at most `quietSeconds` of
+ * CPU over `idleSeconds`, and at least `minSeconds` (e.g. until a flusher wrote what it holds),
+ * polling every 250 ms, at most `maxSeconds` in all; returns the CPU seconds they used since
+ * `before`. Not "no CPU at all": every `mb serve` process polls the database for changes
+ * (every 2 s by default), so with two workers the backends are never idle for long. A backend
+ * that exits meanwhile counts up to its last poll.
  */
-export async function postgresCpuWhenIdle(adminUrl: string, database: string, before: ReadonlyMap<number, number>, minSeconds: number, idleSeconds: number): Promise<number> {
+export async function postgresCpuWhenIdle(
+  adminUrl: string,
+  database: string,
+  before: ReadonlyMap<number, number>,
+  minSeconds: number,
+  idleSeconds: number,
+  {quietSeconds = 0.02, maxSeconds = 60} = {},
+): Promise<number> {
   const client = new pg.Client({connectionString: adminUrl})
   await client.connect()
   try {
     const last = new Map<number, number>()
     const started = performance.now()
-    let changed = started
+    let quietFrom = started
+    let quietTotal = Number.NEGATIVE_INFINITY
     for (;;) {
-      for (const [pid, s] of await readCpu(client, database)) {
-        if (last.get(pid) !== s) changed = performance.now()
-        last.set(pid, s)
-      }
+      for (const [pid, s] of await readCpu(client, database)) last.set(pid, s)
+      const total = cpuSince(before, last)
       const now = performance.now()
-      if (now - started >= minSeconds * 1000 && now - changed >= idleSeconds * 1000) return cpuSince(before, last)
+      if (total - quietTotal > quietSeconds) {
+        quietFrom = now
+        quietTotal = total
+      }
+      const waited = now - started
+      if (waited >= minSeconds * 1000 && (now - quietFrom >= idleSeconds * 1000 || waited >= maxSeconds * 1000)) return total
       await new Promise((resolve) => setTimeout(resolve, 250))
     }
   } finally {

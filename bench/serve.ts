@@ -496,12 +496,15 @@ export async function main(argv: string[]): Promise<void> {
   if (!existsSync(join(ROOT, 'dist', 'src', 'commands', 'serve.js'))) throw new Error('dist/ is missing: run `npm run build` first')
 
   const children: ChildProcess[] = []
-  const guard = setTimeout(() => {
-    console.error(`bench: --timeout ${values.timeout}s reached, stopping`)
-    for (const c of children) c.kill('SIGKILL')
+  const abort = (why: string, signal: NodeJS.Signals) => {
+    console.error(`bench: ${why}, stopping`)
+    for (const c of children) c.kill(signal)
     process.exit(1)
-  }, Number(values.timeout) * 1000)
+  }
+  const guard = setTimeout(() => abort(`--timeout ${values.timeout}s reached`, 'SIGKILL'), Number(values.timeout) * 1000)
   guard.unref()
+  // Stopped by a signal, the servers started go with it (`mb serve --workers` stops its workers on SIGTERM).
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => abort(`${signal} received`, 'SIGTERM'))
   const work = mkdtempSync(join(tmpdir(), 'mb-bench-'))
   try {
     console.log(`dataset: ${files} files x ${mirrors} mirrors in ${COUNTRIES.length} countries on 6 continents (database ${values.database})`)
