@@ -496,16 +496,19 @@ export async function main(argv: string[]): Promise<void> {
   if (!existsSync(join(ROOT, 'dist', 'src', 'commands', 'serve.js'))) throw new Error('dist/ is missing: run `npm run build` first')
 
   const children: ChildProcess[] = []
+  const work = mkdtempSync(join(tmpdir(), 'mb-bench-'))
   const abort = (why: string, signal: NodeJS.Signals) => {
     console.error(`bench: ${why}, stopping`)
     for (const c of children) c.kill(signal)
+    rmSync(work, {recursive: true, force: true})
     process.exit(1)
   }
   const guard = setTimeout(() => abort(`--timeout ${values.timeout}s reached`, 'SIGKILL'), Number(values.timeout) * 1000)
   guard.unref()
   // Stopped by a signal, the servers started go with it (`mb serve --workers` stops its workers on SIGTERM).
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => abort(`${signal} received`, 'SIGTERM'))
-  const work = mkdtempSync(join(tmpdir(), 'mb-bench-'))
+  const onSignal = (signal: NodeJS.Signals) => abort(`${signal} received`, 'SIGTERM')
+  process.once('SIGINT', onSignal)
+  process.once('SIGTERM', onSignal)
   try {
     console.log(`dataset: ${files} files x ${mirrors} mirrors in ${COUNTRIES.length} countries on 6 continents (database ${values.database})`)
     const genSeconds = await prepareDataset(values.database, files, mirrors, values.fresh)
@@ -749,5 +752,7 @@ export async function main(argv: string[]): Promise<void> {
     for (const c of children) await stop(c)
     rmSync(work, {recursive: true, force: true})
     clearTimeout(guard)
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
   }
 }

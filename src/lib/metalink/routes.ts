@@ -27,7 +27,7 @@
 import {sep} from 'node:path'
 import type {Database} from '../db/index.js'
 import {statIfPresent} from '../origin/disk.js'
-import {hashesMatchVersion, mtimeSeconds} from '../origin/freshness.js'
+import {hashesMatchVersion} from '../origin/freshness.js'
 import {readStoredHashes, type StoredHashes} from '../origin/hash.js'
 import type {RequestContext, Route, RouteServices} from '../serve/server.js'
 import type {FileEntry, Snapshot} from '../serve/snapshot.js'
@@ -208,13 +208,11 @@ export class MetalinkRoutes {
   private async unindexed(ctx: RequestContext, target: MetalinkTarget): Promise<FileEntry | undefined> {
     const server = this.server
     const described = await server.resolveOnDisk(target.path)
-    // A file removed since it was resolved gets the default handling too (a 404).
-    const st = described === undefined || described.directory ? undefined : statIfPresent(described.real)
-    if (st === undefined) {
+    if (described === undefined || described.directory) {
       await server.serveDefault(ctx)
       return undefined
     }
-    return {path: target.path, size: st.size, mtime: mtimeSeconds(st), mirrors: NO_MIRRORS, md5: null, sha1: null, sha256: null}
+    return {path: target.path, size: described.size, mtime: described.mtime, mirrors: NO_MIRRORS, md5: null, sha1: null, sha256: null}
   }
 
   private async handle(ctx: RequestContext, target: MetalinkTarget): Promise<void> {

@@ -15,10 +15,11 @@ import {sep} from 'node:path'
 import {type FileVersion, mtimeSeconds} from './freshness.js'
 
 /**
- * A synchronous `stat` of absolute `path` that answers undefined for anything that makes the
- * path not name an entry: missing (ENOENT), a file where a directory was expected (ENOTDIR,
- * as in `file.iso/x`), a name too long, or unreadable (EACCES). `throwIfNoEntry: false`
- * alone covers only ENOENT.
+ * A synchronous `stat` (following symlinks) of absolute `path`, or undefined when it fails for
+ * any reason: missing (ENOENT), a file where a directory was expected (ENOTDIR, as in
+ * `file.iso/x`), a name too long, a symlink loop, no permission (EACCES). For the request path
+ * each means there is nothing to serve under that name; `throwIfNoEntry: false` alone covers
+ * only ENOENT.
  */
 export function statIfPresent(path: string): Stats | undefined {
   try {

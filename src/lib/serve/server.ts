@@ -35,7 +35,7 @@ import {selectUnderRule} from '../rules/apply.js'
 import {type RuleMatch, ruleLocation} from '../rules/rule.js'
 import {escalationHeader, type VerifyOptions, Verifier} from '../verify/verifier.js'
 import {DiskVersions} from '../origin/disk.js'
-import type {FileVersion} from '../origin/freshness.js'
+import {type FileVersion, mtimeSeconds} from '../origin/freshness.js'
 import {clientInfo} from '../select/index.js'
 import type {SelectOptions} from '../select/options.js'
 import type {Candidate, ClientInfo, Selection} from '../select/types.js'
@@ -158,8 +158,8 @@ export interface RouteServices {
   clientInfo(ctx: RequestContext): ClientInfo | undefined
   /** Selects mirrors for `file` and `client` from the request's snapshot; `explain` also lists the exclusions. */
   selectMirrors(ctx: RequestContext, client: ClientInfo, file: FileEntry, explain: boolean): Selection
-  /** Realpath of root-relative `path` when it exists inside the root, else undefined. */
-  resolveOnDisk(path: string): Promise<{real: string; directory: boolean; size: number} | undefined>
+  /** Realpath of root-relative `path` when it exists inside the root, with its stat (see {@link OnDisk}), else undefined. */
+  resolveOnDisk(path: string): Promise<OnDisk | undefined>
   /**
    * `file` as the disk has it now: itself while the disk holds the indexed version (or the
    * file is gone from disk), else an entry with the disk's size and mtime, no mirrors and no
@@ -182,6 +182,17 @@ export interface RouteServices {
  * when the route does not apply); `handle` answers the request and reports it once, through
  * the {@link RouteServices} the route was created with.
  */
+/** A path inside the origin root as {@link MirrorServer.resolveOnDisk} found it on disk. */
+export interface OnDisk {
+  /** Its realpath (absolute). */
+  real: string
+  directory: boolean
+  /** Bytes; 0 for a directory. */
+  size: number
+  /** Last modification, whole Unix seconds (UTC), as the index stores it. */
+  mtime: number
+}
+
 export interface Route<T> {
   name: string
   match(ctx: RequestContext): T | undefined
@@ -771,7 +782,7 @@ export class MirrorServer implements RouteServices {
    * Realpath of root-relative `path` when it exists inside the root, else undefined; a path
    * with a symlink on it only when the index's links lead it there (`Snapshot.links`).
    */
-  async resolveOnDisk(path: string): Promise<{real: string; directory: boolean; size: number} | undefined> {
+  async resolveOnDisk(path: string): Promise<OnDisk | undefined> {
     let real: string
     try {
       real = await realpath(path ? `${this.rootReal}${sep}${path}` : this.rootReal)
@@ -784,8 +795,8 @@ export class MirrorServer implements RouteServices {
     if (path && real !== `${this.rootReal}${sep}${path}` && !this.linksTo(path, real)) return undefined
     try {
       const st = await stat(real)
-      if (st.isDirectory()) return {real, directory: true, size: 0}
-      if (st.isFile()) return {real, directory: false, size: st.size}
+      if (st.isDirectory()) return {real, directory: true, size: 0, mtime: mtimeSeconds(st)}
+      if (st.isFile()) return {real, directory: false, size: st.size, mtime: mtimeSeconds(st)}
     } catch {
       /* vanished */
     }
