@@ -34,7 +34,9 @@
  * The dataset is as production's: every file hashed (md5, sha1, sha256, fresh for its
  * version, so redirects carry `Digest` and `Link: rel=describedby`), and the files of a
  * directory on one mirror set, 5% of them missing from 1-3 of its mirrors. It is reused when
- * the database already holds one of the same shape and version (`--fresh` regenerates). Every process started is stopped by pid; the run is bounded by `--timeout`.
+ * the database already holds one of the same shape and version (`--fresh` regenerates).
+ * `MB_BENCH_NODE_ARGS` passes Node flags to `mb serve` alone, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
+ * (NODE_OPTIONS refuses `--cpu-prof`, and would profile the bench and the ceiling too). Every process started is stopped by pid; the run is bounded by `--timeout`.
  */
 import {createHash} from 'node:crypto'
 import {type ChildProcess, spawn, spawnSync} from 'node:child_process'
@@ -548,6 +550,7 @@ export async function main(argv: string[]): Promise<void> {
     const summary: string[] = []
     let snapshotSeconds: number | undefined
     /** Starts `mb serve --workers N` with `extra` flags, warms up, measures, stops it. */
+    const nodeArgs = (process.env.MB_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)
     const measureServe = async (workers: number, extra: string[], announce: boolean) => {
       // Dead tuples of earlier runs' upserts are vacuumed first (where autovacuum is off, as
       // on this machine, they pile up and make every run's upserts dearer than the last).
@@ -557,6 +560,7 @@ export async function main(argv: string[]): Promise<void> {
       const serve = spawn(
         process.execPath,
         [
+          ...nodeArgs,
           BIN,
           'serve',
           '--root',
