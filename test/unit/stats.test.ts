@@ -48,8 +48,8 @@ describe('stats: flush order', () => {
       ['a', 2],
       ['b', 3],
     ] as const) {
-      p.entry('2026-11-20', path, 2, 'FR', since).downloads += since
-      p.entry('2026-11-20', path, 1, 'DE', since).downloads += 10 * since
+      p.add('2026-11-20', path, 2, 'FR', since, {downloads: since, bytes: 0, otherRequests: 0})
+      p.add('2026-11-20', path, 1, 'DE', since, {downloads: 10 * since, bytes: 0, otherRequests: 0})
     }
     return p
   }
@@ -62,7 +62,7 @@ describe('stats: flush order', () => {
   it('counts put back after a failed flush go back oldest first, whatever order they were written in', () => {
     const p = pending()
     const taken = p.takeAll()
-    p.entry('2026-11-20', 'd', 1, 'DE', 4).downloads += 100 // arrived during the flush
+    p.add('2026-11-20', 'd', 1, 'DE', 4, {downloads: 100, bytes: 0, otherRequests: 0}) // arrived during the flush
     // Written in path order, the flush failed after path a: b and c go back.
     p.putBack(inPathOrder(taken.groups).slice(2), taken.groups)
     expect([...p.groups()].map(([path, g]) => [path, g.since])).to.deep.equal([
@@ -73,6 +73,48 @@ describe('stats: flush order', () => {
     expect(p.keys).to.equal(5)
     // By age, c (counted at 1 ms) is due at 2 ms, although b, written before it, is not.
     expect(keys(takeDue(p, 2, 0).entries)).to.deep.equal(['c2:1', 'c1:10'])
+  })
+})
+
+describe('stats: pending counts', () => {
+  const one = (downloads: number, bytes: number, otherRequests = 0) => ({downloads, bytes, otherRequests})
+
+  it('sums each (day, path, mirror, country) key apart and gives the keys back as rows', () => {
+    const p = new PendingCounts()
+    p.add('2026-11-30', 'a.iso', 3, 'DE', 10, one(1, 5_000_000_000))
+    p.add('2026-11-30', 'a.iso', 3, 'DE', 11, one(1, 5_000_000_000))
+    p.add('2026-11-30', 'a.iso', 3, 'FR', 12, one(1, 7))
+    p.add('2026-11-30', 'a.iso', 4, 'DE', 13, one(0, 0, 1))
+    p.add('2026-12-01', 'a.iso', 3, 'DE', 14, one(1, 1))
+    p.add('2026-12-01', 'b.iso', 0, '--', 15, one(1, 2))
+    expect(p.keys).to.equal(5)
+    expect(p.totals()).to.deep.equal({downloads: 5, bytes: 10_000_000_010, otherRequests: 1})
+    const taken = p.takeAll()
+    expect(p.keys).to.equal(0)
+    expect(taken.groups.get('a.iso')?.since).to.equal(10)
+    expect(taken.entries).to.deep.equal([
+      {day: '2026-11-30', path: 'a.iso', mirrorId: 3, country: 'DE', downloads: 2, bytes: 10_000_000_000, otherRequests: 0},
+      {day: '2026-11-30', path: 'a.iso', mirrorId: 3, country: 'FR', downloads: 1, bytes: 7, otherRequests: 0},
+      {day: '2026-11-30', path: 'a.iso', mirrorId: 4, country: 'DE', downloads: 0, bytes: 0, otherRequests: 1},
+      {day: '2026-12-01', path: 'a.iso', mirrorId: 3, country: 'DE', downloads: 1, bytes: 1, otherRequests: 0},
+      {day: '2026-12-01', path: 'b.iso', mirrorId: 0, country: '--', downloads: 1, bytes: 2, otherRequests: 0},
+    ])
+  })
+
+  it('merges rows counted elsewhere into the keys pending, and drops whole paths oldest first', () => {
+    const p = new PendingCounts()
+    p.add('2026-12-01', 'a.iso', 1, 'US', 5, one(2, 20))
+    p.merge([
+      {since: 1, phase: -1, entries: [{day: '2026-12-01', path: 'a.iso', mirrorId: 1, country: 'US', downloads: 3, bytes: 30, otherRequests: 0}]},
+      {since: 2, phase: -1, entries: [{day: '2026-12-01', path: 'b.iso', mirrorId: 2, country: 'JP', downloads: 1, bytes: 10, otherRequests: 4}]},
+    ])
+    expect(p.keys).to.equal(2)
+    expect([...p.groups()].map(([path, g]) => [path, g.since])).to.deep.equal([
+      ['a.iso', 5],
+      ['b.iso', 2],
+    ])
+    expect(p.dropOldest(1)).to.deep.equal({keys: 1, downloads: 5, bytes: 50, otherRequests: 0})
+    expect(p.takeAll().entries).to.deep.equal([{day: '2026-12-01', path: 'b.iso', mirrorId: 2, country: 'JP', downloads: 1, bytes: 10, otherRequests: 4}])
   })
 })
 

@@ -89,6 +89,8 @@ export class StatsCollector {
   private dayStart = 0
   private dayEnd = 0
   private dayText = ''
+  /** One request's counts, reused: counting allocates nothing. */
+  private readonly counts: StatsCounts = {downloads: 0, bytes: 0, otherRequests: 0}
   private readonly maxPendingKeys: number
   private readonly batchSize: number
   readonly status: CollectorStatus = {flushes: 0, flushFailures: 0, lostKeys: 0, lostDownloads: 0, rowsWritten: 0, statements: 0, keysHandedOff: 0}
@@ -117,7 +119,12 @@ export class StatsCollector {
       this.dayEnd = this.dayStart + DAY_MS
       this.dayText = isoDay(this.dayStart)
     }
-    countRequest(this.pending.entry(this.dayText, o.path!, countedMirror(o), countedCountry(o.country), time), o, kind)
+    const counts = this.counts
+    counts.downloads = 0
+    counts.bytes = 0
+    counts.otherRequests = 0
+    countRequest(counts, o, kind)
+    this.pending.add(this.dayText, o.path!, countedMirror(o), countedCountry(o.country), time, counts)
     // After counting: the drop may take this very entry (with its path), and then reports it.
     if (this.pending.keys > this.maxPendingKeys) this.dropOldest()
   }

@@ -34,9 +34,9 @@ export function takeDue(pending: PendingCounts, cutoff: number, jitterMs: number
       if (group.phase < 0) group.phase = pathPhase(path)
       if (group.since > cutoff - group.phase * jitterMs) continue // not due yet
     }
-    pending.remove(path, group)
-    groups.set(path, group)
-    for (const e of group.entries) entries.push(e)
+    const taken = pending.take(path, group)
+    groups.set(path, taken)
+    for (const e of taken.entries) entries.push(e)
   }
   return {entries, groups}
 }
