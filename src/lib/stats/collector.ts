@@ -89,7 +89,7 @@ export class StatsCollector {
   private dayStart = 0
   private dayEnd = 0
   private dayText = ''
-  /** One request's counts, reused: counting allocates nothing. */
+  /** One request's counts, reused for every request. */
   private readonly counts: StatsCounts = {downloads: 0, bytes: 0, otherRequests: 0}
   private readonly maxPendingKeys: number
   private readonly batchSize: number

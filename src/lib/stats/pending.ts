@@ -6,7 +6,7 @@
  * takes the oldest first, and drop-oldest works on whole paths.
  *
  * A path's keys and counts are numbers in one flat array ({@link STRIDE} per key), not an
- * object per key: a redirect that counts allocates nothing, and the garbage collector has
+ * object per key: a count to a key already pending allocates nothing, and the collector has
  * no objects to copy and mark for the keys that wait in memory for most of an interval (in
  * the serve benchmark, about 1 µs of 37 per redirect and 10 MB of RSS less than an object
  * per key).
