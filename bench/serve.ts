@@ -549,8 +549,8 @@ export async function main(argv: string[]): Promise<void> {
       `${name.padEnd(28)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50ms.toFixed(2).padStart(6)} ms   p99 ${r.p99ms.toFixed(2).padStart(6)} ms   CPU ${cpuUs.toFixed(0).padStart(3)} us/req${rss === undefined ? '' : `   RSS ${rss} MB`}${r.non3xx ? `   non-3xx: ${r.non3xx}` : ''}${r.errors ? `   ${r.errors}` : ''}`
     const summary: string[] = []
     let snapshotSeconds: number | undefined
-    /** Starts `mb serve --workers N` with `extra` flags, warms up, measures, stops it. */
     const nodeArgs = (process.env.MB_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)
+    /** Starts `mb serve --workers N` with `extra` flags, warms up, measures, stops it. */
     const measureServe = async (workers: number, extra: string[], announce: boolean) => {
       // Dead tuples of earlier runs' upserts are vacuumed first (where autovacuum is off, as
       // on this machine, they pile up and make every run's upserts dearer than the last).

@@ -109,6 +109,13 @@ describe('stats: pending counts', () => {
       {since: 2, phase: -1, entries: [{day: '2026-12-01', path: 'b.iso', mirrorId: 2, country: 'JP', downloads: 1, bytes: 10, otherRequests: 4}]},
     ])
     expect(p.keys).to.equal(2)
+    // A country that is not two capital letters (a malformed message) counts as unknown.
+    const odd = new PendingCounts()
+    odd.merge([{since: 1, phase: -1, entries: ['', 'x', 'de', 'DEU'].map((country) => ({day: '2026-12-01', path: 'c.iso', mirrorId: 1, country, downloads: 1, bytes: 0, otherRequests: 0}))}])
+    expect(odd.takeAll().entries.map((e) => [e.country, e.downloads])).to.deep.equal([
+      ['--', 3],
+      ['DE', 1],
+    ])
     expect([...p.groups()].map(([path, g]) => [path, g.since])).to.deep.equal([
       ['a.iso', 5],
       ['b.iso', 2],

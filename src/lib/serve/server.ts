@@ -176,12 +176,6 @@ export interface RouteServices {
   finish(ctx: RequestContext, status: number, outcome: Outcome, extra?: Partial<RequestOutcome>): void
 }
 
-/**
- * An extra route, tried in registration order before the default file handling. `match`
- * must be cheap (a suffix or query test) and returns what `handle` needs (or undefined
- * when the route does not apply); `handle` answers the request and reports it once, through
- * the {@link RouteServices} the route was created with.
- */
 /** A path inside the origin root as {@link MirrorServer.resolveOnDisk} found it on disk. */
 export interface OnDisk {
   /** Its realpath (absolute). */
@@ -193,6 +187,12 @@ export interface OnDisk {
   mtime: number
 }
 
+/**
+ * An extra route, tried in registration order before the default file handling. `match`
+ * must be cheap (a suffix or query test) and returns what `handle` needs (or undefined
+ * when the route does not apply); `handle` answers the request and reports it once, through
+ * the {@link RouteServices} the route was created with.
+ */
 export interface Route<T> {
   name: string
   match(ctx: RequestContext): T | undefined

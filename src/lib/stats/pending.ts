@@ -13,7 +13,7 @@
  * {@link Entry} objects, the rows written and the shape handed to the cluster primary, are
  * made only when counts are taken out.
  */
-import type {StatsCounts} from './count.js'
+import {countedCountry, type StatsCounts} from './count.js'
 
 /** The counts of one (day, path, mirror, country) key; the row of `stats_daily` it adds to. */
 export interface Entry extends StatsCounts {
@@ -167,17 +167,13 @@ export class PendingCounts {
 
   /** Takes every pending entry out. */
   takeAll(): Taken {
-    const paths = this.paths
-    this.paths = new Map()
     const groups = new Map<string, PathCounts>()
     const entries: Entry[] = []
-    for (const [path, group] of paths) {
-      const taken = {since: group.since, phase: group.phase, entries: this.entries(path, group.keys)}
+    for (const [path, group] of this.paths) {
+      const taken = this.take(path, group)
       groups.set(path, taken)
       for (const e of taken.entries) entries.push(e)
     }
-    this.count = 0
-    this.days = []
     return {entries, groups}
   }
 
@@ -225,9 +221,13 @@ export class PendingCounts {
     this.merge([...arrived.groups.values()])
   }
 
-  /** Adds path groups counted elsewhere (another process's), summing keys already pending; a new path keeps its group's `since`. */
+  /**
+   * Adds path groups counted elsewhere (another process's), summing keys already pending; a
+   * new path keeps its group's `since`. A country that is not two capital letters is counted
+   * as unknown (`--`, as ./count.ts does), so a malformed message cannot mangle a key.
+   */
   merge(groups: readonly PathCounts[]): void {
-    for (const group of groups) for (const e of group.entries) this.add(e.day, e.path, e.mirrorId, e.country, group.since, e)
+    for (const group of groups) for (const e of group.entries) this.add(e.day, e.path, e.mirrorId, countedCountry(e.country), group.since, e)
   }
 }
 
