@@ -121,4 +121,12 @@ describe('serve helpers', () => {
     expect(html).to.include('<a href="notes.txt">notes.txt</a></td><td align="right">5</td><td>2026-01-02 03:04</td><td></td></tr>')
     expect(html).to.include('<a href="inner/">inner/</a></td><td align="right">-</td><td>2026-01-02 03:04</td><td></td></tr>')
   })
+
+  it('gives a file whose name holds a colon a "details" link that cannot read as a URL scheme', () => {
+    const mtime = new Date(Date.UTC(2026, 0, 2, 3, 4))
+    const html = renderIndex('repo', [{name: 'opensuse:leap.repo', directory: false, size: 7, mtime}], () => true)
+    expect(html).to.include('<a href="./opensuse:leap.repo">opensuse:leap.repo</a>')
+    expect(html).to.include('<a href="./opensuse:leap.repo.mirrorlist">details</a>')
+    for (const [, href] of html.matchAll(/href="(\.\/[^"]+)"/g)) expect(new URL(href, 'http://mb.example/repo/').pathname).to.match(/^\/repo\//)
+  })
 })

@@ -7,7 +7,7 @@
  */
 import {readdir, realpath, stat} from 'node:fs/promises'
 import {join, sep} from 'node:path'
-import {encodePath, relativeReference} from '../select/url.js'
+import {relativeReference} from '../select/url.js'
 
 const HTML_ESCAPES: Record<string, string> = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}
 
@@ -66,7 +66,7 @@ export function renderIndex(path: string, entries: IndexEntry[], indexed: (name:
   for (const e of entries) {
     const href = relativeReference(e.name) + (e.directory ? '/' : '')
     const label = escapeHtml(e.name) + (e.directory ? '/' : '')
-    const details = !e.directory && indexed(e.name) ? `<a href="${escapeHtml(`${encodePath(e.name)}.mirrorlist`)}">details</a>` : ''
+    const details = !e.directory && indexed(e.name) ? `<a href="${escapeHtml(relativeReference(`${e.name}.mirrorlist`))}">details</a>` : ''
     rows.push(`<tr><td><a href="${escapeHtml(href)}">${label}</a></td><td align="right">${e.size === null ? '-' : e.size}</td><td>${date(e.mtime)}</td><td>${details}</td></tr>`)
   }
   return `<!DOCTYPE html>
