@@ -112,6 +112,27 @@ describe(`MirrorManager-style dnf routes of mb serve (${backend})`, () => {
     expect(await res.text()).to.equal(`# repo = f-42 arch = x86_64 \nhttps://campus.mirror/pub/f/42/x86_64/os/\nhttps://pub.mirror/pub/f/42/x86_64/os/\n${base}/f/42/x86_64/os/\n`)
   })
 
+  it("filters by dnf's protocol= as MirrorManager does: comma-separated or repeated, the whole list when no mirror has it", async () => {
+    const lines = async (query: string) => (await (await fetch(`${base}/mirrorlist?repo=f-42&arch=x86_64&${query}`)).text()).trimEnd().split('\n')
+    expect(await lines('protocol=https')).to.deep.equal(['# repo = f-42 arch = x86_64 protocol = https', 'https://campus.mirror/pub/f/42/x86_64/os/', 'https://pub.mirror/pub/f/42/x86_64/os/'])
+    const both = ['https://campus.mirror/pub/f/42/x86_64/os/', 'http://campus.mirror/pub/f/42/x86_64/os/', 'https://pub.mirror/pub/f/42/x86_64/os/', 'http://pub.mirror/pub/f/42/x86_64/os/']
+    for (const query of ['protocol=http,https', 'protocol=HTTPS&protocol=http', 'protocol=https,,http,https']) {
+      const answer = await lines(query)
+      expect(answer.slice(1, 5), query).to.deep.equal(both)
+      expect(answer, query).to.have.length(6) // and the origin, whose scheme (http) was asked for
+      expect(answer[5].startsWith(`${base}/`), query).to.equal(true)
+    }
+    // No mirror (nor the origin) offers ftp: MirrorManager then answers the untrimmed list.
+    const ftp = await lines('protocol=ftp')
+    expect(ftp[0]).to.equal('# repo = f-42 arch = x86_64 protocol = ftp')
+    expect(ftp.slice(1, 3)).to.deep.equal(['https://campus.mirror/pub/f/42/x86_64/os/', 'https://pub.mirror/pub/f/42/x86_64/os/'])
+    const metalink = await (await fetch(`${base}/metalink?repo=f-42&arch=x86_64&protocol=https`)).text()
+    expect([...metalink.matchAll(/<url [^>]*>([^<]+)<\/url>/g)].map((m) => m[1])).to.deep.equal([
+      'https://campus.mirror/pub/f/42/x86_64/os/repodata/repomd.xml',
+      'https://pub.mirror/pub/f/42/x86_64/os/repodata/repomd.xml',
+    ])
+  })
+
   it("gives MirrorManager's answers to unknown repos, bad paths and missing parameters", async () => {
     const known = '# following repositories are available:\n# repo=f-42&arch=x86_64\n# repo=f-42-source&arch=x86_64\n'
     const list = await fetch(`${base}/mirrorlist?repo=f-41&arch=x86_64`)

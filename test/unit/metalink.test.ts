@@ -20,6 +20,8 @@ function mirror(id: number, country: string | null, extra: Partial<SelectMirror>
     identifier: `m${id}.example.net`,
     httpUrl: `http://m${id}.example.net/pub/`,
     httpsUrl: null,
+    ftpUrl: null,
+    rsyncUrl: null,
     country,
     continent: 'EU',
     latitude: null,

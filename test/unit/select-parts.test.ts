@@ -20,6 +20,8 @@ const base = {
   asn: '4294967295',
   prefixes: ['192.0.2.0/24', '2001:db8::/32'],
   client_prefixes: '{198.51.100.0/24}',
+  ftp_url: 'ftp://mirror.example.de/pub',
+  rsync_url: 'rsync://scan:secret@mirror.example.de/pub/',
   other_countries: ['at', 'CH'],
   exclude_countries: ['cn'],
   score: 150,
@@ -45,6 +47,8 @@ describe('select: compileMirror', () => {
       identifier: 'mirror.example.de',
       httpUrl: 'http://mirror.example.de/pub/',
       httpsUrl: 'https://mirror.example.de/pub/',
+      ftpUrl: 'ftp://mirror.example.de/pub/',
+      rsyncUrl: null, // carries credentials: a scan address, never shown to clients
       country: 'DE',
       continent: 'EU',
       latitude: 50.1,

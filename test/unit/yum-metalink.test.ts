@@ -1,7 +1,7 @@
 import {expect} from 'chai'
 import {repomdTimestamp, repomdVersion, isRepomdPath} from '../../src/lib/origin/repomd.js'
 import {repoTable, YumConfigSchema} from '../../src/lib/yum/config.js'
-import {metalinkFailure, renderRepoMetalink, renderRepoMirrorList, unknownRepoMessage} from '../../src/lib/yum/document.js'
+import {metalinkFailure, renderRepoMetalink, renderRepoMirrorList, requestedProtocols, trimToProtocols, unknownRepoMessage} from '../../src/lib/yum/document.js'
 import {countmeBucket} from '../../src/lib/yum/routes.js'
 
 const NOW = new Date(Date.UTC(2026, 11, 2, 1, 2, 3))
@@ -15,7 +15,7 @@ describe('dnf/yum metalink in MirrorManager form', () => {
       current: V2,
       alternates: [V1],
       sources: [
-        {urls: ['https://a.example/os/repodata/repomd.xml', 'http://a.example/os/repodata/repomd.xml', 'ftp://a.example/os/repodata/repomd.xml'], location: 'DE', private: false},
+        {urls: ['https://a.example/os/repodata/repomd.xml', 'http://a.example/os/repodata/repomd.xml', 'gopher://a.example/os/repodata/repomd.xml'], location: 'DE', private: false},
         {urls: ['http://b.example/os/repodata/repomd.xml?x&y'], location: 'SE', private: true},
         {urls: ['http://origin.example/os/repodata/repomd.xml'], location: '', private: false},
       ],
@@ -81,12 +81,13 @@ describe('dnf/yum metalink in MirrorManager form', () => {
     )
   })
 
-  it('lists one URL per mirror in the mirror list, after the header line', () => {
+  it('lists every URL of each source in the mirror list, after the header line', () => {
     const text = renderRepoMirrorList('# repo = f arch = x ', [
-      {urls: ['https://a/os/', 'http://a/os/'], location: 'DE', private: false},
+      {urls: ['https://a/os/'], location: 'DE', private: false},
+      {urls: ['https://b/os/', 'ftp://b/os/'], location: 'DE', private: false},
       {urls: ['http://o/os/'], location: '', private: false},
     ])
-    expect(text).to.equal('# repo = f arch = x \nhttps://a/os/\nhttp://o/os/\n')
+    expect(text).to.equal('# repo = f arch = x \nhttps://a/os/\nhttps://b/os/\nftp://b/os/\nhttp://o/os/\n')
   })
 })
 
@@ -137,5 +138,27 @@ describe('yum settings and countme', () => {
   it('accepts countme 1..4 and ignores anything else', () => {
     expect(['1', '2', '3', '4'].map(countmeBucket)).to.deep.equal([1, 2, 3, 4])
     expect(['0', '5', '12', '99999999999999999999', '-1', '1.5', ' 1', '', 'x', null].map(countmeBucket)).to.deep.equal(Array(10).fill(undefined))
+  })
+
+  it("reads dnf's protocol= comma-separated and repeated, once each, in lower case", () => {
+    expect(requestedProtocols(new URLSearchParams('repo=r&arch=a'))).to.equal(undefined)
+    expect(requestedProtocols(new URLSearchParams('protocol='))).to.equal(undefined)
+    expect(requestedProtocols(new URLSearchParams('protocol=https,HTTP&protocol=rsync&protocol=https'))).to.deep.equal(['https', 'http', 'rsync'])
+  })
+
+  it('keeps only the URLs of the protocols asked for, and everything when no source has one (MirrorManager)', () => {
+    const sources = [
+      {urls: ['https://a/x/', 'http://a/x/', 'ftp://a/x/'], location: 'DE', private: false},
+      {urls: ['http://b/x/'], location: 'SE', private: true},
+      {urls: ['rsync://c/x/'], location: 'US', private: false},
+    ]
+    expect(trimToProtocols(sources, ['ftp', 'rsync'])).to.deep.equal([
+      {urls: ['ftp://a/x/'], location: 'DE', private: false},
+      {urls: ['rsync://c/x/'], location: 'US', private: false},
+    ])
+    expect(trimToProtocols(sources, ['gopher'])).to.equal(sources)
+    const doc = renderRepoMetalink({name: 'repomd.xml', current: V2, alternates: [], sources: trimToProtocols(sources, ['ftp', 'rsync']), generator: 'mb', now: NOW})
+    expect([...doc.matchAll(/<url protocol="(\w+)" type="\1"/g)].map((m) => m[1])).to.deep.equal(['ftp', 'rsync'])
+    expect(renderRepoMirrorList('# path = x ', trimToProtocols(sources, ['https', 'http']))).to.equal('# path = x \nhttps://a/x/\nhttp://a/x/\nhttp://b/x/\n')
   })
 })

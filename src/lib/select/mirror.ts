@@ -43,6 +43,13 @@ function baseUrl(url: string | null | undefined): string | null {
   return headerSafe(withTrailingSlash(url))
 }
 
+/** {@link baseUrl} of a URL that clients may be given: null when it carries user information (RFC 3986 §3.2.1). */
+function publicBaseUrl(url: string | null | undefined): string | null {
+  if (!url) return null
+  const authority = url.slice(url.indexOf('//') + 2).split('/', 1)[0]
+  return authority.includes('@') ? null : baseUrl(url)
+}
+
 function num(value: unknown): number | null {
   if (value === null || value === undefined || value === '') return null
   const n = Number(value)
@@ -101,6 +108,8 @@ export function compileMirror(row: MirrorRow): SelectMirror {
     identifier: row.identifier,
     httpUrl: baseUrl(row.http_url),
     httpsUrl: baseUrl(row.https_url),
+    ftpUrl: publicBaseUrl(row.ftp_url),
+    rsyncUrl: publicBaseUrl(row.rsync_url),
     country,
     continent,
     latitude: hasPosition ? latitude : null,

@@ -56,6 +56,13 @@ export interface SelectMirror {
   identifier: string
   httpUrl: string | null
   httpsUrl: string | null
+  /**
+   * The FTP and rsync base URLs as clients may be told them (MirrorManager lists them for
+   * `protocol=ftp`/`rsync`): null when the mirror has none, or when the URL carries user
+   * information, which makes it a private scan address rather than a public one.
+   */
+  ftpUrl: string | null
+  rsyncUrl: string | null
   country: string | null
   continent: string | null
   latitude: number | null

@@ -77,6 +77,16 @@ export function mirrorBase(mirror: SelectMirror, https: boolean): string | null 
 export function mirrorUrl(mirror: SelectMirror, path: string, https: boolean): string {
   const base = mirrorBase(mirror, https) ?? mirror.httpUrl
   if (!base) throw new MbError(`Mirror ${mirror.identifier} has no HTTP or HTTPS URL; add one with \`mb mirror edit ${mirror.identifier} --http-url URL\`.`, {code: 'NO_URL'})
+  return mirrorUrlOn(mirror, base, path)
+}
+
+/**
+ * The full URL of origin path `path` under `base`, one of `mirror`'s base URLs (any scheme,
+ * ending in `/`), with the mirror's subtree applied as {@link mirrorUrl} does.
+ *
+ * @throws MbError when the path lies outside the mirror's subtree
+ */
+export function mirrorUrlOn(mirror: SelectMirror, base: string, path: string): string {
   let relative = path.startsWith('/') ? path.slice(1) : path
   if (mirror.basePath) {
     if (!relative.startsWith(mirror.basePath)) throw new MbError(`${path} lies outside the subtree ${mirror.basePath} that mirror ${mirror.identifier} carries.`, {code: 'NOT_IN_SUBTREE'})

@@ -38,14 +38,52 @@ export const METALINK_MEDIA_TYPE = 'application/metalink+xml'
 const METALINK_NAMESPACE = 'http://www.metalinker.org/'
 const MM0_NAMESPACE = 'http://fedorahosted.org/mirrormanager'
 
-/** One download source of the repository: a mirror (or the origin) with its http(s) URLs. */
+/** One download source of the repository: a mirror (or the origin) with its URLs. */
 export interface RepoSource {
-  /** http(s) URLs of the file (metalink) or directory (mirror list), preferred first. */
+  /**
+   * URLs of the file (metalink) or directory (mirror list), preferred first: https and http
+   * by default, ftp and rsync too when `protocol=` asks for them; a mirror list writes each.
+   */
   urls: string[]
   /** ISO 3166-1 alpha-2, upper case; '' when unknown (the origin: no `location` then). */
   location: string
   /** MirrorManager's `mm0:private`: the mirror serves only some clients (prefix- or AS-only). */
   private: boolean
+}
+
+/** The protocols `protocol=` may name, in the order a mirror's URLs are listed (MirrorManager's host category URL schemes). */
+export const REPO_PROTOCOLS = ['https', 'http', 'ftp', 'rsync'] as const
+
+/**
+ * The protocols a `/metalink` or `/mirrorlist` request asks for with `protocol=`: values
+ * separated by commas, as MirrorManager reads them (`protocol=https,http`), and also repeated
+ * parameters (`protocol=https&protocol=http`); lower-cased, empty values dropped, each once.
+ * Undefined when the request has no `protocol=` with a value.
+ */
+export function requestedProtocols(params: URLSearchParams): string[] | undefined {
+  const protocols = new Set<string>()
+  for (const value of params.getAll('protocol')) {
+    for (const part of value.split(',')) {
+      const protocol = part.trim().toLowerCase()
+      if (protocol) protocols.add(protocol)
+    }
+  }
+  return protocols.size > 0 ? [...protocols] : undefined
+}
+
+/**
+ * MirrorManager's protocol filter (`trim_to_preferred_protocols` in mirrorlist-server): each
+ * source keeps only its URLs whose scheme is one of `protocols`, and a source left with none
+ * is dropped. When no source keeps any URL, `sources` comes back unchanged, as MirrorManager
+ * answers a protocol no mirror offers: the client still gets mirrors rather than nothing.
+ */
+export function trimToProtocols(sources: readonly RepoSource[], protocols: readonly string[]): readonly RepoSource[] {
+  const trimmed: RepoSource[] = []
+  for (const source of sources) {
+    const urls = source.urls.filter((url) => protocols.includes(scheme(url)))
+    if (urls.length > 0) trimmed.push({...source, urls})
+  }
+  return trimmed.length > 0 ? trimmed : sources
 }
 
 /** `pubdate` in RFC 822 form, as MirrorManager writes it (`%a, %d %b %Y %H:%M:%S GMT`). */
@@ -85,7 +123,7 @@ function scheme(url: string): string {
 
 /**
  * The metalink of one repomd.xml: its current version, the `alternates` (newest first), and
- * the `sources` in preference order (only their http and https URLs are written).
+ * the `sources` in preference order (their URLs of the {@link REPO_PROTOCOLS} are written).
  */
 export function renderRepoMetalink(options: {name: string; current: RepomdVersion; alternates: readonly RepomdVersion[]; sources: readonly RepoSource[]; generator: string; now?: Date}): string {
   let doc = `${header(options.generator, options.now ?? new Date())} <files>\n  <file name="${xmlEscape(options.name)}">\n`
@@ -101,7 +139,7 @@ export function renderRepoMetalink(options: {name: string; current: RepomdVersio
     const privateAttribute = source.private ? ' mm0:private="True"' : ''
     for (const url of source.urls) {
       const protocol = scheme(url)
-      if (protocol !== 'http' && protocol !== 'https') continue
+      if (!(REPO_PROTOCOLS as readonly string[]).includes(protocol)) continue
       const location = source.location ? ` location="${xmlEscape(source.location)}"` : ''
       doc += `    <url protocol="${protocol}" type="${protocol}"${location} preference="${preference}"${privateAttribute}>${xmlEscape(url)}</url>\n`
     }
@@ -112,11 +150,11 @@ export function renderRepoMetalink(options: {name: string; current: RepomdVersio
 
 /**
  * MirrorManager's plain-text mirror list: the `header` line (`# repo = R arch = A `), then
- * one URL per source, its first.
+ * every URL of each source, one per line (one per mirror unless `protocol=` asked for more).
  */
 export function renderRepoMirrorList(headerLine: string, sources: readonly RepoSource[]): string {
   let text = `${headerLine}\n`
-  for (const source of sources) if (source.urls.length > 0) text += `${source.urls[0]}\n`
+  for (const source of sources) for (const url of source.urls) text += `${url}\n`
   return text
 }
 

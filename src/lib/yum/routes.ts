@@ -5,7 +5,8 @@
  *   ./document.ts) of the repository's `repodata/repomd.xml`;
  * - `GET /mirrorlist?repo=R&arch=A` → the repository directory on each mirror, one per line;
  * - both also take `path=DIR` instead of repo and arch, and dnf's `countme=N` (1..4, counted
- *   in the statistics by repo; any other value is ignored);
+ *   in the statistics by repo; any other value is ignored) and `protocol=` (MirrorManager's
+ *   filter by URL scheme: ./document.ts, `trimToProtocols`);
  * - `GET /DIR/repodata/repomd.xml.metalink` and `/DIR/repodata/repomd.xml?metalink` → the
  *   same document as `/metalink` for that directory.
  *
@@ -26,14 +27,14 @@ import {sep} from 'node:path'
 import type {Database} from '../db/index.js'
 import {originUrlFor} from '../metalink/document.js'
 import {isRepomdPath, type RepomdAlternate, type RepomdVersion, readRepomdAlternates, repomdVersion} from '../origin/repomd.js'
-import {mirrorUrl} from '../select/url.js'
+import {mirrorUrlOn} from '../select/url.js'
 import type {Selection, SelectMirror} from '../select/types.js'
 import {hasQueryFlag} from '../serve/path.js'
 import type {RequestContext, Route, RouteServices} from '../serve/server.js'
 import {type FileEntry, fileWith} from '../serve/snapshot.js'
 import {isPlainHost, withTrailingSlash} from '../text.js'
 import {repoKey} from './config.js'
-import {METALINK_MEDIA_TYPE, metalinkFailure, type RepoSource, renderRepoMetalink, renderRepoMirrorList, unknownRepoMessage} from './document.js'
+import {METALINK_MEDIA_TYPE, metalinkFailure, REPO_PROTOCOLS, type RepoSource, renderRepoMetalink, renderRepoMirrorList, requestedProtocols, unknownRepoMessage} from './document.js'
 
 /** How long a repomd.xml version's details and alternates are reused before they are read again, ms. */
 const STATE_TTL_MS = 30_000
@@ -149,11 +150,14 @@ export class YumRoutes {
     let repomd = target.repomd
     let header = `# path = ${repomd?.slice(0, -'/repodata/repomd.xml'.length) ?? ''} `
     let countme: Countme | undefined
+    const params = new URLSearchParams(ctx.query)
     if (repomd === undefined) {
-      const resolved = this.resolve(new URLSearchParams(ctx.query), ctx)
+      const resolved = this.resolve(params, ctx)
       if ('status' in resolved) return this.fail(ctx, metalink, resolved.status, resolved.message)
       ;({repomd, header, countme} = resolved)
     }
+    const protocols = requestedProtocols(params)
+    if (protocols) header += `protocol = ${protocols.join(',')}`
     const file = ctx.snapshot.files.get(repomd)
     const state = file && (await this.state(file))
     if (!file || !state) return this.fail(ctx, metalink, 404, `${repomd.slice(0, -'/repomd.xml'.length)}/repomd.xml not found or has not metalink`)
@@ -167,10 +171,10 @@ export class YumRoutes {
           name: 'repomd.xml',
           current: state.current,
           alternates: state.alternates,
-          sources: this.sources(selection, repomd, originUrlFor(baseUrl, repomd), true),
+          sources: this.sources(selection, repomd, originUrlFor(baseUrl, repomd), true, protocols),
           generator: GENERATOR,
         })
-      : renderRepoMirrorList(header, this.sources(selection, dir, originUrlFor(baseUrl, dir), false))
+      : renderRepoMirrorList(header, this.sources(selection, dir, originUrlFor(baseUrl, dir), false, protocols))
     const bytes = Buffer.from(body, 'utf8')
     ctx.res.writeHead(200, {'Content-Type': metalink ? METALINK_MEDIA_TYPE : 'text/plain; charset=utf-8', 'Cache-Control': PRIVATE, 'Content-Length': String(bytes.length)})
     ctx.res.end(ctx.req.method === 'HEAD' ? undefined : bytes)
@@ -211,18 +215,38 @@ export class YumRoutes {
   /**
    * The ranked mirrors' URLs of `path` (a file, or a directory ending in '/'), then the
    * origin's. A metalink lists each mirror's https and http URL; a mirror list its https
-   * URL, else its http one (MirrorManager's preference).
+   * URL, else its http one (MirrorManager's preference). With `protocols` (dnf's
+   * `protocol=`), every URL of those protocols and only mirrors that have one, the origin
+   * too only when its scheme is asked for; when nothing has one, the list as without
+   * `protocols` (MirrorManager's answer to a protocol no mirror offers).
    */
-  private sources(selection: Selection, path: string, originUrl: string, both: boolean): RepoSource[] {
+  private sources(selection: Selection, path: string, originUrl: string, both: boolean, protocols?: readonly string[]): RepoSource[] {
+    const origin: RepoSource = {urls: [originUrl], location: '', private: false}
+    if (protocols) {
+      const sources = this.mirrorSources(
+        selection,
+        path,
+        REPO_PROTOCOLS.filter((p) => protocols.includes(p)),
+        Number.POSITIVE_INFINITY,
+      )
+      if (protocols.includes(originUrl.slice(0, originUrl.indexOf(':')))) sources.push(origin)
+      if (sources.length > 0) return sources
+    }
+    const sources = this.mirrorSources(selection, path, ['https', 'http'], both ? 2 : 1)
+    sources.push(origin)
+    return sources
+  }
+
+  /** The ranked mirrors with at least one URL of `schemes`, each with at most `perMirror` of them, `maxMirrors` at most. */
+  private mirrorSources(selection: Selection, path: string, schemes: readonly string[], perMirror: number): RepoSource[] {
     const sources: RepoSource[] = []
     const max = this.options.maxMirrors ?? 20
     for (const candidate of selection.ranked) {
       if (sources.length >= max) break
-      const urls = mirrorUrls(candidate.mirror, path)
+      const urls = mirrorUrls(candidate.mirror, path, schemes)
       if (urls.length === 0) continue
-      sources.push({urls: both ? urls : urls.slice(0, 1), location: candidate.mirror.country?.toUpperCase() ?? '', private: candidate.mirror.prefixOnly || candidate.mirror.asOnly})
+      sources.push({urls: urls.slice(0, perMirror), location: candidate.mirror.country?.toUpperCase() ?? '', private: candidate.mirror.prefixOnly || candidate.mirror.asOnly})
     }
-    sources.push({urls: [originUrl], location: '', private: false})
     return sources
   }
 
@@ -274,12 +298,15 @@ export function requestBaseUrl(ctx: Pick<RequestContext, 'req'>, https: boolean,
   return `${https ? 'https' : 'http'}://${host !== undefined && isPlainHost(host) ? host : `${localAddress?.includes(':') ? `[${localAddress}]` : localAddress}:${localPort}`}/`
 }
 
-/** The https and http URLs of `path` on `mirror` (in that order, those it has); none when the path lies outside its subtree. */
-function mirrorUrls(mirror: SelectMirror, path: string): string[] {
+/** The URLs of `path` on `mirror` for each of `schemes` it has, in that order; none when the path lies outside its subtree. */
+function mirrorUrls(mirror: SelectMirror, path: string, schemes: readonly string[]): string[] {
+  const bases: Record<string, string | null> = {https: mirror.httpsUrl, http: mirror.httpUrl, ftp: mirror.ftpUrl, rsync: mirror.rsyncUrl}
   const urls: string[] = []
   try {
-    if (mirror.httpsUrl) urls.push(mirrorUrl(mirror, path, true))
-    if (mirror.httpUrl) urls.push(mirrorUrl(mirror, path, false))
+    for (const scheme of schemes) {
+      const base = bases[scheme]
+      if (base) urls.push(mirrorUrlOn(mirror, base, path))
+    }
   } catch {
     return []
   }
