@@ -4,6 +4,7 @@
  * - the intlstore case: GB and JP clients of `store/**` go to the international store's URL
  *   (with the rest of the path), US and CA clients to the mirrors;
  * - a CN rule limits selection to its named mirrors;
+ * - a `url` rule also redirects a path that is not in the index (a `mirrors` rule needs the file);
  * - a rule added while serving applies within 5 s, without a restart;
  * - `mb stats` counts the hits per rule; `mb file lookup` and the mirror list name the rule;
  * - bad input is refused and changes nothing.
@@ -178,9 +179,17 @@ describe('redirect rules through mb serve', function () {
     expect([after!.status, after!.rule, after!.mirror]).to.deep.equal([302, null, 'mirror.example.de'])
   })
 
+  it('applies a url rule to a path that is not in the index; a mirrors rule still needs the file', async () => {
+    const page = await get(serve!.url, 'store/item', GB)
+    expect(page).to.deep.equal({status: 302, location: 'https://intlstore.example.org/item', mirror: null, rule: 'intlstore', origin: null})
+    expect((await get(serve!.url, 'store/item', US)).status).to.equal(404)
+    const missing = await get(serve!.url, 'iso/missing.iso', CN)
+    expect([missing.status, missing.rule]).to.deep.equal([404, null])
+  })
+
   it('counts the hits per rule in mb stats', async () => {
-    // Counts so far: intlstore GB, JP, CN and the GB override = 4 (one more below); cn CN, CN2 and the mirror
-    // list = 3; gb-local: the answers that named it.
+    // Counts so far: intlstore GB, JP, CN, the GB override and store/item = 5 (one more below); cn CN, CN2
+    // and the mirror list = 3; gb-local: the answers that named it.
     const before = await get(serve!.url, 'store/cart.html', GB)
     expect(before.rule).to.equal('intlstore')
     await serve!.stop()
@@ -188,11 +197,11 @@ describe('redirect rules through mb serve', function () {
     const stats = await mb(['stats', '--json'], {env})
     const hits = stats.json().rule_hits as Array<{rule: string; hits: number}>
     const byRule = Object.fromEntries(hits.map((h) => [h.rule, h.hits]))
-    expect([byRule.intlstore, byRule.cn, byRule['gb-local']]).to.deep.equal([5, 3, gbLocalHits])
+    expect([byRule.intlstore, byRule.cn, byRule['gb-local']]).to.deep.equal([6, 3, gbLocalHits])
     const human = await mb(['stats'], {env})
     const section = human.stdout.slice(human.stdout.indexOf('\nrule hits:\n'))
     expect(section.split('\n').slice(1, 3)).to.deep.equal(['rule hits:', 'rule\thits'])
-    expect(section.split('\n').slice(3, 6).sort()).to.deep.equal(['cn\t3', `gb-local\t${gbLocalHits}`, 'intlstore\t5'])
+    expect(section.split('\n').slice(3, 6).sort()).to.deep.equal(['cn\t3', `gb-local\t${gbLocalHits}`, 'intlstore\t6'])
     const removed = await mb(['rule', 'remove', 'gb-local'], {env})
     expect(removed.stdout).to.equal('Removed rule gb-local.\n')
   })

@@ -459,9 +459,31 @@ export class MirrorServer implements RouteServices {
       this.deliver(ctx, 'rule').catch((error) => this.fail(ctx, error))
       return
     }
+    this.redirectByRule(ctx, rule, file.path, file.size)
+  }
+
+  /**
+   * A `url` rule on a path that is no indexed file (a directory, a page outside the download
+   * tree, a file not indexed yet): redirected as on a file, so a rule sending a country to
+   * another store works for every page. `origin` and `mirrors` rules need the indexed file:
+   * without one the request goes on as if no rule matched. False when no `url` rule applies.
+   */
+  private ruleOffIndex(ctx: RequestContext): boolean {
+    const client = this.clientInfo(ctx)
+    if (client === undefined) return false
+    // Not memoised on ctx unless it answers: a rule that does not decide is not counted as a hit.
+    const rule = ctx.snapshot.rules.match(ctx.path, client)
+    if (rule === undefined || rule.target !== 'url') return false
+    ctx.rule = rule
+    this.redirectByRule(ctx, rule, ctx.path)
+    return true
+  }
+
+  /** The redirect of a `url` rule for `path`; `fileSize` in bytes when it is an indexed file. */
+  private redirectByRule(ctx: RequestContext, rule: RuleMatch, path: string, fileSize?: number): void {
     const status = rule.rule.record.status
     const headers: Record<string, string> = {
-      Location: headerSafe(ruleLocation(rule.rule, file.path)),
+      Location: headerSafe(ruleLocation(rule.rule, path)),
       'X-MB-Rule': rule.name,
       'Cache-Control': 'private, no-store',
       Vary: 'X-Forwarded-For, X-Forwarded-Proto',
@@ -470,7 +492,7 @@ export class MirrorServer implements RouteServices {
     }
     ctx.res.writeHead(status, headers)
     ctx.res.end()
-    this.finish(ctx, status, 'rule_redirect', {fileSize: file.size})
+    this.finish(ctx, status, 'rule_redirect', fileSize === undefined ? undefined : {fileSize})
   }
 
   /**
@@ -605,6 +627,7 @@ export class MirrorServer implements RouteServices {
         this.redirectOrDeliver(ctx, ctx.file)
         return
       }
+      if (!snapshot.rules.empty && this.ruleOffIndex(ctx)) return
       this.fromDisk(ctx).catch((error) => this.fail(ctx, error))
     } catch (error) {
       this.fail(ctx, error)
