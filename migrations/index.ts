@@ -8,7 +8,7 @@
  * reused: a planned change that needed no schema leaves its number unused. The gaps are
  * harmless, since kysely only needs the names to sort in the order they run. Never fill
  * them: a database that has applied 0006 would see a new 0003 as a migration out of order,
- * which kysely refuses. The next migration is 0018.
+ * which kysely refuses. 0018 and 0019 are handed to changes under way; the next free number is 0021.
  */
 import type {Migration} from 'kysely'
 import * as m0001 from './0001_init.js'
@@ -24,6 +24,7 @@ import * as m0014 from './0014_client_formats.js'
 import * as m0015 from './0015_repo_metadata.js'
 import * as m0016 from './0016_push.js'
 import * as m0017 from './0017_redirect_rules.js'
+import * as m0020 from './0020_removed_mirror.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_init': m0001,
@@ -39,4 +40,5 @@ export const migrations: Record<string, Migration> = {
   '0015_repo_metadata': m0015,
   '0016_push': m0016,
   '0017_redirect_rules': m0017,
+  '0020_removed_mirror': m0020,
 }

@@ -312,6 +312,11 @@ describe(`mb mirror (${backend})`, () => {
 
     const after = await mb(['mirror', 'list', '--json'], {env})
     expect(after.json().map((m: {identifier: string}) => m.identifier)).to.deep.equal(['mirror.example.se'])
+    const removed = await mb(['mirror', 'list', '--removed', '--json'], {env})
+    expect(removed.code, removed.stderr).to.equal(0)
+    expect(removed.json().map((m: {identifier: string}) => m.identifier)).to.deep.equal(['mirror.example.gb'])
+    expect(removed.json()[0].removed_by).to.be.a('string').and.not.equal('')
+    expect((await mb(['mirror', 'list', '--removed', '--country', 'GB'], {env})).code).to.equal(2)
   })
 
   it('refuses a too-broad or reserved --prefix without --force (add and edit), stores it with --force, and marks it in mirror show', async () => {

@@ -7,7 +7,8 @@ import {expect} from 'chai'
 import {sql} from 'kysely'
 import type {Database} from '../../src/lib/db/index.js'
 import {MbError} from '../../src/lib/errors.js'
-import {addMirror, MAX_MIRROR_ID, removeMirror} from '../../src/lib/mirrors/registry.js'
+import {addMirror, listRemovedMirrors, MAX_MIRROR_ID, removeMirror} from '../../src/lib/mirrors/registry.js'
+import {queryStats} from '../../src/lib/stats/query.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 
 describe(`mirror ids (${backend})`, function () {
@@ -74,5 +75,31 @@ describe(`mirror ids (${backend})`, function () {
     await removeMirror(database.db, 'bulk20000.example')
     const again = await addMirror(database.db, {identifier: 'one-too-many.example', http_url: 'http://one-too-many.example/'})
     expect(again.id).to.equal(20_000)
+  })
+
+  it('keeps a record of each removed mirror, and mb stats names its counts "NAME (removed)"', async () => {
+    await sql`UPDATE mirror SET rsync_url = 'rsync://scan:secret@bulk11.example/pub/' WHERE identifier = 'bulk11.example'`.execute(database.db)
+    await sql`INSERT INTO stats_daily (day, path, mirror_id, country, downloads, bytes) VALUES ('2026-11-30', 'x.iso', 3, 'DE', 2, 200), ('2026-11-30', 'x.iso', 11, 'DE', 1, 100)`.execute(
+      database.db,
+    )
+    await removeMirror(database.db, 'c.example')
+    await removeMirror(database.db, 'bulk11.example', {removedBy: 'admin'})
+    const removed = await listRemovedMirrors(database.db)
+    expect(removed.slice(0, 5).map((r) => [r.identifier, r.mirror_id])).to.deep.equal([
+      ['bulk11.example', 11],
+      ['c.example', 3],
+      ['bulk20000.example', 20_000],
+      ['d.example', 2],
+      ['b.example', 2],
+    ])
+    expect(removed[0]).to.include({removed_by: 'admin', http_url: 'http://bulk11.example/'})
+    expect(removed[0].rsync_url).to.not.contain('secret')
+    expect(removed[1].removed_by).to.be.a('string').and.not.equal('')
+    const stats = await queryStats(database, {by: 'mirror'})
+    expect(Object.fromEntries(stats.rows.map((r) => [r.key, r.downloads]))).to.deep.equal({
+      'b.example, d.example (removed)': 15, // 10 by day and 5 in an older month
+      'c.example (removed)': 2,
+      'bulk11.example (removed)': 1,
+    })
   })
 })

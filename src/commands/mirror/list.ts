@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
-import {listMirrors, type PublicMirror, publicMirror} from '../../lib/mirrors/registry.js'
+import {listMirrors, listRemovedMirrors, type PublicMirror, publicMirror, type RemovedMirror} from '../../lib/mirrors/registry.js'
 import {MIRROR_LIST_COLUMNS} from '../../lib/mirrors/render.js'
 import {type Column, renderTable} from '../../lib/output.js'
 import {MbError, UsageError} from '../../lib/errors.js'
@@ -21,6 +21,7 @@ With --path SUBDIR it gives the public network overview of that subtree instead 
     '<%= config.bin %> mirror list --continent EU --disabled',
     '<%= config.bin %> mirror list --json',
     '<%= config.bin %> mirror list --path distribution/leap/',
+    '<%= config.bin %> mirror list --removed',
   ]
 
   static override flags = {
@@ -32,10 +33,19 @@ With --path SUBDIR it gives the public network overview of that subtree instead 
       description: 'show the public overview of this origin subtree (/ = the whole tree): the mirrors clients could be sent to, their share of it',
       exclusive: ['country', 'continent', 'enabled', 'disabled'],
     }),
+    removed: Flags.boolean({
+      description: 'list the removed mirrors instead, newest first: name, the id it had, URLs, when and by whom (mb mirror remove keeps that record)',
+      exclusive: ['country', 'continent', 'enabled', 'disabled', 'path'],
+    }),
   }
 
-  public async run(): Promise<Array<PublicMirror & {probe: ProbeSummaryJson}> | Overview> {
+  public async run(): Promise<Array<PublicMirror & {probe: ProbeSummaryJson}> | Overview | RemovedMirror[]> {
     if (this.flags.path !== undefined) return this.overview(this.flags.path)
+    if (this.flags.removed) {
+      const removed = await listRemovedMirrors((await this.openDb()).db)
+      this.print(renderTable(removed, REMOVED_COLUMNS))
+      return removed
+    }
     const enabled = this.flags.enabled ? true : this.flags.disabled ? false : undefined
     const database = await this.openDb()
     const listed = (await listMirrors(database.db, {country: this.flags.country, continent: this.flags.continent, enabled})).map(publicMirror)
@@ -67,6 +77,17 @@ With --path SUBDIR it gives the public network overview of that subtree instead 
 const PROBE_PRIORITY: Record<string, number> = {probe: 3, last_probe: 0.35, probe_reason: 0.45}
 
 const percent = (share: number | null) => (share === null ? null : `${(Math.round(share * 1000) / 10).toFixed(1)}%`)
+
+/** Columns of `--removed`. */
+const REMOVED_COLUMNS: Array<Column<RemovedMirror>> = [
+  {header: 'name', get: (r) => r.identifier},
+  {header: 'id', get: (r) => r.mirror_id, priority: 0.5},
+  {header: 'removed_at', get: (r) => new Date(r.removed_at).toISOString().replace(/\.\d{3}Z$/, 'Z')},
+  {header: 'removed_by', get: (r) => r.removed_by, priority: 2},
+  {header: 'base_url', get: (r) => r.https_url ?? r.http_url, priority: 1},
+  {header: 'rsync_url', get: (r) => r.rsync_url, priority: 0.4},
+  {header: 'ftp_url', get: (r) => r.ftp_url, priority: 0.3},
+]
 
 /** Columns of the overview (`--path`). */
 const OVERVIEW_COLUMNS: Array<Column<OverviewRow>> = [

@@ -215,6 +215,19 @@ export interface RuleHitDailyTable {
   hits: number
 }
 
+/** One removal of a mirror (migration 0020): its id then, name, URLs (credentials redacted), when and by whom. */
+export interface RemovedMirrorTable {
+  id: Generated<number>
+  mirror_id: number
+  identifier: string
+  http_url: string | null
+  https_url: string | null
+  rsync_url: string | null
+  ftp_url: string | null
+  removed_at: Generated<Date>
+  removed_by: string
+}
+
 export interface DB {
   mirror: MirrorTable
   file: FileTable
@@ -228,6 +241,7 @@ export interface DB {
   mirror_transition: MirrorTransitionTable
   redirect_rule: RedirectRuleTable
   rule_hit_daily: RuleHitDailyTable
+  removed_mirror: RemovedMirrorTable
 }
 
 import type {Selectable} from 'kysely'

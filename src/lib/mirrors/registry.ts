@@ -6,8 +6,9 @@
  * or a failed check changes nothing. Names resolve as: exact identifier, then the same name
  * ignoring case, then an unambiguous case-insensitive prefix.
  */
-import {type Kysely, sql, type Transaction} from 'kysely'
-import type {DB, MirrorRow} from '../db/schema.js'
+import {userInfo} from 'node:os'
+import {type Kysely, type Selectable, sql, type Transaction} from 'kysely'
+import type {DB, MirrorRow, RemovedMirrorTable} from '../db/schema.js'
 import {MbError, UsageError} from '../errors.js'
 import {
   CLEARABLE,
@@ -248,15 +249,38 @@ export async function editMirror(db: Kysely<DB>, name: string, input: MirrorInpu
   })
 }
 
+/** The OS user running this process, as a removal records it: the login name, else `uid N`. */
+function osUser(): string {
+  try {
+    return userInfo().username
+  } catch {
+    return `uid ${process.getuid?.() ?? '?'}`
+  }
+}
+
+/** A removal of a mirror as `mb mirror list --removed` shows it (migration 0020). */
+export type RemovedMirror = Selectable<RemovedMirrorTable>
+
+/**
+ * Every recorded removal, newest first: the mirror's id then, name, URLs (credentials
+ * redacted when it was removed), when (UTC) and by whom.
+ * @throws what the database driver throws
+ */
+export function listRemovedMirrors(db: Kysely<DB>): Promise<RemovedMirror[]> {
+  return db.selectFrom('removed_mirror').selectAll().orderBy('removed_at', 'desc').orderBy('id', 'desc').execute()
+}
+
 /**
  * Removes a mirror, its stale-copy records (ON DELETE CASCADE) and its id from every file's
- * mirror set, in one transaction.
+ * mirror set, in one transaction, and records the removal in `removed_mirror` (name, URLs
+ * without credentials, when, and `options.removedBy` or the OS user), so that statistics and
+ * `mb mirror list --removed` still name it.
  * Removal is destructive, so a name that only matched as a prefix is refused unless
  * `options.allowPrefix` is set (the CLI's `--yes`).
  * @returns the removed row
  * @throws MbError MIRROR_NOT_FOUND; UsageError AMBIGUOUS_MIRROR, or PREFIX_NOT_CONFIRMED
  */
-export async function removeMirror(db: Kysely<DB>, name: string, options: {allowPrefix?: boolean} = {}): Promise<MirrorRow> {
+export async function removeMirror(db: Kysely<DB>, name: string, options: {allowPrefix?: boolean; removedBy?: string} = {}): Promise<MirrorRow> {
   return db.transaction().execute(async (trx) => {
     const mirror = await resolveMirror(trx, name)
     if (!options.allowPrefix && mirror.identifier.toLowerCase() !== name.toLowerCase()) {
@@ -271,6 +295,18 @@ export async function removeMirror(db: Kysely<DB>, name: string, options: {allow
       .where(sql<boolean>`mirrors @> ARRAY[${mirror.id}::smallint]`)
       .execute()
     await trx.deleteFrom('mirror').where('id', '=', mirror.id).execute()
+    await trx
+      .insertInto('removed_mirror')
+      .values({
+        mirror_id: mirror.id,
+        identifier: mirror.identifier,
+        http_url: redacted(mirror.http_url),
+        https_url: redacted(mirror.https_url),
+        rsync_url: redacted(mirror.rsync_url),
+        ftp_url: redacted(mirror.ftp_url),
+        removed_by: options.removedBy ?? osUser(),
+      })
+      .execute()
     return mirror
   })
 }

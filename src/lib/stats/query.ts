@@ -105,7 +105,12 @@ function keyExpr(by: Grouping, period: 'day' | 'month'): RawBuilder<string> {
     case 'dir':
       return sql<string>`CASE WHEN strpos(s.path, '/') = 0 THEN '/' ELSE regexp_replace(s.path, '/[^/]*$', '') END`
     case 'mirror':
-      return sql<string>`CASE WHEN s.mirror_id = 0 THEN 'origin' ELSE coalesce(m.identifier, '#' || s.mirror_id::text) END`
+      // A count of an id no mirror holds now is the last mirror removed with that id; a
+      // retired id (-id) holds the counts of every mirror removed with it (migration 0020).
+      return sql<string>`CASE WHEN s.mirror_id = 0 THEN 'origin' ELSE coalesce(m.identifier,
+        (SELECT string_agg(r.identifier, ', ' ORDER BY r.removed_at) || ' (removed)' FROM removed_mirror r
+          WHERE r.mirror_id = abs(s.mirror_id) AND (s.mirror_id < 0 OR r.removed_at = (SELECT max(q.removed_at) FROM removed_mirror q WHERE q.mirror_id = s.mirror_id))),
+        '#' || s.mirror_id::text) END`
     case 'country':
       return sql<string>`s.country::text`
     case 'day':
