@@ -79,9 +79,7 @@ describe(`mirror ids (${backend})`, function () {
 
   it('keeps a record of each removed mirror, and mb stats names its counts "NAME (removed)"', async () => {
     await sql`UPDATE mirror SET rsync_url = 'rsync://scan:secret@bulk11.example/pub/' WHERE identifier = 'bulk11.example'`.execute(database.db)
-    await sql`INSERT INTO stats_daily (day, path, mirror_id, country, downloads, bytes) VALUES ('2026-11-30', 'x.iso', 3, 'DE', 2, 200), ('2026-11-30', 'x.iso', 11, 'DE', 1, 100)`.execute(
-      database.db,
-    )
+    await sql`INSERT INTO stats_daily (day, path, mirror_id, country, downloads, bytes) VALUES ('2026-11-30', 'x.iso', 3, 'DE', 2, 200), ('2026-11-30', 'x.iso', 11, 'DE', 1, 100)`.execute(database.db)
     await removeMirror(database.db, 'c.example')
     await removeMirror(database.db, 'bulk11.example', {removedBy: 'admin'})
     const removed = await listRemovedMirrors(database.db)

@@ -138,6 +138,7 @@ describe(`the mirror network: per-mirror metrics and the overview page (${backen
     expect(res.headers['cache-control']).to.equal('public, max-age=60')
     const overview = JSON.parse(res.body.toString())
     expect(overview.path).to.equal('')
+    expect(overview.total).to.equal(2)
     expect(overview.mirrors.map((m: any) => m.name)).to.deep.equal(['dead.test', 'good.test'])
     const good = overview.mirrors[1]
     expect(good).to.deep.include({
@@ -146,6 +147,7 @@ describe(`the mirror network: per-mirror metrics and the overview page (${backen
       latitude: 52.5,
       longitude: 13.4,
       protocols: ['http'],
+      urls: {http: nginx.url.endsWith('/') ? nginx.url : `${nginx.url}/`},
       http: 'up',
       https: null,
       health: 'up',
@@ -178,6 +180,21 @@ describe(`the mirror network: per-mirror metrics and the overview page (${backen
     expect(missing.stderr).to.equal('Error: No indexed file lies under /nowhere/. Give a directory of the tree (relative to the root), or run `mb index` first.\n')
     const bad = await mb(['mirror', 'list', '--path', '../etc'], {env: t.env})
     expect(bad.code).to.equal(2)
+  })
+
+  it('pages the overview with ?page and ?page_size, and refuses bad values', async () => {
+    const json = async (query: string) => JSON.parse((await request(serve.port, `/mirrors?${query}`, {headers: {accept: 'application/json'}})).body.toString())
+    const second = await json('page=2&page_size=1')
+    expect([second.total, second.page, second.page_size, second.pages, second.mirrors.map((m: any) => m.name)]).to.deep.equal([2, 2, 1, 2, ['good.test']])
+    expect((await json('page_size=1')).mirrors.map((m: any) => m.name)).to.deep.equal(['dead.test'])
+    expect((await json('path=pub/&page=3&page_size=1')).mirrors).to.deep.equal([])
+    expect((await json('page=1')).page_size).to.equal(50)
+    const html = (await request(serve.port, '/mirrors?page=1&page_size=1')).body.toString()
+    expect(html).to.contain('Page 1 of 2 · <a rel="next" href="?page=2&amp;page_size=1">next</a>')
+    expect((await request(serve.port, '/mirrors')).body.toString()).to.match(/<a href="http:\/\/127\.0\.0\.1:\d+\/">http<\/a>/)
+    for (const bad of ['page=0', 'page=-1', 'page=x', 'page_size=0', 'page_size=1001', 'page=1&page_size=1e3']) {
+      expect((await request(serve.port, `/mirrors?${bad}`)).status, bad).to.equal(400)
+    }
   })
 
   it('refuses a huge ?path and a path outside the tree cleanly', async () => {

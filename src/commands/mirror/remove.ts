@@ -3,7 +3,8 @@ import {BaseCommand} from '../../base-command.js'
 import {type PublicMirror, publicMirror, removeMirror} from '../../lib/mirrors/registry.js'
 
 export default class MirrorRemove extends BaseCommand<typeof MirrorRemove> {
-  static override description = 'Remove a mirror with its scan results and stale-copy records. A record of the removal stays (name, URLs without credentials, when, by which OS user): `mb mirror list --removed` lists them, and `mb stats` names its downloads "NAME (removed)"'
+  static override description =
+    'Remove a mirror with its scan results and stale-copy records. A record of the removal stays (name, URLs without credentials, when, by which OS user): `mb mirror list --removed` lists them, and `mb stats` names its downloads "NAME (removed)"'
   static override examples = ['<%= config.bin %> mirror remove ftp.example.de', '<%= config.bin %> mirror remove ftp.example.de --json']
 
   static override args = {

@@ -13,20 +13,53 @@
  * public, max-age=60`. A directory named `mirrors` at the top of the tree stays reachable at
  * `/mirrors/`.
  *
+ * `?page=N&page_size=M` gives one page of the rows (JSON: `total`, `page`, `page_size`,
+ * `pages`; HTML: links to the pages around it). Each row carries the mirror's public base
+ * URLs by protocol.
+ *
  * Bad input: a `?path=` longer than {@link MAX_PATH_BYTES}, with `..`, `.` or empty
- * segments, NUL, or a backslash is 400; one that is not a directory of the tree is 404.
+ * segments, NUL, or a backslash is 400; one that is not a directory of the tree is 404; a
+ * `?page=` or `?page_size=` that is not a whole number in range is 400.
  */
 import type {Route, RouteServices} from './server.js'
 import {escapeHtml} from './autoindex.js'
 import {acceptsJson} from '../metalink/http.js'
-import {buildOverview, type NetworkView, type Overview, type OverviewRow} from './network.js'
+import {buildOverview, type NetworkView, type Overview, type OverviewRow, overviewPage} from './network.js'
 
 /** How long a computed page is answered again (ms). */
 const PAGE_TTL_MS = 30_000
 /** Longest `?path=` accepted, in bytes (the tree's paths are far shorter). */
 const MAX_PATH_BYTES = 1024
-/** Pages kept at once (subtree x format). */
+/** Pages kept at once (subtree x format x page). */
 const MAX_PAGES = 128
+/** Rows per page when `?page=` comes without `?page_size=`, and the most one page may hold. */
+const DEFAULT_PAGE_SIZE = 50
+const MAX_PAGE_SIZE = 1000
+
+/** A mirror's protocols, each linked to its public base URL where it has one. */
+function protocolLinks(r: OverviewRow): string {
+  if (r.protocols.length === 0) return '-'
+  return r.protocols
+    .map((p) => {
+      const url = r.urls[p as keyof OverviewRow['urls']]
+      return url ? `<a href="${escapeHtml(url)}">${escapeHtml(p)}</a>` : escapeHtml(p)
+    })
+    .join(' ')
+}
+
+/** The page's query for page `page`, keeping the subtree. */
+function pageHref(overview: Overview, page: number): string {
+  return `?${overview.path ? `path=${encodeURIComponent(overview.path)}&` : ''}page=${page}&page_size=${overview.page_size}`
+}
+
+/** "Page N of M" with links to the pages before and after, for a paged overview; '' otherwise. */
+function renderPager(overview: Overview): string {
+  if (overview.page === undefined || overview.pages === undefined) return ''
+  const links = [`Page ${overview.page} of ${Math.max(overview.pages, 1)}`]
+  if (overview.page > 1) links.push(`<a rel="prev" href="${escapeHtml(pageHref(overview, Math.min(overview.page - 1, Math.max(overview.pages, 1))))}">previous</a>`)
+  if (overview.page < overview.pages) links.push(`<a rel="next" href="${escapeHtml(pageHref(overview, overview.page + 1))}">next</a>`)
+  return `<p class="pager">${links.join(' · ')}</p>\n`
+}
 
 /** Map size in SVG units: 2 per degree, equirectangular (plate carrée). */
 const MAP_WIDTH = 720
@@ -303,7 +336,7 @@ function renderOverviewHtml(overview: Overview): string {
   const up = rows.filter((r) => r.health === 'up').length
   const body = rows.map(
     (r) =>
-      `<tr><td>${escapeHtml(r.name)}</td><td>${escapeHtml(r.country ?? '-')}</td><td>${escapeHtml(r.continent ?? '-')}</td><td>${escapeHtml(r.protocols.join(' ') || '-')}</td>${scheme(r.http)}${scheme(r.https)}<td>${escapeHtml(r.last_scan ?? 'never')}</td><td class="num">${percent(r.share)}</td><td class="num">${r.score}</td></tr>`,
+      `<tr><td>${escapeHtml(r.name)}</td><td>${escapeHtml(r.country ?? '-')}</td><td>${escapeHtml(r.continent ?? '-')}</td><td>${protocolLinks(r)}</td>${scheme(r.http)}${scheme(r.https)}<td>${escapeHtml(r.last_scan ?? 'never')}</td><td class="num">${percent(r.share)}</td><td class="num">${r.score}</td></tr>`,
   )
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
@@ -319,14 +352,14 @@ td.up{color:${HEALTH_COLOURS.up}}td.down{color:${HEALTH_COLOURS.down}}td.unprobe
 </style></head>
 <body>
 <h1>${escapeHtml(title)}</h1>
-<p>${rows.length} mirror${rows.length === 1 ? '' : 's'}, ${up} up.<span class="legend"><span style="background:${HEALTH_COLOURS.up}"></span>up<span style="background:${HEALTH_COLOURS.down}"></span>down<span style="background:${HEALTH_COLOURS.unprobed}"></span>not probed yet</span></p>
+<p>${overview.total} mirror${overview.total === 1 ? '' : 's'}${overview.page === undefined ? `, ${up} up` : ''}.<span class="legend"><span style="background:${HEALTH_COLOURS.up}"></span>up<span style="background:${HEALTH_COLOURS.down}"></span>down<span style="background:${HEALTH_COLOURS.unprobed}"></span>not probed yet</span></p>
 ${renderMap(rows)}
 <table id="mirrors">
 <thead><tr><th>Mirror</th><th>Country</th><th>Continent</th><th>Protocols</th><th>HTTP</th><th>HTTPS</th><th>Last scan (UTC)</th><th>Share of the tree</th><th>Score</th></tr></thead>
 <tbody>
 ${body.join('\n')}
 </tbody></table>
-<p>Share: files of ${overview.path ? `/${escapeHtml(overview.path)}` : 'the tree'} the mirror holds in their current version, of those it carries.</p>
+${renderPager(overview)}<p>Share: files of ${overview.path ? `/${escapeHtml(overview.path)}` : 'the tree'} the mirror holds in their current version, of those it carries.</p>
 </body></html>
 `
 }
@@ -346,15 +379,35 @@ export function parseSubtree(value: string | undefined): {subtree: string} | {er
   return {subtree: `${trimmed}/`}
 }
 
+/** Which rows of the overview a request asks for: all, or one page. */
+export type Paging = {page: number; size: number} | undefined
+
+/**
+ * `?page=N` (1-based) and `?page_size=M` of `/mirrors`: neither gives every row; `page`
+ * alone pages by {@link DEFAULT_PAGE_SIZE}, `page_size` alone gives page 1.
+ * @returns an error message (answer 400) for a value that is not a whole number in range
+ */
+export function parsePaging(page: string | undefined, size: string | undefined): {paging: Paging} | {error: string} {
+  if (page === undefined && size === undefined) return {paging: undefined}
+  const n = page === undefined ? 1 : /^[1-9]\d{0,5}$/.test(page) ? Number(page) : Number.NaN
+  if (Number.isNaN(n)) return {error: '?page= must be a whole number from 1 to 999999'}
+  const m = size === undefined ? DEFAULT_PAGE_SIZE : /^[1-9]\d{0,3}$/.test(size) && Number(size) <= MAX_PAGE_SIZE ? Number(size) : Number.NaN
+  if (Number.isNaN(m)) return {error: `?page_size= must be a whole number from 1 to ${MAX_PAGE_SIZE}`}
+  return {paging: {page: n, size: m}}
+}
+
 /** The `GET /mirrors` route (see the module doc). */
 export function networkRoute(services: RouteServices, view: NetworkView): Route<true> {
   const pages = new Map<string, {at: number; body: Promise<Buffer>}>()
-  const page = (ctx: Parameters<Route<true>['handle']>[0], subtree: string, json: boolean): Promise<Buffer> => {
-    const key = `${json ? 'j' : 'h'}:${subtree}`
+  const page = (ctx: Parameters<Route<true>['handle']>[0], subtree: string, json: boolean, paging: Paging): Promise<Buffer> => {
+    const key = `${json ? 'j' : 'h'}:${paging ? `${paging.page}/${paging.size}` : ''}:${subtree}`
     const cached = pages.get(key)
     if (cached && Date.now() - cached.at < PAGE_TTL_MS) return cached.body
     if (pages.size >= MAX_PAGES) pages.delete(pages.keys().next().value!)
-    const body = buildOverview(view, ctx.snapshot, subtree).then((o) => Buffer.from(json ? `${JSON.stringify(o, null, 2)}\n` : renderOverviewHtml(o)))
+    const body = buildOverview(view, ctx.snapshot, subtree).then((all) => {
+      const o = paging ? overviewPage(all, paging.page, paging.size) : all
+      return Buffer.from(json ? `${JSON.stringify(o, null, 2)}\n` : renderOverviewHtml(o))
+    })
     pages.set(key, {at: Date.now(), body})
     body.catch(() => pages.delete(key))
     return body
@@ -363,14 +416,16 @@ export function networkRoute(services: RouteServices, view: NetworkView): Route<
     name: 'mirrors',
     match: (ctx) => (ctx.path === 'mirrors' && !ctx.slash && ctx.file === undefined ? true : undefined),
     async handle(ctx) {
-      const parsed = parseSubtree(ctx.query ? queryValue(ctx.query) : undefined)
+      const parsed = parseSubtree(ctx.query ? queryValue(ctx.query, 'path') : undefined)
       if ('error' in parsed) return services.plain(ctx, 400, 'bad_request', `Bad request: ${parsed.error}.`)
+      const paged = ctx.query ? parsePaging(queryValue(ctx.query, 'page'), queryValue(ctx.query, 'page_size')) : {paging: undefined}
+      if ('error' in paged) return services.plain(ctx, 400, 'bad_request', `Bad request: ${paged.error}.`)
       if (parsed.subtree !== '') {
         const target = await services.resolveOnDisk(parsed.subtree.slice(0, -1))
         if (target === undefined || !target.directory) return services.plain(ctx, 404, 'not_found', `Not found: /${parsed.subtree} is not a directory of the tree.`)
       }
       const json = acceptsJson(ctx.req.headers.accept)
-      const body = await page(ctx, parsed.subtree, json)
+      const body = await page(ctx, parsed.subtree, json, paged.paging)
       const head = ctx.req.method === 'HEAD'
       ctx.res.writeHead(200, {
         'Content-Type': json ? 'application/json; charset=utf-8' : 'text/html; charset=utf-8',
@@ -385,12 +440,13 @@ export function networkRoute(services: RouteServices, view: NetworkView): Route<
   }
 }
 
-/** The raw `path` parameter of a query, percent-decoded; undefined when absent or badly encoded. */
-function queryValue(query: string): string | undefined {
+/** Parameter `name` of a query, percent-decoded (the first); undefined when absent, NUL when badly encoded. */
+function queryValue(query: string, name: string): string | undefined {
+  const prefix = `${name}=`
   for (const part of query.split('&')) {
-    if (!part.startsWith('path=')) continue
+    if (!part.startsWith(prefix)) continue
     try {
-      return decodeURIComponent(part.slice(5))
+      return decodeURIComponent(part.slice(prefix.length))
     } catch {
       return '\0'
     }

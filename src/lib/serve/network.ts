@@ -15,6 +15,7 @@ import {sql} from 'kysely'
 import type {Database} from '../db/index.js'
 import {parseStatus} from '../probe/state.js'
 import type {MirrorSample} from './metrics.js'
+import type {SelectMirror} from '../select/types.js'
 import type {Snapshot} from './snapshot.js'
 
 /** What one mirror holds of (a subtree of) the origin, in files and bytes. */
@@ -280,6 +281,12 @@ export interface OverviewRow {
   longitude: number | null
   /** Of `http`, `https`, `rsync`, `ftp`, the ones it offers. */
   protocols: string[]
+  /**
+   * Its public base URLs by protocol (`http`, `https`, `ftp`, `rsync`; those it has), for
+   * tools that pick mirrors themselves. A URL carrying credentials is a private scan
+   * address and is left out, though its protocol stays in `protocols`.
+   */
+  urls: Partial<Record<'http' | 'https' | 'ftp' | 'rsync', string>>
   http: SchemeHealth
   https: SchemeHealth
   /** `up` when probing found it up, `down`, or `unprobed`. */
@@ -294,10 +301,38 @@ export interface OverviewRow {
   score: number
 }
 
-/** The network overview of a subtree: its path ('' = whole tree) and one row per listed mirror. */
+/**
+ * The network overview of a subtree: its path ('' = whole tree) and one row per listed
+ * mirror, by name. A page of it ({@link overviewPage}) also says which page of how many.
+ */
 export interface Overview {
   path: string
+  /** Listed mirrors in all pages. */
+  total: number
+  /** 1-based page number and rows per page, when a page was asked for. */
+  page?: number
+  page_size?: number
+  pages?: number
   mirrors: OverviewRow[]
+}
+
+/**
+ * Page `page` (1-based) of `overview`, `pageSize` rows each; a page past the last has no rows.
+ * The rows are shared with `overview`, not copied.
+ */
+export function overviewPage(overview: Overview, page: number, pageSize: number): Overview {
+  const start = (page - 1) * pageSize
+  return {path: overview.path, total: overview.total, page, page_size: pageSize, pages: Math.ceil(overview.total / pageSize), mirrors: overview.mirrors.slice(start, start + pageSize)}
+}
+
+/** A mirror's public base URLs by protocol (see {@link OverviewRow.urls}). */
+function publicUrls(m: SelectMirror): OverviewRow['urls'] {
+  const urls: OverviewRow['urls'] = {}
+  if (m.httpUrl) urls.http = m.httpUrl
+  if (m.httpsUrl) urls.https = m.httpsUrl
+  if (m.ftpUrl) urls.ftp = m.ftpUrl
+  if (m.rsyncUrl) urls.rsync = m.rsyncUrl
+  return urls
 }
 
 function schemeHealth(url: string | null, up: boolean | null): SchemeHealth {
@@ -328,6 +363,7 @@ export async function buildOverview(view: NetworkView, snapshot: Snapshot, subtr
       latitude: m.latitude,
       longitude: m.longitude,
       protocols,
+      urls: publicUrls(m),
       http: schemeHealth(m.httpUrl, m.httpUp),
       https: schemeHealth(m.httpsUrl, m.httpsUp),
       health: probed ? (m.up ? 'up' : 'down') : 'unprobed',
@@ -339,5 +375,5 @@ export async function buildOverview(view: NetworkView, snapshot: Snapshot, subtr
     })
   }
   rows.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-  return {path: subtree, mirrors: rows}
+  return {path: subtree, total: rows.length, mirrors: rows}
 }
