@@ -387,7 +387,7 @@ export type Paging = {page: number; size: number} | undefined
  * alone pages by {@link DEFAULT_PAGE_SIZE}, `page_size` alone gives page 1.
  * @returns an error message (answer 400) for a value that is not a whole number in range
  */
-export function parsePaging(page: string | undefined, size: string | undefined): {paging: Paging} | {error: string} {
+function parsePaging(page: string | undefined, size: string | undefined): {paging: Paging} | {error: string} {
   if (page === undefined && size === undefined) return {paging: undefined}
   const n = page === undefined ? 1 : /^[1-9]\d{0,5}$/.test(page) ? Number(page) : Number.NaN
   if (Number.isNaN(n)) return {error: '?page= must be a whole number from 1 to 999999'}
