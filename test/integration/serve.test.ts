@@ -105,6 +105,21 @@ describe(`mb serve (${backend})`, function () {
     expect(res.body.length).to.equal(0)
   })
 
+  it('answers 304 to a conditional GET of a redirected file whose indexed version is not newer, and redirects a newer one', async () => {
+    const stat = statSync(join(seeded.root, 'big.iso'))
+    const mtime = new Date(Math.floor(stat.mtimeMs / 1000) * 1000)
+    const same = await get('/big.iso', {'X-Forwarded-For': US, 'If-Modified-Since': mtime.toUTCString()})
+    expect([same.status, same.headers['last-modified'], same.headers.location, same.body.length]).to.deep.equal([304, mtime.toUTCString(), undefined, 0])
+    const later = await get('/big.iso', {'X-Forwarded-For': US, 'If-Modified-Since': new Date(mtime.getTime() + 86_400_000).toUTCString()})
+    expect(later.status).to.equal(304)
+    const older = await get('/big.iso', {'X-Forwarded-For': US, 'If-Modified-Since': new Date(mtime.getTime() - 1000).toUTCString()})
+    expect([older.status, older.headers['x-mb-mirror']]).to.deep.equal([302, 'us.example.org'])
+    // If-None-Match takes precedence (RFC 9110 §13.2.2), and mb has no tag of its own for a mirrored version.
+    const tagged = await get('/big.iso', {'X-Forwarded-For': US, 'If-Modified-Since': mtime.toUTCString(), 'If-None-Match': '"abc"'})
+    expect(tagged.status).to.equal(302)
+    expect((await get('/big.iso', {'X-Forwarded-For': US, 'If-Modified-Since': 'yesterday'})).status).to.equal(302)
+  })
+
   it('answers pipelined requests in order: redirects written at the end of the turn, a 404 at once, each where it was asked', async () => {
     // One write holding five requests: node parses them in one turn; the redirects are
     // queued for its end (src/lib/serve/turn-batch.ts) and the 404 is not.

@@ -573,6 +573,26 @@ export class MirrorServer implements RouteServices {
     return this.serverHeader === undefined ? {} : {Server: this.serverHeader}
   }
 
+  /**
+   * Answers `304 Not Modified` instead of a redirect when the request's `If-Modified-Since`
+   * (RFC 9110 §13.1.3) is at or after the indexed version's mtime, as Mirrorbits does for
+   * redirected files: a caching proxy that holds the file then needs no round trip to a
+   * mirror. A newer version keeps the redirect. With `If-None-Match` the date is ignored
+   * (RFC 9110 §13.2.2) and the redirect stays: mb has no entity tag of its own for a version
+   * that mirrors serve (each mirror sends its own). False when it did not answer.
+   */
+  private notModified(ctx: RequestContext, file: FileEntry): boolean {
+    const headers = ctx.req.headers
+    const since = headers['if-modified-since']
+    if (since === undefined || headers['if-none-match'] !== undefined) return false
+    const date = Date.parse(since)
+    if (Number.isNaN(date) || Math.floor(date / 1000) < file.mtime) return false
+    ctx.res.writeHead(304, {'Last-Modified': new Date(file.mtime * 1000).toUTCString(), 'Cache-Control': 'private, no-store', Vary: 'X-Forwarded-For, X-Forwarded-Proto', ...this.serverHeaders()})
+    ctx.res.end()
+    this.finish(ctx, 304, 'not_modified', {fileSize: file.size})
+    return true
+  }
+
   /** Writes a short plain-text answer and reports it. */
   plain(ctx: RequestContext, status: number, outcome: Outcome, text: string, headers: Record<string, string> = {}): void {
     const body = `${text}\n`
@@ -712,6 +732,7 @@ export class MirrorServer implements RouteServices {
       this.deliver(ctx, reason, undefined, detail).catch((error) => this.fail(ctx, error))
       return
     }
+    if (this.notModified(ctx, file)) return
     const verifier = this.verifier
     if (verifier?.applies(file)) {
       this.verifyThenRedirect(ctx, file, client, selection, verifier).catch((error) => this.fail(ctx, error))

@@ -10,7 +10,7 @@ export type Outcome =
   | 'redirect' // 302 to a mirror
   | 'rule_redirect' // 301/302/307 to a redirect rule's URL
   | 'local' // the origin delivered the file itself (200/206)
-  | 'not_modified' // 304 from the origin
+  | 'not_modified' // 304: the client's copy is current (a file the origin delivers, or an indexed version that mirrors serve)
   | 'directory' // an autoindex page or a slash redirect
   | 'meta4' // a Metalink 4 document
   | 'metalink' // a Metalink 3 document
