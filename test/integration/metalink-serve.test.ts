@@ -135,6 +135,29 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     expect(doc.file.url.map((u: any) => u['#text'])[0]).to.equal('http://de.mirror.test/pub-mirror/pub/big.iso')
   })
 
+  it("negotiates a metalink by Accept only when it lists a mirror: zypper's Accept gets the bytes of an origin-only file", async () => {
+    const zypper = {accept: '*/*, application/metalink+xml, application/metalink4+xml'}
+    const repomd = await fetch(`${base}/repodata/repomd.xml?country=DE`, {headers: zypper, redirect: 'manual'})
+    expect([repomd.status, repomd.headers.get('content-type'), repomd.headers.get('vary')]).to.deep.equal([200, 'application/xml', 'Accept'])
+    expect(Buffer.from(await repomd.arrayBuffer()).equals(readFileSync(join(root, 'repodata', 'repomd.xml')))).to.equal(true)
+    writeFileSync(join(root, 'pub', 'fresh.iso'), 'not indexed yet\n')
+    const fresh = await fetch(`${base}/pub/fresh.iso`, {headers: zypper, redirect: 'manual'})
+    expect([fresh.status, await fresh.text()]).to.deep.equal([200, 'not indexed yet\n'])
+    // The suffix still gets the document, mirrors or not.
+    const explicit = await fetch(`${base}/repodata/repomd.xml.meta4?country=DE`)
+    expect([explicit.status, explicit.headers.get('content-type')]).to.deep.equal([200, 'application/metalink4+xml'])
+    const mirrored = await fetch(`${base}/pub/big.iso?country=DE`, {headers: zypper, redirect: 'manual'})
+    expect([mirrored.status, mirrored.headers.get('content-type')]).to.deep.equal([200, 'application/metalink4+xml'])
+  })
+
+  it('negotiates Metalink 3 by Accept for clients that speak only it', async () => {
+    const res = await fetch(`${base}/pub/big.iso?country=DE`, {headers: {accept: '*/*, application/metalink+xml'}, redirect: 'manual'})
+    expect([res.status, res.headers.get('content-type')]).to.deep.equal([200, 'application/metalink+xml'])
+    expect(await res.text()).to.match(/<metalink [^>]*version="3.0"/)
+    const preferred = await fetch(`${base}/pub/big.iso?country=DE`, {headers: {accept: 'application/metalink4+xml;q=0.4, application/metalink+xml'}, redirect: 'manual'})
+    expect(preferred.headers.get('content-type')).to.equal('application/metalink+xml')
+  })
+
   it('serves Metalink 3.0 with preference from 100 down, origin last', async () => {
     const res = await fetch(`${base}/pub/big.iso.metalink?country=DE`)
     expect(res.status).to.equal(200)

@@ -5,7 +5,7 @@ import {validateXML} from 'xmllint-wasm'
 import {readFileSync} from 'node:fs'
 import {buildDocument, type BuildOptions} from '../../src/lib/metalink/document.js'
 import {describedByLink, digestHeader, hashFileBody} from '../../src/lib/metalink/headers.js'
-import {acceptsJson, acceptsMeta4, contentDisposition} from '../../src/lib/metalink/http.js'
+import {acceptsJson, contentDisposition, negotiatedMetalink} from '../../src/lib/metalink/http.js'
 import {renderMeta4, xmlEscape} from '../../src/lib/metalink/meta4.js'
 import {preferenceAt, renderMetalink3} from '../../src/lib/metalink/metalink3.js'
 import {buildMirrorList, escapeHtml, renderMirrorListHtml} from '../../src/lib/metalink/mirrorlist.js'
@@ -161,8 +161,16 @@ describe('metalink documents', () => {
   })
 
   it('negotiates by Accept and names the attachment (RFC 6266)', () => {
-    expect(acceptsMeta4('*/*,application/metalink4+xml,application/metalink+xml')).to.equal(true)
-    expect(acceptsMeta4('*/*')).to.equal(false)
+    expect(negotiatedMetalink('*/*,application/metalink4+xml,application/metalink+xml')).to.equal('meta4') // aria2c
+    expect(negotiatedMetalink('*/*, application/metalink+xml, application/metalink4+xml')).to.equal('meta4') // zypper: Metalink 4 wins the tie
+    expect(negotiatedMetalink('*/*, application/metalink+xml')).to.equal('metalink') // a Metalink 3 client
+    expect(negotiatedMetalink('application/metalink+xml, application/metalink4+xml;q=0.5')).to.equal('metalink')
+    expect(negotiatedMetalink('*/*;q=0.9, application/METALINK4+xml;q=0.9')).to.equal('meta4')
+    expect(negotiatedMetalink('*/*, application/metalink4+xml;q=0')).to.equal(undefined)
+    expect(negotiatedMetalink('application/octet-stream, application/metalink4+xml;q=0.5')).to.equal(undefined)
+    expect(negotiatedMetalink('*/*, application/metalink4+xml;q=x')).to.equal(undefined)
+    expect(negotiatedMetalink('*/*')).to.equal(undefined)
+    expect(negotiatedMetalink(undefined)).to.equal(undefined)
     expect(acceptsJson('application/json')).to.equal(true)
     expect(acceptsJson('text/html,application/json;q=0.9')).to.equal(false)
     expect(acceptsJson(undefined)).to.equal(false)

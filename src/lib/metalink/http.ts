@@ -38,8 +38,6 @@ export interface Sent {
   bytesSent: number
 }
 
-/** What a file URL offers besides its metalink, first: it wins a tie (a bare wildcard range). */
-const FILE_OFFERS = ['application/octet-stream', META4_MEDIA_TYPE]
 const LIST_OFFERS = ['text/html', 'application/json']
 
 /** The media type of `offers` an `Accept` header prefers (RFC 9110 §12.5.1, q-values honoured, `negotiator`), or undefined. */
@@ -47,15 +45,48 @@ function preferred(accept: string, offers: string[]): string | undefined {
   return new Negotiator({headers: {accept}}).mediaType(offers)
 }
 
+/** How an `Accept` header rates one media type: the q-value and specificity of its most specific matching range. */
+interface Rating {
+  q: number
+  /** 3 the type itself, 2 a `type/` range with a wildcard subtype, 1 the full wildcard range, 0 no range matches (q 0 then). */
+  specificity: number
+}
+
+/** {@link Rating} of `type` (lower case, `main/sub`) in `accept` (RFC 9110 §12.5.1). */
+function rate(accept: string, type: string): Rating {
+  const slash = type.indexOf('/')
+  const main = type.slice(0, slash)
+  let best: Rating = {q: 0, specificity: 0}
+  for (const range of accept.split(',')) {
+    const [mediaRange, ...params] = range.split(';')
+    const [rangeMain, rangeSub] = mediaRange.trim().toLowerCase().split('/')
+    const specificity = rangeMain === '*' && rangeSub === '*' ? 1 : rangeMain !== main ? 0 : rangeSub === '*' ? 2 : `${rangeMain}/${rangeSub}` === type ? 3 : 0
+    if (specificity <= best.specificity) continue
+    const qParam = params.map((p) => p.trim().toLowerCase()).find((p) => p.startsWith('q='))
+    const q = qParam === undefined ? 1 : Number(qParam.slice(2))
+    best = {q: Number.isFinite(q) ? Math.min(Math.max(q, 0), 1) : 0, specificity}
+  }
+  return best
+}
+
 /**
- * True when an `Accept` header prefers Metalink 4 (`application/metalink4+xml`) to the file
- * itself (RFC 9110 §12.5.1): aria2c's `Accept` (the wildcard range plus the metalink types
- * at q=1) does; the wildcard range alone, or the type with `q=0` (refused), does not. A header
- * that does not name the type at all is not parsed (the redirect's hot path).
+ * Which metalink an `Accept` header prefers to the file itself (RFC 9110 §12.5.1), or
+ * undefined for the file: `meta4` (`application/metalink4+xml`) or `metalink` (Metalink 3,
+ * `application/metalink+xml`), whichever has the higher q-value (then the more specific
+ * range), Metalink 4 on a tie. A
+ * metalink wins over the file when its q-value is higher, or equal and named more
+ * specifically than the range that covers the file (aria2c's and zypper's full wildcard range
+ * plus the metalink types at q=1); the wildcard range alone, or a type with `q=0` (refused), does not.
+ * A header that names no metalink type is not parsed (the redirect's hot path).
  */
-export function acceptsMeta4(accept: string | undefined): boolean {
-  if (accept === undefined || !/metalink4/i.test(accept)) return false
-  return preferred(accept, FILE_OFFERS) === META4_MEDIA_TYPE
+export function negotiatedMetalink(accept: string | undefined): 'meta4' | 'metalink' | undefined {
+  if (accept === undefined || !/metalink/i.test(accept)) return undefined
+  const v4 = rate(accept, META4_MEDIA_TYPE)
+  const v3 = rate(accept, METALINK3_MEDIA_TYPE)
+  const [kind, rating] = v4.q > v3.q || (v4.q === v3.q && v4.specificity >= v3.specificity) ? (['meta4', v4] as const) : (['metalink', v3] as const)
+  if (rating.q === 0) return undefined
+  const file = rate(accept, 'application/octet-stream')
+  return rating.q > file.q || (rating.q === file.q && rating.specificity > file.specificity) ? kind : undefined
 }
 
 /** True when an `Accept` header prefers JSON to HTML (RFC 9110 §12.5.1; ties go to the type listed first). */

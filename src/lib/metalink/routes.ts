@@ -38,7 +38,7 @@ import {SignatureTexts, signatureOf} from './signature.js'
 import {outdatedCopies} from './mirrorlist.js'
 import {StaleCopiesCache} from './stale-copies.js'
 import type {HashKind} from './headers.js'
-import {acceptsMeta4, type MetalinkContext, type Sent, sendHashFile, sendMeta4, sendMetalink3, sendMirrorList} from './http.js'
+import {type MetalinkContext, type Sent, sendHashFile, sendMeta4, sendMetalink3, sendMirrorList, negotiatedMetalink} from './http.js'
 import {FORMAT_SUFFIXES, type FormatKind, type FormatStore, sendFormat} from './formats.js'
 import {meta4FilePart} from './meta4.js'
 import {metalink3FilePart} from './metalink3.js'
@@ -70,6 +70,11 @@ export interface MetalinkTarget {
   file: FileEntry | undefined
   /** Origin-relative path of the file described. */
   path: string
+  /**
+   * Asked for by `Accept` alone, at the file's own URL (not by suffix or query): then the
+   * document is sent only when it lists a mirror, else the file's bytes.
+   */
+  negotiated?: boolean
 }
 
 const SUFFIXES: Array<[string, Kind]> = [['.meta4', 'meta4'], ['.metalink', 'metalink'], ['.sha256', 'sha256'], ['.sha1', 'sha1'], ['.md5', 'md5'], ['.mirrorlist', 'mirrorlist'], ...FORMAT_SUFFIXES]
@@ -86,7 +91,11 @@ function metalinkTarget(ctx: Pick<RequestContext, 'path' | 'slash' | 'query' | '
     if (hasQueryFlag(ctx.query, 'metalink')) return {kind: 'metalink', file: ctx.file, path}
   }
   // A Range request wants the file's bytes (a web seed, a resumed download), whatever it accepts.
-  if (ctx.file) return acceptsMeta4(ctx.req.headers.accept) && ctx.req.headers.range === undefined ? {kind: 'meta4', file: ctx.file, path} : undefined
+  if (ctx.file) {
+    if (ctx.req.headers.range !== undefined) return undefined
+    const kind = negotiatedMetalink(ctx.req.headers.accept)
+    return kind === undefined ? undefined : {kind, file: ctx.file, path, negotiated: true}
+  }
   const dot = path.lastIndexOf('.')
   if (dot > 0) {
     for (const [suffix, kind] of SUFFIXES) {
@@ -96,8 +105,9 @@ function metalinkTarget(ctx: Pick<RequestContext, 'path' | 'slash' | 'query' | '
       }
     }
   }
-  // Not indexed: a Metalink 4 by Accept only for a file on disk (handle() looks).
-  return acceptsMeta4(ctx.req.headers.accept) ? {kind: 'meta4', file: undefined, path} : undefined
+  // Not indexed: the origin's file (handle() looks), which no mirror is known to hold: a
+  // metalink by Accept alone would list none, so the request gets the file's bytes.
+  return undefined
 }
 
 /** The selection of a file the index does not know: the origin serves it. */
@@ -232,6 +242,12 @@ export class MetalinkRoutes {
     const changed = target.file !== undefined && current !== target.file
     const file = target.kind === 'mirrorlist' && target.file !== undefined && !changed ? await this.withStaleCopies(ctx.snapshot, current) : current
     const selection = !target.file ? NOT_INDEXED : changed ? INDEX_STALE : server.selectMirrors(ctx, client, file, target.kind === 'mirrorlist')
+    if (target.negotiated && selection.ranked.length === 0) {
+      // A document whose only URL is this server costs the client a round trip for nothing
+      // (zypper asks for one with every file): the bytes it would fetch next, at once.
+      ctx.res.setHeader('Vary', 'Accept')
+      return server.deliver(ctx, selection.origin?.reason ?? 'no_mirror')
+    }
     const baseUrl = this.baseUrl(ctx, client.https)
     if (FORMAT_KINDS.has(target.kind)) return this.handleFormat(ctx, target.kind as FormatKind, file, selection, baseUrl, changed)
     const parts = await this.versionParts(file)
