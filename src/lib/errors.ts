@@ -41,6 +41,7 @@ export const ERRORS = {
   DB_LOCK: {exit: 1, hint: 'The embedded store cannot be locked; check the permissions of its data directory.'},
   DB_BUSY: {exit: 1, hint: 'Another mb process holds the embedded store; wait for it, stop it, or use PostgreSQL.'},
   DB_OPEN_FAILED: {exit: 1, hint: 'The embedded store cannot be opened; the message says why.'},
+  STORE_OWNER: {exit: 1, hint: 'The embedded store belongs to another user; run the command as its owner (runuser -u OWNER -- mb …).'},
   SCHEMA_OUTDATED: {exit: 1, hint: 'The database schema is older than this mb; run `mb db migrate`.'},
   MIGRATION_FAILED: {exit: 1, hint: 'A schema migration failed and was rolled back; the message names it.'},
 

@@ -80,6 +80,65 @@ export function groupId(group: string): number {
   return gid
 }
 
+/** The login name of `uid` (NSS, `getent passwd`), or `uid N` when it has none. */
+function userName(uid: number): string {
+  const found = spawnSync('getent', ['passwd', String(uid)], {encoding: 'utf8'})
+  const name = found.status === 0 ? found.stdout.split(':')[0] : ''
+  return name || `uid ${uid}`
+}
+
+/**
+ * Refuses to open the store in `dataDir` as a user other than the directory's owner. PGlite
+ * writes files as the process's user: a command run as root on a service's store would leave
+ * root-owned files that the service can then no longer open. Processes that only reach the
+ * store through its owner's shared socket are not affected (they open no file of it).
+ * @throws MbError STORE_OWNER naming the owner and the command to run as it
+ */
+export function checkStoreOwner(dataDir: string): void {
+  const uid = process.getuid?.()
+  if (uid === undefined) return
+  const owner = fs.statSync(dataDir).uid
+  if (owner === uid) return
+  const name = userName(owner)
+  const runAs = name.startsWith('uid ') ? `setpriv --reuid ${owner} --regid ${owner} --clear-groups -- mb …` : `runuser -u ${name} -- mb …`
+  throw new MbError(
+    `The embedded store at ${dataDir} belongs to ${name}, and this command runs as ${userName(uid)}: the files it wrote would belong to ${userName(uid)}, and ${name} could no longer open the store. Nothing was changed. Run the command as the store's owner: ${runAs}`,
+    {code: 'STORE_OWNER'},
+  )
+}
+
+/**
+ * The files under `dataDir` this process cannot read and write, each as `path (owner NAME,
+ * mode 0NNN)`, at most `limit` of them: why PGlite failed to open a store, said in words
+ * instead of its own `Aborted()`.
+ */
+export function unusableFiles(dataDir: string, limit = 5): string[] {
+  const found: string[] = []
+  const walk = (dir: string): void => {
+    let entries: fs.Dirent[]
+    try {
+      entries = fs.readdirSync(dir, {withFileTypes: true})
+    } catch {
+      return
+    }
+    for (const entry of entries) {
+      if (found.length >= limit) return
+      const path = join(dir, entry.name)
+      if (entry.isSymbolicLink() || entry.isSocket()) continue
+      try {
+        fs.accessSync(path, fs.constants.R_OK | fs.constants.W_OK | (entry.isDirectory() ? fs.constants.X_OK : 0))
+      } catch {
+        const st = fs.lstatSync(path)
+        found.push(`${path} (owner ${userName(st.uid)}, mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')})`)
+        continue
+      }
+      if (entry.isDirectory()) walk(path)
+    }
+  }
+  walk(dataDir)
+  return found
+}
+
 /** Whether `dataDir` holds an embedded store. */
 export function storeExists(dataDir: string): boolean {
   return fs.existsSync(join(dataDir, STORE_MARKER))

@@ -12,7 +12,7 @@ import {join} from 'node:path'
 import type {PGlite, Transaction} from '@electric-sql/pglite'
 import {Kysely} from 'kysely'
 import {MbError} from '../errors.js'
-import {createDataDir, groupId, protectDataDir, storeExists, storeNotFound} from './data-dir.js'
+import {checkStoreOwner, createDataDir, groupId, protectDataDir, storeExists, storeNotFound, unusableFiles} from './data-dir.js'
 import {lockDataDir} from './lock-file.js'
 import {fileLocks} from './lock-files.js'
 import {INT8, int8ToNumber, openSharedPglite} from './postgres.js'
@@ -112,12 +112,20 @@ export async function ownPglite(dataDir: string, options: PgliteOpenOptions): Pr
   if (typeof lock !== 'function') return lock
   let pglite: PGlite
   try {
+    checkStoreOwner(dataDir)
+  } catch (error) {
+    lock()
+    throw error
+  }
+  try {
     protectDataDir(dataDir, gid)
     const {PGlite} = await import('@electric-sql/pglite')
     pglite = await PGlite.create(dataDir, {parsers: {[INT8]: int8ToNumber}})
   } catch (error) {
     lock()
-    throw new MbError(`Cannot open the embedded store at ${dataDir}: ${(error as Error).message}`, {code: 'DB_OPEN_FAILED', cause: error})
+    const unusable = unusableFiles(dataDir)
+    const why = unusable.length > 0 ? `this user cannot read and write ${unusable.join(', ')}${unusable.length >= 5 ? ' (and maybe more)' : ''}` : (error as Error).message
+    throw new MbError(`Cannot open the embedded store at ${dataDir}: ${why}`, {code: 'DB_OPEN_FAILED', cause: error})
   }
   const {PGliteDialect} = await import('kysely-pglite-dialect')
   return {database: pgliteStore(pglite, new Kysely<DB>({dialect: new PGliteDialect(pglite)}), dataDir, lock, gid), pglite, gid}

@@ -1,0 +1,93 @@
+/**
+ * The embedded store cannot be broken by the wrong user (issue 36, item 2): a command run as
+ * another user than the store's owner (root on a service's store, typically) is refused with
+ * a message naming the owner and `runuser -u OWNER -- mb …`, and leaves every file as it was;
+ * a store file the running user cannot use is named with its owner and mode, never PGlite's
+ * `Aborted()`. Runs as root (CI does), on the embedded store alone.
+ */
+import {expect} from 'chai'
+import {execFileSync} from 'node:child_process'
+import {chmodSync, chownSync, lstatSync, mkdtempSync, readdirSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {BIN, mb} from '../helpers/cli.js'
+import {backend} from '../helpers/db.js'
+
+/** uid and gid of `nobody`, the stand-in for a service account. */
+const NOBODY = 65_534
+const NO_STORE = {MB_DATABASE_URL: undefined, XDG_DATA_HOME: undefined}
+
+/** Every path under `dir` with its owner uid and mode. */
+function owners(dir: string): string[] {
+  const found: string[] = []
+  const walk = (path: string) => {
+    const stat = lstatSync(path)
+    found.push(`${path} ${stat.uid} ${(stat.mode & 0o7777).toString(8)}`)
+    if (stat.isDirectory()) for (const name of readdirSync(path)) walk(join(path, name))
+  }
+  walk(dir)
+  return found.sort()
+}
+
+const suite = (backend === 'pglite' ? describe : () => undefined) as Mocha.SuiteFunction
+
+suite('the embedded store and its owner', function () {
+  this.timeout(180_000)
+  let dir: string
+  let store: string
+
+  before(async function () {
+    if (process.getuid?.() !== 0) {
+      if (process.env.CI === 'true') throw new Error('this test runs as root under CI')
+      console.warn('    (skipped: needs root, to act as another user than the store owner)')
+      this.skip()
+    }
+    dir = mkdtempSync(join(tmpdir(), 'mb-owner-'))
+    chmodSync(dir, 0o755)
+    store = join(dir, 'store')
+    const created = await mb(['db', 'migrate'], {env: {...NO_STORE, MB_DATA_DIR: store}})
+    expect(created.code, created.stderr).to.equal(0)
+    execFileSync('chown', ['-R', `${NOBODY}:${NOBODY}`, store])
+  })
+
+  after(() => {
+    if (dir) rmSync(dir, {recursive: true, force: true})
+  })
+
+  it('refuses root on a store that belongs to another user, names the owner and the command, and changes nothing', async () => {
+    const before = owners(store)
+    for (const args of [
+      ['mirror', 'list'],
+      ['mirror', 'disable', 'x.example'],
+      ['db', 'migrate'],
+    ]) {
+      const r = await mb(args, {env: {...NO_STORE, MB_DATA_DIR: store}})
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).to.equal(1)
+      expect(r.stderr).to.contain(`The embedded store at ${store} belongs to nobody, and this command runs as root`)
+      expect(r.stderr).to.contain('runuser -u nobody -- mb …')
+      expect(r.stderr).to.not.contain('Aborted')
+    }
+    expect(owners(store)).to.deep.equal(before)
+  })
+
+  it('names a store file its user cannot use, with its owner and mode, instead of Aborted()', async () => {
+    const control = join(store, 'global', 'pg_control')
+    chownSync(control, 0, 0)
+    chmodSync(control, 0o600)
+    try {
+      const r = execFileSync('setpriv', ['--reuid', String(NOBODY), '--regid', String(NOBODY), '--clear-groups', '--', process.execPath, BIN, 'mirror', 'list'], {
+        env: {PATH: process.env.PATH, MB_DATA_DIR: store, HOME: dir},
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      expect.fail(`expected a failure, got: ${r}`)
+    } catch (error) {
+      const e = error as {status: number; stderr: string}
+      expect(e.status, e.stderr).to.equal(1)
+      expect(e.stderr).to.contain(`Cannot open the embedded store at ${store}: this user cannot read and write ${control} (owner root, mode 0600)`)
+      expect(e.stderr).to.not.contain('Aborted')
+    } finally {
+      chownSync(control, NOBODY, NOBODY)
+    }
+  })
+})
