@@ -102,6 +102,35 @@ describe('access log', () => {
     }
   })
 
+  it('reopens its file by itself when a rotation renames or removes it, losing no line', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mb-access-log-'))
+    const file = join(dir, 'access.log')
+    const log = openAccessLog(file, {flushMs: 20, reopenOnSighup: false})
+    try {
+      for (let i = 0; i < 10; i++) log.observer({...base, target: `/before${i}`})
+      await log.flush()
+      renameSync(file, `${file}.1`) // no SIGHUP: the reload after the rotation failed
+      for (let i = 0; i < 10; i++) log.observer({...base, target: `/during${i}`})
+      const since = Date.now()
+      while (!existsSync(file) && Date.now() - since < 5000) await sleep(50)
+      for (let i = 0; i < 10; i++) log.observer({...base, target: `/after${i}`})
+      await log.flush()
+      const rotated = readFileSync(`${file}.1`, 'utf8').trim().split('\n')
+      const current = readFileSync(file, 'utf8').trim().split('\n')
+      expect(rotated.length + current.length).to.equal(30)
+      expect(current.filter((l) => l.includes('/after'))).to.have.length(10)
+      expect(rotated.filter((l) => l.includes('/after'))).to.have.length(0)
+      rmSync(file) // removed outright: created again
+      const removed = Date.now()
+      while (!existsSync(file) && Date.now() - removed < 5000) await sleep(50)
+      expect(existsSync(file)).to.equal(true)
+      expect(log.dropped).to.equal(0)
+    } finally {
+      await log.close()
+      rmSync(dir, {recursive: true, force: true})
+    }
+  })
+
   it('buffers lines, writes them asynchronously to the file, and reopens it on SIGHUP', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'mb-access-log-'))
     const file = join(dir, 'access.log')

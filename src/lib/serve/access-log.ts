@@ -7,11 +7,17 @@
  *
  * Writes are buffered and asynchronous: the observer appends the line to an in-memory buffer
  * that is written out every 250 ms or at 64 KiB, never a synchronous write per request.
- * A file target is reopened on SIGHUP (for logrotate's `postrotate kill -HUP`).
+ * A file target is reopened on SIGHUP (for logrotate's `postrotate kill -HUP`), and by itself
+ * when its path no longer names the file it has open (renamed or removed by a rotation): the
+ * path is compared with the open file every {@link ROTATION_CHECK_MS}, so a rotation whose
+ * reload failed loses no line and does not go on writing into the rotated file.
  */
-import {createWriteStream, existsSync, fchmodSync, openSync, type WriteStream} from 'node:fs'
+import {createWriteStream, existsSync, fchmodSync, fstatSync, openSync, statSync, type WriteStream} from 'node:fs'
 import type {Writable} from 'node:stream'
 import type {RequestObserver, RequestOutcome} from './types.js'
+
+/** How often the log's path is compared with the file it has open (ms): one stat a second. */
+const ROTATION_CHECK_MS = 1000
 
 /** Mode of a new access log file: owner read-write, group read (client addresses are personal data). */
 const LOG_FILE_MODE = 0o640
@@ -135,6 +141,9 @@ class BufferedAccessLog implements AccessLog {
   private droppedLines = 0
   private blocked = false
   private closed = false
+  /** Device and inode of the open file (undefined for stdout, or when the open failed), and when the path was last compared with them. */
+  private opened: {dev: number; ino: number} | undefined
+  private checkedAt = 0
 
   constructor(
     private readonly target: string,
@@ -145,7 +154,7 @@ class BufferedAccessLog implements AccessLog {
     this.maxBuffer = options.maxBufferBytes ?? 16 * 1024 * 1024
     this.onError = options.onError ?? (() => {})
     this.stream = this.open()
-    this.timer = setInterval(() => this.writeOut(), options.flushMs ?? 250)
+    this.timer = setInterval(() => this.tick(), options.flushMs ?? 250)
     this.timer.unref()
     if (!this.isStdout && options.reopenOnSighup !== false) process.on('SIGHUP', this.onHup)
   }
@@ -192,9 +201,38 @@ class BufferedAccessLog implements AccessLog {
 
   private open(): Writable {
     if (this.isStdout) return process.stdout
-    const s: WriteStream = createWriteStream(this.target, {flags: 'a', mode: LOG_FILE_MODE, fd: openLogFile(this.target)})
+    const fd = openLogFile(this.target)
+    this.opened = undefined
+    if (fd !== undefined) {
+      try {
+        const st = fstatSync(fd)
+        this.opened = {dev: st.dev, ino: st.ino}
+      } catch {
+        // Not comparable: the file is reopened on SIGHUP only.
+      }
+    }
+    const s: WriteStream = createWriteStream(this.target, {flags: 'a', mode: LOG_FILE_MODE, fd})
     s.on('error', this.onError)
     return s
+  }
+
+  /** The timer: writes the buffer out, and reopens the file once its path names another file or none. */
+  private tick(): void {
+    const now = Date.now()
+    if (this.opened !== undefined && now - this.checkedAt >= ROTATION_CHECK_MS) {
+      this.checkedAt = now
+      let st: {dev: number; ino: number} | undefined
+      try {
+        st = statSync(this.target, {throwIfNoEntry: false})
+      } catch {
+        st = this.opened // unreadable path (a directory's mode changed): keep the file open
+      }
+      if (st === undefined || st.ino !== this.opened.ino || st.dev !== this.opened.dev) {
+        this.reopen()
+        return
+      }
+    }
+    this.writeOut()
   }
 
   /** Empties the buffer into one chunk. */
