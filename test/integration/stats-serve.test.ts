@@ -136,6 +136,8 @@ async function drive(base: string, copies = 1): Promise<void> {
     expect((await request(base, 'README.txt', {ip: SE, method: 'HEAD'})).status).to.equal(200)
     // a metalink: not a download, counted for the file at the origin
     expect((await request(base, 'iso/big.iso?meta4', {ip: GB})).status).to.equal(200)
+    // the network overview: a page about the mirrors, not a file
+    expect((await request(base, 'mirrors', {ip: SE})).status).to.equal(200)
     // 404s: not recorded
     expect((await request(base, 'iso/missing.iso', {ip: GB})).status).to.equal(404)
     expect((await request(base, 'nothing/here', {ip: US})).status).to.equal(404)
@@ -188,7 +190,7 @@ describe(`stats through mb serve (${backend})`, function () {
     expect(byKey(onlyDe.rows)).to.deep.equal({GB: [1, 1], SE: [1, 1]})
 
     const lines = readFileSync(accessLog, 'utf8').trim().split('\n')
-    expect(lines).to.have.length(13)
+    expect(lines).to.have.length(14)
     for (const line of lines) expect(line).to.match(COMBINED)
     const first = COMBINED.exec(lines[0])!
     expect(first[1]).to.equal(GB)

@@ -435,7 +435,8 @@ export function networkRoute(services: RouteServices, view: NetworkView): Route<
         'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
       })
       ctx.res.end(head ? undefined : body)
-      services.finish(ctx, 200, 'mirrorlist', {bytesSent: head ? 0 : body.length})
+      // A page about the network, not about a file: not counted in the statistics as one.
+      services.finish(ctx, 200, 'other', {bytesSent: head ? 0 : body.length})
     },
   }
 }
