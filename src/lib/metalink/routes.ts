@@ -181,6 +181,7 @@ export class MetalinkRoutes {
       piece_size: null,
       piece_hash: null,
       pieces: null,
+      sha1_pieces: null,
       hashed_size: file.size,
       hashed_mtime: file.mtime,
     }
