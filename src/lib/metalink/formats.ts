@@ -3,7 +3,7 @@
  * (metalink/routes.ts) and `mb metalink --format` (metalink/offline.ts) answer them:
  *
  * - `PATH.torrent` → `application/x-bittorrent` (torrent.ts), web seeds = the client's
- *   mirrors best first, then the origin;
+ *   mirrors best first, then the origin's direct URL (src/lib/serve/origin-form.ts);
  * - `PATH.magnet` → `text/plain`, the magnet link (torrent.ts) with the same web seeds;
  * - `PATH.btih` → `text/plain`, the info hash in hex;
  * - `PATH.zsync` → `application/x-zsync` (zsync-control.ts), `URL:` lines for the client's
@@ -146,10 +146,10 @@ function webSeeds(doc: MetalinkDocument): string[] {
   return doc.sources.map((s) => s.url)
 }
 
-/** The zsync URLs of `doc`: the mirrors in order, or the origin alone when no mirror is listed. */
+/** The zsync URLs of `doc`: the mirrors in order, or the origin's direct URL alone when no mirror is listed. */
 export function zsyncUrls(doc: MetalinkDocument): string[] {
   const mirrors = doc.sources.filter((s) => s.mirror !== undefined).map((s) => s.url)
-  return mirrors.length > 0 ? mirrors : [doc.originUrl]
+  return mirrors.length > 0 ? mirrors : doc.sources.filter((s) => s.mirror === undefined).map((s) => s.url)
 }
 
 /** The `.torrent` of `doc` for `info`: web seeds from `doc`, `creation date` = the file's mtime. */

@@ -13,34 +13,14 @@
  * the index recorded them, Range and conditional requests; no directory index and no
  * metalink representations. Ordinary requests are not affected: `select.min_size`, the
  * origin exceptions and the redirect rules keep deciding them. Deliveries in this form are
- * counted like any other (`X-MB-Origin-Reason: origin_fallback`).
+ * counted like any other (`X-MB-Origin-Reason: origin_fallback`). The URLs are built by
+ * `BaseUrls.origin()` (./public-url.ts).
  */
-import {encodePath} from '../select/url.js'
-import {withTrailingSlash} from '../text.js'
+import {ORIGIN_PREFIX} from './public-url.js'
 import type {RequestContext, Route, RouteServices} from './server.js'
-
-/** The reserved first path segment of the origin form, with its slash. */
-export const ORIGIN_PREFIX = '_origin/'
 
 /** The `X-MB-Origin-Reason` of a delivery in the origin form. */
 const REASON = 'origin_fallback'
-
-/**
- * The base URL (ending in '/') under which the origin itself serves the tree: `originUrl`
- * (config `serve.origin_url`) when set, else this server's origin form, `selfBase` + `_origin/`.
- * @param selfBase this server's public base URL, e.g. `https://download.example.org/`
- */
-export function originBase(selfBase: string, originUrl: string | undefined): string {
-  return originUrl ? withTrailingSlash(originUrl) : withTrailingSlash(selfBase) + ORIGIN_PREFIX
-}
-
-/**
- * The URL at which the origin itself serves `path` (origin-relative, not encoded; a
- * directory ends in '/'): {@link originBase} plus the path, percent-encoded (RFC 3986).
- */
-export function originDirectUrl(selfBase: string, originUrl: string | undefined, path: string): string {
-  return originBase(selfBase, originUrl) + encodePath(path)
-}
 
 /** The origin-relative path a request in the origin form names ('' for the prefix alone), or undefined. */
 function originTarget(ctx: Pick<RequestContext, 'path'>): string | undefined {
