@@ -59,7 +59,7 @@ export interface FormatStoreOptions {
   zsyncBytes?: number
   /** Tracker URLs (config `torrent.trackers`). */
   trackers?: readonly string[]
-  /** Name the .torrent in meta4 documents (config `torrent.meta4_metaurl`, default true). */
+  /** Name the .torrent in meta4 documents (config `torrent.meta4_metaurl`, default false). */
   meta4Metaurl?: boolean
 }
 
@@ -79,7 +79,7 @@ export class FormatStore {
     this.torrents = new VersionCache(options.torrentEntries ?? 1000, Number.POSITIVE_INFINITY)
     this.zsyncs = new VersionCache(Number.POSITIVE_INFINITY, options.zsyncBytes ?? 64 * 1024 * 1024)
     this.trackers = options.trackers ?? []
-    this.meta4Metaurl = options.meta4Metaurl ?? true
+    this.meta4Metaurl = options.meta4Metaurl ?? false
   }
 
   /** The info dictionary of `file` (its SHA-1 pieces must be current), or why there is none. */

@@ -66,8 +66,12 @@ export class BaseUrls {
    * Every fallback list ends with a URL under it.
    */
   origin(req: RequestLike, https: boolean): string {
+    return this.originUrl ?? this.originOf(this.of(req, https))
+  }
+
+  /** {@link origin} for the public base URL `base` (ending in '/'). */
+  originOf(base: string): string {
     if (this.originUrl !== undefined) return this.originUrl
-    const base = this.of(req, https)
     let origin = this.origins.get(base)
     if (origin === undefined) {
       origin = base + ORIGIN_PREFIX
