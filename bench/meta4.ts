@@ -106,7 +106,7 @@ function latencyMs(text: string | undefined): number {
 /** Random digests and SHA-256 pieces of a file of `size` bytes and `mtime` (Unix seconds), as the hash columns of its row. */
 function syntheticHashes(size: number, pieceSize: number, mtime: number) {
   const pieces = Math.ceil(size / pieceSize)
-  return {md5: hex(16), sha1: hex(20), sha256: hex(32), piece_size: pieceSize, piece_hash: 'sha256', pieces: hex(32 * pieces), hashed_size: size, hashed_mtime: mtime}
+  return {md5: hex(16), sha1: hex(20), sha256: hex(32), piece_size: pieceSize, piece_hash: 'sha256', pieces: hex(32 * pieces), sha1_pieces: hex(20 * pieces), hashed_size: size, hashed_mtime: mtime}
 }
 
 /** In-process build + render of a meta4 with `pieces` pieces and `mirrors` ranked mirrors, its file part made once (as the server keeps it): documents/s. */

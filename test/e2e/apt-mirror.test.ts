@@ -101,7 +101,12 @@ describe(`apt through mb serve's mirror list (${backend})`, function () {
     const res = await fetch(`${serve.url}/debian/mirrors.txt`)
     expect(res.status).to.equal(200)
     expect(res.headers.get('content-type')).to.equal('text/plain; charset=utf-8')
-    expect(await res.text()).to.equal(`${mirrors[0].nginx.url}debian/\tpriority:1\n${mirrors[1].nginx.url}debian/\tpriority:2\n${serve.url}/debian/\tpriority:3\n`)
+    expect(await res.text()).to.equal(`${mirrors[0].nginx.url}debian/\tpriority:1\n${mirrors[1].nginx.url}debian/\tpriority:2\n${serve.url}/_origin/debian/\tpriority:3\n`)
+    // The last base URL is the origin's own: apt's requests under it are delivered, never redirected.
+    const release = await fetch(`${serve.url}/_origin/debian/dists/stable/Release`, {redirect: 'manual'})
+    expect(release.status).to.equal(200)
+    expect(Buffer.from(await release.arrayBuffer()).equals(readFileSync(join(root, 'debian', 'dists', 'stable', 'Release')))).to.equal(true)
+    expect((await fetch(`${serve.url}/_origin/debian/${DEB}`, {redirect: 'manual'})).status).to.equal(200)
     expect((await fetch(`${serve.url}/nowhere/mirrors.txt`)).status).to.equal(404)
   })
 

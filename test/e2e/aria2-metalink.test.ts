@@ -1,7 +1,11 @@
 /**
  * aria2c (Debian's aria2) downloads a 16 MiB file through `mb serve` from two real nginx
  * mirrors on loopback, one of which has one piece corrupted on disk: first from the .meta4
- * (piece hashes let aria2c re-fetch the bad piece), then by following the plain 302 with its
+ * (piece hashes let aria2c re-fetch the bad piece; the meta4 carries SHA-1 and SHA-256 pieces
+ * and aria2c checks the SHA-256 ones), then run with no flags at all against the default
+ * server (`aria2c URL`, `aria2c URL.meta4`, `aria2c --metalink-location=CC URL.meta4`: each
+ * ends by itself with the right bytes, the last from the mirror in CC), then by following
+ * the plain 302 with its
  * Link rel=duplicate / Digest headers (a wrong Digest must make aria2c fail); last, after the
  * origin file changes without `mb index`, the .meta4 leads aria2c to the new bytes.
  */
@@ -26,13 +30,14 @@ const PIECE = 256 * 1024
 // The first piece on the mirror ranked first: aria2c's first connection asks that mirror for it.
 const BAD_PIECE = 0
 
-function aria2c(args: string[]): Promise<{code: number; log: string}> {
+/** Runs aria2c with `args`; a run still going after `limitMs` is killed and reported with code -1. */
+function aria2c(args: string[], limitMs = 120_000): Promise<{code: number; log: string}> {
   return new Promise((resolve, reject) => {
     const child = spawn('aria2c', args, {stdio: ['ignore', 'pipe', 'pipe']})
     let log = ''
     child.stdout.on('data', (d) => (log += d))
     child.stderr.on('data', (d) => (log += d))
-    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000)
+    const timer = setTimeout(() => child.kill('SIGKILL'), limitMs)
     child.on('error', reject)
     child.on('close', (code) => {
       clearTimeout(timer)
@@ -40,6 +45,14 @@ function aria2c(args: string[]): Promise<{code: number; log: string}> {
     })
   })
 }
+
+/** `HOST:PORT` of `server` as a regular expression. */
+const hostPort = (server: RunningServer) => `${server.host.replaceAll('.', '\\.')}:${server.port}`
+
+const sha256Of = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex')
+
+/** No download options at all: only what keeps the run hermetic (no user config) and its log readable. */
+const PLAIN = ['--no-conf', '--log=-', '--log-level=debug', '--console-log-level=warn', '--summary-interval=0']
 
 const COMMON = [
   '--log=-',
@@ -85,25 +98,25 @@ describe(`aria2c through mb serve (${backend})`, function () {
       writeFileSync(join(tree, 'pub', 'big.bin'), data)
       trees.push(tree)
     }
-    mirrors.push(await startNginx({root: trees[0]}), await startNginx({root: trees[1]}))
+    // Two host names: aria2c keeps one connection per host name unless told otherwise.
+    mirrors.push(await startNginx({root: trees[0], hostname: '127.0.0.2'}), await startNginx({root: trees[1], hostname: '127.0.0.3'}))
     await indexOrigin(database.db, root)
     await hashIndex(database, root, {jobs: 2})
     const ids: number[] = []
-    for (const [identifier, m] of [
-      ['a.mirror', mirrors[0]],
-      ['b.mirror', mirrors[1]],
+    for (const [identifier, m, country] of [
+      ['a.mirror', mirrors[0], 'DE'],
+      ['b.mirror', mirrors[1], 'SE'],
     ] as const) {
       const row = await database.db
         .insertInto('mirror')
-        .values({identifier, http_url: m.url, country: 'DE', continent: 'EU', last_scan_ok_at: new Date()} as any)
+        .values({identifier, http_url: m.url, country, continent: 'EU', last_scan_ok_at: new Date()} as any)
         .returning('id')
         .executeTakeFirstOrThrow()
       ids.push(row.id)
     }
     await database.db.updateTable('file').set({mirrors: ids}).execute()
-    // This test is about the meta4's HTTP sources and their piece hashes: without the
-    // <metaurl> of the .torrent, which would turn aria2c to BitTorrent (torrent-zsync.test.ts).
-    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, torrent: {meta4_metaurl: false}, log_level: 'silent'}), {database})
+    // The defaults: the file has BitTorrent data, and the meta4 names no .torrent (torrent.meta4_metaurl).
+    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, log_level: 'silent'}), {database})
     // Corrupt one piece on the mirror that the selection ranks first for this client.
     const first = /<url[^>]*priority="1"[^>]*>([^<]+)</.exec(await (await fetch(`${serve.url}/pub/big.bin.meta4`)).text())![1]
     const index = mirrors.findIndex((m) => first.startsWith(m.url))
@@ -125,6 +138,9 @@ describe(`aria2c through mb serve (${backend})`, function () {
   })
 
   it('downloads from the .meta4 using both mirrors and re-fetches the corrupted piece', async () => {
+    const meta4 = await (await fetch(`${serve.url}/pub/big.bin.meta4`)).text()
+    expect([...meta4.matchAll(/<pieces length="262144" type="([^"]+)">/g)].map((m) => m[1])).to.deep.equal(['sha-1', 'sha-256'])
+    expect(meta4).not.to.include('<metaurl')
     const {code, log} = await aria2c([...COMMON, '--dir', out, '--split=8', '--max-connection-per-server=4', '--min-split-size=1M', '--follow-metalink=mem', `${serve.url}/pub/big.bin.meta4`])
     expect(code, log.slice(-3000)).to.equal(0)
     const got = readFileSync(join(out, 'big.bin'))
@@ -132,7 +148,7 @@ describe(`aria2c through mb serve (${backend})`, function () {
     expect(createHash('sha256').update(got).digest('hex')).to.equal(sha256)
     // Both mirrors served ranges.
     for (const m of [goodMirror, badMirror]) {
-      expect(log, `no ranged request to ${m.url}`).to.match(new RegExp(`Host: 127\\.0\\.0\\.1:${m.port}[\\s\\S]{0,400}?Range: bytes=\\d+-`))
+      expect(log, `no ranged request to ${m.url}`).to.match(new RegExp(`Host: ${hostPort(m)}[\\s\\S]{0,400}?Range: bytes=\\d+-`))
     }
     // The corrupted piece failed its hash and was fetched again.
     expect(log).to.match(new RegExp(`Chunk checksum validation failed\\. checksumIndex=${BAD_PIECE},`))
@@ -143,6 +159,34 @@ describe(`aria2c through mb serve (${backend})`, function () {
           .digest('hex')}`,
       ),
     )
+  })
+
+  it('`aria2c URL` with no flags takes the meta4 (its Accept asks for one) and ends by itself with the right bytes, a corrupt mirror in the list', async () => {
+    const dir = join(out, 'plain')
+    const started = Date.now()
+    const {code, log} = await aria2c([...PLAIN, '--dir', dir, `${serve.url}/pub/big.bin`], 60_000)
+    expect(code, log.slice(-3000)).to.equal(0)
+    expect(Date.now() - started).to.be.below(60_000)
+    expect(log).to.match(/Content-Type: application\/metalink4\+xml/)
+    expect(log).to.not.match(/BitTorrent|seeding/i)
+    expect(sha256Of(readFileSync(join(dir, 'big.bin')))).to.equal(sha256)
+  })
+
+  it('`aria2c URL.meta4` and `aria2c --metalink-location=CC URL.meta4` end by themselves, the latter from the mirror in CC although mb ranks it second', async () => {
+    writeFileSync(badCopy, data)
+    const plain = await aria2c([...PLAIN, '--dir', join(out, 'meta4'), `${serve.url}/pub/big.bin.meta4`], 60_000)
+    expect(plain.code, plain.log.slice(-3000)).to.equal(0)
+    expect(sha256Of(readFileSync(join(out, 'meta4', 'big.bin')))).to.equal(sha256)
+    const meta4 = await (await fetch(`${serve.url}/pub/big.bin.meta4`)).text()
+    const [, cc, url] = /<url location="(\w\w)" priority="2">([^<]+)<\/url>/.exec(meta4)!
+    const wanted = mirrors.find((m) => url.startsWith(m.url))!
+    const other = mirrors.find((m) => m !== wanted)!
+    const local = await aria2c([...PLAIN, `--metalink-location=${cc}`, '--dir', join(out, cc), `${serve.url}/pub/big.bin.meta4`], 60_000)
+    expect(local.code, local.log.slice(-3000)).to.equal(0)
+    expect(sha256Of(readFileSync(join(out, cc, 'big.bin')))).to.equal(sha256)
+    // Every request for the file went to the mirror in CC, none to the one mb ranked first.
+    expect(local.log).to.match(new RegExp(`GET /pub/big\\.bin HTTP/1\\.1\\r?\\n(?:[^\\r\\n]+\\r?\\n)*?Host: ${hostPort(wanted)}\\r?\\n`))
+    expect(local.log).to.not.match(new RegExp(`Host: ${hostPort(other)}\\r?\\n`))
   })
 
   it('follows the plain 302 with Link rel=duplicate and Digest, and fails on a wrong Digest', async () => {
@@ -197,6 +241,6 @@ describe(`aria2c through mb serve (${backend})`, function () {
     expect(got.length).to.equal(SIZE + 4096)
     expect(createHash('sha256').update(got).digest('hex')).to.equal(createHash('sha256').update(changed).digest('hex'))
     // No range came from the mirrors' old copies.
-    for (const m of mirrors) expect(log).to.not.match(new RegExp(`Host: 127\\.0\\.0\\.1:${m.port}\\r?\\n`))
+    for (const m of mirrors) expect(log).to.not.match(new RegExp(`Host: ${hostPort(m)}\\r?\\n`))
   })
 })

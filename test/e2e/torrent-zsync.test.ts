@@ -72,6 +72,8 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
   let root: string
   let out: string
   let serve: Serve
+  /** A plain HTTP server of the origin tree (serve.origin_url), as slow per connection as the mirrors. */
+  let originServer: RunningServer
   const mirrors: RunningServer[] = []
   const trees: string[] = []
   const data = randomBytes(SIZE)
@@ -100,6 +102,7 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
         }),
       )
     }
+    originServer = await startNginx({root, serverConfig: 'limit_rate 2m;'})
     await indexOrigin(database.db, root)
     const hashed = await hashIndex(database, root, {jobs: 2, zsyncMinSize: ZSYNC_MIN})
     expect(hashed.hashed).to.equal(1)
@@ -116,12 +119,13 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
       ids.push(row.id)
     }
     await database.db.updateTable('file').set({mirrors: ids}).execute()
-    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, zsync: {min_size: ZSYNC_MIN}, log_level: 'silent'}), {database})
+    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, origin_url: originServer.url}, zsync: {min_size: ZSYNC_MIN}, log_level: 'silent'}), {database})
   })
 
   after(async () => {
     await serve?.close()
     for (const m of mirrors) await m.stop()
+    await originServer?.stop()
     await database?.close()
     await test?.drop()
     for (const dir of [root, out, ...trees]) if (dir) rmSync(dir, {recursive: true, force: true})
@@ -131,7 +135,7 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
     const torrent = Buffer.from(await (await fetch(`${serve.url}/pub/big.bin.torrent`)).arrayBuffer())
     const seeds = (bencode.decode(torrent)['url-list'] as Uint8Array[]).map((u) => Buffer.from(u).toString())
     expect(seeds.slice(0, 2).sort()).to.deep.equal(mirrors.map((m) => `${m.url}pub/big.bin`).sort())
-    expect(seeds[2]).to.equal(`${serve.url}/pub/big.bin`)
+    expect(seeds[2]).to.equal(`${originServer.url}pub/big.bin`) // serve.origin_url, the last resort
     // The first web seed is the mirror the selection ranks first: corrupt every piece there.
     const bad = mirrors.findIndex((m) => seeds[0] === `${m.url}pub/big.bin`)
     const corrupted = Buffer.from(data)
@@ -164,7 +168,8 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
     const seeds = mirrors.map((m) => `ws=${encodeURIComponent(`${m.url}pub/big.bin`)}`)
     expect(magnet).to.be.oneOf(
       [seeds, [...seeds].reverse()].map(
-        (ws) => `magnet:?xt=urn:btih:${btih}&dn=big.bin&xl=${SIZE}&${ws.join('&')}&ws=${encodeURIComponent(`${serve.url}/pub/big.bin`)}&xs=${encodeURIComponent(`${serve.url}/pub/big.bin.torrent`)}`,
+        (ws) =>
+          `magnet:?xt=urn:btih:${btih}&dn=big.bin&xl=${SIZE}&${ws.join('&')}&ws=${encodeURIComponent(`${originServer.url}pub/big.bin`)}&xs=${encodeURIComponent(`${serve.url}/pub/big.bin.torrent`)}`,
       ),
     )
     // aria2c takes a magnet's metadata from peers only (BEP 9) and reads no xs=; what a client
@@ -197,9 +202,20 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
     expect(lines).to.deep.equal([`GET /pub/big.bin 206 65536 "bytes=${SIZE / 2}-${SIZE / 2 + 64 * 1024 - 1}"`])
   })
 
-  it('names the .torrent in the meta4 and in a Link header of the 302', async () => {
-    const meta4 = await (await fetch(`${serve.url}/pub/big.bin.meta4`)).text()
-    expect(meta4).to.include(`    <metaurl mediatype="torrent">${serve.url}/pub/big.bin.torrent</metaurl>\n  </file>`)
+  it('names the .torrent in a Link header of the 302, and in the meta4 only with torrent.meta4_metaurl, after every URL', async () => {
+    expect(await (await fetch(`${serve.url}/pub/big.bin.meta4`)).text()).not.to.include('<metaurl')
+    const withMetaurl = await startServe(
+      ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, zsync: {min_size: ZSYNC_MIN}, torrent: {meta4_metaurl: true}, log_level: 'silent'}),
+      {database},
+    )
+    try {
+      const meta4 = await (await fetch(`${withMetaurl.url}/pub/big.bin.meta4`)).text()
+      const priorities = [...meta4.matchAll(/<url [^>]*priority="(\d+)"/g)].map((m) => Number(m[1]))
+      expect(priorities).to.deep.equal([1, 2, 3])
+      expect(meta4).to.include(`    <metaurl mediatype="torrent" priority="4">${withMetaurl.url}/pub/big.bin.torrent</metaurl>\n  </file>`)
+    } finally {
+      await withMetaurl.close()
+    }
     const redirect = await fetch(`${serve.url}/pub/big.bin`, {redirect: 'manual', headers: {accept: '*/*'}})
     expect(redirect.status).to.equal(302)
     expect(redirect.headers.get('link')).to.include(`<${serve.url}/pub/big.bin.torrent>; rel=describedby; type="application/x-bittorrent"`)

@@ -22,8 +22,8 @@ import {join} from 'node:path'
 export interface RunningServer {
   /** PID of the server's main process. */
   pid: number
-  /** Loopback address it listens on. */
-  host: '127.0.0.1'
+  /** Loopback address its URL names (127.0.0.1 unless another was asked for). */
+  host: string
   port: number
   /** Base URL, e.g. `http://127.0.0.1:40123/` or `ftp://127.0.0.1:40124/`. */
   url: string
@@ -150,6 +150,12 @@ export interface NginxOptions {
   serverConfig?: string
   /** Extra directives inside `http { }`. */
   httpConfig?: string
+  /**
+   * Another loopback address (e.g. `127.0.0.2`) it also listens on, which its `url` and `host`
+   * then name: clients that tell servers apart by host name (aria2c keeps one connection per
+   * host by default) see mirrors on different ports of 127.0.0.1 as one.
+   */
+  hostname?: string
 }
 
 /**
@@ -183,6 +189,7 @@ http {
   ${options.httpConfig ?? ''}
   server {
     listen 127.0.0.1:${port}${tls ? ' ssl' : ''};
+    ${options.hostname ? `listen ${options.hostname}:${port}${tls ? ' ssl' : ''};` : ''}
     ${tls ? `ssl_certificate ${tls.cert}; ssl_certificate_key ${tls.key};` : ''}
     root ${JSON.stringify(options.root)};
     location / { ${autoindex} }
@@ -191,10 +198,11 @@ http {
 }
 `
     await writeFile(join(dir, 'nginx.conf'), conf)
-    return launch(dir, port, {command: 'nginx', args: ['-p', dir, '-c', join(dir, 'nginx.conf')], logFile: join(dir, 'error.log'), scheme: tls ? 'https' : 'http'}).catch(async (e) => {
+    const server = await launch(dir, port, {command: 'nginx', args: ['-p', dir, '-c', join(dir, 'nginx.conf')], logFile: join(dir, 'error.log'), scheme: tls ? 'https' : 'http'}).catch(async (e) => {
       await rm(dir, {recursive: true, force: true})
       throw e
     })
+    return options.hostname ? {...server, host: options.hostname, url: server.url.replace('127.0.0.1', options.hostname)} : server
   })
 }
 

@@ -71,15 +71,18 @@ describe(`mb index --hashes and mb metalink (${backend})`, () => {
     expect(doc.file['@name']).to.equal('a.iso')
     const sha256 = execFileSync('sha256sum', [join(root, 'iso', 'a.iso')], {encoding: 'utf8'}).split(' ')[0]
     expect(doc.file.hash.find((h: any) => h['@type'] === 'sha-256')['#text']).to.equal(sha256)
-    expect(doc.file.pieces.hash).to.have.length(2)
+    expect(doc.file.pieces.map((p: any) => [p['@type'], p.hash.length])).to.deep.equal([
+      ['sha-1', 2],
+      ['sha-256', 2],
+    ])
     const urls = doc.file.url.map((u: any) => u['#text'])
-    // 89.160.20.112 is in SE: the Swedish mirror first, then the US one, the origin last.
-    expect(urls).to.deep.equal(['http://se.mirror.test/iso/a.iso', 'http://us.mirror.test/iso/a.iso', 'http://dl.example.org/iso/a.iso'])
+    // 89.160.20.112 is in SE: the Swedish mirror first, then the US one, the origin (its direct form) last.
+    expect(urls).to.deep.equal(['http://se.mirror.test/iso/a.iso', 'http://us.mirror.test/iso/a.iso', 'http://dl.example.org/_origin/iso/a.iso'])
     expect(doc.file.url[0]['@location']).to.equal('se')
 
     // An HTTPS base URL stands for an HTTPS client: mirrors without an https_url are left out.
     const https = parser.parse((await mb(['metalink', 'iso/a.iso', '--base-url', 'https://dl.example.org/'], {env})).stdout).metalink
-    expect(https.file.url.map((u: any) => u['#text'])).to.deep.equal(['https://dl.example.org/iso/a.iso'])
+    expect(https.file.url.map((u: any) => u['#text'])).to.deep.equal(['https://dl.example.org/_origin/iso/a.iso'])
 
     const v3 = await mb(['metalink', 'iso/a.iso', '--format', 'metalink', '--base-url', 'http://dl.example.org/'], {env})
     expect(v3.code, v3.stderr).to.equal(0)
@@ -87,7 +90,7 @@ describe(`mb index --hashes and mb metalink (${backend})`, () => {
 
     const json = (await mb(['metalink', 'iso/a.iso', '--json'], {env})).json()
     expect(json.hashes.sha256).to.equal(sha256)
-    expect(json.sources.at(-1).url).to.equal('http://127.0.0.1:8080/iso/a.iso')
+    expect(json.sources.at(-1).url).to.equal('http://127.0.0.1:8080/_origin/iso/a.iso')
     // --json keys are snake_case, like every other command's.
     expect(json).to.have.keys(['path', 'name', 'size', 'mtime', 'hashes', 'sources', 'origin_url', 'meta4_url', 'metalink_url', 'published', 'generator'])
     expect(json.hashes).to.include({piece_hash: 'sha256', piece_count: 2})
@@ -111,14 +114,14 @@ describe(`mb index --hashes and mb metalink (${backend})`, () => {
       expect(torrent['url-list'].map((u: Uint8Array) => Buffer.from(u).toString())).to.deep.equal([
         'http://se.mirror.test/iso/a.iso',
         'http://us.mirror.test/iso/a.iso',
-        'http://dl.example.org/iso/a.iso',
+        'http://dl.example.org/_origin/iso/a.iso',
       ])
       expect(torrent.announce).to.equal(undefined)
       expect(torrent.info.length).to.equal(300 * 1024)
       expect(torrent.info['piece length']).to.equal(262144)
       const btih = createHash('sha1').update(bencode.encode(torrent.info)).digest('hex')
       expect(run('magnet').toString()).to.equal(
-        `magnet:?xt=urn:btih:${btih}&dn=a.iso&xl=307200&ws=http%3A%2F%2Fse.mirror.test%2Fiso%2Fa.iso&ws=http%3A%2F%2Fus.mirror.test%2Fiso%2Fa.iso&ws=http%3A%2F%2Fdl.example.org%2Fiso%2Fa.iso&xs=http%3A%2F%2Fdl.example.org%2Fiso%2Fa.iso.torrent\n`,
+        `magnet:?xt=urn:btih:${btih}&dn=a.iso&xl=307200&ws=http%3A%2F%2Fse.mirror.test%2Fiso%2Fa.iso&ws=http%3A%2F%2Fus.mirror.test%2Fiso%2Fa.iso&ws=http%3A%2F%2Fdl.example.org%2F_origin%2Fiso%2Fa.iso&xs=http%3A%2F%2Fdl.example.org%2Fiso%2Fa.iso.torrent\n`,
       )
       const zsync = run('zsync')
       const header = zsync.subarray(0, zsync.indexOf('\n\n')).toString().split('\n')

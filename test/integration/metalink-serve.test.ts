@@ -5,6 +5,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {expect} from 'chai'
+import bencode from 'bencode'
 import {XMLParser} from 'fast-xml-parser'
 import {validateXML} from 'xmllint-wasm'
 import {ConfigSchema} from '../../src/lib/config/schema.js'
@@ -13,6 +14,7 @@ import {hashIndex} from '../../src/lib/origin/hash.js'
 import {indexOrigin} from '../../src/lib/origin/index.js'
 import {type RunningServer, startServe} from '../../src/lib/serve/run.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {headerLines, request} from '../helpers/serve-process.js'
 
 const SCHEMA = readFileSync(new URL('../fixtures/metalink/metalink4.rng', import.meta.url), 'utf8')
 const GEOIP = new URL('../fixtures/geoip/GeoLite2-City-Test.mmdb', import.meta.url).pathname
@@ -25,6 +27,8 @@ async function validateMeta4(xml: string): Promise<{valid: boolean; output: stri
 
 const parser = new XMLParser({ignoreAttributes: false, attributeNamePrefix: '@', isArray: (name) => ['url', 'hash'].includes(name), parseTagValue: false})
 const sum = (tool: string, dir: string, name: string) => execFileSync(tool, [name], {cwd: dir, encoding: 'utf8'})
+/** The `<pieces>` element of a parsed meta4 or Metalink 3 `file`/`verification` of hash type `type`, if any. */
+const piecesOf = (parent: any, type: string) => [parent.pieces ?? []].flat().find((p: any) => p['@type'] === type)
 
 describe(`metalink routes of mb serve (${backend})`, () => {
   let test: TestDatabase
@@ -109,19 +113,27 @@ describe(`metalink routes of mb serve (${backend})`, () => {
       'sha-1': createHash('sha1').update(big).digest('hex'),
       'sha-256': createHash('sha256').update(big).digest('hex'),
     })
-    expect(file.pieces['@length']).to.equal('262144')
-    expect(file.pieces['@type']).to.equal('sha-256')
-    expect(file.pieces.hash).to.have.length(3)
-    expect(file.pieces.hash[2]).to.equal(
-      createHash('sha256')
-        .update(big.subarray(2 * 262144))
-        .digest('hex'),
-    )
+    // SHA-1 pieces first (libzypp reads no other), then the SHA-256 ones of the default index.
+    expect(file.pieces.map((p: any) => [p['@type'], p['@length'], p.hash.length])).to.deep.equal([
+      ['sha-1', '262144', 3],
+      ['sha-256', '262144', 3],
+    ])
+    for (const [type, algo] of [
+      ['sha-1', 'sha1'],
+      ['sha-256', 'sha256'],
+    ]) {
+      expect(piecesOf(file, type).hash[2]).to.equal(
+        createHash(algo)
+          .update(big.subarray(2 * 262144))
+          .digest('hex'),
+      )
+    }
+    expect(file.metaurl).to.equal(undefined) // torrent.meta4_metaurl is off by default
     const urls = file.url.map((u: any) => [u['@priority'], u['@location'], u['#text']])
     expect(urls).to.deep.equal([
       ['1', 'de', 'http://de.mirror.test/pub-mirror/pub/big.iso'],
       ['2', 'fr', 'http://fr.mirror.test/pub-mirror/pub/big.iso'],
-      ['3', undefined, `${base}/pub/big.iso`],
+      ['3', undefined, `${base}/_origin/pub/big.iso`],
     ])
   })
 
@@ -172,7 +184,7 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     expect(file.resources.url.map((u: any) => [u['@preference'], u['#text']])).to.deep.equal([
       ['100', 'http://de.mirror.test/pub-mirror/pub/big.iso'],
       ['99', 'http://fr.mirror.test/pub-mirror/pub/big.iso'],
-      ['98', `${base}/pub/big.iso`],
+      ['98', `${base}/_origin/pub/big.iso`],
     ])
   })
 
@@ -242,7 +254,7 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     const xml = await res.text()
     expect((await validateMeta4(xml)).valid).to.equal(true)
     const doc = parser.parse(xml).metalink
-    expect(doc.file.url.map((u: any) => [u['@priority'], u['#text']])).to.deep.equal([['1', `${base}/repodata/repomd.xml`]])
+    expect(doc.file.url.map((u: any) => [u['@priority'], u['#text']])).to.deep.equal([['1', `${base}/_origin/repodata/repomd.xml`]])
   })
 
   it('renders the mirror list as HTML with file facts and realms, without mirrors the client cannot use', async () => {
@@ -364,7 +376,7 @@ describe(`metalink routes of mb serve (${backend})`, () => {
       before = await meta4()
     }
     expect(meta4Sha256(before)).to.equal(sha256(first))
-    expect(before.pieces.hash).to.deep.equal([sha256(first.subarray(0, 262144)), sha256(first.subarray(262144))])
+    expect(piecesOf(before, 'sha-256').hash).to.deep.equal([sha256(first.subarray(0, 262144)), sha256(first.subarray(262144))])
     expect((await metalink3()).verification.hash.find((h: any) => h['@type'] === 'sha256')['#text']).to.equal(sha256(first))
 
     // Same path and size, new content and mtime; then larger: each version gets its own size, hashes and pieces.
@@ -387,12 +399,64 @@ describe(`metalink routes of mb serve (${backend})`, () => {
         'sha-256': sha256(content),
       })
       const pieces = Array.from({length: Math.ceil(content.length / 262144)}, (_, i) => sha256(content.subarray(i * 262144, (i + 1) * 262144)))
-      expect(after.pieces.hash).to.deep.equal(pieces)
+      expect(piecesOf(after, 'sha-256').hash).to.deep.equal(pieces)
       const m3 = await metalink3()
       expect(m3.size).to.equal(String(content.length))
       expect(m3.verification.hash.find((h: any) => h['@type'] === 'sha256')['#text']).to.equal(sha256(content))
-      expect(m3.verification.pieces.hash.map((h: any) => h['#text'])).to.deep.equal(pieces)
+      expect(piecesOf(m3.verification, 'sha256').hash.map((h: any) => h['#text'])).to.deep.equal(pieces)
       expect(await (await fetch(`${base}/pub/${name}.sha256`)).text()).to.equal(`${sha256(content)}  ${name}\n`)
     }
+  })
+
+  it('ends every fallback list with a URL the origin delivers itself (200, never a 302): meta4, Metalink 3, url-list, ws=, Link rel=duplicate', async () => {
+    const last = {
+      meta4: parser.parse(await (await fetch(`${base}/pub/big.iso.meta4?country=DE`)).text()).metalink.file.url.at(-1)['#text'],
+      metalink3: parser.parse(await (await fetch(`${base}/pub/big.iso.metalink?country=DE`)).text()).metalink.files.file.resources.url.at(-1)['#text'],
+      torrent: Buffer.from(bencode.decode(Buffer.from(await (await fetch(`${base}/pub/big.iso.torrent?country=DE`)).arrayBuffer()))['url-list'].at(-1)).toString(),
+      magnet: decodeURIComponent(/ws=([^&]+)&xs=/.exec(await (await fetch(`${base}/pub/big.iso.magnet?country=DE`)).text())![1]),
+      link: /<([^>]+)>/.exec(
+        headerLines(await request(Number(new URL(base).port), '/pub/big.iso?country=DE'), 'link')
+          .filter((l) => l.includes('rel=duplicate'))
+          .at(-1)!,
+      )![1],
+    }
+    for (const [where, url] of Object.entries(last)) {
+      expect(url, where).to.equal(`${base}/_origin/pub/big.iso`)
+      const res = await fetch(url, {redirect: 'manual'})
+      expect(res.status, where).to.equal(200)
+      expect(res.headers.get('x-mb-origin-reason')).to.equal('origin_fallback')
+      expect(Buffer.from(await res.arrayBuffer()).equals(big), where).to.equal(true)
+    }
+    // Range and HEAD as from the origin; directories, missing files and representations are not served in this form.
+    const range = await fetch(`${base}/_origin/pub/big.iso`, {headers: {range: 'bytes=10-19'}})
+    expect([range.status, Buffer.from(await range.arrayBuffer()).equals(big.subarray(10, 20))]).to.deep.equal([206, true])
+    for (const path of ['/_origin/', '/_origin', '/_origin/pub/', '/_origin/pub/nothing.iso', '/_origin/pub/big.iso.meta4', '/_origin/../_origin/pub/../../etc/passwd']) {
+      expect((await fetch(`${base}${path}`, {redirect: 'manual'})).status, path).to.be.oneOf([400, 404])
+    }
+    // A plain request is unaffected: still a redirect to a mirror.
+    expect((await fetch(`${base}/pub/big.iso?country=DE`, {redirect: 'manual'})).status).to.equal(302)
+  })
+
+  it('sends the new pieces after a re-index with another piece algorithm under the running server, without a restart', async () => {
+    const meta4Pieces = async () => {
+      const file = parser.parse(await (await fetch(`${base}/pub/big.iso.meta4?country=DE`)).text()).metalink.file
+      return [file.pieces ?? []].flat().map((p: any) => p['@type'])
+    }
+    const until = async (want: string[]) => {
+      let got = await meta4Pieces()
+      for (let i = 0; i < 100 && JSON.stringify(got) !== JSON.stringify(want); i++) {
+        await sleep(100) // the snapshot picks the rewritten rows up
+        got = await meta4Pieces()
+      }
+      return got
+    }
+    expect(await meta4Pieces()).to.deep.equal(['sha-1', 'sha-256']) // and kept per file version
+    const sha1 = await hashIndex(database, root, {jobs: 1, pieceHash: 'sha1', subdir: 'pub'})
+    expect(sha1.hashed).to.be.above(0)
+    expect(await until(['sha-1'])).to.deep.equal(['sha-1'])
+    const m3 = parser.parse(await (await fetch(`${base}/pub/big.iso.metalink?country=DE`)).text()).metalink.files.file.verification
+    expect([m3.pieces['@type'], m3.pieces.hash.length]).to.deep.equal(['sha1', 3])
+    await hashIndex(database, root, {jobs: 1, pieceHash: 'sha256', subdir: 'pub'})
+    expect(await until(['sha-1', 'sha-256'])).to.deep.equal(['sha-1', 'sha-256'])
   })
 })

@@ -126,6 +126,7 @@ describe(`mb serve: URLs as clients write them, the origin's truth (${backend})`
       expect(res.headers.location).to.equal(`http://gb.example.org/pub/${encoded}`)
       expect(headerLines(res, 'link')).to.deep.equal([
         `<http://gb.example.org/pub/${encoded}>; rel=duplicate; pri=1; geo=gb`,
+        `<${PUBLIC}_origin/${encoded}>; rel=duplicate; pri=999999`,
         `<${PUBLIC}${encoded}.meta4>; rel=describedby; type="application/metalink4+xml"`,
       ])
     })
@@ -133,7 +134,7 @@ describe(`mb serve: URLs as clients write them, the origin's truth (${backend})`
       const meta4 = (await get(`/${encoded}.meta4`)).body.toString()
       expect([...meta4.matchAll(/<url [^>]*>([^<]+)<\/url>/g)].map((m) => m[0])).to.deep.equal([
         `<url location="gb" priority="1">http://gb.example.org/pub/${encoded}</url>`,
-        `<url priority="2">${PUBLIC}${encoded}</url>`,
+        `<url priority="2">${PUBLIC}_origin/${encoded}</url>`,
       ])
       const list = JSON.parse((await get(`/${encoded}?mirrorlist`, {Accept: 'application/json'})).body.toString())
       expect(list.realms[0].mirrors[0].url).to.equal(`http://gb.example.org/pub/${encoded}`)
@@ -176,7 +177,7 @@ describe(`mb serve: URLs as clients write them, the origin's truth (${backend})`
       expect(res.headers['content-type']).to.equal('application/metalink4+xml')
       const xml = res.body.toString()
       expect(xml).to.include('<size>7000</size>')
-      expect([...xml.matchAll(/<url [^>]*>([^<]+)<\/url>/g)].map((m) => m[1])).to.deep.equal([`${PUBLIC}not-indexed.bin`])
+      expect([...xml.matchAll(/<url [^>]*>([^<]+)<\/url>/g)].map((m) => m[1])).to.deep.equal([`${PUBLIC}_origin/not-indexed.bin`])
       const v3 = await get('/not-indexed.bin?metalink')
       expect(v3.status).to.equal(200)
       expect(v3.headers['content-type']).to.equal('application/metalink+xml')

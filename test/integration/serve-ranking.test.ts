@@ -129,6 +129,7 @@ describe(`mb serve: ranking (${backend})`, function () {
         '<http://de-muc.example.org/pub/big.iso>; rel=duplicate; pri=3; geo=de',
         '<http://cz.example.org/pub/big.iso>; rel=duplicate; pri=4; geo=cz',
         '<http://nl.example.org/pub/big.iso>; rel=duplicate; pri=5; geo=nl',
+        `<http://127.0.0.1:${serve!.port}/_origin/big.iso>; rel=duplicate; pri=999999`,
       ])
     })
 

@@ -98,8 +98,11 @@ describe(`MirrorManager-style dnf routes of mb serve (${backend})`, () => {
       '<url protocol="http" type="http" location="DE" preference="100" mm0:private="True">http://campus.mirror/pub/f/42/x86_64/os/repodata/repomd.xml</url>',
       '<url protocol="https" type="https" location="DE" preference="99">https://pub.mirror/pub/f/42/x86_64/os/repodata/repomd.xml</url>',
       '<url protocol="http" type="http" location="DE" preference="99">http://pub.mirror/pub/f/42/x86_64/os/repodata/repomd.xml</url>',
-      `<url protocol="http" type="http" preference="98">${base}/f/42/x86_64/os/repodata/repomd.xml</url>`,
+      `<url protocol="http" type="http" preference="98">${base}/_origin/f/42/x86_64/os/repodata/repomd.xml</url>`,
     ])
+    // The last URL is the origin's own: delivered, not redirected.
+    const last = await fetch(`${base}/_origin/f/42/x86_64/os/repodata/repomd.xml`, {redirect: 'manual'})
+    expect([last.status, last.headers.get('x-mb-origin-reason')]).to.deep.equal([200, 'origin_fallback'])
     const strip = (text: string) => text.replace(/pubdate="[^"]+"/, '')
     for (const other of [`${base}/${DIR}/repodata/repomd.xml.metalink`, `${base}/${DIR}/repodata/repomd.xml?metalink`, `${base}/metalink?path=/${DIR}/`]) {
       expect(strip(await (await fetch(other)).text()), other).to.equal(strip(doc))
@@ -109,7 +112,7 @@ describe(`MirrorManager-style dnf routes of mb serve (${backend})`, () => {
   it('answers /mirrorlist with one directory URL per mirror', async () => {
     const res = await fetch(`${base}/mirrorlist?repo=f-42&arch=x86_64`)
     expect(res.status).to.equal(200)
-    expect(await res.text()).to.equal(`# repo = f-42 arch = x86_64 \nhttps://campus.mirror/pub/f/42/x86_64/os/\nhttps://pub.mirror/pub/f/42/x86_64/os/\n${base}/f/42/x86_64/os/\n`)
+    expect(await res.text()).to.equal(`# repo = f-42 arch = x86_64 \nhttps://campus.mirror/pub/f/42/x86_64/os/\nhttps://pub.mirror/pub/f/42/x86_64/os/\n${base}/_origin/f/42/x86_64/os/\n`)
   })
 
   it("filters by dnf's protocol= as MirrorManager does: comma-separated or repeated, the whole list when no mirror has it", async () => {

@@ -66,6 +66,7 @@ const stored = {
   piece_size: 262144,
   piece_hash: 'sha256',
   pieces: hex('sha256'),
+  sha1_pieces: hex('sha1'),
   hashed_size: 19,
   hashed_mtime: 1_700_000_000,
 }
@@ -125,8 +126,8 @@ describe('metalink documents', () => {
     expect(xmlEscape('a<b>&"c"')).to.equal('a&lt;b&gt;&amp;&quot;c&quot;')
   })
 
-  it('names SHA-1 pieces sha-1 (meta4) and sha1 (Metalink 3)', () => {
-    const sha1 = {...stored, piece_hash: 'sha1', pieces: hex('sha1') + hex('sha1')}
+  it('names SHA-1 pieces sha-1 (meta4) and sha1 (Metalink 3), one list when the index made SHA-1 pieces', () => {
+    const sha1 = {...stored, piece_hash: 'sha1', pieces: hex('sha1') + hex('sha1'), sha1_pieces: hex('sha1') + hex('sha1')}
     const doc = buildDocument(options({stored: sha1}))
     expect(doc.hashes!.pieceCount).to.equal(2)
     const m4 = parser.parse(renderMeta4(doc)).metalink.file.pieces
@@ -135,12 +136,27 @@ describe('metalink documents', () => {
     expect(m3['@type']).to.equal('sha1')
   })
 
+  it('writes SHA-1 pieces first (libzypp reads no other), then the SHA-256 ones, in both formats', async () => {
+    const xml = renderMeta4(buildDocument(options()))
+    expect(await valid(xml)).to.equal(true)
+    const m4 = parser.parse(xml).metalink.file.pieces
+    expect(m4.map((p: any) => [p['@type'], p['@length'], p.hash])).to.deep.equal([
+      ['sha-1', '262144', [hex('sha1')]],
+      ['sha-256', '262144', [hex('sha256')]],
+    ])
+    const m3 = parser.parse(renderMetalink3(buildDocument(options()))).metalink.files.file.verification.pieces
+    expect(m3.map((p: any) => p['@type'])).to.deep.equal(['sha1', 'sha256'])
+    // SHA-1 pieces that do not cover the file (an old row) are left out, never half written.
+    const short = parser.parse(renderMeta4(buildDocument(options({stored: {...stored, sha1_pieces: null}})))).metalink.file.pieces
+    expect(short['@type']).to.equal('sha-256')
+  })
+
   it('renders Metalink 3.0 with preference from 100 down, never below 1', () => {
     const parsed = parser.parse(renderMetalink3(buildDocument(options()))).metalink
     expect(parsed['@xmlns']).to.equal('http://www.metalinker.org/')
     expect(parsed['@pubdate']).to.equal('Sun, 29 Nov 2026 12:00:00 GMT')
     const file = parsed.files.file
-    expect(file.verification.pieces.hash[0]).to.deep.equal({'@piece': '0', '#text': hex('sha256')})
+    expect(file.verification.pieces[1].hash[0]).to.deep.equal({'@piece': '0', '#text': hex('sha256')})
     expect(file.resources.url.map((u: any) => [u['@type'], u['@preference'], u['@location']])).to.deep.equal([
       ['http', '100', 'de'],
       ['http', '99', 'fr'],

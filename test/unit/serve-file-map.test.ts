@@ -15,7 +15,7 @@ describe('the snapshot file map (src/lib/serve/snapshot.ts FileMap)', () => {
   it('reads back every field of an indexed entry, and keeps other entries as they are', () => {
     const snapshot = new Snapshot()
     const mirrors = snapshot.mirrorSets.fromText('3,1')
-    const indexed = snapshot.digests.entry({path: 'big.iso', size: 4_000_000_000, mtime: 1_764_000_000, mirrors, signature: '.sig', formats: 3}, MD5, SHA1, null)
+    const indexed = snapshot.digests.entry({path: 'big.iso', size: 4_000_000_000, mtime: 1_764_000_000, mirrors, signature: '.sig', formats: 7}, MD5, SHA1, null)
     snapshot.files.set('big.iso', indexed)
     const plain = fileWith(indexed, {path: 'copy.iso', md5: null})
     snapshot.files.set('copy.iso', plain)

@@ -4,8 +4,8 @@ import {VersionCache} from '../../src/lib/metalink/version-cache.js'
 describe('per-version cache of document parts', () => {
   const v1 = {path: 'pub/a.iso', size: 100, mtime: 1_700_000_000, sha1: 'a'.repeat(40), sha256: 'b'.repeat(64)}
 
-  it('answers only the version an entry was made for: a new size, mtime, MD5, SHA-1 or SHA-256 of the path misses and drops it', () => {
-    for (const change of [{size: 101}, {mtime: 1_700_000_001}, {md5: 'e'.repeat(32)}, {sha1: 'c'.repeat(40)}, {sha256: 'd'.repeat(64)}, {sha256: null}]) {
+  it('answers only the version an entry was made for: a new size, mtime, MD5, SHA-1, SHA-256 or formats bits (the piece algorithm) of the path misses and drops it', () => {
+    for (const change of [{size: 101}, {mtime: 1_700_000_001}, {md5: 'e'.repeat(32)}, {sha1: 'c'.repeat(40)}, {sha256: 'd'.repeat(64)}, {sha256: null}, {formats: 4}]) {
       const cache = new VersionCache<string>(10, 1000)
       cache.set(v1, 'one', 1)
       expect(cache.get({...v1})).to.equal('one')

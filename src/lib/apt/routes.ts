@@ -2,15 +2,17 @@
  * apt's `mirror+http://` method (apt-transport-mirror(1), apt >= 1.6): `GET /DIR/mirrors.txt`
  * answers the mirror list of the archive at DIR, in apt's mirror file format: one base URL
  * per line, best first, each with `priority:N` metadata after a tab (apt tries the lowest N
- * first; without priorities it would pick at random), the origin last:
+ * first; without priorities it would pick at random), the origin last, in a form it delivers
+ * itself (`serve.origin_url`, else `BASE/_origin/DIR`, ../serve/origin-form.ts):
  * ```
  * http://ftp.example.de/debian/<TAB>priority:1
  * http://mirror.example.se/debian/<TAB>priority:2
- * http://download.example.org/debian/<TAB>priority:3
+ * http://download.example.org/_origin/debian/<TAB>priority:3
  * ```
  * `deb mirror+http://download.example.org/debian/mirrors.txt bookworm main` in sources.list
- * then sends every apt request to those mirrors in turn (a mirror that fails or serves a
- * file whose hash does not match the Release file is skipped).
+ * then sends every apt request to the first mirror, and to the next when one fails to answer
+ * (apt 2.6 does not try another mirror after a hash mismatch: it stops with "Hash Sum
+ * mismatch").
  *
  * The mirrors are those selection ranks for the client among the mirrors holding the current
  * `DIR/dists/SUITE/InRelease` or `Release` of any suite: the archive as a whole, selected as
@@ -21,10 +23,12 @@ import type {SelectMirror} from '../select/types.js'
 import {mirrorUrl} from '../select/url.js'
 import type {RequestContext, Route, RouteServices} from '../serve/server.js'
 import type {Snapshot} from '../serve/snapshot.js'
-import {requestBaseUrl} from '../yum/routes.js'
+import {BaseUrls} from '../serve/public-url.js'
 import {originUrlFor} from '../metalink/document.js'
 
 const NAME = 'mirrors.txt'
+/** The base URLs when none are given: from the request's Host, the origin form. */
+const DEFAULT_BASE_URLS = new BaseUrls()
 /** How long the set of mirrors holding an archive's Release files is reused, ms. */
 const HOLDERS_TTL_MS = 60_000
 
@@ -33,8 +37,8 @@ export interface AptRouteOptions {
   minSize: number
   /** Mirrors per list at most (default 20). */
   maxMirrors?: number
-  /** Public base URL of this server; default: from the request's Host. */
-  baseUrl?: string
+  /** This server's URLs (`serve.public_url`, `serve.origin_url`; ../serve/public-url.ts); default: from the request's Host, the origin form. */
+  baseUrls?: BaseUrls
 }
 
 /** The archive directory a `DIR/mirrors.txt` request names ('' = the root, else ending in '/'). */
@@ -102,7 +106,7 @@ export class AptRoutes {
       const url = baseOn(candidate.mirror, target.dir, client.https)
       if (url !== undefined) urls.push(url)
     }
-    urls.push(originUrlFor(requestBaseUrl(ctx, client.https, this.options.baseUrl), target.dir))
+    urls.push(originUrlFor((this.options.baseUrls ?? DEFAULT_BASE_URLS).origin(ctx.req, client.https), target.dir))
     const body = Buffer.from(renderAptMirrorList(urls), 'utf8')
     ctx.res.writeHead(200, {'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'private, no-store', 'Content-Length': String(body.length)})
     ctx.res.end(ctx.req.method === 'HEAD' ? undefined : body)

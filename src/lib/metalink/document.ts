@@ -1,6 +1,8 @@
 /**
  * What every metalink representation of one origin file is built from: the file, its fresh
- * hashes (or none), and its download sources in the selection engine's order, origin last.
+ * hashes (or none), and its download sources in the selection engine's order, then the origin
+ * in a form it always delivers itself (src/lib/serve/origin-form.ts), so that the last
+ * fallback never redirects to a mirror again.
  * Metalink 4 (RFC 5854), Metalink 3.0, hash files, Metalink/HTTP headers (RFC 6249) and the
  * mirror list all read this one shape, so they always agree.
  */
@@ -29,11 +31,18 @@ export interface DocumentHashes {
   piecesHex: string
   /** Number of pieces (0 when no piece hashes are known). */
   pieceCount: number
+  /** SHA-1 digests of the same pieces, hex, concatenated ('' when not known; equal to `piecesHex` for SHA-1 pieces). */
+  sha1PiecesHex: string
 }
 
 /** The piece digests of `hashes`, one hex string per piece, in order. */
 export function pieceList(hashes: DocumentHashes): string[] {
   return splitPieces(hashes.piecesHex, hashes.pieceHash)
+}
+
+/** The SHA-1 piece digests of `hashes` (40 hex digits each, in order); none when they are not known or do not cover the file. */
+export function sha1PieceList(hashes: DocumentHashes): string[] {
+  return hashes.sha1PiecesHex.length === hashes.pieceCount * 40 ? splitPieces(hashes.sha1PiecesHex, 'sha1') : []
 }
 
 /** One download source of the file. */
@@ -59,9 +68,9 @@ export interface MetalinkDocument {
   mtime: number
   /** Null when no fresh hashes are known. */
   hashes: DocumentHashes | null
-  /** Mirrors in selection order (capped), then the origin. */
+  /** Mirrors in selection order (capped), then the origin's direct URL ({@link BuildOptions.originBase}). */
   sources: Source[]
-  /** The URL of the file on this server (the origin). */
+  /** The URL of the file on this server (which may redirect; the base of `.meta4`, `.torrent` and the other representations). */
   originUrl: string
   /** The URL of this file's .meta4 on this server (Metalink 4 `origin dynamic="true"`). */
   meta4Url: string
@@ -127,6 +136,11 @@ export interface BuildOptions {
   selection: Selection
   /** This server's public base URL, ending in '/', e.g. `https://download.example.org/`. */
   baseUrl: string
+  /**
+   * The base URL under which the origin itself delivers the tree, never redirecting
+   * (`originBase()` of src/lib/serve/origin-form.ts): the last source. Default: `baseUrl`.
+   */
+  originBase?: string
   /** Cap on mirror URLs (default 20). */
   maxUrls?: number
   /**
@@ -142,14 +156,16 @@ export interface BuildOptions {
 function documentHashes(stored: StoredHashes | null, fresh: boolean): DocumentHashes | null {
   if (!stored || !fresh || !stored.md5 || !stored.sha1 || !stored.sha256) return null
   const pieceHash = stored.piece_hash === 'sha1' ? 'sha1' : 'sha256'
+  const pieces = stored.piece_size && stored.pieces ? stored.pieces : ''
   return {
     md5: stored.md5,
     sha1: stored.sha1,
     sha256: stored.sha256,
     pieceSize: stored.piece_size ?? 0,
     pieceHash,
-    piecesHex: stored.piece_size && stored.pieces ? stored.pieces : '',
-    pieceCount: stored.piece_size && stored.pieces ? stored.pieces.length / (pieceHash === 'sha1' ? 40 : 64) : 0,
+    piecesHex: pieces,
+    pieceCount: pieces.length / (pieceHash === 'sha1' ? 40 : 64),
+    sha1PiecesHex: pieces && stored.sha1_pieces ? stored.sha1_pieces : '',
   }
 }
 
@@ -160,8 +176,8 @@ export function originUrlFor(baseUrl: string, path: string): string {
 
 /**
  * Builds the metalink document for one file and one client: the ranked mirrors of
- * `selection` (at most `maxUrls`, priority 1…N in selection order) then the origin
- * (priority N+1). An origin-delivered selection (origin-only files, small files) lists
+ * `selection` (at most `maxUrls`, priority 1…N in selection order) then the origin's direct
+ * URL (priority N+1, under `originBase`). An origin-delivered selection (origin-only files, small files) lists
  * only the origin. Hashes are included only when fresh.
  */
 export function buildDocument(options: BuildOptions): MetalinkDocument {
@@ -175,7 +191,7 @@ export function buildDocument(options: BuildOptions): MetalinkDocument {
       sources.push({url: candidate.url, priority: sources.length + 1, location: country ? country.toLowerCase() : undefined, mirror: candidate.mirror.identifier})
     }
   }
-  sources.push({url: originUrl, priority: sources.length + 1})
+  sources.push({url: options.originBase === undefined ? originUrl : originUrlFor(options.originBase, options.path), priority: sources.length + 1})
   const fresh = options.hashesFresh ?? hashesFresh(options.stored)
   const slash = options.path.lastIndexOf('/')
   return {

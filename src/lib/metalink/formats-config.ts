@@ -5,7 +5,7 @@
  * ```yaml
  * torrent:
  *   trackers: []          # announce URLs; empty = web seeds only (no announce, no DHT hint)
- *   meta4_metaurl: true   # name the .torrent in each meta4 (<metaurl mediatype="torrent">)
+ *   meta4_metaurl: false  # name the .torrent in each meta4 (<metaurl mediatype="torrent">), after every URL
  * zsync:
  *   enabled: true         # compute zsync block sums at `mb index --hashes` time, serve PATH.zsync
  *   min_size: 67108864    # only for files of at least this many bytes (64 MiB)
@@ -22,9 +22,9 @@ export const TorrentConfigSchema = z
     trackers: listOf(z.string().url()).default([]).describe('Tracker announce URLs written into every .torrent (`announce`, `announce-list`) and magnet link (`tr=`); empty = web seeds only.'),
     meta4_metaurl: z
       .boolean()
-      .default(true)
+      .default(false)
       .describe(
-        'Name the .torrent in Metalink 4 documents (`<metaurl mediatype="torrent">`, RFC 5854 §4.2.8). aria2c then downloads through BitTorrent with the metalink URLs as web seeds, and seeds afterwards unless given --seed-time=0.',
+        'Name the .torrent in Metalink 4 documents (`<metaurl mediatype="torrent">`, RFC 5854 §4.2.8), with a priority after every URL. Off by default: aria2c given such a meta4 downloads through BitTorrent and then seeds until stopped (unless run with --seed-time=0), so `aria2c URL` would never end by itself.',
       ),
   })
   .strict()

@@ -3,7 +3,7 @@
  * (metalink/routes.ts) and `mb metalink --format` (metalink/offline.ts) answer them:
  *
  * - `PATH.torrent` → `application/x-bittorrent` (torrent.ts), web seeds = the client's
- *   mirrors best first, then the origin;
+ *   mirrors best first, then the origin's direct URL (src/lib/serve/origin-form.ts);
  * - `PATH.magnet` → `text/plain`, the magnet link (torrent.ts) with the same web seeds;
  * - `PATH.btih` → `text/plain`, the info hash in hex;
  * - `PATH.zsync` → `application/x-zsync` (zsync-control.ts), `URL:` lines for the client's
@@ -59,7 +59,7 @@ export interface FormatStoreOptions {
   zsyncBytes?: number
   /** Tracker URLs (config `torrent.trackers`). */
   trackers?: readonly string[]
-  /** Name the .torrent in meta4 documents (config `torrent.meta4_metaurl`, default true). */
+  /** Name the .torrent in meta4 documents (config `torrent.meta4_metaurl`, default false). */
   meta4Metaurl?: boolean
 }
 
@@ -79,7 +79,7 @@ export class FormatStore {
     this.torrents = new VersionCache(options.torrentEntries ?? 1000, Number.POSITIVE_INFINITY)
     this.zsyncs = new VersionCache(Number.POSITIVE_INFINITY, options.zsyncBytes ?? 64 * 1024 * 1024)
     this.trackers = options.trackers ?? []
-    this.meta4Metaurl = options.meta4Metaurl ?? true
+    this.meta4Metaurl = options.meta4Metaurl ?? false
   }
 
   /** The info dictionary of `file` (its SHA-1 pieces must be current), or why there is none. */
@@ -146,10 +146,10 @@ function webSeeds(doc: MetalinkDocument): string[] {
   return doc.sources.map((s) => s.url)
 }
 
-/** The zsync URLs of `doc`: the mirrors in order, or the origin alone when no mirror is listed. */
+/** The zsync URLs of `doc`: the mirrors in order, or the origin's direct URL alone when no mirror is listed. */
 export function zsyncUrls(doc: MetalinkDocument): string[] {
   const mirrors = doc.sources.filter((s) => s.mirror !== undefined).map((s) => s.url)
-  return mirrors.length > 0 ? mirrors : [doc.originUrl]
+  return mirrors.length > 0 ? mirrors : doc.sources.filter((s) => s.mirror === undefined).map((s) => s.url)
 }
 
 /** The `.torrent` of `doc` for `info`: web seeds from `doc`, `creation date` = the file's mtime. */

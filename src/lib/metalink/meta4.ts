@@ -10,18 +10,25 @@
  *   <file name="NAME">
  *     <size>BYTES</size>
  *     <hash type="md5">…</hash><hash type="sha-1">…</hash><hash type="sha-256">…</hash>
- *     <pieces length="262144" type="sha-256"><hash>…</hash>…</pieces>
+ *     <pieces length="262144" type="sha-1"><hash>…</hash>…</pieces>     (libzypp, aria2c, wget2)
+ *     <pieces length="262144" type="sha-256"><hash>…</hash>…</pieces>   (aria2c keeps the stronger)
  *     <signature mediatype="application/pgp-signature">-----BEGIN PGP SIGNATURE-----…</signature>   (FILE.asc, ./signature.ts)
  *     <url location="de" priority="1">https://mirror/PATH</url>…
  *     <url priority="N">https://host/PATH</url>   (the origin, last)
- *     <metaurl mediatype="torrent">https://host/PATH.torrent</metaurl>   (BitTorrent data, torrent.meta4_metaurl)
+ *     <metaurl mediatype="torrent" priority="N+1">https://host/PATH.torrent</metaurl>   (only with torrent.meta4_metaurl)
  *   </file>
  * </metalink>
  * ```
  * Hash type names are the IANA "Hash Function Textual Names" registry's (RFC 5854 §4.2.4).
+ *
+ * Piece hashes: SHA-1 pieces come first, because libzypp (zypper) reads only `sha1`/`sha-1`
+ * and `zsync` pieces and skips any other `<pieces>`; the SHA-256 pieces follow when the index
+ * made them (`mb index --piece-hash sha256`, the default), and aria2c, given both, checks the
+ * stronger. wget2 would add both lists up as one (its pieces' offsets run past the end of the
+ * file), so a client that reads one list only should be given `mb index --piece-hash sha1`.
  */
 import {fragment} from 'xmlbuilder2'
-import {type MetalinkDocument, pieceList} from './document.js'
+import {type MetalinkDocument, pieceList, sha1PieceList} from './document.js'
 import {isoSeconds} from '../time.js'
 
 export const META4_MEDIA_TYPE = 'application/metalink4+xml'
@@ -38,6 +45,12 @@ export function xmlEscape(text: string): string {
   return XML_SPECIAL.test(text) ? text.replace(/[&<>"]/g, (c) => XML_ESCAPES[c]) : text
 }
 
+/** Adds `<pieces length type>` with one `<hash>` per piece to `xml`. */
+function pieceElement(xml: ReturnType<typeof fragment>, length: number, type: keyof typeof PIECE_TYPE, digests: string[]): void {
+  const pieces = xml.ele('pieces').att('length', String(length)).att('type', PIECE_TYPE[type])
+  for (const piece of digests) pieces.ele('hash').txt(piece)
+}
+
 /**
  * The part of the Metalink 4 `<file>` element that is the same for every client and every
  * request: `<size>`, the `<hash>`es and `<pieces>` (up to 2,048 piece hashes), indented, one
@@ -52,8 +65,9 @@ export function meta4FilePart(doc: MetalinkDocument): string {
     xml.ele('hash').att('type', 'sha-1').txt(h.sha1)
     xml.ele('hash').att('type', 'sha-256').txt(h.sha256)
     if (h.pieceCount > 0 && h.pieceSize > 0) {
-      const pieces = xml.ele('pieces').att('length', String(h.pieceSize)).att('type', PIECE_TYPE[h.pieceHash])
-      for (const piece of pieceList(h)) pieces.ele('hash').txt(piece)
+      const sha1 = h.pieceHash === 'sha1' ? pieceList(h) : sha1PieceList(h)
+      if (sha1.length > 0) pieceElement(xml, h.pieceSize, 'sha1', sha1)
+      if (h.pieceHash !== 'sha1') pieceElement(xml, h.pieceSize, h.pieceHash, pieceList(h))
     }
   }
   return xml
@@ -81,8 +95,9 @@ export function meta4Tail(doc: MetalinkDocument): string {
     out += source.location ? `    <url location="${xmlEscape(source.location)}" priority="${source.priority}">` : `    <url priority="${source.priority}">`
     out += `${xmlEscape(source.url)}</url>\n`
   }
-  // RFC 5854 §4.2.8: a metainfo file describing the same file (here the BitTorrent one).
-  if (doc.torrentUrl && doc.torrentMetaurl) out += `    <metaurl mediatype="torrent">${xmlEscape(doc.torrentUrl)}</metaurl>\n`
+  // RFC 5854 §4.2.8: a metainfo file describing the same file (here the BitTorrent one),
+  // ranked after every URL (§4.2.8.3: lower priority numbers go first).
+  if (doc.torrentUrl && doc.torrentMetaurl) out += `    <metaurl mediatype="torrent" priority="${doc.sources.length + 1}">${xmlEscape(doc.torrentUrl)}</metaurl>\n`
   return `${out}  </file>\n</metalink>\n`
 }
 

@@ -23,7 +23,8 @@ import {renderZsync, type ZsyncControl} from './zsync-control.js'
 import {sql} from 'kysely'
 import {renderMeta4} from './meta4.js'
 import {renderMetalink3} from './metalink3.js'
-import {trimLeadingSlashes} from '../text.js'
+import {trimLeadingSlashes, withTrailingSlash} from '../text.js'
+import {BaseUrls} from '../serve/public-url.js'
 
 /** The formats `mb metalink --format` writes. */
 export type OfflineFormat = 'meta4' | 'metalink' | 'torrent' | 'magnet' | 'zsync'
@@ -33,7 +34,7 @@ export interface OfflineOptions {
   path: string
   /** The client address to select for (default 127.0.0.1). */
   clientIp?: string
-  /** The server's public base URL (default `http://` + serve.listen + `/`). */
+  /** The server's public base URL (default `serve.public_url`, else `http://` + serve.listen + `/`). */
   baseUrl?: string
   format?: OfflineFormat
   /** Mirror URLs (default: `select.metalink_max_mirrors`). */
@@ -69,6 +70,7 @@ export async function offlineMetalink(database: Database, config: Config, option
     .executeTakeFirst()
   let fresh = hashesFresh(stored)
   if (fresh && config.root) fresh = hashesFresh(stored, await stat(join(config.root, path)).catch(() => ({size: -1, mtimeMs: -1})))
+  const baseUrl = withTrailingSlash(options.baseUrl ?? config.serve.public_url ?? `http://${config.serve.listen}/`)
   const doc = buildDocument({
     path,
     size: file.size,
@@ -76,7 +78,8 @@ export async function offlineMetalink(database: Database, config: Config, option
     stored,
     hashesFresh: fresh,
     selection,
-    baseUrl: options.baseUrl ?? `http://${config.serve.listen}/`,
+    baseUrl,
+    originBase: new BaseUrls(baseUrl, config.serve.origin_url).originOf(baseUrl),
     maxUrls: options.maxUrls ?? context.options.metalinkMaxMirrors,
     formats: fresh ? {torrent: present?.torrent === true, zsync: present?.zsync_block_size != null, metaurl: config.torrent.meta4_metaurl} : undefined,
     now: options.now,

@@ -1,6 +1,9 @@
 /**
  * The Metalink/HTTP header lines of a `302` redirect (RFC 6249 §6, RFC 3230 §4.3.2), for
  * `MirrorServer.addRedirectHeaders`, in this order:
+ *   `Link: <ORIGIN/PATH>; rel=duplicate; pri=999999` always: the origin's direct URL
+ *   (`BaseUrls.origin()`, src/lib/serve/origin-form.ts), the last resort after the mirrors'
+ *   `rel=duplicate` lines (RFC 6249: `pri` 1…999999, lowest first);
  *   `Link: <BASE/PATH.meta4>; rel=describedby; type="application/metalink4+xml"` always;
  *   `Link: <BASE/PATH.torrent>; rel=describedby; type="application/x-bittorrent"` while the
  *   file has current BitTorrent data (and the server serves it);
@@ -8,67 +11,30 @@
  *   `Link: <BASE/PATH.asc>; rel=describedby; type="application/pgp-signature"` when a
  *   detached signature is indexed beside the file (./signature.ts).
  *
- * None of these depends on the client beyond the base URL, so the lines are built once per
- * file version and base URL and kept in the bounded {@link VersionCache}: a redirect then
+ * None of these depends on the client beyond the base URLs, so the lines are built once per
+ * file version and base URLs and kept in the bounded {@link VersionCache}: a redirect then
  * costs one lookup and a few comparisons (the digests are compared by their id, not read). The providers never stat the disk: `MirrorServer.currentFile`
  * has confirmed the disk's version before any redirect, and a changed file reaches them as
  * an entry without hashes.
  */
-import type {IncomingMessage} from 'node:http'
+import {type BaseUrls, ORIGIN_PREFIX} from '../serve/public-url.js'
 import type {RedirectHeaderProvider} from '../serve/server.js'
 import {FORMAT_TORRENT, type FileEntry} from '../serve/snapshot.js'
-import {isPlainHost, withTrailingSlash} from '../text.js'
 import {originUrlFor} from './document.js'
 import {describedByLink, digestHeader} from './headers.js'
 import {signatureLink} from './signature.js'
 import {TORRENT_MEDIA_TYPE} from './torrent.js'
 import {VersionCache} from './version-cache.js'
 
-/** Distinct `Host` values whose base URL is kept (a client can send any plain host). */
-const MAX_HOSTS = 256
-
-/**
- * The public base URL of this server for a request, ending in `/`: the configured one, else
- * the request's `Host` when it is a plain `host[:port]` ({@link isPlainHost}), else the
- * address the request came in on (IPv6 in brackets, RFC 3986 §3.2.2). A Host with any other
- * character is the client's and would land in a `Link` header and the document: it is not
- * used. Base URLs by Host are kept (at most {@link MAX_HOSTS} per scheme) so that a redirect
- * builds no string for it.
- */
-export class BaseUrls {
-  private readonly configured: string | undefined
-  private readonly http = new Map<string, string>()
-  private readonly https = new Map<string, string>()
-
-  /** @param configured `serve.public_url`, e.g. `https://download.example.org/` (a trailing `/` is added) */
-  constructor(configured?: string) {
-    this.configured = configured ? withTrailingSlash(configured) : undefined
-  }
-
-  /** The base URL for `req`, received over TLS when `https` (e.g. `http://127.0.0.1:8080/`). */
-  of(req: Pick<IncomingMessage, 'headers' | 'socket'>, https: boolean): string {
-    if (this.configured !== undefined) return this.configured
-    const header = req.headers.host
-    const known = https ? this.https : this.http
-    if (header !== undefined) {
-      const cached = known.get(header)
-      if (cached !== undefined) return cached
-      if (isPlainHost(header)) {
-        const base = `${https ? 'https' : 'http'}://${header}/`
-        if (known.size < MAX_HOSTS) known.set(header, base)
-        return base
-      }
-    }
-    const {localAddress, localPort} = req.socket
-    return `${https ? 'https' : 'http'}://${localAddress?.includes(':') ? `[${localAddress}]` : localAddress}:${localPort}/`
-  }
-}
+/** The `pri` of the origin's `rel=duplicate` link: the largest RFC 6249 allows, after every mirror. */
+const LAST_PRIORITY = 999999
 
 /** The header lines of one file version under one base URL, and what else they were built from. */
 interface CachedLines {
   signature: string | null | undefined
   torrent: boolean
   base: string
+  originBase: string
   /** Flat name, value, name, value… as `writeHead` takes them. */
   lines: string[]
 }
@@ -102,30 +68,31 @@ export class MetalinkRedirectHeaders {
 
   /** Pushes the lines for `file` (its indexed version, confirmed on disk by the server) onto `headers`. */
   readonly provider: RedirectHeaderProvider = (headers, ctx, file, client) => {
-    const lines = this.lines(file, this.baseUrls.of(ctx.req, client.https))
+    const lines = this.lines(file, this.baseUrls.of(ctx.req, client.https), this.baseUrls.origin(ctx.req, client.https))
     for (let i = 0; i < lines.length; i++) headers.push(lines[i])
   }
 
   /**
-   * The flat header lines of `file` under `base`: kept per file version ({@link VersionCache}:
-   * size, mtime, hashes), valid while the signature, torrent data and base URL are the ones
-   * they were built from (a new file version, a rehash or another Host builds them anew).
+   * The flat header lines of `file` under `base`, the origin's direct URL under `originBase`
+   * (default: the origin form under `base`): kept per file version ({@link VersionCache}: size,
+   * mtime, hashes, formats), valid while the signature, torrent data and base URLs are the
+   * ones they were built from (a new file version, a rehash or another Host builds them anew).
    */
-  lines(file: FileEntry, base: string): string[] {
+  lines(file: FileEntry, base: string, originBase = base + ORIGIN_PREFIX): string[] {
     const signature = file.signature
     const torrent = this.torrents && ((file.formats ?? 0) & FORMAT_TORRENT) !== 0
     const cached = this.cache.get(file)
-    if (cached !== undefined && cached.signature === signature && cached.torrent === torrent && cached.base === base) return cached.lines
+    if (cached !== undefined && cached.signature === signature && cached.torrent === torrent && cached.base === base && cached.originBase === originBase) return cached.lines
     const path = file.path
     const url = originUrlFor(base, path)
-    const lines = ['Link', describedByLink(`${url}.meta4`)]
+    const lines = ['Link', `<${originUrlFor(originBase, path)}>; rel=duplicate; pri=${LAST_PRIORITY}`, 'Link', describedByLink(`${url}.meta4`)]
     if (torrent) lines.push('Link', `<${url}.torrent>; rel=describedby; type="${TORRENT_MEDIA_TYPE}"`)
     const {md5, sha1, sha256} = file
     if (md5 !== null && sha1 !== null && sha256 !== null) lines.push('Digest', digestHeader({md5, sha1, sha256}))
     if (signature) lines.push('Link', signatureLink(originUrlFor(base, path + signature)))
     let bytes = 64
     for (let i = 0; i < lines.length; i++) bytes += lines[i].length
-    this.cache.set(file, {signature, torrent, base, lines}, bytes)
+    this.cache.set(file, {signature, torrent, base, originBase, lines}, bytes)
     return lines
   }
 }

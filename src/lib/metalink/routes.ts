@@ -44,15 +44,15 @@ import {meta4FilePart} from './meta4.js'
 import {metalink3FilePart} from './metalink3.js'
 import {VersionCache} from './version-cache.js'
 import {FORMAT_TORRENT, FORMAT_ZSYNC, fileWith} from '../serve/snapshot.js'
-import {BaseUrls} from './redirect-headers.js'
+import {BaseUrls} from '../serve/public-url.js'
 
 export interface MetalinkRouteOptions {
   /** For piece hashes; without it documents carry whole-file hashes only. */
   database?: Database
   /** Mirror URLs per metalink (default 20), or a function read per request (a reload may change `select.metalink_max_mirrors`). */
   maxUrls?: number | (() => number)
-  /** Public base URL of this server (e.g. `https://download.example.org/`); default: from the request's Host. */
-  baseUrl?: string
+  /** This server's URLs (`serve.public_url`, `serve.origin_url`), shared with the other routes; default: from the request's Host, the origin form. */
+  baseUrls?: BaseUrls
   /** File versions whose hash rows and document parts are kept (default 10,000). */
   cacheSize?: number
   /** Bytes those kept parts may take (default 128 MiB; see ./version-cache.ts). */
@@ -150,7 +150,7 @@ export class MetalinkRoutes {
     this.versions = new VersionCache(options.cacheSize ?? 10_000, options.cacheBytes ?? 128 * 1024 * 1024)
     const maxUrls = options.maxUrls ?? DEFAULT_MAX_URLS
     this.maxUrls = typeof maxUrls === 'number' ? () => maxUrls : maxUrls
-    this.baseUrls = new BaseUrls(options.baseUrl)
+    this.baseUrls = options.baseUrls ?? new BaseUrls()
     this.staleCopies = options.database === undefined ? undefined : new StaleCopiesCache(options.database)
   }
 
@@ -166,9 +166,9 @@ export class MetalinkRoutes {
     handle: (ctx, target) => this.handle(ctx, target),
   }
 
-  /** The public base URL for this request (see {@link BaseUrls.of}). */
-  private baseUrl(ctx: RequestContext, https: boolean): string {
-    return this.baseUrls.of(ctx.req, https)
+  /** This server's public base URL and the origin's direct base URL for this request (see {@link BaseUrls}). */
+  private bases(ctx: RequestContext, https: boolean): {baseUrl: string; originBase: string} {
+    return {baseUrl: this.baseUrls.of(ctx.req, https), originBase: this.baseUrls.origin(ctx.req, https)}
   }
 
   /**
@@ -191,6 +191,7 @@ export class MetalinkRoutes {
       piece_size: null,
       piece_hash: null,
       pieces: null,
+      sha1_pieces: null,
       hashed_size: file.size,
       hashed_mtime: file.mtime,
     }
@@ -248,8 +249,8 @@ export class MetalinkRoutes {
       ctx.res.setHeader('Vary', 'Accept')
       return server.deliver(ctx, selection.origin?.reason ?? 'no_mirror')
     }
-    const baseUrl = this.baseUrl(ctx, client.https)
-    if (FORMAT_KINDS.has(target.kind)) return this.handleFormat(ctx, target.kind as FormatKind, file, selection, baseUrl, changed)
+    const bases = this.bases(ctx, client.https)
+    if (FORMAT_KINDS.has(target.kind)) return this.handleFormat(ctx, target.kind as FormatKind, file, selection, bases, changed)
     const parts = await this.versionParts(file)
     const stored = parts.stored
     const bits = file.formats ?? 0
@@ -261,7 +262,7 @@ export class MetalinkRoutes {
       stored,
       hashesFresh: stored !== null,
       selection,
-      baseUrl,
+      ...bases,
       maxUrls: this.maxUrls(),
       formats,
     })
@@ -311,8 +312,8 @@ export class MetalinkRoutes {
    * `selection`: 404 with the reason when the store holds no current data for the file or the
    * file on disk no longer has the indexed version (`changed`, from `currentFile()`).
    */
-  private async handleFormat(ctx: RequestContext, kind: FormatKind, file: FileEntry, selection: Selection, baseUrl: string, changed: boolean): Promise<void> {
-    const doc = buildDocument({path: file.path, size: file.size, mtime: file.mtime, stored: null, hashesFresh: false, selection, baseUrl, maxUrls: this.maxUrls()})
+  private async handleFormat(ctx: RequestContext, kind: FormatKind, file: FileEntry, selection: Selection, bases: {baseUrl: string; originBase: string}, changed: boolean): Promise<void> {
+    const doc = buildDocument({path: file.path, size: file.size, mtime: file.mtime, stored: null, hashesFresh: false, selection, ...bases, maxUrls: this.maxUrls()})
     const formats = this.options.formats
     let stored: Awaited<ReturnType<FormatStore['torrent']>> | Awaited<ReturnType<FormatStore['zsync']>>
     if (!formats) stored = {status: 404, reason: 'This server does not serve BitTorrent or zsync files.'}

@@ -1,10 +1,12 @@
 /**
  * The one cache of what a document says about one file version and nothing about the
  * client: the hash row and the rendered Metalink 4 / 3 file parts (routes.ts), the BitTorrent
- * info dictionary and the zsync block sums (formats.ts). Entries are keyed by path and hold
- * a copy of the version they were made for (size, mtime, md5, sha1, sha256): a lookup with any
- * other version of the path misses and drops the entry, so a file rewritten or re-hashed is
- * never described with its old size or hashes. Nothing is keyed by object identity (the
+ * info dictionary and the zsync block sums (formats.ts), the redirect headers. Entries are
+ * keyed by path and hold a copy of everything of the version that changes a document (size,
+ * mtime, md5, sha1, sha256, and the formats bits of the snapshot entry: which piece hashes,
+ * torrent data and zsync sums the store holds): a lookup that differs in any of them misses
+ * and drops the entry, so a file rewritten, re-hashed or re-indexed with another piece
+ * algorithm (`mb index --piece-hash`) is never described as it was. Nothing is keyed by object identity (the
  * snapshot may hand out a new entry object for the same version). A snapshot entry names its
  * digests by `digestId`: while the id is the one the entry was made with, the hashes are not
  * read (a hit then decodes no hex); another id, or none, compares the hashes themselves.
@@ -18,6 +20,8 @@ export interface CachedVersion {
   md5?: string | null
   sha1?: string | null
   sha256?: string | null
+  /** The snapshot entry's formats bits (FileEntry.formats, src/lib/serve/snapshot.ts); absent = 0. */
+  formats?: number
   /** See FileEntry.digestId (src/lib/serve/snapshot.ts): equal ids, equal digests. */
   digestId?: number
 }
@@ -28,6 +32,7 @@ interface Entry<T> {
   md5: string | null
   sha1: string | null
   sha256: string | null
+  formats: number
   /** The digestId last seen with these hashes (undefined: none known). */
   digestId: number | undefined
   value: T
@@ -70,7 +75,7 @@ export class VersionCache<T> {
   get(file: CachedVersion): T | undefined {
     const hit = this.map.get(file.path)
     if (!hit) return undefined
-    if (hit.size !== file.size || hit.mtime !== file.mtime || !sameHashes(hit, file)) {
+    if (hit.size !== file.size || hit.mtime !== file.mtime || hit.formats !== (file.formats ?? 0) || !sameHashes(hit, file)) {
       this.map.delete(file.path)
       this.bytes -= hit.bytes
       return undefined
@@ -102,6 +107,7 @@ export class VersionCache<T> {
       md5: file.md5 ?? null,
       sha1: file.sha1 ?? null,
       sha256: file.sha256 ?? null,
+      formats: file.formats ?? 0,
       digestId: file.digestId,
       value,
       bytes,

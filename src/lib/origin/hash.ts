@@ -186,7 +186,7 @@ function hashJob(pieceHash: PieceHash, zsyncMinSize: number | null, size: number
 }
 
 /** Hash columns of a `file` row, as read for serving. */
-export type StoredHashes = Pick<Selectable<FileTable>, 'size' | 'mtime' | 'md5' | 'sha1' | 'sha256' | 'piece_size' | 'piece_hash' | 'pieces' | 'hashed_size' | 'hashed_mtime'>
+export type StoredHashes = Pick<Selectable<FileTable>, 'size' | 'mtime' | 'md5' | 'sha1' | 'sha256' | 'piece_size' | 'piece_hash' | 'pieces' | 'sha1_pieces' | 'hashed_size' | 'hashed_mtime'>
 
 /** Splits the stored `pieces` text (concatenated hex digests) into one digest per piece. */
 export function splitPieces(pieces: string | null, pieceHash: string | null): string[] {
@@ -457,7 +457,7 @@ export async function storeHashes(db: Database['db'], rows: Array<{id: number; h
 export async function readStoredHashes(database: Database, path: string): Promise<StoredHashes | null> {
   const row = await database.db
     .selectFrom('file')
-    .select(['size', 'mtime', 'md5', 'sha1', 'sha256', 'piece_size', 'piece_hash', 'pieces', 'hashed_size', 'hashed_mtime'])
+    .select(['size', 'mtime', 'md5', 'sha1', 'sha256', 'piece_size', 'piece_hash', 'pieces', 'sha1_pieces', 'hashed_size', 'hashed_mtime'])
     .where('path', '=', path)
     .executeTakeFirst()
   return row ?? null

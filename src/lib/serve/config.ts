@@ -50,6 +50,11 @@ export const ServeConfigSchema = z
     public_url: publicUrl
       .optional()
       .describe("Base URL clients reach this server at (e.g. `https://download.example.org/`), for absolute URLs in metalinks, `Link` headers and mirror lists; unset = from the request's Host."),
+    origin_url: publicUrl
+      .optional()
+      .describe(
+        "Base URL of a plain HTTP server of the origin tree (never redirecting), e.g. `https://origin.example.org/pub/`: the last entry of every fallback list (metalinks, web seeds, `Link: rel=duplicate`, apt and dnf lists). Unset = this server's origin form, PUBLIC_URL/_origin/PATH (src/lib/serve/origin-form.ts).",
+      ),
     disk_check_seconds: z.coerce
       .number()
       .min(0)

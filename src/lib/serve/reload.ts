@@ -56,6 +56,7 @@ export const RESTART_ONLY = [
   'serve.metrics_listen',
   'serve.probe_interval',
   'serve.public_url',
+  'serve.origin_url',
   'serve.disk_check_seconds',
   'serve.push_after',
   'stats',

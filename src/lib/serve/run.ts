@@ -47,6 +47,8 @@ import {type ReloadResult, needsRestart, onReloadSignal, reloadServer, serverSet
 import {NetworkView, mirrorSamples} from './network.js'
 import {networkRoute} from './network-page.js'
 import {duplicateLinks, type IndexStale, MirrorServer} from './server.js'
+import {originRoute} from './origin-form.js'
+import {BaseUrls} from './public-url.js'
 import {watchOrigin} from './watch.js'
 import {type PushAfter, startPushAfter} from '../push/after.js'
 
@@ -248,8 +250,9 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
 }
 
 /**
- * The HTTP server with its routes and redirect-header providers: `Link: rel=duplicate`
- * alternatives, then the Metalink/HTTP `Link: rel=describedby` (the meta4, then the
+ * The HTTP server with its routes (the origin form of ./origin-form.ts first) and
+ * redirect-header providers: `Link: rel=duplicate` alternatives (the mirrors', then the
+ * origin's direct URL), then the Metalink/HTTP `Link: rel=describedby` (the meta4, then the
  * .torrent), `Digest` and the signature's `Link` (src/lib/metalink/redirect-headers.ts;
  * src/lib/metalink/routes.ts answers metalinks, hash
  * files, mirror lists, the BitTorrent and zsync files of src/lib/metalink/formats.ts, and
@@ -268,11 +271,14 @@ function createServer(
 ): MirrorServer {
   const settings = serverSettings(config, geo)
   const server = new MirrorServer({...settings, root, keeper, logger, version, diskCheckSeconds: config.serve.disk_check_seconds, onIndexStale})
-  const yum = new YumRoutes(server, {database, repos: repoTable(config.yum), alternatesDays: config.yum.alternates_days, minSize: config.select.min_size})
+  const baseUrls = new BaseUrls(config.serve.public_url, config.serve.origin_url)
+  // First: a path in the origin form is the origin's, whatever another route would make of it.
+  server.addRoute(originRoute(server))
+  const yum = new YumRoutes(server, {database, repos: repoTable(config.yum), alternatesDays: config.yum.alternates_days, minSize: config.select.min_size, baseUrls})
   server.addRoute(yum.route)
-  server.addRoute(new AptRoutes(server, {minSize: config.select.min_size}).route)
+  server.addRoute(new AptRoutes(server, {minSize: config.select.min_size, baseUrls}).route)
   const formats = new FormatStore(database, {zsyncMinSize: zsyncMinSize(config.zsync), trackers: config.torrent.trackers, meta4Metaurl: config.torrent.meta4_metaurl})
-  const metalink = new MetalinkRoutes(server, {database, formats, maxUrls: () => server.metalinkMaxMirrors, baseUrl: config.serve.public_url})
+  const metalink = new MetalinkRoutes(server, {database, formats, maxUrls: () => server.metalinkMaxMirrors, baseUrls})
   server.addRoute(metalink.route)
   server.varyOn('Accept')
   // The count is read per redirect: a reload may change `select.max_alternatives`.

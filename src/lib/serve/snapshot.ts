@@ -41,7 +41,7 @@ export interface FileEntry extends SelectFile {
   signature?: string | null
   /**
    * Which client formats have current data in the store ({@link FORMAT_TORRENT},
-   * {@link FORMAT_ZSYNC} bits); absent or 0: none.
+   * {@link FORMAT_ZSYNC}, {@link FORMAT_SHA256_PIECES} bits); absent or 0: none.
    */
   formats?: number
   /**
@@ -56,6 +56,14 @@ export interface FileEntry extends SelectFile {
 export const FORMAT_TORRENT = 1
 /** {@link FileEntry.formats} bit: current zsync block sums (`.zsync`). */
 export const FORMAT_ZSYNC = 2
+/**
+ * {@link FileEntry.formats} bit: the current piece hashes are SHA-256 (`mb index --piece-hash
+ * sha256`, the metalinks' second `<pieces>`). It names the piece algorithm in the snapshot, so
+ * that a cache of documents keyed by the entry misses after a re-index with another one.
+ */
+export const FORMAT_SHA256_PIECES = 4
+/** Every {@link FileEntry.formats} bit. */
+const FORMAT_BITS = 3
 
 const CHUNK_ENTRIES = 1 << 20
 const EMPTY = new Int16Array(0)
@@ -193,7 +201,7 @@ const HAS_SHA1 = 2
 const HAS_SHA256 = 4
 const SIGNATURE_SHIFT = 3
 const FORMATS_SHIFT = 5
-const OFFSET_SHIFT = 7
+const OFFSET_SHIFT = FORMATS_SHIFT + FORMAT_BITS
 /** The signature suffixes by their 2-bit code (0: none). */
 const SIGNATURES = [null, '.asc', '.sig'] as const
 
@@ -212,13 +220,13 @@ export class DigestArena {
   /**
    * A file entry holding these digests (lowercase hex, or null when absent), or, when one of
    * them is not lowercase hex of its digest's length, the signature is not `.asc`/`.sig`/null
-   * or the formats have bits beyond {@link FORMAT_TORRENT} | {@link FORMAT_ZSYNC} (never so
+   * or the formats have bits beyond the {@link FORMAT_BITS} known ones (never so
    * for what mb indexes), a plain object that keeps the values as they are.
    */
   entry(fields: Omit<FileEntry, 'md5' | 'sha1' | 'sha256'>, md5: string | null, sha1: string | null, sha256: string | null): FileEntry {
     const signature = SIGNATURES.indexOf((fields.signature ?? null) as (typeof SIGNATURES)[number])
     const formats = fields.formats ?? 0
-    const plain = signature < 0 || formats >>> 2 !== 0 || !(isDigestHex(md5, 32) && isDigestHex(sha1, 40) && isDigestHex(sha256, 64))
+    const plain = signature < 0 || formats >>> FORMAT_BITS !== 0 || !(isDigestHex(md5, 32) && isDigestHex(sha1, 40) && isDigestHex(sha256, 64))
     if (plain) return {...fields, md5, sha1, sha256}
     const flags = (signature << SIGNATURE_SHIFT) | (formats << FORMATS_SHIFT)
     if (md5 === null && sha1 === null && sha256 === null) return new IndexedFile(fields.path, fields.size, fields.mtime, fields.mirrors, EMPTY_DIGESTS, flags)
@@ -286,7 +294,7 @@ class IndexedFile implements FileEntry {
   }
 
   get formats(): number {
-    return (this.packed >>> FORMATS_SHIFT) & 3
+    return (this.packed >>> FORMATS_SHIFT) & ((1 << FORMAT_BITS) - 1)
   }
 
   get md5(): string | null {
@@ -637,7 +645,7 @@ function fileFromRow(snapshot: Snapshot, row: unknown[]): FileEntry {
 
 // Hashes only while they describe the row's version (origin/freshness.ts).
 const FRESH = HASHES_MATCH_VERSION_SQL
-const FORMATS = `CASE WHEN ${FRESH} THEN (CASE WHEN sha1_pieces IS NOT NULL THEN ${FORMAT_TORRENT} ELSE 0 END) + (CASE WHEN zsync_block_size IS NOT NULL THEN ${FORMAT_ZSYNC} ELSE 0 END) ELSE 0 END`
+const FORMATS = `CASE WHEN ${FRESH} THEN (CASE WHEN sha1_pieces IS NOT NULL THEN ${FORMAT_TORRENT} ELSE 0 END) + (CASE WHEN zsync_block_size IS NOT NULL THEN ${FORMAT_ZSYNC} ELSE 0 END) + (CASE WHEN piece_hash = 'sha256' AND pieces IS NOT NULL THEN ${FORMAT_SHA256_PIECES} ELSE 0 END) ELSE 0 END`
 const FILE_COLUMNS = `id, path, size, mtime, array_to_string(mirrors, ','), CASE WHEN ${FRESH} THEN md5 END, CASE WHEN ${FRESH} THEN sha1 END, CASE WHEN ${FRESH} THEN sha256 END, signature, ${FORMATS}`
 
 async function readMirrors(view: ReadView): Promise<MirrorTable> {

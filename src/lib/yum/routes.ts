@@ -32,7 +32,7 @@ import type {Selection, SelectMirror} from '../select/types.js'
 import {hasQueryFlag} from '../serve/path.js'
 import type {RequestContext, Route, RouteServices} from '../serve/server.js'
 import {type FileEntry, fileWith} from '../serve/snapshot.js'
-import {isPlainHost, withTrailingSlash} from '../text.js'
+import {BaseUrls} from '../serve/public-url.js'
 import {repoKey} from './config.js'
 import {METALINK_MEDIA_TYPE, metalinkFailure, REPO_PROTOCOLS, type RepoSource, renderRepoMetalink, renderRepoMirrorList, requestedProtocols, unknownRepoMessage} from './document.js'
 
@@ -40,6 +40,8 @@ import {METALINK_MEDIA_TYPE, metalinkFailure, REPO_PROTOCOLS, type RepoSource, r
 const STATE_TTL_MS = 30_000
 const GENERATOR = 'mb/0.1.0'
 const PRIVATE = 'private, no-store'
+/** The base URLs when none are given: from the request's Host, the origin form. */
+const DEFAULT_BASE_URLS = new BaseUrls()
 
 export interface YumRouteOptions {
   /** For the alternates (`repomd_history`); without it the documents list none. */
@@ -52,8 +54,8 @@ export interface YumRouteOptions {
   minSize: number
   /** Mirrors per answer at most (default 20). */
   maxMirrors?: number
-  /** Public base URL of this server; default: from the request's Host. */
-  baseUrl?: string
+  /** This server's URLs (`serve.public_url`, `serve.origin_url`; ../serve/public-url.ts); default: from the request's Host, the origin form. */
+  baseUrls?: BaseUrls
 }
 
 /** What a request asks for: the document kind and, for `/DIR/repodata/repomd.xml.metalink`, the repomd.xml path. */
@@ -164,17 +166,17 @@ export class YumRoutes {
     const client = this.server.clientInfo(ctx)
     if (client === undefined) return this.fail(ctx, metalink, 400, 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
     const selection = this.server.selectMirrors(ctx, client, this.repositoryFile(file, state), false)
-    const baseUrl = requestBaseUrl(ctx, client.https, this.options.baseUrl)
+    const origin = (this.options.baseUrls ?? DEFAULT_BASE_URLS).origin(ctx.req, client.https)
     const dir = repomd.slice(0, -'repodata/repomd.xml'.length)
     const body = metalink
       ? renderRepoMetalink({
           name: 'repomd.xml',
           current: state.current,
           alternates: state.alternates,
-          sources: this.sources(selection, repomd, originUrlFor(baseUrl, repomd), true, protocols),
+          sources: this.sources(selection, repomd, originUrlFor(origin, repomd), true, protocols),
           generator: GENERATOR,
         })
-      : renderRepoMirrorList(header, this.sources(selection, dir, originUrlFor(baseUrl, dir), false, protocols))
+      : renderRepoMirrorList(header, this.sources(selection, dir, originUrlFor(origin, dir), false, protocols))
     const bytes = Buffer.from(body, 'utf8')
     ctx.res.writeHead(200, {'Content-Type': metalink ? METALINK_MEDIA_TYPE : 'text/plain; charset=utf-8', 'Cache-Control': PRIVATE, 'Content-Length': String(bytes.length)})
     ctx.res.end(ctx.req.method === 'HEAD' ? undefined : bytes)
@@ -284,18 +286,6 @@ export class YumRoutes {
     this.states.set(file.path, state)
     return state
   }
-}
-
-/**
- * The public base URL of this server for a request, ending in '/': `configured` when set,
- * else `http(s)://` with the request's Host when it is a plain `host[:port]`, else the local
- * address the request came in on (IPv6 in brackets, RFC 3986 §3.2.2).
- */
-export function requestBaseUrl(ctx: Pick<RequestContext, 'req'>, https: boolean, configured?: string): string {
-  if (configured) return withTrailingSlash(configured)
-  const host = ctx.req.headers.host
-  const {localAddress, localPort} = ctx.req.socket
-  return `${https ? 'https' : 'http'}://${host !== undefined && isPlainHost(host) ? host : `${localAddress?.includes(':') ? `[${localAddress}]` : localAddress}:${localPort}`}/`
 }
 
 /** The URLs of `path` on `mirror` for each of `schemes` it has, in that order; none when the path lies outside its subtree. */
