@@ -34,6 +34,9 @@ describe(`MirrorManager-style dnf routes of mb serve (${backend})`, () => {
     const file = join(root, DIR, 'repodata', 'repomd.xml')
     writeFileSync(file, repomd(1000))
     utimesSync(file, 1000, 1000)
+    // An apt archive beside the dnf repository, for mirrors.txt.
+    mkdirSync(join(root, 'debian', 'dists', 'bookworm'), {recursive: true})
+    writeFileSync(join(root, 'debian', 'dists', 'bookworm', 'Release'), 'Suite: bookworm\n')
     await indexOrigin(database.db, root)
     ids = {}
     for (const [identifier, extra] of [
@@ -134,6 +137,29 @@ describe(`MirrorManager-style dnf routes of mb serve (${backend})`, () => {
       'https://campus.mirror/pub/f/42/x86_64/os/repodata/repomd.xml',
       'https://pub.mirror/pub/f/42/x86_64/os/repodata/repomd.xml',
     ])
+  })
+
+  it('names serve.public_url, not the Host, in the dnf and apt lists it writes', async () => {
+    const config = ConfigSchema.parse({
+      root,
+      serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, public_url: 'https://dl.example.org/mb'},
+      stats: {enabled: false},
+      log_level: 'silent',
+      yum: {repos: [{repo: 'f-42', arch: 'x86_64', path: 'f/42/$arch/os'}]},
+    })
+    const other = await startServe(config, {database})
+    try {
+      const list = (await (await fetch(`${other.url}/mirrorlist?repo=f-42&arch=x86_64`)).text()).trimEnd().split('\n')
+      expect(list.at(-1)).to.match(/^https:\/\/dl\.example\.org\/mb\//)
+      const metalink = await (await fetch(`${other.url}/metalink?repo=f-42&arch=x86_64`)).text()
+      expect(metalink).to.match(/>https:\/\/dl\.example\.org\/mb\/[^<]*repomd\.xml<\/url>/)
+      expect(metalink).to.not.contain(other.url)
+      const apt = (await (await fetch(`${other.url}/debian/mirrors.txt`)).text()).trimEnd().split('\n')
+      expect(apt.length).to.be.greaterThan(1)
+      expect(apt.at(-1)).to.match(/^https:\/\/dl\.example\.org\/mb\/\S*debian\/\tpriority:\d+$/)
+    } finally {
+      await other.close()
+    }
   })
 
   it("gives MirrorManager's answers to unknown repos, bad paths and missing parameters", async () => {
