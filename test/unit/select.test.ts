@@ -805,3 +805,41 @@ describe('select(): URLs', () => {
     expect(s.ranked[0].url).to.equal('http://a.example/distro/leap/15.6/iso/x%20y.iso')
   })
 })
+
+describe('select(): ranking by score alone (select.ranking: score)', () => {
+  const byScore = compileSelectOptions({ranking: 'score'})
+  byScore.now = () => NOW
+  const rows = mirrors(
+    row(1, {country: 'GB', continent: 'EU', latitude: 51.5, longitude: -0.1, score: 100}),
+    row(2, {country: 'NZ', continent: 'OC', latitude: -41.3, longitude: 174.8, score: 300}),
+    row(3, {country: 'US', continent: 'NA', fallback: true, score: 100}),
+    row(4, {country: 'GB', continent: 'EU', country_only: true, score: 100}),
+  )
+  /** Client network i (a /24), host h in it. */
+  const client = (i: number, h = 1): ClientInfo => ({...GB, ip: `10.${i >> 8}.${i & 255}.${h}`})
+
+  it('shares the requests by score whatever the distance, one pool, fallback last, sticky per client network', () => {
+    const won = new Map<string, number>()
+    for (let i = 0; i < 4000; i += 1) {
+      const s = select(client(i), file([1, 2, 3, 4]), rows, byScore)
+      expect(s.ranking).to.equal('score')
+      expect(s.realm).to.equal('world')
+      expect(s.ranked.at(-1)!.mirror.identifier).to.equal('m3') // the fallback pool stays last
+      won.set(winner(s)!, (won.get(winner(s)!) ?? 0) + 1)
+      expect(winner(select(client(i, 77), file([1, 2, 3, 4]), rows, byScore, false))).to.equal(winner(s)) // same /24
+    }
+    // Scores 100 (m1), 300 (m2), 100 (m4, country_only: allowed for a GB client): 1/5, 3/5, 1/5.
+    expect(won.get('m2')! / 4000).to.be.within(0.55, 0.65)
+    expect(won.get('m1')! / 4000).to.be.within(0.16, 0.24)
+    expect(won.get('m4')! / 4000).to.be.within(0.16, 0.24)
+    // geo ranking, for comparison: the GB client always stays in its country.
+    expect(winner(select(client(0), file([1, 2, 3, 4]), rows, options))).to.be.oneOf(['m1', 'm4'])
+    expect(select(client(0), file([1, 2, 3, 4]), rows, options).ranking).to.equal(undefined)
+  })
+
+  it('keeps the flags: a country_only mirror abroad is still excluded', () => {
+    const s = select({...NZ}, file([1, 2, 4]), rows, byScore)
+    expect(reasons(s)).to.deep.include({m4: 'country_only'})
+    expect(s.ranked.map((c) => c.mirror.identifier).sort()).to.deep.equal(['m1', 'm2'])
+  })
+})

@@ -87,7 +87,7 @@ function render(f: FileLookup): string {
         `rule ${e.rule.name} matches: ${e.rule.target === 'url' ? `redirect ${e.rule.status} to ${e.rule.url}` : e.rule.target === 'mirrors' ? 'only its mirrors are ranked' : 'delivered by the origin'}`,
       )
     if (e.origin) lines.push(`served by the origin: ${e.origin.reason} (${e.origin.detail})`)
-    else if (e.rule?.target !== 'url') lines.push(`realm: ${e.realm}; redirect to ${e.ranked[0].url}`)
+    else if (e.rule?.target !== 'url') lines.push(`realm: ${e.realm}${e.ranking === 'score' ? ' (ranked by score alone: select.ranking is score)' : ''}; redirect to ${e.ranked[0].url}`)
     if (e.ranked.length > 0) {
       lines.push(
         renderTable(e.ranked, [

@@ -40,6 +40,8 @@ export interface LookupExplain {
   client: {ip: string; https: boolean; country: string | null; continent: string | null; asn: number | null; latitude: number | null; longitude: number | null}
   /** Winning pool, or null when the origin serves the file. */
   realm: string | null
+  /** How the mirrors were ranked (`select.ranking`): `geo` (pools and distance) or `score` (score alone, one pool). */
+  ranking: 'geo' | 'score'
   /** Why the origin serves the file (when it does). */
   origin: {reason: string; detail: string} | null
   /**
@@ -244,6 +246,7 @@ function explain(context: SelectionContext, rules: RuleSet | undefined): LookupE
       longitude: client.longitude ?? null,
     },
     realm: s.realm,
+    ranking: s.ranking ?? 'geo',
     origin: s.origin ?? null,
     rule: s.rule ? {name: s.rule.name, target: s.rule.target, url: s.rule.url ?? null, status: s.rule.target === 'url' ? match!.rule.record.status : null} : null,
     ranked: s.ranked.map((c) => ({

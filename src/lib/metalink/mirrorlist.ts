@@ -57,6 +57,8 @@ export interface MirrorList {
   client: {ip: string; country: string | null; continent: string | null; asn: number | null}
   /** The winning pool, or null when the origin serves the file. */
   realm: Realm | null
+  /** How the mirrors were ranked: `geo` (nearest pools first) or `score` (by score alone, whatever the distance). */
+  ranking: 'geo' | 'score'
   /** Why the origin serves it, when it does, in public words ({@link PUBLIC_ORIGIN}). */
   origin: {reason: OriginReason; detail: string} | null
   /** The redirect rule that applies to this client and file (docs/selection.md "Redirect rules"), or null: its name, its target, and the URL a `url` rule sends the download to. */
@@ -166,6 +168,7 @@ export function buildMirrorList(doc: MetalinkDocument, selection: Selection, cli
     },
     client: {ip: client.ip, country: client.country ?? null, continent: client.continent ?? null, asn: client.asn ?? null},
     realm: selection.realm,
+    ranking: selection.ranking ?? 'geo',
     origin: selection.origin ? {reason: selection.origin.reason, detail: publicOrigin(selection)} : null,
     rule: selection.rule ? {name: selection.rule.name, target: selection.rule.target, url: selection.rule.url === undefined ? null : stripUserinfo(selection.rule.url)} : null,
     realms,
@@ -250,6 +253,7 @@ export function renderMirrorListHtml(list: MirrorList): string {
     parts.push(
       `<p>Redirect rule <code>${escapeHtml(list.rule.name)}</code> applies: ${list.rule.url ? `downloads go to <a href="${escapeHtml(list.rule.url)}">${escapeHtml(list.rule.url)}</a>` : list.rule.target === 'mirrors' ? 'only the mirrors below are used' : 'the origin delivers the file'}.</p>`,
     )
+  if (list.ranking === 'score' && list.realms.length > 0) parts.push('<p>Mirrors are ranked by their score alone, wherever they are: each takes a share of the downloads in proportion to it.</p>')
   if (list.origin) parts.push(`<p>This file is delivered by the origin server itself (${escapeHtml(list.origin.detail)}).</p>`)
   for (const group of list.realms) {
     parts.push(`<h2>${escapeHtml(REALM_TITLES[group.realm])} (${group.mirrors.length})</h2>

@@ -67,6 +67,12 @@ export const SelectConfigSchema = z
       .describe(
         "What keeps a client on its mirror: `network` (the client network, so one network gets one mirror per pool) or `network+path` (the network and the file path, so one network's downloads spread over the pool and each file stays on one mirror).",
       ),
+    ranking: z
+      .enum(['geo', 'score'])
+      .default('geo')
+      .describe(
+        "How eligible mirrors are ranked: `geo` (the pool cascade prefix > AS > country > continent > world, nearest first) or `score` (every eligible mirror shares a client's requests by its score alone, whatever its distance; stickiness kept). `score` keeps one well-scored but isolated mirror from taking a whole region (Mirrorbits issue 222).",
+      ),
     distance_factor: z.number().min(1).default(1.5).describe("Within a pool, mirrors farther than this factor x the nearest one's distance rank after the near ones (>= 1); they are not dropped."),
     distance_floor_km: z.number().min(0).default(100).describe('Mirrors within this many km of the client always count as near for the distance rule (guards against a nearest distance of ~0).'),
     ipv6: z

@@ -11,7 +11,7 @@ import {explainEligibility, eligibleHolders} from './eligibility.js'
 import {MirrorTable} from './mirror.js'
 import type {SelectOptions} from './options.js'
 import {originException} from './origin.js'
-import {assignPools} from './pools.js'
+import {assignPools, onePool} from './pools.js'
 import {buildQuery} from './query.js'
 import {rankPools} from './rank.js'
 import type {ClientInfo, Exclusion, SelectFile, SelectMirror, Selection} from './types.js'
@@ -45,6 +45,8 @@ export {clientInfo, type SelectionContext, selectionContext} from './context.js'
  * 4. Distance (./distance.ts): in each pool, with client coordinates known, mirrors within
  *    `distanceFactor` × the nearest one's distance (or `distanceFloorKm`) are near, the
  *    others far; mirrors without coordinates count as near. Distance never excludes.
+ *    Under `ranking: score` every pooled mirror but the fallback ones goes to the world
+ *    pool, and distance does not apply: the score alone shares the requests.
  * 5. Ranking (./rank.ts): the first non-empty pool of prefix…world (else fallback, else the
  *    origin with `no_mirror`) gives the choice, by weighted rendezvous hashing of (client
  *    network, or network and path, mirror id) with the score as weight among its near
@@ -76,11 +78,13 @@ export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMa
   else eligibleHolders(table, q, options, eligible)
 
   const realmOf = table.scratch.realm
-  const present = assignPools(table, q, eligible, realmOf, excluded)
+  let present = assignPools(table, q, eligible, realmOf, excluded)
+  const byScore = options.ranking === 'score'
+  if (byScore) present = onePool(realmOf, eligible.length, present)
   const ranked = rankPools(table, q, eligible, realmOf, present, options, explain ? Infinity : Math.max(1, limit), explain)
 
   if (ranked.length === 0) return {realm: null, ranked, excluded: excluded ?? [], origin: {reason: 'no_mirror', detail: noMirrorDetail(mirrors.size, excluded)}}
-  return {realm: ranked[0].realm, ranked, excluded: excluded ?? []}
+  return byScore ? {realm: ranked[0].realm, ranked, excluded: excluded ?? [], ranking: 'score'} : {realm: ranked[0].realm, ranked, excluded: excluded ?? []}
 }
 
 /**

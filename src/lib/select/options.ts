@@ -28,6 +28,8 @@ export interface SelectOptions {
   clientPrefixV6: number
   /** Rendezvous key: the client network (`network`), or the network and the file path (`network+path`). */
   stickyKey: 'network' | 'network+path'
+  /** `geo`: the pool cascade and distance; `score`: every eligible mirror in one pool, ranked by score alone (stickiness kept). */
+  ranking: 'geo' | 'score'
   /** Distance rule: pool members farther than this factor x the nearest one's distance rank after the near ones. */
   distanceFactor: number
   /** Distance rule: mirrors within this many km always count as near. */
@@ -92,6 +94,7 @@ export function compileSelectOptions(config: Partial<SelectConfig> = {}): Select
     clientPrefixV4: c.client_prefix_v4,
     clientPrefixV6: c.client_prefix_v6,
     stickyKey: c.sticky_key,
+    ranking: c.ranking,
     distanceFactor: c.distance_factor,
     distanceFloorKm: c.distance_floor_km,
     ipv6: c.ipv6,

@@ -74,6 +74,18 @@ export function assignPools(table: MirrorTable, q: Query, eligible: readonly Sel
   return present
 }
 
+/**
+ * `select.ranking: score`: puts every pooled mirror but the fallback ones into the world pool,
+ * so that one weighted rendezvous over all of them decides (distance and location no longer
+ * rank; the `*_only` flags, already applied, still exclude).
+ * @returns the pools that have a member afterwards, as bits
+ */
+export function onePool(realmOf: Int8Array, n: number, present: number): number {
+  if ((present & ~(1 << FALLBACK)) === 0) return present
+  for (let i = 0; i < n; i++) if (realmOf[i] >= 0 && realmOf[i] < FALLBACK) realmOf[i] = WORLD
+  return (present & (1 << FALLBACK)) | (1 << WORLD)
+}
+
 function flagReason(limit: number): PoolReason {
   return limit === PREFIX ? 'prefix_only' : limit === AS ? 'as_only' : limit === COUNTRY ? 'country_only' : 'region_only'
 }

@@ -11,7 +11,8 @@
  *   ones; members without coordinates right after the near ones), pool after pool. Without
  *   client coordinates, in rendezvous order.
  *
- * Ranks are 1-based over all candidates.
+ * Ranks are 1-based over all candidates. Under `select.ranking: score` there is one pool
+ * (./pools.ts, `onePool`) and no distance: the rendezvous order over all of it.
  */
 import {farNote, kmFromA, nearLimit} from './distance.js'
 import {rendezvousKey} from './hash.js'
@@ -93,7 +94,7 @@ function chooseNear(q: Query, eligible: readonly SelectMirror[], order: Int32Arr
  */
 function orderPool(table: MirrorTable, q: Query, eligible: readonly SelectMirror[], count: number, want: number, choose: boolean, options: SelectOptions): number {
   const {order, distance, key} = table.scratch
-  if (!q.hasPosition) {
+  if (!q.hasPosition || options.ranking === 'score') {
     const networkKey = q.networkKey
     for (let k = 0; k < count; k++) {
       const m = eligible[order[k]]

@@ -152,6 +152,8 @@ export interface Selection {
   excluded: Exclusion[]
   /** Set when the origin delivers the file. */
   origin?: {reason: OriginReason; detail: string}
+  /** Set under `select.ranking: score`: the mirrors were ranked by score alone, in one pool (`world`). */
+  ranking?: 'score'
   /**
    * The redirect rule (src/lib/rules) that decided this request, set by the caller that
    * applied it (`select()` itself knows no rules): `mirrors` limited the choice to its
