@@ -119,10 +119,7 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
       ids.push(row.id)
     }
     await database.db.updateTable('file').set({mirrors: ids}).execute()
-    serve = await startServe(
-      ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, origin_url: originServer.url}, zsync: {min_size: ZSYNC_MIN}, log_level: 'silent'}),
-      {database},
-    )
+    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, origin_url: originServer.url}, zsync: {min_size: ZSYNC_MIN}, log_level: 'silent'}), {database})
   })
 
   after(async () => {
@@ -171,7 +168,8 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
     const seeds = mirrors.map((m) => `ws=${encodeURIComponent(`${m.url}pub/big.bin`)}`)
     expect(magnet).to.be.oneOf(
       [seeds, [...seeds].reverse()].map(
-        (ws) => `magnet:?xt=urn:btih:${btih}&dn=big.bin&xl=${SIZE}&${ws.join('&')}&ws=${encodeURIComponent(`${originServer.url}pub/big.bin`)}&xs=${encodeURIComponent(`${serve.url}/pub/big.bin.torrent`)}`,
+        (ws) =>
+          `magnet:?xt=urn:btih:${btih}&dn=big.bin&xl=${SIZE}&${ws.join('&')}&ws=${encodeURIComponent(`${originServer.url}pub/big.bin`)}&xs=${encodeURIComponent(`${serve.url}/pub/big.bin.torrent`)}`,
       ),
     )
     // aria2c takes a magnet's metadata from peers only (BEP 9) and reads no xs=; what a client

@@ -99,6 +99,10 @@ describe(`wget2 through mb serve's meta4 (${backend})`, function () {
     const {code, log} = await wget2(['--no-config', '--tries=3', '--timeout=10', `${serve.url}/pub/file.bin.meta4`], out)
     expect(log).to.include("Checksum OK for 'file.bin'")
     expect(code, log.slice(-3000)).to.equal(0)
-    expect(createHash('sha256').update(readFileSync(join(out, 'file.bin'))).digest('hex')).to.equal(sha256)
+    expect(
+      createHash('sha256')
+        .update(readFileSync(join(out, 'file.bin')))
+        .digest('hex'),
+    ).to.equal(sha256)
   })
 })

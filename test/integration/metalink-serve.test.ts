@@ -384,7 +384,11 @@ describe(`metalink routes of mb serve (${backend})`, () => {
       metalink3: parser.parse(await (await fetch(`${base}/pub/big.iso.metalink?country=DE`)).text()).metalink.files.file.resources.url.at(-1)['#text'],
       torrent: Buffer.from(bencode.decode(Buffer.from(await (await fetch(`${base}/pub/big.iso.torrent?country=DE`)).arrayBuffer()))['url-list'].at(-1)).toString(),
       magnet: decodeURIComponent(/ws=([^&]+)&xs=/.exec(await (await fetch(`${base}/pub/big.iso.magnet?country=DE`)).text())![1]),
-      link: /<([^>]+)>/.exec(headerLines(await request(Number(new URL(base).port), '/pub/big.iso?country=DE'), 'link').filter((l) => l.includes('rel=duplicate')).at(-1)!)![1],
+      link: /<([^>]+)>/.exec(
+        headerLines(await request(Number(new URL(base).port), '/pub/big.iso?country=DE'), 'link')
+          .filter((l) => l.includes('rel=duplicate'))
+          .at(-1)!,
+      )![1],
     }
     for (const [where, url] of Object.entries(last)) {
       expect(url, where).to.equal(`${base}/_origin/pub/big.iso`)
