@@ -29,7 +29,7 @@ magnet link, zsync the zsync control file (URL lines: those mirrors); they need 
   static override flags = {
     'client-ip': Flags.string({description: 'select mirrors as for this client address (default 127.0.0.1)'}),
     format: Flags.string({description: 'document format', options: ['meta4', 'metalink', 'torrent', 'magnet', 'zsync'], default: 'meta4'}),
-    'base-url': Flags.string({description: "this server's public URL (default: http:// + serve.listen)"}),
+    'base-url': Flags.string({description: "this server's public URL (default: serve.public_url, else http:// + serve.listen)"}),
     'max-urls': Flags.integer({description: 'mirror URLs to list (default: the select.metalink_max_mirrors setting, 100)', min: 0, max: 1000}),
     root: Flags.string({description: 'origin tree, to check that hashes still match the file on disk (env: MB_ROOT)'}),
   }

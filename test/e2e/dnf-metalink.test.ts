@@ -192,7 +192,7 @@ describe(`dnf through mb serve's metalink and mirrorlist (${backend})`, function
     expect(urls).to.deep.equal([
       [100, `${byName('c').nginx.url}${REPO}/repodata/repomd.xml`],
       [99, `${byName('b').nginx.url}${REPO}/repodata/repomd.xml`],
-      [98, `${serve.url}/${REPO}/repodata/repomd.xml`],
+      [98, `${serve.url}/_origin/${REPO}/repodata/repomd.xml`],
     ])
     truncateLogs()
     const repoLine = `metalink=${serve.url}/metalink?repo=fedora-42&arch=$basearch`
@@ -216,7 +216,7 @@ describe(`dnf through mb serve's metalink and mirrorlist (${backend})`, function
     const doc = await (await fetch(`${serve.url}/metalink?repo=fedora-42&arch=x86_64`)).text()
     expect(doc).to.not.include('<mm0:alternates>')
     const list = await (await fetch(`${serve.url}/mirrorlist?repo=fedora-42&arch=x86_64`)).text()
-    expect(list).to.equal(`# repo = fedora-42 arch = x86_64 \n${byName('a').nginx.url}${REPO}/\n${serve.url}/${REPO}/\n`)
+    expect(list).to.equal(`# repo = fedora-42 arch = x86_64 \n${byName('a').nginx.url}${REPO}/\n${serve.url}/_origin/${REPO}/\n`)
     truncateLogs()
     const download = await dnf('mirrorlist', `mirrorlist=${serve.url}/mirrorlist?repo=fedora-42&arch=$basearch`, ['download', `--destdir=${work}/mirrorlist/dl`, 'mb-hello'])
     expect(download.code, download.out).to.equal(0)

@@ -31,18 +31,24 @@ export interface DocumentHashes {
   piecesHex: string
   /** Number of pieces (0 when no piece hashes are known). */
   pieceCount: number
-  /** SHA-1 digests of the same pieces, hex, concatenated ('' when not known; equal to `piecesHex` for SHA-1 pieces). */
+  /** SHA-1 digests of the same pieces, hex, concatenated ('' when not known). */
   sha1PiecesHex: string
 }
 
 /** The piece digests of `hashes`, one hex string per piece, in order. */
-export function pieceList(hashes: DocumentHashes): string[] {
+function pieceList(hashes: DocumentHashes): string[] {
   return splitPieces(hashes.piecesHex, hashes.pieceHash)
 }
 
-/** The SHA-1 piece digests of `hashes` (40 hex digits each, in order); none when they are not known or do not cover the file. */
-export function sha1PieceList(hashes: DocumentHashes): string[] {
-  return hashes.sha1PiecesHex.length === hashes.pieceCount * 40 ? splitPieces(hashes.sha1PiecesHex, 'sha1') : []
+/**
+ * The one list of piece hashes the metalinks carry: SHA-1 (which libzypp, aria2c and wget2
+ * all check; ./meta4.ts has why one list), from the index's SHA-1 pieces; a row without them
+ * gives its own pieces. Undefined when no piece hashes are known.
+ */
+export function clientPieces(hashes: DocumentHashes): {type: 'sha1' | 'sha256'; digests: string[]} | undefined {
+  if (hashes.pieceCount === 0 || hashes.pieceSize === 0) return undefined
+  if (hashes.pieceHash !== 'sha1' && hashes.sha1PiecesHex.length === hashes.pieceCount * 40) return {type: 'sha1', digests: splitPieces(hashes.sha1PiecesHex, 'sha1')}
+  return {type: hashes.pieceHash, digests: pieceList(hashes)}
 }
 
 /** One download source of the file. */

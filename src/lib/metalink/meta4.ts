@@ -10,8 +10,7 @@
  *   <file name="NAME">
  *     <size>BYTES</size>
  *     <hash type="md5">…</hash><hash type="sha-1">…</hash><hash type="sha-256">…</hash>
- *     <pieces length="262144" type="sha-1"><hash>…</hash>…</pieces>     (libzypp, aria2c, wget2)
- *     <pieces length="262144" type="sha-256"><hash>…</hash>…</pieces>   (aria2c keeps the stronger)
+ *     <pieces length="262144" type="sha-1"><hash>…</hash>…</pieces>
  *     <signature mediatype="application/pgp-signature">-----BEGIN PGP SIGNATURE-----…</signature>   (FILE.asc, ./signature.ts)
  *     <url location="de" priority="1">https://mirror/PATH</url>…
  *     <url priority="N">https://host/PATH</url>   (the origin, last)
@@ -21,14 +20,15 @@
  * ```
  * Hash type names are the IANA "Hash Function Textual Names" registry's (RFC 5854 §4.2.4).
  *
- * Piece hashes: SHA-1 pieces come first, because libzypp (zypper) reads only `sha1`/`sha-1`
- * and `zsync` pieces and skips any other `<pieces>`; the SHA-256 pieces follow when the index
- * made them (`mb index --piece-hash sha256`, the default), and aria2c, given both, checks the
- * stronger. wget2 would add both lists up as one (its pieces' offsets run past the end of the
- * file), so a client that reads one list only should be given `mb index --piece-hash sha1`.
+ * Piece hashes: one `<pieces>` element, SHA-1, which every client checks: libzypp (zypper)
+ * reads only `sha1`/`sha-1` and `zsync` pieces, and wget2 (1.99) adds up every `<pieces>`
+ * element of a file into one list, so a second list (SHA-256 beside SHA-1) puts its pieces
+ * past the end of the file and wget2 asks for them forever (416). The index computes the SHA-1
+ * pieces in the same read as the others (`sha1_pieces`, src/lib/origin/hash.ts); a row from
+ * before it had them falls back to its own piece algorithm.
  */
 import {fragment} from 'xmlbuilder2'
-import {type MetalinkDocument, pieceList, sha1PieceList} from './document.js'
+import {clientPieces, type MetalinkDocument} from './document.js'
 import {isoSeconds} from '../time.js'
 
 export const META4_MEDIA_TYPE = 'application/metalink4+xml'
@@ -45,12 +45,6 @@ export function xmlEscape(text: string): string {
   return XML_SPECIAL.test(text) ? text.replace(/[&<>"]/g, (c) => XML_ESCAPES[c]) : text
 }
 
-/** Adds `<pieces length type>` with one `<hash>` per piece to `xml`. */
-function pieceElement(xml: ReturnType<typeof fragment>, length: number, type: keyof typeof PIECE_TYPE, digests: string[]): void {
-  const pieces = xml.ele('pieces').att('length', String(length)).att('type', PIECE_TYPE[type])
-  for (const piece of digests) pieces.ele('hash').txt(piece)
-}
-
 /**
  * The part of the Metalink 4 `<file>` element that is the same for every client and every
  * request: `<size>`, the `<hash>`es and `<pieces>` (up to 2,048 piece hashes), indented, one
@@ -64,10 +58,10 @@ export function meta4FilePart(doc: MetalinkDocument): string {
     xml.ele('hash').att('type', 'md5').txt(h.md5)
     xml.ele('hash').att('type', 'sha-1').txt(h.sha1)
     xml.ele('hash').att('type', 'sha-256').txt(h.sha256)
-    if (h.pieceCount > 0 && h.pieceSize > 0) {
-      const sha1 = h.pieceHash === 'sha1' ? pieceList(h) : sha1PieceList(h)
-      if (sha1.length > 0) pieceElement(xml, h.pieceSize, 'sha1', sha1)
-      if (h.pieceHash !== 'sha1') pieceElement(xml, h.pieceSize, h.pieceHash, pieceList(h))
+    const pieces = clientPieces(h)
+    if (pieces) {
+      const element = xml.ele('pieces').att('length', String(h.pieceSize)).att('type', PIECE_TYPE[pieces.type])
+      for (const piece of pieces.digests) element.ele('hash').txt(piece)
     }
   }
   return xml

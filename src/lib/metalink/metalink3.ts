@@ -2,10 +2,10 @@
  * Metalink 3.0 documents (`application/metalink+xml`, namespace `http://www.metalinker.org/`),
  * for clients that predate RFC 5854. Follows the Metalink 3.0 specification (metalinker.org,
  * 2007) as MirrorBrain writes it: `type="dynamic"`, `origin`, `pubdate` (RFC 822),
- * `verification` with md5/sha1/sha256 and `pieces` (SHA-1, then SHA-256 when indexed), and `resources` whose `url`s carry
+ * `verification` with md5/sha1/sha256 and SHA-1 `pieces`, and `resources` whose `url`s carry
  * `preference` from 100 down (the origin lowest).
  */
-import {type MetalinkDocument, pieceList, sha1PieceList} from './document.js'
+import {clientPieces, type MetalinkDocument} from './document.js'
 import {xmlEscape} from './meta4.js'
 
 export const METALINK3_MEDIA_TYPE = 'application/metalink+xml'
@@ -19,12 +19,6 @@ export function preferenceAt(index: number): number {
 function urlType(url: string): string {
   const colon = url.indexOf(':')
   return colon > 0 ? url.slice(0, colon).toLowerCase() : 'http'
-}
-
-/** A `<pieces>` element: one `<hash piece="i">` per digest. */
-function piecesElement(length: number, type: string, digests: string[]): string {
-  const lines = digests.map((piece, i) => `          <hash piece="${i}">${xmlEscape(piece)}</hash>\n`)
-  return `        <pieces length="${length}" type="${type}">\n${lines.join('')}        </pieces>\n`
 }
 
 /**
@@ -41,11 +35,11 @@ export function metalink3FilePart(doc: MetalinkDocument): string {
         <hash type="sha1">${xmlEscape(h.sha1)}</hash>
         <hash type="sha256">${xmlEscape(h.sha256)}</hash>
 `
-  if (h.pieceCount > 0 && h.pieceSize > 0) {
-    // SHA-1 first, as in the meta4 (./meta4.ts has why).
-    const sha1 = h.pieceHash === 'sha1' ? pieceList(h) : sha1PieceList(h)
-    if (sha1.length > 0) out += piecesElement(h.pieceSize, 'sha1', sha1)
-    if (h.pieceHash !== 'sha1') out += piecesElement(h.pieceSize, h.pieceHash, pieceList(h))
+  // One list, SHA-1, as in the meta4 (./meta4.ts has why).
+  const pieces = clientPieces(h)
+  if (pieces) {
+    const lines = pieces.digests.map((piece, i) => `          <hash piece="${i}">${xmlEscape(piece)}</hash>\n`)
+    out += `        <pieces length="${h.pieceSize}" type="${pieces.type}">\n${lines.join('')}        </pieces>\n`
   }
   return `${out}      </verification>\n`
 }

@@ -61,7 +61,7 @@ export const FORMAT_ZSYNC = 2
  * sha256`, the metalinks' second `<pieces>`). It names the piece algorithm in the snapshot, so
  * that a cache of documents keyed by the entry misses after a re-index with another one.
  */
-export const FORMAT_SHA256_PIECES = 4
+const FORMAT_SHA256_PIECES = 4
 /** Every {@link FileEntry.formats} bit. */
 const FORMAT_BITS = 3
 
