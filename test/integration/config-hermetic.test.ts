@@ -12,7 +12,7 @@ import {BIN, type CliResult, hermeticEnv} from '../helpers/cli.js'
 import {createTestDatabase, type TestDatabase} from '../helpers/db.js'
 import {type ServeProcess, startServe} from '../helpers/serve-process.js'
 
-const HOSTILE = 'database_url: postgres://prod:secret@hostile.invalid:1/production\nroot: /hostile-root\ntrusted_proxies: [10.0.0.0/8]\n'
+const HOSTILE = 'database_url: postgres://prod:secret@hostile.invalid:1/production\nroot: /hostile-root\ntrusted_proxies: [10.9.0.0/16]\n'
 
 /** Mounts an overlay over /etc holding `mb/mb.yaml` = $HOSTILE (upper and work dirs on a tmpfs at $1), then runs the rest. */
 const OVERLAY_ETC = `set -e

@@ -161,7 +161,7 @@ describe('select: options', () => {
     expect(() => loadConfig({env: {MB_CONFIG: 'none'}, flags: {'select.exclude_clients': ['1.2.3']}})).to.throw(/select\.exclude_clients\.0.*not a full IPv4 address/)
     expect(() => loadConfig({env: {MB_CONFIG: 'none'}, flags: {'select.exclude_clients': ['0x0a.0.0.0/8']}})).to.throw(/hexadecimal parts are not allowed/)
     expect(() => loadConfig({env: {MB_CONFIG: 'none'}, flags: {'select.exclude_clients': ['fe80::%eth0/64']}})).to.throw(/zone ids/)
-    expect(loadConfig({env: {MB_CONFIG: 'none', MB_TRUSTED_PROXIES: '10.0.0.0/8, ::1'}, flags: {}}).config.trusted_proxies).to.deep.equal(['10.0.0.0/8', '::1/128'])
+    expect(loadConfig({env: {MB_CONFIG: 'none', MB_TRUSTED_PROXIES: '10.1.0.0/16, ::1'}, flags: {}}).config.trusted_proxies).to.deep.equal(['10.1.0.0/16', '::1/128'])
   })
   it('origin_only matches basenames and full paths; mime globs are case-insensitive', () => {
     const o = compileSelectOptions({origin_only: ['*.meta4', 'repo/**/repodata/*'], exclude_mime: ['TEXT/*']})

@@ -65,7 +65,7 @@ const OPTIONAL_KEYS = ['database_url', 'root', 'asn_db']
 const SYSTEM_CONFIG_FILE = '/etc/mb/mb.yaml'
 
 /** The `--config`/`MB_CONFIG` value that reads no file (a file named so is `./none`). */
-export const NO_CONFIG = 'none'
+const NO_CONFIG = 'none'
 
 /**
  * The config file to read, by the XDG Base Directory rules
