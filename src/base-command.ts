@@ -8,7 +8,7 @@
  * `mb stats --format csv`, `mb metalink`) is still printed; the exit code tells the rest.
  */
 import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
-import {type Config as MbConfig, type LoadedConfig, loadConfig} from './lib/config/index.js'
+import {configFileLabel, type Config as MbConfig, type LoadedConfig, loadConfig} from './lib/config/index.js'
 import {type Database, openDatabase, type OpenOptions} from './lib/db/index.js'
 import {ERRORS, type ErrorCode, MbError, errorMessage} from './lib/errors.js'
 import {setWideTables} from './lib/output.js'
@@ -20,7 +20,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   static override baseFlags = {
     quiet: Flags.boolean({char: 'q', description: 'print errors only (for cron and scripts); --json output is still printed', helpGroup: 'GLOBAL'}),
-    config: Flags.string({description: 'YAML config file (env: MB_CONFIG)', helpGroup: 'GLOBAL'}),
+    config: Flags.string({description: 'YAML config file (env: MB_CONFIG); "none" reads no config file, not even /etc/mb/mb.yaml', helpGroup: 'GLOBAL'}),
     'database-url': Flags.string({description: 'PostgreSQL URL (env: MB_DATABASE_URL); default: the embedded store', helpGroup: 'GLOBAL'}),
     'data-dir': Flags.string({description: 'embedded store directory (env: MB_DATA_DIR; default ~/.local/share/mb)', helpGroup: 'GLOBAL'}),
     wide: Flags.boolean({description: 'print tables in full on a terminal, however wide (by default they fit its width, leaving out columns of low value)', helpGroup: 'GLOBAL'}),
@@ -98,6 +98,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     if (!this.database) {
       const config = this.mbConfig
       this.database = await openDatabase({url: config.database_url, dataDir: config.data_dir, socketGroup: config.socket_group, ...options})
+      // Which file the settings came from, so that a run against the wrong store is explained.
+      if (process.env.MB_DEBUG) process.stderr.write(`mb: config ${configFileLabel(this.loadedConfig)}, store ${this.database.backend} ${this.database.location}\n`)
     }
     return this.database
   }

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.js'
-import {loadConfig} from '../lib/config/index.js'
+import {configFileLabel, loadConfig} from '../lib/config/index.js'
 import {checkServePaths} from '../lib/serve/preflight.js'
 import {runServe} from '../lib/serve/run.js'
 
@@ -73,6 +73,6 @@ Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop
         flags: {database_url: f['database-url'], data_dir: f['data-dir'], ...(f.quiet ? {log_level: 'error'} : {}), ...this.configFlags()},
         flagNames: {database_url: 'database-url', data_dir: 'data-dir', ...this.configFlagNames()},
       }).config
-    return runServe(this.mbConfig, {version: this.config.version, readConfig})
+    return runServe(this.mbConfig, {version: this.config.version, readConfig, configFile: configFileLabel(this.loadedConfig)})
   }
 }

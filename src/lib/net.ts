@@ -168,6 +168,20 @@ function reduceMappedCidr(address: IpAddress, bits: number): Cidr {
   return [address, bits]
 }
 
+/**
+ * The shortest prefix length of a network that stands for some clients rather than a large
+ * part of the Internet, per family: /16 (65,536 IPv4 addresses), /32 (an ISP's IPv6
+ * allocation). Mirror prefixes and trusted client networks shorter than this need an
+ * explicit override.
+ */
+export const SHORTEST_NARROW_PREFIX = {ipv4: 16, ipv6: 32} as const
+
+/** True when `cidr` (canonical text) is shorter than {@link SHORTEST_NARROW_PREFIX} for its family, like `0.0.0.0/0` or `::/0`. @throws UsageError when it is not a CIDR */
+export function isBroadPrefix(cidr: string): boolean {
+  const [address, bits] = parseCidr(cidr)
+  return bits < SHORTEST_NARROW_PREFIX[address.kind()]
+}
+
 /** Canonical text form of a CIDR (`network/bits`). @throws UsageError */
 export function normalizeCidr(text: string): string {
   const [address, bits] = parseCidr(text)

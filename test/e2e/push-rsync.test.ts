@@ -17,7 +17,7 @@ import {tmpdir} from 'node:os'
 import {join, relative} from 'node:path'
 import {expect} from 'chai'
 import {sql} from 'kysely'
-import {BIN, mb, NO_CONFIG_HOME, requireBinary} from '../helpers/cli.js'
+import {BIN, hermeticEnv, mb, requireBinary} from '../helpers/cli.js'
 import {createTestDatabase, type TestDatabase} from '../helpers/db.js'
 import {request, type ServeProcess, startServe} from '../helpers/serve-process.js'
 import {freePort} from '../helpers/servers.js'
@@ -224,7 +224,7 @@ describe('mb push to real rsync daemons (e2e)', function () {
 
   /** Starts `mb push ARGS` and collects its stdout lines; resolves with the exit code. */
   function startPush(args: string[]): {child: ChildProcess; lines: () => string[]; exited: Promise<number>; stderr: () => string} {
-    const child = spawn(process.execPath, [BIN, 'push', ...args], {env: {...process.env, ...env, XDG_CONFIG_HOME: NO_CONFIG_HOME}, stdio: ['ignore', 'pipe', 'pipe']})
+    const child = spawn(process.execPath, [BIN, 'push', ...args], {env: hermeticEnv(env), stdio: ['ignore', 'pipe', 'pipe']})
     let out = ''
     let err = ''
     child.stdout!.on('data', (d) => (out += d))

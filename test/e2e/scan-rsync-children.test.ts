@@ -8,7 +8,7 @@ import {mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'nod
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {expect} from 'chai'
-import {BIN, requireBinary} from '../helpers/cli.js'
+import {BIN, hermeticEnv, requireBinary} from '../helpers/cli.js'
 import {createTestDatabase, type TestDatabase} from '../helpers/db.js'
 import {startSilentServer} from '../helpers/servers.js'
 
@@ -72,7 +72,7 @@ describe('e2e: a killed `mb scan` leaves no rsync child behind', function () {
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGKILL'] as const) {
     it(`${signal} to mb ends the rsync child within a few seconds`, async () => {
       const needle = `127.0.0.1:${silent.port}/pub/`
-      const mb = spawn(process.execPath, [BIN, 'scan', 'hanging', '--protocol', 'rsync'], {env: {...process.env, ...env}, stdio: 'ignore'})
+      const mb = spawn(process.execPath, [BIN, 'scan', 'hanging', '--protocol', 'rsync'], {env: hermeticEnv(env), stdio: 'ignore'})
       const exited = new Promise<void>((resolve) => mb.on('close', () => resolve()))
       try {
         const children = await waitFor(

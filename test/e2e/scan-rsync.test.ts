@@ -12,7 +12,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {expect} from 'chai'
 import {sql} from 'kysely'
-import {BIN, mb, requireBinary} from '../helpers/cli.js'
+import {BIN, hermeticEnv, mb, requireBinary} from '../helpers/cli.js'
 import {createTestDatabase, type TestDatabase} from '../helpers/db.js'
 
 const T = 1_700_000_000
@@ -277,7 +277,7 @@ describe('mb scan over a real rsync daemon (e2e)', function () {
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', () => resolve()))
     const proxyPort = (proxy.address() as net.AddressInfo).port
     expect((await mb(['mirror', 'edit', 'killed', '--rsync-url', `rsync://127.0.0.1:${proxyPort}/pub/`], {env})).code).to.equal(0)
-    const child = spawn(process.execPath, [BIN, 'scan', 'killed', '--min-ratio', '0'], {env: {...process.env, ...env}, stdio: 'ignore'})
+    const child = spawn(process.execPath, [BIN, 'scan', 'killed', '--min-ratio', '0'], {env: hermeticEnv(env), stdio: 'ignore'})
     const exited = new Promise<number | null>((resolve) => child.on('close', (_code, signal) => resolve(signal === 'SIGKILL' ? -9 : _code)))
     await half
     child.kill('SIGKILL')

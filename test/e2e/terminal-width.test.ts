@@ -9,7 +9,7 @@ import {existsSync, mkdtempSync, readFileSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {expect} from 'chai'
-import {BIN, mb, NO_CONFIG_HOME, requireBinary} from '../helpers/cli.js'
+import {BIN, mb, NO_CONFIG, NO_CONFIG_HOME, requireBinary} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 
 /** Single-quotes `text` for sh. */
@@ -58,7 +58,7 @@ describe(`e2e: tables fit the terminal (${backend})`, function () {
       .filter(([, v]) => v !== undefined)
       .map(([k, v]) => `${k}=${sh(v!)}`)
       .join(' ')
-    const command = `env -u MB_CONFIG -u COLUMNS ${vars} ${sh(process.execPath)} ${sh(BIN)} ${args.map(sh).join(' ')}`
+    const command = `env -u COLUMNS MB_CONFIG=${NO_CONFIG} ${vars} ${sh(process.execPath)} ${sh(BIN)} ${args.map(sh).join(' ')}`
     // A tmux server of its own per run: a server whose last session ended exits, and a
     // new session must not race it.
     const server = `${socket}-${++runs}`

@@ -10,6 +10,27 @@ export const BIN = fileURLToPath(new URL('../../bin/run.js', import.meta.url))
 /** An XDG_CONFIG_HOME without an `mb/mb.yaml`, so that no user config file leaks into a test. */
 export const NO_CONFIG_HOME = '/nonexistent/mb-test-config-home'
 
+/**
+ * `MB_CONFIG` for every `mb` a test runs: read no config file, neither the user's nor
+ * `/etc/mb/mb.yaml` (a test on a production host must not run against production). A test
+ * that wants a file names it with `--config` or its own `MB_CONFIG`.
+ */
+export const NO_CONFIG = 'none'
+
+/**
+ * The environment of an `mb` child: this process's, then `extra` (an undefined value removes
+ * the variable), made hermetic: `MB_CONFIG` is {@link NO_CONFIG} unless `extra` sets it (to a
+ * file, or to undefined for a test of the config search itself), and `XDG_CONFIG_HOME` is
+ * {@link NO_CONFIG_HOME} unless `extra` sets it.
+ */
+export function hermeticEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {...process.env, ...extra}
+  for (const [k, v] of Object.entries(extra)) if (v === undefined) delete env[k]
+  if (!('MB_CONFIG' in extra)) env.MB_CONFIG = NO_CONFIG
+  if (!('XDG_CONFIG_HOME' in extra)) env.XDG_CONFIG_HOME = NO_CONFIG_HOME
+  return env
+}
+
 export interface CliResult {
   code: number
   stdout: string
@@ -20,11 +41,7 @@ export interface CliResult {
 
 /** Runs `mb ARGS…` with extra environment (`bin`: another mb's entry script, default {@link BIN}); never throws on a non-zero exit. */
 export async function mb(args: string[], options: {env?: Record<string, string | undefined>; input?: string; cwd?: string; timeoutMs?: number; bin?: string} = {}): Promise<CliResult> {
-  const env: NodeJS.ProcessEnv = {...process.env, ...options.env}
-  for (const [k, v] of Object.entries(options.env ?? {})) if (v === undefined) delete env[k]
-  // Keep tests hermetic: no config or DB leaks in from the developer's shell.
-  if (!options.env || !('MB_CONFIG' in options.env)) delete env.MB_CONFIG
-  if (!options.env || !('XDG_CONFIG_HOME' in options.env)) env.XDG_CONFIG_HOME = NO_CONFIG_HOME
+  const env = hermeticEnv(options.env)
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [options.bin ?? BIN, ...args], {env, cwd: options.cwd, stdio: ['pipe', 'pipe', 'pipe']})
     let stdout = ''

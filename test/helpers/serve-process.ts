@@ -4,7 +4,7 @@
  */
 import {type ChildProcess, spawn} from 'node:child_process'
 import http from 'node:http'
-import {BIN, NO_CONFIG_HOME} from './cli.js'
+import {BIN, hermeticEnv, NO_CONFIG} from './cli.js'
 
 export interface ServeProcess {
   child: ChildProcess
@@ -22,10 +22,8 @@ export interface ServeProcess {
  *        child is still mb itself: bash `exec`s it)
  */
 export async function startServe(args: string[], env: Record<string, string | undefined>, options: {bin?: string; fileLimit?: number} = {}): Promise<ServeProcess> {
-  const fullEnv: NodeJS.ProcessEnv = {...process.env, ...env}
-  delete fullEnv.MB_CONFIG
-  if (!('XDG_CONFIG_HOME' in env)) fullEnv.XDG_CONFIG_HOME = NO_CONFIG_HOME
-  for (const [k, v] of Object.entries(env)) if (v === undefined) delete fullEnv[k]
+  // A config file is named with --config; MB_CONFIG from `env` is not used.
+  const fullEnv = hermeticEnv({...env, MB_CONFIG: NO_CONFIG})
   const argv = [options.bin ?? BIN, 'serve', '--listen', '127.0.0.1:0', ...args]
   const child =
     options.fileLimit === undefined

@@ -6,7 +6,7 @@ import {join} from 'node:path'
 import {expect} from 'chai'
 import {XMLParser} from 'fast-xml-parser'
 import bencode from 'bencode'
-import {BIN, mb, NO_CONFIG_HOME} from '../helpers/cli.js'
+import {BIN, hermeticEnv, mb} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 
 const parser = new XMLParser({ignoreAttributes: false, attributeNamePrefix: '@', isArray: (name) => ['url', 'hash'].includes(name), parseTagValue: false})
@@ -105,7 +105,7 @@ describe(`mb index --hashes and mb metalink (${backend})`, () => {
       expect(indexed.hashes.current).to.equal(1)
       const run = (format: string, path = 'iso/a.iso') =>
         execFileSync(process.execPath, [BIN, 'metalink', path, '--format', format, '--client-ip', '89.160.20.112', '--base-url', 'http://dl.example.org/'], {
-          env: {...process.env, ...zenv, XDG_CONFIG_HOME: NO_CONFIG_HOME},
+          env: hermeticEnv(zenv),
         })
       const torrent = bencode.decode(run('torrent'))
       expect(torrent['url-list'].map((u: Uint8Array) => Buffer.from(u).toString())).to.deep.equal([

@@ -76,7 +76,10 @@ async function seed(database: TestDatabase): Promise<string> {
 
 function configFile(dir: string, name: string, select: string): string {
   const file = join(dir, name)
-  writeFileSync(file, `geoip: [${GEOIP}]\ntrusted_proxies: [127.0.0.1/32]\nserve:\n  country_query: trusted\n  country_query_clients: [10.0.0.0/8]\nselect:\n${select}`)
+  writeFileSync(
+    file,
+    `geoip: [${GEOIP}]\ntrusted_proxies: [127.0.0.1/32]\nserve:\n  country_query: trusted\n  country_query_clients: [10.0.0.0/8]\n  allow_broad_trusted_proxies: true\nselect:\n${select}`,
+  )
   return file
 }
 

@@ -14,7 +14,7 @@ import {fileURLToPath} from 'node:url'
 import {expect} from 'chai'
 import {sql} from 'kysely'
 import {parsePrometheus} from '../helpers/prometheus.js'
-import {BIN, mb} from '../helpers/cli.js'
+import {BIN, hermeticEnv, mb} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 
 const GEOIP = fileURLToPath(new URL('../fixtures/geoip/GeoIP2-City-Test.mmdb', import.meta.url))
@@ -36,7 +36,7 @@ interface Serve {
 
 async function startServe(t: TestDatabase, root: string, extra: string[] = []): Promise<Serve> {
   const child = spawn(process.execPath, [BIN, 'serve', '--root', root, '--listen', '127.0.0.1:0', '--geoip', GEOIP, '--trusted-proxy', '127.0.0.1/32', '--log-level', 'info', ...extra], {
-    env: {...process.env, ...t.env, MB_CONFIG: undefined},
+    env: hermeticEnv(t.env),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let out = ''

@@ -18,7 +18,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {processStartTime} from '../../src/lib/db/lock-file.js'
 import {acquireLockFile} from '../../src/lib/db/lock-files.js'
-import {BIN, type CliResult, mb} from '../helpers/cli.js'
+import {BIN, type CliResult, hermeticEnv, mb} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 import {type ServeProcess, startServe} from '../helpers/serve-process.js'
 
@@ -44,9 +44,7 @@ function openEntries(dir: string): string[] {
 function mbUmask000(args: string[], env: Record<string, string | undefined>): Promise<CliResult> {
   const quoted = [process.execPath, BIN, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')
   return new Promise((resolve, reject) => {
-    const fullEnv: NodeJS.ProcessEnv = {...process.env, ...env}
-    for (const [k, v] of Object.entries(env)) if (v === undefined) delete fullEnv[k]
-    delete fullEnv.MB_CONFIG
+    const fullEnv = hermeticEnv(env)
     const child = spawn('sh', ['-c', `umask 000; exec ${quoted}`], {env: fullEnv, stdio: ['ignore', 'pipe', 'pipe']})
     let stdout = ''
     let stderr = ''

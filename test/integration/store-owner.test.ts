@@ -76,7 +76,7 @@ suite('the embedded store and its owner', function () {
     chmodSync(control, 0o600)
     try {
       const r = execFileSync('setpriv', ['--reuid', String(NOBODY), '--regid', String(NOBODY), '--clear-groups', '--', process.execPath, BIN, 'mirror', 'list'], {
-        env: {PATH: process.env.PATH, MB_DATA_DIR: store, HOME: dir},
+        env: {PATH: process.env.PATH, MB_DATA_DIR: store, MB_CONFIG: 'none', HOME: dir},
         encoding: 'utf8',
         stdio: ['ignore', 'pipe', 'pipe'],
       })

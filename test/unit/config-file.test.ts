@@ -9,7 +9,7 @@ import {mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {SAMPLE_PATH, renderSampleConfig} from '../../scripts/sample-config.js'
-import {findConfigFile, loadConfig} from '../../src/lib/config/index.js'
+import {configFileLabel, findConfigFile, loadConfig} from '../../src/lib/config/index.js'
 import {UsageError} from '../../src/lib/errors.js'
 import {mb} from '../helpers/cli.js'
 
@@ -47,6 +47,20 @@ describe('config file lookup', () => {
     expect(loaded.file).to.equal(user)
     expect(loaded.config.log_level).to.equal('debug')
     expect(loaded.sources.log_level).to.equal(`file:${user}`)
+  })
+
+  it('reads no file at all for --config none or MB_CONFIG=none, though user and system files exist', () => {
+    const user = write(join(xdg, 'mb', 'mb.yaml'), 'log_level: debug\n')
+    write(system, 'log_level: trace\n')
+    const env = {XDG_CONFIG_HOME: xdg, HOME: home}
+    expect(findConfigFile(undefined, env, system)).to.equal(user)
+    expect(findConfigFile('none', env, system)).to.equal(undefined)
+    expect(findConfigFile(undefined, {...env, MB_CONFIG: 'none'}, system)).to.equal(undefined)
+    const loaded = loadConfig({env: {...env, MB_CONFIG: 'none', MB_LOG_LEVEL: 'warn'}, systemFile: system})
+    expect(loaded.file).to.equal(undefined)
+    expect(configFileLabel(loaded)).to.equal('none')
+    expect(loaded.config.log_level).to.equal('warn')
+    expect(configFileLabel(loadConfig({env, systemFile: system}))).to.equal(user)
   })
 
   it('falls back to ~/.config/mb/mb.yaml when XDG_CONFIG_HOME is unset or relative', () => {
@@ -93,14 +107,15 @@ describe('mb config show names the file it used', () => {
   })
   after(() => rmSync(dir, {recursive: true, force: true}))
 
+  // A test of the search itself: MB_CONFIG is left unset (the helpers set it to none).
   it('prints the XDG file, and "none, defaults" without one', async () => {
-    const used = await mb(['config', 'show'], {env: {XDG_CONFIG_HOME: dir}})
+    const used = await mb(['config', 'show'], {env: {MB_CONFIG: undefined, XDG_CONFIG_HOME: dir}})
     expect(used.code, used.stderr).to.equal(0)
     expect(used.stdout.split('\n')[0]).to.equal(`config file: ${join(dir, 'mb', 'mb.yaml')}`)
     expect(used.stdout).to.match(new RegExp(`^select\\.min_size\\t8192\\tfile:${join(dir, 'mb', 'mb.yaml')}$`, 'm'))
-    const json = (await mb(['config', 'show', '--json'], {env: {XDG_CONFIG_HOME: dir}})).json()
+    const json = (await mb(['config', 'show', '--json'], {env: {MB_CONFIG: undefined, XDG_CONFIG_HOME: dir}})).json()
     expect(json.file).to.equal(join(dir, 'mb', 'mb.yaml'))
-    const none = await mb(['config', 'show'], {env: {XDG_CONFIG_HOME: join(dir, 'nothing-here')}})
+    const none = await mb(['config', 'show'], {env: {MB_CONFIG: undefined, XDG_CONFIG_HOME: join(dir, 'nothing-here')}})
     expect(none.stdout.split('\n')[0]).to.equal('config file: none, defaults')
   })
 

@@ -40,8 +40,10 @@ function rejects(fn: () => unknown, ...patterns: RegExp[]): UsageError {
 
 describe('mirror validation', () => {
   describe('identifier', () => {
-    it('accepts host-like names and trims them', () => {
-      expect(validateIdentifier(' ftp.example.de ')).to.equal('ftp.example.de')
+    it('accepts host-like names, and refuses surrounding whitespace instead of trimming it', () => {
+      rejects(() => validateIdentifier(' ftp.example.de '), /NAME/, /whitespace/)
+      rejects(() => validateIdentifier('m1\n'), /NAME/, /U\+000A/)
+      expect(validateIdentifier('ftp.example.de')).to.equal('ftp.example.de')
       expect(validateIdentifier('mirror_1-a')).to.equal('mirror_1-a')
     })
     it('refuses empty names, whitespace, slashes and a leading dash', () => {

@@ -116,6 +116,8 @@ describe('rules: input checks', () => {
     ['bad country code', {country: 'US,XX'}, 'Invalid --country "XX"'],
     ['bad not-country code', {notCountry: 'usa'}, 'Invalid --not-country "USA"'],
     ['empty path glob', {path: '  '}, 'Invalid --path'],
+    ['malformed path glob', {path: '['}, 'Invalid --path "[": not a valid glob: a "[" is not closed by "]"'],
+    ['unclosed brace in path glob', {path: 'iso/*.{iso'}, 'not a valid glob: a "{" is not closed'],
     ['ftp target', {to: 'ftp://files.example.org/'}, 'must be an http:// or https:// URL (scheme ftp: cannot be a redirect target)'],
     ['javascript target', {to: 'javascript:alert(1)'}, 'must be an http:// or https:// URL (scheme javascript: cannot be a redirect target)'],
     ['relative target', {to: '/store'}, 'expected an absolute http:// or https:// URL'],

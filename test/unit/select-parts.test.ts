@@ -147,25 +147,25 @@ describe('select: options', () => {
     expect([...o.countrySubstitutions]).to.deep.equal([['NZ', 'AU']])
   })
   it('reads the select: section through the config loader and reports bad values with their key', () => {
-    const {config} = loadConfig({env: {}, flags: {'select.exclude_user_agents': ['^curl/'], 'select.country_substitutions': {nz: 'au', at: 'DE'}}})
+    const {config} = loadConfig({env: {MB_CONFIG: 'none'}, flags: {'select.exclude_user_agents': ['^curl/'], 'select.country_substitutions': {nz: 'au', at: 'DE'}}})
     const o = compileSelectOptions(config.select)
     expect(o.excludeUserAgents.map((r) => r.source)).to.deep.equal(['^curl\\/'])
     expect([...o.countrySubstitutions]).to.deep.equal([
       ['NZ', 'AU'],
       ['AT', 'DE'],
     ])
-    expect(() => loadConfig({env: {}, flags: {'select.exclude_user_agents': ['(unclosed']}})).to.throw(/select\.exclude_user_agents\.0.*not a valid regular expression/)
-    expect(() => loadConfig({env: {}, flags: {'select.country_substitutions': {NZ: 'XX'}}})).to.throw(/select\.country_substitutions\.NZ.*ISO 3166-1/)
-    expect(() => loadConfig({env: {}, flags: {'select.exclude_clients': ['10.0.0.1/8']}})).to.throw(/host bits are set/)
-    expect(() => loadConfig({env: {}, flags: {'select.distance_factor': 0.5}})).to.throw(/select\.distance_factor/)
+    expect(() => loadConfig({env: {MB_CONFIG: 'none'}, flags: {'select.exclude_user_agents': ['(unclosed']}})).to.throw(/select\.exclude_user_agents\.0.*not a valid regular expression/)
+    expect(() => loadConfig({env: {MB_CONFIG: 'none'}, flags: {'select.country_substitutions': {NZ: 'XX'}}})).to.throw(/select\.country_substitutions\.NZ.*ISO 3166-1/)
+    expect(() => loadConfig({env: {MB_CONFIG: 'none'}, flags: {'select.exclude_clients': ['10.0.0.1/8']}})).to.throw(/host bits are set/)
+    expect(() => loadConfig({env: {MB_CONFIG: 'none'}, flags: {'select.distance_factor': 0.5}})).to.throw(/select\.distance_factor/)
   })
   it('refuses legacy address forms in every config CIDR (flags and environment), naming the fix', () => {
-    expect(() => loadConfig({env: {}, flags: {trusted_proxies: ['010.0.0.0/8']}})).to.throw(/trusted_proxies.*leading zeros are not allowed \(write 10\.0\.0\.0\)/)
-    expect(() => loadConfig({env: {MB_TRUSTED_PROXIES: '127.0.0.1/32,127.1'}, flags: {}})).to.throw(/trusted_proxies.*not a full IPv4 address \(four parts\)/)
-    expect(() => loadConfig({env: {}, flags: {'select.exclude_clients': ['1.2.3']}})).to.throw(/select\.exclude_clients\.0.*not a full IPv4 address/)
-    expect(() => loadConfig({env: {}, flags: {'select.exclude_clients': ['0x0a.0.0.0/8']}})).to.throw(/hexadecimal parts are not allowed/)
-    expect(() => loadConfig({env: {}, flags: {'select.exclude_clients': ['fe80::%eth0/64']}})).to.throw(/zone ids/)
-    expect(loadConfig({env: {MB_TRUSTED_PROXIES: '10.0.0.0/8, ::1'}, flags: {}}).config.trusted_proxies).to.deep.equal(['10.0.0.0/8', '::1/128'])
+    expect(() => loadConfig({env: {MB_CONFIG: 'none'}, flags: {trusted_proxies: ['010.0.0.0/8']}})).to.throw(/trusted_proxies.*leading zeros are not allowed \(write 10\.0\.0\.0\)/)
+    expect(() => loadConfig({env: {MB_CONFIG: 'none', MB_TRUSTED_PROXIES: '127.0.0.1/32,127.1'}, flags: {}})).to.throw(/trusted_proxies.*not a full IPv4 address \(four parts\)/)
+    expect(() => loadConfig({env: {MB_CONFIG: 'none'}, flags: {'select.exclude_clients': ['1.2.3']}})).to.throw(/select\.exclude_clients\.0.*not a full IPv4 address/)
+    expect(() => loadConfig({env: {MB_CONFIG: 'none'}, flags: {'select.exclude_clients': ['0x0a.0.0.0/8']}})).to.throw(/hexadecimal parts are not allowed/)
+    expect(() => loadConfig({env: {MB_CONFIG: 'none'}, flags: {'select.exclude_clients': ['fe80::%eth0/64']}})).to.throw(/zone ids/)
+    expect(loadConfig({env: {MB_CONFIG: 'none', MB_TRUSTED_PROXIES: '10.1.0.0/16, ::1'}, flags: {}}).config.trusted_proxies).to.deep.equal(['10.1.0.0/16', '::1/128'])
   })
   it('origin_only matches basenames and full paths; mime globs are case-insensitive', () => {
     const o = compileSelectOptions({origin_only: ['*.meta4', 'repo/**/repodata/*'], exclude_mime: ['TEXT/*']})

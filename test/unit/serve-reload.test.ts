@@ -14,7 +14,7 @@ const covers = (keys: readonly string[], key: string) => keys.some((k) => key ==
 describe('serve reload (SIGHUP)', () => {
   it('every setting is either reloaded by SIGHUP or named as needing a restart (scan: does not concern serve)', () => {
     const config = loadConfig({
-      env: {},
+      env: {MB_CONFIG: 'none'},
       flags: {database_url: 'postgres://x@h/db', root: '/srv', 'serve.access_log': '-', 'serve.metrics_listen': '127.0.0.1:9100', 'serve.max_connections': 10},
     }).config
     const missing = leaves(config).filter((key) => !covers(RELOADABLE, key) && !covers(RESTART_ONLY, key) && !key.startsWith('scan.'))
@@ -23,8 +23,8 @@ describe('serve reload (SIGHUP)', () => {
   })
 
   it('needsRestart names the restart-only settings that changed, not the reloadable ones', () => {
-    const a = loadConfig({env: {}, flags: {'serve.listen': '127.0.0.1:8080'}}).config
-    const b = loadConfig({env: {}, flags: {'serve.listen': '127.0.0.1:8081', 'select.min_size': 1, 'stats.flush_interval_seconds': 30, 'serve.max_connections_per_client': 5}}).config
+    const a = loadConfig({env: {MB_CONFIG: 'none'}, flags: {'serve.listen': '127.0.0.1:8080'}}).config
+    const b = loadConfig({env: {MB_CONFIG: 'none'}, flags: {'serve.listen': '127.0.0.1:8081', 'select.min_size': 1, 'stats.flush_interval_seconds': 30, 'serve.max_connections_per_client': 5}}).config
     expect(needsRestart(a, b)).to.deep.equal(['serve.listen', 'stats'])
     expect(needsRestart(a, a)).to.deep.equal([])
   })

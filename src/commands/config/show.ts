@@ -7,7 +7,8 @@ export default class ConfigShow extends BaseCommand<typeof ConfigShow> {
 
 The first line names the config file read: --config, else MB_CONFIG, else
 $XDG_CONFIG_HOME/mb/mb.yaml (~/.config/mb/mb.yaml), else /etc/mb/mb.yaml, the first that
-exists; "none, defaults" when there is none. contrib/mb.yaml lists every setting.`
+exists; "none, defaults" when there is none (or with --config none / MB_CONFIG=none, which
+read no file). contrib/mb.yaml lists every setting.`
   static override examples = ['<%= config.bin %> config show', '<%= config.bin %> config show --config /etc/mb/mb.yaml --json']
 
   public async run(): Promise<{file: string | null; settings: Array<{key: string; value: unknown; source: string}>}> {

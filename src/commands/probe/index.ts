@@ -3,6 +3,7 @@ import {BaseCommand} from '../../base-command.js'
 import {UsageError, errorMessage} from '../../lib/errors.js'
 import {renderTable} from '../../lib/output.js'
 import {nagiosUnknown, nagiosVerdict} from '../../lib/probe/nagios.js'
+import {hookFailureMessage, runChangeHook, stateChanges, wentDown} from '../../lib/probe/notify.js'
 import {probeMirrors, type ProbeRound} from '../../lib/probe/run.js'
 
 export default class Probe extends BaseCommand<typeof Probe> {
@@ -19,7 +20,15 @@ followed within the mirror's own host; to other hosts by probe.redirects: same_o
 default: the check ends as redirect_offsite and the mirror is out of selection), public
 (followed, not to private/loopback addresses; the note names the other host) or any. With
 probe.user_agents, each check is also made with those User-Agents and fails when one is
-refused. Exit 0 when the round ran, whatever it found.
+refused. Exit 0 when the round ran, whatever it found; with --fail-on-down, exit 1 when a
+mirror went from up to down in this round, naming each on stderr (even with --quiet), so
+that cron mails it or a systemd unit fails.
+
+probe.on_change names a program run once per state transition of the round, with MB_MIRROR,
+MB_SCOPE (mirror, or a protocol/family such as https/ipv6), MB_PROTOCOL, MB_FAMILY,
+MB_OLD_STATE (up, down, or unknown on a first probe), MB_NEW_STATE, MB_REASON and MB_AT in
+its environment; each run may take probe.on_change_timeout seconds (10). A hook that fails
+is reported on stderr and changes nothing else.
 
 --format nagios prints one Nagios/Icinga plugin line and exits 0 OK, 1 WARNING, 2 CRITICAL,
 3 UNKNOWN, by the share of probed mirrors that are down (--warning / --critical, percent).`
@@ -29,6 +38,7 @@ refused. Exit 0 when the round ran, whatever it found.
     '<%= config.bin %> probe ftp.example.de mirror.example.org',
     '<%= config.bin %> probe --all --jobs 16 --json',
     '<%= config.bin %> probe --all --enable',
+    '<%= config.bin %> probe --all --quiet --fail-on-down',
     '<%= config.bin %> probe --format nagios --warning 10 --critical 30',
     '<%= config.bin %> probe self-signed.example.net --insecure',
   ]
@@ -46,6 +56,7 @@ refused. Exit 0 when the round ran, whatever it found.
     warning: Flags.integer({description: 'nagios: WARNING when at least this percentage of mirrors is down (config probe.warning, default 10)', min: 0, max: 100}),
     critical: Flags.integer({description: 'nagios: CRITICAL when at least this percentage of mirrors is down (config probe.critical, default 30)', min: 0, max: 100}),
     insecure: Flags.boolean({description: 'accept self-signed or invalid HTTPS certificates (config probe.insecure_tls)'}),
+    'fail-on-down': Flags.boolean({description: 'exit 1 when a mirror went from up to down in this round, naming it on stderr even with --quiet (for cron)'}),
   }
 
   protected override configFlags(): Record<string, unknown> {
@@ -79,6 +90,12 @@ refused. Exit 0 when the round ran, whatever it found.
     }
     const round = await this.probe()
     this.print(this.renderRound(round))
+    if (this.flags['fail-on-down']) {
+      const down = wentDown(round)
+      // Written whatever --quiet says: telling cron is what the flag is for.
+      for (const change of down) process.stderr.write(`mb probe: mirror ${change.mirror} went down (${change.reason})\n`)
+      if (down.length > 0) process.exitCode = 1
+    }
     return round
   }
 
@@ -86,9 +103,19 @@ refused. Exit 0 when the round ran, whatever it found.
     const {argv} = await this.parse({flags: Probe.flags, baseFlags: BaseCommand.baseFlags, enableJsonFlag: true, args: Probe.args, strict: false})
     const names = argv as string[]
     if (this.flags.all && names.length > 0) throw new UsageError('Give mirror names or --all, not both.')
+    if (this.flags['fail-on-down'] && this.nagios) throw new UsageError('--fail-on-down and --format nagios exclude each other: the Nagios verdict is the exit code.')
     const config = this.mbConfig.probe
     const database = await this.openDb()
-    return probeMirrors(database.db, config, {names, enable: this.flags.enable, jobs: config.jobs})
+    const round = await probeMirrors(database.db, config, {names, enable: this.flags.enable, jobs: config.jobs})
+    if (config.on_change) {
+      const script = config.on_change
+      // A failed hook is an error to report (even with --quiet), not a failed round.
+      await runChangeHook(script, stateChanges(round), {
+        timeoutSeconds: config.on_change_timeout,
+        onFailure: (change, problem) => process.stderr.write(`mb probe: ${hookFailureMessage(script, change, problem)}\n`),
+      })
+    }
+    return round
   }
 
   private renderRound(round: ProbeRound): string {

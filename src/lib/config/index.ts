@@ -4,7 +4,9 @@
  * The file is YAML (read with the `yaml` package). The first of these is read
  * ({@link findConfigFile}): `--config`, `MB_CONFIG`, `$XDG_CONFIG_HOME/mb/mb.yaml` (default
  * `~/.config/mb/mb.yaml`), `/etc/mb/mb.yaml`. A file named by `--config` or `MB_CONFIG` must
- * exist; the other two are used when present.
+ * exist; the other two are used when present. `--config none` or `MB_CONFIG=none` reads no
+ * file at all (defaults, environment and flags only): what tests and one-off runs beside a
+ * production `/etc/mb/mb.yaml` use.
  * Keys in the file use snake_case; sections group the options of one area
  * (`select:`, `scan:`, `probe:`, `serve:`, `stats:`). One zod schema validates the merged
  * result, whatever layer a value came from, and each leaf remembers its source so that
@@ -28,7 +30,7 @@ export type ConfigSource = 'default' | `file:${string}` | `env:${string}` | `fla
 export interface LoadedConfig {
   config: Config
   sources: Record<string, ConfigSource>
-  /** Absolute path of the config file read, if any. */
+  /** Absolute path of the config file read; undefined when none was (see {@link configFileLabel}). */
   file?: string
   /** Warnings for the operator (stderr), e.g. a config file with a password that others can read. */
   warnings: string[]
@@ -62,10 +64,14 @@ const OPTIONAL_KEYS = ['database_url', 'root', 'asn_db']
 /** The system-wide config file, read when no other one is named or present. */
 const SYSTEM_CONFIG_FILE = '/etc/mb/mb.yaml'
 
+/** The `--config`/`MB_CONFIG` value that reads no file (a file named so is `./none`). */
+const NO_CONFIG = 'none'
+
 /**
  * The config file to read, by the XDG Base Directory rules
  * (https://specifications.freedesktop.org/basedir-spec/latest/):
- * 1. `explicit` (`--config`), then `MB_CONFIG`: must exist, else a usage error;
+ * 1. `explicit` (`--config`), then `MB_CONFIG`: must exist, else a usage error; {@link NO_CONFIG}
+ *    (`none`) stops the search there: no file, neither the user's nor the system's;
  * 2. `$XDG_CONFIG_HOME/mb/mb.yaml`, `~/.config/mb/mb.yaml` when XDG_CONFIG_HOME is unset or
  *    not absolute (the spec says to ignore a relative one); skipped without a home directory;
  * 3. `systemFile` (default {@link SYSTEM_CONFIG_FILE}).
@@ -74,11 +80,15 @@ const SYSTEM_CONFIG_FILE = '/etc/mb/mb.yaml'
  */
 export function findConfigFile(explicit: string | undefined, env: NodeJS.ProcessEnv = process.env, systemFile = SYSTEM_CONFIG_FILE): string | undefined {
   const named = explicit ?? (env.MB_CONFIG && env.MB_CONFIG.length > 0 ? env.MB_CONFIG : undefined)
+  if (named === NO_CONFIG) return undefined
   if (named !== undefined) {
     const file = resolve(named)
     const via = explicit === undefined ? 'MB_CONFIG' : '--config'
     if (!existsSync(file))
-      throw new UsageError(`Config file ${file} (from ${via}) does not exist. Check the path, or leave ${via} unset to use ~/.config/mb/mb.yaml or ${SYSTEM_CONFIG_FILE}.`, 'CONFIG_NOT_FOUND')
+      throw new UsageError(
+        `Config file ${file} (from ${via}) does not exist. Check the path, leave ${via} unset to use ~/.config/mb/mb.yaml or ${SYSTEM_CONFIG_FILE}, or set it to ${NO_CONFIG} to read no config file.`,
+        'CONFIG_NOT_FOUND',
+      )
     return file
   }
   const candidates: string[] = []
@@ -113,6 +123,11 @@ function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string | undefine
   if (env.XDG_DATA_HOME && isAbsolute(env.XDG_DATA_HOME)) return join(env.XDG_DATA_HOME, 'mb')
   if (env.HOME && isAbsolute(env.HOME)) return join(env.HOME, '.local', 'share', 'mb')
   return undefined
+}
+
+/** The config file read, for log and debug lines: its path, or `none`. */
+export function configFileLabel(loaded: Pick<LoadedConfig, 'file'>): string {
+  return loaded.file ?? 'none'
 }
 
 type Tree = Record<string, unknown>

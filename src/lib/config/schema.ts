@@ -7,7 +7,7 @@ import {SelectConfigSchema, unprobedPolicy} from '../select/config.js'
 import {ScanConfigSchema} from '../scan/config.js'
 import {ProbeConfigSchema} from '../probe/config.js'
 import {PushConfigSchema} from '../push/config.js'
-import {ServeConfigSchema} from '../serve/config.js'
+import {broadTrustedNetworks, ServeConfigSchema} from '../serve/config.js'
 import {StatsConfigSchema} from '../stats/config.js'
 import {YumConfigSchema} from '../yum/config.js'
 import {TorrentConfigSchema, ZsyncConfigSchema} from '../metalink/formats-config.js'
@@ -34,7 +34,11 @@ export const ConfigSchema = z
     zsync: ZsyncConfigSchema.default({}).describe('zsync 0.6 control files: PATH.zsync, sums computed by `mb index --hashes`.'),
   })
   .strict()
-  // A default that depends on another section: select.unprobed follows serve.probe_interval.
-  .transform((c) => ({...c, select: {...c.select, unprobed: unprobedPolicy(c.select.unprobed, c.serve.probe_interval)}}))
+  // Checks across sections: trusted networks against serve.allow_broad_trusted_proxies; and a
+  // default that depends on another section: select.unprobed follows serve.probe_interval.
+  .transform((c, ctx) => {
+    for (const {path, message} of broadTrustedNetworks(c)) ctx.addIssue({code: z.ZodIssueCode.custom, path, message})
+    return {...c, select: {...c.select, unprobed: unprobedPolicy(c.select.unprobed, c.serve.probe_interval)}}
+  })
 
 export type Config = z.infer<typeof ConfigSchema>

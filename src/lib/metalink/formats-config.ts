@@ -17,9 +17,25 @@ import {listOf} from '../config/zod.js'
 /** Default `zsync.min_size`: 64 MiB, the size of a small ISO image. */
 const DEFAULT_ZSYNC_MIN_SIZE = 64 * 1024 * 1024
 
+/**
+ * A tracker announce URL: http(s) (BEP 3) or udp (BEP 15) with a host. Anything else
+ * (`javascript:`, `file:`, `data:`) would be written into every .torrent and magnet link.
+ */
+const trackerUrl = z.string().refine(
+  (value) => {
+    try {
+      const url = new URL(value)
+      return ['http:', 'https:', 'udp:'].includes(url.protocol) && url.hostname !== ''
+    } catch {
+      return false
+    }
+  },
+  {message: 'expected an http://, https:// or udp:// tracker announce URL, e.g. udp://tracker.example.org:6969/announce'},
+)
+
 export const TorrentConfigSchema = z
   .object({
-    trackers: listOf(z.string().url()).default([]).describe('Tracker announce URLs written into every .torrent (`announce`, `announce-list`) and magnet link (`tr=`); empty = web seeds only.'),
+    trackers: listOf(trackerUrl).default([]).describe('Tracker announce URLs written into every .torrent (`announce`, `announce-list`) and magnet link (`tr=`); empty = web seeds only.'),
     meta4_metaurl: z
       .boolean()
       .default(false)

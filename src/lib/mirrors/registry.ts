@@ -21,6 +21,7 @@ import {
   type MirrorValues,
   normalizeContinent,
   normalizeCountry,
+  validateIdentifier,
   validateMirrorInput,
 } from './validate.js'
 import {redact} from '../redact.js'
@@ -49,11 +50,14 @@ const DEFAULTS = {
  * Finds a mirror by name: the exact identifier wins; then the same identifier ignoring case;
  * then a case-insensitive prefix that matches exactly one mirror.
  * @throws UsageError (exit 2, code AMBIGUOUS_MIRROR) when a prefix matches several mirrors,
- *         listing them; MbError (exit 1, code MIRROR_NOT_FOUND) when nothing matches
+ *         listing them; UsageError INVALID_MIRROR_FIELD when `name` is not a name `mirror add`
+ *         accepts (whitespace, control characters); MbError (exit 1, code MIRROR_NOT_FOUND)
+ *         when nothing matches
  */
 export async function resolveMirror(db: Db, name: string): Promise<MirrorRow> {
-  const wanted = name.trim()
-  if (wanted === '') throw new UsageError('A mirror name is required (see `mb mirror list`).', 'USAGE')
+  if (name === '') throw new UsageError('A mirror name is required (see `mb mirror list`).', 'USAGE')
+  // What `mirror add` would refuse names no mirror: refused here too, never trimmed into one.
+  const wanted = validateIdentifier(name)
   const exact = await db.selectFrom('mirror').selectAll().where('identifier', '=', wanted).executeTakeFirst()
   if (exact) return exact
   const caseless = await db.selectFrom('mirror').selectAll().where(sql<string>`lower(identifier)`, '=', wanted.toLowerCase()).execute()

@@ -10,10 +10,10 @@
  * `host::module` and `rsync://` forms, ISO 3166-1 alpha-2 country codes (`countries-list`),
  * CIDR per RFC 4632 / RFC 4291, 4-byte AS numbers per RFC 6793.
  */
-import picomatch from 'picomatch'
 import {UsageError} from '../errors.js'
+import {globProblem} from '../glob.js'
 import {continentOf, isContinentCode, isCountryCode} from '../geo/countries.js'
-import {type Cidr, cidrContains, cidrRanges, normalizeCidr, numericHostProblem, parseCidr} from '../net.js'
+import {type Cidr, cidrContains, cidrRanges, normalizeCidr, numericHostProblem, parseCidr, SHORTEST_NARROW_PREFIX} from '../net.js'
 import {redact} from '../redact.js'
 import {splitList} from '../text.js'
 
@@ -188,11 +188,13 @@ export const IDENTIFIER_RULE = `letters, digits, ".", "-" and "_", 1-${IDENTIFIE
  * header and in logs): a host-name-like token of ASCII letters, digits, `.`, `-` and `_`,
  * 1-{@link IDENTIFIER_MAX} characters, starting with a letter or digit. ASCII only, so the
  * name is always a valid HTTP header value (RFC 9110 §5.5) and needs no quoting anywhere.
- * @returns the trimmed identifier
+ * Nothing is trimmed: `"m1\n"` is refused, not taken for `m1`, by `mirror add` and by every
+ * command that looks a mirror up by name alike.
+ * @returns the identifier
  * @throws UsageError naming the first character that is not allowed
  */
 export function validateIdentifier(text: string): string {
-  const value = text.trim()
+  const value = text
   if (value === '') throw invalid('identifier', text, 'a mirror name must not be empty (e.g. ftp.example.de)')
   if (value.length > IDENTIFIER_MAX) throw invalid('identifier', text, `a mirror name has at most ${IDENTIFIER_MAX} characters`)
   const bad = /[^A-Za-z0-9._-]/u.exec(value)
@@ -356,7 +358,7 @@ export function normalizeCidrList(field: 'prefixes' | 'client_prefixes', values:
 const DOCUMENTATION_CIDRS: readonly Cidr[] = ['192.0.2.0/24', '198.51.100.0/24', '203.0.113.0/24', '2001:db8::/32'].map(parseCidr)
 
 /** The shortest `--prefix` length stored without `--force`, per family. */
-const SHORTEST_PREFIX = {ipv4: 16, ipv6: 32} as const
+const SHORTEST_PREFIX = SHORTEST_NARROW_PREFIX
 
 /**
  * Why a canonical `--prefix` CIDR needs `--force`: `broad` when it is shorter than /16
@@ -458,7 +460,7 @@ export function normalizeBasePath(text: string): string {
 /**
  * Glob patterns (picomatch syntax, matched against origin-relative paths), e.g. `*.iso`,
  * `debug/**`. Empty entries are dropped; duplicates removed.
- * @throws UsageError for control characters or a pattern picomatch cannot compile
+ * @throws UsageError for control characters or a malformed glob ({@link globProblem}: an unclosed `[`, `{` or `(`, ...)
  */
 export function normalizePatterns(field: 'include_patterns' | 'exclude_patterns' | 'push_include', values: string[]): string[] {
   const result: string[] = []
@@ -466,11 +468,8 @@ export function normalizePatterns(field: 'include_patterns' | 'exclude_patterns'
     const value = raw.trim()
     if (value === '') continue
     if (CONTROL.test(value)) throw invalid(field, raw, 'a glob pattern without control characters, e.g. "*.iso" or "debug/**"')
-    try {
-      picomatch.makeRe(value)
-    } catch {
-      throw invalid(field, raw, 'a glob pattern such as "*.iso" or "debug/**"')
-    }
+    const problem = globProblem(value)
+    if (problem) throw invalid(field, raw, `not a valid glob pattern: ${problem}; e.g. "*.iso" or "debug/**"`)
     if (!result.includes(value)) result.push(value)
   }
   return result

@@ -10,6 +10,7 @@ import type {Database} from '../db/index.js'
 import {PROBE_LOCK} from '../db/locks.js'
 import type {Config} from '../config/index.js'
 import type {ProbeClient, Resolver} from './http.js'
+import {hookFailureMessage, runChangeHook, stateChanges} from './notify.js'
 import {probeMirrors, type ProbeRound} from './run.js'
 
 /** The logging calls used (pino-compatible). */
@@ -52,6 +53,12 @@ export function startBackgroundProbes(database: Database, config: Config, option
         logger?.warn({mirror: mirror.identifier, from: t.from, to: t.to, reason: t.reason}, `mirror ${mirror.identifier} is ${t.to}`)
     }
     logger?.info({probed: result.probed, up: result.up, down: result.down}, 'probe round done')
+    const script = config.probe.on_change
+    if (script)
+      await runChangeHook(script, stateChanges(result), {
+        timeoutSeconds: config.probe.on_change_timeout,
+        onFailure: (change, problem) => logger?.warn({mirror: change.mirror, scope: change.scope, hook: script}, hookFailureMessage(script, change, problem)),
+      })
     return result
   }
 

@@ -19,6 +19,8 @@
  *   user_agents: [Wget/1.21.4, curl/8.5.0]   # also checked: a mirror must answer every one
  *   warning: 10                  # Nagios WARNING at this share (%) of mirrors down
  *   critical: 30                 # Nagios CRITICAL at this share (%) of mirrors down
+ *   on_change: /usr/local/bin/mirror-changed   # run on each state transition (./notify.ts)
+ *   on_change_timeout: 10        # seconds one run of it may take
  * ```
  *
  * Redirect policy (`redirects`): a redirect within the mirror's own scheme, host and port is
@@ -62,6 +64,14 @@ export const ProbeConfigSchema = z
       .describe('More User-Agent headers each check is made with (e.g. `Wget/1.21.4`, `curl/8.5.0`): a mirror must answer every one, so one that refuses download tools fails.'),
     warning: z.number().min(0).max(100).default(10).describe('Nagios WARNING when at least this share (percent) of probed mirrors is down.'),
     critical: z.number().min(0).max(100).default(30).describe('Nagios CRITICAL when at least this share (percent) of probed mirrors is down.'),
+    on_change: z
+      .string()
+      .refine((path) => path.startsWith('/'), {message: 'expected the absolute path of an executable, e.g. /usr/local/bin/mirror-changed'})
+      .optional()
+      .describe(
+        'Program run on each state transition a probe round records (MB_MIRROR, MB_SCOPE, MB_PROTOCOL, MB_FAMILY, MB_OLD_STATE, MB_NEW_STATE, MB_REASON, MB_AT in its environment); its failure is reported, not fatal.',
+      ),
+    on_change_timeout: z.number().positive().max(3600).default(10).describe('Seconds one run of `on_change` may take before it is killed.'),
   })
   .strict()
 

@@ -2,7 +2,7 @@
  * Checks of `mb rule add/edit` input: every value is normalised or refused with a message
  * naming its flag, before anything is written.
  */
-import picomatch from 'picomatch'
+import {globProblem} from '../glob.js'
 import {isContinentCode, isCountryCode} from '../geo/countries.js'
 import {UsageError} from '../errors.js'
 import {normalizeCidr} from '../net.js'
@@ -63,16 +63,13 @@ export function validateRuleName(text: string): string {
   return value
 }
 
-/** A path glob (picomatch): non-empty, no control characters, a leading `/` dropped. @throws UsageError */
+/** A path glob (picomatch): non-empty, no control characters, well formed ({@link globProblem}), a leading `/` dropped. @throws UsageError */
 function validatePathGlob(text: string): string {
   const value = text.trim().replace(/^\/+/, '')
   if (value === '') throw invalid('--path', text, 'expected a non-empty glob of origin paths, e.g. "store/**" or "**" for every path')
   if (CONTROL.test(value)) throw invalid('--path', text, 'a glob has no control characters')
-  try {
-    picomatch.makeRe(value, {dot: true})
-  } catch (error) {
-    throw invalid('--path', text, `not a glob picomatch understands (${(error as Error).message})`)
-  }
+  const problem = globProblem(value)
+  if (problem) throw invalid('--path', text, `not a valid glob: ${problem}`)
   return value
 }
 

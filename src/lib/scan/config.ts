@@ -16,8 +16,14 @@
  */
 import {z} from 'zod'
 import {listOf} from '../config/zod.js'
+import {globProblem} from '../glob.js'
 
-const globList = listOf(z.string())
+const globList = listOf(
+  z.string().superRefine((value, ctx) => {
+    const problem = globProblem(value)
+    if (problem) ctx.addIssue({code: z.ZodIssueCode.custom, message: `not a valid glob: ${problem}`})
+  }),
+)
 
 export const ScanConfigSchema = z
   .object({

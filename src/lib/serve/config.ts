@@ -3,6 +3,42 @@
  */
 import {z} from 'zod'
 import {cidrString, listOf} from '../config/zod.js'
+import {isBroadPrefix, SHORTEST_NARROW_PREFIX} from '../net.js'
+
+/** A setting of the whole configuration that {@link broadTrustedNetworks} found too broad, and why. */
+export interface BroadNetwork {
+  path: Array<string | number>
+  message: string
+}
+
+/**
+ * The entries of `trusted_proxies` and `serve.country_query_clients` (canonical CIDRs) that
+ * are broader than a network of clients ({@link isBroadPrefix}: shorter than /16 or /32),
+ * unless `serve.allow_broad_trusted_proxies`. A peer in `trusted_proxies` may name any
+ * client address in `X-Forwarded-For` (and so its country, AS and connection limit); a client
+ * in `country_query_clients` may pick its pool with `?country=`. `0.0.0.0/0` there hands that
+ * to the whole Internet, and is refused as a broad mirror `--prefix` is (src/lib/mirrors/validate.ts).
+ */
+export function broadTrustedNetworks(config: {trusted_proxies: string[]; serve: {country_query_clients: string[]; allow_broad_trusted_proxies: boolean}}): BroadNetwork[] {
+  if (config.serve.allow_broad_trusted_proxies) return []
+  const limit = `/${SHORTEST_NARROW_PREFIX.ipv4} (IPv4) or /${SHORTEST_NARROW_PREFIX.ipv6} (IPv6)`
+  const found: BroadNetwork[] = []
+  config.trusted_proxies.forEach((cidr, i) => {
+    if (isBroadPrefix(cidr))
+      found.push({
+        path: ['trusted_proxies', i],
+        message: `${cidr} is shorter than ${limit}: every client in it could set X-Forwarded-For and choose its own address, country and connection limit. List your proxies' own addresses, or set serve.allow_broad_trusted_proxies: true to accept it`,
+      })
+  })
+  config.serve.country_query_clients.forEach((cidr, i) => {
+    if (isBroadPrefix(cidr))
+      found.push({
+        path: ['serve', 'country_query_clients', i],
+        message: `${cidr} is shorter than ${limit}: every client in it could choose its mirror pool with ?country=. List the testers' networks, or set serve.allow_broad_trusted_proxies: true to accept it`,
+      })
+  })
+  return found
+}
 
 /**
  * Who may steer selection with `?country=XX`: nobody (`off`), or only clients whose
@@ -40,6 +76,12 @@ export const ServeConfigSchema = z
     poll_seconds: z.coerce.number().min(0.2).max(300).default(2).describe('Snapshot poll interval in seconds (LISTEN/NOTIFY makes most changes faster).'),
     country_query: countryQuery.default('off').describe('Who may use `?country=XX` to test selection for another country (src/lib/serve/client-address.ts, `CountryQueryTrust`).'),
     country_query_clients: listOf(cidrString).default([]).describe('With `country_query: trusted`, client networks (besides `trusted_proxies`) whose `?country=` is honoured.'),
+    allow_broad_trusted_proxies: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Accept `trusted_proxies` and `serve.country_query_clients` networks shorter than /16 (IPv4) or /32 (IPv6), such as 0.0.0.0/0: every client in them could choose its own address or country.',
+      ),
     access_log: z.string().min(1).optional().describe("Access log (Apache combined format + mirror and realm): a file path, or '-' for stdout (src/lib/serve/access-log.ts)."),
     metrics_listen: z.string().min(1).optional().describe('HOST:PORT of the separate Prometheus listener (`GET /metrics`, src/lib/serve/metrics.ts).'),
     probe_interval: z.coerce.number().min(0).default(0).describe('Seconds between background probe rounds inside `mb serve` (src/lib/probe/background.ts); 0 = off.'),

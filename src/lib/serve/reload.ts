@@ -34,6 +34,7 @@ export const RELOADABLE = [
   'log_level',
   'serve.country_query',
   'serve.country_query_clients',
+  'serve.allow_broad_trusted_proxies',
   'serve.max_connections',
   'serve.max_connections_per_client',
   'serve.header_timeout',

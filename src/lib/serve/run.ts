@@ -76,6 +76,8 @@ export interface ServeRuntime {
   version?: string
   /** Reads the configuration again (the same file, environment and flags), for SIGHUP. @throws UsageError */
   readConfig?: () => Config
+  /** The config file read (its path, or `none`), named in the `listening` line. */
+  configFile?: string
 }
 
 /**
@@ -105,7 +107,7 @@ export async function runServe(config: Config, runtime: ServeRuntime = {}): Prom
   const logger = createLogger(config.log_level)
   const hup = onReloadSignal(logger)
   ignoreUpgradeSignal(logger)
-  const running = await startServe(config, {logger, version: runtime.version, readConfig: runtime.readConfig})
+  const running = await startServe(config, {logger, version: runtime.version, readConfig: runtime.readConfig, configFile: runtime.configFile})
   hup.attach(() => running.reload())
   await untilStopSignal()
   hup.detach()
@@ -168,11 +170,12 @@ interface Parts {
  * @param options.database an open database to serve from (the caller closes it); by default
  *        the configured one is opened, shared with other `mb` processes on the embedded
  *        store, and closed by `close()`
+ * @param options.configFile the config file read (path or `none`), for the `listening` line
  * @throws UsageError for a missing/invalid root, listen address or GeoIP file;
  *         MbError when the database or the first snapshot cannot be read or a port is taken
  *         (nothing is left running then)
  */
-export async function startServe(config: Config, options: {database?: Database; logger?: Logger; version?: string; readConfig?: () => Config} = {}): Promise<RunningServer> {
+export async function startServe(config: Config, options: {database?: Database; logger?: Logger; version?: string; readConfig?: () => Config; configFile?: string} = {}): Promise<RunningServer> {
   const root = checkRoot(config.root)
   if (config.serve.push_after > 0 && !config.serve.watch)
     throw new UsageError('--push-after (serve.push_after) needs --watch (serve.watch): the quiet time is measured from the changes the watch sees.', 'USAGE')
@@ -209,7 +212,7 @@ export async function startServe(config: Config, options: {database?: Database; 
     if (config.serve.watch)
       parts.unwatch = watchOrigin(server.root, keeper, logger, {onRepomdChange: (change) => recordRepomd(database, server.root, change, logger), onChange: parts.pushAfter?.changed})
     const url = httpUrl(address)
-    logListening(logger, {url, server, database, keeper, loadSeconds, geo, config, version: options.version})
+    logListening(logger, {url, server, database, keeper, loadSeconds, geo, config, version: options.version, configFile: options.configFile})
     if (config.serve.probe_interval > 0) parts.probes = startBackgroundProbes(database, config, {intervalSeconds: config.serve.probe_interval, logger})
     const reloadable = {server, logger, accessLog: parts.accessLog, config, geo, readConfig: options.readConfig}
     return {server, url, close, reload: () => reloadServer(reloadable)}
@@ -370,16 +373,17 @@ function startCounting(config: Config, database: Database, logger: Logger, metri
   return {collector, flusher, stopPrune, ruleHits, database}
 }
 
-/** The `listening` event: where, what the snapshot holds, how long it took to load. */
+/** The `listening` event: where, from which config file, what the snapshot holds, how long it took to load. */
 function logListening(
   logger: Logger,
-  s: {url: string; server: MirrorServer; database: Database; keeper: SnapshotKeeper; loadSeconds: number; geo: GeoResolver; config: Config; version?: string},
+  s: {url: string; server: MirrorServer; database: Database; keeper: SnapshotKeeper; loadSeconds: number; geo: GeoResolver; config: Config; version?: string; configFile?: string},
 ): void {
   const snapshot = s.keeper.current
   logger.info(
     {
       url: s.url,
       version: s.version,
+      config: s.configFile,
       root: s.server.root,
       database: s.database.location,
       files: snapshot.files.size,

@@ -25,6 +25,7 @@ import {compileRules, NO_RULES, RULES_SQL, type RuleSet, ruleFromJson} from '../
 import {type LinkTarget, resolveLinks} from '../origin/links.js'
 import {resized} from './columns.js'
 import {PathTable} from './path-table.js'
+import {snapshotBounds, unseenCondition} from './unseen.js'
 
 /** One origin file as the snapshot holds it. Size in bytes, mtime in Unix seconds (UTC). */
 export interface FileEntry extends SelectFile {
@@ -678,13 +679,13 @@ async function readLinkRows(view: ReadView): Promise<Map<string, LinkTarget>> {
 }
 
 /**
- * The links again when `file_link` changed since the transaction snapshot `since`, else
- * undefined. The table is small and has no tombstones: it changed when a row is newer than
- * `since` could see, or else its row count differs from `known` (only deletions leave no
+ * The links again when `file_link` changed since a transaction snapshot, else undefined
+ * (`unseen`: its {@link unseenCondition}). The table is small and has no tombstones: it
+ * changed when a row is newer than that snapshot could see, or else its row count differs from `known` (only deletions leave no
  * newer row, and a set of old rows that differs from the old set is a smaller one).
  */
-async function readLinksIfChanged(view: ReadView, since: string, unseen: string, known: number): Promise<Map<string, LinkTarget> | undefined> {
-  const [[count, newer]] = await view.query(`SELECT count(*)::int, coalesce(bool_or(${unseen}), false) FROM file_link`, [since])
+async function readLinksIfChanged(view: ReadView, unseen: string, known: number): Promise<Map<string, LinkTarget> | undefined> {
+  const [[count, newer]] = await view.query(`SELECT count(*)::int, coalesce(bool_or(${unseen}), false) FROM file_link`)
   return newer || Number(count) !== known ? readLinkRows(view) : undefined
 }
 
@@ -801,37 +802,39 @@ interface Changes {
 /**
  * Reads the mirrors and the file rows and tombstones that the transaction snapshot `since`
  * (`pg_snapshot` text) could not see, parsed into `snapshot`'s mirror-set pool and digest
- * arena (its map is left as it is; `snapshot.links.size` tells whether the links changed). A set of at most
- * {@link REFRESH_SLICE_ROWS} rows is one query (by the txid index); a larger one is read in
- * keyset pages of that many rows along the primary key, with a yield to the event loop
- * before each page.
+ * arena (its map is left as it is; `snapshot.links.size` tells whether the links changed).
+ *
+ * Its cost follows the change, never the size of `file`: the bounds are literals
+ * ({@link unseenCondition}) and sequential scans are off for this transaction's file
+ * queries, so `file` and `file_tombstone` are read through their txid indexes whatever the
+ * statistics say (missing, stale, or one txid for every row). An idle refresh reads no file
+ * row. A set of at most {@link REFRESH_SLICE_ROWS} rows is one query; a larger one reads the
+ * changed ids first (from the txid index) and then the rows by primary key, that many at a
+ * time, with a yield to the event loop before each page.
  * @returns null when more than `limit` file rows changed (the caller reloads in full instead)
  */
 async function readChanges(view: ReadView, since: string, limit: number, snapshot: Snapshot): Promise<Changes | null> {
-  // Rows invisible to the previous snapshot: committed later (>= xmax) or in flight then (xip).
-  const unseen = `(txid >= pg_snapshot_xmax($1::pg_snapshot) OR txid = ANY(ARRAY(SELECT pg_snapshot_xip($1::pg_snapshot))))`
+  const unseen = unseenCondition(snapshotBounds(since))
   const xmin = await currentXmin(view)
   const mirrors = await readMirrors(view)
   const rules = await readRules(view, mirrors)
-  const links = await readLinksIfChanged(view, since, unseen, snapshot.links.size)
-  const tombstones = (await view.query(`SELECT path FROM file_tombstone WHERE ${unseen}`, [since])).map(([path]) => path as string)
-  // No ORDER BY/LIMIT here: that would make the planner walk the primary key instead of
-  // the txid index. A large change set is left to a full reload (streamed in batches).
-  const [[count]] = await view.query(`SELECT count(*)::int FROM file WHERE ${unseen}`, [since])
+  const links = await readLinksIfChanged(view, unseen, snapshot.links.size)
+  // Ends with the transaction. Every file query below has its txid index to go by.
+  await view.query('SET LOCAL enable_seqscan = off')
+  const tombstones = (await view.query(`SELECT path FROM file_tombstone WHERE ${unseen}`)).map(([path]) => path as string)
+  const [[count]] = await view.query(`SELECT count(*)::int FROM file WHERE ${unseen}`)
   if (Number(count) > limit) return null
   const entries: FileEntry[] = []
   if (Number(count) <= REFRESH_SLICE_ROWS) {
-    const rows = Number(count) > 0 ? await view.query(`SELECT ${FILE_COLUMNS} FROM file WHERE ${unseen}`, [since]) : []
+    const rows = Number(count) > 0 ? await view.query(`SELECT ${FILE_COLUMNS} FROM file WHERE ${unseen}`) : []
     for (const row of rows) entries.push(fileFromRow(snapshot, row))
   } else {
-    // Keyset pages along the primary key: all pages together scan the table once, and each
-    // page is a short query (on the embedded store a query runs on this event loop).
-    for (let lastId = 0; ; ) {
+    // On the embedded store a query runs on this event loop: short pages keep it free.
+    const ids = (await view.query(`SELECT id FROM file WHERE ${unseen}`)).map(([id]) => Number(id))
+    for (let at = 0; at < ids.length; at += REFRESH_SLICE_ROWS) {
       await yieldToEventLoop()
-      const rows = await view.query(`SELECT ${FILE_COLUMNS} FROM file WHERE ${unseen} AND id > $2 ORDER BY id LIMIT ${REFRESH_SLICE_ROWS}`, [since, lastId])
-      for (const row of rows) entries.push(fileFromRow(snapshot, row))
-      if (rows.length < REFRESH_SLICE_ROWS) break
-      lastId = Number(rows.at(-1)![0])
+      const page = `{${ids.slice(at, at + REFRESH_SLICE_ROWS).join(',')}}`
+      for (const row of await view.query(`SELECT ${FILE_COLUMNS} FROM file WHERE id = ANY($1::int[])`, [page])) entries.push(fileFromRow(snapshot, row))
     }
   }
   return {xmin, mirrors, rules, links, tombstones, entries}

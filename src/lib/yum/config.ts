@@ -14,6 +14,20 @@
 import {z} from 'zod'
 import {listOf} from '../config/zod.js'
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is this pattern's job
+const CONTROL = /[\u0000-\u001f\u007f]/
+
+/**
+ * Why `path` (after `$arch`/`$repo` are replaced) is not a directory inside the origin tree:
+ * an absolute path, a `..` segment, a backslash or a control character; undefined when it is one.
+ */
+function repoPathProblem(path: string): string | undefined {
+  if (path.startsWith('/')) return 'an absolute path; give the directory relative to the origin root, e.g. fedora/releases/42/Everything/$arch/os'
+  if (path.split('/').includes('..')) return 'a ".." segment would leave the origin tree'
+  if (path.includes('\\') || CONTROL.test(path)) return 'backslashes and control characters are not allowed'
+  return undefined
+}
+
 const RepoSchema = z
   .object({
     repo: z.string().min(1).describe('The `repo=` value dnf sends (e.g. `fedora-42`).'),
@@ -21,6 +35,17 @@ const RepoSchema = z
     path: z.string().min(1).describe('The repository directory, relative to the origin root, holding `repodata/repomd.xml`; `$arch` and `$repo` are replaced.'),
   })
   .strict()
+  .superRefine((entry, ctx) => {
+    // Checked after substitution too: an arch or repo value may bring its own "/..".
+    const paths = [entry.path, ...entry.arch.map((arch) => entry.path.replaceAll('$arch', arch).replaceAll('$repo', entry.repo))]
+    for (const path of paths) {
+      const problem = repoPathProblem(path)
+      if (problem) {
+        ctx.addIssue({code: z.ZodIssueCode.custom, path: ['path'], message: `${JSON.stringify(path)} is not a directory inside the origin tree: ${problem}`})
+        return
+      }
+    }
+  })
 
 export const YumConfigSchema = z
   .object({
