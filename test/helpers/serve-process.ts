@@ -16,7 +16,8 @@ export interface ServeProcess {
 }
 
 /**
- * Spawns `mb serve ARGS --listen 127.0.0.1:0` with `env`; rejects on early exit or after 120 s.
+ * Spawns `mb serve --listen 127.0.0.1:0 --retry-window 0 ARGS` (retries off unless ARGS set
+ * `--retry-window`) with `env`; rejects on early exit or after 120 s.
  * @param options.bin the CLI entry point (default: this tree's bin/run.js)
  * @param options.fileLimit run under `ulimit -n` this many open files (through bash; the
  *        child is still mb itself: bash `exec`s it)
@@ -26,7 +27,10 @@ export async function startServe(args: string[], env: Record<string, string | un
   delete fullEnv.MB_CONFIG
   if (!('XDG_CONFIG_HOME' in env)) fullEnv.XDG_CONFIG_HOME = NO_CONFIG_HOME
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete fullEnv[k]
-  const argv = [options.bin ?? BIN, 'serve', '--listen', '127.0.0.1:0', ...args]
+  // Retries off unless the test asks (`--retry-window`): every request of a test comes from
+  // 127.0.0.1, and repeated requests for one file would otherwise walk the ranking.
+  const retries = args.includes('--retry-window') ? [] : ['--retry-window', '0']
+  const argv = [options.bin ?? BIN, 'serve', '--listen', '127.0.0.1:0', ...retries, ...args]
   const child =
     options.fileLimit === undefined
       ? spawn(process.execPath, argv, {env: fullEnv, stdio: ['ignore', 'pipe', 'pipe']})

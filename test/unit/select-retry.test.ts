@@ -105,12 +105,14 @@ describe('retries: the steps of one client', () => {
     expect(sibling.step('192.0.2.1', 'a.iso', 'GET', undefined)).to.include({attempt: 2, retriedFrom: 3})
   })
 
-  it('attempt N takes rank N, then the origin', () => {
+  it('attempt N takes rank N, then the origin, then starts over', () => {
     const ranked = [1, 2, 3].map((id) => ({mirror: {id}, realm: id === 3 ? 'world' : 'country', rank: id, url: `u${id}`}) as unknown as Candidate)
     const selection: Selection = {realm: 'country', ranked, excluded: []}
     expect(selectionForAttempt(selection, 1)).to.equal(selection)
     expect(selectionForAttempt(selection, 2)?.ranked.map((c) => c.url)).to.deep.equal(['u2', 'u3'])
     expect(selectionForAttempt(selection, 3)).to.include({realm: 'world'})
     expect(selectionForAttempt(selection, 4)).to.equal(undefined)
+    expect(selectionForAttempt(selection, 5), 'then over again').to.equal(selection)
+    expect(selectionForAttempt(selection, 6)?.ranked.map((c) => c.url)).to.deep.equal(['u2', 'u3'])
   })
 })

@@ -5,8 +5,10 @@
  * second click) goes to the next mirror in rank order instead of the sticky one, and after
  * the last ranked mirror to the origin. The rule, in docs/selection.md ("Retries"):
  *
- * - attempt 1 is the sticky choice (rank 1); attempt N goes to rank N; an attempt beyond the
- *   ranked mirrors is delivered by the origin (which always delivers);
+ * - attempt 1 is the sticky choice (rank 1); attempt N goes to rank N; the attempt after the
+ *   last ranked mirror is delivered by the origin (which always delivers), and the next one
+ *   starts over at rank 1 (many users behind one NAT address fetching the same file are so
+ *   spread over the mirrors, the origin taking one share);
  * - a GET without `Range`, or with a Range from byte 0, is a new attempt when the same client
  *   address asked for the same path within `select.retry_window_seconds`;
  * - a continuation (a Range not from byte 0) and a HEAD stay on the attempt last answered:

@@ -76,7 +76,7 @@ export class Retries {
     const advance = method === 'GET' && startsDownload(range)
     const last = memory.recall(key)
     if (last === undefined) return {key, attempt: 1, advance, retriedFrom: 0}
-    const attempt = advance ? Math.min(last.attempt + 1, MAX_ATTEMPT) : last.attempt
+    const attempt = !advance ? last.attempt : last.attempt >= MAX_ATTEMPT ? 1 : last.attempt + 1
     return {key, attempt, advance, retriedFrom: advance ? last.mirrorId : 0}
   }
 
@@ -94,15 +94,28 @@ export class Retries {
 }
 
 /**
- * The selection attempt `attempt` gets from the ranked `selection`: itself for attempt 1,
- * the ranking from rank `attempt` on for a later one (the mirrors already tried are left
- * out of the alternatives too), or undefined when the attempt is beyond the ranking (the
- * origin delivers).
+ * The 0-based rank attempt `attempt` goes to among `count` ranked mirrors, or -1 for the
+ * origin: attempts walk the ranking, then reach the origin, then start over (so that many
+ * clients behind one address, fetching the same file, spread over the mirrors and the
+ * origin takes one share). `count` must hold every eligible mirror when `attempt` exceeds it
+ * (the server ranks `attempt` + alternatives candidates, so a shorter ranking is complete).
+ */
+export function rankOfAttempt(attempt: number, count: number): number {
+  if (attempt <= count) return attempt - 1
+  const position = (attempt - 1) % (count + 1)
+  return position === count ? -1 : position
+}
+
+/**
+ * The selection attempt `attempt` gets from the ranked `selection` (see
+ * {@link rankOfAttempt}): itself at rank 1, the ranking from that rank on for a later one
+ * (the mirrors already tried are left out of the alternatives too), or undefined when the
+ * origin delivers.
  */
 export function selectionForAttempt(selection: Selection, attempt: number): Selection | undefined {
-  if (attempt <= 1) return selection
-  const ranked = selection.ranked
-  if (attempt > ranked.length) return undefined
-  const rest = ranked.slice(attempt - 1)
+  const rank = rankOfAttempt(attempt, selection.ranked.length)
+  if (rank === 0) return selection
+  if (rank < 0) return undefined
+  const rest = selection.ranked.slice(rank)
   return {...selection, ranked: rest, realm: rest[0].realm}
 }

@@ -51,7 +51,7 @@ import {type FileEntry, type Snapshot, unindexedVersion} from './snapshot.js'
 import {resolveLinks} from '../origin/links.js'
 import type {Outcome, RequestObserver, RequestOutcome} from './types.js'
 import {TurnBatch} from './turn-batch.js'
-import {Retries, type RetryStep, attemptText, selectionForAttempt} from './retry.js'
+import {Retries, type RetryStep, attemptText, rankOfAttempt, selectionForAttempt} from './retry.js'
 
 export interface ServerOptions {
   /** The origin tree (absolute or relative; resolved with realpath at start). */
@@ -695,12 +695,13 @@ export class MirrorServer implements RouteServices {
     // Only the first `linkCount` candidates from the attempt's rank on are used (Location is the first): rank no more.
     const all = this.selectMirrors(ctx, client, file, false, step === undefined ? this.selectLimit : this.selectLimit + step.attempt - 1)
     if (step !== undefined && all.ranked.length > 0) {
-      this.retries.answered(step, step.attempt > all.ranked.length ? 0 : all.ranked[step.attempt - 1].mirror.id)
+      const rank = rankOfAttempt(step.attempt, all.ranked.length)
+      this.retries.answered(step, rank < 0 ? 0 : all.ranked[rank].mirror.id)
     }
     const selection = step === undefined || all.ranked.length === 0 ? all : selectionForAttempt(all, step.attempt)
     if (selection === undefined) {
       ctx.res.setHeader('X-MB-Attempt', attemptText(step!.attempt))
-      this.deliver(ctx, 'retry', undefined, `attempt ${step!.attempt}: the ${all.ranked.length} ranked mirror(s) were tried`).catch((error) => this.fail(ctx, error))
+      this.deliver(ctx, 'retry', undefined, `retry ${step!.attempt}: the ${all.ranked.length} ranked mirror(s) were tried`).catch((error) => this.fail(ctx, error))
       return
     }
     const ranked = selection.ranked
