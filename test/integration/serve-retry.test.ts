@@ -7,6 +7,7 @@
  * (PostgreSQL only), the retries move on whichever worker takes them.
  */
 import {expect} from 'chai'
+import http from 'node:http'
 import {mkdtempSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -44,6 +45,18 @@ function where(res: {status: number; headers: Record<string, unknown>}): string 
   if (res.status === 302) return String(res.headers['x-mb-mirror'])
   expect(res.headers['x-mb-origin-reason']).to.equal('retry')
   return 'origin'
+}
+
+/** GET /big.iso from `ip` (X-Forwarded-For) over `agent`'s one connection: where it was sent, body read. */
+function viaAgent(port: number, agent: http.Agent, ip: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({host: '127.0.0.1', port, path: '/big.iso', agent, headers: {'X-Forwarded-For': ip}}, (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.statusCode === 302 ? String(res.headers['x-mb-mirror']) : `${res.headers['x-mb-origin-reason'] === 'retry' ? 'origin' : res.statusCode}`))
+      })
+      .on('error', reject)
+  })
 }
 
 describe(`mb serve: a retry reaches another mirror (${backend})`, function () {
@@ -114,15 +127,30 @@ describe(`mb serve: a retry reaches another mirror (${backend})`, function () {
 
   if (backend === 'postgres') {
     it('--workers 2: a retry moves on whichever worker takes it', async () => {
-      serve = await startServe([...base(), '--workers', '2'], database.env)
-      // One connection per request (agent: false): the kernel spreads them over the workers.
-      const seen: string[] = []
-      for (let i = 0; i < 8; i++) {
-        seen.push(where(await get('81.2.69.160')))
-        // The sibling hears of the answer through the primary within a few ms.
-        await new Promise((resolve) => setTimeout(resolve, 50))
+      serve = await startServe([...base(), '--workers', '2', '--log-level', 'debug'], database.env)
+      // Keep-alive connections stay on the worker that accepted them; the debug line of each
+      // connection's first request (its client address is the connection's number) names that worker's pid.
+      const agents = Array.from({length: 16}, () => new http.Agent({keepAlive: true, maxSockets: 1}))
+      try {
+        // startServe returns at the first worker's "listening": wait for the second one's.
+        for (let t = 0; t < 600 && (serve.output().match(/"msg":"listening"/g) ?? []).length < 2; t++) await new Promise((resolve) => setTimeout(resolve, 100))
+        // Opened together, so that both workers are busy accepting.
+        await Promise.all(agents.map((agent, i) => viaAgent(serve!.port, agent, `10.9.0.${i}`)))
+        await new Promise((resolve) => setTimeout(resolve, 200))
+        const pids = agents.map((_, i) => new RegExp(`"pid":(\\d+)[^\\n]*"ip":"10\\.9\\.0\\.${i}"`).exec(serve!.output())?.[1])
+        const a = 0
+        const b = pids.findIndex((pid) => pid !== pids[a])
+        expect(b, `the kernel spread ${agents.length} connections over the workers (pids ${pids.join(', ')})`).to.be.greaterThan(0)
+        const seen: string[] = []
+        for (let i = 0; i < 8; i++) {
+          seen.push(await viaAgent(serve.port, agents[i % 2 === 0 ? a : b], GB))
+          // The sibling hears of the answer through the primary within a few ms.
+          await new Promise((resolve) => setTimeout(resolve, 50))
+        }
+        expect(seen).to.deep.equal(['gb.example.org', 'se.example.org', 'us.example.org', 'origin', 'gb.example.org', 'se.example.org', 'us.example.org', 'origin'])
+      } finally {
+        for (const agent of agents) agent.destroy()
       }
-      expect(seen).to.deep.equal(['gb.example.org', 'se.example.org', 'us.example.org', 'origin', 'gb.example.org', 'se.example.org', 'us.example.org', 'origin'])
     })
   }
 })
