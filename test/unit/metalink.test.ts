@@ -46,6 +46,9 @@ function mirror(id: number, country: string | null, extra: Partial<SelectMirror>
     needsRescan: false,
     maintenanceUntil: null,
     scanRefusedAt: null,
+    familyUp: {},
+    rangeOk: null,
+    urlChangedAt: null,
     ...extra,
   }
 }

@@ -435,7 +435,8 @@ export class MirrorServer implements RouteServices {
         if (!isCountryCode(country)) return undefined
       }
     }
-    ctx.info = clientInfo({ip: c.ip, address: c.address, https: c.https, userAgent: ctx.req.headers['user-agent'], country}, this.geo)
+    const headers = ctx.req.headers
+    ctx.info = clientInfo({ip: c.ip, address: c.address, https: c.https, userAgent: headers['user-agent'], range: headers.range !== undefined, country}, this.geo)
     return ctx.info
   }
 
