@@ -311,6 +311,8 @@ describe('mirror rendering', () => {
     status_changed_at: null,
     needs_rescan: false,
     scan_refused_at: null,
+    range_ok: null,
+    url_changed_at: null,
     last_scan_at: '2026-01-02T03:04:05.000Z',
     last_scan_ok_at: '2026-01-02T03:04:05.000Z',
     last_scan_error: null,

@@ -395,6 +395,8 @@ export interface PublicMirror {
   comment: string | null
   up: boolean
   ipv6: boolean | null
+  /** The mirror honours `Range` (probing got 206 for `Range: bytes=0-0`); false: it sends the whole file (200), so ranged requests (resumes) are not sent there; null = not known yet. */
+  range_ok: boolean | null
   status: Record<string, unknown>
   status_reason: string | null
   status_changed_at: string | null
@@ -403,6 +405,8 @@ export interface PublicMirror {
   maintenance_until: string | null
   /** When the last scan was refused by the safety check (ISO 8601 UTC): the mirror is suspect, out of selection (`scan_refused`); null = not suspect. */
   scan_refused_at: string | null
+  /** When `mb mirror edit` changed a base URL (ISO 8601 UTC): out of selection (`url_changed`, "URL changed, awaiting scan") until the next successful scan; null = none waiting. */
+  url_changed_at: string | null
   last_scan_at: string | null
   last_scan_ok_at: string | null
   last_scan_error: string | null
@@ -465,12 +469,14 @@ export function publicMirror(row: MirrorRow): PublicMirror {
     comment: row.comment,
     up: row.up,
     ipv6: row.ipv6,
+    range_ok: row.range_ok ?? null,
     status: row.status ?? {},
     status_reason: redacted(row.status_reason),
     status_changed_at: iso(row.status_changed_at),
     needs_rescan: row.needs_rescan,
     maintenance_until: iso(row.maintenance_until),
     scan_refused_at: iso(row.scan_refused_at),
+    url_changed_at: iso(row.url_changed_at),
     last_scan_at: iso(row.last_scan_at),
     last_scan_ok_at: iso(row.last_scan_ok_at),
     last_scan_error: redacted(row.last_scan_error),
