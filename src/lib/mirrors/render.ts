@@ -112,7 +112,7 @@ export const MIRROR_SHOW_FIELDS: Array<[label: string, get: (m: PublicMirror) =>
   ['comment', (m) => m.comment],
   ['up', (m) => upState(m)],
   ['ipv6', (m) => (m.ipv6 === null ? 'unknown' : yesNo(m.ipv6))],
-  ['range', (m) => (m.range_ok === null ? 'unknown' : m.range_ok ? 'yes' : 'no: answers Range with the whole file (200); ranged requests are not sent here')],
+  ['range_ok', (m) => (m.range_ok === null ? 'unknown' : m.range_ok ? 'yes' : 'no: answers Range with the whole file (200); ranged requests are not sent here')],
   ['status', (m) => (Object.keys(m.status).length === 0 ? null : JSON.stringify(m.status))],
   ['status_reason', (m) => m.status_reason],
   ['status_changed_at', (m) => shortTime(m.status_changed_at)],
