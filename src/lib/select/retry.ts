@@ -47,6 +47,28 @@ export const MAX_ATTEMPT = 255
 const TIME_UNIT = 2 ** 24
 const ATTEMPT_UNIT = 2 ** 16
 
+/**
+ * The 0-based rank attempt `attempt` goes to among `count` ranked mirrors, or -1 for the
+ * origin: attempts walk the ranking, then reach the origin, then start over (so that many
+ * clients behind one address, fetching the same file, spread over the mirrors and the
+ * origin takes one share). `count` must hold every eligible mirror when `attempt` exceeds it
+ * (`mb serve` ranks `attempt` + alternatives candidates, so a shorter ranking is complete).
+ */
+export function rankOfAttempt(attempt: number, count: number): number {
+  if (attempt <= count) return attempt - 1
+  const position = (attempt - 1) % (count + 1)
+  return position === count ? -1 : position
+}
+
+/**
+ * The retry rule in words, for `mb file lookup` and the docs' wording: what a repeated
+ * request of one client address does within `windowSeconds`.
+ */
+export function retryRule(windowSeconds: number): string {
+  if (windowSeconds <= 0) return 'retries off (select.retry_window_seconds is 0): every request gets rank 1'
+  return `the same client address asking again for this file within ${windowSeconds} s (no Range, or a Range from byte 0) goes to the next mirror in rank order, after the last to the origin, then from rank 1 again; a continuation (Range not from byte 0) stays where it was sent (X-MB-Attempt)`
+}
+
 /** The memory key of a client address and an origin-relative path. */
 export function retryKey(address: string, path: string): string {
   return `${address} ${path}`

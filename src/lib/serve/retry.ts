@@ -6,7 +6,7 @@
  * With `--workers N` every worker's answers are shared with its siblings through the cluster
  * primary (./retry-share.ts), so a retry moves on whichever worker takes it.
  */
-import {MAX_ATTEMPT, RetryMemory, retryKey, startsDownload} from '../select/retry.js'
+import {MAX_ATTEMPT, RetryMemory, rankOfAttempt, retryKey, startsDownload} from '../select/retry.js'
 import type {SelectOptions} from '../select/options.js'
 import type {Selection} from '../select/types.js'
 
@@ -91,19 +91,6 @@ export class Retries {
   merge(key: string, attempt: number, mirrorId: number): void {
     this.memory?.merge(key, attempt, mirrorId)
   }
-}
-
-/**
- * The 0-based rank attempt `attempt` goes to among `count` ranked mirrors, or -1 for the
- * origin: attempts walk the ranking, then reach the origin, then start over (so that many
- * clients behind one address, fetching the same file, spread over the mirrors and the
- * origin takes one share). `count` must hold every eligible mirror when `attempt` exceeds it
- * (the server ranks `attempt` + alternatives candidates, so a shorter ranking is complete).
- */
-export function rankOfAttempt(attempt: number, count: number): number {
-  if (attempt <= count) return attempt - 1
-  const position = (attempt - 1) % (count + 1)
-  return position === count ? -1 : position
 }
 
 /**

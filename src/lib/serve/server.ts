@@ -51,7 +51,8 @@ import {type FileEntry, type Snapshot, unindexedVersion} from './snapshot.js'
 import {resolveLinks} from '../origin/links.js'
 import type {Outcome, RequestObserver, RequestOutcome} from './types.js'
 import {TurnBatch} from './turn-batch.js'
-import {Retries, type RetryStep, attemptText, rankOfAttempt, selectionForAttempt} from './retry.js'
+import {rankOfAttempt} from '../select/retry.js'
+import {Retries, type RetryStep, attemptText, selectionForAttempt} from './retry.js'
 
 export interface ServerOptions {
   /** The origin tree (absolute or relative; resolved with realpath at start). */
