@@ -82,7 +82,10 @@ describe(`mirrors that ignore Range, and a changed mirror URL (${backend})`, fun
       const plain = await request(serve.port, '/pub/big.iso', {headers: {'X-Forwarded-For': ip}})
       seen.add(`plain:${plain.headers['x-mb-mirror']}`)
     }
-    expect([...seen].filter((s) => !s.startsWith('plain:')), 'with Range').to.deep.equal(['ranged.test'])
+    expect(
+      [...seen].filter((s) => !s.startsWith('plain:')),
+      'with Range',
+    ).to.deep.equal(['ranged.test'])
     expect([...seen].filter((s) => s.startsWith('plain:')).sort(), 'without Range both take clients').to.deep.equal(['plain:ranged.test', 'plain:whole.test'])
 
     const page = await request(serve.port, '/mirrors', {headers: {Accept: 'application/json'}})

@@ -33,7 +33,10 @@ async function seed(database: TestDatabase): Promise<string> {
       ] as any)
       .execute()
     const mtime = Math.floor(statSync(join(root, 'big.iso')).mtimeMs / 1000)
-    await db.db.insertInto('file').values({path: 'big.iso', size: 10_000, mtime, mirrors: [1, 2, 3]}).execute()
+    await db.db
+      .insertInto('file')
+      .values({path: 'big.iso', size: 10_000, mtime, mirrors: [1, 2, 3]})
+      .execute()
   } finally {
     await db.close()
   }

@@ -39,7 +39,13 @@ With --client-ip, also explain the choice \`mb serve\` would make for that clien
 
   public async run(): Promise<{files: FileLookup[]}> {
     const database = await this.openDb()
-    const files = await lookupFiles(database, this.mbConfig, {pattern: this.args.path, clientIp: this.flags['client-ip'], https: this.flags.https, limit: this.flags.limit, attempt: this.flags.attempt})
+    const files = await lookupFiles(database, this.mbConfig, {
+      pattern: this.args.path,
+      clientIp: this.flags['client-ip'],
+      https: this.flags.https,
+      limit: this.flags.limit,
+      attempt: this.flags.attempt,
+    })
     if (!this.jsonEnabled()) this.log(files.map((f) => render(f)).join('\n\n'))
     return {files}
   }

@@ -22,7 +22,10 @@ export default class MirrorEdit extends BaseCommand<typeof MirrorEdit> {
     '<%= config.bin %> mirror edit old.example.org --rename new.example.org --json',
     {description: 'Keep clients away from a mirror until its maintenance ends (none ends it early)', command: '<%= config.bin %> mirror edit ftp.example.de --maintenance-until 2026-12-01T18:00:00Z'},
     {description: 'Use a suspect mirror (its last scan was refused) again, with the files of its last good scan', command: '<%= config.bin %> mirror edit ftp.example.de --trust-scan'},
-    {description: 'Move a mirror to a new URL and scan it there at once, so that it takes clients again', command: '<%= config.bin %> mirror edit ftp.example.de --http-url https://new.example.de/pub/ --rescan'},
+    {
+      description: 'Move a mirror to a new URL and scan it there at once, so that it takes clients again',
+      command: '<%= config.bin %> mirror edit ftp.example.de --http-url https://new.example.de/pub/ --rescan',
+    },
   ]
 
   static override args = {

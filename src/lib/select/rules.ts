@@ -89,7 +89,7 @@ function schemeHealth(m: SelectMirror, https: boolean): boolean | null | undefin
  * when that scheme was probed over IPv6 only (the host has no IPv4 address), else null (not
  * probed over that family; for an IPv6 client `select.ipv6` decides).
  */
-export function familyHealth(m: SelectMirror, https: boolean, v6: boolean): boolean | null {
+function familyHealth(m: SelectMirror, https: boolean, v6: boolean): boolean | null {
   const scheme = https || m.httpUrl === null ? 'https' : 'http'
   const up = m.familyUp[`${scheme}/${v6 ? 'ipv6' : 'ipv4'}`]
   if (up !== undefined) return up
