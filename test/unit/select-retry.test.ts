@@ -1,6 +1,6 @@
 import {expect} from 'chai'
 import {compileSelectOptions} from '../../src/lib/select/index.js'
-import {RetryMemory, retryKey, startsDownload} from '../../src/lib/select/retry.js'
+import {answerAttempt, answerMirror, RetryMemory, retryKey, startsDownload} from '../../src/lib/select/retry.js'
 import type {Candidate, Selection} from '../../src/lib/select/types.js'
 import {Retries, selectionForAttempt} from '../../src/lib/serve/retry.js'
 
@@ -10,47 +10,61 @@ function clock(start = 1_800_000_000_000): {now: () => number; advance: (seconds
   return {now: () => t, advance: (seconds) => (t += seconds * 1000)}
 }
 
+/** The (attempt, mirror) a memory recalls for `key`, or undefined. */
+function recalled(m: RetryMemory, key: number): {attempt: number; mirrorId: number} | undefined {
+  const v = m.recall(key)
+  return v < 0 ? undefined : {attempt: answerAttempt(v), mirrorId: answerMirror(v)}
+}
+
 describe('retries: the memory of recent answers', () => {
   it('recalls an answer within the window and forgets it after', () => {
     const c = clock()
     const m = new RetryMemory(600, 1000, c.now)
     m.remember(retryKey('192.0.2.1', 'iso/a.iso'), 2, 7)
-    expect(m.recall(retryKey('192.0.2.1', 'iso/a.iso'))).to.deep.equal({attempt: 2, mirrorId: 7})
-    expect(m.recall(retryKey('192.0.2.2', 'iso/a.iso')), 'another client').to.equal(undefined)
-    expect(m.recall(retryKey('192.0.2.1', 'iso/b.iso')), 'another path').to.equal(undefined)
+    expect(recalled(m, retryKey('192.0.2.1', 'iso/a.iso'))).to.deep.equal({attempt: 2, mirrorId: 7})
+    expect(recalled(m, retryKey('192.0.2.2', 'iso/a.iso')), 'another client').to.equal(undefined)
+    expect(recalled(m, retryKey('192.0.2.1', 'iso/b.iso')), 'another path').to.equal(undefined)
+    expect(recalled(m, retryKey('192.0.2.1 iso/a.is', 'o')), 'where the two meet is part of the key').to.equal(undefined)
     c.advance(599)
-    expect(m.recall(retryKey('192.0.2.1', 'iso/a.iso'))?.attempt).to.equal(2)
+    expect(recalled(m, retryKey('192.0.2.1', 'iso/a.iso'))?.attempt).to.equal(2)
     c.advance(1)
-    expect(m.recall(retryKey('192.0.2.1', 'iso/a.iso')), 'after the window').to.equal(undefined)
+    expect(recalled(m, retryKey('192.0.2.1', 'iso/a.iso')), 'after the window').to.equal(undefined)
   })
 
   it('holds at most its bound, forgetting the oldest answers first', () => {
     const c = clock()
-    const m = new RetryMemory(600, 100, c.now)
-    for (let i = 0; i < 1000; i++) m.remember(retryKey(`10.0.${i >> 8}.${i & 255}`, 'f'), 1, 1)
-    expect(m.size).to.be.at.most(100)
-    expect(m.recall(retryKey('10.0.3.231', 'f')), 'the newest').to.deep.equal({attempt: 1, mirrorId: 1})
-    expect(m.recall(retryKey('10.0.0.0', 'f')), 'the oldest').to.equal(undefined)
+    const m = new RetryMemory(600, 128, c.now)
+    const key = (i: number) => retryKey(`10.0.${i >> 8}.${i & 255}`, 'f')
+    for (let i = 0; i < 1000; i++) {
+      m.remember(key(i), 1, 1)
+      if (i % 100 === 99) c.advance(1)
+    }
+    expect(m.size).to.be.at.most(128)
+    expect(m.size, 'the table fills').to.be.at.least(100)
+    expect(recalled(m, key(999)), 'the newest').to.deep.equal({attempt: 1, mirrorId: 1})
+    let old = 0
+    for (let i = 0; i < 500; i++) if (m.recall(key(i)) >= 0) old++
+    expect(old, 'the oldest half is forgotten').to.equal(0)
   })
 
-  it('drops expired generations without timers: after two windows nothing is held', () => {
+  it('an expired answer frees its slot without timers', () => {
     const c = clock()
-    const m = new RetryMemory(10, 1000, c.now)
-    for (let i = 0; i < 50; i++) m.remember(retryKey(`10.0.0.${i}`, 'f'), 1, 1)
+    const m = new RetryMemory(10, 16, c.now)
+    for (let i = 0; i < 16; i++) m.remember(retryKey(`10.0.0.${i}`, 'f'), 1, 1)
     c.advance(10)
+    expect(m.size).to.equal(0)
     m.remember(retryKey('10.0.1.1', 'f'), 1, 1)
-    c.advance(10)
-    m.remember(retryKey('10.0.1.2', 'f'), 1, 1)
-    expect(m.size).to.equal(2)
+    expect(m.size).to.equal(1)
   })
 
   it('a sibling’s answer does not move a later attempt back', () => {
     const m = new RetryMemory(600, 1000, clock().now)
-    m.remember('k', 3, 5)
-    m.merge('k', 2, 4)
-    expect(m.recall('k')).to.deep.equal({attempt: 3, mirrorId: 5})
-    m.merge('k', 4, 6)
-    expect(m.recall('k')).to.deep.equal({attempt: 4, mirrorId: 6})
+    const k = retryKey('192.0.2.1', 'a')
+    m.remember(k, 3, 5)
+    m.merge(k, 2, 4)
+    expect(recalled(m, k)).to.deep.equal({attempt: 3, mirrorId: 5})
+    m.merge(k, 4, 6)
+    expect(recalled(m, k)).to.deep.equal({attempt: 4, mirrorId: 6})
   })
 
   it('a Range from byte 0 starts a download, a continuation does not', () => {
@@ -99,9 +113,9 @@ describe('retries: the steps of one client', () => {
     r.onRemember((key, attempt, mirrorId) => heard.push([key, attempt, mirrorId]))
     r.answered(r.step('192.0.2.1', 'a.iso', 'GET', undefined)!, 3)
     r.answered(r.step('192.0.2.1', 'a.iso', 'GET', 'bytes=9-')!, 3)
-    expect(heard).to.deep.equal([['192.0.2.1 a.iso', 1, 3]])
+    expect(heard).to.deep.equal([[retryKey('192.0.2.1', 'a.iso'), 1, 3]])
     const sibling = new Retries(options, clock().now)
-    sibling.merge('192.0.2.1 a.iso', 1, 3)
+    sibling.merge(retryKey('192.0.2.1', 'a.iso'), 1, 3)
     expect(sibling.step('192.0.2.1', 'a.iso', 'GET', undefined)).to.include({attempt: 2, retriedFrom: 3})
   })
 

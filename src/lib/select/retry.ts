@@ -16,36 +16,35 @@
  * - the key is the client's own address, not its network: other clients of the same network
  *   keep the sticky choice.
  *
- * Memory: two generations of a `Map` keyed by `address + ' ' + path`, swapped when the older
- * one can only hold expired answers (every window) or when the newer one is full (half of
- * `retry_memory_entries`), so at most `retry_memory_entries` answers are held, the oldest
- * are forgotten first, and nothing runs per entry (no timers). A value is one number: the
- * answer's time, attempt and mirror packed together, so remembering allocates only the key.
+ * Memory: one fixed table of `retry_memory_entries` slots (rounded up to a power of two) in
+ * two `Float64Array`s, keyed by a 53-bit hash of (address, path) and probed linearly over a
+ * few slots: an answer takes its own slot, an empty or expired one, else the oldest answer
+ * among those it may take. So memory is fixed from the start (16 bytes a slot, no garbage),
+ * the oldest answers are forgotten first, expiry needs no timer (an answer older than the
+ * window reads as absent), and remembering allocates nothing. Two (address, path) pairs with
+ * the same 53-bit hash would share an answer: with 10^5 answers held, about one chance in a
+ * million per window.
  */
-
-/** What {@link RetryMemory} remembers about one (client address, path). */
-export interface RetryAnswer {
-  /** The attempt answered, 1-based (1 = the sticky choice). */
-  attempt: number
-  /** The mirror it went to, or 0 when the origin delivered. */
-  mirrorId: number
-}
 
 /** The default `select.retry_window_seconds`: 10 minutes, longer than dnf's and apt's retries take. */
 export const DEFAULT_RETRY_WINDOW_SECONDS = 600
 
 /**
- * The default `select.retry_memory_entries`: 100,000 answers, about 15 MB of keys at an
- * address and an 80-byte path each. A server answering more distinct (client, path) pairs
- * than that per window forgets the oldest, whose retries then start again at rank 1.
+ * The default `select.retry_memory_entries`: 131,072 answers (2 MB). A server answering more
+ * distinct (client, path) pairs than that per window forgets the oldest, whose retries then
+ * start again at rank 1.
  */
-export const DEFAULT_RETRY_MEMORY_ENTRIES = 100_000
+export const DEFAULT_RETRY_MEMORY_ENTRIES = 131_072
 
-/** Attempts are counted up to this (a client that retries more stays at the origin). */
+/** Attempts are counted up to this (a client that retries more starts over at rank 1). */
 export const MAX_ATTEMPT = 255
 /** Value layout: seconds since the memory started × 2^24 + attempt × 2^16 + mirror id. */
 const TIME_UNIT = 2 ** 24
 const ATTEMPT_UNIT = 2 ** 16
+/** The low part of a key (2^21): the high 32 bits pick the slot. */
+const LOW = 2 ** 21
+/** Slots an answer may take, from its own on. */
+const PROBES = 8
 
 /**
  * The 0-based rank attempt `attempt` goes to among `count` ranked mirrors, or -1 for the
@@ -61,17 +60,40 @@ export function rankOfAttempt(attempt: number, count: number): number {
 }
 
 /**
- * The retry rule in words, for `mb file lookup` and the docs' wording: what a repeated
- * request of one client address does within `windowSeconds`.
+ * The retry rule in words, for `mb file lookup`: what a repeated request of one client
+ * address does within `windowSeconds`.
  */
 export function retryRule(windowSeconds: number): string {
   if (windowSeconds <= 0) return 'retries off (select.retry_window_seconds is 0): every request gets rank 1'
   return `the same client address asking again for this file within ${windowSeconds} s (no Range, or a Range from byte 0) goes to the next mirror in rank order, after the last to the origin, then from rank 1 again; a continuation (Range not from byte 0) stays where it was sent (X-MB-Attempt)`
 }
 
-/** The memory key of a client address and an origin-relative path. */
-export function retryKey(address: string, path: string): string {
-  return `${address} ${path}`
+/**
+ * The memory key of a client address and an origin-relative path: a 53-bit hash (never 0)
+ * of their UTF-16 code units with a space between, from two 32-bit FNV-1a-style mixes with
+ * different multipliers (the second finished with MurmurHash3's mixing), computed without
+ * building the joined string. The same on every process, so `--workers` siblings share keys.
+ */
+export function retryKey(address: string, path: string): number {
+  let a = 0x811c9dc5
+  let b = 0x9747b28c
+  for (let i = 0; i < address.length; i++) {
+    const c = address.charCodeAt(i)
+    a = Math.imul(a ^ c, 0x01000193)
+    b = Math.imul(b ^ c, 0x5bd1e995)
+  }
+  a = Math.imul(a ^ 0x20, 0x01000193)
+  b = Math.imul(b ^ 0x20, 0x5bd1e995)
+  for (let i = 0; i < path.length; i++) {
+    const c = path.charCodeAt(i)
+    a = Math.imul(a ^ c, 0x01000193)
+    b = Math.imul(b ^ c, 0x5bd1e995)
+  }
+  b ^= b >>> 15
+  b = Math.imul(b, 0x2c1b3c6d)
+  b ^= b >>> 12
+  const key = (a >>> 0) * LOW + (b >>> 11)
+  return key === 0 ? 1 : key
 }
 
 /**
@@ -82,22 +104,38 @@ export function startsDownload(range: string | undefined): boolean {
   return range === undefined || range.startsWith('bytes=0-') || range.startsWith('bytes=0,') || range === 'bytes=0'
 }
 
+/** The attempt of an answer {@link RetryMemory.recall} returned (its packed value). */
+export function answerAttempt(value: number): number {
+  return Math.floor((value % TIME_UNIT) / ATTEMPT_UNIT)
+}
+
+/** The mirror id (0: the origin) of an answer {@link RetryMemory.recall} returned. */
+export function answerMirror(value: number): number {
+  return value % ATTEMPT_UNIT
+}
+
+/** Slots of a table for `maxEntries` answers: a power of two, at least 16. */
+function slotsFor(maxEntries: number): number {
+  let slots = 16
+  while (slots < maxEntries) slots *= 2
+  return slots
+}
+
 /**
- * The recent answers of one server: see the module doc. Times are read from `now`
- * (milliseconds since the epoch) on every call, so tests drive the clock.
+ * The recent answers of one server: see the module doc. Each call takes the time it happens
+ * at (`nowMs`, milliseconds since the epoch; the redirect path passes the request's start,
+ * so it reads no clock), else reads `now`.
  */
 export class RetryMemory {
-  private current = new Map<string, number>()
-  private previous = new Map<string, number>()
-  /** Start of `current`'s generation, in seconds since {@link origin}. */
-  private generationStart = 0
+  private keys: Float64Array
+  private values: Float64Array
+  private mask: number
   private readonly origin: number
   private windowSeconds: number
-  private maxEntries: number
 
   /**
    * @param windowSeconds how long an answer is remembered (> 0)
-   * @param maxEntries    answers held at most (>= 2), oldest forgotten first
+   * @param maxEntries    answers held at most (rounded up to a power of two, at least 16)
    * @param now           the clock, ms since the epoch (default: `Date.now`)
    */
   constructor(
@@ -106,63 +144,90 @@ export class RetryMemory {
     private readonly now: () => number = Date.now,
   ) {
     this.windowSeconds = windowSeconds
-    this.maxEntries = Math.max(2, maxEntries)
     this.origin = now()
+    const slots = slotsFor(maxEntries)
+    this.keys = new Float64Array(slots)
+    this.values = new Float64Array(slots)
+    this.mask = slots - 1
   }
 
-  /** Applies reloaded settings; remembered answers stay (and now expire by the new window). */
+  /** Applies reloaded settings; remembered answers stay unless the table's size changes. */
   configure(windowSeconds: number, maxEntries: number): void {
     this.windowSeconds = windowSeconds
-    this.maxEntries = Math.max(2, maxEntries)
+    const slots = slotsFor(maxEntries)
+    if (slots === this.keys.length) return
+    this.keys = new Float64Array(slots)
+    this.values = new Float64Array(slots)
+    this.mask = slots - 1
   }
 
-  /** Answers held now (both generations; some may have expired). */
+  /** Answers held within the window now (a walk of the whole table: for tests and reports). */
   get size(): number {
-    return this.current.size + this.previous.size
-  }
-
-  private seconds(): number {
-    return Math.floor((this.now() - this.origin) / 1000)
-  }
-
-  /** The answer remembered for `key` within the window, or undefined. */
-  recall(key: string): RetryAnswer | undefined {
-    const value = this.current.get(key) ?? this.previous.get(key)
-    if (value === undefined) return undefined
-    const at = Math.floor(value / TIME_UNIT)
-    if (this.seconds() - at >= this.windowSeconds) return undefined
-    const rest = value - at * TIME_UNIT
-    return {attempt: Math.floor(rest / ATTEMPT_UNIT), mirrorId: rest % ATTEMPT_UNIT}
-  }
-
-  /**
-   * Records that `key` was answered with `attempt`, sent to `mirrorId` (0: the origin).
-   * Swaps generations first when the older one has only expired answers left or the newer
-   * one is full.
-   */
-  remember(key: string, attempt: number, mirrorId: number): void {
     const t = this.seconds()
-    this.rotate(t)
-    this.current.set(key, t * TIME_UNIT + Math.min(attempt, MAX_ATTEMPT) * ATTEMPT_UNIT + mirrorId)
+    let n = 0
+    for (let i = 0; i < this.keys.length; i++) if (this.keys[i] !== 0 && t - Math.floor(this.values[i] / TIME_UNIT) < this.windowSeconds) n++
+    return n
+  }
+
+  private seconds(nowMs: number = this.now()): number {
+    return Math.floor((nowMs - this.origin) / 1000)
   }
 
   /**
-   * Records an answer another process gave (a `--workers` sibling; ./serve/retry-share.ts):
+   * The answer remembered for `key` ({@link retryKey}) within the window, packed (read it
+   * with {@link answerAttempt} and {@link answerMirror}), or -1.
+   */
+  recall(key: number, nowMs?: number): number {
+    const keys = this.keys
+    const mask = this.mask
+    let i = (key / LOW) & mask
+    for (let p = 0; p < PROBES; p++, i = (i + 1) & mask) {
+      if (keys[i] !== key) continue
+      const value = this.values[i]
+      return this.seconds(nowMs) - Math.floor(value / TIME_UNIT) < this.windowSeconds ? value : -1
+    }
+    return -1
+  }
+
+  /**
+   * Records that `key` was answered with `attempt`, sent to `mirrorId` (0: the origin): in
+   * its own slot, else the first empty or expired one, else the oldest of the slots it may
+   * take.
+   */
+  remember(key: number, attempt: number, mirrorId: number, nowMs?: number): void {
+    const keys = this.keys
+    const values = this.values
+    const mask = this.mask
+    const t = this.seconds(nowMs)
+    let i = (key / LOW) & mask
+    let slot = -1
+    let oldest = Infinity
+    for (let p = 0; p < PROBES; p++, i = (i + 1) & mask) {
+      if (keys[i] === key) {
+        slot = i
+        break
+      }
+      if (oldest === -Infinity) continue // a free slot is taken; only the key's own slot can still win
+      const at = keys[i] === 0 ? -Infinity : Math.floor(values[i] / TIME_UNIT)
+      if (at === -Infinity || t - at >= this.windowSeconds) {
+        slot = i
+        oldest = -Infinity
+      } else if (at < oldest) {
+        slot = i
+        oldest = at
+      }
+    }
+    keys[slot] = key
+    values[slot] = t * TIME_UNIT + Math.min(attempt, MAX_ATTEMPT) * ATTEMPT_UNIT + mirrorId
+  }
+
+  /**
+   * Records an answer another process gave (a `--workers` sibling; ../serve/retry-share.ts):
    * the same as {@link remember}, unless this memory already holds a later attempt for `key`.
    */
-  merge(key: string, attempt: number, mirrorId: number): void {
+  merge(key: number, attempt: number, mirrorId: number): void {
     const known = this.recall(key)
-    if (known !== undefined && known.attempt > attempt) return
+    if (known >= 0 && answerAttempt(known) > attempt) return
     this.remember(key, attempt, mirrorId)
-  }
-
-  private rotate(t: number): void {
-    if (t - this.generationStart >= this.windowSeconds || this.current.size >= this.maxEntries / 2) {
-      // `previous` only held answers older than one window, or `current` is full: forget
-      // the oldest generation at once.
-      this.previous = this.current
-      this.current = new Map()
-      this.generationStart = t
-    }
   }
 }

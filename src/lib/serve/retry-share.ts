@@ -5,17 +5,17 @@
  * client's retry, which the kernel may hand to any worker, so finds its last answer there.
  *
  * The answers of one event-loop turn travel as one message (a flat array of key, attempt,
- * mirror id), sent when the turn ends: under load one IPC write per turn, not per request;
+ * mirror id: numbers), sent when the turn ends: under load one IPC write per turn, not per request;
  * idle, a sibling knows within about a millisecond, long before a client gives up on a mirror
  * and asks again.
  */
 import cluster, {type Worker} from 'node:cluster'
 import type {Retries} from './retry.js'
 
-/** The IPC message of a worker's answers: `answers` is [key, attempt, mirrorId, key, …]. */
+/** The IPC message of a worker's answers: `answers` is [key, attempt, mirrorId, key, …], all numbers. */
 interface RetryMessage {
   type: 'mb:retries'
-  answers: Array<string | number>
+  answers: number[]
 }
 
 function isRetryMessage(message: unknown): message is RetryMessage {
@@ -28,7 +28,7 @@ function isRetryMessage(message: unknown): message is RetryMessage {
  * of the worker (its IPC channel closes when it stops).
  */
 export function shareRetries(retries: Retries): void {
-  let batch: Array<string | number> = []
+  let batch: number[] = []
   let scheduled = false
   const send = () => {
     scheduled = false
@@ -48,7 +48,7 @@ export function shareRetries(retries: Retries): void {
   const onMessage = (message: unknown) => {
     if (!isRetryMessage(message)) return
     const a = message.answers
-    for (let i = 0; i + 2 < a.length; i += 3) if (typeof a[i] === 'string') retries.merge(a[i] as string, Number(a[i + 1]), Number(a[i + 2]))
+    for (let i = 0; i + 2 < a.length; i += 3) retries.merge(Number(a[i]), Number(a[i + 1]), Number(a[i + 2]))
   }
   process.on('message', onMessage)
 }

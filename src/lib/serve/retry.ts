@@ -6,20 +6,22 @@
  * With `--workers N` every worker's answers are shared with its siblings through the cluster
  * primary (./retry-share.ts), so a retry moves on whichever worker takes it.
  */
-import {MAX_ATTEMPT, RetryMemory, rankOfAttempt, retryKey, startsDownload} from '../select/retry.js'
+import {answerAttempt, answerMirror, MAX_ATTEMPT, RetryMemory, rankOfAttempt, retryKey, startsDownload} from '../select/retry.js'
 import type {SelectOptions} from '../select/options.js'
 import type {Selection} from '../select/types.js'
 
 /** One request's place in its client's retries. */
 export interface RetryStep {
-  /** The memory key (client address and path). */
-  key: string
+  /** The memory key of the client address and path ({@link retryKey}). */
+  key: number
   /** 1-based: 1 is the sticky choice, N the N-th ranked mirror; beyond the ranking, the origin. */
   attempt: number
   /** The request starts a download (GET without Range or with a Range from byte 0): it is remembered. */
   advance: boolean
   /** The mirror of the answer this request retries (a new attempt after one that went to a mirror); 0 otherwise. */
   retriedFrom: number
+  /** When the request came, ms since the epoch (undefined: the memory reads its clock). */
+  nowMs: number | undefined
 }
 
 /** Header values of `X-MB-Attempt` made once, not per request. */
@@ -31,7 +33,7 @@ export function attemptText(attempt: number): string {
 }
 
 /** A callback told of every answer remembered (the `--workers` sharing sends it on). */
-export type RetryListener = (key: string, attempt: number, mirrorId: number) => void
+export type RetryListener = (key: number, attempt: number, mirrorId: number) => void
 
 /**
  * The retry memory of one server, following reloads of `select.retry_window_seconds` (0
@@ -67,28 +69,30 @@ export class Retries {
 
   /**
    * The step of a request for `path` from client address `ip`, or undefined when retries
-   * are off. `method` and `range` (the `Range` header) decide whether it advances.
+   * are off. `method` and `range` (the `Range` header) decide whether it advances; `nowMs`
+   * is when the request came (ms since the epoch; default: the clock).
    */
-  step(ip: string, path: string, method: string | undefined, range: string | undefined): RetryStep | undefined {
+  step(ip: string, path: string, method: string | undefined, range: string | undefined, nowMs?: number): RetryStep | undefined {
     const memory = this.memory
     if (memory === undefined) return undefined
     const key = retryKey(ip, path)
     const advance = method === 'GET' && startsDownload(range)
-    const last = memory.recall(key)
-    if (last === undefined) return {key, attempt: 1, advance, retriedFrom: 0}
-    const attempt = !advance ? last.attempt : last.attempt >= MAX_ATTEMPT ? 1 : last.attempt + 1
-    return {key, attempt, advance, retriedFrom: advance ? last.mirrorId : 0}
+    const last = memory.recall(key, nowMs)
+    if (last < 0) return {key, attempt: 1, advance, retriedFrom: 0, nowMs}
+    const previous = answerAttempt(last)
+    const attempt = !advance ? previous : previous >= MAX_ATTEMPT ? 1 : previous + 1
+    return {key, attempt, advance, retriedFrom: advance ? answerMirror(last) : 0, nowMs}
   }
 
   /** Records the answer of a step that advances: the attempt and where it went (0: the origin). */
   answered(step: RetryStep, mirrorId: number): void {
     if (!step.advance || this.memory === undefined) return
-    this.memory.remember(step.key, step.attempt, mirrorId)
+    this.memory.remember(step.key, step.attempt, mirrorId, step.nowMs)
     this.listener?.(step.key, step.attempt, mirrorId)
   }
 
   /** Records an answer a sibling worker gave (unless this memory knows a later attempt). */
-  merge(key: string, attempt: number, mirrorId: number): void {
+  merge(key: number, attempt: number, mirrorId: number): void {
     this.memory?.merge(key, attempt, mirrorId)
   }
 }

@@ -729,7 +729,7 @@ export class MirrorServer implements RouteServices {
    */
   private retryStep(ctx: RequestContext, file: FileEntry): RetryStep | undefined {
     const req = ctx.req
-    const step = this.retries.step(this.client(ctx).ip, file.path, req.method, req.headers.range)
+    const step = this.retries.step(this.client(ctx).ip, file.path, req.method, req.headers.range, ctx.startedMs)
     if (step === undefined) return undefined
     ctx.attempt = step.attempt
     if (step.retriedFrom !== 0) ctx.retriedFrom = ctx.snapshot.mirrors.byId[step.retriedFrom]?.identifier
