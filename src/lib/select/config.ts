@@ -102,7 +102,9 @@ export const SelectConfigSchema = z
       .int()
       .min(2)
       .default(DEFAULT_RETRY_MEMORY_ENTRIES)
-      .describe('Recent answers (client address, path) each `mb serve` process remembers for retries at most, rounded up to a power of two; the oldest are forgotten first (16 bytes each, allocated at start).'),
+      .describe(
+        'Recent answers (client address, path) each `mb serve` process remembers for retries at most, rounded up to a power of two; the oldest are forgotten first (16 bytes each, allocated at start).',
+      ),
     ...VERIFY_CONFIG,
   })
   .strict()
