@@ -24,6 +24,7 @@ import * as m0014 from './0014_client_formats.js'
 import * as m0015 from './0015_repo_metadata.js'
 import * as m0016 from './0016_push.js'
 import * as m0017 from './0017_redirect_rules.js'
+import * as m0018 from './0018_mirror_range_url_changed.js'
 import * as m0020 from './0020_removed_mirror.js'
 
 export const migrations: Record<string, Migration> = {
@@ -40,5 +41,6 @@ export const migrations: Record<string, Migration> = {
   '0015_repo_metadata': m0015,
   '0016_push': m0016,
   '0017_redirect_rules': m0017,
+  '0018_mirror_range_url_changed': m0018,
   '0020_removed_mirror': m0020,
 }

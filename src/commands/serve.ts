@@ -33,6 +33,10 @@ Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop
       description: 'with --watch: once the origin has been quiet SECONDS after a change, index it and push it to every mirror with a push URL (as `mb push --all`; OpenTTD waits 120)',
       min: 0,
     }),
+    'retry-window': Flags.integer({
+      description: 'seconds a client address asking again for the same file is sent to the next mirror (select.retry_window_seconds; default 600, 0 = off)',
+      min: 0,
+    }),
     workers: Flags.integer({description: 'worker processes (node:cluster; PostgreSQL only)', min: 1, max: 64}),
     'log-level': Flags.string({description: 'log level', options: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']}),
     'access-log': Flags.string({description: "write an access log in Apache combined format (+ mirror and realm) to FILE, or '-' for stdout; reopened on SIGHUP"}),
@@ -53,6 +57,7 @@ Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop
       'select.min_size': f['min-size'],
       'serve.watch': f.watch,
       'serve.workers': f.workers,
+      'select.retry_window_seconds': f['retry-window'],
       'serve.push_after': f['push-after'],
       log_level: f['log-level'],
       'serve.access_log': f['access-log'],

@@ -16,7 +16,8 @@ export interface ServeProcess {
 }
 
 /**
- * Spawns `mb serve ARGS --listen 127.0.0.1:0` with `env`; rejects on early exit or after 120 s.
+ * Spawns `mb serve --listen 127.0.0.1:0 --retry-window 0 ARGS` (retries off unless ARGS set
+ * `--retry-window`) with `env`; rejects on early exit or after 120 s.
  * @param options.bin the CLI entry point (default: this tree's bin/run.js)
  * @param options.fileLimit run under `ulimit -n` this many open files (through bash; the
  *        child is still mb itself: bash `exec`s it)
@@ -24,7 +25,10 @@ export interface ServeProcess {
 export async function startServe(args: string[], env: Record<string, string | undefined>, options: {bin?: string; fileLimit?: number} = {}): Promise<ServeProcess> {
   // A config file is named with --config; MB_CONFIG from `env` is not used.
   const fullEnv = hermeticEnv({...env, MB_CONFIG: NO_CONFIG})
-  const argv = [options.bin ?? BIN, 'serve', '--listen', '127.0.0.1:0', ...args]
+  // Retries off unless the test asks (`--retry-window`): every request of a test comes from
+  // 127.0.0.1, and repeated requests for one file would otherwise walk the ranking.
+  const retries = args.includes('--retry-window') ? [] : ['--retry-window', '0']
+  const argv = [options.bin ?? BIN, 'serve', '--listen', '127.0.0.1:0', ...retries, ...args]
   const child =
     options.fileLimit === undefined
       ? spawn(process.execPath, argv, {env: fullEnv, stdio: ['ignore', 'pipe', 'pipe']})

@@ -46,12 +46,14 @@ const KEYS = [
   'comment',
   'up',
   'ipv6',
+  'range_ok',
   'status',
   'status_reason',
   'status_changed_at',
   'needs_rescan',
   'maintenance_until',
   'scan_refused_at',
+  'url_changed_at',
   'last_scan_at',
   'last_scan_ok_at',
   'last_scan_error',
@@ -237,7 +239,7 @@ describe(`mb mirror (${backend})`, () => {
     expect(edit.stdout).to.match(/^Updated mirror mirror\.example\.gb: /)
     expect(edit.stdout).to.match(/^score: +0$/m)
     expect(edit.stdout).to.match(/^asn: +-$/m)
-    expect(edit.stdout).to.match(/^needs_rescan: +yes$/m)
+    expect(edit.stdout).to.match(/^url_changed_at: +\S+ \(URL changed, awaiting scan\)$/m)
     expect(edit.stdout).not.to.contain(PASSWORD)
 
     const show = await mb(['mirror', 'show', 'MIRROR.EXAMPLE.G', '--json'], {env})
@@ -252,10 +254,11 @@ describe(`mb mirror (${backend})`, () => {
       region_only: false,
       country_only: true,
       https_url: 'https://mirror.example.gb/new/',
-      needs_rescan: true,
+      needs_rescan: false,
       latitude: 51.5,
       comment: 'London',
     })
+    expect(m.url_changed_at).to.be.a('string')
     expect(show.stdout).not.to.contain(PASSWORD)
   })
 

@@ -74,14 +74,17 @@ describe(`mirror registry (${backend})`, () => {
     expect((await caught(resolveMirror(database.db, 'zz.throwaway'))).code).to.equal('MIRROR_NOT_FOUND')
   })
 
-  it('edits only the given fields, follows the country with the continent, and flags URL changes for rescan', async () => {
+  it('edits only the given fields, follows the country with the continent; a URL change is url_changed, a base_path change needs a rescan', async () => {
     const before = await resolveMirror(database.db, 'ftp.example.de')
     const {mirror, changed} = await editMirror(database.db, 'ftp.example.de', {score: '150', country: 'at'})
     expect(changed).to.deep.equal(['score', 'country']) // the continent stays EU
     expect(mirror).to.include({score: 150, country: 'AT', continent: 'EU', http_url: before.http_url, needs_rescan: false})
     expect(Number(mirror.asn)).to.equal(4294967295)
     const moved = await editMirror(database.db, 'ftp.example.de', {country: 'US', https_url: 'https://ftp.example.de/pub/'})
-    expect(moved.mirror).to.include({country: 'US', continent: 'NA', https_url: 'https://ftp.example.de/pub/', needs_rescan: true})
+    expect(moved.mirror).to.include({country: 'US', continent: 'NA', https_url: 'https://ftp.example.de/pub/', needs_rescan: false, range_ok: null})
+    expect(moved.mirror.url_changed_at).to.be.instanceOf(Date)
+    const rebased = await editMirror(database.db, 'ftp.example.de', {base_path: 'sub'})
+    expect(rebased.mirror).to.include({needs_rescan: true})
     const unchanged = await editMirror(database.db, 'ftp.example.de', {score: 150})
     expect(unchanged.changed).to.deep.equal([])
   })

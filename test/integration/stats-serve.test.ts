@@ -35,10 +35,11 @@ interface Serve {
 }
 
 async function startServe(t: TestDatabase, root: string, extra: string[] = []): Promise<Serve> {
-  const child = spawn(process.execPath, [BIN, 'serve', '--root', root, '--listen', '127.0.0.1:0', '--geoip', GEOIP, '--trusted-proxy', '127.0.0.1/32', '--log-level', 'info', ...extra], {
-    env: hermeticEnv(t.env),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  const child = spawn(
+    process.execPath,
+    [BIN, 'serve', '--root', root, '--listen', '127.0.0.1:0', '--geoip', GEOIP, '--trusted-proxy', '127.0.0.1/32', '--log-level', 'info', '--retry-window', '0', ...extra],
+    {env: hermeticEnv(t.env), stdio: ['ignore', 'pipe', 'pipe']},
+  )
   let out = ''
   let err = ''
   child.stdout!.on('data', (d) => (out += d))

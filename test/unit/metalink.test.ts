@@ -48,6 +48,9 @@ function mirror(id: number, country: string | null, extra: Partial<SelectMirror>
     needsRescan: false,
     maintenanceUntil: null,
     scanRefusedAt: null,
+    familyUp: {},
+    rangeOk: null,
+    urlChangedAt: null,
     ...extra,
   }
 }

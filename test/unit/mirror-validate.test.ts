@@ -313,6 +313,8 @@ describe('mirror rendering', () => {
     status_changed_at: null,
     needs_rescan: false,
     scan_refused_at: null,
+    range_ok: null,
+    url_changed_at: null,
     last_scan_at: '2026-01-02T03:04:05.000Z',
     last_scan_ok_at: '2026-01-02T03:04:05.000Z',
     last_scan_error: null,
@@ -341,6 +343,13 @@ describe('mirror rendering', () => {
     expect(suspect(refused)).to.equal(
       'yes, since 2026-01-03T00:00:00Z: the last scan was refused by the safety check, so no client is sent here (scan_refused) until a good `mb scan m` or `mb mirror edit m --trust-scan`',
     )
+  })
+  it('names a mirror that does not honour Range, and a URL change awaiting its scan', () => {
+    const field = (label: string) => MIRROR_SHOW_FIELDS.find(([l]) => l === label)![1]
+    expect(field('range_ok')({...mirror, range_ok: false})).to.equal('no: answers Range with the whole file (200); ranged requests are not sent here')
+    expect(field('range_ok')({...mirror, range_ok: true})).to.equal('yes')
+    expect(field('range_ok')(mirror)).to.equal('unknown')
+    expect(field('url_changed_at')({...mirror, url_changed_at: '2026-01-03T00:00:00.000Z'})).to.equal('2026-01-03T00:00:00Z (URL changed, awaiting scan)')
   })
   it('marks prefixes stored with --force', () => {
     const prefixes = MIRROR_SHOW_FIELDS.find(([label]) => label === 'prefixes')![1]

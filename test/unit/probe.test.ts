@@ -1,7 +1,7 @@
 import {expect} from 'chai'
 import {classifyError, classifyStatus, isNonGlobalAddress, mirrorFileUrl, sizeFromHeaders} from '../../src/lib/probe/http.js'
 import {nagiosUnknown, nagiosVerdict} from '../../src/lib/probe/nagios.js'
-import {nextState, type MirrorState} from '../../src/lib/probe/state.js'
+import {nextState, type MirrorState, rangeSupport} from '../../src/lib/probe/state.js'
 import type {CheckResult} from '../../src/lib/probe/probe.js'
 import {ProbeConfigSchema} from '../../src/lib/probe/config.js'
 
@@ -143,5 +143,21 @@ describe('probe: Nagios verdicts', () => {
     expect(nagiosVerdict({up: 5, down: 0}, 0, 0)).to.include({state: 'OK'}) // nothing down is never a problem
     expect(nagiosVerdict({up: 0, down: 0}, 10, 30)).to.deep.equal({state: 'UNKNOWN', code: 3, line: 'MB PROBE UNKNOWN - no mirror could be probed'})
     expect(nagiosUnknown('a|b\nc').line).to.equal('MB PROBE UNKNOWN - a/b c')
+  })
+})
+
+describe('probe: Range support', () => {
+  const answer = (httpStatus: number, size: number | null, ok = true): CheckResult => ({...check('http/ipv4', ok), httpStatus, size})
+  const file = {kind: 'file', path: 'pub/a.iso'} as const
+  it('206 to bytes=0-0 honours Range; 200 with the whole file does not', () => {
+    expect(rangeSupport([answer(206, 5000)], file)).to.equal(true)
+    expect(rangeSupport([answer(200, 5000)], file)).to.equal(false)
+    expect(rangeSupport([answer(200, 5000), answer(206, 5000)], file), 'one family honours it').to.equal(true)
+  })
+  it('tells nothing from a base URL, a failed check, or a file of one byte or none', () => {
+    expect(rangeSupport([answer(200, 5000)], {kind: 'base'})).to.equal(undefined)
+    expect(rangeSupport([answer(404, null, false)], file)).to.equal(undefined)
+    expect(rangeSupport([answer(200, 1)], file)).to.equal(undefined)
+    expect(rangeSupport([answer(200, 0)], file)).to.equal(undefined)
   })
 })

@@ -228,9 +228,10 @@ describe('select: the table of exclusion rules', () => {
       {...base, id: 1, https_url: null, client_prefixes: [], exclude_countries: [], base_path: '', file_maxsize: null} as unknown as MirrorRow,
       {...base, id: 2, enabled: false, maintenance_until: new Date()} as unknown as MirrorRow,
     ])
-    // Mirror 1 has no https_url: excluded for the HTTPS classes (bits 1 and 3) only.
-    expect(table.excludedFor[1]).to.equal(0b1010)
-    expect(table.excludedFor[2]).to.equal(0b1111)
+    // Mirror 1 has no https_url: excluded for the HTTPS classes (bits 1, 3, 5 and 7: with
+    // and without IPv6 and Range) only.
+    expect(table.excludedFor[1]).to.equal(0b10101010)
+    expect(table.excludedFor[2]).to.equal(0b11111111)
     const plain = compileSelectOptions({})
     expect(table.requestRules(plain)[1]).to.deep.equal([])
     expect(table.requestRules(plain)[2].map((r) => r.reason)).to.deep.equal(['maintenance', 'not_in_subtree', 'too_large', 'client_not_allowed', 'country_excluded'])

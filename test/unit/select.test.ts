@@ -412,6 +412,38 @@ describe('select(): restrictions and exclusions', () => {
       detail: 'last successful scan 7200 s ago, max_scan_age_seconds 3600',
     },
     {name: 'needs a rescan', mirror: {needs_rescan: true}, reason: 'needs_rescan', detail: 'was down; needs a fresh scan before it is used again'},
+    {
+      name: 'URL changed, awaiting scan',
+      mirror: {url_changed_at: new Date((NOW - 60) * 1000), needs_rescan: true},
+      reason: 'url_changed',
+      detail: 'URL changed at 2027-01-15T07:59:00Z, awaiting scan (`mb scan m1`)',
+    },
+    {
+      name: 'IPv4 client, the mirror down on IPv4 and up on IPv6',
+      mirror: {up: true, status: {checks: {'http/ipv4': {up: false}, 'http/ipv6': {up: true}}} as never},
+      reason: 'family_down',
+      detail: "IPv4 client and the mirror's HTTP over IPv4 failed its probes (over IPv6 it works); `mb probe m1` shows why",
+    },
+    {
+      name: 'IPv4 client, the mirror reachable over IPv6 only',
+      mirror: {up: true, status: {checks: {'http/ipv6': {up: true}}} as never},
+      reason: 'family_down',
+      detail: "IPv4 client and the mirror's HTTP host has no IPv4 address (probed over IPv6 only)",
+    },
+    {
+      name: 'IPv6 client, the mirror down on IPv6 whatever its IPv4 (select.ipv6 prefer)',
+      client: {...GB, ip: '2001:db8::1'},
+      mirror: {ipv6: false, status: {checks: {'http/ipv4': {up: true}, 'http/ipv6': {up: false}}} as never},
+      reason: 'family_down',
+      detail: "IPv6 client and the mirror's HTTP over IPv6 failed its probes (over IPv4 it works); `mb probe m1` shows why",
+    },
+    {
+      name: 'a ranged request, the mirror ignores Range',
+      client: {...GB, range: true},
+      mirror: {range_ok: false},
+      reason: 'no_range',
+      detail: 'the request carries Range, and probing found the mirror answers a ranged request with the whole file (200, not 206)',
+    },
     {name: 'HTTPS client, mirror without https_url', client: {...GB, https: true}, mirror: {https_url: null}, reason: 'no_https', detail: 'HTTPS client and the mirror has no https_url'},
     {name: 'mirror without any HTTP URL', mirror: {http_url: null, https_url: null, rsync_url: 'rsync://m1/pub/'}, reason: 'no_http', detail: 'the mirror has no http_url or https_url'},
     {
@@ -483,6 +515,19 @@ describe('select(): restrictions and exclusions', () => {
     const s = select({...GB, ip: '2001:db8::1'}, file([1, 2]), ms, options)
     expect(s.ranked.map((c) => c.mirror.identifier).sort()).to.deep.equal(['m1', 'm2'])
     expect(s.excluded).to.deep.equal([])
+  })
+  it('a mirror down on IPv4 and up on IPv6 serves IPv6 clients, not IPv4 ones', () => {
+    // Its summary `up` is the IPv4 checks' (false), its HTTP summary too.
+    const status = {checks: {'http/ipv4': {up: false}, 'http/ipv6': {up: true}}} as never
+    const ms = mirrors(row(1, {country: 'GB', up: false, http_up: false, ipv6: true, https_url: null, status}))
+    expect(order(select({...GB, ip: '2001:db8::1'}, file([1]), ms, options))).to.deep.equal([['m1', 'country']])
+    expect(reasons(select(GB, file([1]), ms, options))).to.deep.equal({m1: 'down'})
+  })
+  it('a mirror up on both families serves both; one without Range serves requests without Range', () => {
+    const status = {checks: {'http/ipv4': {up: true}, 'http/ipv6': {up: true}}} as never
+    const ms = mirrors(row(1, {country: 'GB', ipv6: true, status, range_ok: false}))
+    for (const client of [GB, {...GB, ip: '2001:db8::1'}]) expect(order(select(client, file([1]), ms, options)), client.ip).to.deep.equal([['m1', 'country']])
+    expect(order(select({...GB, range: true}, file([1]), mirrors(row(1, {country: 'GB', range_ok: true})), options))).to.deep.equal([['m1', 'country']])
   })
   it('an IPv4 client may use a mirror without IPv6', () => {
     const s = select(GB, file([1]), mirrors(row(1, {country: 'GB', ipv6: false})), options)

@@ -10,13 +10,14 @@ export default class FileLookupCommand extends BaseCommand<typeof FileLookupComm
 
 PATH is relative to the origin root, or a glob ('*.iso', 'iso/**/*.sha256'; quote it) that lists every match.
 
-With --client-ip, also explain the choice \`mb serve\` would make for that client: the realm (prefix, as, country, continent, world, fallback), each eligible mirror in rank order with its URL, and the reason each other mirror was passed over (disabled, down, stale, too_large, no_https, country_only, no_ipv6, ...); a note says why a mirror ranks after others of its pool (beyond the distance factor, no IPv6 for an IPv6 client). GeoIP comes from the \`geoip\` and \`asn_db\` settings (default: the bundled GeoLite2 City data).`
+With --client-ip, also explain the choice \`mb serve\` would make for that client: the realm (prefix, as, country, continent, world, fallback), each eligible mirror in rank order with its URL, and the reason each other mirror was passed over (disabled, down, stale, too_large, no_https, country_only, no_ipv6, ...); a note says why a mirror ranks after others of its pool (beyond the distance factor, no IPv6 for an IPv6 client). A retry line states the retry rule (a repeated download of the same client goes to the next mirror in rank order) and where attempt N goes (--attempt). GeoIP comes from the \`geoip\` and \`asn_db\` settings (default: the bundled GeoLite2 City data).`
 
   static override examples = [
     '<%= config.bin %> file lookup iso/distro-1.0.iso',
     "<%= config.bin %> file lookup '*.iso'",
     '<%= config.bin %> file lookup iso/distro-1.0.iso --client-ip 81.2.69.142',
     '<%= config.bin %> file lookup iso/distro-1.0.iso --client-ip 2001:db8::1 --https --json',
+    {description: 'Where the third try of a client that retries goes', command: '<%= config.bin %> file lookup iso/distro-1.0.iso --client-ip 81.2.69.142 --attempt 3'},
   ]
 
   static override args = {
@@ -26,6 +27,7 @@ With --client-ip, also explain the choice \`mb serve\` would make for that clien
   static override flags = {
     'client-ip': Flags.string({description: 'explain the mirror choice for this client address (IPv4 or IPv6)'}),
     https: Flags.boolean({description: 'the client uses HTTPS (only mirrors with an https_url qualify)', default: false}),
+    attempt: Flags.integer({description: 'with --client-ip: show where retry attempt N of this client goes (1 = a first request; see the retry line)', min: 1, max: 255}),
     limit: Flags.integer({description: 'at most this many files for a glob', default: 1000, min: 1}),
     geoip: Flags.string({description: 'GeoIP City/Country .mmdb file (env: MB_GEOIP; default: bundled)', multiple: true}),
     'asn-db': Flags.string({description: 'GeoLite2-ASN .mmdb file (env: MB_ASN_DB)'}),
@@ -37,7 +39,13 @@ With --client-ip, also explain the choice \`mb serve\` would make for that clien
 
   public async run(): Promise<{files: FileLookup[]}> {
     const database = await this.openDb()
-    const files = await lookupFiles(database, this.mbConfig, {pattern: this.args.path, clientIp: this.flags['client-ip'], https: this.flags.https, limit: this.flags.limit})
+    const files = await lookupFiles(database, this.mbConfig, {
+      pattern: this.args.path,
+      clientIp: this.flags['client-ip'],
+      https: this.flags.https,
+      limit: this.flags.limit,
+      attempt: this.flags.attempt,
+    })
     if (!this.jsonEnabled()) this.log(files.map((f) => render(f)).join('\n\n'))
     return {files}
   }
@@ -102,6 +110,7 @@ function render(f: FileLookup): string {
         ]),
       )
     }
+    if (e.retry) lines.push(`retry: attempt ${e.retry.attempt} goes to ${e.retry.goes_to}; ${e.retry.rule}`)
     if (e.excluded.length > 0) {
       lines.push('excluded:')
       lines.push(

@@ -1,16 +1,18 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
 import type {MirrorRow} from '../../lib/db/schema.js'
-import {editMirror, type PublicMirror, publicMirror, trustScan} from '../../lib/mirrors/registry.js'
+import {editMirror, type PublicMirror, publicMirror, resolveMirror, trustScan} from '../../lib/mirrors/registry.js'
 import {IDENTIFIER_RULE} from '../../lib/mirrors/validate.js'
 import {mirrorRecord} from '../../lib/mirrors/render.js'
 import {renderRecord} from '../../lib/output.js'
+import {type ScanMirrorResult, scanMirror, scanSettings} from '../../lib/scan/scan.js'
 import {mirrorFieldFlags, mirrorInputFromFlags} from './add.js'
 
 export default class MirrorEdit extends BaseCommand<typeof MirrorEdit> {
   static override description =
     "Change fields of a mirror; fields not given stay as they are. An empty value (--asn '') or --clear FIELD clears an optional field. " +
-    'Repeatable flags (--prefix, --client-prefix, --include, --exclude) replace the whole list. Changing a URL, --base-path or patterns marks the mirror for rescan.'
+    'Repeatable flags (--prefix, --client-prefix, --include, --exclude) replace the whole list. Changing --base-path or patterns marks the mirror for rescan. ' +
+    'Changing a base URL keeps the mirror out of selection ("URL changed, awaiting scan", reason url_changed) until its next successful scan; --rescan runs that scan right after the edit, as `mb scan NAME` would.'
 
   static override examples = [
     '<%= config.bin %> mirror edit ftp.example.de --score 200 --https-url https://ftp.example.de/pub/',
@@ -20,6 +22,10 @@ export default class MirrorEdit extends BaseCommand<typeof MirrorEdit> {
     '<%= config.bin %> mirror edit old.example.org --rename new.example.org --json',
     {description: 'Keep clients away from a mirror until its maintenance ends (none ends it early)', command: '<%= config.bin %> mirror edit ftp.example.de --maintenance-until 2026-12-01T18:00:00Z'},
     {description: 'Use a suspect mirror (its last scan was refused) again, with the files of its last good scan', command: '<%= config.bin %> mirror edit ftp.example.de --trust-scan'},
+    {
+      description: 'Move a mirror to a new URL and scan it there at once, so that it takes clients again',
+      command: '<%= config.bin %> mirror edit ftp.example.de --http-url https://new.example.de/pub/ --rescan',
+    },
   ]
 
   static override args = {
@@ -38,10 +44,11 @@ export default class MirrorEdit extends BaseCommand<typeof MirrorEdit> {
       description:
         'use a suspect mirror again: its last scan was refused by the safety check (far fewer files than before), which keeps it out of selection; with this the files of its last good scan count again until the next scan',
     }),
+    rescan: Flags.boolean({description: 'scan the mirror right after the edit (as `mb scan NAME`; the scan: settings apply): a changed URL is back in selection as soon as the scan succeeds'}),
     clear: Flags.string({description: 'clear an optional field (e.g. asn, prefix, lat, https-url, comment); repeatable', multiple: true}),
   }
 
-  public async run(): Promise<PublicMirror> {
+  public async run(): Promise<PublicMirror & {scan?: ScanMirrorResult}> {
     const enabled = this.flags.enabled ? true : this.flags.disabled ? false : undefined
     const input = {...mirrorInputFromFlags(this.flags), identifier: this.flags.rename, enabled}
     const database = await this.openDb()
@@ -50,7 +57,8 @@ export default class MirrorEdit extends BaseCommand<typeof MirrorEdit> {
     const changed: string[] = []
     let row: MirrorRow | undefined
     // Fields first: their validation fails before anything is written.
-    if (!trust || clear.length > 0 || Object.values(input).some((v) => v !== undefined)) {
+    const rescan = this.flags.rescan === true
+    if ((!trust && !rescan) || clear.length > 0 || Object.values(input).some((v) => v !== undefined)) {
       const edited = await editMirror(database.db, this.args.name, input, clear, {force: this.flags.force})
       row = edited.mirror
       changed.push(...edited.changed)
@@ -60,9 +68,27 @@ export default class MirrorEdit extends BaseCommand<typeof MirrorEdit> {
       row = trusted.mirror
       if (trusted.changed) changed.push('scan_refused_at (trusted)')
     }
+    if (rescan) return this.rescan(row?.identifier ?? this.args.name, changed)
     const mirror = publicMirror(row!)
-    const summary = changed.length === 0 ? `Mirror ${mirror.identifier} unchanged (the values given are already set).` : `Updated mirror ${mirror.identifier}: ${changed.join(', ')}.`
-    this.print(`${summary}\n${renderRecord(mirrorRecord(mirror))}`)
+    this.print(`${summary(mirror, changed)}\n${renderRecord(mirrorRecord(mirror))}`)
     return mirror
   }
+
+  /** `--rescan`: scans the (edited) mirror as `mb scan NAME` does; a failed scan fails the command (exit 1), the edit stays. */
+  private async rescan(name: string, changed: string[]): Promise<PublicMirror & {scan: ScanMirrorResult}> {
+    const database = await this.openDb()
+    const scan = await scanMirror(database, await resolveMirror(database.db, name), {...scanSettings(this.mbConfig.scan)})
+    const mirror = publicMirror(await resolveMirror(database.db, name))
+    const line = scan.ok
+      ? `Scanned ${scan.mirror}: ok via ${scan.protocol}, ${scan.files} files, ${scan.matched} matched, ${scan.stale} stale, ${scan.missing} missing, ${scan.seconds} s.`
+      : `Scan of ${scan.mirror} FAILED after ${scan.seconds} s: ${scan.error}. The mirror stays out of selection until a scan succeeds (\`mb scan ${scan.mirror}\`).`
+    this.print(`${summary(mirror, changed)}\n${line}\n${renderRecord(mirrorRecord(mirror))}`)
+    if (!scan.ok) process.exitCode = 1
+    return {...mirror, scan}
+  }
+}
+
+/** The edit's one-line outcome. */
+function summary(mirror: PublicMirror, changed: readonly string[]): string {
+  return changed.length === 0 ? `Mirror ${mirror.identifier} unchanged (the values given are already set).` : `Updated mirror ${mirror.identifier}: ${changed.join(', ')}.`
 }

@@ -8,7 +8,7 @@ import {UsageError} from '../../lib/errors.js'
 import {listMirrors, resolveMirror} from '../../lib/mirrors/registry.js'
 import {renderTable} from '../../lib/output.js'
 import {PROTOCOL_ORDER, type Protocol} from '../../lib/scan/listers.js'
-import {type ScanMirrorResult, scanMirror, scanUrls} from '../../lib/scan/scan.js'
+import {type ScanMirrorResult, scanMirror, scanSettings, scanUrls} from '../../lib/scan/scan.js'
 
 /** A mirror that `--all --protocol P` left out, and why. */
 interface SkippedMirror {
@@ -137,21 +137,13 @@ from RSYNC_PASSWORD or the file named by scan.rsync_password_file, and is never 
 
   /** Scans one mirror and reports its outcome line (beside the bars on a terminal, else stdout or stderr). */
   private async scanOne(database: Database, mirror: MirrorRow, signal: AbortSignal, multibar: cliProgress.MultiBar | undefined): Promise<ScanMirrorResult> {
-    const config = this.mbConfig.scan
     const started = performance.now()
     const bar = multibar?.create(0, 0, {mirror: mirror.identifier, protocol: '-', rate: 0, elapsed: 0})
     const result = await scanMirror(database, mirror, {
       protocol: this.flags.protocol as Protocol | undefined,
       subdir: this.flags.dir,
-      timeoutSeconds: config.timeout,
-      connectTimeoutSeconds: config.connect_timeout,
-      ioTimeoutSeconds: config.io_timeout,
-      maxIndexBytes: config.max_index_bytes,
-      include: config.include,
-      exclude: config.exclude,
-      minRatio: config.min_ratio,
+      ...scanSettings(this.mbConfig.scan),
       enable: this.flags.enable,
-      rsyncPasswordFile: config.rsync_password_file,
       signal,
       onProgress: (protocol, entries) => {
         const elapsed = (performance.now() - started) / 1000

@@ -61,6 +61,10 @@ export interface MirrorTable {
   maintenance_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
   /** When the last scan was refused by the safety check (the mirror is suspect, out of selection); null = not suspect (migration 0012). */
   scan_refused_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
+  /** The mirror honours `Range` (a probe's `Range: bytes=0-0` got 206; false: 200 with the whole file); null = not known yet (migration 0018). */
+  range_ok: ColumnType<boolean | null, boolean | null | undefined, boolean | null>
+  /** When `mb mirror edit` changed a base URL; set = out of selection until the next successful scan clears it (migration 0018). */
+  url_changed_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
   /** Where `mb push` sends the origin tree: `rsync://host/module/` or `user@host:path` (migration 0016); null = the mirror pulls. */
   push_url: string | null
   /** Globs (picomatch) on origin paths: when non-empty, only matching files are pushed. */

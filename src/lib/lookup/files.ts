@@ -10,7 +10,8 @@ import {MbError, UsageError} from '../errors.js'
 import {selectUnderRule} from '../rules/apply.js'
 import {listRules} from '../rules/registry.js'
 import {compileRules, type RuleSet} from '../rules/rule.js'
-import {compileMirrors, compileSelectOptions, mirrorUrl, selectionContext, type SelectFile, type SelectionContext, type SelectMirror} from '../select/index.js'
+import {type Candidate, compileMirrors, compileSelectOptions, mirrorUrl, selectionContext, type SelectFile, type SelectionContext, type SelectMirror} from '../select/index.js'
+import {rankOfAttempt, retryRule} from '../select/retry.js'
 import {clientFromFlag, configuredGeo} from './client.js'
 import {escapeLike} from '../db/sql.js'
 import {hasDigests, hashesMatchVersion} from '../origin/freshness.js'
@@ -53,6 +54,12 @@ export interface LookupExplain {
   /** `note`: why the mirror ranks after others of its pool (beyond the distance factor, no IPv6 for an IPv6 client), else null. */
   ranked: Array<{rank: number; realm: string; mirror: string; country: string | null; url: string; distance_km: number | null; note: string | null}>
   excluded: Array<{mirror: string; reason: string; detail: string}>
+  /**
+   * The retry rule of `mb serve` (docs/selection.md, "Retries"), or null when retries are off:
+   * `attempt` (1 = a first request; `--attempt N`) goes to `goes_to`, a mirror's name, or
+   * `origin`; `rule` says it in words.
+   */
+  retry: {window_seconds: number; attempt: number; goes_to: string; rule: string} | null
 }
 
 /** One looked-up file. Sizes in bytes, mtime in Unix seconds (UTC) and ISO 8601. */
@@ -82,6 +89,8 @@ export interface LookupOptions {
   limit?: number
   /** Clock for scan ages and maintenance windows (Unix seconds); default now. */
   now?: number
+  /** Show where this retry attempt of the client would go (1-based; default 1). */
+  attempt?: number
 }
 
 /**
@@ -224,14 +233,14 @@ export async function lookupFiles(database: Database, config: Config, options: L
     }
     if (facts !== undefined && geo !== undefined) {
       const file: SelectFile = {path: r.path, size, mtime, mirrors: r.mirrors.map(Number), stale}
-      result.explain = explain(selectionContext(facts, geo, file, mirrors, selectOptions), rules)
+      result.explain = explain(selectionContext(facts, geo, file, mirrors, selectOptions), rules, options.attempt ?? 1)
     }
     return result
   })
 }
 
 /** The explanation of one file's selection: `select()` with every exclusion, in JSON shape. */
-function explain(context: SelectionContext, rules: RuleSet | undefined): LookupExplain {
+function explain(context: SelectionContext, rules: RuleSet | undefined, attempt: number): LookupExplain {
   const {client, file, mirrors, options} = context
   const match = rules?.match(file.path, client)
   const s = selectUnderRule(match, client, file, mirrors, options, true)
@@ -259,7 +268,15 @@ function explain(context: SelectionContext, rules: RuleSet | undefined): LookupE
       note: c.note ?? null,
     })),
     excluded: s.excluded.map((e) => ({mirror: e.mirror.identifier, reason: e.reason, detail: e.detail})).sort((a, b) => a.mirror.localeCompare(b.mirror)),
+    retry: retryExplained(options.retryWindowSeconds, attempt, s.ranked),
   }
+}
+
+/** Where `attempt` goes among `ranked` under the retry rule (src/lib/select/retry.ts); null when retries are off. */
+function retryExplained(windowSeconds: number, attempt: number, ranked: readonly Candidate[]): LookupExplain['retry'] {
+  if (windowSeconds <= 0) return null
+  const rank = ranked.length === 0 ? -1 : rankOfAttempt(attempt, ranked.length)
+  return {window_seconds: windowSeconds, attempt, goes_to: rank < 0 ? 'origin' : ranked[rank].mirror.identifier, rule: retryRule(windowSeconds)}
 }
 
 function safeUrl(m: SelectMirror, path: string, https: boolean): string | null {

@@ -34,6 +34,23 @@ type Db = Kysely<DB> | Transaction<DB>
 /** Fields whose change makes earlier scan results describe another tree: edit sets needs_rescan. */
 const SCAN_FIELDS = ['http_url', 'https_url', 'rsync_url', 'ftp_url', 'base_path', 'include_patterns', 'exclude_patterns'] as const
 
+/** The base URLs: a change sets `url_changed_at` (out of selection until the next successful scan). */
+const URL_FIELDS = ['http_url', 'https_url', 'rsync_url', 'ftp_url'] as const
+
+/**
+ * The probe status (`mirror.status`, src/lib/probe/state.ts) without the checks of the
+ * schemes whose URL changed (`http/…` for http_url, `https/…` for https_url).
+ */
+function dropSchemeChecks(status: unknown, changed: readonly string[]): Record<string, unknown> {
+  const raw = (typeof status === 'string' ? JSON.parse(status) : status) as {checks?: Record<string, unknown>} | null
+  const value: Record<string, unknown> = raw && typeof raw === 'object' ? {...raw} : {}
+  const checks: Record<string, unknown> = value.checks && typeof value.checks === 'object' ? {...value.checks} : {}
+  for (const key of Object.keys(checks)) {
+    if ((key.startsWith('http/') && changed.includes('http_url')) || (key.startsWith('https/') && changed.includes('https_url'))) delete checks[key]
+  }
+  return {...value, checks}
+}
+
 /** A new mirror's values: the cleared value of every clearable field, and the rest. */
 const DEFAULTS = {
   ...CLEARED_VALUES,
@@ -238,11 +255,20 @@ export async function editMirror(db: Kysely<DB>, name: string, input: MirrorInpu
     if (changed.length === 0) return {mirror: current, changed}
     const update: Record<string, unknown> = {}
     for (const key of changed) update[key] = values[key]
-    if (changed.some((k) => (SCAN_FIELDS as readonly string[]).includes(k))) update.needs_rescan = true
+    const urlChanged = changed.some((k) => (URL_FIELDS as readonly string[]).includes(k))
+    // A new URL is a new tree: out of selection ("URL changed, awaiting scan") until its scan
+    // says what it holds; other scan fields only need a fresh scan.
+    if (urlChanged) update.url_changed_at = new Date()
+    else if (changed.some((k) => (SCAN_FIELDS as readonly string[]).includes(k))) update.needs_rescan = true
     // A probe result belongs to the URL it probed: a new URL's scheme counts as never probed
-    // (rule `unprobed`) until the next probe, never as the old URL's up or down.
+    // (rule `unprobed`) until the next probe, never as the old URL's up or down, and its
+    // per-family checks and Range support are learnt again.
     if (changed.includes('http_url')) update.http_up = null
     if (changed.includes('https_url')) update.https_up = null
+    if (changed.includes('http_url') || changed.includes('https_url')) {
+      update.status = JSON.stringify(dropSchemeChecks(current.status, changed))
+      update.range_ok = null
+    }
     try {
       const mirror = await trx.updateTable('mirror').set(update).where('id', '=', current.id).returningAll().executeTakeFirstOrThrow()
       return {mirror, changed}
@@ -409,6 +435,8 @@ export interface PublicMirror {
   comment: string | null
   up: boolean
   ipv6: boolean | null
+  /** The mirror honours `Range` (probing got 206 for `Range: bytes=0-0`); false: it sends the whole file (200), so ranged requests (resumes) are not sent there; null = not known yet. */
+  range_ok: boolean | null
   status: Record<string, unknown>
   status_reason: string | null
   status_changed_at: string | null
@@ -417,6 +445,8 @@ export interface PublicMirror {
   maintenance_until: string | null
   /** When the last scan was refused by the safety check (ISO 8601 UTC): the mirror is suspect, out of selection (`scan_refused`); null = not suspect. */
   scan_refused_at: string | null
+  /** When `mb mirror edit` changed a base URL (ISO 8601 UTC): out of selection (`url_changed`, "URL changed, awaiting scan") until the next successful scan; null = none waiting. */
+  url_changed_at: string | null
   last_scan_at: string | null
   last_scan_ok_at: string | null
   last_scan_error: string | null
@@ -479,12 +509,14 @@ export function publicMirror(row: MirrorRow): PublicMirror {
     comment: row.comment,
     up: row.up,
     ipv6: row.ipv6,
+    range_ok: row.range_ok ?? null,
     status: row.status ?? {},
     status_reason: redacted(row.status_reason),
     status_changed_at: iso(row.status_changed_at),
     needs_rescan: row.needs_rescan,
     maintenance_until: iso(row.maintenance_until),
     scan_refused_at: iso(row.scan_refused_at),
+    url_changed_at: iso(row.url_changed_at),
     last_scan_at: iso(row.last_scan_at),
     last_scan_ok_at: iso(row.last_scan_ok_at),
     last_scan_error: redacted(row.last_scan_error),

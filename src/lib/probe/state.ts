@@ -162,6 +162,23 @@ function summaryUp(entries: Array<[key: string, state: CheckState]>): boolean | 
   return undefined
 }
 
+/**
+ * Whether a round's checks show the mirror honours `Range` (RFC 9110 §14): every check asks
+ * for `bytes=0-0`, so a `206` from a check that passed says yes, and a `200` (the whole file)
+ * of more than one byte says no; undefined when the round tells nothing (the base URL was
+ * checked, not a file; no check passed; a file of one byte or none, whose whole is its range).
+ */
+export function rangeSupport(checks: readonly CheckResult[], request: ProbeRequest): boolean | undefined {
+  if (request.kind === 'base') return undefined
+  let verdict: boolean | undefined
+  for (const c of checks) {
+    if (!c.ok) continue
+    if (c.httpStatus === 206) return true
+    if (c.httpStatus === 200 && c.size !== null && c.size > 1) verdict = false
+  }
+  return verdict
+}
+
 /** Stable JSON (sorted keys) for change detection. */
 function stable(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(stable).join(',')}]`
@@ -194,7 +211,7 @@ export interface RecordedProbe {
 
 /**
  * Writes one mirror's round in one transaction: locks the mirror row, applies
- * {@link nextState}, updates the row only when something changed, appends the checks to
+ * {@link nextState} and {@link rangeSupport} (`range_ok`), updates the row only when something changed, appends the checks to
  * `mirror_probe` and the transitions to `mirror_transition`, and trims both to the newest
  * `probe.history` / `probe.transitions` rows of that mirror.
  *
@@ -206,7 +223,7 @@ export async function recordProbe(db: Kysely<DB>, result: MirrorProbeResult, con
   return db.transaction().execute(async (trx) => {
     const row = await trx
       .selectFrom('mirror')
-      .select(['id', 'identifier', 'up', 'http_up', 'https_up', 'ipv6', 'status', 'status_reason', 'status_changed_at', 'needs_rescan', 'enabled'])
+      .select(['id', 'identifier', 'up', 'http_up', 'https_up', 'ipv6', 'status', 'status_reason', 'status_changed_at', 'needs_rescan', 'enabled', 'range_ok'])
       .where('id', '=', result.mirrorId)
       .forUpdate()
       .executeTakeFirst()
@@ -224,8 +241,10 @@ export async function recordProbe(db: Kysely<DB>, result: MirrorProbeResult, con
     const probePath = result.request.kind === 'file' ? result.request.path : undefined
     const {state, transitions} = nextState(previous, result.checks, {noIpv6: result.noIpv6, probePath}, config, now)
     const reenable = Boolean(options.enable) && !row.enabled && result.checks.some((c) => c.ok)
+    const rangeOk = rangeSupport(result.checks, result.request) ?? row.range_ok
     const changed =
       reenable ||
+      rangeOk !== row.range_ok ||
       state.up !== previous.up ||
       state.http_up !== previous.http_up ||
       state.https_up !== previous.https_up ||
@@ -245,6 +264,7 @@ export async function recordProbe(db: Kysely<DB>, result: MirrorProbeResult, con
           status_reason: state.status_reason,
           status_changed_at: state.status_changed_at,
           needs_rescan: state.needs_rescan,
+          range_ok: rangeOk,
           ...(reenable ? {enabled: true} : {}),
         })
         .where('id', '=', row.id)

@@ -302,7 +302,7 @@ async function applyListing(trx: Kysely<DB>, pass: Pass, files: number, options:
   await sql`
     UPDATE mirror SET last_scan_at = now(), last_scan_ok_at = now(), last_scan_error = NULL,
       last_scan_protocol = ${options.protocol}, last_scan_files = ${files}::int, last_scan_matched = ${total}::int,
-      last_scan_seconds = ${secondsSince(started)}::float8, needs_rescan = false, scan_refused_at = NULL
+      last_scan_seconds = ${secondsSince(started)}::float8, needs_rescan = false, scan_refused_at = NULL, url_changed_at = NULL
       ${enabled ? sql`, enabled = true` : sql``}
     WHERE id = ${M}::smallint`.execute(trx)
   return {previous, matched, stale, missing: Math.max(0, originInScope - matched - stale), added, removed, enabled}

@@ -15,6 +15,8 @@ import {LISTERS, PROTOCOL_ORDER, type Protocol} from './listers.js'
 import {planScope, reconcileListing, type ReconcileResult, recordScanFailure, type ScanScope} from './reconcile.js'
 import type {RsyncListOptions} from './rsync.js'
 import type {Lister, ListingEntry} from './types.js'
+import type {ScanConfigSchema} from './config.js'
+import type {z} from 'zod'
 
 export interface ScanMirrorOptions {
   /** Only this protocol (no fallback). */
@@ -42,6 +44,24 @@ export interface ScanMirrorOptions {
   onProgress?: (protocol: Protocol, entries: number) => void
   /** Listers to use instead of the built-in ones ({@link LISTERS}), per protocol; for tests. */
   listers?: Partial<Record<Protocol, Lister>>
+}
+
+/**
+ * The {@link ScanMirrorOptions} the `scan:` settings give (time budgets in seconds, the index
+ * page limit in bytes, patterns, the safety ratio, the rsync password file): what `mb scan`
+ * and `mb mirror edit --rescan` both scan with.
+ */
+export function scanSettings(config: z.infer<typeof ScanConfigSchema>): ScanMirrorOptions {
+  return {
+    timeoutSeconds: config.timeout,
+    connectTimeoutSeconds: config.connect_timeout,
+    ioTimeoutSeconds: config.io_timeout,
+    maxIndexBytes: config.max_index_bytes,
+    include: config.include,
+    exclude: config.exclude,
+    minRatio: config.min_ratio,
+    rsyncPasswordFile: config.rsync_password_file,
+  }
 }
 
 /** One protocol tried. */

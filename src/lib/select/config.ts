@@ -8,6 +8,7 @@ import {z} from 'zod'
 import {isCountryCode} from '../geo/countries.js'
 import {cidrString, listOf} from '../config/zod.js'
 import {VERIFY_CONFIG} from '../verify/config.js'
+import {DEFAULT_RETRY_MEMORY_ENTRIES, DEFAULT_RETRY_WINDOW_SECONDS} from './retry.js'
 
 /** Default origin-only patterns: repository metadata and signatures (matched on basename and full path). */
 export const DEFAULT_ORIGIN_ONLY = ['repomd.xml', 'Release', 'Release.gpg', 'InRelease', 'Packages*', 'Sources*', '*.asc', '*.sig', '*.sha256']
@@ -94,6 +95,22 @@ export const SelectConfigSchema = z
       .max(1000)
       .default(100)
       .describe('At most this many mirror URLs in a metalink (Metalink 4, Metalink 3), in selection order; the origin is listed after them.'),
+    retry_window_seconds: z
+      .number()
+      .int()
+      .min(0)
+      .default(DEFAULT_RETRY_WINDOW_SECONDS)
+      .describe(
+        'A client address asking again for the same file within this many seconds (no Range, or a Range from byte 0) is sent to the next mirror in rank order, and after the last to the origin (docs/selection.md, "Retries"); 0 turns retries off (every request gets the sticky choice).',
+      ),
+    retry_memory_entries: z
+      .number()
+      .int()
+      .min(2)
+      .default(DEFAULT_RETRY_MEMORY_ENTRIES)
+      .describe(
+        'Recent answers (client address, path) each `mb serve` process remembers for retries at most, rounded up to a power of two; the oldest are forgotten first (16 bytes each, allocated at start).',
+      ),
     ...VERIFY_CONFIG,
   })
   .strict()

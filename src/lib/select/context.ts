@@ -22,6 +22,8 @@ export interface ClientFacts {
   /** The request arrived over HTTPS (directly or through a trusted proxy). */
   https: boolean
   userAgent?: string
+  /** The request carries `Range`. */
+  range?: boolean
   /**
    * A country to select for instead of GeoIP's (ISO 3166-1 alpha-2, upper case, already
    * checked): the continent follows it and the coordinates are dropped, so that the
@@ -58,6 +60,7 @@ export function clientInfo(facts: ClientFacts, geo: GeoLookup): ClientInfo {
     asn: g.asn,
     https: facts.https,
     userAgent: facts.userAgent,
+    range: facts.range === true,
   }
   if (facts.country !== undefined) {
     client.country = facts.country

@@ -12,7 +12,7 @@ import {positionFlags} from './distance.js'
 import {maxRealm, poolFlags} from './pools.js'
 import {ipv6Flags} from './rank.js'
 import {ELIGIBILITY_RULES, type ExclusionRule, type RequestRule, type SchemeFacts} from './rules.js'
-import type {SelectMirror} from './types.js'
+import type {FamilyCheck, SelectMirror} from './types.js'
 import {headerSafe, trimLeadingSlashes, withTrailingSlash} from '../text.js'
 import {textArray} from '../db/sql.js'
 
@@ -69,6 +69,32 @@ function maintenanceEnd(value: unknown): number | null {
   return ms === null ? null : ms / 1000
 }
 
+const FAMILY_CHECKS = ['http/ipv4', 'http/ipv6', 'https/ipv4', 'https/ipv6'] as const satisfies readonly FamilyCheck[]
+
+/**
+ * The `up` of each probe check in `mirror.status` (`{checks: {'http/ipv4': {up}, …}}`,
+ * written by src/lib/probe/state.ts; JSON text or an object), by key; empty when there are
+ * none or the shape is foreign.
+ */
+function familyChecks(status: unknown): Partial<Record<FamilyCheck, boolean>> {
+  let value = status
+  if (typeof value === 'string') {
+    try {
+      value = JSON.parse(value)
+    } catch {
+      return {}
+    }
+  }
+  const checks = (value as {checks?: unknown} | null)?.checks
+  const out: Partial<Record<FamilyCheck, boolean>> = {}
+  if (typeof checks !== 'object' || checks === null) return out
+  for (const key of FAMILY_CHECKS) {
+    const up = (checks as Record<string, {up?: unknown} | undefined>)[key]?.up
+    if (typeof up === 'boolean') out[key] = up
+  }
+  return Object.freeze(out)
+}
+
 /** A nullable boolean column: null (or absent, as in rows from before migration 0010) stays null. */
 function optionalBoolean(value: unknown): boolean | null {
   return value === null || value === undefined ? null : Boolean(value)
@@ -89,7 +115,9 @@ function unixSeconds(value: unknown): number | null {
  * - `country`/`continent` are upper-cased; a missing continent is derived from the country.
  * - `last_scan_ok_at` and `scan_refused_at` become Unix seconds (UTC); `maintenance_until`
  *   too, keeping fractions.
- * - `http_up` / `https_up` / `ipv6` stay null when unknown (not probed).
+ * - `http_up` / `https_up` / `ipv6` / `range_ok` stay null when unknown (not probed);
+ *   `status` gives the per-scheme-and-family checks (`familyUp`).
+ * - `url_changed_at` becomes Unix seconds (UTC).
  * - The result is frozen: a `MirrorTable` compiles per-mirror data when it is built, so a
  *   changed mirror must be a new object in a new table (compile the row again).
  *
@@ -125,6 +153,9 @@ export function compileMirror(row: MirrorRow): SelectMirror {
     httpUp: optionalBoolean(row.http_up),
     httpsUp: optionalBoolean(row.https_up),
     ipv6: optionalBoolean(row.ipv6),
+    familyUp: familyChecks(row.status),
+    rangeOk: optionalBoolean(row.range_ok),
+    urlChangedAt: unixSeconds(row.url_changed_at),
     countryOnly: Boolean(row.country_only),
     regionOnly: Boolean(row.region_only),
     asOnly: Boolean(row.as_only),
@@ -142,8 +173,8 @@ export function compileMirror(row: MirrorRow): SelectMirror {
 /** The code number of a mirror without that code (never a client's). */
 const NO_CODE = -3
 const RAD = Math.PI / 180
-/** The client classes by number: bit 0 https, bit 1 IPv6 (as `Query.schemeBit` counts them). */
-const SCHEME_CLASSES: readonly SchemeFacts[] = [0, 1, 2, 3].map((c) => ({https: (c & 1) !== 0, v6: (c & 2) !== 0}))
+/** The client classes by number: bit 0 https, bit 1 IPv6, bit 2 Range (as `Query.schemeBit` counts them). */
+const SCHEME_CLASSES: readonly SchemeFacts[] = [0, 1, 2, 3, 4, 5, 6, 7].map((c) => ({https: (c & 1) !== 0, v6: (c & 2) !== 0, range: (c & 4) !== 0}))
 const NO_RULES: readonly RequestRule[] = Object.freeze([])
 
 /**
@@ -160,7 +191,7 @@ const NO_RULES: readonly RequestRule[] = Object.freeze([])
 export class MirrorTable extends Map<number, SelectMirror> {
   /** The mirrors by id (a dense array: no hash lookup per mirror and request). */
   readonly byId: Array<SelectMirror | undefined> = []
-  /** Bit `Query.schemeBit` set when a `mirror` or `scheme` rule (./rules.ts) excludes the mirror for that client class. */
+  /** Bit `Query.schemeBit` set when a `mirror` or `scheme` rule (./rules.ts) excludes the mirror for that client class (8 classes: HTTPS, IPv6, Range). */
   readonly excludedFor: Uint8Array
   /** Bits read by the pool step (`poolFlags`, ./pools.ts), the distance step (`positionFlags`, ./distance.ts) and the ranking (`ipv6Flags`, ./rank.ts). */
   readonly flags: Uint8Array
@@ -283,7 +314,7 @@ export class MirrorTable extends Map<number, SelectMirror> {
     let excluded = 0
     for (const rule of ELIGIBILITY_RULES as readonly ExclusionRule[]) {
       if (rule.needs !== 'mirror' && rule.needs !== 'scheme') continue
-      for (let c = 0; c < 4; c++) if (rule.excludes(m, SCHEME_CLASSES[c])) excluded |= 1 << c
+      for (let c = 0; c < SCHEME_CLASSES.length; c++) if (rule.excludes(m, SCHEME_CLASSES[c])) excluded |= 1 << c
     }
     this.excludedFor[id] = excluded
     if (m.latitude !== null && m.longitude !== null) {

@@ -44,6 +44,10 @@ export interface SelectOptions {
   maxAlternatives: number
   /** Mirror URLs in a metalink at most (the caller applies it). */
   metalinkMaxMirrors: number
+  /** Seconds a client's answer is remembered so that its retry reaches the next mirror (./retry.ts); 0 = off. */
+  retryWindowSeconds: number
+  /** Answers the retry memory holds at most. */
+  retryMemoryEntries: number
   /** The clock for scan ages, Unix seconds (UTC); tests set it. Default: wall clock. */
   now?: () => number
 }
@@ -102,5 +106,7 @@ export function compileSelectOptions(config: Partial<SelectConfig> = {}): Select
     maxAlternatives: c.max_alternatives,
     metalinkMaxMirrors: c.metalink_max_mirrors,
     unprobed: c.unprobed ?? 'use',
+    retryWindowSeconds: c.retry_window_seconds,
+    retryMemoryEntries: c.retry_memory_entries,
   }
 }

@@ -40,7 +40,7 @@ export interface Query extends SchemeFacts {
   /** `held[id] === generation` when the file's mirror set lists mirror `id` (the table's marks). */
   held: Uint32Array
   generation: number
-  /** The client's bit in `MirrorTable.excludedFor`: 1 << (https + 2 × v6), the class the table compiled. */
+  /** The client's bit in `MirrorTable.excludedFor`: 1 << (https + 2 × v6 + 4 × range), the class the table compiled. */
   schemeBit: number
   /** Interned codes; a code no mirror has gets a number no mirror has. */
   countryCode: number
@@ -64,6 +64,7 @@ export function emptyQuery(): Query {
     file: {path: '', size: 0, mtime: 0, mirrors: []},
     https: false,
     v6: false,
+    range: false,
     country: undefined,
     substitute: undefined,
     continent: undefined,
@@ -116,7 +117,8 @@ export function buildQuery(table: MirrorTable, client: ClientInfo, address: IpAd
   q.preferIpv6 = q.v6 && options.ipv6 === 'prefer'
   q.held = table.held
   q.generation = table.nextGeneration()
-  q.schemeBit = 1 << ((q.https ? 1 : 0) | (q.v6 ? 2 : 0))
+  q.range = client.range === true
+  q.schemeBit = 1 << ((q.https ? 1 : 0) | (q.v6 ? 2 : 0) | (q.range ? 4 : 0))
   q.countryCode = table.codeOf(country, -1)
   q.substituteCode = table.codeOf(substitute, -2)
   q.continentCode = table.codeOf(continent, -1)

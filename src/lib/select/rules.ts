@@ -22,6 +22,8 @@ export interface SchemeFacts {
   https: boolean
   /** The client address is IPv6. */
   v6: boolean
+  /** The request carries `Range`. */
+  range: boolean
 }
 
 /** A rule that reads only the mirror (`mirror`) or the mirror and {@link SchemeFacts} (`scheme`). */
@@ -81,6 +83,19 @@ function schemeHealth(m: SelectMirror, https: boolean): boolean | null | undefin
   return m.httpUp
 }
 
+/**
+ * The probe health of the scheme a client would be sent over, over the client's own address
+ * family: the `http/ipv4`… check of that scheme (true/false), else false for an IPv4 client
+ * when that scheme was probed over IPv6 only (the host has no IPv4 address), else null (not
+ * probed over that family; for an IPv6 client `select.ipv6` decides).
+ */
+function familyHealth(m: SelectMirror, https: boolean, v6: boolean): boolean | null {
+  const scheme = https || m.httpUrl === null ? 'https' : 'http'
+  const up = m.familyUp[`${scheme}/${v6 ? 'ipv6' : 'ipv4'}`]
+  if (up !== undefined) return up
+  return !v6 && m.familyUp[`${scheme}/ipv6`] !== undefined ? false : null
+}
+
 /** The name of the scheme a client would be sent over (see {@link schemeHealth}). */
 function schemeName(m: SelectMirror, https: boolean): 'HTTP' | 'HTTPS' {
   return https || m.httpUrl === null ? 'HTTPS' : 'HTTP'
@@ -100,7 +115,14 @@ export function outdatedCopy(copy: {size: number; mtime: number | null}, origin:
 /** The eligibility rules, in the order they are checked (docs/selection.md, "Which mirrors are eligible"). */
 export const ELIGIBILITY_RULES = [
   {reason: 'disabled', needs: 'mirror', excludes: (m) => !m.enabled, detail: () => 'disabled by the operator (`mb mirror enable` turns it back on)'},
-  {reason: 'down', needs: 'mirror', excludes: (m) => !m.up, detail: () => 'the last probe failed'},
+  {
+    // The summary `up` is the IPv4 checks' (IPv6's for a mirror without IPv4): a client whose
+    // own family's check is up is not held back by the other family.
+    reason: 'down',
+    needs: 'scheme',
+    excludes: (m, q) => !m.up && familyHealth(m, q.https, q.v6) !== true,
+    detail: () => 'the last probe failed',
+  },
   {reason: 'zero_score', needs: 'mirror', excludes: (m) => !(m.score > 0), detail: () => 'score is 0 (takes no traffic)'},
   {
     reason: 'maintenance',
@@ -149,18 +171,43 @@ export const ELIGIBILITY_RULES = [
     excludes: (m, q) => q.maxScanAge !== null && (m.lastScanOkAt === null || q.now - m.lastScanOkAt > q.maxScanAge),
     detail: (m, q) => (m.lastScanOkAt === null ? 'no successful scan' : `last successful scan ${Math.round(q.now - m.lastScanOkAt)} s ago, max_scan_age_seconds ${q.maxScanAge}`),
   },
+  {
+    reason: 'url_changed',
+    needs: 'mirror',
+    excludes: (m) => m.urlChangedAt !== null,
+    detail: (m) => `URL changed at ${unixIso(m.urlChangedAt!)}, awaiting scan (\`mb scan ${m.identifier}\`)`,
+  },
   {reason: 'needs_rescan', needs: 'mirror', excludes: (m) => m.needsRescan, detail: () => 'was down; needs a fresh scan before it is used again'},
   {reason: 'no_https', needs: 'scheme', excludes: (m, q) => q.https && m.httpsUrl === null, detail: () => 'HTTPS client and the mirror has no https_url'},
   {reason: 'no_http', needs: 'scheme', excludes: (m, q) => !q.https && m.httpUrl === null && m.httpsUrl === null, detail: () => 'the mirror has no http_url or https_url'},
   {
     reason: 'scheme_down',
     needs: 'scheme',
-    excludes: (m, q) => schemeHealth(m, q.https) === false,
+    excludes: (m, q) => schemeHealth(m, q.https) === false && familyHealth(m, q.https, q.v6) !== true,
     detail: (m, q) => {
       const scheme = schemeName(m, q.https)
       const other = scheme === 'HTTPS' ? m.httpUp : m.httpsUp
       return `${q.https ? 'HTTPS' : 'HTTP'} client and the mirror's ${scheme} failed its probes${other ? ` (its ${scheme === 'HTTPS' ? 'HTTP' : 'HTTPS'} works)` : ''}; \`mb probe ${m.identifier}\` shows why`
     },
+  },
+  {
+    reason: 'family_down',
+    needs: 'scheme',
+    excludes: (m, q) => familyHealth(m, q.https, q.v6) === false,
+    detail: (m, q) => {
+      const scheme = schemeName(m, q.https)
+      const key = scheme === 'HTTPS' ? 'https' : 'http'
+      if (!q.v6 && m.familyUp[`${key}/ipv4`] === undefined) return `IPv4 client and the mirror's ${scheme} host has no IPv4 address (probed over IPv6 only)`
+      const [own, other] = q.v6 ? ['IPv6', 'IPv4'] : ['IPv4', 'IPv6']
+      const otherUp = m.familyUp[`${key}/${q.v6 ? 'ipv4' : 'ipv6'}`]
+      return `${own} client and the mirror's ${scheme} over ${own} failed its probes${otherUp ? ` (over ${other} it works)` : ''}; \`mb probe ${m.identifier}\` shows why`
+    },
+  },
+  {
+    reason: 'no_range',
+    needs: 'scheme',
+    excludes: (m, q) => q.range && m.rangeOk === false,
+    detail: () => 'the request carries Range, and probing found the mirror answers a ranged request with the whole file (200, not 206)',
   },
   {
     reason: 'unprobed',

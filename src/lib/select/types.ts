@@ -29,6 +29,8 @@ export interface ClientInfo {
   /** The request arrived over HTTPS (directly or via a trusted proxy's X-Forwarded-Proto). */
   https: boolean
   userAgent?: string
+  /** The request carries `Range` (RFC 9110 §14.2): only mirrors that honour it qualify. */
+  range?: boolean
 }
 
 /** The origin file as the index knows it. Size in bytes, mtime in Unix seconds (UTC). */
@@ -84,6 +86,15 @@ export interface SelectMirror {
   httpsUp: boolean | null
   /** null until probing has recorded whether the mirror serves IPv6. */
   ipv6: boolean | null
+  /**
+   * Probe health per scheme and address family (`mirror.status` checks): keys `http/ipv4`,
+   * `http/ipv6`, `https/ipv4`, `https/ipv6`, present only when probed.
+   */
+  familyUp: Readonly<Partial<Record<FamilyCheck, boolean>>>
+  /** Probing found the mirror honours `Range` (206), or not (200 with the whole file); null = not known. */
+  rangeOk: boolean | null
+  /** Unix seconds (UTC) when `mb mirror edit` changed a base URL, until the next successful scan; null = none waiting. */
+  urlChangedAt: number | null
   countryOnly: boolean
   regionOnly: boolean
   asOnly: boolean
@@ -102,6 +113,9 @@ export interface SelectMirror {
   /** Unix seconds (UTC) when its last scan was refused by the safety check (the mirror is suspect); null = not suspect. */
   scanRefusedAt: number | null
 }
+
+/** A probe check's scheme and family, the keys of `SelectMirror.familyUp`. */
+export type FamilyCheck = 'http/ipv4' | 'http/ipv6' | 'https/ipv4' | 'https/ipv6'
 
 /** An eligible mirror in ranked order. */
 export interface Candidate {

@@ -20,6 +20,9 @@
  *   the current version), `mb_mirror_files_ratio` and `mb_mirror_bytes_ratio` gauges (share
  *   of the origin files, and of their bytes, under its base path that it holds, 0..1),
  *   `mb_mirror_redirects_total` counter (redirects sent there by this server),
+ *   `mb_mirror_retries_total` counter (downloads retried away from it: a client that had
+ *   been sent there asked again for the same file, src/lib/serve/retry.ts; a mirror that
+ *   draws many is failing its clients),
  *   `mb_mirror_probe_failures_total{mirror,reason}` and
  *   `mb_mirror_scan_failures_total{mirror,reason}` counters (failed probe checks and scans
  *   seen since this process started; its first read counts the failures still recorded);
@@ -33,7 +36,8 @@
  * `AggregatorRegistry`): counters and histograms are summed, `mb_snapshot_age_seconds` takes
  * the oldest worker, `mb_database_up` the worst, `mb_mirrors` the largest count. The
  * per-mirror series read the shared database and snapshot: each worker sees the same values,
- * so they take the largest (`max`), except `mb_mirror_redirects_total`, which is summed.
+ * so they take the largest (`max`), except `mb_mirror_redirects_total` and
+ * `mb_mirror_retries_total`, which are summed.
  */
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
@@ -240,6 +244,12 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
   const latencyChildren = new Map<string, {observe(v: number): void}>()
   const redirects = new Counter({name: 'mb_mirror_redirects_total', help: 'Redirects sent to the mirror', labelNames: ['mirror'] as const, registers: [registry]})
   const redirectChildren = new Map<string, {inc(): void}>()
+  const retries = new Counter({
+    name: 'mb_mirror_retries_total',
+    help: 'Downloads retried away from the mirror: the client had been sent there and asked again for the same file',
+    labelNames: ['mirror'] as const,
+    registers: [registry],
+  })
   const observer: RequestObserver = (o) => {
     const realm = o.realm ?? 'none'
     const key = `${o.outcome}|${realm}`
@@ -264,6 +274,8 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
       }
       m.inc()
     }
+    // Rare (a retry): no cache of label children needed.
+    if (o.retriedFrom !== undefined) retries.labels(o.retriedFrom).inc()
   }
   return {
     registry,

@@ -1,7 +1,7 @@
 /**
  * The network overview page, `GET /mirrors` (MirrorBrain's `mirrorlist` and `markers`,
  * MirrorManager's public mirror lists): one row per mirror a client could be sent to, with
- * its country, continent, protocols, probe state per scheme, last successful scan, share of
+ * its country, continent, protocols, probe state per scheme, whether it honours Range, last successful scan, share of
  * the tree it holds in the current version and score ({@link buildOverview}), above a world
  * map with a marker per mirror coloured by health. `?path=SUBDIR/` narrows it to a subtree:
  * the mirrors carrying part of it, and their share of it.
@@ -329,6 +329,12 @@ function scheme(state: OverviewRow['http']): string {
   return state === null ? '<td class="na">-</td>' : `<td class="${state}">${state}</td>`
 }
 
+/** Whether a mirror honours Range: `yes`, `no` (it answers with the whole file: resumes are not sent there), or `-` while unknown. */
+function rangeCell(range: boolean | null): string {
+  if (range === null) return '<td class="na">-</td>'
+  return range ? '<td class="up">yes</td>' : '<td class="down" title="answers a ranged request with the whole file: resumed downloads are not sent here">no</td>'
+}
+
 /** The overview as a self-contained HTML page (see the module doc). */
 function renderOverviewHtml(overview: Overview): string {
   const title = overview.path ? `Mirrors of /${overview.path}` : 'Mirrors'
@@ -336,7 +342,7 @@ function renderOverviewHtml(overview: Overview): string {
   const up = rows.filter((r) => r.health === 'up').length
   const body = rows.map(
     (r) =>
-      `<tr><td>${escapeHtml(r.name)}</td><td>${escapeHtml(r.country ?? '-')}</td><td>${escapeHtml(r.continent ?? '-')}</td><td>${protocolLinks(r)}</td>${scheme(r.http)}${scheme(r.https)}<td>${escapeHtml(r.last_scan ?? 'never')}</td><td class="num">${percent(r.share)}</td><td class="num">${r.score}</td></tr>`,
+      `<tr><td>${escapeHtml(r.name)}</td><td>${escapeHtml(r.country ?? '-')}</td><td>${escapeHtml(r.continent ?? '-')}</td><td>${protocolLinks(r)}</td>${scheme(r.http)}${scheme(r.https)}${rangeCell(r.range)}<td>${escapeHtml(r.last_scan ?? 'never')}</td><td class="num">${percent(r.share)}</td><td class="num">${r.score}</td></tr>`,
   )
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
@@ -355,7 +361,7 @@ td.up{color:${HEALTH_COLOURS.up}}td.down{color:${HEALTH_COLOURS.down}}td.unprobe
 <p>${overview.total} mirror${overview.total === 1 ? '' : 's'}${overview.page === undefined ? `, ${up} up` : ''}.<span class="legend"><span style="background:${HEALTH_COLOURS.up}"></span>up<span style="background:${HEALTH_COLOURS.down}"></span>down<span style="background:${HEALTH_COLOURS.unprobed}"></span>not probed yet</span></p>
 ${renderMap(rows)}
 <table id="mirrors">
-<thead><tr><th>Mirror</th><th>Country</th><th>Continent</th><th>Protocols</th><th>HTTP</th><th>HTTPS</th><th>Last scan (UTC)</th><th>Share of the tree</th><th>Score</th></tr></thead>
+<thead><tr><th>Mirror</th><th>Country</th><th>Continent</th><th>Protocols</th><th>HTTP</th><th>HTTPS</th><th>Range</th><th>Last scan (UTC)</th><th>Share of the tree</th><th>Score</th></tr></thead>
 <tbody>
 ${body.join('\n')}
 </tbody></table>

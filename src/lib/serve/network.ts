@@ -291,6 +291,8 @@ export interface OverviewRow {
   https: SchemeHealth
   /** `up` when probing found it up, `down`, or `unprobed`. */
   health: 'up' | 'down' | 'unprobed'
+  /** It honours `Range` (true), answers a ranged request with the whole file (false: requests with Range are not sent there), or not known yet (null). */
+  range: boolean | null
   /** The last successful scan, ISO 8601 UTC, or null. */
   last_scan: string | null
   /** Files of the (sub)tree it holds in the current version, and files of the (sub)tree it carries. */
@@ -367,6 +369,7 @@ export async function buildOverview(view: NetworkView, snapshot: Snapshot, subtr
       http: schemeHealth(m.httpUrl, m.httpUp),
       https: schemeHealth(m.httpsUrl, m.httpsUp),
       health: probed ? (m.up ? 'up' : 'down') : 'unprobed',
+      range: m.rangeOk,
       last_scan: m.lastScanOkAt === null ? null : new Date(m.lastScanOkAt * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
       files: h.files,
       origin_files: h.originFiles,

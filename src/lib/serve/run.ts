@@ -40,6 +40,7 @@ import {startDailyPrune} from '../stats/prune.js'
 import {type StatsFlusher, startStatsFlusher} from '../stats/schedule.js'
 import {type AccessLog, openAccessLog} from './access-log.js'
 import {isWorker, releaseWorker, runPrimary, untilStopSignal} from './cluster.js'
+import {relayRetries, shareRetries} from './retry-share.js'
 import {SnapshotKeeper} from './keeper.js'
 import {httpUrl, parseListen} from './listen.js'
 import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type ServeMetrics, startMetricsServer} from './metrics.js'
@@ -94,12 +95,15 @@ export async function runServe(config: Config, runtime: ServeRuntime = {}): Prom
     const logger = createLogger(config.log_level)
     // The workers hand their counts to the primary, which sums and writes them (src/lib/stats/cluster.ts).
     const counting = config.stats.enabled ? await startClusterCounting(config.database_url, config.stats, logger) : undefined
+    // The workers' retry memories hear of each other's answers through the primary (./retry-share.ts).
+    const stopRelay = relayRetries()
     await runPrimary(config.serve.workers, logger, {
       metricsListen: config.serve.metrics_listen,
       onReload: () => primaryReload(config, runtime, logger),
       // The primary's address wins over a config file changed since (flags are the same).
       workerEnv: {MB_LISTEN: config.serve.listen},
     })
+    stopRelay()
     await counting?.stop()
     await new Promise<void>((resolve) => logger.flush(() => resolve()))
     return {url: config.serve.listen, stopped: true}
@@ -287,6 +291,8 @@ function createServer(
   // The count is read per redirect: a reload may change `select.max_alternatives`.
   server.addRedirectHeaders(duplicateLinks(() => server.linkCount))
   server.addRedirectHeaders(new MetalinkRedirectHeaders({baseUrls: metalink.baseUrls, torrents: metalink.servesTorrents}).provider)
+  // A retry may reach any worker: each tells its siblings what it answered (./retry-share.ts).
+  if (isWorker()) shareRetries(server.retries)
   return server
 }
 

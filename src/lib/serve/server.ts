@@ -51,6 +51,8 @@ import {type FileEntry, type Snapshot, unindexedVersion} from './snapshot.js'
 import {resolveLinks} from '../origin/links.js'
 import type {Outcome, RequestObserver, RequestOutcome} from './types.js'
 import {TurnBatch} from './turn-batch.js'
+import {rankOfAttempt} from '../select/retry.js'
+import {Retries, type RetryStep, attemptText, selectionForAttempt} from './retry.js'
 
 export interface ServerOptions {
   /** The origin tree (absolute or relative; resolved with realpath at start). */
@@ -144,6 +146,10 @@ export interface RequestContext {
   info?: ClientInfo
   /** The redirect rule matching this request: null when none does, undefined until asked ({@link MirrorServer.matchRule}). */
   rule?: RuleMatch | null
+  /** The retry attempt of a redirected or origin-delivered download (./retry.ts); 0 when none was decided. */
+  attempt: number
+  /** The mirror this request retries away from (a new attempt after a redirect there), for `mb_mirror_retries_total`. */
+  retriedFrom: string | undefined
 }
 
 /**
@@ -287,6 +293,8 @@ export class MirrorServer implements RouteServices {
   private verifier: Verifier | undefined
   private disk: DiskVersions | undefined
   private vary = 'X-Forwarded-For, X-Forwarded-Proto'
+  /** Recent answers, so that a client's retry reaches the next mirror (./retry.ts). */
+  readonly retries: Retries
 
   constructor(private readonly options: ServerOptions) {
     this.verifier = options.verify === undefined ? undefined : new Verifier(options.verify)
@@ -295,6 +303,7 @@ export class MirrorServer implements RouteServices {
     this.selectLimit = Math.max(1, options.linkCount ?? options.selectOptions.maxAlternatives ?? 5)
     this.selectOptions = options.selectOptions
     this.geo = options.geo
+    this.retries = new Retries(options.selectOptions)
     this.serverHeader = options.version === undefined ? undefined : `mb/${headerSafe(options.version)}`
     const limits = options.connections ?? DEFAULT_CONNECTION_SETTINGS
     // Time limits are checked every second (node's default is every 30 s).
@@ -331,6 +340,7 @@ export class MirrorServer implements RouteServices {
    */
   reconfigure(settings: ServerSettings): void {
     this.selectOptions = settings.selectOptions
+    this.retries.configure(settings.selectOptions)
     this.trusted = settings.trustedProxies
     this.geo = settings.geo
     this.selectLimit = Math.max(1, settings.linkCount)
@@ -426,7 +436,8 @@ export class MirrorServer implements RouteServices {
         if (!isCountryCode(country)) return undefined
       }
     }
-    ctx.info = clientInfo({ip: c.ip, address: c.address, https: c.https, userAgent: ctx.req.headers['user-agent'], country}, this.geo)
+    const headers = ctx.req.headers
+    ctx.info = clientInfo({ip: c.ip, address: c.address, https: c.https, userAgent: headers['user-agent'], range: headers.range !== undefined, country}, this.geo)
     return ctx.info
   }
 
@@ -538,6 +549,8 @@ export class MirrorServer implements RouteServices {
       rule: ctx.rule?.name,
       fileSize: undefined,
       rangeStart: undefined,
+      attempt: ctx.attempt === 0 ? undefined : ctx.attempt,
+      retriedFrom: ctx.retriedFrom,
     }
   }
 
@@ -616,6 +629,8 @@ export class MirrorServer implements RouteServices {
       file: undefined,
       startedAt,
       startedMs: Date.now(),
+      attempt: 0,
+      retriedFrom: undefined,
     }
     try {
       if (method !== 'GET' && method !== 'HEAD') {
@@ -721,8 +736,19 @@ export class MirrorServer implements RouteServices {
       this.answerRule(ctx, rule, file)
       return
     }
-    // Only the first `linkCount` candidates are used (Location is the first): rank no more.
-    const selection = this.selectMirrors(ctx, client, file, false, this.selectLimit)
+    const step = this.retries.enabled ? this.retryStep(ctx, file) : undefined
+    // Only the first `linkCount` candidates from the attempt's rank on are used (Location is the first): rank no more.
+    const all = this.selectMirrors(ctx, client, file, false, step === undefined ? this.selectLimit : this.selectLimit + step.attempt - 1)
+    if (step !== undefined && all.ranked.length > 0) {
+      const rank = rankOfAttempt(step.attempt, all.ranked.length)
+      this.retries.answered(step, rank < 0 ? 0 : all.ranked[rank].mirror.id)
+    }
+    const selection = step === undefined || all.ranked.length === 0 ? all : selectionForAttempt(all, step.attempt)
+    if (selection === undefined) {
+      ctx.res.setHeader('X-MB-Attempt', attemptText(step!.attempt))
+      this.deliver(ctx, 'retry', undefined, `retry ${step!.attempt}: the ${all.ranked.length} ranked mirror(s) were tried`).catch((error) => this.fail(ctx, error))
+      return
+    }
     const ranked = selection.ranked
     if (ranked.length === 0) {
       const reason = selection.origin?.reason ?? 'no_mirror'
@@ -739,6 +765,19 @@ export class MirrorServer implements RouteServices {
       return
     }
     this.redirect(ctx, file, client, selection, rule)
+  }
+
+  /**
+   * The retry step of a download of `file` (./retry.ts), noted on `ctx` for the request's
+   * record: its attempt, and the mirror it retries away from.
+   */
+  private retryStep(ctx: RequestContext, file: FileEntry): RetryStep | undefined {
+    const req = ctx.req
+    const step = this.retries.step(this.client(ctx).ip, file.path, req.method, req.headers.range, ctx.startedMs)
+    if (step === undefined) return undefined
+    ctx.attempt = step.attempt
+    if (step.retriedFrom !== 0) ctx.retriedFrom = ctx.snapshot.mirrors.byId[step.retriedFrom]?.identifier
+    return step
   }
 
   /**
@@ -786,6 +825,7 @@ export class MirrorServer implements RouteServices {
     if (this.serverHeader !== undefined) headers.push('Server', this.serverHeader)
     if (rule !== undefined) headers.push('X-MB-Rule', rule.name)
     if (escalated !== undefined) headers.push('X-MB-Escalated', escalated)
+    if (ctx.attempt !== 0) headers.push('X-MB-Attempt', attemptText(ctx.attempt))
     const providers = this.redirectHeaders
     for (let i = 0; i < providers.length; i++) providers[i](headers, ctx, file, client, selection)
     this.redirects.add({ctx, file, best, headers})

@@ -53,6 +53,10 @@ export interface RequestOutcome {
   rangeStart?: number
   userAgent?: string
   referer?: string
+  /** The retry attempt of a download (1 = the sticky choice; src/lib/serve/retry.ts), when retries are on. */
+  attempt?: number
+  /** The mirror (identifier) a retry moved away from: the client had been sent there for this file. */
+  retriedFrom?: string
   /** Time to produce the response, in seconds. */
   durationSeconds: number
   /** dnf's `countme` bucket (1..4) of a `/metalink` or `/mirrorlist` request, with its repo and arch (src/lib/yum/routes.ts). */

@@ -1,0 +1,132 @@
+import {expect} from 'chai'
+import {compileSelectOptions} from '../../src/lib/select/index.js'
+import {answerAttempt, answerMirror, RetryMemory, retryKey, startsDownload} from '../../src/lib/select/retry.js'
+import type {Candidate, Selection} from '../../src/lib/select/types.js'
+import {Retries, selectionForAttempt} from '../../src/lib/serve/retry.js'
+
+/** A clock the test moves, ms since the epoch. */
+function clock(start = 1_800_000_000_000): {now: () => number; advance: (seconds: number) => void} {
+  let t = start
+  return {now: () => t, advance: (seconds) => (t += seconds * 1000)}
+}
+
+/** The (attempt, mirror) a memory recalls for `key`, or undefined. */
+function recalled(m: RetryMemory, key: number): {attempt: number; mirrorId: number} | undefined {
+  const v = m.recall(key)
+  return v < 0 ? undefined : {attempt: answerAttempt(v), mirrorId: answerMirror(v)}
+}
+
+describe('retries: the memory of recent answers', () => {
+  it('recalls an answer within the window and forgets it after', () => {
+    const c = clock()
+    const m = new RetryMemory(600, 1000, c.now)
+    m.remember(retryKey('192.0.2.1', 'iso/a.iso'), 2, 7)
+    expect(recalled(m, retryKey('192.0.2.1', 'iso/a.iso'))).to.deep.equal({attempt: 2, mirrorId: 7})
+    expect(recalled(m, retryKey('192.0.2.2', 'iso/a.iso')), 'another client').to.equal(undefined)
+    expect(recalled(m, retryKey('192.0.2.1', 'iso/b.iso')), 'another path').to.equal(undefined)
+    expect(recalled(m, retryKey('192.0.2.1 iso/a.is', 'o')), 'where the two meet is part of the key').to.equal(undefined)
+    c.advance(599)
+    expect(recalled(m, retryKey('192.0.2.1', 'iso/a.iso'))?.attempt).to.equal(2)
+    c.advance(1)
+    expect(recalled(m, retryKey('192.0.2.1', 'iso/a.iso')), 'after the window').to.equal(undefined)
+  })
+
+  it('holds at most its bound, forgetting the oldest answers first', () => {
+    const c = clock()
+    const m = new RetryMemory(600, 128, c.now)
+    const key = (i: number) => retryKey(`10.0.${i >> 8}.${i & 255}`, 'f')
+    for (let i = 0; i < 1000; i++) {
+      m.remember(key(i), 1, 1)
+      if (i % 100 === 99) c.advance(1)
+    }
+    expect(m.size).to.be.at.most(128)
+    expect(m.size, 'the table fills').to.be.at.least(100)
+    expect(recalled(m, key(999)), 'the newest').to.deep.equal({attempt: 1, mirrorId: 1})
+    let old = 0
+    for (let i = 0; i < 500; i++) if (m.recall(key(i)) >= 0) old++
+    expect(old, 'the oldest half is forgotten').to.equal(0)
+  })
+
+  it('an expired answer frees its slot without timers', () => {
+    const c = clock()
+    const m = new RetryMemory(10, 16, c.now)
+    for (let i = 0; i < 16; i++) m.remember(retryKey(`10.0.0.${i}`, 'f'), 1, 1)
+    c.advance(10)
+    expect(m.size).to.equal(0)
+    m.remember(retryKey('10.0.1.1', 'f'), 1, 1)
+    expect(m.size).to.equal(1)
+  })
+
+  it('a sibling’s answer does not move a later attempt back', () => {
+    const m = new RetryMemory(600, 1000, clock().now)
+    const k = retryKey('192.0.2.1', 'a')
+    m.remember(k, 3, 5)
+    m.merge(k, 2, 4)
+    expect(recalled(m, k)).to.deep.equal({attempt: 3, mirrorId: 5})
+    m.merge(k, 4, 6)
+    expect(recalled(m, k)).to.deep.equal({attempt: 4, mirrorId: 6})
+  })
+
+  it('a Range from byte 0 starts a download, a continuation does not', () => {
+    expect(startsDownload(undefined)).to.equal(true)
+    expect(startsDownload('bytes=0-')).to.equal(true)
+    expect(startsDownload('bytes=0-1023')).to.equal(true)
+    expect(startsDownload('bytes=1024-')).to.equal(false)
+    expect(startsDownload('bytes=-500')).to.equal(false)
+  })
+})
+
+describe('retries: the steps of one client', () => {
+  const options = compileSelectOptions({retry_window_seconds: 600})
+
+  it('a repeat moves on; a continuation range and a HEAD stay; a Range from 0 moves on', () => {
+    const r = new Retries(options, clock().now)
+    const first = r.step('192.0.2.1', 'a.iso', 'GET', undefined)!
+    expect(first).to.include({attempt: 1, advance: true, retriedFrom: 0})
+    r.answered(first, 11)
+    const resumed = r.step('192.0.2.1', 'a.iso', 'GET', 'bytes=5000-')!
+    expect(resumed, 'continuation').to.include({attempt: 1, advance: false})
+    r.answered(resumed, 11)
+    expect(r.step('192.0.2.1', 'a.iso', 'HEAD', undefined), 'HEAD').to.include({attempt: 1, advance: false})
+    const again = r.step('192.0.2.1', 'a.iso', 'GET', undefined)!
+    expect(again, 'a repeat').to.include({attempt: 2, advance: true, retriedFrom: 11})
+    r.answered(again, 12)
+    expect(r.step('192.0.2.1', 'a.iso', 'GET', 'bytes=100-'), 'continuation after the retry').to.include({attempt: 2})
+    expect(r.step('192.0.2.1', 'a.iso', 'GET', 'bytes=0-'), 'a Range from 0').to.include({attempt: 3, retriedFrom: 12})
+    expect(r.step('192.0.2.9', 'a.iso', 'GET', undefined), 'another client of the network').to.include({attempt: 1})
+  })
+
+  it('the window expires, and 0 turns retries off', () => {
+    const c = clock()
+    const r = new Retries(options, c.now)
+    r.answered(r.step('192.0.2.1', 'a.iso', 'GET', undefined)!, 1)
+    c.advance(601)
+    expect(r.step('192.0.2.1', 'a.iso', 'GET', undefined)).to.include({attempt: 1, retriedFrom: 0})
+    r.configure(compileSelectOptions({retry_window_seconds: 0}))
+    expect(r.enabled).to.equal(false)
+    expect(r.step('192.0.2.1', 'a.iso', 'GET', undefined)).to.equal(undefined)
+  })
+
+  it('tells a listener of each answer remembered (the --workers sharing)', () => {
+    const r = new Retries(options, clock().now)
+    const heard: unknown[] = []
+    r.onRemember((key, attempt, mirrorId) => heard.push([key, attempt, mirrorId]))
+    r.answered(r.step('192.0.2.1', 'a.iso', 'GET', undefined)!, 3)
+    r.answered(r.step('192.0.2.1', 'a.iso', 'GET', 'bytes=9-')!, 3)
+    expect(heard).to.deep.equal([[retryKey('192.0.2.1', 'a.iso'), 1, 3]])
+    const sibling = new Retries(options, clock().now)
+    sibling.merge(retryKey('192.0.2.1', 'a.iso'), 1, 3)
+    expect(sibling.step('192.0.2.1', 'a.iso', 'GET', undefined)).to.include({attempt: 2, retriedFrom: 3})
+  })
+
+  it('attempt N takes rank N, then the origin, then starts over', () => {
+    const ranked = [1, 2, 3].map((id) => ({mirror: {id}, realm: id === 3 ? 'world' : 'country', rank: id, url: `u${id}`}) as unknown as Candidate)
+    const selection: Selection = {realm: 'country', ranked, excluded: []}
+    expect(selectionForAttempt(selection, 1)).to.equal(selection)
+    expect(selectionForAttempt(selection, 2)?.ranked.map((c) => c.url)).to.deep.equal(['u2', 'u3'])
+    expect(selectionForAttempt(selection, 3)).to.include({realm: 'world'})
+    expect(selectionForAttempt(selection, 4)).to.equal(undefined)
+    expect(selectionForAttempt(selection, 5), 'then over again').to.equal(selection)
+    expect(selectionForAttempt(selection, 6)?.ranked.map((c) => c.url)).to.deep.equal(['u2', 'u3'])
+  })
+})
