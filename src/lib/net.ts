@@ -204,3 +204,17 @@ export function cidrRanges([address, bits]: Cidr): string[] {
   const last = address.kind() === 'ipv4' ? ipaddr.IPv4.broadcastAddressFromCIDR(text) : ipaddr.IPv6.broadcastAddressFromCIDR(text)
   return [...new Set([address.range(), last.range()])]
 }
+
+/** The ipaddr.js ranges that no client on the Internet can send from (RFC 1918, RFC 4193, loopback, link-local). */
+const LOCAL_RANGES = new Set(['private', 'loopback', 'linkLocal', 'uniqueLocal'])
+
+/**
+ * True when every address of `cidr` (canonical text) lies in one range that is not routed on
+ * the Internet (private, unique local, loopback or link-local), like `10.0.0.0/8`: a proxy
+ * fleet there is common, and trusting it lets no outside client choose its own address.
+ * @throws UsageError when it is not a CIDR
+ */
+export function isLocalPrefix(cidr: string): boolean {
+  const ranges = cidrRanges(parseCidr(cidr))
+  return ranges.length === 1 && LOCAL_RANGES.has(ranges[0])
+}

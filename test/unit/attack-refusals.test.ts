@@ -14,11 +14,14 @@ const load = (flags: Record<string, unknown>, env: Record<string, string> = {}) 
 describe('attack-run refusals', () => {
   describe('trusted networks as broad as a refused mirror prefix', () => {
     it('refuses 0.0.0.0/0, ::/0 and anything shorter than /16 or /32 in trusted_proxies, naming the way out', () => {
-      for (const cidr of ['0.0.0.0/0', '::/0', '10.0.0.0/8', '2001::/16']) {
+      for (const cidr of ['0.0.0.0/0', '::/0', '8.0.0.0/8', '2001::/16', '0.0.0.0/4']) {
         expect(() => load({trusted_proxies: [cidr]}), cidr).to.throw(
-          /--trusted-proxy \(setting trusted_proxies\.0\): .* is shorter than \/16 \(IPv4\) or \/32 \(IPv6\).*X-Forwarded-For.*serve\.allow_broad_trusted_proxies: true/,
+          /--trusted-proxy \(setting trusted_proxies\.0\): .* is shorter than \/16 \(IPv4\) or \/32 \(IPv6\) and public.*X-Forwarded-For.*serve\.allow_broad_trusted_proxies: true/,
         )
       }
+      // A proxy fleet in a range the Internet does not route is a common setup: no outside client sends from it.
+      expect(load({trusted_proxies: ['10.0.0.0/8', '172.16.0.0/12', 'fc00::/7', '127.0.0.0/8']}).config.trusted_proxies).to.have.length(4)
+      expect(() => load({'serve.country_query_clients': ['10.0.0.0/8']})).to.throw(/10\.0\.0\.0\/8 is shorter/)
       expect(() => load({}, {MB_TRUSTED_PROXIES: '127.0.0.1/32,0.0.0.0/0'})).to.throw(/MB_TRUSTED_PROXIES \(setting trusted_proxies\.1\): 0\.0\.0\.0\/0/)
       expect(load({trusted_proxies: ['10.1.0.0/16', '2001:db8::/32', '127.0.0.1']}).config.trusted_proxies).to.deep.equal(['10.1.0.0/16', '2001:db8::/32', '127.0.0.1/32'])
     })

@@ -3,7 +3,7 @@
  */
 import {z} from 'zod'
 import {cidrString, listOf} from '../config/zod.js'
-import {isBroadPrefix, SHORTEST_NARROW_PREFIX} from '../net.js'
+import {isBroadPrefix, isLocalPrefix, SHORTEST_NARROW_PREFIX} from '../net.js'
 
 /** A setting of the whole configuration that {@link broadTrustedNetworks} found too broad, and why. */
 export interface BroadNetwork {
@@ -14,7 +14,9 @@ export interface BroadNetwork {
 /**
  * The entries of `trusted_proxies` and `serve.country_query_clients` (canonical CIDRs) that
  * are broader than a network of clients ({@link isBroadPrefix}: shorter than /16 or /32),
- * unless `serve.allow_broad_trusted_proxies`. A peer in `trusted_proxies` may name any
+ * unless `serve.allow_broad_trusted_proxies`. A trusted proxy network that lies wholly in a
+ * range the Internet does not route (`10.0.0.0/8`, `fc00::/7`; {@link isLocalPrefix}) is
+ * accepted: no outside client sends from it. A peer in `trusted_proxies` may name any
  * client address in `X-Forwarded-For` (and so its country, AS and connection limit); a client
  * in `country_query_clients` may pick its pool with `?country=`. `0.0.0.0/0` there hands that
  * to the whole Internet, and is refused as a broad mirror `--prefix` is (src/lib/mirrors/validate.ts).
@@ -24,10 +26,10 @@ export function broadTrustedNetworks(config: {trusted_proxies: string[]; serve: 
   const limit = `/${SHORTEST_NARROW_PREFIX.ipv4} (IPv4) or /${SHORTEST_NARROW_PREFIX.ipv6} (IPv6)`
   const found: BroadNetwork[] = []
   config.trusted_proxies.forEach((cidr, i) => {
-    if (isBroadPrefix(cidr))
+    if (isBroadPrefix(cidr) && !isLocalPrefix(cidr))
       found.push({
         path: ['trusted_proxies', i],
-        message: `${cidr} is shorter than ${limit}: every client in it could set X-Forwarded-For and choose its own address, country and connection limit. List your proxies' own addresses, or set serve.allow_broad_trusted_proxies: true to accept it`,
+        message: `${cidr} is shorter than ${limit} and public: every client in it could set X-Forwarded-For and choose its own address, country and connection limit. List your proxies' own addresses, or set serve.allow_broad_trusted_proxies: true to accept it`,
       })
   })
   config.serve.country_query_clients.forEach((cidr, i) => {
