@@ -122,7 +122,7 @@ describe('yum settings and countme', () => {
   it('maps (repo, arch) to directories with $arch and $repo replaced; the first entry wins', () => {
     const config = YumConfigSchema.parse({
       repos: [
-        {repo: 'fedora-42', arch: ['x86_64', 'aarch64'], path: '/fedora/releases/42/$arch/os/'},
+        {repo: 'fedora-42', arch: ['x86_64', 'aarch64'], path: 'fedora/releases/42/$arch/os/'},
         {repo: 'epel-9', arch: 'x86_64', path: 'epel/9/$arch/$repo'},
         {repo: 'fedora-42', arch: 'x86_64', path: 'elsewhere'},
       ],
