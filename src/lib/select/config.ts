@@ -101,7 +101,7 @@ export const SelectConfigSchema = z
       .min(0)
       .default(DEFAULT_RETRY_WINDOW_SECONDS)
       .describe(
-        'A client address asking again for the same file within this many seconds (no Range, or a Range from byte 0) is sent to the next mirror in rank order, and after the last to the origin (docs/selection.md, "Retries"); 0 turns retries off (every request gets the sticky choice).',
+        'A client address asking again for the same file within this many seconds (no Range, or a Range from byte 0) is sent to the next mirror in rank order, after the last to the origin, then from rank 1 again (docs/selection.md, "Retries reach another mirror"); 0 turns retries off (every request gets the sticky choice).',
       ),
     retry_memory_entries: z
       .number()

@@ -10,7 +10,9 @@
  * per-client answer, then the headers of the registered {@link RedirectHeaderProvider}s
  * (`Link: <url>; rel=duplicate; pri=K; geo=cc` lines from {@link duplicateLinks}, RFC 6249;
  * Metalink/HTTP headers from src/lib/metalink/routes.ts). Nothing on this path waits on the
- * database.
+ * database. With `select.retry_window_seconds` > 0, a client address asking again for a file
+ * it was just answered for takes the next rank, then the origin (./retry.ts), and every
+ * answer so decided says `X-MB-Attempt: N`.
  *
  * Local delivery (`send`, RFC 9110 Range/conditional requests) covers files the selection
  * leaves to the origin and files on disk that are not (yet) indexed; a realpath check keeps
