@@ -77,7 +77,14 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     const down = await mirror('down.mirror.test', 'DE', 'EU', {up: false})
     const ids = [de.id, fr.id, down.id]
     await database.db.updateTable('file').set({mirrors: ids}).execute()
-    const config = ConfigSchema.parse({root, geoip: [GEOIP], serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, country_query: 'trusted', country_query_clients: ['127.0.0.1/32']}, log_level: 'silent'})
+    // Retries off: every request here comes from 127.0.0.1, and repeats would walk the ranking.
+    const config = ConfigSchema.parse({
+      root,
+      geoip: [GEOIP],
+      serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, country_query: 'trusted', country_query_clients: ['127.0.0.1/32']},
+      select: {retry_window_seconds: 0},
+      log_level: 'silent',
+    })
     running = await startServe(config, {database})
     running.server.addObserver((o) => outcomes.push({target: o.target, status: o.status, outcome: o.outcome}))
     base = running.url
