@@ -31,6 +31,12 @@
  * interleaved pairs of the check off (`disk_check_seconds: 0`) and on, medians compared.
  * `--paths` sets how many distinct paths wrk requests (the stat cache holds each for 1 s).
  *
+ * The retry memory (`select.retry_window_seconds`, on by default: each redirect remembers
+ * its client address and path, docs/selection.md "Retries") is measured the same way:
+ * `--retry-rounds` interleaved pairs of `--retry-window 0` and the default, medians of the
+ * CPU per redirect compared (target: at most 5% more). wrk's random (address, path) pairs
+ * repeat now and then; those go to the next mirror, as a retry does.
+ *
  * The dataset is as production's: every file hashed (md5, sha1, sha256, fresh for its
  * version, so redirects carry `Digest` and `Link: rel=describedby`), and the files of a
  * directory on one mirror set, 5% of them missing from 1-3 of its mirrors. It is reused when
@@ -487,6 +493,7 @@ export async function main(argv: string[]): Promise<void> {
       paths: {type: 'string', default: '5000'},
       'origin-files': {type: 'string', default: 'requested'},
       'origin-check-rounds': {type: 'string', default: '2'},
+      'retry-rounds': {type: 'string', default: '2'},
     },
   })
   const files = Number(values.files)
@@ -538,6 +545,8 @@ export async function main(argv: string[]): Promise<void> {
     writeFileSync(checkOff, 'serve:\n  disk_check_seconds: 0\n')
     const checkRounds = Number(values['origin-check-rounds'])
     if (!(Number.isInteger(checkRounds) && checkRounds >= 0)) throw new Error('--origin-check-rounds takes a whole number (0 skips the comparison)')
+    const retryRounds = Number(values['retry-rounds'])
+    if (!(Number.isInteger(retryRounds) && retryRounds >= 0)) throw new Error('--retry-rounds takes a whole number (0 skips the comparison)')
 
     const ceilingFile = join(work, 'ceiling.cjs')
     writeFileSync(ceilingFile, CEILING_SERVER)
@@ -747,6 +756,24 @@ export async function main(argv: string[]): Promise<void> {
           `origin check (${processes}, ${pathCount} paths, origin files: ${originFiles}): off ${off.map((m) => m.result.rps.toFixed(0)).join(', ')} req/s, on ${on.map((m) => m.result.rps.toFixed(0)).join(', ')} req/s (interleaved off/on); median cost ${drop.toFixed(1)}% of throughput, CPU ${cpuOff.toFixed(1)} -> ${cpuOn.toFixed(1)} us/redirect (medians); load average ${load}`,
         )
         summary.push(`${processes}: the origin check costs <= 5% of throughput ${drop <= 5 ? 'met' : 'MISSED'} (${drop.toFixed(1)}%, median of ${checkRounds} pairs)`)
+      }
+
+      // What remembering answers for retries costs: interleaved pairs without and with it.
+      if (retryRounds > 0 && workers === workerCounts[0]) {
+        const on: Array<Awaited<ReturnType<typeof measureServe>>> = []
+        const off: Array<Awaited<ReturnType<typeof measureServe>>> = []
+        for (let r = 0; r < retryRounds; r++) {
+          off.push(await measureServe(workers, ['--retry-window', '0'], false))
+          on.push(await measureServe(workers, [], false))
+        }
+        const cpuOn = median(on.map((m) => m.cpuUs))
+        const cpuOff = median(off.map((m) => m.cpuUs))
+        const cost = (cpuOn / cpuOff - 1) * 100
+        const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
+        console.log(
+          `retry memory (${processes}): off ${off.map((m) => m.cpuUs.toFixed(1)).join(', ')} us/redirect, on ${on.map((m) => m.cpuUs.toFixed(1)).join(', ')} (interleaved off/on); median cost ${cost.toFixed(1)}% of a redirect's CPU; load average ${load}`,
+        )
+        summary.push(`${processes}: the retry memory costs <= 5% of a redirect ${cost <= 5 ? 'met' : 'MISSED'} (${cost.toFixed(1)}% CPU per redirect, median of ${retryRounds} pairs)`)
       }
     }
     console.log('\ntargets:')
