@@ -21,7 +21,7 @@
  */
 import type {SelectMirror} from '../select/types.js'
 import {mirrorUrl} from '../select/url.js'
-import type {RequestContext, Route, RouteServices} from '../serve/server.js'
+import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} from '../serve/server.js'
 import type {Snapshot} from '../serve/snapshot.js'
 import {BaseUrls} from '../serve/public-url.js'
 import {originUrlFor} from '../metalink/document.js'
@@ -97,7 +97,7 @@ export class AptRoutes {
     const dir = await this.server.resolveOnDisk(target.dir.replace(/\/$/, ''))
     if (!dir?.directory) return this.server.plain(ctx, 404, 'not_found', `Not found: /${target.dir} is not a directory of this archive.\n`)
     const client = this.server.clientInfo(ctx)
-    if (client === undefined) return this.server.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.\n')
+    if (client === undefined) return this.server.plain(ctx, 400, 'bad_request', BAD_COUNTRY_QUERY)
     const archive = {path: target.dir, size: this.options.minSize, mtime: 0, mirrors: this.holdersOf(ctx.snapshot, target.dir), md5: null, sha1: null, sha256: null}
     const selection = this.server.selectMirrors(ctx, client, archive, false)
     const urls: string[] = []

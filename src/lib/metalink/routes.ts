@@ -29,7 +29,7 @@ import type {Database} from '../db/index.js'
 import {statIfPresent} from '../origin/disk.js'
 import {hashesMatchVersion} from '../origin/freshness.js'
 import {readStoredHashes, type StoredHashes} from '../origin/hash.js'
-import type {RequestContext, Route, RouteServices} from '../serve/server.js'
+import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} from '../serve/server.js'
 import type {FileEntry, Snapshot} from '../serve/snapshot.js'
 import type {Selection} from '../select/types.js'
 import {hasQueryFlag} from '../serve/path.js'
@@ -239,7 +239,7 @@ export class MetalinkRoutes {
     const current = target.file ? server.currentFile(ctx, target.file) : await this.unindexed(ctx, target)
     if (current === undefined) return
     const client = server.clientInfo(ctx)
-    if (client === undefined) return server.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
+    if (client === undefined) return server.plain(ctx, 400, 'bad_request', BAD_COUNTRY_QUERY)
     const changed = target.file !== undefined && current !== target.file
     const file = target.kind === 'mirrorlist' && target.file !== undefined && !changed ? await this.withStaleCopies(ctx.snapshot, current) : current
     const selection = !target.file ? NOT_INDEXED : changed ? INDEX_STALE : server.selectMirrors(ctx, client, file, target.kind === 'mirrorlist')

@@ -195,6 +195,9 @@ export interface OnDisk {
   mtime: number
 }
 
+/** The answer (400) to a `?country=` that is not a country code, when the request may set one (`serve.country_query`). */
+export const BAD_COUNTRY_QUERY = 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.'
+
 /**
  * An extra route, tried in registration order before the default file handling. `match`
  * must be cheap (a suffix or query test) and returns what `handle` needs (or undefined
@@ -730,7 +733,7 @@ export class MirrorServer implements RouteServices {
     }
     const client = this.clientInfo(ctx)
     if (client === undefined) {
-      this.plain(ctx, 400, 'bad_request', 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
+      this.plain(ctx, 400, 'bad_request', BAD_COUNTRY_QUERY)
       return
     }
     const rule = this.matchRule(ctx, client, file.path)

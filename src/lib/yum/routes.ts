@@ -30,7 +30,7 @@ import {isRepomdPath, type RepomdAlternate, type RepomdVersion, readRepomdAltern
 import {mirrorUrlOn} from '../select/url.js'
 import type {Selection, SelectMirror} from '../select/types.js'
 import {hasQueryFlag} from '../serve/path.js'
-import type {RequestContext, Route, RouteServices} from '../serve/server.js'
+import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} from '../serve/server.js'
 import {type FileEntry, fileWith} from '../serve/snapshot.js'
 import {BaseUrls} from '../serve/public-url.js'
 import {repoKey} from './config.js'
@@ -164,7 +164,7 @@ export class YumRoutes {
     const state = file && (await this.state(file))
     if (!file || !state) return this.fail(ctx, metalink, 404, `${repomd.slice(0, -'/repomd.xml'.length)}/repomd.xml not found or has not metalink`)
     const client = this.server.clientInfo(ctx)
-    if (client === undefined) return this.fail(ctx, metalink, 400, 'Bad request: ?country= must be an ISO 3166-1 alpha-2 code such as DE.')
+    if (client === undefined) return this.fail(ctx, metalink, 400, BAD_COUNTRY_QUERY)
     const selection = this.server.selectMirrors(ctx, client, this.repositoryFile(file, state), false)
     const origin = (this.options.baseUrls ?? DEFAULT_BASE_URLS).origin(ctx.req, client.https)
     const dir = repomd.slice(0, -'repodata/repomd.xml'.length)
