@@ -1,4 +1,5 @@
 import {Flags} from '@oclif/core'
+import {isoSeconds} from '../../lib/time.js'
 import {BaseCommand} from '../../base-command.js'
 import {listMirrors, listRemovedMirrors, type PublicMirror, publicMirror, type RemovedMirror} from '../../lib/mirrors/registry.js'
 import {MIRROR_LIST_COLUMNS} from '../../lib/mirrors/render.js'
@@ -82,7 +83,7 @@ const percent = (share: number | null) => (share === null ? null : `${(Math.roun
 const REMOVED_COLUMNS: Array<Column<RemovedMirror>> = [
   {header: 'name', get: (r) => r.identifier},
   {header: 'id', get: (r) => r.mirror_id, priority: 0.5},
-  {header: 'removed_at', get: (r) => new Date(r.removed_at).toISOString().replace(/\.\d{3}Z$/, 'Z')},
+  {header: 'removed_at', get: (r) => isoSeconds(r.removed_at)},
   {header: 'removed_by', get: (r) => r.removed_by, priority: 2},
   {header: 'base_url', get: (r) => r.https_url ?? r.http_url, priority: 1},
   {header: 'rsync_url', get: (r) => r.rsync_url, priority: 0.4},

@@ -11,6 +11,7 @@
  * and yields to the event loop every {@link YIELD_EVERY} files, so that a large tree never
  * blocks requests; results are kept per subtree for {@link HOLDINGS_TTL_MS} and per snapshot.
  */
+import {unixIso} from '../time.js'
 import {sql} from 'kysely'
 import type {Database} from '../db/index.js'
 import {parseStatus} from '../probe/state.js'
@@ -370,7 +371,7 @@ export async function buildOverview(view: NetworkView, snapshot: Snapshot, subtr
       https: schemeHealth(m.httpsUrl, m.httpsUp),
       health: probed ? (m.up ? 'up' : 'down') : 'unprobed',
       range: m.rangeOk,
-      last_scan: m.lastScanOkAt === null ? null : new Date(m.lastScanOkAt * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      last_scan: m.lastScanOkAt === null ? null : unixIso(m.lastScanOkAt),
       files: h.files,
       origin_files: h.originFiles,
       share: h.originFiles > 0 ? Math.round((h.files / h.originFiles) * 10000) / 10000 : null,

@@ -11,6 +11,7 @@
  *   alternates_days: 3                        # older repomd.xml versions listed this long after they were replaced
  * ```
  */
+import {trimSlashes} from '../text.js'
 import {z} from 'zod'
 import {listOf} from '../config/zod.js'
 
@@ -61,10 +62,7 @@ export function repoTable(config: YumConfig): Map<string, string> {
   const table = new Map<string, string>()
   for (const entry of config.repos) {
     for (const arch of entry.arch) {
-      const dir = entry.path
-        .replaceAll('$arch', arch)
-        .replaceAll('$repo', entry.repo)
-        .replace(/^\/+|\/+$/g, '')
+      const dir = trimSlashes(entry.path.replaceAll('$arch', arch).replaceAll('$repo', entry.repo))
       const key = repoKey(entry.repo, arch)
       if (!table.has(key)) table.set(key, dir)
     }
