@@ -66,8 +66,8 @@ until a scan sees another size or mtime there or a later check passes.
     warning: Flags.integer({description: 'nagios: WARNING when at least this percentage of mirrors is down (config probe.warning, default 10)', min: 0, max: 100}),
     critical: Flags.integer({description: 'nagios: CRITICAL when at least this percentage of mirrors is down (config probe.critical, default 30)', min: 0, max: 100}),
     insecure: Flags.boolean({description: 'accept self-signed or invalid HTTPS certificates (config probe.insecure_tls)'}),
-    content: Flags.boolean({description: 'check the bytes of sampled copies against the SHA-1 pieces of the index, instead of health', exclusive: ['format', 'enable', 'fail-on-down']}),
-    budget: Flags.integer({description: 'with --content: bytes fetched per mirror at most (config probe.content_budget_bytes, default 64 MiB)', min: 0, dependsOn: ['content']}),
+    content: Flags.boolean({description: 'check the bytes of sampled copies against the SHA-1 pieces of the index, instead of health'}),
+    budget: Flags.integer({description: 'with --content: bytes fetched per mirror at most (config probe.content_budget_bytes, default 64 MiB)', min: 0}),
     'fail-on-down': Flags.boolean({description: 'exit 1 when a mirror went from up to down in this round, naming it on stderr even with --quiet (for cron)'}),
   }
 
@@ -87,6 +87,7 @@ until a scan sees another size or mtime there or a later check passes.
 
   public async run(): Promise<ProbeRound | ContentRound | undefined> {
     if (this.flags.content) return this.content()
+    if (this.flags.budget !== undefined) throw new UsageError('--budget goes with --content (the bytes a content check fetches per mirror).')
     if (this.nagios) {
       let code = 3
       try {
@@ -136,6 +137,9 @@ until a scan sees another size or mtime there or a later check passes.
     const {argv} = await this.parse({flags: Probe.flags, baseFlags: BaseCommand.baseFlags, enableJsonFlag: true, args: Probe.args, strict: false})
     const names = argv as string[]
     if (this.flags.all && names.length > 0) throw new UsageError('Give mirror names or --all, not both.')
+    const health = ['enable', 'fail-on-down'].filter((f) => this.flags[f as 'enable' | 'fail-on-down'])
+    if (this.nagios) health.push('format nagios')
+    if (health.length > 0) throw new UsageError(`--content checks bytes, not health: leave out --${health.join(', --')}.`)
     const database = await this.openDb()
     const round = await checkMirrorContents(database, this.mbConfig.probe, {names})
     this.print(this.renderContentRound(round))

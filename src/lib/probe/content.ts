@@ -142,7 +142,8 @@ export function contentVerdict(check: Pick<PlannedCheck, 'start' | 'end' | 'leng
   if (answer.status !== 206) return {verdict: 'error', detail: answer.failure ?? `HTTP ${answer.status}`}
   const range = answer.contentRange
   if (range?.total !== undefined && range.total !== null && range.total !== check.size) return {verdict: 'size_differs', detail: `the mirror's copy has ${range.total} bytes, origin ${check.size}`}
-  if (!range || range.start !== check.start || range.end !== check.end) return {verdict: 'error', detail: `asked for bytes ${check.start}-${check.end}, got ${range ? `${range.start}-${range.end}` : 'no Content-Range'}`}
+  if (!range || range.start !== check.start || range.end !== check.end)
+    return {verdict: 'error', detail: `asked for bytes ${check.start}-${check.end}, got ${range ? `${range.start}-${range.end}` : 'no Content-Range'}`}
   if (answer.bytes !== check.length || answer.sha1 === undefined) return {verdict: 'error', detail: answer.failure ?? `a body of ${answer.bytes} bytes for a piece of ${check.length}`}
   if (answer.sha1.toLowerCase() !== expected.toLowerCase()) return {verdict: 'corrupt', detail: `SHA-1 ${answer.sha1}, index ${expected}`}
   return {verdict: 'ok', detail: 'SHA-1 matches'}
