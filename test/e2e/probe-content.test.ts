@@ -163,6 +163,10 @@ describe(`e2e: mb probe --content finds corrupt copies (${backend})`, function (
     const checks = r.json().mirrors[0].checks
     expect(checks.filter((c: any) => c.was_bad).map((c: any) => `${c.path}:${c.verdict}`)).to.have.members(['pub/a.iso:corrupt', 'pub/c.iso:corrupt'])
     expect(r.json()).to.include({marked_bad: 0, cleared: 0})
+    const human = await mb(['probe', '--content', 'bad.test'], {env})
+    expect(human.code, human.stderr).to.equal(0)
+    expect(human.stdout).to.match(/bad\.test\s+pub\/a\.iso\s+\d\s+corrupt\s+SHA-1 [0-9a-f]{40}, index [0-9a-f]{40}/)
+    expect(human.stdout).to.contain('copies checked, 2 corrupt (0 newly taken out of selection), 0 repaired')
   })
 
   it('a copy that changed on the mirror loses its record at the next scan', async () => {
