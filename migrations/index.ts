@@ -8,7 +8,7 @@
  * reused: a planned change that needed no schema leaves its number unused. The gaps are
  * harmless, since kysely only needs the names to sort in the order they run. Never fill
  * them: a database that has applied 0006 would see a new 0003 as a migration out of order,
- * which kysely refuses. 0018 and 0019 are handed to changes under way; the next free number is 0021.
+ * which kysely refuses. 0019 is handed to a change under way; the next free number is 0022.
  */
 import type {Migration} from 'kysely'
 import * as m0001 from './0001_init.js'
@@ -26,6 +26,7 @@ import * as m0016 from './0016_push.js'
 import * as m0017 from './0017_redirect_rules.js'
 import * as m0018 from './0018_mirror_range_url_changed.js'
 import * as m0020 from './0020_removed_mirror.js'
+import * as m0021 from './0021_mirror_file_bad.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_init': m0001,
@@ -43,4 +44,5 @@ export const migrations: Record<string, Migration> = {
   '0017_redirect_rules': m0017,
   '0018_mirror_range_url_changed': m0018,
   '0020_removed_mirror': m0020,
+  '0021_mirror_file_bad': m0021,
 }

@@ -393,6 +393,14 @@ describe('select(): restrictions and exclusions', () => {
     {name: 'zero score', mirror: {score: 0}, reason: 'zero_score', detail: 'score is 0 (takes no traffic)'},
     {name: 'not held', mirror: {}, held: false, reason: 'not_held', detail: 'its last scan did not list this file'},
     {name: 'not held, never scanned', mirror: {last_scan_ok_at: null}, held: false, reason: 'not_held', detail: 'no successful scan yet'},
+    {
+      name: 'corrupt copy (content check)',
+      mirror: {},
+      held: false,
+      file: {corrupt: new Map([[1, {piece: 3, foundAt: NOW - 60}]]), stale: new Map([[1, {size: 60000, mtime: null}]])},
+      reason: 'corrupt',
+      detail: 'piece 3 of the copy did not match the index at 2027-01-15T07:59:00Z (a scan seeing another size or mtime, or `mb probe --content m1` passing, brings it back)',
+    },
     {name: 'stale size', mirror: {}, held: false, file: {size: 65536, stale: new Map([[1, {size: 60000, mtime: null}]])}, reason: 'stale', detail: 'outdated copy: 60000 bytes, origin 65536'},
     {
       name: 'stale mtime',

@@ -10,7 +10,7 @@ export default class FileLookupCommand extends BaseCommand<typeof FileLookupComm
 
 PATH is relative to the origin root, or a glob ('*.iso', 'iso/**/*.sha256'; quote it) that lists every match.
 
-With --client-ip, also explain the choice \`mb serve\` would make for that client: the realm (prefix, as, country, continent, world, fallback), each eligible mirror in rank order with its URL, and the reason each other mirror was passed over (disabled, down, stale, too_large, no_https, country_only, no_ipv6, ...); a note says why a mirror ranks after others of its pool (beyond the distance factor, no IPv6 for an IPv6 client). A retry line states the retry rule (a repeated download of the same client goes to the next mirror in rank order) and where attempt N goes (--attempt). GeoIP comes from the \`geoip\` and \`asn_db\` settings (default: the bundled GeoLite2 City data).`
+With --client-ip, also explain the choice \`mb serve\` would make for that client: the realm (prefix, as, country, continent, world, fallback), each eligible mirror in rank order with its URL, and the reason each other mirror was passed over (disabled, down, corrupt, stale, too_large, no_https, country_only, no_ipv6, ...); a note says why a mirror ranks after others of its pool (beyond the distance factor, no IPv6 for an IPv6 client). A retry line states the retry rule (a repeated download of the same client goes to the next mirror in rank order) and where attempt N goes (--attempt). GeoIP comes from the \`geoip\` and \`asn_db\` settings (default: the bundled GeoLite2 City data).`
 
   static override examples = [
     '<%= config.bin %> file lookup iso/distro-1.0.iso',
@@ -81,6 +81,16 @@ function render(f: FileLookup): string {
         {header: 'mirror', get: (s) => s.identifier},
         {header: 'copy', get: (s) => outdatedCopy(s, f)},
         {header: 'mtime (UTC)', get: (s) => (s.mtime === null ? null : unixIso(s.mtime))},
+      ]),
+    )
+  }
+  if (f.corrupt.length > 0) {
+    lines.push('corrupt copies (a content check found a piece that did not match the index; not used until a scan sees them change or a check passes):')
+    lines.push(
+      renderTable(f.corrupt, [
+        {header: 'mirror', get: (c) => c.identifier},
+        {header: 'piece', get: (c) => c.piece},
+        {header: 'found (UTC)', get: (c) => c.found_at},
       ]),
     )
   }

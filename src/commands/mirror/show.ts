@@ -1,6 +1,6 @@
 import {Args} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
-import {type PublicMirror, publicMirror, resolveMirror} from '../../lib/mirrors/registry.js'
+import {badCopyCount, type PublicMirror, publicMirror, resolveMirror} from '../../lib/mirrors/registry.js'
 import {mirrorRecord} from '../../lib/mirrors/render.js'
 import {renderRecord} from '../../lib/output.js'
 import {probeStateText, probeSummaries, probeSummaryJson, recentTransitions, renderTransitions, transitionJson, type ProbeSummaryJson} from '../../lib/probe/history.js'
@@ -13,14 +13,16 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
     name: Args.string({description: 'mirror name, or an unambiguous prefix of it', required: true}),
   }
 
-  public async run(): Promise<PublicMirror & {probe: ProbeSummaryJson & {transitions: Array<ReturnType<typeof transitionJson>>}}> {
+  public async run(): Promise<PublicMirror & {bad_copies: number; probe: ProbeSummaryJson & {transitions: Array<ReturnType<typeof transitionJson>>}}> {
     const database = await this.openDb()
     const mirror = publicMirror(await resolveMirror(database.db, this.args.name))
     const summary = probeSummaryJson((await probeSummaries(database.db, [mirror.id])).get(mirror.id), this.mbConfig.select.unprobed)
     const transitions = await recentTransitions(database.db, mirror.id, 10)
+    const badCopies = await badCopyCount(database.db, mirror.id)
+    const bad = badCopies === 0 ? '0' : `${badCopies}: content checks found these copies corrupt; they get no clients (\`mb file lookup\` names them per file)`
     this.print(
-      `${renderRecord([...mirrorRecord(mirror), ['probe', probeStateText(summary)], ['last_probe', summary.last_probe_at], ['probe_reason', summary.reason]])}\n${renderTransitions(transitions)}`,
+      `${renderRecord([...mirrorRecord(mirror), ['bad_copies', bad], ['probe', probeStateText(summary)], ['last_probe', summary.last_probe_at], ['probe_reason', summary.reason]])}\n${renderTransitions(transitions)}`,
     )
-    return {...mirror, probe: {...summary, transitions: transitions.map(transitionJson)}}
+    return {...mirror, bad_copies: badCopies, probe: {...summary, transitions: transitions.map(transitionJson)}}
   }
 }

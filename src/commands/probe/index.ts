@@ -5,6 +5,7 @@ import {renderTable} from '../../lib/output.js'
 import {nagiosUnknown, nagiosVerdict} from '../../lib/probe/nagios.js'
 import {hookFailureMessage, runChangeHook, stateChanges, wentDown} from '../../lib/probe/notify.js'
 import {probeMirrors, type ProbeRound} from '../../lib/probe/run.js'
+import {checkMirrorContents, type ContentRound} from '../../lib/probe/content-check.js'
 
 export default class Probe extends BaseCommand<typeof Probe> {
   static override description = `Probe mirror health over HTTP and HTTPS, IPv4 and IPv6
@@ -30,6 +31,13 @@ MB_OLD_STATE (up, down, or unknown on a first probe), MB_NEW_STATE, MB_REASON an
 its environment; each run may take probe.on_change_timeout seconds (10). A hook that fails
 is reported on stderr and changes nothing else.
 
+--content checks the bytes instead (docs/operations.md, "Content checks"): for each mirror,
+copies of files with SHA-1 pieces (\`mb index --hashes\`), those found corrupt before first,
+then the most recently changed, then at random, one random piece each, fetched with a
+ranged GET within --budget bytes (probe.content_budget_bytes, 64 MiB) and compared with the
+index. A copy whose piece differs is recorded as corrupt and leaves the file's mirror set
+until a scan sees another size or mtime there or a later check passes.
+
 --format nagios prints one Nagios/Icinga plugin line and exits 0 OK, 1 WARNING, 2 CRITICAL,
 3 UNKNOWN, by the share of probed mirrors that are down (--warning / --critical, percent).`
 
@@ -41,6 +49,8 @@ is reported on stderr and changes nothing else.
     '<%= config.bin %> probe --all --quiet --fail-on-down',
     '<%= config.bin %> probe --format nagios --warning 10 --critical 30',
     '<%= config.bin %> probe self-signed.example.net --insecure',
+    '<%= config.bin %> probe --content --all',
+    '<%= config.bin %> probe --content ftp.example.de --budget 16777216 --json',
   ]
 
   static override strict = false
@@ -56,6 +66,8 @@ is reported on stderr and changes nothing else.
     warning: Flags.integer({description: 'nagios: WARNING when at least this percentage of mirrors is down (config probe.warning, default 10)', min: 0, max: 100}),
     critical: Flags.integer({description: 'nagios: CRITICAL when at least this percentage of mirrors is down (config probe.critical, default 30)', min: 0, max: 100}),
     insecure: Flags.boolean({description: 'accept self-signed or invalid HTTPS certificates (config probe.insecure_tls)'}),
+    content: Flags.boolean({description: 'check the bytes of sampled copies against the SHA-1 pieces of the index, instead of health'}),
+    budget: Flags.integer({description: 'with --content: bytes fetched per mirror at most (config probe.content_budget_bytes, default 64 MiB)', min: 0}),
     'fail-on-down': Flags.boolean({description: 'exit 1 when a mirror went from up to down in this round, naming it on stderr even with --quiet (for cron)'}),
   }
 
@@ -65,6 +77,7 @@ is reported on stderr and changes nothing else.
       'probe.warning': this.flags.warning,
       'probe.critical': this.flags.critical,
       'probe.insecure_tls': this.flags.insecure ? true : undefined,
+      'probe.content_budget_bytes': this.flags.budget,
     }
   }
 
@@ -72,7 +85,9 @@ is reported on stderr and changes nothing else.
     return this.flags?.format === 'nagios' || /--format[= ]nagios/.test(this.argv.join(' '))
   }
 
-  public async run(): Promise<ProbeRound | undefined> {
+  public async run(): Promise<ProbeRound | ContentRound | undefined> {
+    if (this.flags.content) return this.content()
+    if (this.flags.budget !== undefined) throw new UsageError('--budget goes with --content (the bytes a content check fetches per mirror).')
     if (this.nagios) {
       let code = 3
       try {
@@ -116,6 +131,37 @@ is reported on stderr and changes nothing else.
       })
     }
     return round
+  }
+
+  private async content(): Promise<ContentRound> {
+    const {argv} = await this.parse({flags: Probe.flags, baseFlags: BaseCommand.baseFlags, enableJsonFlag: true, args: Probe.args, strict: false})
+    const names = argv as string[]
+    if (this.flags.all && names.length > 0) throw new UsageError('Give mirror names or --all, not both.')
+    const health = ['enable', 'fail-on-down'].filter((f) => this.flags[f as 'enable' | 'fail-on-down'])
+    if (this.nagios) health.push('format nagios')
+    if (health.length > 0) throw new UsageError(`--content checks bytes, not health: leave out --${health.join(', --')}.`)
+    const database = await this.openDb()
+    const round = await checkMirrorContents(database, this.mbConfig.probe, {names})
+    this.print(this.renderContentRound(round))
+    return round
+  }
+
+  private renderContentRound(round: ContentRound): string {
+    if (round.mirrors.length === 0) return 'No mirrors to check. Add one with `mb mirror add`.'
+    type Row = {mirror: string; path: string | null; piece: number | null; verdict: string; detail: string}
+    const rows = round.mirrors.flatMap((m): Row[] => {
+      if (m.checks.length === 0) return [{mirror: m.identifier, path: null, piece: null, verdict: 'skipped', detail: m.skipped ?? 'nothing checked'}]
+      const note = m.not_recorded ? `; ${m.not_recorded}` : ''
+      return m.checks.map((c) => ({mirror: m.identifier, path: c.path, piece: c.piece, verdict: c.verdict === 'ok' && c.was_bad ? 'ok (was corrupt)' : c.verdict, detail: c.detail + note}))
+    })
+    const table = renderTable(rows, [
+      {header: 'mirror', get: (r) => r.mirror},
+      {header: 'path', get: (r) => r.path},
+      {header: 'piece', get: (r) => r.piece},
+      {header: 'verdict', get: (r) => r.verdict},
+      {header: 'detail', get: (r) => r.detail},
+    ])
+    return `${table}\n${round.checked} copies checked, ${round.corrupt} corrupt (${round.marked_bad} newly taken out of selection), ${round.cleared} repaired`
   }
 
   private renderRound(round: ProbeRound): string {

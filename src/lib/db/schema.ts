@@ -111,6 +111,17 @@ export interface MirrorFileStaleTable {
   seen_at: Generated<Date>
 }
 
+/** A mirror's copy that a content check found corrupt at the origin version `size`/`mtime` (migration 0021). */
+export interface MirrorFileBadTable {
+  mirror_id: number
+  file_id: number
+  size: number
+  mtime: number
+  /** 0-based index of the `piece_size` piece whose SHA-1 did not match `file.sha1_pieces`. */
+  piece: number
+  found_at: Generated<Date>
+}
+
 /** A symbolic link of the origin tree whose target lies inside the root (migration 0012). */
 export interface FileLinkTable {
   /** The link's path, relative to the root. */
@@ -236,6 +247,7 @@ export interface DB {
   mirror: MirrorTable
   file: FileTable
   mirror_file_stale: MirrorFileStaleTable
+  mirror_file_bad: MirrorFileBadTable
   file_tombstone: FileTombstoneTable
   file_link: FileLinkTable
   file_zsync: FileZsyncTable

@@ -36,6 +36,15 @@ export interface StaleCopy {
   mtime: number | null
 }
 
+/** A mirror copy of this version that a content check found corrupt (`mb probe --content`). */
+export interface CorruptCopy {
+  identifier: string
+  /** 0-based index of the SHA-1 piece that did not match. */
+  piece: number
+  /** When the mismatch was found, ISO 8601 UTC. */
+  found_at: string
+}
+
 /** The `--client-ip` explanation: the selection for that client. */
 export interface LookupExplain {
   client: {ip: string; https: boolean; country: string | null; continent: string | null; asn: number | null; latitude: number | null; longitude: number | null}
@@ -75,6 +84,8 @@ export interface FileLookup {
   hashes: {md5: string; sha1: string; sha256: string} | null
   mirrors: HoldingMirror[]
   stale: StaleCopy[]
+  /** Copies found corrupt: out of the mirror set until a scan sees them change or a content check passes. */
+  corrupt: CorruptCopy[]
   explain?: LookupExplain
 }
 
@@ -167,6 +178,23 @@ async function staleCopies(database: Database, fileIds: number[]): Promise<Map<n
   return staleByFile
 }
 
+/** The corrupt copies of the files `fileIds` at their current versions: file id → mirror id → piece and time (Unix seconds). */
+async function corruptCopies(database: Database, fileIds: number[]): Promise<Map<number, Map<number, {piece: number; foundAt: number}>>> {
+  const rows = await database.db
+    .selectFrom('mirror_file_bad as b')
+    .innerJoin('file as f', (join) => join.onRef('f.id', '=', 'b.file_id').onRef('f.size', '=', 'b.size').onRef('f.mtime', '=', 'b.mtime'))
+    .select(['b.mirror_id', 'b.file_id', 'b.piece', 'b.found_at'])
+    .where('b.file_id', 'in', fileIds)
+    .execute()
+  const byFile = new Map<number, Map<number, {piece: number; foundAt: number}>>()
+  for (const r of rows) {
+    const map = byFile.get(Number(r.file_id)) ?? new Map()
+    byFile.set(Number(r.file_id), map)
+    map.set(Number(r.mirror_id), {piece: Number(r.piece), foundAt: Math.floor(new Date(r.found_at).getTime() / 1000)})
+  }
+  return byFile
+}
+
 /**
  * The differing copies the mirrors' last scans saw of one version of one file (for the
  * served mirror list, whose snapshot does not hold them): mirror id → size in bytes and
@@ -205,6 +233,10 @@ export async function lookupFiles(database: Database, config: Config, options: L
     database,
     rows.map((r) => r.id),
   )
+  const corruptByFile = await corruptCopies(
+    database,
+    rows.map((r) => r.id),
+  )
 
   const geo = facts === undefined ? undefined : await configuredGeo(config)
   const rules = facts === undefined ? undefined : compileRules(await listRules(database.db), mirrors)
@@ -215,6 +247,7 @@ export async function lookupFiles(database: Database, config: Config, options: L
     const size = Number(r.size)
     const mtime = Number(r.mtime)
     const stale = staleByFile.get(Number(r.id)) ?? new Map()
+    const corrupt = corruptByFile.get(Number(r.id)) ?? new Map()
     const fresh = hasDigests(r) && hashesMatchVersion(r, {size, mtime})
     const held: HoldingMirror[] = []
     for (const id of r.mirrors) {
@@ -230,9 +263,10 @@ export async function lookupFiles(database: Database, config: Config, options: L
       hashes: fresh ? {md5: r.md5!, sha1: r.sha1!, sha256: r.sha256!} : null,
       mirrors: held,
       stale: [...stale].map(([id, copy]) => ({identifier: mirrors.get(id)?.identifier ?? String(id), size: copy.size, mtime: copy.mtime})),
+      corrupt: [...corrupt].map(([id, bad]) => ({identifier: mirrors.get(id)?.identifier ?? String(id), piece: bad.piece, found_at: unixIso(bad.foundAt)})),
     }
     if (facts !== undefined && geo !== undefined) {
-      const file: SelectFile = {path: r.path, size, mtime, mirrors: r.mirrors.map(Number), stale}
+      const file: SelectFile = {path: r.path, size, mtime, mirrors: r.mirrors.map(Number), stale, corrupt}
       result.explain = explain(selectionContext(facts, geo, file, mirrors, selectOptions), rules, options.attempt ?? 1)
     }
     return result

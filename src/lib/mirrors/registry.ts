@@ -531,3 +531,15 @@ export function publicMirror(row: MirrorRow): PublicMirror {
     updated_at: iso(row.updated_at),
   }
 }
+
+/**
+ * How many of the mirror's copies a content check found corrupt (`mirror_file_bad`, at the
+ * files' current versions): each is out of the file's mirror set until a scan sees it
+ * change or `mb probe --content` finds it good again.
+ */
+export async function badCopyCount(db: Kysely<DB>, mirrorId: number): Promise<number> {
+  const row = await sql<{n: number}>`
+    SELECT count(*)::int AS n FROM mirror_file_bad b JOIN file f ON f.id = b.file_id AND f.size = b.size AND f.mtime = b.mtime
+    WHERE b.mirror_id = ${mirrorId}::smallint`.execute(db)
+  return Number(row.rows[0]?.n ?? 0)
+}

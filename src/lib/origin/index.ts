@@ -3,7 +3,7 @@
  * mtime in Unix seconds UTC), kept in step with the tree incrementally.
  *
  * Freshness rule (DESIGN.md): when a file's size or mtime changes, its `mirrors` set is
- * emptied and its `mirror_file_stale` rows are dropped, because the origin now holds a version
+ * emptied and its `mirror_file_stale` and `mirror_file_bad` rows are dropped, because the origin now holds a version
  * no mirror has confirmed yet. The next scan of each mirror fills the set again.
  *
  * Writes are set-based (`unnest` batches), never one statement per file; the diff against the
@@ -78,7 +78,10 @@ export async function upsertOriginFiles(db: Kysely<DB>, files: OriginFile[]): Pr
     const changedIds = result.rows.filter((r) => !r.inserted).map((r) => r.id)
     added += result.rows.length - changedIds.length
     changed += changedIds.length
-    if (changedIds.length > 0) await sql`DELETE FROM mirror_file_stale WHERE file_id = ANY(${changedIds}::int[])`.execute(db)
+    if (changedIds.length > 0) {
+      await sql`DELETE FROM mirror_file_stale WHERE file_id = ANY(${changedIds}::int[])`.execute(db)
+      await sql`DELETE FROM mirror_file_bad WHERE file_id = ANY(${changedIds}::int[])`.execute(db)
+    }
   }
   return {added, changed}
 }

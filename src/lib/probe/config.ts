@@ -21,6 +21,7 @@
  *   critical: 30                 # Nagios CRITICAL at this share (%) of mirrors down
  *   on_change: /usr/local/bin/mirror-changed   # run on each state transition (./notify.ts)
  *   on_change_timeout: 10        # seconds one run of it may take
+ *   content_budget_bytes: 67108864   # `mb probe --content`: bytes fetched per mirror and round
  * ```
  *
  * Redirect policy (`redirects`): a redirect within the mirror's own scheme, host and port is
@@ -72,6 +73,12 @@ export const ProbeConfigSchema = z
         'Program run on each state transition a probe round records (MB_MIRROR, MB_SCOPE, MB_PROTOCOL, MB_FAMILY, MB_OLD_STATE, MB_NEW_STATE, MB_REASON, MB_AT in its environment); its failure is reported, not fatal.',
       ),
     on_change_timeout: z.number().positive().max(3600).default(10).describe('Seconds one run of `on_change` may take before it is killed.'),
+    content_budget_bytes: z
+      .number()
+      .int()
+      .min(0)
+      .default(64 * 1024 * 1024)
+      .describe('Bytes `mb probe --content` fetches from each mirror per round at most (one SHA-1 piece per checked copy; `--budget`).'),
   })
   .strict()
 

@@ -12,7 +12,9 @@
  *      [sizeMin, sizeMax] range), and mtime equal within the listing's precision (or off by whole hours, up to
  *      ±14 h, for listings shown in another time zone) → the mirror id joins `file.mirrors`;
  *    - listed with another size or mtime → a `mirror_file_stale` row (size and mtime seen);
- *    - not listed (or filtered out) → the mirror id leaves `file.mirrors`.
+ *    - not listed (or filtered out) → the mirror id leaves `file.mirrors`;
+ *    - a copy a content check found corrupt (`mirror_file_bad`) stays out of the set while it
+ *      is listed at the same version; listed otherwise, or not at all, its record goes.
  *    Readers never see a half-scanned mirror.
  * 4. A scan matching fewer than `minRatio` of the files the mirror matched before (in the same
  *    scope) is refused: it changes nothing and throws (the caller then marks the mirror
@@ -294,6 +296,7 @@ async function applyListing(trx: Kysely<DB>, pass: Pass, files: number, options:
   }
   const {added, removed} = await updateMirrorSets(trx, pass, matchTable)
   await replaceStaleRows(trx, M, pass.scope, matchTable)
+  await dropChangedBadCopies(trx, M, pass.scope, matchTable)
   pass.phase('stale rows')
   const originInScope = await countInScope(trx, carriedScope(pass.mirror.base_path, pass.scope))
   const total = pass.scope ? await countHeld(trx, M, '') : matched
@@ -345,7 +348,9 @@ async function createMatchTable(trx: Kysely<DB>, table: string, matchTable: stri
 
 /**
  * Takes the mirror out of the sets of the files in scope it no longer holds as matched, and
- * puts it into the sets of the matched files it was missing from. These bulk updates stamp
+ * puts it into the sets of the matched files it was missing from, except where a content
+ * check found its copy of that version corrupt (`mirror_file_bad`, src/lib/probe/content.ts):
+ * a listing with the same size and mtime says nothing new about the bytes. These bulk updates stamp
  * `txid` themselves, as docs/change-tracking.md requires, so the row trigger stays out of them.
  */
 async function updateMirrorSets(trx: Kysely<DB>, pass: Pass, matchTable: string): Promise<{added: number; removed: number}> {
@@ -358,7 +363,8 @@ async function updateMirrorSets(trx: Kysely<DB>, pass: Pass, matchTable: string)
   const added = await sql`
     UPDATE file SET mirrors = array_append(mirrors, ${M}::smallint), txid = pg_current_xact_id()
     FROM ${sql.id(matchTable)} m
-    WHERE file.id = m.id AND m.ok AND NOT (${M}::smallint = ANY(file.mirrors))`.execute(trx)
+    WHERE file.id = m.id AND m.ok AND NOT (${M}::smallint = ANY(file.mirrors))
+      AND NOT EXISTS (SELECT 1 FROM mirror_file_bad b WHERE b.mirror_id = ${M}::smallint AND b.file_id = file.id AND b.size = file.size AND b.mtime = file.mtime)`.execute(trx)
   pass.phase('add to sets')
   return {added: Number(added.numAffectedRows ?? 0), removed: Number(removed.numAffectedRows ?? 0)}
 }
@@ -371,6 +377,18 @@ async function replaceStaleRows(trx: Kysely<DB>, M: number, scope: string, match
   await sql`
     INSERT INTO mirror_file_stale (mirror_id, file_id, size, mtime)
     SELECT ${M}::smallint, id, size, mtime FROM ${sql.id(matchTable)} WHERE NOT ok`.execute(trx)
+}
+
+/**
+ * Drops the mirror's corrupt-copy records in scope that this listing no longer bears out: the
+ * copy is listed at another size or mtime, is not listed, or the origin holds another version
+ * by now. The copy is then judged as any other by the sets above and by later content checks.
+ */
+async function dropChangedBadCopies(trx: Kysely<DB>, M: number, scope: string, matchTable: string): Promise<void> {
+  await sql`
+    DELETE FROM mirror_file_bad b USING file f
+    WHERE b.mirror_id = ${M}::smallint AND f.id = b.file_id AND ${inSubtree(scope, 'f.path')}
+      AND NOT (b.size = f.size AND b.mtime = f.mtime AND EXISTS (SELECT 1 FROM ${sql.id(matchTable)} m WHERE m.id = f.id AND m.ok))`.execute(trx)
 }
 
 /**

@@ -146,6 +146,15 @@ export const ELIGIBILITY_RULES = [
     detail: (m) => `carries only ${m.basePath}`,
   },
   {
+    reason: 'corrupt',
+    needs: 'holding',
+    excludes: (m, q) => !holds(m, q) && q.file.corrupt?.get(m.id) !== undefined,
+    detail: (m, q) => {
+      const bad = q.file.corrupt!.get(m.id)!
+      return `piece ${bad.piece} of the copy did not match the index at ${unixIso(bad.foundAt)} (a scan seeing another size or mtime, or \`mb probe --content ${m.identifier}\` passing, brings it back)`
+    },
+  },
+  {
     reason: 'stale',
     needs: 'holding',
     excludes: (m, q) => !holds(m, q) && q.file.stale?.get(m.id) !== undefined,

@@ -46,6 +46,12 @@ export interface SelectFile {
    * "not held". Size in bytes, mtime in Unix seconds (null when the listing had none).
    */
   stale?: ReadonlyMap<number, {size: number; mtime: number | null}>
+  /**
+   * Optional: copies of this version a content check found corrupt (`mirror_file_bad`), by
+   * mirror id: the piece (0-based) that did not match and when (Unix seconds, UTC), so that
+   * an exclusion can say "corrupt" instead of "not held".
+   */
+  corrupt?: ReadonlyMap<number, {piece: number; foundAt: number}>
 }
 
 /**

@@ -17,7 +17,8 @@
  *   `mb_mirror_up{mirror,protocol,family}` gauge (1 up, 0 down, per probe check),
  *   `mb_mirror_scan_age_seconds` and `mb_mirror_probe_age_seconds` gauges (since the last
  *   successful scan, the last recorded probe check), `mb_mirror_files` gauge (files held in
- *   the current version), `mb_mirror_files_ratio` and `mb_mirror_bytes_ratio` gauges (share
+ *   the current version), `mb_mirror_bad_copies` gauge (copies a content check found corrupt,
+ *   `mb probe --content`), `mb_mirror_files_ratio` and `mb_mirror_bytes_ratio` gauges (share
  *   of the origin files, and of their bytes, under its base path that it holds, 0..1),
  *   `mb_mirror_redirects_total` counter (redirects sent there by this server),
  *   `mb_mirror_retries_total` counter (downloads retried away from it: a client that had
@@ -71,6 +72,8 @@ export interface MirrorSample {
   /** Seconds since the last recorded probe check. */
   probeAgeSeconds?: number
   files: number
+  /** Copies a content check found corrupt (`mb probe --content`), out of selection. */
+  badCopies: number
   /** Share 0..1 of the origin files (bytes) under its base path that it holds; absent when there are none. */
   filesRatio?: number
   bytesRatio?: number
@@ -188,6 +191,7 @@ function registerMirrorSeries(registry: Registry, sources: MetricsSources): void
     {name: 'mb_mirror_scan_age_seconds', help: 'Seconds since the last successful scan of the mirror', labels: ['mirror'], fill: one((s) => s.scanAgeSeconds)},
     {name: 'mb_mirror_probe_age_seconds', help: 'Seconds since the last recorded probe check of the mirror', labels: ['mirror'], fill: one((s) => s.probeAgeSeconds)},
     {name: 'mb_mirror_files', help: 'Origin files the mirror holds in the current version', labels: ['mirror'], fill: one((s) => s.files)},
+    {name: 'mb_mirror_bad_copies', help: 'Copies of the current version that a content check found corrupt (out of selection)', labels: ['mirror'], fill: one((s) => s.badCopies)},
     {name: 'mb_mirror_files_ratio', help: 'Share (0..1) of the origin files under the mirror base path that it holds in the current version', labels: ['mirror'], fill: one((s) => s.filesRatio)},
     {
       name: 'mb_mirror_bytes_ratio',

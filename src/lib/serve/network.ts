@@ -50,6 +50,8 @@ export interface MirrorRecord {
   lastScanOkAt: number | null
   /** The last scan's failure reason code ({@link scanFailureReason}) when it failed, else null. */
   lastScanFailure: string | null
+  /** Copies a content check found corrupt, at the files' current versions (`mirror_file_bad`). */
+  badCopies: number
   /** Failed probe checks seen by this process (the first read counts all kept in `mirror_probe`), by reason. */
   probeFailures: Map<string, number>
   /** Failed scans seen by this process (the first read counts a last scan that failed), by reason. */
@@ -205,8 +207,10 @@ export class NetworkView {
       last_scan_ok_at: unknown
       last_scan_error: string | null
       last_probe_at: unknown
+      bad_copies: number
     }>`SELECT m.id, m.identifier, m.rsync_url IS NOT NULL AS rsync, m.ftp_url IS NOT NULL AS ftp, m.status, m.last_scan_at, m.last_scan_ok_at, m.last_scan_error,
-        (SELECT max(at) FROM mirror_probe p WHERE p.mirror_id = m.id) AS last_probe_at
+        (SELECT max(at) FROM mirror_probe p WHERE p.mirror_id = m.id) AS last_probe_at,
+        (SELECT count(*)::int FROM mirror_file_bad b JOIN file f ON f.id = b.file_id AND f.size = b.size AND f.mtime = b.mtime WHERE b.mirror_id = m.id) AS bad_copies
       FROM mirror m ORDER BY m.id`.execute(db)
     const failures = await sql<{mirror_id: number; reason: string; n: number; last: string}>`
       SELECT mirror_id, reason, count(*)::int AS n, max(id)::text AS last FROM mirror_probe WHERE NOT ok AND id > ${this.probeIdSeen} GROUP BY mirror_id, reason`.execute(db)
@@ -236,6 +240,7 @@ export class NetworkView {
         lastScanAt,
         lastScanOkAt,
         lastScanFailure: failed ? scanFailureReason(r.last_scan_error!) : null,
+        badCopies: Number(r.bad_copies ?? 0),
         probeFailures: this.probeFailures.get(id) ?? new Map(),
         scanFailures: this.scanFailures.get(id) ?? new Map(),
       })
@@ -260,6 +265,7 @@ export async function mirrorSamples(view: NetworkView, now = Date.now()): Promis
       scanAgeSeconds: record.lastScanOkAt === null ? undefined : Math.max(0, (now - record.lastScanOkAt) / 1000),
       probeAgeSeconds: record.lastProbeAt === null ? undefined : Math.max(0, (now - record.lastProbeAt) / 1000),
       files: h?.files ?? 0,
+      badCopies: record.badCopies,
       filesRatio: h && h.originFiles > 0 ? h.files / h.originFiles : undefined,
       bytesRatio: h && h.originBytes > 0 ? h.bytes / h.originBytes : undefined,
       probeFailures: record.probeFailures,
@@ -301,6 +307,8 @@ export interface OverviewRow {
   origin_files: number
   /** files / origin_files (0..1, 4 digits), null when it carries no file of the subtree. */
   share: number | null
+  /** Copies a content check found corrupt (`mb probe --content`); they get no clients. */
+  bad_copies: number
   score: number
 }
 
@@ -375,6 +383,7 @@ export async function buildOverview(view: NetworkView, snapshot: Snapshot, subtr
       files: h.files,
       origin_files: h.originFiles,
       share: h.originFiles > 0 ? Math.round((h.files / h.originFiles) * 10000) / 10000 : null,
+      bad_copies: record?.badCopies ?? 0,
       score: m.score,
     })
   }

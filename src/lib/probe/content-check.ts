@@ -1,0 +1,217 @@
+/**
+ * `mb probe --content`: a round of content checks over many mirrors. For each mirror, plan
+ * the checks within the byte budget (./content.ts), fetch each planned piece with one ranged
+ * `GET` (`Range: bytes=start-end`, RFC 9110 §14.2) over the probe's connection pools
+ * (./http.ts), compare its SHA-1 with the index's, and record the verdicts
+ * (./content-store.ts) under the mirror's scan lock.
+ *
+ * The mirror's `https_url` is used when it has one, else its `http_url`; the path goes below
+ * the base URL as redirects write it (base path applied, segments percent-encoded). Redirects
+ * are followed within the mirror's own scheme, host and port only: a content check vouches
+ * for the mirror's own bytes. A mirror that probing found answers a ranged request with the
+ * whole file (`mirror.range_ok = false`) is skipped, and so is one that is down; a `200`
+ * answer is not read (`no_range`).
+ */
+import {createHash} from 'node:crypto'
+import pLimit from 'p-limit'
+import type {Database} from '../db/index.js'
+import {scanLock} from '../db/locks.js'
+import type {ProbeConfig} from './config.js'
+import {type ContentVerdict, contentVerdict, type PieceAnswer, parseContentRange, type PlannedCheck, planContentChecks} from './content.js'
+import {contentCandidates, type CopyVerdict, pieceDigests, recordContentVerdicts} from './content-store.js'
+import {classifyError, type Family, ProbeClient, type Resolver} from './http.js'
+import {requestUrl} from './probe.js'
+import {clientOptions} from './run.js'
+import {MbError} from '../errors.js'
+
+/** Options of one round. */
+export interface ContentRoundOptions {
+  /** Mirror identifiers; empty = every enabled mirror. */
+  names?: string[]
+  /** Bytes fetched per mirror at most (default `probe.content_budget_bytes`). */
+  budgetBytes?: number
+  /** Mirrors checked in parallel (default `probe.jobs`); the pieces of one mirror are fetched one after another. */
+  jobs?: number
+  /** Host name resolver (tests); default `dns.lookup`. */
+  resolver?: Resolver
+  /** Random numbers in [0, 1) for the piece choice (tests). */
+  random?: () => number
+}
+
+/** One check, as `--json` shows it. Bytes; times UTC. */
+export interface ContentCheckResult {
+  path: string
+  /** 0-based piece index and its byte range (inclusive). */
+  piece: number
+  start: number
+  end: number
+  url: string
+  verdict: ContentVerdict
+  detail: string
+  http_status: number | null
+  /** The copy had been found corrupt before this check. */
+  was_bad: boolean
+}
+
+/** One mirror's part of the round. */
+export interface MirrorContentResult {
+  id: number
+  identifier: string
+  /** Why the mirror was not checked (down, no range, no URL, nothing to check). */
+  skipped?: string
+  /** Bytes of the pieces fetched (planned ranges). */
+  bytes: number
+  checks: ContentCheckResult[]
+  /** Copies newly found corrupt (taken out of the mirror's sets), and corrupt copies that pass now (put back). */
+  marked_bad: number
+  cleared: number
+  /** Set when the verdicts could not be recorded (a scan of the mirror was running). */
+  not_recorded?: string
+}
+
+/** The result of a round (the `--json` shape of `mb probe --content`). */
+export interface ContentRound {
+  at: string
+  budget_bytes: number
+  checked: number
+  corrupt: number
+  marked_bad: number
+  cleared: number
+  mirrors: MirrorContentResult[]
+}
+
+type MirrorRow = {id: number; identifier: string; http_url: string | null; https_url: string | null; base_path: string; up: boolean; range_ok: boolean | null}
+
+/**
+ * Runs one round of content checks and records its verdicts.
+ * @throws MbError MIRROR_NOT_FOUND when a named mirror does not exist (nothing is checked then)
+ */
+export async function checkMirrorContents(database: Database, config: ProbeConfig, options: ContentRoundOptions = {}): Promise<ContentRound> {
+  const at = new Date()
+  const budget = options.budgetBytes ?? config.content_budget_bytes
+  const mirrors = await chooseMirrors(database, options.names ?? [])
+  const limit = pLimit(options.jobs ?? config.jobs)
+  const results = await Promise.all(mirrors.map((m) => limit(() => checkOneMirror(database, config, m, budget, options))))
+  const checks = results.flatMap((r) => r.checks)
+  return {
+    at: at.toISOString(),
+    budget_bytes: budget,
+    checked: checks.filter((c) => c.verdict === 'ok' || c.verdict === 'corrupt').length,
+    corrupt: checks.filter((c) => c.verdict === 'corrupt').length,
+    marked_bad: results.reduce((n, r) => n + r.marked_bad, 0),
+    cleared: results.reduce((n, r) => n + r.cleared, 0),
+    mirrors: results,
+  }
+}
+
+async function chooseMirrors(database: Database, names: string[]): Promise<MirrorRow[]> {
+  let query = database.db.selectFrom('mirror').select(['id', 'identifier', 'http_url', 'https_url', 'base_path', 'up', 'range_ok']).orderBy('identifier')
+  query = names.length > 0 ? query.where('identifier', 'in', names) : query.where('enabled', '=', true)
+  const mirrors = await query.execute()
+  const missing = names.filter((n) => !mirrors.some((m) => m.identifier === n))
+  if (missing.length > 0) throw new MbError(`No mirror named ${missing.map((n) => `"${n}"`).join(', ')}. See \`mb mirror list\` for the registered identifiers.`, {code: 'MIRROR_NOT_FOUND'})
+  return mirrors
+}
+
+/** Plans, fetches and records one mirror's checks. */
+async function checkOneMirror(database: Database, config: ProbeConfig, m: MirrorRow, budget: number, options: ContentRoundOptions): Promise<MirrorContentResult> {
+  const result: MirrorContentResult = {id: m.id, identifier: m.identifier, bytes: 0, checks: [], marked_bad: 0, cleared: 0}
+  const baseUrl = m.https_url ?? m.http_url
+  if (!baseUrl) return {...result, skipped: 'no HTTP or HTTPS URL'}
+  if (!m.up) return {...result, skipped: 'down'}
+  if (m.range_ok === false) return {...result, skipped: 'no range: probing found it answers a ranged request with the whole file'}
+  const plan = planContentChecks(await contentCandidates(database.db, m.id, budget), budget, options.random)
+  if (plan.length === 0) return {...result, skipped: 'no held file with SHA-1 pieces (`mb index --hashes`) fits the budget'}
+  const digests = await pieceDigests(
+    database.db,
+    plan.map((p) => ({fileId: p.candidate.fileId, piece: p.piece, size: p.candidate.size, mtime: p.candidate.mtime})),
+  )
+  const client = new ProbeClient(clientOptions(config, options.resolver))
+  const corrupt: CopyVerdict[] = []
+  const passed: CopyVerdict[] = []
+  try {
+    const family = await familyOf(client, baseUrl)
+    for (const check of plan) {
+      const expected = digests.get(`${check.candidate.fileId}:${check.piece}`)
+      if (expected === undefined) continue // the index changed the file since the plan
+      const url = requestUrl(baseUrl, m.base_path ?? '', {kind: 'file', path: check.candidate.path})
+      const answer = family === undefined ? {status: null, bytes: 0, failure: 'dns'} : await fetchPiece(client, family, url, check)
+      const {verdict, detail} = contentVerdict({...check, size: check.candidate.size}, expected, answer)
+      result.bytes += answer.bytes
+      const wasBad = check.candidate.badPiece !== undefined
+      result.checks.push({path: check.candidate.path, piece: check.piece, start: check.start, end: check.end, url, verdict, detail, http_status: answer.status, was_bad: wasBad})
+      const copy = {fileId: check.candidate.fileId, size: check.candidate.size, mtime: check.candidate.mtime, piece: check.piece}
+      if (verdict === 'corrupt') corrupt.push(copy)
+      else if (verdict === 'ok' && wasBad) passed.push(copy)
+    }
+  } finally {
+    await client.close()
+  }
+  if (corrupt.length === 0 && passed.length === 0) return result
+  const recorded = await database.withLock(
+    scanLock(m.id),
+    () => database.db.transaction().execute((trx) => recordContentVerdicts(trx, m.id, corrupt, passed)),
+    () => undefined,
+  )
+  if (recorded === undefined) return {...result, not_recorded: 'a scan of this mirror was running; run the content check again'}
+  return {...result, marked_bad: recorded.marked, cleared: recorded.cleared}
+}
+
+/** The address family to check over: IPv4 when the host has it, else IPv6; undefined when it does not resolve. */
+async function familyOf(client: ProbeClient, baseUrl: string): Promise<Family | undefined> {
+  try {
+    const families = await client.families(new URL(baseUrl).hostname)
+    return families.has('ipv4') ? 'ipv4' : families.has('ipv6') ? 'ipv6' : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Fetches bytes `check.start`-`check.end` of `url` over `family` and hashes them: a `206`
+ * body is read up to the piece's length, a `200` body (the whole file) is not read at all.
+ * Redirects within the URL's own scheme, host and port are followed (`probe.max_redirects`).
+ * Never throws: failures are a null status with a reason code.
+ */
+async function fetchPiece(client: ProbeClient, family: Family, url: string, check: PlannedCheck): Promise<PieceAnswer> {
+  const signal = AbortSignal.timeout(client.options.timeout * 1000)
+  const origin = new URL(url).origin
+  let current = new URL(url)
+  for (let hop = 0; ; hop++) {
+    try {
+      const response = await client.agent(family).request({
+        origin: current.origin,
+        path: `${current.pathname}${current.search}`,
+        method: 'GET',
+        headers: {'user-agent': client.options.userAgent, range: `bytes=${check.start}-${check.end}`, accept: '*/*'},
+        signal,
+      })
+      const status = response.statusCode
+      const location = response.headers.location
+      if (status >= 300 && status < 400 && status !== 304 && typeof location === 'string') {
+        await response.body.dump({limit: 65536}).catch(() => {})
+        const next = new URL(location, current)
+        if (next.origin !== origin) return {status: null, bytes: 0, failure: `redirect_offsite: ${next.href}`}
+        if (hop >= client.options.maxRedirects) return {status: null, bytes: 0, failure: 'redirect_loop'}
+        current = next
+        continue
+      }
+      if (status !== 206) {
+        response.body.destroy()
+        return {status, bytes: 0}
+      }
+      const contentRange = parseContentRange(response.headers['content-range'] as string | undefined)
+      const hash = createHash('sha1')
+      let received = 0
+      for await (const chunk of response.body) {
+        const buffer = chunk as Buffer
+        if (received < check.length) hash.update(buffer.subarray(0, check.length - received))
+        received += buffer.length
+        if (received > check.length) break // longer than asked for: the verdict says so
+      }
+      return {status, contentRange, bytes: received, ...(received === check.length ? {sha1: hash.digest('hex')} : {})}
+    } catch (error) {
+      return {status: null, bytes: 0, failure: classifyError(error)}
+    }
+  }
+}

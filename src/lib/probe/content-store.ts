@@ -1,0 +1,111 @@
+/**
+ * Content checks, the database part: the candidates of a mirror (./content.ts plans among
+ * them), the index's piece digests, and the verdicts written back: a corrupt copy gets a
+ * `mirror_file_bad` row (migration 0021) and leaves the file's mirror set; a copy found
+ * corrupt before that now matches loses the row and joins the set again.
+ *
+ * Mirror-set writes follow docs/change-tracking.md: they stamp `txid` in the statement, and
+ * the `file` triggers notify, so every `mb serve` sees the change at its next refresh. The
+ * writes run under the mirror's scan lock, so that a scan reconciling the same mirror never
+ * interleaves with them (src/lib/scan/reconcile.ts keeps a bad copy out of the set).
+ */
+import {type Kysely, sql} from 'kysely'
+import type {DB} from '../db/schema.js'
+import type {CandidateLists, ContentCandidate} from './content.js'
+
+/** Candidates loaded per list and mirror at most (256 KiB pieces at the smallest: 2,000 fill 500 MiB). */
+const MAX_CANDIDATES = 2000
+/** The smallest piece `mb index --hashes` writes, bytes (src/lib/origin/hash.ts). */
+const MIN_PIECE = 256 * 1024
+
+/** SQL on `file f`: the file has a SHA-1 piece list read from its current version. */
+const HASHED = sql<boolean>`f.sha1_pieces IS NOT NULL AND f.piece_size > 0 AND f.size > 0 AND f.hashed_size = f.size AND f.hashed_mtime = f.mtime`
+
+type CandidateRow = {id: number; path: string; size: unknown; mtime: unknown; piece_size: unknown; piece?: number | null}
+
+function candidate(r: CandidateRow): ContentCandidate {
+  const c: ContentCandidate = {fileId: Number(r.id), path: r.path, size: Number(r.size), mtime: Number(r.mtime), pieceSize: Number(r.piece_size)}
+  if (r.piece !== undefined && r.piece !== null) c.badPiece = Number(r.piece)
+  return c
+}
+
+/**
+ * The candidate lists of mirror `mirrorId` for a round of `budgetBytes`: its corrupt copies
+ * at the files' current versions, and the files its set holds that carry SHA-1 pieces, most
+ * recently changed first and in random order (as many as the budget could need).
+ * @throws what the database driver throws
+ */
+export async function contentCandidates(db: Kysely<DB>, mirrorId: number, budgetBytes: number): Promise<CandidateLists> {
+  const M = mirrorId
+  const n = Math.min(MAX_CANDIDATES, Math.max(1, Math.ceil(budgetBytes / MIN_PIECE)))
+  const bad = await sql<CandidateRow>`
+    SELECT f.id, f.path, f.size, f.mtime, f.piece_size, b.piece FROM mirror_file_bad b JOIN file f ON f.id = b.file_id
+    WHERE b.mirror_id = ${M}::smallint AND b.size = f.size AND b.mtime = f.mtime AND ${HASHED}
+    ORDER BY b.found_at LIMIT ${MAX_CANDIDATES}`.execute(db)
+  const held = sql<boolean>`${M}::smallint = ANY(f.mirrors) AND ${HASHED}`
+  const recent = await sql<CandidateRow>`SELECT f.id, f.path, f.size, f.mtime, f.piece_size FROM file f WHERE ${held} ORDER BY f.mtime DESC, f.id LIMIT ${n}`.execute(db)
+  const random = await sql<CandidateRow>`SELECT f.id, f.path, f.size, f.mtime, f.piece_size FROM file f WHERE ${held} ORDER BY random() LIMIT ${n}`.execute(db)
+  return {bad: bad.rows.map(candidate), recent: recent.rows.map(candidate), random: random.rows.map(candidate)}
+}
+
+/**
+ * The index's hex SHA-1 of each `(fileId, piece)`, keyed `fileId:piece`, for the files whose
+ * version is still `size`/`mtime` as planned (a file the index changed since is left out).
+ */
+export async function pieceDigests(db: Kysely<DB>, wanted: Array<{fileId: number; piece: number; size: number; mtime: number}>): Promise<Map<string, string>> {
+  if (wanted.length === 0) return new Map()
+  const rows = await sql<{id: number; piece: number; digest: string}>`
+    SELECT f.id, p.piece, substr(f.sha1_pieces, p.piece * 40 + 1, 40) AS digest
+    FROM unnest(${wanted.map((w) => w.fileId)}::int[], ${wanted.map((w) => w.piece)}::int[], ${wanted.map((w) => w.size)}::bigint[], ${wanted.map((w) => w.mtime)}::bigint[]) AS p(id, piece, size, mtime)
+    JOIN file f ON f.id = p.id AND f.size = p.size AND f.mtime = p.mtime
+    WHERE ${HASHED}`.execute(db)
+  return new Map(rows.rows.filter((r) => r.digest?.length === 40).map((r) => [`${r.id}:${r.piece}`, r.digest.toLowerCase()]))
+}
+
+/** A verdict to record: the copy of `fileId` at version `size`/`mtime` (bytes, Unix seconds). */
+export interface CopyVerdict {
+  fileId: number
+  size: number
+  mtime: number
+  piece: number
+}
+
+/**
+ * Records a round's verdicts on mirror `mirrorId` in the caller's transaction: `corrupt`
+ * copies get (or keep) a `mirror_file_bad` row and leave the file's mirror set; `passed`
+ * copies that had such a row lose it and join the set again. Only rows of the file's
+ * current version count: a file the index changed meanwhile is left alone.
+ * @returns how many copies were newly marked corrupt and how many were cleared
+ */
+export async function recordContentVerdicts(trx: Kysely<DB>, mirrorId: number, corrupt: CopyVerdict[], passed: CopyVerdict[]): Promise<{marked: number; cleared: number}> {
+  const M = mirrorId
+  let marked = 0
+  if (corrupt.length > 0) {
+    const ids = corrupt.map((c) => c.fileId)
+    await sql`
+      INSERT INTO mirror_file_bad (mirror_id, file_id, size, mtime, piece)
+      SELECT ${M}::smallint, f.id, f.size, f.mtime, p.piece
+      FROM unnest(${ids}::int[], ${corrupt.map((c) => c.piece)}::int[], ${corrupt.map((c) => c.size)}::bigint[], ${corrupt.map((c) => c.mtime)}::bigint[]) AS p(id, piece, size, mtime)
+      JOIN file f ON f.id = p.id AND f.size = p.size AND f.mtime = p.mtime
+      ON CONFLICT (mirror_id, file_id) DO UPDATE SET piece = excluded.piece, size = excluded.size, mtime = excluded.mtime,
+        found_at = CASE WHEN mirror_file_bad.size = excluded.size AND mirror_file_bad.mtime = excluded.mtime THEN mirror_file_bad.found_at ELSE now() END`.execute(trx)
+    const removed = await sql`
+      UPDATE file SET mirrors = array_remove(mirrors, ${M}::smallint), txid = pg_current_xact_id()
+      FROM mirror_file_bad b
+      WHERE b.mirror_id = ${M}::smallint AND b.file_id = file.id AND file.id = ANY(${ids}::int[])
+        AND b.size = file.size AND b.mtime = file.mtime AND ${M}::smallint = ANY(file.mirrors)`.execute(trx)
+    marked = Number(removed.numAffectedRows ?? 0)
+  }
+  let cleared = 0
+  if (passed.length > 0) {
+    const ids = passed.map((c) => c.fileId)
+    await sql`
+      UPDATE file SET mirrors = array_append(mirrors, ${M}::smallint), txid = pg_current_xact_id()
+      FROM mirror_file_bad b
+      WHERE b.mirror_id = ${M}::smallint AND b.file_id = file.id AND file.id = ANY(${ids}::int[])
+        AND b.size = file.size AND b.mtime = file.mtime AND NOT (${M}::smallint = ANY(file.mirrors))`.execute(trx)
+    const deleted = await sql`DELETE FROM mirror_file_bad WHERE mirror_id = ${M}::smallint AND file_id = ANY(${ids}::int[])`.execute(trx)
+    cleared = Number(deleted.numAffectedRows ?? 0)
+  }
+  return {marked, cleared}
+}
