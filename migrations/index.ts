@@ -3,12 +3,12 @@
  * `NNNN_name.ts` with the next number and register it here; never edit a migration that has
  * been released.
  *
- * The numbers have gaps (no 0003, 0005, 0011, 0013) because a number is handed to a change when the
+ * The numbers have gaps (no 0003, 0005, 0011, 0013, 0019) because a number is handed to a change when the
  * change is planned, so that changes made side by side do not collide, and it is never
  * reused: a planned change that needed no schema leaves its number unused. The gaps are
  * harmless, since kysely only needs the names to sort in the order they run. Never fill
  * them: a database that has applied 0006 would see a new 0003 as a migration out of order,
- * which kysely refuses. 0019 is handed to a change under way; the next free number is 0022.
+ * which kysely refuses. The next free number is 0022.
  */
 import type {Migration} from 'kysely'
 import * as m0001 from './0001_init.js'
