@@ -57,8 +57,8 @@ describe(`mirror registry (${backend})`, () => {
     const missing = await caught(resolveMirror(database.db, 'nope'))
     expect(missing.code).to.equal('MIRROR_NOT_FOUND')
     expect(missing.exitCode).to.equal(1)
-    // LIKE wildcards in a name are literal characters, not patterns.
-    expect((await caught(resolveMirror(database.db, '%'))).code).to.equal('MIRROR_NOT_FOUND')
+    // LIKE wildcards in a name are literal characters, not patterns ('%' is no valid name at all).
+    expect((await caught(resolveMirror(database.db, '%'))).code).to.equal('INVALID_MIRROR_FIELD')
     expect((await caught(resolveMirror(database.db, 'ftp_example'))).code).to.equal('MIRROR_NOT_FOUND')
     await removeMirror(database.db, 'ftp.example.d')
   })
