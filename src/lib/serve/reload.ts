@@ -54,6 +54,7 @@ export const RESTART_ONLY = [
   'serve.watch',
   'serve.poll_seconds',
   'serve.access_log',
+  'serve.pid_file',
   'serve.metrics_listen',
   'serve.probe_interval',
   'serve.public_url',
