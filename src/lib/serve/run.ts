@@ -252,7 +252,7 @@ export async function startServe(config: Config, options: {database?: Database; 
     const url = httpUrl(address)
     logListening(logger, {url, server, database, keeper, loadSeconds, geo, config, version: options.version, configFile: options.configFile})
     if (config.serve.probe_interval > 0) parts.probes = startBackgroundProbes(database, config, {intervalSeconds: config.serve.probe_interval, logger})
-    const reloadable = {server, logger, accessLog: parts.accessLog, config, geo, readConfig: options.readConfig}
+    const reloadable = {server, logger, accessLog: parts.accessLog, config, started: config, geo, readConfig: options.readConfig}
     return {server, url, close, reload: () => reloadServer(reloadable)}
   } catch (error) {
     await close()
