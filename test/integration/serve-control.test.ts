@@ -96,6 +96,10 @@ describe(`mb serve --pid-file, reload, stop (${backend})`, function () {
     expect(other.code).to.equal(1)
     expect(other.stderr).to.include(`pid ${process.pid} is another program`)
 
+    const noDir = await mb(['serve', '--root', root, '--listen', '127.0.0.1:0', '--pid-file', join(dir, 'missing', 'serve.pid')], {env: tdb.env})
+    expect(noDir.code).to.equal(2)
+    expect(noDir.stderr).to.include('does not exist')
+
     const noFile = await mb(['serve', 'upgrade'], {env: tdb.env})
     expect(noFile.code).to.equal(2)
     expect(noFile.stderr).to.include('--pid-file')

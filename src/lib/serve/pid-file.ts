@@ -8,7 +8,8 @@
  * process. A file naming a live `mb serve` refuses a second start; one left by a dead
  * process (or by a pid since reused by another program) is taken over.
  */
-import {readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs'
+import {existsSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs'
+import {dirname} from 'node:path'
 import {MbError} from '../errors.js'
 
 /** The process title of a `mb serve` process: `mb serve`, `mb serve: primary`, `mb serve: worker 1`. */
@@ -62,10 +63,12 @@ export function isServeProcess(pid: number): boolean {
 }
 
 /**
- * Refuses to start when `path` names a live `mb serve` other than this process.
- * @throws MbError `SERVE_RUNNING`
+ * Refuses to start when `path` names a live `mb serve` other than this process, or when its
+ * directory does not exist (found before the server starts, not once it listens).
+ * @throws MbError `SERVE_RUNNING`, `PID_FILE_INVALID`
  */
 export function checkPidFile(path: string): void {
+  if (!existsSync(dirname(path))) throw new MbError(`The directory of the pid file ${path} does not exist; create it or pick another --pid-file.`, {code: 'PID_FILE_INVALID'})
   const pid = readPidFile(path)
   if (pid !== undefined && pid !== process.pid && isServeProcess(pid))
     throw new MbError(`mb serve is already running as pid ${pid} (pid file ${path}). Stop it first (mb serve stop --pid-file ${path}), or give this server another --pid-file.`, {
