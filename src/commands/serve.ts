@@ -9,7 +9,7 @@ export default class Serve extends BaseCommand<typeof Serve> {
 
 Serves from an in-memory snapshot of mirrors and the file index, kept fresh through LISTEN/NOTIFY and polling; keeps serving when the database goes away. Logs events as JSON lines to stdout (one line per request too at --log-level debug; --access-log writes the per-request log).
 
-Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop. SIGHUP reloads the config file (selection, trusted proxies, connection limits), reopens the GeoIP/ASN databases and the access log, and never stops the server. With --workers N, SIGUSR2 replaces the workers one at a time (new code and settings after an upgrade) without refusing a connection. Answers carry \`Server: mb/VERSION\`.`
+Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop. SIGHUP reloads the config file (selection, trusted proxies, connection limits), reopens the GeoIP/ASN databases and the access log, and never stops the server. With --workers N, SIGUSR2 replaces the workers one at a time (new code and settings after an upgrade) without refusing a connection. Without systemd, --pid-file FILE gives \`mb serve reload\`, \`mb serve stop\` and \`mb serve upgrade\` a handle on the server to send these signals through. Answers carry \`Server: mb/VERSION\`.`
 
   static override examples = [
     '<%= config.bin %> serve --root /srv/pub --listen 127.0.0.1:8080',
