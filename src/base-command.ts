@@ -12,6 +12,7 @@ import {configFileLabel, type Config as MbConfig, type LoadedConfig, loadConfig}
 import {type Database, openDatabase, type OpenOptions} from './lib/db/index.js'
 import {ERRORS, type ErrorCode, MbError, errorMessage} from './lib/errors.js'
 import {setWideTables} from './lib/output.js'
+import {closest} from './lib/suggest.js'
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
 
@@ -138,7 +139,11 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   protected override async catch(error: Error & {exitCode?: number; oclif?: {exit?: number}}): Promise<unknown> {
     const exitCode = error instanceof MbError ? error.exitCode : (error.oclif?.exit ?? error.exitCode ?? 1)
     const code: ErrorCode = error instanceof MbError ? error.code : exitCode === 2 ? 'USAGE' : 'FAILED'
-    const message = flagParseMessage(errorMessage(error))
+    const unknown = (error as {flags?: unknown}).flags
+    const message =
+      Array.isArray(unknown) && /^Nonexistent flag/.test(error.message)
+        ? unknownFlagMessage(unknown.map(String), {...(this.ctor as typeof BaseCommand).baseFlags, ...this.ctor.flags})
+        : flagParseMessage(errorMessage(error))
     if (this.jsonEnabled()) {
       this.logJson({error: {code, message, hint: ERRORS[code].hint}})
     } else if (error instanceof MbError || exitCode === 2) {
@@ -164,4 +169,36 @@ function flagParseMessage(message: string): string {
   const received = /^(.*?) but received: ([\s\S]*)$/.exec(detail.trim())
   const what = received ? `${received[1]} but received ${JSON.stringify(received[2])}` : detail.trim().replace(/\.$/, '')
   return `Invalid value for ${flag}: ${what.charAt(0).toLowerCase()}${what.slice(1)}. See --help.`
+}
+
+/**
+ * oclif's `Nonexistent flag: --explain` with a suggestion: the flag whose name is closest
+ * (src/lib/suggest.ts), or else the one whose description uses the mistyped word (`--explain`:
+ * `--client-ip`, "explain the mirror choice for this client address"), e.g.
+ * `Unknown flag --explain: did you mean --client-ip? See --help.`
+ */
+function unknownFlagMessage(typed: string[], known: Record<string, {description?: string; hidden?: boolean}>): string {
+  const names = [
+    ...Object.entries(known)
+      .filter(([, flag]) => !flag.hidden)
+      .map(([name]) => name),
+    'json',
+  ]
+  const parts = typed.map((flag) => {
+    const word = flag.replace(/^-+/, '').replace(/=.*$/s, '')
+    const byName = closest(word, names)
+    const byDescription =
+      byName ??
+      (word.length >= 4
+        ? names.find((name) =>
+            (known[name]?.description ?? '')
+              .toLowerCase()
+              .split(/[^a-z0-9]+/)
+              .includes(word.toLowerCase()),
+          )
+        : undefined)
+    return byDescription ? `${flag}: did you mean --${byDescription}?` : flag
+  })
+  const list = parts.join('; ')
+  return `Unknown flag${typed.length === 1 ? '' : 's'} ${list}${list.endsWith('?') ? '' : '.'} See --help.`
 }

@@ -9,7 +9,7 @@ export default class Serve extends BaseCommand<typeof Serve> {
 
 Serves from an in-memory snapshot of mirrors and the file index, kept fresh through LISTEN/NOTIFY and polling; keeps serving when the database goes away. Logs events as JSON lines to stdout (one line per request too at --log-level debug; --access-log writes the per-request log).
 
-Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop. SIGHUP reloads the config file (selection, trusted proxies, connection limits), reopens the GeoIP/ASN databases and the access log, and never stops the server. With --workers N, SIGUSR2 replaces the workers one at a time (new code and settings after an upgrade) without refusing a connection. Answers carry \`Server: mb/VERSION\`.`
+Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop. SIGHUP reloads the config file (selection, trusted proxies, connection limits), reopens the GeoIP/ASN databases and the access log, and never stops the server. With --workers N, SIGUSR2 replaces the workers one at a time (new code and settings after an upgrade) without refusing a connection. Without systemd, --pid-file FILE gives \`mb serve reload\`, \`mb serve stop\` and \`mb serve upgrade\` a handle on the server to send these signals through. Answers carry \`Server: mb/VERSION\`.`
 
   static override examples = [
     '<%= config.bin %> serve --root /srv/pub --listen 127.0.0.1:8080',
@@ -18,6 +18,7 @@ Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop
     'MB_DATABASE_URL=postgres://mb@db/mb <%= config.bin %> serve --root /srv/pub --listen 0.0.0.0:8080 --log-level warn',
     '<%= config.bin %> serve --root /srv/pub --access-log /var/log/mb/access.log --metrics-listen 127.0.0.1:9100 --stats-flush-interval 30',
     '<%= config.bin %> serve --root /srv/pub --probe-interval 300',
+    '<%= config.bin %> serve --root /srv/pub --pid-file /run/mb/serve.pid --workers 4',
     '<%= config.bin %> serve --root /srv/pub --watch --push-after 120',
   ]
 
@@ -40,6 +41,7 @@ Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop
     workers: Flags.integer({description: 'worker processes (node:cluster; PostgreSQL only)', min: 1, max: 64}),
     'log-level': Flags.string({description: 'log level', options: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']}),
     'access-log': Flags.string({description: "write an access log in Apache combined format (+ mirror and realm) to FILE, or '-' for stdout; reopened on SIGHUP"}),
+    'pid-file': Flags.string({description: 'write the process id to FILE once listening (removed on exit), for `mb serve reload|stop|upgrade`; refuses to start while FILE names a running mb serve'}),
     'metrics-listen': Flags.string({description: 'serve Prometheus metrics at http://HOST:PORT/metrics on a separate listener'}),
     'stats-flush-interval': Flags.string({description: 'seconds a download count may wait in memory before it is written to the database (default 10)'}),
     stats: Flags.boolean({description: 'count downloads for `mb stats` (default on)', allowNo: true}),
@@ -62,6 +64,7 @@ Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop
       log_level: f['log-level'],
       'serve.access_log': f['access-log'],
       'serve.metrics_listen': f['metrics-listen'],
+      'serve.pid_file': f['pid-file'],
       'stats.flush_interval_seconds': f['stats-flush-interval'],
       'stats.enabled': f.stats,
       'serve.probe_interval': f['probe-interval'],

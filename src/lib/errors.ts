@@ -80,6 +80,10 @@ export const ERRORS = {
   SNAPSHOT_FAILED: {exit: 1, hint: 'The first snapshot of the database could not be read; check the database.'},
   LISTEN_FAILED: {exit: 1, hint: 'The address cannot be listened on (in use, or not permitted); pick another one.'},
   ACCESS_LOG_INVALID: {exit: 2, hint: 'The access log file cannot be opened for appending; create its directory or pick another --access-log path.'},
+  SERVE_RUNNING: {exit: 1, hint: 'The pid file names a running mb serve; stop it first (`mb serve stop`), or give this one another --pid-file.'},
+  SERVE_NOT_RUNNING: {exit: 1, hint: 'No mb serve runs under that pid file (none, or a stale one); check --pid-file (serve.pid_file) and start the server.'},
+  PID_FILE_INVALID: {exit: 2, hint: 'The pid file cannot be read or written; check its path and the permissions of its directory.'},
+  SERVE_STOP_TIMEOUT: {exit: 1, hint: 'mb serve did not exit within --timeout; it may still be draining. Wait, or raise --timeout.'},
   SOCKET_PATH_INVALID: {exit: 2, hint: "The embedded store's Unix socket path is too long; use a shorter --data-dir."},
 
   // Scanning

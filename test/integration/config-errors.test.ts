@@ -41,6 +41,26 @@ describe('config errors and warnings (mb CLI)', function () {
     expect(json.json().error.message).to.equal('Invalid value for --workers: expected an integer less than or equal to 64 but received "100". See --help.')
   })
 
+  it('suggests the flag meant for an unknown one (by name, or by its description), keeping exit 2', async () => {
+    const explain = await mb(['file', 'lookup', '--explain', 'a.iso'])
+    expect(explain.code).to.equal(2)
+    expect(firstLine(explain.stderr)).to.equal('Error: Unknown flag --explain: did you mean --client-ip? See --help.')
+    const typo = await mb(['serve', '--root', dir, '--lsiten', '127.0.0.1:0', '--json'])
+    expect(typo.code).to.equal(2)
+    expect(typo.json().error).to.include({code: 'USAGE', message: 'Unknown flag --lsiten: did you mean --listen? See --help.'})
+    const far = await mb(['mirror', 'list', '--frobnicate'])
+    expect(far.code).to.equal(2)
+    expect(firstLine(far.stderr)).to.equal('Error: Unknown flag --frobnicate. See --help.')
+  })
+
+  it('suggests the setting meant for an unknown key in the config file', async () => {
+    const file = join(dir, 'typo.yaml')
+    writeFileSync(file, 'serve:\n  listne: 127.0.0.1:8080\n')
+    const result = await mb(['config', 'show', '--config', file])
+    expect(result.code).to.equal(2)
+    expect(firstLine(result.stderr)).to.equal('Error: Invalid setting serve: unknown key "listne" (did you mean listen?).')
+  })
+
   it('names the file for a bad value in a config file', async () => {
     const file = join(dir, 'bad.yaml')
     writeFileSync(file, 'stats:\n  flush_interval_seconds: soon\n')

@@ -173,8 +173,15 @@ describe(`mb mirror (${backend})`, () => {
     const se = await mb(['mirror', 'add', 'mirror.example.se', '--http-url', 'http://mirror.example.se/', '--country', 'SE', '--disabled', '--no-probe'], {env})
     expect(se.code, se.stderr).to.equal(0)
     expect(se.stdout).to.match(/^Added mirror mirror\.example\.se \(id \d+\)\./)
-    expect(se.stdout).to.match(/^continent: +EU$/m)
+    // A summary, not every field: the full view is --verbose (or `mb mirror show`).
+    const lines = se.stdout.trim().split('\n')
+    expect(lines.length, se.stdout).to.be.at.most(8)
+    expect(se.stdout).to.match(/^urls: +http:\/\/mirror\.example\.se\/$/m)
+    expect(se.stdout).to.match(/^country: +SE \(EU\)$/m)
+    expect(se.stdout).to.match(/^score: +100$/m)
     expect(se.stdout).to.match(/^enabled: +no$/m)
+    expect(lines.at(-1)).to.match(/^Not probed \(--no-probe\)/)
+    expect(se.stdout).not.to.match(/^last_scan_at:/m)
   })
 
   it('refuses a duplicate name (exit 1) and bad values (exit 2), writing nothing', async () => {
@@ -345,9 +352,12 @@ describe(`mb mirror (${backend})`, () => {
     expect(short.stderr).to.contain('--client-prefix').and.contain('not a full IPv4 address (four parts)')
     expect((await mb(['mirror', 'list', '--json'], {env})).json().map((m: {identifier: string}) => m.identifier)).not.to.include('wide.example.net')
 
-    const forced = await mb(['mirror', 'add', '--no-locate', 'wide.example.net', '--http-url', url, '--prefix', '0.0.0.0/0', '--prefix', '81.2.69.0/24', '--force'], {env})
+    const forced = await mb(['mirror', 'add', '--no-locate', 'wide.example.net', '--http-url', url, '--prefix', '0.0.0.0/0', '--prefix', '81.2.69.0/24', '--force', '--verbose'], {env})
     expect(forced.code, forced.stderr).to.equal(0)
     expect(forced.stdout).to.match(/^prefixes: +0\.0\.0\.0\/0 \(broad, forced\),81\.2\.69\.0\/24$/m)
+    // --verbose: every field, as `mb mirror show`.
+    expect(forced.stdout).to.match(/^last_scan_at: +-$/m)
+    expect(forced.stdout.trim().split('\n').length).to.be.above(30)
 
     const editRefused = await mb(['mirror', 'edit', 'wide.example.net', '--prefix', '192.168.0.0/16'], {env})
     expect(editRefused.code).to.equal(2)

@@ -1,6 +1,11 @@
+import {Writable} from 'node:stream'
+import {fileURLToPath} from 'node:url'
 import {expect} from 'chai'
-import {loadConfig} from '../../src/lib/config/index.js'
-import {RELOADABLE, RESTART_ONLY, needsRestart} from '../../src/lib/serve/reload.js'
+import {pino} from 'pino'
+import {type Config, loadConfig} from '../../src/lib/config/index.js'
+import {openGeo} from '../../src/lib/geo/geoip.js'
+import {RELOADABLE, RESTART_ONLY, needsRestart, reloadServer} from '../../src/lib/serve/reload.js'
+import type {MirrorServer} from '../../src/lib/serve/server.js'
 import {defaultMaxConnections} from '../../src/lib/serve/connections.js'
 
 /** Leaf keys of a configuration (dotted). */
@@ -27,6 +32,21 @@ describe('serve reload (SIGHUP)', () => {
     const b = loadConfig({env: {MB_CONFIG: 'none'}, flags: {'serve.listen': '127.0.0.1:8081', 'select.min_size': 1, 'stats.flush_interval_seconds': 30, 'serve.max_connections_per_client': 5}}).config
     expect(needsRestart(a, b)).to.deep.equal(['serve.listen', 'stats'])
     expect(needsRestart(a, a)).to.deep.equal([])
+  })
+
+  it('a reload compares the file with the settings the process runs with: a reverted change is not reported', async () => {
+    const geoip = [fileURLToPath(new URL('../fixtures/geoip/GeoLite2-City-Test.mmdb', import.meta.url))]
+    const configAt = (listen: string) => loadConfig({env: {MB_CONFIG: 'none'}, flags: {'serve.listen': listen, geoip}}).config
+    const started = configAt('127.0.0.1:8080')
+    let file = configAt('127.0.0.1:9090')
+    const lines: string[] = []
+    const logger = pino({level: 'info'}, new Writable({write: (chunk, _enc, done) => done(void lines.push(String(chunk)))}))
+    const server = {reconfigure() {}} as unknown as MirrorServer
+    const target = {server, logger, config: started, started, geo: await openGeo({geoip}), readConfig: (): Config => file}
+    expect((await reloadServer(target)).restart).to.deep.equal(['serve.listen'])
+    file = configAt('127.0.0.1:8080')
+    expect((await reloadServer(target)).restart).to.deep.equal([])
+    expect(lines.filter((l) => l.includes('take effect only after a restart'))).to.have.length(1)
   })
 
   it('the default connection cap is half the open-file limit, at least 64', () => {

@@ -2,7 +2,7 @@ import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
 import {addMirror, type PublicMirror, publicMirror, resolveMirror} from '../../lib/mirrors/registry.js'
 import {IDENTIFIER_RULE} from '../../lib/mirrors/validate.js'
-import {mirrorRecord} from '../../lib/mirrors/render.js'
+import {mirrorRecord, mirrorSummary} from '../../lib/mirrors/render.js'
 import {renderRecord} from '../../lib/output.js'
 import {describeProbe, probeOnce, probeOnceJson} from '../../lib/probe/once.js'
 import {openGeo} from '../../lib/geo/geoip.js'
@@ -104,6 +104,8 @@ export default class MirrorAdd extends BaseCommand<typeof MirrorAdd> {
 
 Without --country the mirror is located from its host: the host of its first URL is resolved (A and AAAA records) and looked up in the GeoIP and ASN databases (the geoip and asn_db settings), which fill its country, continent, coordinates and AS number (what --continent, --lat/--lon and --asn give is kept). What was found is printed, with a warning when the host's addresses lie in several countries. A host that does not resolve, or whose addresses GeoIP knows no country of, is refused (nothing is added) unless --country is given or --no-locate adds it without a location.
 
+What is printed is a summary (URLs, country, AS, score, enabled, up, prefixes and flags when set, the probe result); --verbose prints every field, as \`mb mirror show\` does.
+
 The new mirror is then probed once (its HTTP and HTTPS base URLs, as \`mb probe\` does) and the result is shown; --no-probe skips that. A mirror that fails the probe is still added, but gets no redirects until probes find it up. A mirror never probed gets redirects only under select.unprobed: use (the default unless a probe loop, serve.probe_interval, is configured).`
   static override examples = [
     '<%= config.bin %> mirror add ftp.example.de --http-url http://ftp.example.de/pub/ --https-url https://ftp.example.de/pub/ --rsync-url rsync://ftp.example.de/pub/ --country DE --asn 3320 --score 150',
@@ -127,6 +129,7 @@ The new mirror is then probed once (its HTTP and HTTPS base URLs, as \`mb probe\
       allowNo: true,
       default: true,
     }),
+    verbose: Flags.boolean({char: 'v', description: 'print every field of the new mirror (as `mb mirror show`), not only the summary'}),
     force: Flags.boolean({
       description: 'store a --prefix shorter than /16 (IPv4) or /32 (IPv6), or in a reserved range (private, loopback, link-local, ...): every client of such a range goes to this mirror first',
     }),
@@ -139,7 +142,8 @@ The new mirror is then probed once (its HTTP and HTTPS base URLs, as \`mb probe\
     const added = await addMirror(database.db, input, {force: this.flags.force})
     const probe = this.flags.probe ? await probeOnce(database.db, this.mbConfig.probe, added.identifier) : null
     const mirror = publicMirror(probe?.probed ? await resolveMirror(database.db, added.identifier) : added)
-    this.print(`Added mirror ${mirror.identifier} (id ${mirror.id}).\n${renderRecord(mirrorRecord(mirror))}\n${describeProbe(mirror.identifier, probe, this.mbConfig.select.unprobed)}`)
+    const record = this.flags.verbose ? mirrorRecord(mirror) : mirrorSummary(mirror)
+    this.print(`Added mirror ${mirror.identifier} (id ${mirror.id}).\n${renderRecord(record)}\n${describeProbe(mirror.identifier, probe, this.mbConfig.select.unprobed)}`)
     return {...mirror, probe: probeOnceJson(probe), ...(location ? {location} : {})}
   }
 

@@ -16,10 +16,11 @@ import {existsSync, readFileSync, statSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {isAbsolute, join, resolve} from 'node:path'
 import {parse as parseYaml} from 'yaml'
-import type {z} from 'zod'
+import {z} from 'zod'
 import {UsageError} from '../errors.js'
 import {ConfigSchema, type Config} from './schema.js'
 import {splitList} from '../text.js'
+import {closest} from '../suggest.js'
 
 export type {Config} from './schema.js'
 
@@ -208,6 +209,7 @@ function invalidSetting(issue: z.ZodIssue, tree: Tree, sources: Record<string, C
   const raw = valueAt(tree, issue.path)
   const received = raw === undefined || Number.isNaN(raw) ? undefined : JSON.stringify(raw)
   let what = issue.message.charAt(0).toLowerCase() + issue.message.slice(1)
+  if (issue.code === 'unrecognized_keys') return new UsageError(`${where}: ${unknownKeys(issue.keys, issue.path)}.`, 'CONFIG_INVALID')
   if (issue.code === 'invalid_type') {
     what = `expected ${issue.expected === 'number' ? 'a number' : issue.expected}`
     if (received !== undefined) what += `, but received ${received}`
@@ -215,6 +217,41 @@ function invalidSetting(issue: z.ZodIssue, tree: Tree, sources: Record<string, C
     what += ` (received ${received})`
   }
   return new UsageError(`${where}: ${what}.`, 'CONFIG_INVALID')
+}
+
+/** The keys of the section of {@link ConfigSchema} at `path` (empty when it is not a section). */
+function sectionKeys(path: Array<string | number>): string[] {
+  let schema: z.ZodTypeAny = ConfigSchema
+  for (const part of [...path, undefined]) {
+    // Down to the object under defaults, optionals and transforms.
+    for (;;) {
+      if (schema instanceof z.ZodDefault || schema instanceof z.ZodOptional || schema instanceof z.ZodNullable) schema = schema._def.innerType
+      else if (schema instanceof z.ZodEffects) schema = schema._def.schema
+      else break
+    }
+    if (!(schema instanceof z.ZodObject)) return []
+    if (part === undefined) return Object.keys(schema.shape)
+    const next = (schema.shape as Record<string, z.ZodTypeAny>)[String(part)]
+    if (!next) return []
+    schema = next
+  }
+  return []
+}
+
+/**
+ * `unknown key "listne" (did you mean listen?)` for each key a section does not have; the
+ * section's keys when one of them has no close match.
+ */
+function unknownKeys(keys: string[], path: Array<string | number>): string {
+  const known = sectionKeys(path)
+  let guessed = true
+  const parts = keys.map((key) => {
+    const near = closest(key, known)
+    guessed &&= near !== undefined
+    return `unknown key ${JSON.stringify(key)}${near ? ` (did you mean ${near}?)` : ''}`
+  })
+  // Without a guess for every key, the keys there are.
+  return guessed || known.length === 0 ? parts.join(', ') : `${parts.join(', ')}; known keys here: ${known.join(', ')}`
 }
 
 /**

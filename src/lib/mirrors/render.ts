@@ -141,3 +141,36 @@ export const MIRROR_SHOW_FIELDS: Array<[label: string, get: (m: PublicMirror) =>
 export function mirrorRecord(m: PublicMirror): Array<[string, unknown]> {
   return MIRROR_SHOW_FIELDS.map(([label, get]) => [label, get(m)])
 }
+
+/** The selection flags set on a mirror, by name (`country_only`, …, `fallback`). */
+function setFlags(m: PublicMirror): string[] {
+  const flags: Array<[string, boolean]> = [
+    ['country_only', m.country_only],
+    ['region_only', m.region_only],
+    ['as_only', m.as_only],
+    ['prefix_only', m.prefix_only],
+    ['fallback', m.fallback],
+  ]
+  return flags.filter(([, on]) => on).map(([name]) => name)
+}
+
+/**
+ * The short `key: value` lines `mb mirror add` prints (the full view is {@link mirrorRecord},
+ * `mb mirror add --verbose` and `mb mirror show`): its URLs, where it is, its score, whether
+ * it is enabled and up; the AS, prefixes and selection flags only when set.
+ */
+export function mirrorSummary(m: PublicMirror): Array<[string, unknown]> {
+  const urls = [m.http_url, m.https_url, m.rsync_url, m.ftp_url].filter((u) => u !== null)
+  const flags = setFlags(m)
+  const entries: Array<[string, unknown]> = [
+    ['urls', urls.join(' ')],
+    ['country', m.country === null ? 'none (no location: only the world pool)' : `${m.country} (${m.continent})`],
+    ['score', m.score],
+    ['enabled', yesNo(m.enabled)],
+    ['up', upState(m)],
+  ]
+  if (m.asn !== null) entries.splice(2, 0, ['asn', m.asn])
+  if (m.prefixes.length > 0) entries.push(['prefixes', m.prefixes.map(markedPrefix)])
+  if (flags.length > 0) entries.push(['flags', flags.join(' ')])
+  return entries
+}

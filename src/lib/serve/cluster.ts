@@ -42,9 +42,14 @@ const WORKER_STOP_MS = 15_000
  * @param options.workerEnv environment variables every worker gets on top of the primary's
  *        (run.ts pins the listen address: a worker started by a replacement must share the
  *        primary's socket even when the config file now names another)
+ * @param options.onListening called once, when the first worker listens (the pid file is written then)
  * @throws UsageError/MbError when the metrics address is bad or taken (before any worker starts)
  */
-export async function runPrimary(count: number, logger: Logger, options: {metricsListen?: string; onReload?: () => void; workerEnv?: Record<string, string>} = {}): Promise<void> {
+export async function runPrimary(
+  count: number,
+  logger: Logger,
+  options: {metricsListen?: string; onReload?: () => void; workerEnv?: Record<string, string>; onListening?: () => void} = {},
+): Promise<void> {
   cluster.schedulingPolicy = cluster.SCHED_NONE
   const pool: WorkerPool = {stopping: false, retiring: new Set(), replacing: false, fork: () => cluster.fork(options.workerEnv)}
   // Handled from the start: the default action of both signals ends the process.
@@ -59,6 +64,7 @@ export async function runPrimary(count: number, logger: Logger, options: {metric
   process.on('SIGUSR2', onUsr2)
   const metrics = options.metricsListen ? await startClusterMetricsServer(options.metricsListen) : undefined
   if (metrics) logger.info({metrics: metrics.url}, 'metrics listening (aggregated over the workers)')
+  if (options.onListening) cluster.once('listening', options.onListening)
   for (let i = 0; i < count; i++) pool.fork()
   logger.info({workers: count}, 'primary started workers')
   cluster.on('exit', (worker, code, signal) => {
@@ -168,6 +174,11 @@ async function replaceWorkers(pool: WorkerPool, logger: Logger): Promise<void> {
 /** True in a process forked by {@link runPrimary}. */
 export function isWorker(): boolean {
   return cluster.isWorker
+}
+
+/** This worker's number (1, 2, …; a replacement gets the next one), or 0 outside a worker. */
+export function workerId(): number {
+  return cluster.worker?.id ?? 0
 }
 
 /** In a worker, closes the IPC channel to the primary so the process can exit once drained. */

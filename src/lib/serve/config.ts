@@ -85,6 +85,11 @@ export const ServeConfigSchema = z
         'Accept `trusted_proxies` and `serve.country_query_clients` networks shorter than /16 (IPv4) or /32 (IPv6), such as 0.0.0.0/0: every client in them could choose its own address or country.',
       ),
     access_log: z.string().min(1).optional().describe("Access log (Apache combined format + mirror and realm): a file path, or '-' for stdout (src/lib/serve/access-log.ts)."),
+    pid_file: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('File `mb serve` writes its process id to once it listens (removed on exit), for `mb serve reload|stop|upgrade` without systemd (src/lib/serve/pid-file.ts).'),
     metrics_listen: z.string().min(1).optional().describe('HOST:PORT of the separate Prometheus listener (`GET /metrics`, src/lib/serve/metrics.ts).'),
     probe_interval: z.coerce.number().min(0).default(0).describe('Seconds between background probe rounds inside `mb serve` (src/lib/probe/background.ts); 0 = off.'),
     max_connections: z.coerce.number().int().min(1).optional().describe('Open client connections at most, per process (src/lib/serve/connections.ts); unset = half the open-file limit.'),

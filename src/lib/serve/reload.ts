@@ -12,7 +12,8 @@
  *    trusted proxies, `?country=`, the connection limits, the log level): requests in flight
  *    finish with the settings they started with;
  * 4. reopens the access log (logrotate's `postrotate`);
- * 5. logs the changed settings that only a restart applies ({@link needsRestart}).
+ * 5. logs the settings that only a restart applies ({@link needsRestart}) whose value in the
+ *    file now differs from the one the process runs with.
  */
 import type {Logger} from 'pino'
 import type {Config} from '../config/index.js'
@@ -54,6 +55,7 @@ export const RESTART_ONLY = [
   'serve.watch',
   'serve.poll_seconds',
   'serve.access_log',
+  'serve.pid_file',
   'serve.metrics_listen',
   'serve.probe_interval',
   'serve.public_url',
@@ -98,6 +100,12 @@ export interface Reloadable {
   accessLog?: AccessLog
   /** The configuration in effect (replaced by a successful reload). */
   config: Config
+  /**
+   * The configuration the process started with: the restart-only settings it runs with (the
+   * address it listens on, its database), never replaced by a reload. A reload compares the
+   * file with these, so that a change reverted before a restart is no longer reported.
+   */
+  readonly started: Config
   /** The GeoIP databases in use (replaced by a successful reload). */
   geo: GeoResolver
   /** Reads the configuration again; absent: the running one is kept. @throws UsageError on a bad file */
@@ -144,7 +152,7 @@ export async function reloadServer(target: Reloadable): Promise<ReloadResult> {
   // The databases of the new file, or of the running configuration when it cannot be read.
   const geo = await reopenGeo(target, next ?? target.config)
   if (geo) target.geo = geo
-  const restart = next ? needsRestart(target.config, next) : []
+  const restart = next ? needsRestart(target.started, next) : []
   let applied = false
   try {
     target.server.reconfigure(serverSettings(next ?? target.config, target.geo))

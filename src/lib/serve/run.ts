@@ -39,7 +39,8 @@ import {startClusterCounting, startStatsForwarder} from '../stats/cluster.js'
 import {startDailyPrune} from '../stats/prune.js'
 import {type StatsFlusher, startStatsFlusher} from '../stats/schedule.js'
 import {type AccessLog, openAccessLog} from './access-log.js'
-import {isWorker, releaseWorker, runPrimary, untilStopSignal} from './cluster.js'
+import {isWorker, releaseWorker, runPrimary, untilStopSignal, workerId} from './cluster.js'
+import {checkPidFile, removePidFile, SERVE_TITLE, writePidFile} from './pid-file.js'
 import {relayRetries, shareRetries} from './retry-share.js'
 import {SnapshotKeeper} from './keeper.js'
 import {httpUrl, parseListen} from './listen.js'
@@ -92,6 +93,9 @@ export async function runServe(config: Config, runtime: ServeRuntime = {}): Prom
     if (!config.database_url)
       throw new UsageError('--workers needs PostgreSQL (MB_DATABASE_URL or --database-url): the embedded store allows one process. Drop --workers or use PostgreSQL.', 'WORKERS_NEED_POSTGRES')
     parseListen(config.serve.listen)
+    const pidFile = config.serve.pid_file
+    if (pidFile) checkPidFile(pidFile)
+    process.title = `${SERVE_TITLE}: primary`
     const logger = createLogger(config.log_level)
     // The workers hand their counts to the primary, which sums and writes them (src/lib/stats/cluster.ts).
     const counting = config.stats.enabled ? await startClusterCounting(config.database_url, config.stats, logger) : undefined
@@ -102,22 +106,52 @@ export async function runServe(config: Config, runtime: ServeRuntime = {}): Prom
       onReload: () => primaryReload(config, runtime, logger),
       // The primary's address wins over a config file changed since (flags are the same).
       workerEnv: {MB_LISTEN: config.serve.listen},
+      onListening: pidFile ? () => writePidFileLogged(pidFile, logger) : undefined,
     })
+    if (pidFile) removePidFile(pidFile)
     stopRelay()
     await counting?.stop()
     await new Promise<void>((resolve) => logger.flush(() => resolve()))
     return {url: config.serve.listen, stopped: true}
   }
+  // A worker's pid file is its primary's.
+  const pidFile = isWorker() ? undefined : config.serve.pid_file
+  if (pidFile) checkPidFile(pidFile)
+  process.title = isWorker() ? `${SERVE_TITLE}: worker ${workerId()}` : SERVE_TITLE
   const logger = createLogger(config.log_level)
   const hup = onReloadSignal(logger)
   ignoreUpgradeSignal(logger)
   const running = await startServe(config, {logger, version: runtime.version, readConfig: runtime.readConfig, configFile: runtime.configFile})
+  if (pidFile) {
+    try {
+      writePidFile(pidFile)
+    } catch (error) {
+      await running.close()
+      throw error
+    }
+    logger.info({pidFile, pid: process.pid}, 'pid file written')
+  }
   hup.attach(() => running.reload())
   await untilStopSignal()
   hup.detach()
   await running.close()
+  if (pidFile) removePidFile(pidFile)
   releaseWorker()
   return {url: running.url, stopped: true}
+}
+
+/**
+ * The primary writes its pid file once a worker listens. A failure there (another server
+ * took the file meanwhile) is logged: the workers already serve, and stopping them would
+ * drop requests; the operator is told the file is not this server's.
+ */
+function writePidFileLogged(pidFile: string, logger: Logger): void {
+  try {
+    writePidFile(pidFile)
+    logger.info({pidFile, pid: process.pid}, 'pid file written')
+  } catch (error) {
+    logger.error({pidFile, err: errorMessage(error)}, 'the pid file cannot be written; `mb serve reload|stop|upgrade` will not find this server')
+  }
 }
 
 /** The primary's part of a SIGHUP: it serves nothing itself, so it only says which of its own settings changed. */
@@ -218,7 +252,7 @@ export async function startServe(config: Config, options: {database?: Database; 
     const url = httpUrl(address)
     logListening(logger, {url, server, database, keeper, loadSeconds, geo, config, version: options.version, configFile: options.configFile})
     if (config.serve.probe_interval > 0) parts.probes = startBackgroundProbes(database, config, {intervalSeconds: config.serve.probe_interval, logger})
-    const reloadable = {server, logger, accessLog: parts.accessLog, config, geo, readConfig: options.readConfig}
+    const reloadable = {server, logger, accessLog: parts.accessLog, config, started: config, geo, readConfig: options.readConfig}
     return {server, url, close, reload: () => reloadServer(reloadable)}
   } catch (error) {
     await close()
