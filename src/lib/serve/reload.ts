@@ -47,6 +47,7 @@ export const RELOADABLE = [
  */
 export const RESTART_ONLY = [
   'database_url',
+  'database_read_url',
   'data_dir',
   'root',
   'serve.listen',
