@@ -202,9 +202,11 @@ export async function startServe(config: Config, options: {database?: Database; 
     parts.keeper = keeper
     const loadSeconds = (performance.now() - t0) / 1000
     const geo = await openGeo({geoip: config.geoip, asnDb: config.asn_db})
-    const network = new NetworkView(database, () => keeper.current)
+    // What requests and scrapes read (piece hashes, repomd alternates, mirror records) comes from the standby too, when there is one.
+    const reads = parts.readDatabase ?? database
+    const network = new NetworkView(reads, () => keeper.current)
     parts.reindexer = new StaleReindexer(database, root, logger)
-    const server = createServer(config, root, keeper, geo, database, logger, options.version, (stale) => {
+    const server = createServer(config, root, keeper, geo, reads, logger, options.version, (stale) => {
       parts.metrics?.originIndexStale()
       parts.reindexer?.request(stale.path)
     })
@@ -269,7 +271,7 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
  * .torrent), `Digest` and the signature's `Link` (src/lib/metalink/redirect-headers.ts;
  * src/lib/metalink/routes.ts answers metalinks, hash
  * files, mirror lists, the BitTorrent and zsync files of src/lib/metalink/formats.ts, and
- * by `Accept`: redirects say `Vary: Accept`). `onIndexStale` hears of indexed files found
+ * by `Accept`: redirects say `Vary: Accept`); they only read `database`. `onIndexStale` hears of indexed files found
  * changed on disk (`serve.disk_check_seconds`).
  */
 function createServer(
