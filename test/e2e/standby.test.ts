@@ -11,6 +11,8 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {expect} from 'chai'
 import pg from 'pg'
+import type {ReadView} from '../../src/lib/db/index.js'
+import {openReadReplica, replicaLag} from '../../src/lib/db/replica.js'
 import {mb} from '../helpers/cli.js'
 import {parsePrometheus} from '../helpers/prometheus.js'
 import {request, type ServeProcess, startServe} from '../helpers/serve-process.js'
@@ -198,6 +200,25 @@ describe('mb serve reading a streaming standby (e2e)', function () {
     const stats = await mb(['stats', '--json'], {env: {MB_DATABASE_URL: primaryUrl}})
     expect(stats.code, stats.stderr).to.equal(0)
     expect(stats.json().total.downloads).to.equal(downloads)
+  })
+
+  it('reads a consistent view on the standby with helper connections (pg_export_snapshot), and refuses to write there', async () => {
+    const replica = await openReadReplica(standbyUrl, 3)
+    try {
+      const views = await replica.readSnapshot((view) => view.parallel([1, 2, 3].map(() => async (v: ReadView) => (await v.query(`SELECT pg_current_snapshot()::text, count(*)::int FROM file`))[0])))
+      expect(views[1]).to.deep.equal(views[0])
+      expect(views[2]).to.deep.equal(views[0])
+      expect((await replicaLag(replica)).standby).to.equal(true)
+      let error: unknown
+      try {
+        await replica.db.deleteFrom('file_link').execute()
+      } catch (e) {
+        error = e
+      }
+      expect(String(error)).to.match(/read-only transaction/)
+    } finally {
+      await replica.close()
+    }
   })
 
   it('refuses database_read_url on the embedded store', async () => {
