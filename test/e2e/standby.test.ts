@@ -221,6 +221,22 @@ describe('mb serve reading a streaming standby (e2e)', function () {
     }
   })
 
+  it('keeps a read URL that names the primary by mistake read-only, with no lag', async () => {
+    const primaryAsReplica = await openReadReplica(primaryUrl, 1)
+    try {
+      expect(await replicaLag(primaryAsReplica)).to.deep.include({standby: false, lagSeconds: 0})
+      let error: unknown
+      try {
+        await primaryAsReplica.db.deleteFrom('file_link').execute()
+      } catch (e) {
+        error = e
+      }
+      expect(String(error)).to.match(/read-only transaction/)
+    } finally {
+      await primaryAsReplica.close()
+    }
+  })
+
   it('refuses database_read_url on the embedded store', async () => {
     const r = await mb(['db', 'status', '--json'], {env: {MB_DATABASE_URL: undefined, MB_DATABASE_READ_URL: standbyUrl, MB_DATA_DIR: join(dir, 'store')}})
     expect(r.code).to.equal(2)
