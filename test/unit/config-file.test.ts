@@ -155,3 +155,21 @@ describe('contrib/mb.yaml', () => {
     }
   })
 })
+
+describe('database_read_url', () => {
+  it('comes from MB_DATABASE_READ_URL beside database_url, and is refused without it (the embedded store has no standby)', () => {
+    const env = {MB_CONFIG: 'none', MB_DATABASE_URL: 'postgres://mb@primary/mb', MB_DATABASE_READ_URL: 'postgres://mb@standby/mb'}
+    const loaded = loadConfig({env})
+    expect(loaded.config.database_read_url).to.equal('postgres://mb@standby/mb')
+    expect(loaded.sources.database_read_url).to.equal('env:MB_DATABASE_READ_URL')
+    let error: unknown
+    try {
+      loadConfig({env: {MB_CONFIG: 'none', MB_DATA_DIR: '/nonexistent/store', MB_DATABASE_READ_URL: 'postgres://mb@standby/mb'}})
+    } catch (e) {
+      error = e
+    }
+    expect(error).to.be.instanceOf(UsageError)
+    expect((error as UsageError).code).to.equal('CONFIG_INVALID')
+    expect((error as Error).message).to.match(/MB_DATABASE_READ_URL \(setting database_read_url\).*set database_url/)
+  })
+})

@@ -100,4 +100,17 @@ describe('metrics', () => {
     }
     expect(error?.code).to.equal('LISTEN_FAILED')
   })
+
+  it('reports the standby lag only with a read replica, NaN while it is unknown', async () => {
+    const text = async (sources: Parameters<typeof createServeMetrics>[0]) => {
+      server = await startMetricsServer({listen: '127.0.0.1:0', metrics: createServeMetrics(sources, {defaultMetrics: false})})
+      const body = await (await fetch(`${server.url}/metrics`)).text()
+      await server.close()
+      server = undefined
+      return body
+    }
+    expect(await text({})).not.to.include('mb_database_replica_lag_seconds')
+    expect(await text({replicaLagSeconds: async () => 1.25})).to.match(/^mb_database_replica_lag_seconds 1\.25$/m)
+    expect(await text({replicaLagSeconds: async () => Promise.reject(new Error('standby down'))})).to.match(/^mb_database_replica_lag_seconds NaN$/im)
+  })
 })

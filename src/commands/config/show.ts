@@ -17,7 +17,7 @@ read no file). contrib/mb.yaml lists every setting.`
       .sort()
       .map((key) => {
         let value: unknown = key.split('.').reduce<unknown>((node, part) => (node as Record<string, unknown> | undefined)?.[part], config)
-        if (key === 'database_url' && typeof value === 'string') value = redact(value)
+        if ((key === 'database_url' || key === 'database_read_url') && typeof value === 'string') value = redact(value)
         return {key, value: value ?? null, source: sources[key]}
       })
     this.print(`config file: ${file ?? 'none, defaults'}`)

@@ -43,6 +43,7 @@ export interface LoadedConfig {
  */
 const ENV_KEYS: Record<string, {key: string; list?: boolean}> = {
   MB_DATABASE_URL: {key: 'database_url'},
+  MB_DATABASE_READ_URL: {key: 'database_read_url'},
   MB_DATA_DIR: {key: 'data_dir'},
   MB_ROOT: {key: 'root'},
   MB_GEOIP: {key: 'geoip', list: true},
@@ -60,7 +61,7 @@ const FLAG_NAMES: Record<string, string> = {
 }
 
 /** Optional settings that `mb config show` lists even when unset. */
-const OPTIONAL_KEYS = ['database_url', 'root', 'asn_db']
+const OPTIONAL_KEYS = ['database_url', 'database_read_url', 'root', 'asn_db']
 
 /** The system-wide config file, read when no other one is named or present. */
 const SYSTEM_CONFIG_FILE = '/etc/mb/mb.yaml'
@@ -161,7 +162,7 @@ function merge(target: Tree, source: Tree): Tree {
 }
 
 /**
- * A warning when the config file `file` holds a database password (in `database_url`, as
+ * A warning when the config file `file` holds a database password (in `databaseUrl`, as
  * the URL's password or a `password` parameter) and its mode lets every user read it; null
  * otherwise. A group-readable file is the usual service layout (`root:mb 0640`), an explicit
  * grant, so it is not warned about. The fix named is `chmod o-r`.
@@ -292,8 +293,10 @@ export function loadConfig(options: {file?: string; flags?: Record<string, unkno
     if (parsed !== null && parsed !== undefined) {
       if (typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError(`Config file ${file} must hold a mapping of settings at its top level.`, 'CONFIG_INVALID')
       merge(tree, parsed as Tree)
-      const exposed = exposedPasswordWarning(file, (parsed as Tree).database_url)
-      if (exposed) warnings.push(exposed)
+      for (const url of [(parsed as Tree).database_url, (parsed as Tree).database_read_url]) {
+        const exposed = exposedPasswordWarning(file, url)
+        if (exposed) warnings.push(exposed)
+      }
       for (const leaf of leaves(parsed)) sources[leaf] = `file:${file}`
     }
   }

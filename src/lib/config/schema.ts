@@ -16,6 +16,13 @@ import {cidrString, listOf} from './zod.js'
 export const ConfigSchema = z
   .object({
     database_url: z.string().url().optional().describe('PostgreSQL URL; when absent, the embedded PGlite store in `data_dir` is used.'),
+    database_read_url: z
+      .string()
+      .url()
+      .optional()
+      .describe(
+        'A read-only PostgreSQL standby of `database_url` (streaming replication): `mb serve` loads and refreshes its snapshot there, by polling (`serve.poll_seconds`), and writes to `database_url`. PostgreSQL only.',
+      ),
     data_dir: z.string().optional().describe('Embedded PGlite store directory (default `$XDG_DATA_HOME/mb`, i.e. `~/.local/share/mb`).'),
     socket_group: z.string().min(1).optional().describe("Group whose members may reach the embedded store's shared socket (default: the owner only)."),
     root: z.string().optional().describe('The origin tree (master copy).'),
@@ -34,9 +41,15 @@ export const ConfigSchema = z
     zsync: ZsyncConfigSchema.default({}).describe('zsync 0.6 control files: PATH.zsync, sums computed by `mb index --hashes`.'),
   })
   .strict()
-  // Checks across sections: trusted networks against serve.allow_broad_trusted_proxies; and a
+  // Checks across sections: a read URL needs a primary URL; trusted networks against serve.allow_broad_trusted_proxies; and a
   // default that depends on another section: select.unprobed follows serve.probe_interval.
   .transform((c, ctx) => {
+    if (c.database_read_url && !c.database_url)
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        path: ['database_read_url'],
+        message: 'a read URL names a PostgreSQL standby of the primary in database_url, and the embedded store has none: set database_url (MB_DATABASE_URL) to the primary, or drop database_read_url',
+      })
     for (const {path, message} of broadTrustedNetworks(c)) ctx.addIssue({code: z.ZodIssueCode.custom, path, message})
     return {...c, select: {...c.select, unprobed: unprobedPolicy(c.select.unprobed, c.serve.probe_interval)}}
   })

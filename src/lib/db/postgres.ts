@@ -174,7 +174,12 @@ interface PoolStoreOptions {
   helpers: boolean
   /** Named locks other than advisory locks (the shared embedded store's lock files). */
   locks?: Session['withLock']
+  /** False for a standby, which delivers no NOTIFY (LISTEN fails in recovery): `listen` then registers nothing. */
+  notifies?: boolean
 }
+
+/** The subscription of a store that delivers no notifications: its readers poll. */
+const NO_SUBSCRIPTION: Subscription = {renew: async () => {}, close: async () => {}}
 
 /** The {@link Database} over `pool`. */
 function poolStore(pool: pg.Pool, options: PoolStoreOptions): Database {
@@ -188,6 +193,7 @@ function poolStore(pool: pg.Pool, options: PoolStoreOptions): Database {
     session: (fn) => session(pool, fn, options.locks),
     withLock: options.locks ?? ((lock, fn, onBusy) => session(pool, (s) => s.withLock(lock, fn, onBusy))),
     async listen(channel, onNotify) {
+      if (options.notifies === false) return NO_SUBSCRIPTION
       const listener = new Listener(options.listenTo, channel, onNotify)
       await listener.renew()
       listeners.add(listener)
@@ -234,19 +240,27 @@ async function checkConnect(pool: pg.Pool): Promise<void> {
 /**
  * Connects to the PostgreSQL server at `url` (`location` is its redacted form, for messages).
  * @param max  pool size
+ * @param options.readOnly  a read-only standby (`database_read_url`): every transaction is
+ *        read-only (`default_transaction_read_only`, so that a URL naming a primary by mistake
+ *        is not written either), and `listen` registers nothing, since a standby delivers no
+ *        NOTIFY: its readers poll
  * @throws MbError DB_UNREACHABLE when no connection can be made within 10 s
  */
-export async function openPostgres(url: string, location: string, max: number): Promise<Database> {
-  const pool = quietPool({connectionString: url, max, connectionTimeoutMillis: 10_000})
+export async function openPostgres(url: string, location: string, max: number, options: {readOnly?: boolean} = {}): Promise<Database> {
+  const readOnly = options.readOnly ? {options: '-c default_transaction_read_only=on'} : {}
+  const pool = quietPool({connectionString: url, max, connectionTimeoutMillis: 10_000, ...readOnly})
   try {
     await checkConnect(pool)
   } catch (error) {
-    throw new MbError(`Cannot connect to PostgreSQL at ${location}: ${(error as Error).message}. Check that the server runs and that MB_DATABASE_URL (or --database-url) is right.`, {
-      code: 'DB_UNREACHABLE',
-      cause: error,
-    })
+    throw new MbError(
+      `Cannot connect to PostgreSQL at ${location}: ${(error as Error).message}. Check that the server runs and that ${options.readOnly ? 'MB_DATABASE_READ_URL (database_read_url)' : 'MB_DATABASE_URL (or --database-url)'} is right.`,
+      {
+        code: 'DB_UNREACHABLE',
+        cause: error,
+      },
+    )
   }
-  return poolStore(pool, {backend: 'postgres', location, listenTo: {connectionString: url}, helpers: true})
+  return poolStore(pool, {backend: 'postgres', location, listenTo: {connectionString: url}, helpers: true, notifies: !options.readOnly})
 }
 
 /**

@@ -1,6 +1,8 @@
 /**
  * Keeps a {@link Snapshot} fresh: `LISTEN mb_change` for prompt updates (the NOTIFY of
- * docs/change-tracking.md), plus polling every `pollSeconds` as the safety net.
+ * docs/change-tracking.md), plus polling every `pollSeconds` as the safety net. A read-only
+ * standby (`database_read_url`) delivers no NOTIFY, and its `listen` registers nothing: there
+ * polling alone keeps the snapshot fresh.
  * When the database goes away the last snapshot keeps serving; the outage is logged once,
  * refreshes retry with exponential backoff (1 s doubling up to 30 s), and recovery is logged.
  */

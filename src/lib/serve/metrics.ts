@@ -8,7 +8,9 @@
  *   local, not_found, meta4, …) and selection realm (`none` when no mirror was chosen);
  * - `mb_request_duration_seconds{outcome}` histogram: time to produce the response;
  * - `mb_snapshot_age_seconds` gauge: seconds since the in-memory snapshot was last refreshed;
- * - `mb_database_up` gauge: 1 when the database is reachable, 0 when not;
+ * - `mb_database_up` gauge: 1 when the database the snapshot is read from is reachable, 0 when not;
+ * - `mb_database_replica_lag_seconds` gauge (only with `database_read_url`): seconds by which
+ *   the standby the snapshot is read from trails the primary (src/lib/db/replica.ts);
  * - `mb_mirrors{state="up"|"down"}` gauge: enabled mirrors by probe state;
  * - `mb_stats_flush_failures_total` counter, `mb_stats_lost_downloads_total` counter and
  *   `mb_stats_pending_keys` gauge: the download-statistics flusher;
@@ -55,6 +57,8 @@ export interface MetricsSources {
   databaseUp?: () => boolean | undefined | Promise<boolean | undefined>
   /** Enabled mirrors by state. */
   mirrors?: () => {up: number; down: number} | undefined
+  /** Seconds by which the standby trails its primary; may reject (no sample then). */
+  replicaLagSeconds?: () => Promise<number | undefined>
   /** Keys of download statistics waiting to be flushed. */
   statsPendingKeys?: () => number
   /** The per-mirror samples (./network.ts); may reject (the scrape then fails with 500). */
@@ -98,7 +102,7 @@ export interface ServeMetrics {
 /** Latency buckets in seconds: redirects take well under a millisecond, local delivery longer. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
-/** The gauges read from `sources` at scrape time: snapshot age, database reachability, mirrors by probe state. */
+/** The gauges read from `sources` at scrape time: snapshot age, database reachability, the standby's lag, mirrors by probe state. */
 function registerStateGauges(registry: Registry, sources: MetricsSources): void {
   new Gauge({
     name: 'mb_snapshot_age_seconds',
@@ -120,6 +124,20 @@ function registerStateGauges(registry: Registry, sources: MetricsSources): void 
       if (up !== undefined) this.set(up ? 1 : 0)
     },
   })
+  if (sources.replicaLagSeconds) {
+    const lag = sources.replicaLagSeconds
+    new Gauge({
+      name: 'mb_database_replica_lag_seconds',
+      help: 'Seconds by which the standby the snapshot is read from (database_read_url) trails the primary',
+      registers: [registry],
+      aggregator: 'max',
+      async collect() {
+        // NaN while unknown: the standby does not answer (mb_database_up says so) or has replayed nothing since it started.
+        const seconds = await lag().catch(() => undefined)
+        this.set(seconds ?? Number.NaN)
+      },
+    })
+  }
   new Gauge({
     name: 'mb_mirrors',
     help: 'Enabled mirrors by probe state',

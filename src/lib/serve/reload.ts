@@ -48,6 +48,7 @@ export const RELOADABLE = [
  */
 export const RESTART_ONLY = [
   'database_url',
+  'database_read_url',
   'data_dir',
   'root',
   'serve.listen',

@@ -3,7 +3,9 @@
  * order in which they start and stop. The command (src/commands/serve.ts) only maps flags
  * to the configuration and calls {@link runServe}.
  *
- * Start: the database (opened and shared here unless one is given), the snapshot keeper,
+ * Start: the database (opened and shared here unless one is given), with `database_read_url`
+ * the standby the snapshot is read from (everything else, counts included, goes to the
+ * primary), the snapshot keeper,
  * GeoIP, the metrics, the download statistics (collector, flusher, retention job) and the
  * access log, the HTTP server with its routes, redirect-header providers and observers, its
  * listener, the origin watch, the background probes. Every observer is registered before the
@@ -11,7 +13,7 @@
  *
  * Stop (SIGINT/SIGTERM, or a failed start, for whatever was started): the probes, the
  * listener (draining connections), the watch, the re-indexing of changed files (src/lib/origin/reindex.ts), the retention job, the last statistics flush,
- * the access log, the metrics listener, the snapshot keeper, the log, the database.
+ * the access log, the metrics listener, the snapshot keeper, the log, the standby, the database.
  *
  * SIGHUP reloads (./reload.ts); with `--workers`, SIGUSR2 replaces the workers (./cluster.ts).
  */
@@ -20,6 +22,7 @@ import {existsSync, statSync} from 'node:fs'
 import {pino, type Logger} from 'pino'
 import type {Config} from '../config/index.js'
 import {type Database, openDatabase} from '../db/index.js'
+import {openReadReplica, replicaLag} from '../db/replica.js'
 import {MbError, UsageError, errorMessage} from '../errors.js'
 import {type GeoResolver, openGeo} from '../geo/geoip.js'
 import {MetalinkRoutes} from '../metalink/routes.js'
@@ -190,6 +193,8 @@ interface Parts {
   database?: Database
   /** The database was opened here (and is closed here). */
   ownsDatabase: boolean
+  /** The standby of `database_read_url`, which the snapshot is read from; opened and closed here. */
+  readDatabase?: Database
   keeper?: SnapshotKeeper
   metricsServer?: MetricsServer
   stats?: Counting
@@ -225,14 +230,17 @@ export async function startServe(config: Config, options: {database?: Database; 
     const logger = parts.logger
     const database = options.database ?? (await openSharedDatabase(config))
     parts.database = database
+    if (config.database_read_url) parts.readDatabase = await openReadReplica(config.database_read_url)
     const t0 = performance.now()
-    const keeper = await startKeeper(database, config, logger)
+    const keeper = await startKeeper(parts.readDatabase ?? database, config, logger)
     parts.keeper = keeper
     const loadSeconds = (performance.now() - t0) / 1000
     const geo = await openGeo({geoip: config.geoip, asnDb: config.asn_db})
-    const network = new NetworkView(database, () => keeper.current)
+    // What requests and scrapes read (piece hashes, repomd alternates, mirror records) comes from the standby too, when there is one.
+    const reads = parts.readDatabase ?? database
+    const network = new NetworkView(reads, () => keeper.current)
     parts.reindexer = new StaleReindexer(database, root, logger)
-    const server = createServer(config, root, keeper, geo, database, logger, options.version, (stale) => {
+    const server = createServer(config, root, keeper, geo, reads, logger, options.version, (stale) => {
       parts.metrics?.originIndexStale()
       parts.reindexer?.request(stale.path)
     })
@@ -297,7 +305,7 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
  * .torrent), `Digest` and the signature's `Link` (src/lib/metalink/redirect-headers.ts;
  * src/lib/metalink/routes.ts answers metalinks, hash
  * files, mirror lists, the BitTorrent and zsync files of src/lib/metalink/formats.ts, and
- * by `Accept`: redirects say `Vary: Accept`). `onIndexStale` hears of indexed files found
+ * by `Accept`: redirects say `Vary: Accept`); they only read `database`. `onIndexStale` hears of indexed files found
  * changed on disk (`serve.disk_check_seconds`).
  */
 function createServer(
@@ -341,7 +349,7 @@ function createServer(
 async function observe(parts: Parts, config: Config, server: MirrorServer, keeper: SnapshotKeeper, database: Database, network: NetworkView): Promise<void> {
   const logger = parts.logger
   const metricsListen = config.serve.metrics_listen
-  const metrics = metricsListen ? createMetrics(keeper, network, () => parts.stats?.collector.pendingKeys ?? 0) : undefined
+  const metrics = metricsListen ? createMetrics(keeper, network, () => parts.stats?.collector.pendingKeys ?? 0, parts.readDatabase) : undefined
   parts.metrics = metrics
   if (metrics && metricsListen) {
     if (isWorker()) {
@@ -364,8 +372,8 @@ async function observe(parts: Parts, config: Config, server: MirrorServer, keepe
   }
 }
 
-/** The metrics of this process, read from the keeper and the statistics at scrape time. */
-function createMetrics(keeper: SnapshotKeeper, network: NetworkView, statsPendingKeys: () => number): ServeMetrics {
+/** The metrics of this process, read from the keeper, the statistics and the standby (`readDatabase`, its lag) at scrape time. */
+function createMetrics(keeper: SnapshotKeeper, network: NetworkView, statsPendingKeys: () => number, readDatabase: Database | undefined): ServeMetrics {
   let refreshedAt = Date.now()
   keeper.onChange(() => {
     refreshedAt = Date.now()
@@ -385,6 +393,7 @@ function createMetrics(keeper: SnapshotKeeper, network: NetworkView, statsPendin
     },
     statsPendingKeys,
     mirrorSamples: () => mirrorSamples(network),
+    replicaLagSeconds: readDatabase && (() => replicaLag(readDatabase).then((lag) => lag.lagSeconds ?? undefined)),
   })
 }
 
@@ -463,6 +472,7 @@ async function stopParts(parts: Parts): Promise<void> {
   await step('keeper', keeper && (() => keeper.close()))
   if (parts.listening) logger.info('stopped')
   await new Promise<void>((resolve) => logger.flush(() => resolve()))
+  await step('standby', parts.readDatabase && (() => parts.readDatabase?.close()))
   if (parts.ownsDatabase) await step('database', database && (() => database.close()))
 }
 
