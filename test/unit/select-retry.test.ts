@@ -88,6 +88,7 @@ describe('retries: the steps of one client', () => {
     expect(resumed, 'continuation').to.include({attempt: 1, advance: false})
     r.answered(resumed, 11)
     expect(r.step('192.0.2.1', 'a.iso', 'HEAD', undefined), 'HEAD').to.include({attempt: 1, advance: false})
+    expect(r.step('192.0.2.1', 'a.iso', 'GET', undefined, undefined, true), 'a conditional GET revalidates, it does not retry').to.include({attempt: 1, advance: false})
     const again = r.step('192.0.2.1', 'a.iso', 'GET', undefined)!
     expect(again, 'a repeat').to.include({attempt: 2, advance: true, retriedFrom: 11})
     r.answered(again, 12)

@@ -69,14 +69,16 @@ export class Retries {
 
   /**
    * The step of a request for `path` from client address `ip`, or undefined when retries
-   * are off. `method` and `range` (the `Range` header) decide whether it advances; `nowMs`
-   * is when the request came (ms since the epoch; default: the clock).
+   * are off. `method` and `range` (the `Range` header) decide whether it advances, and a
+   * `conditional` request (`If-Modified-Since` or `If-None-Match`: a cache revalidating its
+   * copy, RFC 9110 §13.1) never does; `nowMs` is when the request came (ms since the epoch;
+   * default: the clock).
    */
-  step(ip: string, path: string, method: string | undefined, range: string | undefined, nowMs?: number): RetryStep | undefined {
+  step(ip: string, path: string, method: string | undefined, range: string | undefined, nowMs?: number, conditional = false): RetryStep | undefined {
     const memory = this.memory
     if (memory === undefined) return undefined
     const key = retryKey(ip, path)
-    const advance = method === 'GET' && startsDownload(range)
+    const advance = method === 'GET' && !conditional && startsDownload(range)
     const last = memory.recall(key, nowMs)
     if (last < 0) return {key, attempt: 1, advance, retriedFrom: 0, nowMs}
     const previous = answerAttempt(last)

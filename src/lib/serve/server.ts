@@ -778,7 +778,9 @@ export class MirrorServer implements RouteServices {
    */
   private retryStep(ctx: RequestContext, file: FileEntry): RetryStep | undefined {
     const req = ctx.req
-    const step = this.retries.step(this.client(ctx).ip, file.path, req.method, req.headers.range, ctx.startedMs)
+    const headers = req.headers
+    const conditional = headers['if-modified-since'] !== undefined || headers['if-none-match'] !== undefined
+    const step = this.retries.step(this.client(ctx).ip, file.path, req.method, headers.range, ctx.startedMs, conditional)
     if (step === undefined) return undefined
     ctx.attempt = step.attempt
     if (step.retriedFrom !== 0) ctx.retriedFrom = ctx.snapshot.mirrors.byId[step.retriedFrom]?.identifier
