@@ -67,6 +67,26 @@ export function mirrorBase(mirror: SelectMirror, https: boolean): string | null 
 }
 
 /**
+ * `mirror`'s public base URL for URL scheme `protocol` (`https`, `http`, `ftp`, `rsync`,
+ * ending in `/`), or null when it has none for it (an FTP or rsync URL with credentials is a
+ * scan address and counts as none, see `SelectMirror.ftpUrl`).
+ */
+export function publicBase(mirror: SelectMirror, protocol: string): string | null {
+  switch (protocol) {
+    case 'https':
+      return mirror.httpsUrl
+    case 'http':
+      return mirror.httpUrl
+    case 'ftp':
+      return mirror.ftpUrl
+    case 'rsync':
+      return mirror.rsyncUrl
+    default:
+      return null
+  }
+}
+
+/**
  * The full URL of origin path `path` (relative, no leading `/`, not encoded) on `mirror`.
  * A mirror carrying a subtree (`basePath` such as `distribution/`) gets the path below it.
  * For an HTTPS client without an https_url, the http_url is used (callers that must not

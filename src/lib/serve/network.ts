@@ -11,6 +11,7 @@
  * and yields to the event loop every {@link YIELD_EVERY} files, so that a large tree never
  * blocks requests; results are kept per subtree for {@link HOLDINGS_TTL_MS} and per snapshot.
  */
+import {publicBase} from '../select/url.js'
 import {unixIso} from '../time.js'
 import {sql} from 'kysely'
 import type {Database} from '../db/index.js'
@@ -339,10 +340,10 @@ export function overviewPage(overview: Overview, page: number, pageSize: number)
 /** A mirror's public base URLs by protocol (see {@link OverviewRow.urls}). */
 function publicUrls(m: SelectMirror): OverviewRow['urls'] {
   const urls: OverviewRow['urls'] = {}
-  if (m.httpUrl) urls.http = m.httpUrl
-  if (m.httpsUrl) urls.https = m.httpsUrl
-  if (m.ftpUrl) urls.ftp = m.ftpUrl
-  if (m.rsyncUrl) urls.rsync = m.rsyncUrl
+  for (const protocol of ['http', 'https', 'ftp', 'rsync'] as const) {
+    const base = publicBase(m, protocol)
+    if (base) urls[protocol] = base
+  }
   return urls
 }
 

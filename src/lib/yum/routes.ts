@@ -27,7 +27,7 @@ import {sep} from 'node:path'
 import type {Database} from '../db/index.js'
 import {originUrlFor} from '../metalink/document.js'
 import {isRepomdPath, type RepomdAlternate, type RepomdVersion, readRepomdAlternates, repomdVersion} from '../origin/repomd.js'
-import {mirrorUrlOn} from '../select/url.js'
+import {mirrorUrlOn, publicBase} from '../select/url.js'
 import type {Selection, SelectMirror} from '../select/types.js'
 import {hasQueryFlag} from '../serve/path.js'
 import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} from '../serve/server.js'
@@ -290,11 +290,10 @@ export class YumRoutes {
 
 /** The URLs of `path` on `mirror` for each of `schemes` it has, in that order; none when the path lies outside its subtree. */
 function mirrorUrls(mirror: SelectMirror, path: string, schemes: readonly string[]): string[] {
-  const bases: Record<string, string | null> = {https: mirror.httpsUrl, http: mirror.httpUrl, ftp: mirror.ftpUrl, rsync: mirror.rsyncUrl}
   const urls: string[] = []
   try {
     for (const scheme of schemes) {
-      const base = bases[scheme]
+      const base = publicBase(mirror, scheme)
       if (base) urls.push(mirrorUrlOn(mirror, base, path))
     }
   } catch {
