@@ -256,7 +256,11 @@ export async function startServe(config: Config, options: {database?: Database; 
     parts.listening = true
     if (config.serve.push_after > 0) parts.pushAfter = startPushAfter(database, config, config.serve.push_after, logger)
     if (config.serve.watch)
-      parts.unwatch = watchOrigin(server.root, keeper, logger, {onRepomdChange: (change) => recordRepomd(database, server.root, change, logger), onChange: parts.pushAfter?.changed})
+      parts.unwatch = watchOrigin(server.root, keeper, logger, {
+        onRepomdChange: (change) => recordRepomd(database, server.root, change, logger),
+        onChange: parts.pushAfter?.changed,
+        tracePath: config.sync.trace_path,
+      })
     const url = httpUrl(address)
     logListening(logger, {url, server, database, keeper, loadSeconds, geo, config, version: options.version, configFile: options.configFile})
     if (config.serve.probe_interval > 0) parts.probes = startBackgroundProbes(database, config, {intervalSeconds: config.serve.probe_interval, logger})
