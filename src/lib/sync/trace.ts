@@ -81,23 +81,24 @@ export async function readOriginTrace(root: string | undefined, tracePath: strin
  * written whole under another name and renamed, so a mirror syncing at that moment copies
  * either the old or the new trace, never half of one.
  *
- * @returns the time written, or null when the file was recent enough
+ * @returns the time written (whole seconds), or null when the file was recent enough
  * @throws the file system's error when the directory cannot be created or written
  */
 export async function writeOriginTrace(root: string, tracePath: string, now: Date = new Date()): Promise<Date | null> {
   const previous = await readOriginTrace(root, tracePath, now)
   if (previous && now.getTime() - previous.getTime() < TRACE_WRITE_INTERVAL_SECONDS * 1000 && previous <= now) return null
+  const written = new Date(Math.floor(now.getTime() / 1000) * 1000)
   const target = join(root, tracePath)
   await mkdir(dirname(target), {recursive: true})
   const temporary = join(dirname(target), `.${randomBytes(6).toString('hex')}.mb-trace`)
   try {
-    await writeFile(temporary, `${Math.floor(now.getTime() / 1000)}\n`, {mode: 0o644})
+    await writeFile(temporary, `${written.getTime() / 1000}\n`, {mode: 0o644})
     await rename(temporary, target)
   } catch (error) {
     await rm(temporary, {force: true})
     throw error
   }
-  return now
+  return written
 }
 
 /**

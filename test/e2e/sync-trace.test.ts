@@ -1,0 +1,121 @@
+/**
+ * Sync traces end to end with real nginx mirrors on loopback and the compiled CLI: `mb index`
+ * writes the origin's trace and leaves it out of the index, each probe round reads every
+ * mirror's copy (conditionally the second time), and `mb mirror list`/`show` and the Nagios
+ * verdict tell how far each mirror is behind; `mb serve --watch` keeps the origin's trace
+ * current.
+ */
+import {expect} from 'chai'
+import {cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {mb, requireBinary} from '../helpers/cli.js'
+import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {type RunningServer, startNginx} from '../helpers/servers.js'
+import {startServe, type ServeProcess} from '../helpers/serve-process.js'
+
+const TRACE = 'project/trace/origin.example.org'
+
+describe(`sync traces with nginx mirrors (${backend})`, function () {
+  let tdb: TestDatabase
+  let work: string
+  let root: string
+  let config: string
+  let originTrace: number
+  const nginx: RunningServer[] = []
+  let serve: ServeProcess | undefined
+
+  /** A mirror tree: a copy of the origin whose trace holds `trace` (undefined: no trace file). */
+  function mirrorTree(name: string, trace: string | undefined): string {
+    const dir = join(work, name)
+    cpSync(root, dir, {recursive: true})
+    rmSync(join(dir, TRACE), {force: true})
+    if (trace !== undefined) writeFileSync(join(dir, TRACE), trace)
+    return dir
+  }
+
+  before(async function () {
+    requireBinary(this, 'nginx', 'nginx-light')
+    work = mkdtempSync(join(tmpdir(), 'mb-trace-e2e-'))
+    root = join(work, 'origin')
+    mkdirSync(join(root, 'pub'), {recursive: true})
+    writeFileSync(join(root, 'pub', 'release.iso'), Buffer.alloc(50_000, 'r'))
+    config = join(work, 'mb.yaml')
+    writeFileSync(config, `root: ${root}\nsync:\n  trace_path: ${TRACE}\n  lag_warning_seconds: 3600\n  lag_critical_seconds: 86400\nprobe:\n  timeout: 3\n  connect_timeout: 2\n`)
+    tdb = await createTestDatabase()
+  })
+
+  after(async () => {
+    await serve?.stop()
+    await Promise.all(nginx.map((n) => n.stop()))
+    await tdb?.drop()
+    if (work) rmSync(work, {recursive: true, force: true})
+  })
+
+  it('mb index writes the origin trace and leaves it out of the index', async () => {
+    const result = await mb(['index', '--json', '--config', config], {env: tdb.env})
+    expect(result.code, result.stderr).to.equal(0)
+    const json = result.json()
+    expect(json.files).to.equal(1)
+    originTrace = Number(readFileSync(join(root, TRACE), 'utf8').trim())
+    expect(json.trace).to.equal(new Date(originTrace * 1000).toISOString())
+    expect(Math.abs(originTrace - Date.now() / 1000)).to.be.below(60)
+    const again = await mb(['index', '--config', config], {env: tdb.env})
+    expect(again.stdout).to.match(/trace:\s+project\/trace\/origin\.example\.org \(written less than a minute ago\)/)
+    const lookup = await mb(['file', 'lookup', TRACE, '--json', '--config', config], {env: tdb.env})
+    expect(lookup.code).to.not.equal(0)
+  })
+
+  it('a probe round reads every mirror trace: a time, or a clear error', async () => {
+    const trees: Record<string, string | undefined> = {
+      'synced.test': `${originTrace}\n`,
+      'lagging.test': `${originTrace - 7200}\n`,
+      'garbage.test': '<html><body>Welcome to nginx!</body></html>',
+      'notrace.test': undefined,
+    }
+    for (const [name, trace] of Object.entries(trees)) {
+      const server = await startNginx({root: mirrorTree(name, trace)})
+      nginx.push(server)
+      const added = await mb(['mirror', 'add', name, '--http-url', server.url, '--country', 'GB', '--config', config], {env: tdb.env})
+      expect(added.code, added.stderr).to.equal(0)
+    }
+    const result = await mb(['probe', '--json', '--config', config], {env: tdb.env})
+    expect(result.code, result.stderr).to.equal(0)
+    const trace = Object.fromEntries(result.json().mirrors.map((m: any) => [m.identifier, m.trace]))
+    expect(trace['synced.test']).to.deep.equal({synced_at: new Date(originTrace * 1000).toISOString()})
+    expect(trace['lagging.test']).to.deep.equal({synced_at: new Date((originTrace - 7200) * 1000).toISOString()})
+    expect(trace['garbage.test'].error).to.match(/no time in a known format/)
+    expect(trace['notrace.test'].error).to.match(/^HTTP 404 for http:\/\/127\.0\.0\.1:\d+\/project\/trace\/origin\.example\.org$/)
+  })
+
+  it('reads an unchanged trace conditionally the next round (a 304), and keeps the time', async () => {
+    const result = await mb(['probe', 'synced.test', '--json', '--config', config], {env: tdb.env})
+    expect(result.code, result.stderr).to.equal(0)
+    expect(result.json().mirrors[0].trace).to.deep.equal({unchanged: true})
+    const show = await mb(['mirror', 'show', 'synced.test', '--json', '--config', config], {env: tdb.env})
+    expect(show.json()).to.include({synced_at: new Date(originTrace * 1000).toISOString(), sync_lag_seconds: 0, sync_error: null})
+  })
+
+  it('mb mirror list and show tell how far each mirror is behind the origin', async () => {
+    const list = await mb(['mirror', 'list', '--json', '--config', config], {env: tdb.env})
+    const lag = Object.fromEntries(list.json().map((m: any) => [m.identifier, m.sync_lag_seconds]))
+    expect(lag).to.deep.equal({'garbage.test': null, 'lagging.test': 7200, 'notrace.test': null, 'synced.test': 0})
+    const show = await mb(['mirror', 'show', 'lagging.test', '--config', config], {env: tdb.env})
+    expect(show.stdout).to.match(/^sync:\s+2h behind$/m)
+    const garbage = await mb(['mirror', 'show', 'garbage.test', '--config', config], {env: tdb.env})
+    expect(garbage.stdout).to.match(/^sync:\s+unknown: the trace holds no time in a known format/m)
+  })
+
+  it('the Nagios verdict warns about a mirror behind the warning threshold, with max_lag perfdata', async () => {
+    const result = await mb(['probe', '--format', 'nagios', '--config', config], {env: tdb.env})
+    expect(result.code, result.stdout).to.equal(1)
+    expect(result.stdout.trim()).to.match(/^MB PROBE WARNING - 4\/4 mirrors up \(behind: lagging\.test 7200s\) \| .* max_lag=7200s;3600;86400;0;$/)
+  })
+
+  it('mb serve --watch writes the origin trace when it starts', async () => {
+    rmSync(join(root, TRACE))
+    serve = await startServe(['--config', config, '--watch'], tdb.env)
+    for (let i = 0; i < 50 && !existsSync(join(root, TRACE)); i++) await new Promise((r) => setTimeout(r, 100))
+    expect(Number(readFileSync(join(root, TRACE), 'utf8').trim())).to.be.closeTo(Date.now() / 1000, 60)
+  })
+})
