@@ -13,9 +13,10 @@
  * `project/trace/$(hostname -f)`), Arch's mirror status (`lastsync`).
  */
 import {randomBytes} from 'node:crypto'
-import {readFile, rename, rm, writeFile} from 'node:fs/promises'
+import {readFileSync} from 'node:fs'
+import {mkdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
-import {mkdir} from 'node:fs/promises'
+import type {SyncConfig} from './config.js'
 
 /** A trace file larger than this is not a trace (bytes). Debian's traces are about 1 KiB. */
 export const TRACE_MAX_BYTES = 64 * 1024
@@ -131,4 +132,45 @@ export function isTraceFile(path: string, tracePath: string): boolean {
   const slash = tracePath.lastIndexOf('/')
   const dir = slash < 0 ? '' : tracePath.slice(0, slash + 1)
   return path.startsWith(dir) && !path.slice(dir.length).includes('/') && path.endsWith('.mb-trace')
+}
+
+/**
+ * The origin's trace time as a clock for selection (Unix seconds, or null when unreadable):
+ * read once now, then again in the background when the value is older than
+ * {@link TRACE_WRITE_INTERVAL_SECONDS}, so that a call costs no I/O.
+ */
+export function originTraceClock(root: string, tracePath: string): () => number | null {
+  const read = (): number | null => {
+    try {
+      return parseTrace(readFileSync(join(root, tracePath), 'utf8')).getTime() / 1000
+    } catch {
+      return null
+    }
+  }
+  let value = read()
+  let readAt = Date.now()
+  let reading = false
+  return () => {
+    if (!reading && Date.now() - readAt > TRACE_WRITE_INTERVAL_SECONDS * 1000) {
+      reading = true
+      readAt = Date.now()
+      void readOriginTrace(root, tracePath)
+        .then((t) => {
+          value = t === null ? null : t.getTime() / 1000
+        })
+        .finally(() => {
+          reading = false
+        })
+    }
+    return value
+  }
+}
+
+/**
+ * What selection needs of the `sync:` section (the second argument of
+ * `compileSelectOptions`): the lag limit, and the origin's trace clock when a limit is set.
+ */
+export function syncSelectOptions(root: string | undefined, sync: SyncConfig): {maxLagSeconds?: number; originTrace?: () => number | null} {
+  if (sync.max_lag_seconds === undefined) return {}
+  return {maxLagSeconds: sync.max_lag_seconds, ...(root && sync.trace_path ? {originTrace: originTraceClock(root, sync.trace_path)} : {})}
 }
