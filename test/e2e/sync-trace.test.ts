@@ -12,7 +12,8 @@ import {join} from 'node:path'
 import {mb, requireBinary} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 import {type RunningServer, startNginx} from '../helpers/servers.js'
-import {startServe, type ServeProcess} from '../helpers/serve-process.js'
+import {parsePrometheus} from '../helpers/prometheus.js'
+import {request, startServe, type ServeProcess} from '../helpers/serve-process.js'
 
 const TRACE = 'project/trace/origin.example.org'
 
@@ -74,9 +75,9 @@ describe(`sync traces with nginx mirrors (${backend})`, function () {
       'notrace.test': undefined,
     }
     for (const [name, trace] of Object.entries(trees)) {
-      const server = await startNginx({root: mirrorTree(name, trace)})
+      const server = await startNginx({root: mirrorTree(name, trace), autoindex: 'html'})
       nginx.push(server)
-      const added = await mb(['mirror', 'add', name, '--http-url', server.url, '--country', 'GB', '--config', config], {env: tdb.env})
+      const added = await mb(['mirror', 'add', name, '--http-url', server.url, '--country', 'GB', '--lat', '51.5', '--lon', '-0.1', '--config', config], {env: tdb.env})
       expect(added.code, added.stderr).to.equal(0)
     }
     const result = await mb(['probe', '--json', '--config', config], {env: tdb.env})
@@ -112,10 +113,50 @@ describe(`sync traces with nginx mirrors (${backend})`, function () {
     expect(result.stdout.trim()).to.match(/^MB PROBE WARNING - 4\/4 mirrors up \(behind: lagging\.test 7200s\) \| .* max_lag=7200s;3600;86400;0;$/)
   })
 
-  it('mb serve --watch writes the origin trace when it starts', async () => {
+  it('with sync.max_lag_seconds, a mirror further behind leaves selection (sync_lag), named in mb file lookup', async () => {
+    for (const name of ['synced.test', 'lagging.test']) {
+      const scanned = await mb(['scan', name, '--config', config], {env: tdb.env})
+      expect(scanned.code, scanned.stderr).to.equal(0)
+    }
+    const strict = join(work, 'strict.yaml')
+    writeFileSync(strict, readFileSync(config, 'utf8').replace('sync:\n', 'sync:\n  max_lag_seconds: 3600\n'))
+    const explain = async (file: string) => {
+      const lookup = await mb(['file', 'lookup', 'pub/release.iso', '--client-ip', '192.0.2.1', '--json', '--config', file], {env: tdb.env})
+      expect(lookup.code, lookup.stderr).to.equal(0)
+      return lookup.json().files[0].explain
+    }
+    const strictly = await explain(strict)
+    const excluded = Object.fromEntries(strictly.excluded.map((e: any) => [e.mirror, [e.reason, e.detail]]))
+    expect(excluded['lagging.test'][0]).to.equal('sync_lag')
+    expect(excluded['lagging.test'][1]).to.match(/^its sync trace says \S+Z, 2h behind the origin's, above sync\.max_lag_seconds 3600$/)
+    expect(strictly.ranked.map((r: any) => r.mirror)).to.deep.equal(['synced.test'])
+    expect((await explain(config)).ranked.map((r: any) => r.mirror).sort()).to.deep.equal(['lagging.test', 'synced.test'])
+  })
+
+  it('mb serve --watch writes the origin trace when it starts, and shows each lag in /mirrors and the metrics', async () => {
     rmSync(join(root, TRACE))
-    serve = await startServe(['--config', config, '--watch'], tdb.env)
+    serve = await startServe(['--config', config, '--watch', '--metrics-listen', '127.0.0.1:0'], tdb.env)
     for (let i = 0; i < 50 && !existsSync(join(root, TRACE)); i++) await new Promise((r) => setTimeout(r, 100))
-    expect(Number(readFileSync(join(root, TRACE), 'utf8').trim())).to.be.closeTo(Date.now() / 1000, 60)
+    const written = Number(readFileSync(join(root, TRACE), 'utf8').trim())
+    expect(written).to.be.closeTo(Date.now() / 1000, 60)
+    const overview = JSON.parse((await request(serve.port, '/mirrors', {headers: {accept: 'application/json'}})).body.toString())
+    const lag = Object.fromEntries(overview.mirrors.map((m: any) => [m.name, [m.sync_lag, m.lagging]]))
+    // The lag is measured against the origin's trace, which mb serve rewrote when it started.
+    const behind = written - (originTrace - 7200)
+    expect(lag['lagging.test'][0]).to.be.closeTo(behind, 60)
+    expect(lag['lagging.test'][1]).to.equal(true)
+    expect(lag['synced.test'][0]).to.be.closeTo(written - originTrace, 60)
+    expect(lag['garbage.test']).to.deep.equal([null, false])
+    const html = (await request(serve.port, '/mirrors')).body.toString()
+    const markers = html.match(/<circle class="marker[^]*?<\/circle>/g) ?? []
+    expect(markers.filter((m) => m.includes('lagging.test')).join('\n')).to.match(
+      /^<circle class="marker up lagging"[^>]*fill="#fdae61"[^>]*><title>lagging\.test: up, 2h\d*m? behind the origin<\/title>/,
+    )
+    const metricsUrl = /"metrics":"(http:\/\/[^"]+)"/.exec(serve.output())![1]
+    const families = parsePrometheus(await (await fetch(`${metricsUrl}/metrics`)).text())
+    const samples = families.find((f) => f.name === 'mb_mirror_sync_lag_seconds')!.metrics
+    const byMirror = Object.fromEntries(samples.map((m) => [m.labels!.mirror, Number(m.value)]))
+    expect(Object.keys(byMirror).sort()).to.deep.equal(['lagging.test', 'synced.test'])
+    expect(byMirror['lagging.test']).to.be.closeTo(behind, 60)
   })
 })

@@ -55,6 +55,7 @@ import {duplicateLinks, type IndexStale, MirrorServer} from './server.js'
 import {originRoute} from './origin-form.js'
 import {BaseUrls} from './public-url.js'
 import {watchOrigin} from './watch.js'
+import {syncViewOptions} from '../sync/trace.js'
 import {type PushAfter, startPushAfter} from '../push/after.js'
 
 /** Creates the JSON request/event logger (pino) writing asynchronously to stdout. */
@@ -238,7 +239,7 @@ export async function startServe(config: Config, options: {database?: Database; 
     const geo = await openGeo({geoip: config.geoip, asnDb: config.asn_db})
     // What requests and scrapes read (piece hashes, repomd alternates, mirror records) comes from the standby too, when there is one.
     const reads = parts.readDatabase ?? database
-    const network = new NetworkView(reads, () => keeper.current)
+    const network = new NetworkView(reads, () => keeper.current, syncViewOptions(root, config.sync))
     parts.reindexer = new StaleReindexer(database, root, logger)
     const server = createServer(config, root, keeper, geo, reads, logger, options.version, (stale) => {
       parts.metrics?.originIndexStale()

@@ -174,3 +174,12 @@ export function syncSelectOptions(root: string | undefined, sync: SyncConfig): {
   if (sync.max_lag_seconds === undefined) return {}
   return {maxLagSeconds: sync.max_lag_seconds, ...(root && sync.trace_path ? {originTrace: originTraceClock(root, sync.trace_path)} : {})}
 }
+
+/**
+ * What the operator's views need of the `sync:` section: the origin's trace clock and the
+ * warning threshold, when traces are on (`sync.trace_path` and a root); empty otherwise.
+ */
+export function syncViewOptions(root: string | undefined, sync: SyncConfig): {originTrace?: () => number | null; lagWarningSeconds?: number} {
+  if (!sync.trace_path) return {}
+  return {lagWarningSeconds: sync.lag_warning_seconds, ...(root ? {originTrace: originTraceClock(root, sync.trace_path)} : {})}
+}
