@@ -102,9 +102,9 @@ describe(`sync traces with nginx mirrors (${backend})`, function () {
     const lag = Object.fromEntries(list.json().map((m: any) => [m.identifier, m.sync_lag_seconds]))
     expect(lag).to.deep.equal({'garbage.test': null, 'lagging.test': 7200, 'notrace.test': null, 'synced.test': 0})
     const show = await mb(['mirror', 'show', 'lagging.test', '--config', config], {env: tdb.env})
-    expect(show.stdout).to.match(/^sync:\s+2h behind$/m)
+    expect(show.stdout).to.match(/^sync_lag_seconds:\s+7200 \(2h behind\)$/m)
     const garbage = await mb(['mirror', 'show', 'garbage.test', '--config', config], {env: tdb.env})
-    expect(garbage.stdout).to.match(/^sync:\s+unknown: the trace holds no time in a known format/m)
+    expect(garbage.stdout).to.match(/^sync_error:\s+the trace holds no time in a known format/m)
   })
 
   it('the Nagios verdict warns about a mirror behind the warning threshold, with max_lag perfdata', async () => {
@@ -148,7 +148,7 @@ describe(`sync traces with nginx mirrors (${backend})`, function () {
     expect(lag['synced.test'][0]).to.be.closeTo(written - originTrace, 60)
     expect(lag['garbage.test']).to.deep.equal([null, false])
     const html = (await request(serve.port, '/mirrors')).body.toString()
-    const markers = html.match(/<circle class="marker[^]*?<\/circle>/g) ?? []
+    const markers = html.match(/<circle class="marker[\s\S]*?<\/circle>/g) ?? []
     expect(markers.filter((m) => m.includes('lagging.test')).join('\n')).to.match(
       /^<circle class="marker up lagging"[^>]*fill="#fdae61"[^>]*><title>lagging\.test: up, 2h\d*m? behind the origin<\/title>/,
     )

@@ -60,7 +60,7 @@ function upState(m: PublicMirror): string | null {
 }
 
 /** How far behind the origin the mirror's sync trace is (`3h12m behind`), why it could not be read, or null when traces are off or unread. */
-export function syncState(m: PublicMirror): string | null {
+function syncState(m: PublicMirror): string | null {
   if (m.sync_error) return `unknown: ${m.sync_error}`
   if (m.sync_lag_seconds === null) return null
   return m.sync_lag_seconds < 60 ? 'in sync' : `${shortDuration(m.sync_lag_seconds)} behind`
@@ -131,7 +131,8 @@ export const MIRROR_SHOW_FIELDS: Array<[label: string, get: (m: PublicMirror) =>
   ['scan_refused_at', (m) => shortTime(m.scan_refused_at)],
   ['url_changed_at', (m) => (m.url_changed_at === null ? null : `${shortTime(m.url_changed_at)} (URL changed, awaiting scan)`)],
   ['synced_at', (m) => shortTime(m.synced_at)],
-  ['sync', (m) => syncState(m)],
+  ['sync_lag_seconds', (m) => (m.sync_lag_seconds === null ? null : `${m.sync_lag_seconds} (${syncState(m)})`)],
+  ['sync_error', (m) => m.sync_error],
   ['last_scan_at', (m) => shortTime(m.last_scan_at)],
   ['last_scan_ok_at', (m) => shortTime(m.last_scan_ok_at)],
   ['last_scan_result', (m) => scanResult(m)],

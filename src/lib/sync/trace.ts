@@ -22,10 +22,10 @@ import type {SyncConfig} from './config.js'
 export const TRACE_MAX_BYTES = 64 * 1024
 
 /** Clock skew tolerated before a trace time counts as in the future (seconds). */
-export const TRACE_FUTURE_SLACK_SECONDS = 300
+const TRACE_FUTURE_SLACK_SECONDS = 300
 
 /** The origin rewrites its trace at most this often (seconds). */
-export const TRACE_WRITE_INTERVAL_SECONDS = 60
+const TRACE_WRITE_INTERVAL_SECONDS = 60
 
 /** Traces before this (2000-01-01T00:00:00Z, Unix seconds) are not times mb believes. */
 const EARLIEST = 946_684_800
@@ -139,7 +139,7 @@ export function isTraceFile(path: string, tracePath: string): boolean {
  * read once now, then again in the background when the value is older than
  * {@link TRACE_WRITE_INTERVAL_SECONDS}, so that a call costs no I/O.
  */
-export function originTraceClock(root: string, tracePath: string): () => number | null {
+function originTraceClock(root: string, tracePath: string): () => number | null {
   const read = (): number | null => {
     try {
       return parseTrace(readFileSync(join(root, tracePath), 'utf8')).getTime() / 1000
