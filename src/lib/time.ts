@@ -28,3 +28,15 @@ export function isoDay(time: Date | number): string {
 export function unixIsoMillis(seconds: number): string {
   return new Date(seconds * 1000).toISOString().replace('.000Z', 'Z')
 }
+
+/**
+ * A duration in seconds as an operator reads it at a glance: `45s`, `12m`, `3h12m`, `2d4h`
+ * (two units at most, rounded down).
+ */
+export function shortDuration(seconds: number): string {
+  const s = Math.max(0, Math.floor(seconds))
+  if (s < 60) return `${s}s`
+  if (s < 3600) return `${Math.floor(s / 60)}m`
+  if (s < 86_400) return `${Math.floor(s / 3600)}h${s % 3600 >= 60 ? `${Math.floor((s % 3600) / 60)}m` : ''}`
+  return `${Math.floor(s / 86_400)}d${s % 86_400 >= 3600 ? `${Math.floor((s % 86_400) / 3600)}h` : ''}`
+}

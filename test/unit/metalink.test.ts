@@ -51,6 +51,7 @@ function mirror(id: number, country: string | null, extra: Partial<SelectMirror>
     familyUp: {},
     rangeOk: null,
     urlChangedAt: null,
+    syncedAt: null,
     ...extra,
   }
 }

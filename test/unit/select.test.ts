@@ -518,6 +518,55 @@ describe('select(): restrictions and exclusions', () => {
     expect(selectFn(GB, file([1]), ms, at(NOW), false).ranked).to.deep.equal([])
     expect(selectFn(GB, file([1]), ms, at(NOW + 60), false).ranked.map((c) => c.mirror.identifier)).to.deep.equal(['m1'])
   })
+  it("a mirror whose sync trace is further behind the origin's than sync.max_lag_seconds leaves selection (sync_lag); one without a trace stays", () => {
+    const ms = mirrors(row(1, {country: 'GB', synced_at: new Date((NOW - 7200) * 1000)}), row(2, {country: 'GB', synced_at: new Date((NOW - 600) * 1000)}), row(3, {country: 'GB'}))
+    const limit = (maxLagSeconds: number, originTrace?: () => number | null) => Object.assign(compileSelectOptions({}, {maxLagSeconds, ...(originTrace ? {originTrace} : {})}), {now: () => NOW})
+    const s = select(
+      GB,
+      file([1, 2, 3]),
+      ms,
+      limit(3600, () => NOW - 60),
+    )
+    expect(s.excluded.map((e) => [e.mirror.identifier, e.reason, e.detail])).to.deep.equal([
+      ['m1', 'sync_lag', "its sync trace says 2027-01-15T06:00:00Z, 1h59m behind the origin's, above sync.max_lag_seconds 3600"],
+    ])
+    // The redirect path (a MirrorTable) agrees; without the origin's trace the clock is the reference.
+    const table = new MirrorTable(ms.values())
+    expect(
+      selectFn(
+        GB,
+        file([1, 2, 3]),
+        table,
+        limit(3600, () => NOW - 60),
+        false,
+      )
+        .ranked.map((c) => c.mirror.identifier)
+        .sort(),
+    ).to.deep.equal(['m2', 'm3'])
+    expect(
+      selectFn(
+        GB,
+        file([1, 2, 3]),
+        table,
+        limit(7150, () => null),
+        false,
+      )
+        .ranked.map((c) => c.mirror.identifier)
+        .sort(),
+    ).to.deep.equal(['m2', 'm3'])
+    expect(
+      selectFn(
+        GB,
+        file([1, 2, 3]),
+        table,
+        limit(7150, () => NOW - 60),
+        false,
+      )
+        .ranked.map((c) => c.mirror.identifier)
+        .sort(),
+    ).to.deep.equal(['m1', 'm2', 'm3'])
+    expect(select(GB, file([1, 2, 3]), ms, options).excluded).to.deep.equal([])
+  })
   it('an IPv6 client may use a mirror whose IPv6 is not probed yet (null)', () => {
     const ms = mirrors(row(1, {country: 'GB', ipv6: null}), row(2, {country: 'GB', ipv6: true}))
     const s = select({...GB, ip: '2001:db8::1'}, file([1, 2]), ms, options)

@@ -49,6 +49,7 @@ threads (default: all cores), with a progress bar on a TTY.`
     const database = await this.openDb({create: true})
     const result = await indexOrigin(database.db, root, {
       subdir: this.flags.dir,
+      tracePath: this.mbConfig.sync.trace_path,
       onWarning: (message) => {
         if (!this.flags.quiet && !this.jsonEnabled()) process.stderr.write(`warning: ${message}\n`)
       },
@@ -64,6 +65,9 @@ threads (default: all cores), with a progress bar on a TTY.`
         ['links', result.links],
         ['warnings', result.warnings.length],
         ['seconds', result.seconds],
+        ...(this.mbConfig.sync.trace_path
+          ? [['trace', result.trace ? `${this.mbConfig.sync.trace_path} = ${result.trace}` : `${this.mbConfig.sync.trace_path} (written less than a minute ago)`] as [string, string]]
+          : []),
       ]),
     )
     if (!this.flags.hashes) return result

@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 import {isoSeconds} from '../../lib/time.js'
 import {BaseCommand} from '../../base-command.js'
+import {readOriginTrace, syncViewOptions} from '../../lib/sync/trace.js'
 import {listMirrors, listRemovedMirrors, type PublicMirror, publicMirror, type RemovedMirror} from '../../lib/mirrors/registry.js'
 import {MIRROR_LIST_COLUMNS} from '../../lib/mirrors/render.js'
 import {type Column, renderTable} from '../../lib/output.js'
@@ -49,7 +50,8 @@ With --path SUBDIR it gives the public network overview of that subtree instead 
     }
     const enabled = this.flags.enabled ? true : this.flags.disabled ? false : undefined
     const database = await this.openDb()
-    const listed = (await listMirrors(database.db, {country: this.flags.country, continent: this.flags.continent, enabled})).map(publicMirror)
+    const originTrace = await readOriginTrace(this.mbConfig.root, this.mbConfig.sync.trace_path)
+    const listed = (await listMirrors(database.db, {country: this.flags.country, continent: this.flags.continent, enabled})).map((row) => publicMirror(row, originTrace))
     const summaries = await probeSummaries(
       database.db,
       listed.map((m) => m.id),
@@ -68,7 +70,7 @@ With --path SUBDIR it gives the public network overview of that subtree instead 
     const subtree = parsed.subtree
     if (subtree !== '' && snapshot.files.keys(subtree).next().done)
       throw new MbError(`No indexed file lies under /${subtree}. Give a directory of the tree (relative to the root), or run \`mb index\` first.`, {code: 'FILE_NOT_FOUND'})
-    const overview = await buildOverview(new NetworkView(database, () => snapshot), snapshot, subtree)
+    const overview = await buildOverview(new NetworkView(database, () => snapshot, syncViewOptions(this.mbConfig.root, this.mbConfig.sync)), snapshot, subtree)
     this.print(renderTable(overview.mirrors, OVERVIEW_COLUMNS))
     return overview
   }

@@ -3,6 +3,7 @@ import {BaseCommand} from '../../base-command.js'
 import {badCopyCount, type PublicMirror, publicMirror, resolveMirror} from '../../lib/mirrors/registry.js'
 import {mirrorRecord} from '../../lib/mirrors/render.js'
 import {renderRecord} from '../../lib/output.js'
+import {readOriginTrace} from '../../lib/sync/trace.js'
 import {probeStateText, probeSummaries, probeSummaryJson, recentTransitions, renderTransitions, transitionJson, type ProbeSummaryJson} from '../../lib/probe/history.js'
 
 export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
@@ -15,7 +16,7 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
 
   public async run(): Promise<PublicMirror & {bad_copies: number; probe: ProbeSummaryJson & {transitions: Array<ReturnType<typeof transitionJson>>}}> {
     const database = await this.openDb()
-    const mirror = publicMirror(await resolveMirror(database.db, this.args.name))
+    const mirror = publicMirror(await resolveMirror(database.db, this.args.name), await readOriginTrace(this.mbConfig.root, this.mbConfig.sync.trace_path))
     const summary = probeSummaryJson((await probeSummaries(database.db, [mirror.id])).get(mirror.id), this.mbConfig.select.unprobed)
     const transitions = await recentTransitions(database.db, mirror.id, 10)
     const badCopies = await badCopyCount(database.db, mirror.id)

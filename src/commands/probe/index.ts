@@ -3,6 +3,8 @@ import {BaseCommand} from '../../base-command.js'
 import {UsageError, errorMessage} from '../../lib/errors.js'
 import {renderTable} from '../../lib/output.js'
 import {nagiosUnknown, nagiosVerdict} from '../../lib/probe/nagios.js'
+import {mirrorLags} from '../../lib/probe/trace.js'
+import {readOriginTrace} from '../../lib/sync/trace.js'
 import {hookFailureMessage, runChangeHook, stateChanges, wentDown} from '../../lib/probe/notify.js'
 import {probeMirrors, type ProbeRound} from '../../lib/probe/run.js'
 import {checkMirrorContents, type ContentRound} from '../../lib/probe/content-check.js'
@@ -94,7 +96,16 @@ until a scan sees another size or mtime there or a later check passes.
         if (this.jsonEnabled()) throw new UsageError('--format nagios and --json exclude each other.')
         const round = await this.probe()
         const config = this.mbConfig.probe
-        const verdict = nagiosVerdict({up: round.up, down: round.down, downNames: round.mirrors.filter((m) => !m.skipped && !m.up).map((m) => m.identifier)}, config.warning, config.critical)
+        const sync = this.mbConfig.sync
+        const upIds = round.mirrors.filter((m) => !m.skipped && m.up).map((m) => m.id)
+        const lags = sync.trace_path
+          ? {
+              lags: await mirrorLags((await this.openDb()).db, upIds, await readOriginTrace(this.mbConfig.root, sync.trace_path)),
+              warning: sync.lag_warning_seconds,
+              critical: sync.lag_critical_seconds,
+            }
+          : undefined
+        const verdict = nagiosVerdict({up: round.up, down: round.down, downNames: round.mirrors.filter((m) => !m.skipped && !m.up).map((m) => m.identifier)}, config.warning, config.critical, lags)
         this.log(verdict.line)
         code = verdict.code
       } catch (error) {
@@ -121,7 +132,7 @@ until a scan sees another size or mtime there or a later check passes.
     if (this.flags['fail-on-down'] && this.nagios) throw new UsageError('--fail-on-down and --format nagios exclude each other: the Nagios verdict is the exit code.')
     const config = this.mbConfig.probe
     const database = await this.openDb()
-    const round = await probeMirrors(database.db, config, {names, enable: this.flags.enable, jobs: config.jobs})
+    const round = await probeMirrors(database.db, config, {names, enable: this.flags.enable, jobs: config.jobs, tracePath: this.mbConfig.sync.trace_path})
     if (config.on_change) {
       const script = config.on_change
       // A failed hook is an error to report (even with --quiet), not a failed round.

@@ -9,6 +9,7 @@ import {ProbeConfigSchema} from '../probe/config.js'
 import {PushConfigSchema} from '../push/config.js'
 import {broadTrustedNetworks, ServeConfigSchema} from '../serve/config.js'
 import {StatsConfigSchema} from '../stats/config.js'
+import {SyncConfigSchema} from '../sync/config.js'
 import {YumConfigSchema} from '../yum/config.js'
 import {TorrentConfigSchema, ZsyncConfigSchema} from '../metalink/formats-config.js'
 import {cidrString, listOf} from './zod.js'
@@ -35,6 +36,7 @@ export const ConfigSchema = z
     probe: ProbeConfigSchema.default({}).describe('Mirror health checks (`mb probe`, `mb serve --probe-interval`).'),
     push: PushConfigSchema.default({}).describe('Pushing the origin tree to mirrors that do not pull (`mb push`, `mb serve --push-after`; docs/push.md).'),
     serve: ServeConfigSchema.default({}).describe('The redirector (`mb serve`).'),
+    sync: SyncConfigSchema.default({}).describe('Sync trace files: when each mirror last completed a sync (docs/operations.md, "Release day").'),
     stats: StatsConfigSchema.default({}).describe('Download statistics (`mb serve`, `mb stats`).'),
     yum: YumConfigSchema.default({}).describe('dnf/yum repositories behind `/metalink` and `/mirrorlist` (docs/repositories.md).'),
     torrent: TorrentConfigSchema.default({}).describe('BitTorrent with web seeds: PATH.torrent, PATH.magnet, PATH.btih.'),

@@ -65,6 +65,12 @@ export interface MirrorTable {
   range_ok: ColumnType<boolean | null, boolean | null | undefined, boolean | null>
   /** When `mb mirror edit` changed a base URL; set = out of selection until the next successful scan clears it (migration 0018). */
   url_changed_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
+  /** The time in the mirror's copy of the sync trace (`sync.trace_path`): when the origin state it last copied was written; null = not read yet (migration 0022). */
+  synced_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
+  /** Why the last read of the mirror's trace failed; null when it was read (migration 0022). */
+  sync_error: ColumnType<string | null, string | null | undefined, string | null>
+  /** The trace answer's validator (`etag:…` or `date:…`), sent back on the next read (migration 0022). */
+  sync_validator: ColumnType<string | null, string | null | undefined, string | null>
   /** Where `mb push` sends the origin tree: `rsync://host/module/` or `user@host:path` (migration 0016); null = the mirror pulls. */
   push_url: string | null
   /** Globs (picomatch) on origin paths: when non-empty, only matching files are pushed. */

@@ -11,6 +11,7 @@ import {selectUnderRule} from '../rules/apply.js'
 import {listRules} from '../rules/registry.js'
 import {compileRules, type RuleSet} from '../rules/rule.js'
 import {type Candidate, compileMirrors, compileSelectOptions, mirrorUrl, selectionContext, type SelectFile, type SelectionContext, type SelectMirror} from '../select/index.js'
+import {syncSelectOptions} from '../sync/trace.js'
 import {rankOfAttempt, retryRule} from '../select/retry.js'
 import {clientFromFlag, configuredGeo} from './client.js'
 import {escapeLike} from '../db/sql.js'
@@ -240,7 +241,7 @@ export async function lookupFiles(database: Database, config: Config, options: L
 
   const geo = facts === undefined ? undefined : await configuredGeo(config)
   const rules = facts === undefined ? undefined : compileRules(await listRules(database.db), mirrors)
-  const selectOptions = compileSelectOptions(config.select)
+  const selectOptions = compileSelectOptions(config.select, syncSelectOptions(config.root, config.sync))
   if (options.now !== undefined) selectOptions.now = () => options.now!
 
   return rows.map((r) => {

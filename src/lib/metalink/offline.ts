@@ -15,6 +15,7 @@ import {hashesFresh} from '../origin/freshness.js'
 import {readStoredHashes} from '../origin/hash.js'
 import {readLinks, resolveLinks} from '../origin/links.js'
 import {compileMirrors, compileSelectOptions, select, selectionContext} from '../select/index.js'
+import {syncSelectOptions} from '../sync/trace.js'
 import {buildDocument, type MetalinkDocument} from './document.js'
 import {FormatStore, isUnavailable, magnetBody, torrentBody, zsyncUrls} from './formats.js'
 import type {TorrentInfo} from './torrent.js'
@@ -60,7 +61,7 @@ export async function offlineMetalink(database: Database, config: Config, option
   if (!row) throw new MbError(`${path} is not in the origin index; check the path (relative to the root) or run \`mb index\`.`, {code: 'FILE_NOT_FOUND'})
   const mirrors = compileMirrors(await database.db.selectFrom('mirror').selectAll().execute())
   const file = {path: row.path, size: Number(row.size), mtime: Number(row.mtime), mirrors: row.mirrors}
-  const context = selectionContext(facts, await configuredGeo(config), file, mirrors, compileSelectOptions(config.select))
+  const context = selectionContext(facts, await configuredGeo(config), file, mirrors, compileSelectOptions(config.select, syncSelectOptions(config.root, config.sync)))
   const selection = select(context.client, context.file, context.mirrors, context.options, false)
   const stored = await readStoredHashes(database, path)
   const present = await database.db

@@ -25,6 +25,7 @@ import {
   validateMirrorInput,
 } from './validate.js'
 import {redact} from '../redact.js'
+import {syncLagSeconds} from '../sync/trace.js'
 import {escapeLike, textArray} from '../db/sql.js'
 
 export type {MirrorInput} from './validate.js'
@@ -268,6 +269,9 @@ export async function editMirror(db: Kysely<DB>, name: string, input: MirrorInpu
     if (changed.includes('http_url') || changed.includes('https_url')) {
       update.status = JSON.stringify(dropSchemeChecks(current.status, changed))
       update.range_ok = null
+      update.synced_at = null
+      update.sync_error = null
+      update.sync_validator = null
     }
     try {
       const mirror = await trx.updateTable('mirror').set(update).where('id', '=', current.id).returningAll().executeTakeFirstOrThrow()
@@ -447,6 +451,12 @@ export interface PublicMirror {
   scan_refused_at: string | null
   /** When `mb mirror edit` changed a base URL (ISO 8601 UTC): out of selection (`url_changed`, "URL changed, awaiting scan") until the next successful scan; null = none waiting. */
   url_changed_at: string | null
+  /** The time in the mirror's copy of the sync trace (ISO 8601 UTC; `sync.trace_path`): when the origin state it last copied was written; null = not read. */
+  synced_at: string | null
+  /** Seconds the mirror is behind the origin by their traces (src/lib/sync/trace.ts `syncLagSeconds`); null = no trace read. */
+  sync_lag_seconds: number | null
+  /** Why the last read of the mirror's trace failed; null when it was read. */
+  sync_error: string | null
   last_scan_at: string | null
   last_scan_ok_at: string | null
   last_scan_error: string | null
@@ -472,8 +482,11 @@ function redacted(value: string | null): string | null {
   return value === null ? null : redact(value)
 }
 
-/** The public, password-free shape of a mirror row (see {@link PublicMirror}). */
-export function publicMirror(row: MirrorRow): PublicMirror {
+/**
+ * The public, password-free shape of a mirror row (see {@link PublicMirror}).
+ * @param originTrace  the origin's own trace time, the reference of `sync_lag_seconds` (null: now)
+ */
+export function publicMirror(row: MirrorRow, originTrace: Date | null = null): PublicMirror {
   return {
     id: row.id,
     identifier: row.identifier,
@@ -517,6 +530,9 @@ export function publicMirror(row: MirrorRow): PublicMirror {
     maintenance_until: iso(row.maintenance_until),
     scan_refused_at: iso(row.scan_refused_at),
     url_changed_at: iso(row.url_changed_at),
+    synced_at: iso(row.synced_at),
+    sync_lag_seconds: syncLagSeconds(row.synced_at ? new Date(row.synced_at) : null, originTrace),
+    sync_error: row.sync_error ?? null,
     last_scan_at: iso(row.last_scan_at),
     last_scan_ok_at: iso(row.last_scan_ok_at),
     last_scan_error: redacted(row.last_scan_error),

@@ -6,6 +6,7 @@
 import type {Column} from '../output.js'
 import type {PublicMirror} from './registry.js'
 import {prefixOverride} from './validate.js'
+import {shortDuration} from '../time.js'
 
 /** An ISO 8601 UTC timestamp without milliseconds, or null. */
 function shortTime(value: string | null): string | null {
@@ -58,6 +59,13 @@ function upState(m: PublicMirror): string | null {
   return yesNo(m.up)
 }
 
+/** How far behind the origin the mirror's sync trace is (`3h12m behind`), why it could not be read, or null when traces are off or unread. */
+function syncState(m: PublicMirror): string | null {
+  if (m.sync_error) return `unknown: ${m.sync_error}`
+  if (m.sync_lag_seconds === null) return null
+  return m.sync_lag_seconds < 60 ? 'in sync' : `${shortDuration(m.sync_lag_seconds)} behind`
+}
+
 /**
  * Columns of `mb mirror list` (TTY table and tab-separated lines). Append to extend. On a
  * narrow terminal the lowest `priority` goes first (src/lib/output.ts).
@@ -73,6 +81,7 @@ export const MIRROR_LIST_COLUMNS: Array<Column<PublicMirror>> = [
   {header: 'last_scan', get: (m) => shortTime(m.last_scan_at), priority: 0.7},
   {header: 'scan_result', get: (m) => scanResult(m), priority: 0.4},
   {header: 'push_result', get: (m) => pushResult(m), priority: 0.35},
+  {header: 'sync', get: (m) => syncState(m), priority: 0.45},
   {header: 'base_url', get: (m) => m.base_url, priority: 0.2},
 ]
 
@@ -121,6 +130,9 @@ export const MIRROR_SHOW_FIELDS: Array<[label: string, get: (m: PublicMirror) =>
   ['suspect', (m) => suspect(m)],
   ['scan_refused_at', (m) => shortTime(m.scan_refused_at)],
   ['url_changed_at', (m) => (m.url_changed_at === null ? null : `${shortTime(m.url_changed_at)} (URL changed, awaiting scan)`)],
+  ['synced_at', (m) => shortTime(m.synced_at)],
+  ['sync_lag_seconds', (m) => (m.sync_lag_seconds === null ? null : `${m.sync_lag_seconds} (${syncState(m)})`)],
+  ['sync_error', (m) => m.sync_error],
   ['last_scan_at', (m) => shortTime(m.last_scan_at)],
   ['last_scan_ok_at', (m) => shortTime(m.last_scan_ok_at)],
   ['last_scan_result', (m) => scanResult(m)],

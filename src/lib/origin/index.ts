@@ -12,6 +12,7 @@
 import {type Kysely, sql} from 'kysely'
 import type {DB} from '../db/schema.js'
 import {type OriginFile, type OriginLink, walkOrigin} from './walk.js'
+import {writeOriginTrace} from '../sync/trace.js'
 import {replaceLinks} from './links.js'
 import {inSubtree} from '../db/sql.js'
 import {trimSlashes} from '../text.js'
@@ -43,6 +44,8 @@ export interface IndexResult {
   links: number
   seconds: number
   warnings: string[]
+  /** The time written to the sync trace (ISO 8601 UTC); null when none was written (no `tracePath`, or written less than a minute ago). */
+  trace: string | null
 }
 
 export interface IndexOptions {
@@ -50,6 +53,12 @@ export interface IndexOptions {
   subdir?: string
   /** Receives each warning as it happens (they are also collected in the result). */
   onWarning?: (message: string) => void
+  /**
+   * `sync.trace_path`: the sync trace file, relative to the root. It is left out of the index
+   * (its content changes every minute; no client downloads it through mb), and once the index
+   * is written it gets the current time (src/lib/sync/trace.ts, at most once a minute).
+   */
+  tracePath?: string
 }
 
 /**
@@ -153,6 +162,7 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
       pending = []
     }
     for await (const file of walkOrigin(root, {subdir, onWarning, onUnreadableDir: (p) => unreadable.push(p), onLink: (link) => links.push(link)})) {
+      if (file.path === options.tracePath) continue
       files++
       bytes += file.size
       const old = existing.get(file.path)
@@ -179,5 +189,16 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
     await updateSignatures(trx, gone.flatMap(signatureTargets))
     await replaceLinks(trx, subdir, links, unreadable)
   })
-  return {root, subdir, files, added, changed, removed, unchanged, bytes, links: links.length, seconds: Math.round((performance.now() - started) / 10) / 100, warnings}
+  const trace = options.tracePath === undefined ? null : await writeTraceAfterIndex(root, options.tracePath, onWarning)
+  return {root, subdir, files, added, changed, removed, unchanged, bytes, links: links.length, seconds: Math.round((performance.now() - started) / 10) / 100, warnings, trace}
+}
+
+/** Writes the origin's sync trace; a failure is a warning (the index is written), not an error. */
+async function writeTraceAfterIndex(root: string, tracePath: string, onWarning: (message: string) => void): Promise<string | null> {
+  try {
+    return (await writeOriginTrace(root, tracePath))?.toISOString() ?? null
+  } catch (error) {
+    onWarning(`could not write the sync trace ${tracePath}: ${(error as Error).message}`)
+    return null
+  }
 }

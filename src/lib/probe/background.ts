@@ -47,7 +47,7 @@ export function startBackgroundProbes(database: Database, config: Config, option
   let stopped = false
 
   async function round(): Promise<ProbeRound | null> {
-    const result = await probeMirrors(database.db, config.probe, {clients, resolver: options.resolver})
+    const result = await probeMirrors(database.db, config.probe, {clients, resolver: options.resolver, tracePath: config.sync.trace_path})
     for (const mirror of result.mirrors) {
       for (const t of mirror.transitions.filter((t) => t.scope === 'mirror'))
         logger?.warn({mirror: mirror.identifier, from: t.from, to: t.to, reason: t.reason}, `mirror ${mirror.identifier} is ${t.to}`)

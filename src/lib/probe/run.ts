@@ -10,6 +10,7 @@ import type {ProbeConfig} from './config.js'
 import {ProbeClient, type Resolver} from './http.js'
 import {probeMirror, type CheckResult, type ProbeRequest} from './probe.js'
 import {chooseRequest, recordProbe, type Transition} from './state.js'
+import {readMirrorTrace, recordTrace, type TraceRead, type TraceTarget, traceUrl} from './trace.js'
 
 /** Options of one round. */
 export interface ProbeRoundOptions {
@@ -23,6 +24,8 @@ export interface ProbeRoundOptions {
   clients?: Map<number, ProbeClient>
   /** Host name resolver (tests); default `dns.lookup`. */
   resolver?: Resolver
+  /** `sync.trace_path`: also read each mirror's copy of the sync trace (./trace.ts). */
+  tracePath?: string
 }
 
 /** One mirror's outcome in a round (the `--json` shape of `mb probe`, per mirror). */
@@ -58,6 +61,8 @@ export interface MirrorRoundResult {
   transitions: Array<{scope: string; from: string; to: string; reason: string; at: string}>
   /** Set when the mirror could not be probed (no HTTP/HTTPS URL, or recording failed). */
   skipped?: string
+  /** The read of the mirror's sync trace, with `tracePath`: the time it holds, unchanged since the last read, or why it could not be read. */
+  trace?: {synced_at: string} | {unchanged: true} | {error: string}
 }
 
 /** The result of a round. */
@@ -107,13 +112,26 @@ function transitionJson(t: Transition) {
 }
 
 /**
+ * Reads and records `mirror`'s trace over the family of its first passing check (IPv4 first).
+ * @returns the `trace` entry of the round's result
+ */
+async function readTrace(db: Kysely<DB>, client: ProbeClient, mirror: TraceTarget & {id: number}, checks: CheckResult[], tracePath: string): Promise<NonNullable<MirrorRoundResult['trace']>> {
+  const where = traceUrl(mirror, tracePath)
+  const family = checks.find((c) => c.ok && c.family === 'ipv4')?.family ?? checks.find((c) => c.ok)?.family ?? 'ipv4'
+  const read: TraceRead = 'error' in where ? {kind: 'error', error: where.error} : await readMirrorTrace(client, family, where.url, mirror.sync_validator)
+  await recordTrace(db, mirror.id, read)
+  if (read.kind === 'time') return {synced_at: read.at.toISOString()}
+  return read.kind === 'unchanged' ? {unchanged: true} : {error: read.error}
+}
+
+/**
  * Runs one probe round and records it.
  *
  * @throws MbError MIRROR_NOT_FOUND (exit 1, as for `mb mirror show`) when a named mirror does not exist (nothing is probed then)
  */
 export async function probeMirrors(db: Kysely<DB>, config: ProbeConfig, options: ProbeRoundOptions = {}): Promise<ProbeRound> {
   const at = new Date()
-  let query = db.selectFrom('mirror').select(['id', 'identifier', 'http_url', 'https_url', 'base_path', 'enabled', 'up', 'http_up', 'https_up', 'status']).orderBy('identifier')
+  let query = db.selectFrom('mirror').select(['id', 'identifier', 'http_url', 'https_url', 'base_path', 'enabled', 'up', 'http_up', 'https_up', 'status', 'sync_validator']).orderBy('identifier')
   const names = options.names ?? []
   if (names.length > 0) query = query.where('identifier', 'in', names)
   else if (!options.enable) query = query.where('enabled', '=', true)
@@ -157,6 +175,7 @@ export async function probeMirrors(db: Kysely<DB>, config: ProbeConfig, options:
           const result = await probeMirror(mirror, {client, request})
           const recorded = await recordProbe(db, result, config, {enable: options.enable})
           if (!recorded) return {...base, request, checks: result.checks.map(checkJson), skipped: 'mirror was deleted while probing'}
+          const trace = options.tracePath && recorded.up ? await readTrace(db, client, mirror, result.checks, options.tracePath) : undefined
           return {
             id: mirror.id,
             identifier: mirror.identifier,
@@ -172,6 +191,7 @@ export async function probeMirrors(db: Kysely<DB>, config: ProbeConfig, options:
             request,
             checks: result.checks.map(checkJson),
             transitions: recorded.transitions.map(transitionJson),
+            ...(trace ? {trace} : {}),
           }
         }),
       ),

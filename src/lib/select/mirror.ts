@@ -117,7 +117,7 @@ function unixSeconds(value: unknown): number | null {
  *   too, keeping fractions.
  * - `http_up` / `https_up` / `ipv6` / `range_ok` stay null when unknown (not probed);
  *   `status` gives the per-scheme-and-family checks (`familyUp`).
- * - `url_changed_at` becomes Unix seconds (UTC).
+ * - `url_changed_at` and `synced_at` become Unix seconds (UTC).
  * - The result is frozen: a `MirrorTable` compiles per-mirror data when it is built, so a
  *   changed mirror must be a new object in a new table (compile the row again).
  *
@@ -156,6 +156,7 @@ export function compileMirror(row: MirrorRow): SelectMirror {
     familyUp: familyChecks(row.status),
     rangeOk: optionalBoolean(row.range_ok),
     urlChangedAt: unixSeconds(row.url_changed_at),
+    syncedAt: unixSeconds(row.synced_at),
     countryOnly: Boolean(row.country_only),
     regionOnly: Boolean(row.region_only),
     asOnly: Boolean(row.as_only),

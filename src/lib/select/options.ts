@@ -50,6 +50,10 @@ export interface SelectOptions {
   retryMemoryEntries: number
   /** The clock for scan ages, Unix seconds (UTC); tests set it. Default: wall clock. */
   now?: () => number
+  /** `sync.max_lag_seconds`: a mirror whose trace is further behind the origin's leaves selection (`sync_lag`); null = no limit. */
+  maxSyncLagSeconds: number | null
+  /** The origin's own trace time, Unix seconds, the reference of the sync lag (src/lib/sync/trace.ts `originTraceClock`); absent or null = the clock. */
+  originTrace?: () => number | null
 }
 
 function firstMatch(patterns: readonly string[], options: picomatch.PicomatchOptions): (value: string) => string | undefined {
@@ -75,7 +79,7 @@ function firstMatch(patterns: readonly string[], options: picomatch.PicomatchOpt
  *
  * @throws ZodError when a value is invalid (the config loader validates earlier and says where)
  */
-export function compileSelectOptions(config: Partial<SelectConfig> = {}): SelectOptions {
+export function compileSelectOptions(config: Partial<SelectConfig> = {}, sync: {maxLagSeconds?: number; originTrace?: () => number | null} = {}): SelectOptions {
   const c = SelectConfigSchema.parse(config)
   const origin = firstMatch(c.origin_only, {dot: true})
   const mime = firstMatch(c.exclude_mime, {dot: true, nocase: true})
@@ -108,5 +112,7 @@ export function compileSelectOptions(config: Partial<SelectConfig> = {}): Select
     unprobed: c.unprobed ?? 'use',
     retryWindowSeconds: c.retry_window_seconds,
     retryMemoryEntries: c.retry_memory_entries,
+    maxSyncLagSeconds: sync.maxLagSeconds ?? null,
+    ...(sync.originTrace ? {originTrace: sync.originTrace} : {}),
   }
 }

@@ -31,6 +31,10 @@ export interface Query extends SchemeFacts {
    */
   now: number
   maxScanAge: number | null
+  /** `sync.max_lag_seconds`, or null. */
+  maxSyncLag: number | null
+  /** Unix seconds the sync lag is measured against: the origin's trace time, else `now`; NaN when no lag limit is set. */
+  syncReference: number
   /** `select.unprobed` is `skip`: a scheme not probed yet does not count as up. */
   skipUnprobed: boolean
   /** `select.ipv6` is `require`: an IPv6 client passes over mirrors probed without IPv6. */
@@ -71,6 +75,8 @@ export function emptyQuery(): Query {
     asn: undefined,
     now: 0,
     maxScanAge: null,
+    maxSyncLag: null,
+    syncReference: Number.NaN,
     skipUnprobed: false,
     requireIpv6: false,
     preferIpv6: false,
@@ -112,6 +118,8 @@ export function buildQuery(table: MirrorTable, client: ClientInfo, address: IpAd
   q.asn = client.asn
   q.now = explain || table.hasRequestRules(options) ? (options.now ? options.now() : Date.now() / 1000) : Number.NaN
   q.maxScanAge = options.maxScanAgeSeconds
+  q.maxSyncLag = options.maxSyncLagSeconds
+  q.syncReference = options.maxSyncLagSeconds === null ? Number.NaN : (options.originTrace?.() ?? q.now)
   q.skipUnprobed = options.unprobed === 'skip'
   q.requireIpv6 = options.ipv6 === 'require'
   q.preferIpv6 = q.v6 && options.ipv6 === 'prefer'

@@ -14,7 +14,7 @@ import {type Cidr, cidrContains, type IpAddress} from '../net.js'
 import type {SelectOptions} from './options.js'
 import type {Query} from './query.js'
 import type {SelectMirror} from './types.js'
-import {unixIso, unixIsoMillis} from '../time.js'
+import {shortDuration, unixIso, unixIsoMillis} from '../time.js'
 
 /** The client facts that `scheme` rules may read. */
 export interface SchemeFacts {
@@ -185,6 +185,13 @@ export const ELIGIBILITY_RULES = [
     needs: 'mirror',
     excludes: (m) => m.urlChangedAt !== null,
     detail: (m) => `URL changed at ${unixIso(m.urlChangedAt!)}, awaiting scan (\`mb scan ${m.identifier}\`)`,
+  },
+  {
+    reason: 'sync_lag',
+    needs: 'request',
+    appliesTo: (m, options) => options.maxSyncLagSeconds !== null && m.syncedAt !== null,
+    excludes: (m, q) => q.maxSyncLag !== null && m.syncedAt !== null && q.syncReference - m.syncedAt > q.maxSyncLag,
+    detail: (m, q) => `its sync trace says ${unixIso(m.syncedAt!)}, ${shortDuration(q.syncReference - m.syncedAt!)} behind the origin's, above sync.max_lag_seconds ${q.maxSyncLag}`,
   },
   {reason: 'needs_rescan', needs: 'mirror', excludes: (m) => m.needsRescan, detail: () => 'was down; needs a fresh scan before it is used again'},
   {reason: 'no_https', needs: 'scheme', excludes: (m, q) => q.https && m.httpsUrl === null, detail: () => 'HTTPS client and the mirror has no https_url'},

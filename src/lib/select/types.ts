@@ -101,6 +101,8 @@ export interface SelectMirror {
   rangeOk: boolean | null
   /** Unix seconds (UTC) when `mb mirror edit` changed a base URL, until the next successful scan; null = none waiting. */
   urlChangedAt: number | null
+  /** Unix seconds (UTC) in the mirror's copy of the sync trace (`sync.trace_path`): when the origin state it last copied was written; null = not read. */
+  syncedAt: number | null
   countryOnly: boolean
   regionOnly: boolean
   asOnly: boolean

@@ -78,6 +78,8 @@ export interface MirrorSample {
   files: number
   /** Copies a content check found corrupt (`mb probe --content`), out of selection. */
   badCopies: number
+  /** Seconds behind the origin by the sync traces; absent when no trace was read. */
+  syncLagSeconds?: number
   /** Share 0..1 of the origin files (bytes) under its base path that it holds; absent when there are none. */
   filesRatio?: number
   bytesRatio?: number
@@ -210,6 +212,12 @@ function registerMirrorSeries(registry: Registry, sources: MetricsSources): void
     {name: 'mb_mirror_probe_age_seconds', help: 'Seconds since the last recorded probe check of the mirror', labels: ['mirror'], fill: one((s) => s.probeAgeSeconds)},
     {name: 'mb_mirror_files', help: 'Origin files the mirror holds in the current version', labels: ['mirror'], fill: one((s) => s.files)},
     {name: 'mb_mirror_bad_copies', help: 'Copies of the current version that a content check found corrupt (out of selection)', labels: ['mirror'], fill: one((s) => s.badCopies)},
+    {
+      name: 'mb_mirror_sync_lag_seconds',
+      help: 'Seconds the mirror is behind the origin by its copy of the sync trace (sync.trace_path); no sample before a trace was read',
+      labels: ['mirror'],
+      fill: one((s) => s.syncLagSeconds),
+    },
     {name: 'mb_mirror_files_ratio', help: 'Share (0..1) of the origin files under the mirror base path that it holds in the current version', labels: ['mirror'], fill: one((s) => s.filesRatio)},
     {
       name: 'mb_mirror_bytes_ratio',

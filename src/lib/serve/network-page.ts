@@ -25,6 +25,7 @@ import type {Route, RouteServices} from './server.js'
 import {escapeHtml} from './autoindex.js'
 import {acceptsJson} from '../metalink/http.js'
 import {buildOverview, type NetworkView, type Overview, type OverviewRow, overviewPage} from './network.js'
+import {shortDuration} from '../time.js'
 
 /** How long a computed page is answered again (ms). */
 const PAGE_TTL_MS = 30_000
@@ -67,6 +68,9 @@ const MAP_HEIGHT = 360
 
 /** Marker colours by health (the screenshot test reads them). */
 const HEALTH_COLOURS = {up: '#1a9641', down: '#d7191c', unprobed: '#888888'} as const
+
+/** The marker colour of a mirror that is up but behind the origin by its sync trace (`sync.lag_warning_seconds`). */
+const LAGGING_COLOUR = '#fdae61'
 
 /**
  * Rough land outlines as [longitude, latitude] rings: a simple coastline for orientation,
@@ -314,7 +318,9 @@ function renderMap(rows: readonly OverviewRow[]): string {
     if (r.latitude === null || r.longitude === null) continue
     const [x, y] = project(r.longitude, r.latitude)
     parts.push(
-      `<circle class="marker ${r.health}" cx="${x}" cy="${y}" r="6" fill="${HEALTH_COLOURS[r.health]}" stroke="#ffffff" stroke-width="1.5"><title>${escapeHtml(r.name)}: ${r.health}</title></circle>`,
+      r.health === 'up' && r.lagging
+        ? `<circle class="marker up lagging" cx="${x}" cy="${y}" r="6" fill="${LAGGING_COLOUR}" stroke="#ffffff" stroke-width="1.5"><title>${escapeHtml(r.name)}: up, ${shortDuration(r.sync_lag ?? 0)} behind the origin</title></circle>`
+        : `<circle class="marker ${r.health}" cx="${x}" cy="${y}" r="6" fill="${HEALTH_COLOURS[r.health]}" stroke="#ffffff" stroke-width="1.5"><title>${escapeHtml(r.name)}: ${r.health}</title></circle>`,
     )
   }
   parts.push('</svg>')
@@ -335,6 +341,13 @@ function rangeCell(range: boolean | null): string {
   return range ? '<td class="up">yes</td>' : '<td class="down" title="answers a ranged request with the whole file: resumed downloads are not sent here">no</td>'
 }
 
+/** How far behind the origin a mirror's sync trace is: `in sync`, `3h12m`, or `-` while unknown (traces off, or not read). */
+function syncCell(r: OverviewRow): string {
+  if (r.sync_lag === null) return '<td class="na">-</td>'
+  const text = r.sync_lag < 60 ? 'in sync' : shortDuration(r.sync_lag)
+  return `<td class="${r.lagging ? 'lagging' : 'up'}">${text}</td>`
+}
+
 /** The overview as a self-contained HTML page (see the module doc). */
 function renderOverviewHtml(overview: Overview): string {
   const title = overview.path ? `Mirrors of /${overview.path}` : 'Mirrors'
@@ -342,7 +355,7 @@ function renderOverviewHtml(overview: Overview): string {
   const up = rows.filter((r) => r.health === 'up').length
   const body = rows.map(
     (r) =>
-      `<tr><td>${escapeHtml(r.name)}</td><td>${escapeHtml(r.country ?? '-')}</td><td>${escapeHtml(r.continent ?? '-')}</td><td>${protocolLinks(r)}</td>${scheme(r.http)}${scheme(r.https)}${rangeCell(r.range)}<td>${escapeHtml(r.last_scan ?? 'never')}</td><td class="num">${percent(r.share)}</td><td class="num">${r.score}</td></tr>`,
+      `<tr><td>${escapeHtml(r.name)}</td><td>${escapeHtml(r.country ?? '-')}</td><td>${escapeHtml(r.continent ?? '-')}</td><td>${protocolLinks(r)}</td>${scheme(r.http)}${scheme(r.https)}${rangeCell(r.range)}${syncCell(r)}<td>${escapeHtml(r.last_scan ?? 'never')}</td><td class="num">${percent(r.share)}</td><td class="num">${r.score}</td></tr>`,
   )
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
@@ -353,7 +366,7 @@ body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;margin-top:1em}
 th,td{padding:.25em .7em;border-bottom:1px solid #ddd;text-align:left}
 td.num{text-align:right}
-td.up{color:${HEALTH_COLOURS.up}}td.down{color:${HEALTH_COLOURS.down}}td.unprobed,td.na{color:#777}
+td.up{color:${HEALTH_COLOURS.up}}td.down{color:${HEALTH_COLOURS.down}}td.lagging{color:#b35806}td.unprobed,td.na{color:#777}
 .legend span{display:inline-block;width:.8em;height:.8em;border-radius:50%;margin:0 .3em 0 1em;vertical-align:middle}
 </style></head>
 <body>
@@ -361,7 +374,7 @@ td.up{color:${HEALTH_COLOURS.up}}td.down{color:${HEALTH_COLOURS.down}}td.unprobe
 <p>${overview.total} mirror${overview.total === 1 ? '' : 's'}${overview.page === undefined ? `, ${up} up` : ''}.<span class="legend"><span style="background:${HEALTH_COLOURS.up}"></span>up<span style="background:${HEALTH_COLOURS.down}"></span>down<span style="background:${HEALTH_COLOURS.unprobed}"></span>not probed yet</span></p>
 ${renderMap(rows)}
 <table id="mirrors">
-<thead><tr><th>Mirror</th><th>Country</th><th>Continent</th><th>Protocols</th><th>HTTP</th><th>HTTPS</th><th>Range</th><th>Last scan (UTC)</th><th>Share of the tree</th><th>Score</th></tr></thead>
+<thead><tr><th>Mirror</th><th>Country</th><th>Continent</th><th>Protocols</th><th>HTTP</th><th>HTTPS</th><th>Range</th><th>Behind</th><th>Last scan (UTC)</th><th>Share of the tree</th><th>Score</th></tr></thead>
 <tbody>
 ${body.join('\n')}
 </tbody></table>

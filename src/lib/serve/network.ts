@@ -19,6 +19,7 @@ import {parseStatus} from '../probe/state.js'
 import type {MirrorSample} from './metrics.js'
 import type {SelectMirror} from '../select/types.js'
 import type {Snapshot} from './snapshot.js'
+import {syncLagSeconds} from '../sync/trace.js'
 
 /** What one mirror holds of (a subtree of) the origin, in files and bytes. */
 export interface Holding {
@@ -53,6 +54,8 @@ export interface MirrorRecord {
   lastScanFailure: string | null
   /** Copies a content check found corrupt, at the files' current versions (`mirror_file_bad`). */
   badCopies: number
+  /** Seconds the mirror is behind the origin by their sync traces (`sync.trace_path`); null = no trace read. */
+  syncLagSeconds: number | null
   /** Failed probe checks seen by this process (the first read counts all kept in `mirror_probe`), by reason. */
   probeFailures: Map<string, number>
   /** Failed scans seen by this process (the first read counts a last scan that failed), by reason. */
@@ -166,10 +169,20 @@ export class NetworkView {
   private readonly scanFailures = new Map<number, Map<string, number>>()
   private readonly scanSeen = new Map<number, number | null>()
 
+  /**
+   * @param sync.originTrace        the origin's own trace time (Unix seconds; null: unknown, the clock is the reference)
+   * @param sync.lagWarningSeconds  a mirror at least this far behind is `lagging` in the overview (`sync.lag_warning_seconds`)
+   */
   constructor(
     private readonly database: Pick<Database, 'db'>,
     private readonly snapshot: () => Snapshot,
+    private readonly sync: {originTrace?: () => number | null; lagWarningSeconds?: number} = {},
   ) {}
+
+  /** Whether a lag (seconds, null = unknown) reaches the warning threshold. */
+  lagging(lag: number | null): boolean {
+    return lag !== null && this.sync.lagWarningSeconds !== undefined && lag >= this.sync.lagWarningSeconds
+  }
 
   /** Holdings of `subtree` ('' = whole tree, else ending in '/') per mirror id, cached. */
   holdings(subtree = ''): Promise<Map<number, Holding>> {
@@ -209,7 +222,8 @@ export class NetworkView {
       last_scan_error: string | null
       last_probe_at: unknown
       bad_copies: number
-    }>`SELECT m.id, m.identifier, m.rsync_url IS NOT NULL AS rsync, m.ftp_url IS NOT NULL AS ftp, m.status, m.last_scan_at, m.last_scan_ok_at, m.last_scan_error,
+      synced_at: unknown
+    }>`SELECT m.id, m.identifier, m.rsync_url IS NOT NULL AS rsync, m.ftp_url IS NOT NULL AS ftp, m.status, m.last_scan_at, m.last_scan_ok_at, m.last_scan_error, m.synced_at,
         (SELECT max(at) FROM mirror_probe p WHERE p.mirror_id = m.id) AS last_probe_at,
         (SELECT count(*)::int FROM mirror_file_bad b JOIN file f ON f.id = b.file_id AND f.size = b.size AND f.mtime = b.mtime WHERE b.mirror_id = m.id) AS bad_copies
       FROM mirror m ORDER BY m.id`.execute(db)
@@ -220,7 +234,10 @@ export class NetworkView {
       this.probeIdSeen = Math.max(this.probeIdSeen, Number(f.last))
     }
     const result = new Map<number, MirrorRecord>()
+    const originTrace = this.sync.originTrace?.() ?? null
+    const reference = originTrace === null ? null : new Date(originTrace * 1000)
     for (const r of rows.rows) {
+      const syncedAt = ms(r.synced_at)
       const checks = Object.entries(parseStatus(r.status).checks).map(([key, s]) => {
         const [protocol, family] = key.split('/')
         return {protocol, family: family ?? 'any', up: s.up}
@@ -242,6 +259,7 @@ export class NetworkView {
         lastScanOkAt,
         lastScanFailure: failed ? scanFailureReason(r.last_scan_error!) : null,
         badCopies: Number(r.bad_copies ?? 0),
+        syncLagSeconds: syncLagSeconds(syncedAt === null ? null : new Date(syncedAt), reference),
         probeFailures: this.probeFailures.get(id) ?? new Map(),
         scanFailures: this.scanFailures.get(id) ?? new Map(),
       })
@@ -267,6 +285,7 @@ export async function mirrorSamples(view: NetworkView, now = Date.now()): Promis
       probeAgeSeconds: record.lastProbeAt === null ? undefined : Math.max(0, (now - record.lastProbeAt) / 1000),
       files: h?.files ?? 0,
       badCopies: record.badCopies,
+      ...(record.syncLagSeconds === null ? {} : {syncLagSeconds: record.syncLagSeconds}),
       filesRatio: h && h.originFiles > 0 ? h.files / h.originFiles : undefined,
       bytesRatio: h && h.originBytes > 0 ? h.bytes / h.originBytes : undefined,
       probeFailures: record.probeFailures,
@@ -310,6 +329,10 @@ export interface OverviewRow {
   share: number | null
   /** Copies a content check found corrupt (`mb probe --content`); they get no clients. */
   bad_copies: number
+  /** Seconds it is behind the origin by their sync traces (`sync.trace_path`); null = no trace read. */
+  sync_lag: number | null
+  /** `sync_lag` reaches `sync.lag_warning_seconds` (the map marks it). */
+  lagging: boolean
   score: number
 }
 
@@ -385,6 +408,8 @@ export async function buildOverview(view: NetworkView, snapshot: Snapshot, subtr
       origin_files: h.originFiles,
       share: h.originFiles > 0 ? Math.round((h.files / h.originFiles) * 10000) / 10000 : null,
       bad_copies: record?.badCopies ?? 0,
+      sync_lag: record?.syncLagSeconds ?? null,
+      lagging: view.lagging(record?.syncLagSeconds ?? null),
       score: m.score,
     })
   }

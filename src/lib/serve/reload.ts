@@ -20,6 +20,7 @@ import type {Config} from '../config/index.js'
 import {errorMessage} from '../errors.js'
 import {type GeoResolver, openGeo} from '../geo/geoip.js'
 import {compileSelectOptions} from '../select/options.js'
+import {syncSelectOptions} from '../sync/trace.js'
 import {compileVerifyOptions} from '../verify/verifier.js'
 import type {AccessLog} from './access-log.js'
 import {CountryQueryTrust, TrustedProxies} from './client-address.js'
@@ -172,7 +173,7 @@ export async function reloadServer(target: Reloadable): Promise<ReloadResult> {
 export function serverSettings(config: Config, geo: GeoResolver): ServerSettings {
   // A new options object on every call: the snapshot's MirrorTable caches the compiled
   // request rules per options object, so the new settings take effect on the next request.
-  const selectOptions = compileSelectOptions(config.select)
+  const selectOptions = compileSelectOptions(config.select, syncSelectOptions(config.root, config.sync))
   const trustedProxies = new TrustedProxies(config.trusted_proxies)
   return {
     selectOptions,

@@ -55,6 +55,7 @@ import {duplicateLinks, type IndexStale, MirrorServer} from './server.js'
 import {originRoute} from './origin-form.js'
 import {BaseUrls} from './public-url.js'
 import {watchOrigin} from './watch.js'
+import {syncViewOptions} from '../sync/trace.js'
 import {type PushAfter, startPushAfter} from '../push/after.js'
 
 /** Creates the JSON request/event logger (pino) writing asynchronously to stdout. */
@@ -238,7 +239,7 @@ export async function startServe(config: Config, options: {database?: Database; 
     const geo = await openGeo({geoip: config.geoip, asnDb: config.asn_db})
     // What requests and scrapes read (piece hashes, repomd alternates, mirror records) comes from the standby too, when there is one.
     const reads = parts.readDatabase ?? database
-    const network = new NetworkView(reads, () => keeper.current)
+    const network = new NetworkView(reads, () => keeper.current, syncViewOptions(root, config.sync))
     parts.reindexer = new StaleReindexer(database, root, logger)
     const server = createServer(config, root, keeper, geo, reads, logger, options.version, (stale) => {
       parts.metrics?.originIndexStale()
@@ -256,7 +257,11 @@ export async function startServe(config: Config, options: {database?: Database; 
     parts.listening = true
     if (config.serve.push_after > 0) parts.pushAfter = startPushAfter(database, config, config.serve.push_after, logger)
     if (config.serve.watch)
-      parts.unwatch = watchOrigin(server.root, keeper, logger, {onRepomdChange: (change) => recordRepomd(database, server.root, change, logger), onChange: parts.pushAfter?.changed})
+      parts.unwatch = watchOrigin(server.root, keeper, logger, {
+        onRepomdChange: (change) => recordRepomd(database, server.root, change, logger),
+        onChange: parts.pushAfter?.changed,
+        tracePath: config.sync.trace_path,
+      })
     const url = httpUrl(address)
     logListening(logger, {url, server, database, keeper, loadSeconds, geo, config, version: options.version, configFile: options.configFile})
     if (config.serve.probe_interval > 0) parts.probes = startBackgroundProbes(database, config, {intervalSeconds: config.serve.probe_interval, logger})

@@ -5,6 +5,8 @@
  * until `mb index` and a scan confirm mirrors hold the new version (the next snapshot refresh
  * of that row replaces the entry). Events are coalesced per path for 200 ms. Every event is
  * also passed to `hooks.onChange` (the `--push-after` quiet timer, src/lib/push/after.ts).
+ * With `hooks.tracePath` (`sync.trace_path`), the watch also writes the origin's sync trace
+ * every minute (src/lib/sync/trace.ts), and the trace's own writes are no change of the tree.
  */
 import {type FSWatcher, watch} from 'node:fs'
 import {stat} from 'node:fs/promises'
@@ -13,6 +15,7 @@ import type {Logger} from 'pino'
 import {isRepomdPath, type RepomdChange} from '../origin/repomd.js'
 import type {SnapshotKeeper} from './keeper.js'
 import {unindexedVersion} from './snapshot.js'
+import {isTraceFile, startTraceWriter} from '../sync/trace.js'
 
 /**
  * Starts watching `root` (its realpath). Returns a function that stops watching.
@@ -20,8 +23,14 @@ import {unindexedVersion} from './snapshot.js'
  * the mirrors that held the version it replaces (to record it, src/lib/origin/repomd.ts).
  * @throws when the platform cannot watch recursively (the caller reports it)
  */
-export function watchOrigin(root: string, keeper: Pick<SnapshotKeeper, 'current'>, logger?: Logger, hooks: {onRepomdChange?: (change: RepomdChange) => void; onChange?: () => void} = {}): () => void {
-  const {onRepomdChange, onChange} = hooks
+export function watchOrigin(
+  root: string,
+  keeper: Pick<SnapshotKeeper, 'current'>,
+  logger?: Logger,
+  hooks: {onRepomdChange?: (change: RepomdChange) => void; onChange?: () => void; tracePath?: string} = {},
+): () => void {
+  const {onRepomdChange, onChange, tracePath} = hooks
+  const stopTrace = tracePath === undefined ? undefined : startTraceWriter(root, tracePath, (error) => logger?.warn({err: error.message, trace: tracePath}, 'writing the sync trace failed'))
   const pending = new Map<string, NodeJS.Timeout>()
   const check = async (path: string) => {
     pending.delete(path)
@@ -45,9 +54,10 @@ export function watchOrigin(root: string, keeper: Pick<SnapshotKeeper, 'current'
     logger?.info({path, size, mtime}, 'origin file changed on disk; delivering it locally until it is re-indexed and rescanned')
   }
   const watcher: FSWatcher = watch(root, {recursive: true, persistent: false}, (_event, filename) => {
+    const path = filename ? filename.toString().split(sep).join('/') : undefined
+    if (path !== undefined && tracePath !== undefined && isTraceFile(path, tracePath)) return // mb's own minute tick is no change of the tree
     onChange?.()
-    if (!filename) return
-    const path = filename.toString().split(sep).join('/')
+    if (path === undefined) return
     clearTimeout(pending.get(path))
     pending.set(
       path,
@@ -56,6 +66,7 @@ export function watchOrigin(root: string, keeper: Pick<SnapshotKeeper, 'current'
   })
   watcher.on('error', (error) => logger?.warn({err: error.message}, 'watching the origin tree failed'))
   return () => {
+    stopTrace?.()
     watcher.close()
     for (const t of pending.values()) clearTimeout(t)
     pending.clear()
