@@ -1,3 +1,4 @@
+// @store-independent: mb push against rsync daemons
 /**
  * End to end: `mb push` against real `rsync --daemon`s on loopback with writable modules,
  * and `mb serve` redirecting from the same store.

@@ -1,3 +1,4 @@
+// @store-independent: the rsync lister through the CLI; reconcile is in integration/scan-reconcile
 /**
  * End to end: a real `rsync --daemon` on a random loopback port serving a mirror tree with
  * awkward names, symlinks, a `.~tmp~` directory, an empty directory and 10,000+ files; `mb index`

@@ -1,3 +1,4 @@
+// @store-independent: the README walkthrough with rsync, nginx and curl
 /**
  * The README's walkthrough, end to end, the way a sysadmin does it: a real `rsync --daemon` and
  * nginx on loopback serve three mirror trees (GB, SE, US) copied from an origin tree, each

@@ -1,3 +1,4 @@
+// @store-independent: the metalink formats
 import {execFileSync} from 'node:child_process'
 import {createHash, randomBytes} from 'node:crypto'
 import {mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync} from 'node:fs'

@@ -1,3 +1,4 @@
+// @store-independent: signature links and the meta4 format
 /**
  * Detached signatures beside origin files: the 302 links `FILE.asc` (or `.sig`) as
  * `rel=describedby; type="application/pgp-signature"`, the meta4 carries an armored one in

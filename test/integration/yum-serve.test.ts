@@ -1,3 +1,4 @@
+// @store-independent: the MirrorManager formats
 /**
  * `mb serve`'s MirrorManager-style routes on both stores: the repomd.xml history that
  * `mb index` keeps, the answers for unknown repos and missing parameters, the
