@@ -4,7 +4,8 @@
  * every pass (`npm test`, `npm run test:store`, CI) shows where its time went.
  *
  * A file's time runs from its first top-level suite starting to its last one ending, hooks
- * included (a `before` that starts nginx counts). Plain CommonJS: mocha `require()`s reporters.
+ * included (a `before` that starts nginx counts); a pass stopped by SIGTERM or SIGINT prints the
+ * table so far. Plain CommonJS: mocha `require()`s reporters.
  */
 const Mocha = require('mocha')
 
@@ -30,16 +31,29 @@ class FileTimes extends Mocha.reporters.Spec {
       entry.tests += suite.total()
       entry.start = undefined
     })
-    runner.once(EVENT_RUN_END, () => {
+    const print = (how) => {
       const most = Number(process.env.MB_TEST_SLOWEST ?? 15)
       if (!(most > 0) || files.size === 0) return
+      const now = Date.now()
       const cwd = `${process.cwd()}/`
-      const rows = [...files].sort((a, b) => b[1].ms - a[1].ms).slice(0, most)
-      const total = ((Date.now() - started) / 1000).toFixed(0)
-      console.log(`  wall time per test file, slowest ${rows.length} of ${files.size} (whole run ${total} s):`)
-      for (const [file, {ms, tests}] of rows) console.log(`  ${(ms / 1000).toFixed(1).padStart(7)} s  ${String(tests).padStart(4)} tests  ${file.replace(cwd, '')}`)
+      const time = ({ms, start}) => ms + (start === undefined ? 0 : now - start)
+      const rows = [...files].sort((a, b) => time(b[1]) - time(a[1])).slice(0, most)
+      const total = ((now - started) / 1000).toFixed(0)
+      console.log(`  wall time per test file, slowest ${rows.length} of ${files.size} (${how} after ${total} s):`)
+      for (const [file, entry] of rows) {
+        const running = entry.start === undefined ? '' : '  (still running)'
+        console.log(`  ${(time(entry) / 1000).toFixed(1).padStart(7)} s  ${String(entry.tests).padStart(4)} tests  ${file.replace(cwd, '')}${running}`)
+      }
       console.log()
-    })
+    }
+    runner.once(EVENT_RUN_END, () => print('run ended'))
+    // A pass stopped from outside (`timeout`, Ctrl-C) still says where its time went.
+    for (const signal of ['SIGTERM', 'SIGINT']) {
+      process.once(signal, () => {
+        print(`stopped by ${signal}`)
+        process.exit(signal === 'SIGTERM' ? 143 : 130)
+      })
+    }
   }
 }
 
