@@ -1,3 +1,4 @@
+// @store-independent: apt, the mirror list format and nginx mirrors
 /**
  * Debian's apt 2.6 reads an archive through `mb serve`'s mirror list with its `mirror+http`
  * method: `deb [trusted=yes] mirror+http://…/debian/mirrors.txt stable main`, with apt's

@@ -1,3 +1,4 @@
+// @store-independent: aria2c, the metalink and Link/Digest headers, nginx mirrors
 /**
  * aria2c (Debian's aria2) downloads a 16 MiB file through `mb serve` from two real nginx
  * mirrors on loopback, one of which has one piece corrupted on disk: first from the .meta4

@@ -1,3 +1,4 @@
+// @store-independent: the systemd units (no store)
 /**
  * The systemd units and timers in contrib/systemd pass `systemd-analyze verify` (Debian's
  * `systemd` package; no running systemd needed), and they hold the settings an operator

@@ -1,3 +1,4 @@
+// @store-independent: the CLI's quiet and usage-error behaviour
 /**
  * mb from cron and scripts, on the configured test store: `--quiet` prints errors only (a
  * `--json` document is still printed), `mb scan --all --protocol P` skips the mirrors without

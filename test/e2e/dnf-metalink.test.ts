@@ -1,3 +1,4 @@
+// @store-independent: dnf, the metalink and mirrorlist formats, nginx mirrors
 /**
  * Debian's dnf 4.14 (librepo) reads a repository through `mb serve` as it reads Fedora's
  * through MirrorManager: `metalink=http://…/metalink?repo=…&arch=…` and `mirrorlist=…`.

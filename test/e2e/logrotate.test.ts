@@ -1,3 +1,4 @@
+// @store-independent: logrotate and the access log (no store)
 /**
  * logrotate with the shipped contrib/logrotate/mb against a running `mb serve` whose reload
  * fails (issue 36, item 4): logrotate reports the failure (non-zero exit, the error on

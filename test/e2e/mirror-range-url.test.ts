@@ -1,3 +1,4 @@
+// @store-independent: nginx mirrors without Range, the probe and the redirects
 /**
  * Two ways a mirror fails a download, against real nginx mirrors through the compiled CLI:
  *

@@ -1,3 +1,4 @@
+// @store-independent: the probe against nginx mirrors
 /**
  * Probes that see what clients see, against real nginx mirrors on loopback through the
  * compiled CLI: a mirror that 302s every request to another host is recorded as such

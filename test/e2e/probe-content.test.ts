@@ -1,3 +1,4 @@
+// @store-independent: the content probe against nginx mirrors
 /**
  * Content checks end to end through the compiled CLI: an origin indexed with
  * `mb index --hashes`, two nginx mirrors on loopback scanned over their JSON autoindex, one

@@ -1,3 +1,4 @@
+// @store-independent: HTTPS certificates of mirrors, the probe
 /**
  * HTTPS that works, and no unprobed trust, through the compiled CLI and `mb serve`:
  * - a mirror whose HTTPS has a self-signed certificate while its HTTP works is probed by

@@ -1,3 +1,4 @@
+// @store-independent: the probe against nginx mirrors
 /**
  * Probing real nginx mirrors on loopback through the compiled CLI, and the consequence in
  * `mb serve`: a mirror the probe found down gets no redirects while an up one does.

@@ -1,3 +1,4 @@
+// @store-independent: mb push against rsync daemons
 /**
  * End to end: `mb push` against real `rsync --daemon`s on loopback with writable modules,
  * and `mb serve` redirecting from the same store.
@@ -12,7 +13,6 @@
  */
 import {type ChildProcess, spawn} from 'node:child_process'
 import {chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync} from 'node:fs'
-import net from 'node:net'
 import {tmpdir} from 'node:os'
 import {join, relative} from 'node:path'
 import {expect} from 'chai'
@@ -20,7 +20,7 @@ import {sql} from 'kysely'
 import {BIN, hermeticEnv, mb, requireBinary} from '../helpers/cli.js'
 import {createTestDatabase, type TestDatabase} from '../helpers/db.js'
 import {request, type ServeProcess, startServe} from '../helpers/serve-process.js'
-import {freePort} from '../helpers/servers.js'
+import {freePort, waitForPort} from '../helpers/servers.js'
 
 const T = 1_700_000_000
 const SMALL_DIRS = 100
@@ -49,22 +49,6 @@ function tree(dir: string): string[] {
   }
   walk(dir)
   return out.sort()
-}
-
-async function waitForPort(port: number): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1')
-      socket.once('connect', () => {
-        socket.destroy()
-        resolve(true)
-      })
-      socket.once('error', () => resolve(false))
-    })
-    if (ok) return
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error(`nothing listens on 127.0.0.1:${port}`)
 }
 
 /** SIGKILLs `pid` and every process descended from it (found through /proc), by pid. */

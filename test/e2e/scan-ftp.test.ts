@@ -1,3 +1,4 @@
+// @store-independent: the FTP lister against vsftpd (no store)
 /**
  * The FTP lister against a real vsftpd on loopback (plain and explicit FTPS), on the shared
  * mirror tree, plus fault cases: connection refused, a server that never answers, a base

@@ -1,3 +1,4 @@
+// @store-independent: the FTP and HTTP listers through the CLI; reconcile is in integration/scan-reconcile
 /**
  * End to end through the compiled CLI: `mb index` over the shared mirror tree, then `mb scan`
  * of mirrors that only have FTP and HTTP URLs (real vsftpd, nginx and lighttpd on loopback):

@@ -1,3 +1,4 @@
+// @store-independent: the HTTP lister against nginx and lighttpd (no store)
 /**
  * The HTTP lister against real nginx (HTML and JSON autoindex) and lighttpd (mod_dirlisting) on
  * loopback, on the shared mirror tree, plus fault cases: connection refused, a server that

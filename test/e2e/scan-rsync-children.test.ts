@@ -1,3 +1,4 @@
+// @store-independent: rsync children and signals
 /**
  * End to end: `mb scan` of an rsync mirror whose daemon accepts and never answers, so the
  * `rsync --list-only` child hangs; mb is then ended by SIGTERM, SIGINT, SIGHUP or SIGKILL,

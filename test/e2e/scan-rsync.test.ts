@@ -1,3 +1,4 @@
+// @store-independent: the rsync lister through the CLI; reconcile is in integration/scan-reconcile
 /**
  * End to end: a real `rsync --daemon` on a random loopback port serving a mirror tree with
  * awkward names, symlinks, a `.~tmp~` directory, an empty directory and 10,000+ files; `mb index`
@@ -14,6 +15,7 @@ import {expect} from 'chai'
 import {sql} from 'kysely'
 import {BIN, hermeticEnv, mb, requireBinary} from '../helpers/cli.js'
 import {createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {waitForPort} from '../helpers/servers.js'
 
 const T = 1_700_000_000
 const AWKWARD = ['a b#c+d%e:f.txt', 'Grüße 日本.iso', ' leading space', 'new\nline', '100%.txt']
@@ -38,22 +40,6 @@ async function freePort(): Promise<number> {
       server.close(() => resolve(port))
     })
   })
-}
-
-async function waitForPort(port: number, tries = 100): Promise<void> {
-  for (let i = 0; i < tries; i++) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1')
-      socket.once('connect', () => {
-        socket.destroy()
-        resolve(true)
-      })
-      socket.once('error', () => resolve(false))
-    })
-    if (ok) return
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error(`nothing listens on 127.0.0.1:${port}`)
 }
 
 describe('mb scan over a real rsync daemon (e2e)', function () {
@@ -124,7 +110,7 @@ describe('mb scan over a real rsync daemon (e2e)', function () {
       ].join('\n'),
     )
     daemon = spawn('rsync', ['--daemon', '--no-detach', `--config=${join(dir, 'rsyncd.conf')}`, `--port=${port}`, '--address=127.0.0.1'], {stdio: 'ignore'})
-    await waitForPort(port)
+    await waitForPort(port, 100)
 
     tdb = await createTestDatabase()
     writeFileSync(join(dir, 'mb.yaml'), 'scan:\n  connect_timeout: 3\n  io_timeout: 3\n')

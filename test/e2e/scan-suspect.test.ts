@@ -1,3 +1,4 @@
+// @store-independent: the scan safety check against an rsync daemon
 /**
  * End to end: a mirror whose tree is wiped. Its next scan (a real `rsync --daemon`) is refused
  * by the safety check (`scan.min_ratio`), which keeps the earlier file set but makes the mirror

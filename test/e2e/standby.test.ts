@@ -1,3 +1,4 @@
+// @store-independent: a private PostgreSQL primary and standby of its own
 /**
  * `mb serve` on a read replica: a real streaming standby of a private PostgreSQL 15 primary on
  * loopback (initdb, pg_basebackup -R). The snapshot is read from the standby

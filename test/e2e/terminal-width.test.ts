@@ -1,3 +1,4 @@
+// @store-independent: table layout in a terminal
 /**
  * Tables fit the terminal: `mb mirror list` in a real terminal (a tmux pane of 80 and of 200
  * columns, the command's output recorded by `script`, so nothing is wrapped by the terminal

@@ -1,3 +1,4 @@
+// @store-independent: aria2c and zsync, the torrent and zsync formats
 /**
  * The client formats with their own clients, through `mb serve` and real nginx mirrors on
  * loopback:

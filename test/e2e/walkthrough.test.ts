@@ -1,3 +1,4 @@
+// @store-independent: the README walkthrough with rsync, nginx and curl
 /**
  * The README's walkthrough, end to end, the way a sysadmin does it: a real `rsync --daemon` and
  * nginx on loopback serve three mirror trees (GB, SE, US) copied from an origin tree, each
@@ -8,14 +9,12 @@
 import {expect} from 'chai'
 import {type ChildProcess, spawn, spawnSync} from 'node:child_process'
 import {cpSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync} from 'node:fs'
-import {connect} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
-import {setTimeout as sleep} from 'node:timers/promises'
 import {mb, requireBinary} from '../helpers/cli.js'
 import {createTestDatabase, type TestDatabase} from '../helpers/db.js'
 import {type ServeProcess, startServe} from '../helpers/serve-process.js'
-import {type RunningServer, freePort, startNginx} from '../helpers/servers.js'
+import {type RunningServer, freePort, startNginx, waitForPort} from '../helpers/servers.js'
 
 const GEOIP = new URL('../fixtures/geoip/GeoIP2-City-Test.mmdb', import.meta.url).pathname
 const CLIENTS = {GB: '81.2.69.142', SE: '89.160.20.112', US: '216.160.83.56'} as const
@@ -42,21 +41,6 @@ function curl(args: string[]): {status: number; stdout: Buffer} {
   const r = spawnSync('curl', ['-sS', '--max-time', '20', ...args], {timeout: 30_000})
   if (r.status !== 0) throw new Error(`curl ${args.join(' ')} failed: ${r.stderr}`)
   return {status: r.status ?? -1, stdout: r.stdout}
-}
-
-async function waitForPort(port: number): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = connect(port, '127.0.0.1', () => {
-        s.end()
-        resolve(true)
-      })
-      s.on('error', () => resolve(false))
-    })
-    if (ok) return
-    await sleep(50)
-  }
-  throw new Error(`port ${port} did not open`)
 }
 
 describe('walkthrough: mirrors, index, scan, serve, curl (e2e)', function () {

@@ -1,3 +1,4 @@
+// @store-independent: wget2 and the metalink format
 /**
  * wget2 (Debian's wget2) downloads a 3 MiB file from `mb serve`'s Metalink 4 document, as
  * it comes by default (one list of SHA-1 pieces), from two real nginx mirrors on loopback,

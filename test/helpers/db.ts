@@ -139,3 +139,54 @@ export async function seedOneMirror(test: TestDatabase, file: {path: string; siz
     await database.close()
   }
 }
+
+/** A test database and, unless asked otherwise, an open connection to it; see {@link useTestDatabase}. */
+export interface TestStore {
+  /** The database (set by the `before` hook). */
+  readonly test: TestDatabase
+  /** The open connection (set by the `before` hook; absent with `open: false`). */
+  readonly database: Database
+}
+
+/**
+ * Registers, in the calling `describe`, the hooks that give its tests a fresh migrated test
+ * database: `before` creates it (and opens a connection, unless `open` is false), and a
+ * teardown closes and drops it after the describe's own `after` hooks (which may still stop an
+ * `mb serve` using it). With `each`, every test gets its own (beforeEach/afterEach). Register
+ * it before the hooks that seed the database. Read the fields inside hooks and tests, never at
+ * describe time.
+ */
+export function useTestDatabase(options: {open?: boolean; each?: boolean} = {}): TestStore {
+  let test: TestDatabase | undefined
+  let database: Database | undefined
+  const tearDown = async () => {
+    await database?.close()
+    await test?.drop()
+    database = undefined
+    test = undefined
+  }
+  const setUp = async () => {
+    test = await createTestDatabase()
+    if (options.open !== false) database = await test.open()
+  }
+  if (options.each) {
+    beforeEach(setUp)
+    afterEach(tearDown)
+  } else {
+    before(async function () {
+      // Added now, so it runs after every `after` hook the describe registered.
+      this.test?.parent?.afterAll(tearDown)
+      await setUp()
+    })
+  }
+  return {
+    get test() {
+      if (!test) throw new Error('useTestDatabase: no test database outside its hooks and tests')
+      return test
+    },
+    get database() {
+      if (!database) throw new Error(`useTestDatabase: no open connection${options.open === false ? ' (open: false)' : ' outside its hooks and tests'}`)
+      return database
+    },
+  }
+}

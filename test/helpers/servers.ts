@@ -124,6 +124,15 @@ function canConnect(port: number): Promise<boolean> {
   })
 }
 
+/** Waits until something accepts connections on 127.0.0.1:`port` (a daemon started by hand), polling every 100 ms; throws after `tries` polls. */
+export async function waitForPort(port: number, tries = 200): Promise<void> {
+  for (let i = 0; i < tries; i++) {
+    if (await canConnect(port)) return
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error(`nothing listens on 127.0.0.1:${port}`)
+}
+
 /** Starts a server, retrying on another port when the chosen one was taken meanwhile. */
 async function withPortRetry(fixedPort: number | undefined, start: (port: number) => Promise<RunningServer>): Promise<RunningServer> {
   let lastError: unknown

@@ -1,3 +1,4 @@
+// @store-independent: the CLI's refusal of hostile names and globs
 /**
  * Names and globs the attack run got stored or matched (issue 36 item 10), through the
  * compiled CLI: each is refused with exit 2 and a message, and nothing changes.

@@ -1,3 +1,4 @@
+// @store-independent: flag and config-file errors
 /**
  * Configuration errors and warnings as an operator sees them from `mb`: a bad flag value is
  * reported under the flag that was typed, with what was wrong on the first line (for flags

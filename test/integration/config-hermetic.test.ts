@@ -1,3 +1,4 @@
+// @store-independent: which config files mb reads
 /**
  * Tests never read system or user config: with a hostile `/etc/mb/mb.yaml` present, every
  * `mb` the helpers start reads none (MB_CONFIG=none), and says so. The hostile file lives in

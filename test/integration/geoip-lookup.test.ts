@@ -1,3 +1,4 @@
+// @store-independent: GeoIP and AS lookups
 /**
  * `mb geoip lookup IP` (issue 36, item 8): location and AS from MaxMind's test databases,
  * the client network that keys stickiness, and the mirrors whose prefixes, AS or client

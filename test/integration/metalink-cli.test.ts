@@ -1,3 +1,4 @@
+// @store-independent: the metalink formats through the CLI
 import {execFileSync} from 'node:child_process'
 import {createHash, randomBytes} from 'node:crypto'
 import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'

@@ -1,3 +1,4 @@
+// @store-independent: the metalink formats
 import {execFileSync} from 'node:child_process'
 import {createHash, randomBytes} from 'node:crypto'
 import {mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync} from 'node:fs'
@@ -9,11 +10,10 @@ import bencode from 'bencode'
 import {XMLParser} from 'fast-xml-parser'
 import {validateXML} from 'xmllint-wasm'
 import {ConfigSchema} from '../../src/lib/config/schema.js'
-import type {Database} from '../../src/lib/db/index.js'
 import {hashIndex} from '../../src/lib/origin/hash.js'
 import {indexOrigin} from '../../src/lib/origin/index.js'
 import {type RunningServer, startServe} from '../../src/lib/serve/run.js'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {backend, useTestDatabase} from '../helpers/db.js'
 import {headerLines, request} from '../helpers/serve-process.js'
 
 const SCHEMA = readFileSync(new URL('../fixtures/metalink/metalink4.rng', import.meta.url), 'utf8')
@@ -31,8 +31,7 @@ const sum = (tool: string, dir: string, name: string) => execFileSync(tool, [nam
 const piecesOf = (parent: any, type: string) => [parent.pieces ?? []].flat().find((p: any) => p['@type'] === type)
 
 describe(`metalink routes of mb serve (${backend})`, () => {
-  let test: TestDatabase
-  let database: Database
+  const store = useTestDatabase()
   let root: string
   let running: RunningServer
   let base: string
@@ -40,8 +39,6 @@ describe(`metalink routes of mb serve (${backend})`, () => {
   const outcomes: Array<{target: string; status: number; outcome: string}> = []
 
   before(async () => {
-    test = await createTestDatabase()
-    database = await test.open()
     root = mkdtempSync(join(tmpdir(), 'mb-metalink-'))
     mkdirSync(join(root, 'pub'))
     mkdirSync(join(root, 'repodata'))
@@ -49,13 +46,13 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     writeFileSync(join(root, 'pub', 'other.iso'), randomBytes(50_000))
     writeFileSync(join(root, 'pub', 'real.iso'), randomBytes(20_000))
     writeFileSync(join(root, 'repodata', 'repomd.xml'), randomBytes(10_000))
-    await indexOrigin(database.db, root)
+    await indexOrigin(store.database.db, root)
     // A real hash file and a real .meta4 on disk (not indexed): they must win.
     writeFileSync(join(root, 'pub', 'real.iso.sha256'), 'from disk\n')
     writeFileSync(join(root, 'pub', 'real.iso.meta4'), '<from-disk/>\n')
-    await hashIndex(database, root, {jobs: 2})
+    await hashIndex(store.database, root, {jobs: 2})
     const mirror = (identifier: string, country: string, continent: string, extra: Record<string, unknown> = {}) =>
-      database.db
+      store.database.db
         .insertInto('mirror')
         .values({
           identifier,
@@ -76,7 +73,7 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     const fr = await mirror('fr.mirror.test', 'FR', 'EU')
     const down = await mirror('down.mirror.test', 'DE', 'EU', {up: false})
     const ids = [de.id, fr.id, down.id]
-    await database.db.updateTable('file').set({mirrors: ids}).execute()
+    await store.database.db.updateTable('file').set({mirrors: ids}).execute()
     // Retries off: every request here comes from 127.0.0.1, and repeats would walk the ranking.
     const config = ConfigSchema.parse({
       root,
@@ -85,14 +82,12 @@ describe(`metalink routes of mb serve (${backend})`, () => {
       select: {retry_window_seconds: 0},
       log_level: 'silent',
     })
-    running = await startServe(config, {database})
+    running = await startServe(config, {database: store.database})
     running.server.addObserver((o) => outcomes.push({target: o.target, status: o.status, outcome: o.outcome}))
     base = running.url
   })
   after(async () => {
     await running?.close()
-    await database?.close()
-    await test?.drop()
     if (root) rmSync(root, {recursive: true, force: true})
   })
 
@@ -328,8 +323,8 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     expect(meta4.file.pieces).to.equal(undefined)
 
     // Reindex (the walk clears the hashes' validity) and rehash: fresh again once the snapshot has it.
-    await indexOrigin(database.db, root)
-    await hashIndex(database, root, {jobs: 1})
+    await indexOrigin(store.database.db, root)
+    await hashIndex(store.database, root, {jobs: 1})
     const expected = sum('sha256sum', join(root, 'pub'), 'other.iso')
     let body = ''
     for (let i = 0; i < 100 && body !== expected; i++) {
@@ -340,8 +335,8 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     expect(body).to.equal(expected)
     // Once a mirror holds the new version, its redirect carries the new version's Digest, not
     // the one cached for the old version.
-    const de = await database.db.selectFrom('mirror').select('id').where('identifier', '=', 'de.mirror.test').executeTakeFirstOrThrow()
-    await database.db
+    const de = await store.database.db.selectFrom('mirror').select('id').where('identifier', '=', 'de.mirror.test').executeTakeFirstOrThrow()
+    await store.database.db
       .updateTable('file')
       .set({mirrors: [de.id]})
       .where('path', '=', 'pub/other.iso')
@@ -363,8 +358,8 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     const path = join(root, 'pub', name)
     const first = randomBytes(300 * 1024)
     writeFileSync(path, first)
-    await indexOrigin(database.db, root)
-    await hashIndex(database, root, {jobs: 1})
+    await indexOrigin(store.database.db, root)
+    await hashIndex(store.database, root, {jobs: 1})
     const meta4 = async () => parser.parse(await (await fetch(`${base}/pub/${name}.meta4?country=DE`)).text()).metalink.file
     const metalink3 = async () => parser.parse(await (await fetch(`${base}/pub/${name}.metalink?country=DE`)).text()).metalink.files.file
     const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex')
@@ -385,8 +380,8 @@ describe(`metalink routes of mb serve (${backend})`, () => {
       const st = statSync(path)
       writeFileSync(path, content)
       utimesSync(path, st.atime, new Date(st.mtimeMs + 10_000 * (n + 1)))
-      await indexOrigin(database.db, root)
-      await hashIndex(database, root, {jobs: 1})
+      await indexOrigin(store.database.db, root)
+      await hashIndex(store.database, root, {jobs: 1})
       let after = await meta4()
       for (let i = 0; i < 100 && meta4Sha256(after) !== sha256(content); i++) {
         await sleep(100)
@@ -455,11 +450,11 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     const meta4Pieces = async () => parser.parse(await (await fetch(`${base}/pub/big.iso.meta4?country=DE`)).text()).metalink.file.pieces
     const before = await meta4Pieces()
     expect(await facts()).to.equal('sha256')
-    const sha1 = await hashIndex(database, root, {jobs: 1, pieceHash: 'sha1', subdir: 'pub'})
+    const sha1 = await hashIndex(store.database, root, {jobs: 1, pieceHash: 'sha1', subdir: 'pub'})
     expect(sha1.hashed).to.be.above(0)
     expect(await until('sha1')).to.equal('sha1')
     expect(await meta4Pieces()).to.deep.equal(before) // the same SHA-1 pieces, read from the new row
-    await hashIndex(database, root, {jobs: 1, pieceHash: 'sha256', subdir: 'pub'})
+    await hashIndex(store.database, root, {jobs: 1, pieceHash: 'sha256', subdir: 'pub'})
     expect(await until('sha256')).to.equal('sha256')
   })
 })

@@ -1,3 +1,4 @@
+// @store-independent: metrics and the overview page in Chromium
 /**
  * The mirror network as a whole: per-mirror series on `--metrics-listen` after a probe that
  * takes one mirror down and scans (one good, one failing), and the overview page `GET /mirrors`

@@ -1,3 +1,4 @@
+// @store-independent: the probe's exit codes and on_change hook
 /**
  * A cron line that tells: `mb probe --all --quiet --fail-on-down` prints nothing and exits 0
  * while the mirrors stay up, and exits 1 naming the mirror when one goes down; the

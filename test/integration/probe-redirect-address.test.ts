@@ -1,3 +1,4 @@
+// @store-independent: DNS resolution of the probe
 /**
  * The probe's `public` redirect check and the connection that follows use the same resolved
  * address: a redirect target whose name resolves to a public address when checked and to

@@ -1,7 +1,6 @@
 import {expect} from 'chai'
 import type {LookupAddress} from 'node:dns'
 import {sql} from 'kysely'
-import type {Database} from '../../src/lib/db/index.js'
 import {PROBE_LOCK} from '../../src/lib/db/locks.js'
 import {ProbeConfigSchema, type ProbeConfig} from '../../src/lib/probe/config.js'
 import {probeMirrors} from '../../src/lib/probe/run.js'
@@ -10,7 +9,7 @@ import {parseStatus} from '../../src/lib/probe/state.js'
 import {probeSummaries, recentTransitions} from '../../src/lib/probe/history.js'
 import {startBackgroundProbes} from '../../src/lib/probe/background.js'
 import {ConfigSchema} from '../../src/lib/config/schema.js'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {backend, useTestDatabase} from '../helpers/db.js'
 import {requireBinary} from '../helpers/cli.js'
 import {closedPort, hangingServer, httpServer, selfSignedServer, staticHandler, type TestServer} from '../helpers/probe-servers.js'
 
@@ -21,19 +20,13 @@ function probeConfig(extra: Record<string, unknown> = {}): ProbeConfig {
 }
 
 describe(`probe (${backend})`, function () {
-  let tdb: TestDatabase
-  let database: Database
+  const store = useTestDatabase()
   const servers: TestServer[] = []
   let counter = 0
 
-  before(async () => {
-    tdb = await createTestDatabase()
-    database = await tdb.open()
-  })
+  before(async () => {})
   after(async () => {
     await Promise.all(servers.map((s) => s.close()))
-    await database?.close()
-    await tdb?.drop()
   })
 
   async function serve(server: Promise<TestServer>): Promise<TestServer> {
@@ -46,24 +39,24 @@ describe(`probe (${backend})`, function () {
   async function addMirror(urls: {http_url?: string; https_url?: string}, options: {enabled?: boolean; files?: Record<string, string>} = {}): Promise<{id: number; identifier: string}> {
     counter += 1
     const identifier = `m${counter}.test`
-    const row = await database.db
+    const row = await store.database.db
       .insertInto('mirror')
       .values({identifier, http_url: urls.http_url ?? null, https_url: urls.https_url ?? null, enabled: options.enabled ?? true})
       .returning('id')
       .executeTakeFirstOrThrow()
     for (const [path, content] of Object.entries(options.files ?? FILES)) {
       await sql`INSERT INTO file (path, size, mtime, mirrors) VALUES (${path}, ${Buffer.byteLength(content)}, 1700000000, ARRAY[${row.id}]::smallint[])
-                ON CONFLICT (path) DO UPDATE SET mirrors = array_append(file.mirrors, ${row.id}::smallint)`.execute(database.db)
+                ON CONFLICT (path) DO UPDATE SET mirrors = array_append(file.mirrors, ${row.id}::smallint)`.execute(store.database.db)
     }
     return {id: row.id, identifier}
   }
 
   async function mirrorRow(id: number) {
-    return database.db.selectFrom('mirror').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
+    return store.database.db.selectFrom('mirror').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
   }
 
   async function probeOne(identifier: string, config = probeConfig(), extra: {resolver?: (h: string) => Promise<LookupAddress[]>} = {}) {
-    const round = await probeMirrors(database.db, config, {names: [identifier], ...extra})
+    const round = await probeMirrors(store.database.db, config, {names: [identifier], ...extra})
     expect(round.mirrors).to.have.length(1)
     return round.mirrors[0]
   }
@@ -84,11 +77,11 @@ describe(`probe (${backend})`, function () {
     const status = parseStatus(row.status)
     expect(status.checks['http/ipv4']).to.include({up: true, ok_count: 1, fail_count: 0, reason: 'ok'})
     expect(status.probe_path).to.equal('pub/small.txt')
-    const history = await database.db.selectFrom('mirror_probe').selectAll().where('mirror_id', '=', m.id).execute()
+    const history = await store.database.db.selectFrom('mirror_probe').selectAll().where('mirror_id', '=', m.id).execute()
     expect(history).to.have.length(1)
     expect(history[0]).to.include({protocol: 'http', family: 'ipv4', ok: true, http_status: 206, reason: 'ok'})
     expect(history[0].latency_ms).to.be.a('number')
-    const summary = (await probeSummaries(database.db, [m.id])).get(m.id)!
+    const summary = (await probeSummaries(store.database.db, [m.id])).get(m.id)!
     expect(summary.state).to.equal('up')
     expect(summary.reason).to.equal('ok')
     expect(summary.last_probe_at).to.be.instanceOf(Date)
@@ -255,7 +248,7 @@ describe(`probe (${backend})`, function () {
     expect(up.needs_rescan).to.equal(false) // a short outage
     const status = parseStatus((await mirrorRow(m.id)).status)
     expect(status.checks['http/ipv4']).to.include({up: true, ok_count: 3, fail_count: 0})
-    const transitions = await recentTransitions(database.db, m.id, 10)
+    const transitions = await recentTransitions(store.database.db, m.id, 10)
     expect(transitions.filter((t) => t.scope === 'mirror').map((t) => `${t.from}->${t.to}:${t.reason}`)).to.deep.equal(['down->up:ok', 'up->down:http_503'])
     expect(transitions.filter((t) => t.scope === 'http/ipv4').map((t) => `${t.from}->${t.to}`)).to.deep.equal(['down->up', 'up->down', 'unknown->up'])
   })
@@ -267,7 +260,7 @@ describe(`probe (${backend})`, function () {
     const config = probeConfig({rescan_after_seconds: 86400})
     expect((await probeOne(m.identifier, config)).up).to.equal(false)
     // The outage started two days ago.
-    await database.db
+    await store.database.db
       .updateTable('mirror')
       .set({status_changed_at: new Date(Date.now() - 2 * 86400 * 1000)})
       .where('id', '=', m.id)
@@ -285,7 +278,7 @@ describe(`probe (${backend})`, function () {
     const m = await addMirror({http_url: `http://127.0.0.1:${s.port}/`})
     const config = probeConfig({history: 3})
     for (let i = 0; i < 5; i++) await probeOne(m.identifier, config)
-    const rows = await database.db.selectFrom('mirror_probe').select('id').where('mirror_id', '=', m.id).orderBy('id').execute()
+    const rows = await store.database.db.selectFrom('mirror_probe').select('id').where('mirror_id', '=', m.id).orderBy('id').execute()
     expect(rows).to.have.length(3)
   })
 
@@ -293,9 +286,9 @@ describe(`probe (${backend})`, function () {
     const s = await serve(httpServer(staticHandler({TIME: '1700000000'})))
     const m = await addMirror({http_url: `http://127.0.0.1:${s.port}/mirror/`}, {enabled: false, files: {}})
     const config = probeConfig({sentinel: '/TIME'})
-    const plain = await probeMirrors(database.db, config, {})
+    const plain = await probeMirrors(store.database.db, config, {})
     expect(plain.mirrors.map((r) => r.identifier)).not.to.include(m.identifier)
-    const round = await probeMirrors(database.db, config, {enable: true})
+    const round = await probeMirrors(store.database.db, config, {enable: true})
     const mine = round.mirrors.find((r) => r.identifier === m.identifier)!
     expect(mine.request).to.deep.equal({kind: 'sentinel', path: 'TIME'})
     expect(mine.checks[0]).to.include({url: `http://127.0.0.1:${s.port}/mirror/TIME`})
@@ -303,12 +296,12 @@ describe(`probe (${backend})`, function () {
     expect(mine.reenabled).to.equal(false)
     expect((await mirrorRow(m.id)).enabled).to.equal(false)
 
-    await database.db
+    await store.database.db
       .updateTable('mirror')
       .set({http_url: `http://127.0.0.1:${s.port}/`})
       .where('id', '=', m.id)
       .execute()
-    const again = (await probeMirrors(database.db, config, {enable: true})).mirrors.find((r) => r.identifier === m.identifier)!
+    const again = (await probeMirrors(store.database.db, config, {enable: true})).mirrors.find((r) => r.identifier === m.identifier)!
     expect(again.checks[0]).to.include({ok: true, http_status: 206})
     expect(again.reenabled).to.equal(true)
     expect((await mirrorRow(m.id)).enabled).to.equal(true)
@@ -316,7 +309,7 @@ describe(`probe (${backend})`, function () {
 
   it('refuses unknown mirror names and probes nothing', async () => {
     try {
-      await probeMirrors(database.db, probeConfig(), {names: ['no-such-mirror.test']})
+      await probeMirrors(store.database.db, probeConfig(), {names: ['no-such-mirror.test']})
       expect.fail('should throw')
     } catch (error) {
       expect((error as Error).message).to.contain('No mirror named "no-such-mirror.test"')
@@ -331,13 +324,13 @@ describe(`probe (${backend})`, function () {
     const a = await addMirror({http_url: `http://127.0.0.1:${right.port}/`}, {files: {}})
     const b = await addMirror({http_url: `http://127.0.0.1:${stale.port}/`}, {files: {}})
     const c = await addMirror({http_url: `http://127.0.0.1:${missing.port}/`}, {files: {}})
-    const file = await database.db
+    const file = await store.database.db
       .insertInto('file')
       .values({path, size: 1000, mtime: 1700000000, mirrors: [a.id, c.id]})
       .returning('id')
       .executeTakeFirstOrThrow()
-    await database.db.insertInto('mirror_file_stale').values({mirror_id: b.id, file_id: file.id, size: 600, mtime: 1700000000}).execute()
-    const result = await probeFile(database.db, probeConfig(), `/${path}`)
+    await store.database.db.insertInto('mirror_file_stale').values({mirror_id: b.id, file_id: file.id, size: 600, mtime: 1700000000}).execute()
+    const result = await probeFile(store.database.db, probeConfig(), `/${path}`)
     expect(result.size).to.equal(1000)
     const byMirror = Object.fromEntries(result.mirrors.map((r) => [r.mirror, r]))
     expect(byMirror[a.identifier]).to.include({verdict: 'ok', http_status: 206, size: 1000, claim: 'held'})
@@ -350,7 +343,7 @@ describe(`probe (${backend})`, function () {
     const s = await serve(httpServer(staticHandler(FILES)))
     const m = await addMirror({http_url: `http://127.0.0.1:${s.port}/`})
     const config = ConfigSchema.parse({probe: {timeout: 2, connect_timeout: 1}})
-    const background = startBackgroundProbes(database, config, {intervalSeconds: 3600})
+    const background = startBackgroundProbes(store.database, config, {intervalSeconds: 3600})
     try {
       const first = await background.runOnce()
       expect(first!.mirrors.find((r) => r.identifier === m.identifier)!.up).to.equal(true)
@@ -362,7 +355,7 @@ describe(`probe (${backend})`, function () {
       expect(ports.size).to.equal(1)
       // Another replica holding the probe lock (another session on PostgreSQL, the same
       // process on the embedded store): the round is skipped, and runs again once it is free.
-      await database.withLock(
+      await store.database.withLock(
         PROBE_LOCK,
         async () => expect(await background.runOnce()).to.equal(null),
         () => expect.fail('the probe lock was not free'),

@@ -1,3 +1,4 @@
+// @store-independent: connection limits
 /**
  * Connection limits of a real `mb serve` at the usual limit of 1,024 open files (issue 14,
  * item 8): one client (127.0.0.1) opens 2,000 idle connections, and another client

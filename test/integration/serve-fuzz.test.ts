@@ -1,3 +1,4 @@
+// @store-independent: HTTP parsing under hostile input
 /**
  * A bounded, seeded fuzz test of `mb serve` (a child process, on the configured backend) over
  * raw sockets: a few thousand requests with hostile targets (traversal in every encoding,

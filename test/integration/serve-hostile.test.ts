@@ -1,3 +1,4 @@
+// @store-independent: HTTP methods and header values
 /**
  * `mb serve` (a child process, on the configured backend) answers hostile requests below 500
  * and never drops them: methods it does not serve (CONNECT included) get 405 or 501. It

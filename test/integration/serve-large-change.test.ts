@@ -15,7 +15,7 @@ import {ConfigSchema} from '../../src/lib/config/schema.js'
 import type {Database} from '../../src/lib/db/index.js'
 import {type RunningServer, startServe} from '../../src/lib/serve/run.js'
 import {loadSnapshot, refreshSnapshot} from '../../src/lib/serve/snapshot.js'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {backend, useTestDatabase} from '../helpers/db.js'
 
 const OLD_FILES = 60_000
 const NEW_FILES = 50_000
@@ -27,28 +27,23 @@ async function insertFiles(database: Database, dir: string, count: number): Prom
 
 describe(`a large snapshot change under load (${backend})`, function () {
   this.timeout(180_000)
-  let tdb: TestDatabase
-  let database: Database
+  const store = useTestDatabase()
   let root: string
   let running: RunningServer | undefined
 
   before(async () => {
-    tdb = await createTestDatabase()
-    database = await tdb.open()
     root = mkdtempSync(join(tmpdir(), 'mb-large-change-'))
-    await database.db.insertInto('mirror').values({id: 1, identifier: 'm.example', http_url: 'http://m.example/'}).execute()
-    await insertFiles(database, 'old', OLD_FILES)
+    await store.database.db.insertInto('mirror').values({id: 1, identifier: 'm.example', http_url: 'http://m.example/'}).execute()
+    await insertFiles(store.database, 'old', OLD_FILES)
   })
   after(async () => {
     await running?.close()
-    await database?.close()
-    await tdb?.drop()
     if (root) rmSync(root, {recursive: true, force: true})
   })
 
   it('applies the set all at once for readers, yielding to the event loop while it is read', async () => {
-    const snapshot = await loadSnapshot(database)
-    await insertFiles(database, 'aside', NEW_FILES)
+    const snapshot = await loadSnapshot(store.database)
+    await insertFiles(store.database, 'aside', NEW_FILES)
     let ticks = 0
     let torn = 0
     let stop = false
@@ -59,7 +54,7 @@ describe(`a large snapshot change under load (${backend})`, function () {
       setImmediate(watch)
     }
     setImmediate(watch)
-    const result = await refreshSnapshot(database, snapshot)
+    const result = await refreshSnapshot(store.database, snapshot)
     stop = true
     expect(result).to.deep.equal({mirrors: 1, updated: NEW_FILES, deleted: 0})
     expect(snapshot.files.size).to.equal(OLD_FILES + NEW_FILES)
@@ -72,7 +67,7 @@ describe(`a large snapshot change under load (${backend})`, function () {
 
   it('answers every request during the refresh, and serves the new files after it', async () => {
     const config = ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, log_level: 'silent'})
-    running = await startServe(config, {database})
+    running = await startServe(config, {database: store.database})
     const base = running.url
     const before = await fetch(`${base}/new/f1.iso`, {redirect: 'manual'})
     expect(before.status).to.equal(404)
@@ -93,7 +88,7 @@ describe(`a large snapshot change under load (${backend})`, function () {
     const clients = [0, 1, 2, 3].map(client)
     await new Promise((r) => setTimeout(r, 300))
     // On the embedded store the insert itself runs on this event loop: measure from its end.
-    await insertFiles(database, 'new', NEW_FILES)
+    await insertFiles(store.database, 'new', NEW_FILES)
     histogram.enable()
     let served = false
     for (let i = 0; i < 600 && !served; i++) {

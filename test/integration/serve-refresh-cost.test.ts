@@ -2,7 +2,7 @@ import {expect} from 'chai'
 import {sql} from 'kysely'
 import type {Database, ReadView} from '../../src/lib/db/index.js'
 import {loadSnapshot, refreshSnapshot, type Snapshot} from '../../src/lib/serve/snapshot.js'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {backend, useTestDatabase} from '../helpers/db.js'
 
 /** What the `file` table cost a refresh, from the actual plans of its queries. */
 interface FileReads {
@@ -53,13 +53,12 @@ const FILES = 100_000
 
 describe(`serve refresh cost follows change, not size (${backend})`, function () {
   this.timeout(300_000)
-  let tdb: TestDatabase
-  let database: Database
+  const store = useTestDatabase()
   let snapshot: Snapshot
 
   async function refreshReads(): Promise<{reads: FileReads; updated: number; deleted: number}> {
     const reads = {rows: 0, seqScans: 0}
-    const result = await refreshSnapshot(measured(database, reads), snapshot)
+    const result = await refreshSnapshot(measured(store.database, reads), snapshot)
     expect(result.reload, 'refreshed incrementally').to.equal(undefined)
     return {reads, updated: result.updated, deleted: result.deleted}
   }
@@ -67,7 +66,7 @@ describe(`serve refresh cost follows change, not size (${backend})`, function ()
   async function expectIdleAndOneRowCheap(path: string): Promise<void> {
     const idle = await refreshReads()
     expect(idle).to.deep.equal({reads: {rows: 0, seqScans: 0}, updated: 0, deleted: 0})
-    await sql`UPDATE file SET size = size + 1 WHERE path = ${path}`.execute(database.db)
+    await sql`UPDATE file SET size = size + 1 WHERE path = ${path}`.execute(store.database.db)
     const one = await refreshReads()
     expect(one.updated).to.equal(1)
     expect(one.reads.seqScans).to.equal(0)
@@ -77,17 +76,10 @@ describe(`serve refresh cost follows change, not size (${backend})`, function ()
   }
 
   before(async () => {
-    tdb = await createTestDatabase()
-    database = await tdb.open()
     // One transaction, as `mb index` writes a new tree: every row carries the same txid.
-    await sql`INSERT INTO file (path, size, mtime, mirrors) SELECT 'f' || g || '.iso', g, 1, '{}' FROM generate_series(1, ${FILES}) g`.execute(database.db)
-    snapshot = await loadSnapshot(database)
+    await sql`INSERT INTO file (path, size, mtime, mirrors) SELECT 'f' || g || '.iso', g, 1, '{}' FROM generate_series(1, ${FILES}) g`.execute(store.database.db)
+    snapshot = await loadSnapshot(store.database)
     expect(snapshot.files.size).to.equal(FILES)
-  })
-
-  after(async () => {
-    await database?.close()
-    await tdb?.drop()
   })
 
   it('reads no file row when idle and a handful for a one-row change, before the table is analyzed', async () => {
@@ -95,26 +87,26 @@ describe(`serve refresh cost follows change, not size (${backend})`, function ()
   })
 
   it('the same once the statistics say that every row carries one txid', async () => {
-    await sql`ANALYZE file`.execute(database.db)
+    await sql`ANALYZE file`.execute(store.database.db)
     await expectIdleAndOneRowCheap('f20.iso')
   })
 
   it('the same after VACUUM FREEZE (txid is a 64-bit column, not the row header xmin that freezing rewrites)', async () => {
-    await sql`VACUUM (FREEZE, ANALYZE) file`.execute(database.db)
+    await sql`VACUUM (FREEZE, ANALYZE) file`.execute(store.database.db)
     await expectIdleAndOneRowCheap('f30.iso')
   })
 
   it('the same for a tree written in many transactions, and a deletion reads no file row', async () => {
     for (let batch = 0; batch < 10; batch++) {
-      await sql`UPDATE file SET mtime = 2 WHERE id % 10 = ${batch} AND id <= 5000`.execute(database.db)
+      await sql`UPDATE file SET mtime = 2 WHERE id % 10 = ${batch} AND id <= 5000`.execute(store.database.db)
     }
     const many = await refreshReads()
     expect(many.updated).to.equal(5000)
     expect(many.reads.seqScans).to.equal(0)
     expect(many.reads.rows).to.be.at.most(3 * 5000 + 10)
-    await sql`ANALYZE file`.execute(database.db)
+    await sql`ANALYZE file`.execute(store.database.db)
     await expectIdleAndOneRowCheap('f40.iso')
-    await sql`DELETE FROM file WHERE path = 'f50.iso'`.execute(database.db)
+    await sql`DELETE FROM file WHERE path = 'f50.iso'`.execute(store.database.db)
     expect(await refreshReads()).to.deep.equal({reads: {rows: 0, seqScans: 0}, updated: 0, deleted: 1})
     expect(snapshot.files.has('f50.iso')).to.equal(false)
   })

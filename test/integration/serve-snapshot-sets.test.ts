@@ -1,25 +1,21 @@
 import {expect} from 'chai'
 import {sql} from 'kysely'
-import type {Database} from '../../src/lib/db/index.js'
 import {loadSnapshot, refreshSnapshot} from '../../src/lib/serve/snapshot.js'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {backend, useTestDatabase} from '../helpers/db.js'
 
 const MD5 = 'd41d8cd98f00b204e9800998ecf8427e'
 const SHA1 = 'da39a3ee5e6b4b0d3255bfef95601890afd80709'
 const SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'
 
 describe(`serve snapshot: interned mirror sets and stored digests (${backend})`, () => {
-  let tdb: TestDatabase
-  let database: Database
+  const store = useTestDatabase()
 
   before(async () => {
-    tdb = await createTestDatabase()
-    database = await tdb.open()
-    await database.db
+    await store.database.db
       .insertInto('mirror')
       .values([1, 2, 3].map((id) => ({id, identifier: `m${id}.example`, http_url: `http://m${id}.example/`, country: 'DE'})) as any)
       .execute()
-    await database.db
+    await store.database.db
       .insertInto('file')
       .values([
         {path: 'dir/a.iso', size: 10, mtime: 1, mirrors: [1, 2, 3]},
@@ -30,18 +26,13 @@ describe(`serve snapshot: interned mirror sets and stored digests (${backend})`,
         {path: 'upper.iso', size: 60, mtime: 6, mirrors: []},
       ])
       .execute()
-    await sql`UPDATE file SET md5 = ${MD5}, sha1 = ${SHA1}, sha256 = ${SHA256}, hashed_size = size, hashed_mtime = mtime WHERE path = 'hashed.iso'`.execute(database.db)
+    await sql`UPDATE file SET md5 = ${MD5}, sha1 = ${SHA1}, sha256 = ${SHA256}, hashed_size = size, hashed_mtime = mtime WHERE path = 'hashed.iso'`.execute(store.database.db)
     // Not lowercase hex: kept as the index has it.
-    await sql`UPDATE file SET md5 = ${MD5.toUpperCase()}, hashed_size = size, hashed_mtime = mtime WHERE path = 'upper.iso'`.execute(database.db)
-  })
-
-  after(async () => {
-    await database?.close()
-    await tdb?.drop()
+    await sql`UPDATE file SET md5 = ${MD5.toUpperCase()}, hashed_size = size, hashed_mtime = mtime WHERE path = 'upper.iso'`.execute(store.database.db)
   })
 
   it('shares one set among files with the same mirrors; a file whose set changes gets the interned new set, the others keep the old one', async () => {
-    const snap = await loadSnapshot(database)
+    const snap = await loadSnapshot(store.database)
     const file = (path: string) => snap.files.get(path)!
     const [a, b, c, d] = ['dir/a.iso', 'dir/b.iso', 'dir/c.iso', 'dir/d.iso'].map(file)
     expect(b.mirrors).to.equal(a.mirrors)
@@ -51,8 +42,8 @@ describe(`serve snapshot: interned mirror sets and stored digests (${backend})`,
     expect({sets: snap.mirrorSets.sets, slots: snap.mirrorSets.allocated}).to.deep.equal({sets: 2, slots: 5})
 
     // b moves to the set d already has: it gets that very set, a and c keep {1,2,3}.
-    await sql`UPDATE file SET mirrors = '{1,2}' WHERE path = 'dir/b.iso'`.execute(database.db)
-    expect(await refreshSnapshot(database, snap)).to.deep.equal({mirrors: 3, updated: 1, deleted: 0})
+    await sql`UPDATE file SET mirrors = '{1,2}' WHERE path = 'dir/b.iso'`.execute(store.database.db)
+    expect(await refreshSnapshot(store.database, snap)).to.deep.equal({mirrors: 3, updated: 1, deleted: 0})
     expect(file('dir/b.iso').mirrors).to.equal(d.mirrors)
     expect([...file('dir/b.iso').mirrors]).to.deep.equal([1, 2])
     // The refresh left a and c where they were and replaced b.
@@ -65,8 +56,8 @@ describe(`serve snapshot: interned mirror sets and stored digests (${backend})`,
     expect({sets: snap.mirrorSets.sets, slots: snap.mirrorSets.allocated}).to.deep.equal({sets: 2, slots: 5})
 
     // c moves to a set no file had: a new set, a keeps its own.
-    await sql`UPDATE file SET mirrors = '{3,1}' WHERE path = 'dir/c.iso'`.execute(database.db)
-    expect(await refreshSnapshot(database, snap)).to.deep.equal({mirrors: 3, updated: 1, deleted: 0})
+    await sql`UPDATE file SET mirrors = '{3,1}' WHERE path = 'dir/c.iso'`.execute(store.database.db)
+    expect(await refreshSnapshot(store.database, snap)).to.deep.equal({mirrors: 3, updated: 1, deleted: 0})
     expect([...file('dir/c.iso').mirrors]).to.deep.equal([3, 1])
     expect(file('dir/c.iso').mirrors).to.not.equal(a.mirrors)
     expect([...file('dir/a.iso').mirrors]).to.deep.equal([1, 2, 3])
@@ -75,7 +66,7 @@ describe(`serve snapshot: interned mirror sets and stored digests (${backend})`,
   })
 
   it('reads the digests back as the hex the index holds', async () => {
-    const snap = await loadSnapshot(database)
+    const snap = await loadSnapshot(store.database)
     const hashed = snap.files.get('hashed.iso')!
     expect({md5: hashed.md5, sha1: hashed.sha1, sha256: hashed.sha256}).to.deep.equal({md5: MD5, sha1: SHA1, sha256: SHA256})
     const upper = snap.files.get('upper.iso')!

@@ -1,25 +1,21 @@
 import {expect} from 'chai'
 import {sql} from 'kysely'
 import pg from 'pg'
-import type {Database} from '../../src/lib/db/index.js'
 import {loadSnapshot, refreshSnapshot} from '../../src/lib/serve/snapshot.js'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {backend, useTestDatabase} from '../helpers/db.js'
 
 describe(`serve snapshot load and incremental refresh (${backend})`, () => {
-  let tdb: TestDatabase
-  let database: Database
+  const store = useTestDatabase()
 
   before(async () => {
-    tdb = await createTestDatabase()
-    database = await tdb.open()
-    await database.db
+    await store.database.db
       .insertInto('mirror')
       .values([
         {id: 1, identifier: 'a.example', http_url: 'http://a.example/', country: 'DE'},
         {id: 2, identifier: 'b.example', http_url: 'http://b.example/', country: 'FR'},
       ] as any)
       .execute()
-    await database.db
+    await store.database.db
       .insertInto('file')
       .values([
         {path: 'keep.iso', size: 10, mtime: 1, mirrors: [1, 2]},
@@ -27,16 +23,11 @@ describe(`serve snapshot load and incremental refresh (${backend})`, () => {
         {path: 'drop.iso', size: 30, mtime: 3, mirrors: []},
       ])
       .execute()
-    await sql`UPDATE file SET md5 = 'd41d8cd98f00b204e9800998ecf8427e', hashed_size = size, hashed_mtime = mtime WHERE path = 'keep.iso'`.execute(database.db)
-  })
-
-  after(async () => {
-    await database?.close()
-    await tdb?.drop()
+    await sql`UPDATE file SET md5 = 'd41d8cd98f00b204e9800998ecf8427e', hashed_size = size, hashed_mtime = mtime WHERE path = 'keep.iso'`.execute(store.database.db)
   })
 
   it('loads mirrors and files with sizes, mtimes, mirror sets and fresh hashes', async () => {
-    const snap = await loadSnapshot(database)
+    const snap = await loadSnapshot(store.database)
     expect([...snap.mirrors.keys()]).to.deep.equal([1, 2])
     expect(snap.mirrors.get(1)).to.include({identifier: 'a.example', httpUrl: 'http://a.example/', country: 'DE', continent: 'EU', enabled: true})
     expect(snap.files.size).to.equal(3)
@@ -46,39 +37,39 @@ describe(`serve snapshot load and incremental refresh (${backend})`, () => {
   })
 
   it('applies inserts, updates, deletes and mirror changes; a refresh without changes applies nothing', async () => {
-    const snap = await loadSnapshot(database)
-    expect(await refreshSnapshot(database, snap)).to.deep.equal({mirrors: 2, updated: 0, deleted: 0})
-    await sql`UPDATE file SET mirrors = '{2}', size = 21 WHERE path = 'change.iso'`.execute(database.db)
-    await sql`DELETE FROM file WHERE path = 'drop.iso'`.execute(database.db)
-    await sql`INSERT INTO file (path, size, mtime, mirrors) VALUES ('new.iso', 40, 4, '{1,2}')`.execute(database.db)
-    await sql`UPDATE mirror SET enabled = false WHERE id = 2`.execute(database.db)
-    expect(await refreshSnapshot(database, snap)).to.deep.equal({mirrors: 2, updated: 2, deleted: 1})
+    const snap = await loadSnapshot(store.database)
+    expect(await refreshSnapshot(store.database, snap)).to.deep.equal({mirrors: 2, updated: 0, deleted: 0})
+    await sql`UPDATE file SET mirrors = '{2}', size = 21 WHERE path = 'change.iso'`.execute(store.database.db)
+    await sql`DELETE FROM file WHERE path = 'drop.iso'`.execute(store.database.db)
+    await sql`INSERT INTO file (path, size, mtime, mirrors) VALUES ('new.iso', 40, 4, '{1,2}')`.execute(store.database.db)
+    await sql`UPDATE mirror SET enabled = false WHERE id = 2`.execute(store.database.db)
+    expect(await refreshSnapshot(store.database, snap)).to.deep.equal({mirrors: 2, updated: 2, deleted: 1})
     expect([...snap.files.keys()].sort()).to.deep.equal(['change.iso', 'keep.iso', 'new.iso'])
     expect(snap.files.get('change.iso')).to.include({size: 21})
     expect([...snap.files.get('change.iso')!.mirrors]).to.deep.equal([2])
     expect(snap.mirrors.get(2)!.enabled).to.equal(false)
-    expect(await refreshSnapshot(database, snap)).to.deep.equal({mirrors: 2, updated: 0, deleted: 0})
+    expect(await refreshSnapshot(store.database, snap)).to.deep.equal({mirrors: 2, updated: 0, deleted: 0})
     // Deleted and re-created between two refreshes: present afterwards.
-    await sql`DELETE FROM file WHERE path = 'new.iso'`.execute(database.db)
-    await sql`INSERT INTO file (path, size, mtime) VALUES ('new.iso', 41, 5)`.execute(database.db)
-    await refreshSnapshot(database, snap)
+    await sql`DELETE FROM file WHERE path = 'new.iso'`.execute(store.database.db)
+    await sql`INSERT INTO file (path, size, mtime) VALUES ('new.iso', 41, 5)`.execute(store.database.db)
+    await refreshSnapshot(store.database, snap)
     expect(snap.files.get('new.iso')).to.include({size: 41})
   })
 
   if (backend === 'postgres') {
     it('misses no commit of a transaction that was in flight at the previous refresh', async () => {
-      const snap = await loadSnapshot(database)
-      const slow = new pg.Client({connectionString: tdb.url})
+      const snap = await loadSnapshot(store.database)
+      const slow = new pg.Client({connectionString: store.test.url})
       await slow.connect()
       try {
         await slow.query('BEGIN')
         await slow.query(`INSERT INTO file (path, size, mtime) VALUES ('slow.iso', 50, 5)`)
-        await sql`INSERT INTO file (path, size, mtime) VALUES ('fast.iso', 60, 6)`.execute(database.db)
-        await refreshSnapshot(database, snap)
+        await sql`INSERT INTO file (path, size, mtime) VALUES ('fast.iso', 60, 6)`.execute(store.database.db)
+        await refreshSnapshot(store.database, snap)
         expect(snap.files.has('fast.iso')).to.equal(true)
         expect(snap.files.has('slow.iso')).to.equal(false)
         await slow.query('COMMIT')
-        const result = await refreshSnapshot(database, snap)
+        const result = await refreshSnapshot(store.database, snap)
         expect(snap.files.get('slow.iso')).to.include({size: 50})
         expect(result.updated).to.equal(1) // only the late commit, not fast.iso again
       } finally {
@@ -89,7 +80,7 @@ describe(`serve snapshot load and incremental refresh (${backend})`, () => {
 
   /** Commits a new file from another connection; resolves to the number of connections reading the file table. */
   async function lateCommit(): Promise<number> {
-    const other = new pg.Client({connectionString: tdb.url})
+    const other = new pg.Client({connectionString: store.test.url})
     await other.connect()
     try {
       await other.query(`INSERT INTO file (path, size, mtime) VALUES ('late.iso', 1, 1)`)
@@ -104,10 +95,10 @@ describe(`serve snapshot load and incremental refresh (${backend})`, () => {
 
   it('loads more than 200,000 files in two halves of one consistent view', async function () {
     this.timeout(120_000)
-    await sql`INSERT INTO file (path, size, mtime, mirrors) SELECT 'bulk/' || n, n, n, '{1}' FROM generate_series(1, 200000) n`.execute(database.db)
-    const [{n: total}] = (await sql<{n: number}>`SELECT count(*)::int AS n FROM file`.execute(database.db)).rows
+    await sql`INSERT INTO file (path, size, mtime, mirrors) SELECT 'bulk/' || n, n, n, '{1}' FROM generate_series(1, 200000) n`.execute(store.database.db)
+    const [{n: total}] = (await sql<{n: number}>`SELECT count(*)::int AS n FROM file`.execute(store.database.db)).rows
     let late: Promise<number> | undefined
-    const snap = await loadSnapshot(database, () => {
+    const snap = await loadSnapshot(store.database, () => {
       // On PostgreSQL: a commit during the load, from another connection, stays out of it, and
       // two connections read the file table at once.
       if (backend === 'postgres' && !late) late = lateCommit()
@@ -117,6 +108,6 @@ describe(`serve snapshot load and incremental refresh (${backend})`, () => {
     expect(snap.files.has('late.iso')).to.equal(false)
     expect(snap.files.get('bulk/1')).to.include({size: 1, mtime: 1})
     expect([...snap.files.get('bulk/200000')!.mirrors]).to.deep.equal([1])
-    await sql`DELETE FROM file WHERE path LIKE 'bulk/%' OR path = 'late.iso'`.execute(database.db)
+    await sql`DELETE FROM file WHERE path LIKE 'bulk/%' OR path = 'late.iso'`.execute(store.database.db)
   })
 })

@@ -1,3 +1,4 @@
+// @store-independent: signature links and the meta4 format
 /**
  * Detached signatures beside origin files: the 302 links `FILE.asc` (or `.sig`) as
  * `rel=describedby; type="application/pgp-signature"`, the meta4 carries an armored one in
@@ -11,24 +12,20 @@ import {join} from 'node:path'
 import {expect} from 'chai'
 import {validateXML} from 'xmllint-wasm'
 import {ConfigSchema} from '../../src/lib/config/schema.js'
-import type {Database} from '../../src/lib/db/index.js'
 import {indexOrigin} from '../../src/lib/origin/index.js'
 import {type RunningServer, startServe} from '../../src/lib/serve/run.js'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {backend, useTestDatabase} from '../helpers/db.js'
 
 const SCHEMA = readFileSync(new URL('../fixtures/metalink/metalink4.rng', import.meta.url), 'utf8')
 const ARMORED = '-----BEGIN PGP SIGNATURE-----\n\niHUEABYKAB0WIQTexample<&>\n=abcd\n-----END PGP SIGNATURE-----'
 
 describe(`signatures beside files in mb serve (${backend})`, () => {
-  let test: TestDatabase
-  let database: Database
+  const store = useTestDatabase()
   let root: string
   let running: RunningServer
   let base: string
 
   before(async () => {
-    test = await createTestDatabase()
-    database = await test.open()
     root = mkdtempSync(join(tmpdir(), 'mb-signature-'))
     writeFileSync(join(root, 'signed.iso'), randomBytes(100_000))
     writeFileSync(join(root, 'signed.iso.asc'), `${ARMORED}\n`)
@@ -37,25 +34,23 @@ describe(`signatures beside files in mb serve (${backend})`, () => {
     writeFileSync(join(root, 'tiny.iso'), randomBytes(5000))
     writeFileSync(join(root, 'tiny.iso.asc'), randomBytes(6000))
     writeFileSync(join(root, 'plain.iso'), randomBytes(100_000))
-    await indexOrigin(database.db, root)
-    const row = await database.db
+    await indexOrigin(store.database.db, root)
+    const row = await store.database.db
       .insertInto('mirror')
       .values({identifier: 'm.mirror', http_url: 'http://m.mirror/pub/', country: 'DE', continent: 'EU', last_scan_ok_at: new Date()} as any)
       .returning('id')
       .executeTakeFirstOrThrow()
-    await database.db
+    await store.database.db
       .updateTable('file')
       .set({mirrors: [row.id]})
       .execute()
     // Retries off: every request here comes from 127.0.0.1, and repeats would walk the ranking.
-    running = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, select: {retry_window_seconds: 0}, log_level: 'silent'}), {database})
+    running = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, select: {retry_window_seconds: 0}, log_level: 'silent'}), {database: store.database})
     base = running.url
   })
 
   after(async () => {
     await running?.close()
-    await database?.close()
-    await test?.drop()
     if (root) rmSync(root, {recursive: true, force: true})
   })
 
@@ -84,7 +79,7 @@ describe(`signatures beside files in mb serve (${backend})`, () => {
   it('follows mb index: a signature added later is linked, a removed one no more', async () => {
     writeFileSync(join(root, 'plain.iso.asc'), `${ARMORED}\n`)
     rmSync(join(root, 'signed.iso.asc'))
-    await indexOrigin(database.db, root)
+    await indexOrigin(store.database.db, root)
     let plain: string[] = []
     for (let i = 0; i < 100 && plain.length === 0; i++) {
       await new Promise((resolve) => setTimeout(resolve, 100))
@@ -92,7 +87,7 @@ describe(`signatures beside files in mb serve (${backend})`, () => {
     }
     expect(plain).to.deep.equal([`<${base}/plain.iso.asc>; rel=describedby; type="application/pgp-signature"`])
     expect(await signatureLinks('signed.iso')).to.deep.equal([])
-    const rows = await database.db.selectFrom('file').select(['path', 'signature']).where('signature', 'is not', null).orderBy('path').execute()
+    const rows = await store.database.db.selectFrom('file').select(['path', 'signature']).where('signature', 'is not', null).orderBy('path').execute()
     expect(rows).to.deep.equal([
       {path: 'binary.iso', signature: '.sig'},
       {path: 'plain.iso', signature: '.asc'},

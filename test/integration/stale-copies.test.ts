@@ -4,44 +4,35 @@
  * refresh answers from memory; a refresh, a full reload or another version reads again.
  */
 import {expect} from 'chai'
-import type {Database} from '../../src/lib/db/index.js'
 import {StaleCopiesCache} from '../../src/lib/metalink/stale-copies.js'
 import {Snapshot} from '../../src/lib/serve/snapshot.js'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {backend, useTestDatabase} from '../helpers/db.js'
 
 describe(`mirror list: outdated copies kept between snapshot refreshes (${backend})`, () => {
-  let test: TestDatabase
-  let database: Database
+  const store = useTestDatabase()
   const file = {path: 'big.iso', size: 10_000, mtime: 1_700_000_000}
   let fileId = 0
 
   before(async () => {
-    test = await createTestDatabase()
-    database = await test.open()
-    await database.db.insertInto('mirror').values({id: 2, identifier: 'de.example.org', http_url: 'http://de.example.org/'}).execute()
-    await database.db.insertInto('mirror').values({id: 3, identifier: 'fr.example.org', http_url: 'http://fr.example.org/'}).execute()
-    const row = await database.db
+    await store.database.db.insertInto('mirror').values({id: 2, identifier: 'de.example.org', http_url: 'http://de.example.org/'}).execute()
+    await store.database.db.insertInto('mirror').values({id: 3, identifier: 'fr.example.org', http_url: 'http://fr.example.org/'}).execute()
+    const row = await store.database.db
       .insertInto('file')
       .values({...file, mirrors: []})
       .returning('id')
       .executeTakeFirstOrThrow()
     fileId = Number(row.id)
-    await database.db.insertInto('mirror_file_stale').values({mirror_id: 2, file_id: fileId, size: 9000, mtime: file.mtime}).execute()
-  })
-
-  after(async () => {
-    await database.close()
-    await test.drop()
+    await store.database.db.insertInto('mirror_file_stale').values({mirror_id: 2, file_id: fileId, size: 9000, mtime: file.mtime}).execute()
   })
 
   it('reads the copies once per refresh and version, and again after a refresh', async () => {
-    const cache = new StaleCopiesCache(database)
+    const cache = new StaleCopiesCache(store.database)
     const snapshot = new Snapshot()
     snapshot.refreshedAt = 1000
     const first = await cache.of(snapshot, file)
     expect([...first]).to.deep.equal([[2, {size: 9000, mtime: file.mtime}]])
     // A scan finds a second outdated copy; until the next refresh the kept answer stands.
-    await database.db.insertInto('mirror_file_stale').values({mirror_id: 3, file_id: fileId, size: 8000, mtime: null}).execute()
+    await store.database.db.insertInto('mirror_file_stale').values({mirror_id: 3, file_id: fileId, size: 8000, mtime: null}).execute()
     expect(await cache.of(snapshot, file)).to.equal(first)
     snapshot.refreshedAt = 3000
     const refreshed = await cache.of(snapshot, file)
@@ -52,7 +43,7 @@ describe(`mirror list: outdated copies kept between snapshot refreshes (${backen
     // Another version of the path (the snapshot holds it before the index row does): read anew, and it has none.
     expect((await cache.of(snapshot, {...file, size: 10_001})).size).to.equal(0)
     // A full reload is a new snapshot object.
-    await database.db.deleteFrom('mirror_file_stale').where('mirror_id', '=', 3).execute()
+    await store.database.db.deleteFrom('mirror_file_stale').where('mirror_id', '=', 3).execute()
     const reloaded = new Snapshot()
     reloaded.refreshedAt = 3000
     expect([...(await cache.of(reloaded, file))]).to.deep.equal([[2, {size: 9000, mtime: file.mtime}]])

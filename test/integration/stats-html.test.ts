@@ -1,3 +1,4 @@
+// @store-independent: the HTML report in Chromium
 /**
  * `mb stats --html FILE`: the self-contained report opens in headless Chromium (Debian's
  * `chromium` package) without console errors or network access, and the downloads-per-day

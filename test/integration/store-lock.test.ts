@@ -1,3 +1,4 @@
+// @store-independent: the embedded store's lock file (no database)
 /**
  * The embedded store's lock (src/lib/db/lock-file.ts) across real processes: a lock left by a
  * SIGKILLed holder is taken over by exactly one of many concurrent openers, a live lock is never

@@ -1,3 +1,4 @@
+// @store-independent: verified redirects: HEAD checks against nginx mirrors
 /**
  * Verified redirects through a real `mb serve` with real nginx mirrors (their access logs
  * count the HEADs), a TCP server that accepts and never answers, and a refused port:

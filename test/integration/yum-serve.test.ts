@@ -1,3 +1,4 @@
+// @store-independent: the MirrorManager formats
 /**
  * `mb serve`'s MirrorManager-style routes on both stores: the repomd.xml history that
  * `mb index` keeps, the answers for unknown repos and missing parameters, the
@@ -9,26 +10,22 @@ import {join} from 'node:path'
 import {expect} from 'chai'
 import {sql} from 'kysely'
 import {ConfigSchema} from '../../src/lib/config/schema.js'
-import type {Database} from '../../src/lib/db/index.js'
 import {indexOrigin} from '../../src/lib/origin/index.js'
 import {type RunningServer, startServe} from '../../src/lib/serve/run.js'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {backend, useTestDatabase} from '../helpers/db.js'
 
 const DIR = 'f/42/x86_64/os'
 const repomd = (stamp: number) =>
   `<?xml version="1.0" encoding="UTF-8"?>\n<repomd xmlns="http://linux.duke.edu/metadata/repo"><revision>${stamp}</revision><data type="primary"><timestamp>${stamp}</timestamp></data></repomd>\n`
 
 describe(`MirrorManager-style dnf routes of mb serve (${backend})`, () => {
-  let test: TestDatabase
-  let database: Database
+  const store = useTestDatabase()
   let root: string
   let running: RunningServer
   let base: string
   let ids: Record<string, number>
 
   before(async () => {
-    test = await createTestDatabase()
-    database = await test.open()
     root = mkdtempSync(join(tmpdir(), 'mb-yum-'))
     mkdirSync(join(root, DIR, 'repodata'), {recursive: true})
     const file = join(root, DIR, 'repodata', 'repomd.xml')
@@ -37,27 +34,27 @@ describe(`MirrorManager-style dnf routes of mb serve (${backend})`, () => {
     // An apt archive beside the dnf repository, for mirrors.txt.
     mkdirSync(join(root, 'debian', 'dists', 'bookworm'), {recursive: true})
     writeFileSync(join(root, 'debian', 'dists', 'bookworm', 'Release'), 'Suite: bookworm\n')
-    await indexOrigin(database.db, root)
+    await indexOrigin(store.database.db, root)
     ids = {}
     for (const [identifier, extra] of [
       ['pub.mirror', {}],
       ['campus.mirror', {prefix_only: true, prefixes: ['127.0.0.0/8']}],
     ] as const) {
-      const row = await database.db
+      const row = await store.database.db
         .insertInto('mirror')
         .values({identifier, http_url: `http://${identifier}/pub/`, https_url: `https://${identifier}/pub/`, country: 'DE', continent: 'EU', last_scan_ok_at: new Date(), ...extra} as any)
         .returning('id')
         .executeTakeFirstOrThrow()
       ids[identifier] = row.id
     }
-    await database.db
+    await store.database.db
       .updateTable('file')
       .set({mirrors: [ids['pub.mirror'], ids['campus.mirror']]})
       .execute()
     // Version 2: the index records it and keeps version 1, with the mirrors that held it.
     writeFileSync(file, repomd(2000))
     utimesSync(file, 2000, 2000)
-    await indexOrigin(database.db, root)
+    await indexOrigin(store.database.db, root)
     const config = ConfigSchema.parse({
       root,
       serve: {listen: '127.0.0.1:0', poll_seconds: 0.2},
@@ -70,20 +67,18 @@ describe(`MirrorManager-style dnf routes of mb serve (${backend})`, () => {
         ],
       },
     })
-    running = await startServe(config, {database})
+    running = await startServe(config, {database: store.database})
     base = running.url
   })
 
   after(async () => {
     await running?.close()
-    await database?.close()
-    await test?.drop()
     if (root) rmSync(root, {recursive: true, force: true})
   })
 
   it('keeps each repomd.xml version with the mirrors of the one it replaced', async () => {
     const rows = await sql<{repo_timestamp: string | number; mirrors: string; replaced: boolean}>`
-      SELECT repo_timestamp, array_to_string(mirrors, ',') AS mirrors, replaced_at IS NOT NULL AS replaced FROM repomd_history ORDER BY repo_timestamp`.execute(database.db)
+      SELECT repo_timestamp, array_to_string(mirrors, ',') AS mirrors, replaced_at IS NOT NULL AS replaced FROM repomd_history ORDER BY repo_timestamp`.execute(store.database.db)
     expect(rows.rows.map((r) => [Number(r.repo_timestamp), r.mirrors, r.replaced])).to.deep.equal([
       [1000, `${ids['pub.mirror']},${ids['campus.mirror']}`, true],
       [2000, '', false],
@@ -147,7 +142,7 @@ describe(`MirrorManager-style dnf routes of mb serve (${backend})`, () => {
       log_level: 'silent',
       yum: {repos: [{repo: 'f-42', arch: 'x86_64', path: 'f/42/$arch/os'}]},
     })
-    const other = await startServe(config, {database})
+    const other = await startServe(config, {database: store.database})
     try {
       const list = (await (await fetch(`${other.url}/mirrorlist?repo=f-42&arch=x86_64`)).text()).trimEnd().split('\n')
       expect(list.at(-1)).to.match(/^https:\/\/dl\.example\.org\/mb\//)
@@ -191,7 +186,7 @@ describe(`MirrorManager-style dnf routes of mb serve (${backend})`, () => {
     let rows: Array<{repo: string; arch: string; bucket: number; hits: number}> = []
     for (let i = 0; i < 50 && rows.length === 0; i++) {
       await new Promise((resolve) => setTimeout(resolve, 200))
-      rows = (await sql<{repo: string; arch: string; bucket: number; hits: string | number}>`SELECT repo, arch, bucket, hits FROM stats_countme`.execute(database.db)).rows.map((r) => ({
+      rows = (await sql<{repo: string; arch: string; bucket: number; hits: string | number}>`SELECT repo, arch, bucket, hits FROM stats_countme`.execute(store.database.db)).rows.map((r) => ({
         ...r,
         hits: Number(r.hits),
       }))
@@ -200,13 +195,13 @@ describe(`MirrorManager-style dnf routes of mb serve (${backend})`, () => {
   })
 
   it('records a repomd.xml change that mb serve --watch sees, with the mirrors of the version it replaces', async () => {
-    await database.db
+    await store.database.db
       .updateTable('file')
       .set({mirrors: [ids['pub.mirror']]})
       .execute()
     const watching = await startServe(
       ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, watch: true}, log_level: 'silent', yum: {repos: [{repo: 'f-42', arch: 'x86_64', path: 'f/42/$arch/os'}]}}),
-      {database},
+      {database: store.database},
     )
     try {
       await new Promise((resolve) => setTimeout(resolve, 500))
@@ -217,7 +212,7 @@ describe(`MirrorManager-style dnf routes of mb serve (${backend})`, () => {
       for (let i = 0; i < 100 && rows.length < 3; i++) {
         await new Promise((resolve) => setTimeout(resolve, 100))
         const result = await sql<{repo_timestamp: string | number; mirrors: string; replaced: boolean}>`
-          SELECT repo_timestamp, array_to_string(mirrors, ',') AS mirrors, replaced_at IS NOT NULL AS replaced FROM repomd_history ORDER BY repo_timestamp`.execute(database.db)
+          SELECT repo_timestamp, array_to_string(mirrors, ',') AS mirrors, replaced_at IS NOT NULL AS replaced FROM repomd_history ORDER BY repo_timestamp`.execute(store.database.db)
         rows = result.rows.map((r) => [Number(r.repo_timestamp), r.mirrors, r.replaced])
       }
       expect(rows).to.deep.equal([

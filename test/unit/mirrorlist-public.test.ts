@@ -7,37 +7,30 @@ import {expect} from 'chai'
 import type {MirrorRow} from '../../src/lib/db/schema.js'
 import {buildDocument} from '../../src/lib/metalink/document.js'
 import {buildMirrorList, outdatedCopies, renderMirrorListHtml} from '../../src/lib/metalink/mirrorlist.js'
-import {CLEARED_VALUES} from '../../src/lib/mirrors/validate.js'
 import {parseIp} from '../../src/lib/net.js'
 import {type ClientInfo, compileMirror, compileSelectOptions, type SelectFile, type SelectMirror, select} from '../../src/lib/select/index.js'
+import {mirrorRow, ROW_NOW} from '../helpers/mirror-row.js'
 
-const NOW = 1_800_000_000
+const NOW = ROW_NOW
 
 function row(id: number, overrides: Partial<MirrorRow> = {}): MirrorRow {
-  return {
-    ...CLEARED_VALUES,
-    id,
+  return mirrorRow(id, {
     identifier: `m${id}.example.org`,
-    http_url: `http://m${id}.example.org/pub/`,
     https_url: null,
     country: 'DE',
-    continent: 'EU',
-    score: 100,
-    enabled: true,
+    http_up: undefined,
+    https_up: undefined,
+    status: undefined,
     country_only: false,
     region_only: false,
     as_only: false,
     prefix_only: false,
     fallback: false,
-    up: true,
-    ipv6: null,
-    needs_rescan: false,
-    last_scan_ok_at: new Date((NOW - 600) * 1000),
     admin: 'Admin Person',
     admin_email: 'admin-secret@example.org',
     comment: 'INTERNAL-NOTE',
     ...overrides,
-  } as MirrorRow
+  })
 }
 
 const options = compileSelectOptions({})

@@ -1,40 +1,20 @@
 import {expect} from 'chai'
 import type {MirrorRow} from '../../src/lib/db/schema.js'
-import {CLEARED_VALUES} from '../../src/lib/mirrors/validate.js'
 import {parseIp} from '../../src/lib/net.js'
 import {networkPathKey} from '../../src/lib/select/hash.js'
 import {type ClientInfo, clientNetworkKey, compileMirror, compileSelectOptions, MirrorTable, type SelectFile, type Selection, select} from '../../src/lib/select/index.js'
+import {mirrorRow, ROW_NOW} from '../helpers/mirror-row.js'
 
 /**
  * The ranking choices an admin or a client network makes visible: IPv6 clients under
  * `select.ipv6` (prefer | require), `other_countries` sharing a country's load, and
  * `select.sticky_key` (network | network+path) with its stickiness and score shares.
  */
-const NOW = 1_800_000_000
+const NOW = ROW_NOW
 /** networkPathKey(key of 192.0.2.0/24, 'iso/distro-1.0.iso'): fixed forever, or stickiness breaks across versions. */
 const GOLDEN = 3419018741
 
-function row(id: number, overrides: Partial<MirrorRow> = {}): MirrorRow {
-  return {
-    ...CLEARED_VALUES,
-    id,
-    identifier: `m${id}`,
-    http_url: `http://m${id}.example.org/pub/`,
-    https_url: `https://m${id}.example.org/pub/`,
-    country: 'GB',
-    continent: 'EU',
-    score: 100,
-    enabled: true,
-    up: true,
-    http_up: true,
-    https_up: true,
-    ipv6: null,
-    status: {},
-    needs_rescan: false,
-    last_scan_ok_at: new Date((NOW - 600) * 1000),
-    ...overrides,
-  } as MirrorRow
-}
+const row = mirrorRow
 
 function table(...rows: MirrorRow[]): MirrorTable {
   return new MirrorTable(rows.map((r) => compileMirror(r)))

@@ -1,42 +1,22 @@
 import {expect} from 'chai'
 import type {MirrorRow} from '../../src/lib/db/schema.js'
 import {ConfigSchema} from '../../src/lib/config/schema.js'
-import {CLEARED_VALUES} from '../../src/lib/mirrors/validate.js'
 import {baseOutcome, type CheckResult} from '../../src/lib/probe/probe.js'
 import {type MirrorState, nextState} from '../../src/lib/probe/state.js'
 import {probeStateText, probeSummaryJson} from '../../src/lib/probe/history.js'
 import {describeProbe} from '../../src/lib/probe/once.js'
 import type {MirrorRoundResult} from '../../src/lib/probe/run.js'
 import {type ClientInfo, compileMirror, compileSelectOptions, MirrorTable, type Selection, type SelectMirror, select} from '../../src/lib/select/index.js'
+import {mirrorRow, ROW_NOW} from '../helpers/mirror-row.js'
 
 /**
  * Probe health per scheme and the two rules that read it: `scheme_down` (the scheme the
  * client would be sent over failed its probes) and `unprobed` (`select.unprobed: skip`).
  */
-const NOW = 1_800_000_000
+const NOW = ROW_NOW
 const T0 = new Date(NOW * 1000)
 
-function row(id: number, overrides: Partial<MirrorRow> = {}): MirrorRow {
-  return {
-    ...CLEARED_VALUES,
-    id,
-    identifier: `m${id}`,
-    http_url: `http://m${id}.example.org/pub/`,
-    https_url: `https://m${id}.example.org/pub/`,
-    country: 'GB',
-    continent: 'EU',
-    score: 100,
-    enabled: true,
-    up: true,
-    http_up: true,
-    https_up: true,
-    ipv6: null,
-    status: {},
-    needs_rescan: false,
-    last_scan_ok_at: new Date((NOW - 600) * 1000),
-    ...overrides,
-  } as MirrorRow
-}
+const row = mirrorRow
 
 const GB: ClientInfo = {ip: '81.2.69.142', https: false, country: 'GB', continent: 'EU'}
 const GB_HTTPS: ClientInfo = {...GB, https: true}

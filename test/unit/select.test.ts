@@ -2,7 +2,6 @@ import {expect} from 'chai'
 import type {MirrorRow} from '../../src/lib/db/schema.js'
 import {distanceKm} from '../../src/lib/geo/distance.js'
 import {parseIp} from '../../src/lib/net.js'
-import {CLEARED_VALUES} from '../../src/lib/mirrors/validate.js'
 import {
   type ClientInfo,
   type SelectFile,
@@ -15,6 +14,7 @@ import {
   select as selectFn,
   uniform,
 } from '../../src/lib/select/index.js'
+import {mirrorRow, ROW_NOW} from '../helpers/mirror-row.js'
 
 /**
  * `select()`, with every explained call checked against the hot path (explain false), which
@@ -34,31 +34,24 @@ function select(...args: Parameters<typeof selectFn>): Selection {
   return s
 }
 
-const NOW = 1_800_000_000 // fixed clock, Unix seconds
+const NOW = ROW_NOW // fixed clock, Unix seconds
 
 /** A mirror row with defaults, as the database returns it. */
 function row(id: number, overrides: Partial<MirrorRow> = {}): MirrorRow {
-  return {
-    ...CLEARED_VALUES,
-    id,
-    identifier: `m${id}`,
+  return mirrorRow(id, {
     http_url: `http://m${id}.example.org/pub`,
-    https_url: `https://m${id}.example.org/pub/`,
-    score: 100,
-    enabled: true,
+    country: null,
+    continent: null,
+    http_up: undefined,
+    https_up: undefined,
     country_only: false,
     region_only: false,
     as_only: false,
     prefix_only: false,
     fallback: false,
-    up: true,
-    ipv6: null,
-    status: {},
     status_reason: null,
     status_changed_at: null,
-    needs_rescan: false,
     last_scan_at: new Date((NOW - 600) * 1000),
-    last_scan_ok_at: new Date((NOW - 600) * 1000),
     last_scan_error: null,
     last_scan_protocol: 'rsync',
     last_scan_files: 10,
@@ -68,7 +61,7 @@ function row(id: number, overrides: Partial<MirrorRow> = {}): MirrorRow {
     updated_at: new Date(0),
     txid: '1',
     ...overrides,
-  } as MirrorRow
+  })
 }
 
 function mirrors(...rows: MirrorRow[]): Map<number, SelectMirror> {
