@@ -28,6 +28,7 @@ import * as m0018 from './0018_mirror_range_url_changed.js'
 import * as m0020 from './0020_removed_mirror.js'
 import * as m0021 from './0021_mirror_file_bad.js'
 import * as m0022 from './0022_mirror_sync_trace.js'
+import * as m0023 from './0023_mirror_file_trace.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_init': m0001,
@@ -47,4 +48,5 @@ export const migrations: Record<string, Migration> = {
   '0020_removed_mirror': m0020,
   '0021_mirror_file_bad': m0021,
   '0022_mirror_sync_trace': m0022,
+  '0023_mirror_file_trace': m0023,
 }

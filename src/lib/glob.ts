@@ -59,3 +59,14 @@ export function globProblem(pattern: string): string | undefined {
   if (source === '$^') return 'it can match no path'
   return undefined
 }
+
+/**
+ * Builds the include/exclude filter for origin paths: a path counts when it matches every
+ * non-empty include list (global, then per mirror) and no exclude glob. Globs are picomatch
+ * with `dot: true`.
+ */
+export function pathFilter(include: string[][], exclude: string[]): (path: string) => boolean {
+  const includes = include.filter((list) => list.length > 0).map((list) => picomatch(list, {dot: true}))
+  const excludes = exclude.length > 0 ? picomatch(exclude, {dot: true}) : undefined
+  return (path) => includes.every((m) => m(path)) && !excludes?.(path)
+}

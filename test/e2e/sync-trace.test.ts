@@ -23,6 +23,8 @@ describe(`sync traces with nginx mirrors (${backend})`, function () {
   let root: string
   let config: string
   let originTrace: number
+  /** The time in synced.test's trace (a test below moves it on). */
+  let syncedTrace: number
   const nginx: RunningServer[] = []
   let serve: ServeProcess | undefined
 
@@ -133,6 +135,38 @@ describe(`sync traces with nginx mirrors (${backend})`, function () {
     expect((await explain(config)).ranked.map((r: any) => r.mirror).sort()).to.deep.equal(['lagging.test', 'synced.test'])
   })
 
+  it('with select.trust_trace, a moved trace vouches for new files in folders the mirror holds, until the next scan decides', async () => {
+    const trust = join(work, 'trust.yaml')
+    writeFileSync(trust, readFileSync(config, 'utf8').replace('sync:\n', 'select:\n  trust_trace: true\nsync:\n  margin_seconds: 0\n'))
+    // The origin publishes two files; synced.test copies one of them, then writes a newer trace (a lie about the other).
+    writeFileSync(join(root, 'pub', 'new.iso'), Buffer.alloc(30_000, 'n'))
+    writeFileSync(join(root, 'pub', 'gone.iso'), Buffer.alloc(30_000, 'g'))
+    const indexed = await mb(['index', '--config', trust], {env: tdb.env})
+    expect(indexed.code, indexed.stderr).to.equal(0)
+    cpSync(join(root, 'pub', 'new.iso'), join(work, 'synced.test', 'pub', 'new.iso'), {preserveTimestamps: true})
+    await new Promise((r) => setTimeout(r, 1100))
+    syncedTrace = Math.floor(Date.now() / 1000)
+    writeFileSync(join(work, 'synced.test', TRACE), `${syncedTrace}\n`)
+    const round = await mb(['probe', '--json', '--config', trust], {env: tdb.env})
+    expect(round.code, round.stderr).to.equal(0)
+    const trace = Object.fromEntries(round.json().mirrors.map((m: any) => [m.identifier, m.trace]))
+    expect(trace['synced.test'].trusted).to.deep.equal(['pub/gone.iso', 'pub/new.iso'])
+    expect(trace['lagging.test']).to.deep.equal({unchanged: true})
+    const holders = async (path: string) => {
+      const lookup = await mb(['file', 'lookup', path, '--json', '--config', trust], {env: tdb.env})
+      expect(lookup.code, lookup.stderr).to.equal(0)
+      return lookup.json().files[0].mirrors.map((m: any) => `${m.identifier} by ${m.by}`)
+    }
+    expect(await holders('pub/new.iso')).to.deep.equal(['synced.test by trace'])
+    const text = await mb(['file', 'lookup', 'pub/new.iso', '--config', trust], {env: tdb.env})
+    expect(text.stdout).to.match(/synced\.test\s.*trace \(no scan yet\)/)
+    // The scan confirms what it lists and takes out what it does not.
+    const scanned = await mb(['scan', 'synced.test', '--config', trust], {env: tdb.env})
+    expect(scanned.code, scanned.stderr).to.equal(0)
+    expect(await holders('pub/new.iso')).to.deep.equal(['synced.test by scan'])
+    expect(await holders('pub/gone.iso')).to.deep.equal([])
+  })
+
   it('mb serve --watch writes the origin trace when it starts, and shows each lag in /mirrors and the metrics', async () => {
     rmSync(join(root, TRACE))
     serve = await startServe(['--config', config, '--watch', '--metrics-listen', '127.0.0.1:0'], tdb.env)
@@ -145,7 +179,7 @@ describe(`sync traces with nginx mirrors (${backend})`, function () {
     const behind = written - (originTrace - 7200)
     expect(lag['lagging.test'][0]).to.be.closeTo(behind, 60)
     expect(lag['lagging.test'][1]).to.equal(true)
-    expect(lag['synced.test'][0]).to.be.closeTo(written - originTrace, 60)
+    expect(lag['synced.test'][0]).to.be.closeTo(Math.max(0, written - syncedTrace), 60)
     expect(lag['garbage.test']).to.deep.equal([null, false])
     const html = (await request(serve.port, '/mirrors')).body.toString()
     const markers = html.match(/<circle class="marker[\s\S]*?<\/circle>/g) ?? []

@@ -177,7 +177,7 @@ describe(`mb file lookup (${backend})`, () => {
     expect(r.code, r.stderr).to.equal(0)
     const files = r.json().files
     expect(files.map((f: any) => f.path)).to.deep.equal(['iso/distro 2.0 #beta.iso', 'iso/distro-1.0.iso'])
-    expect(files[0].mirrors).to.deep.equal([{id: ids['us.example'], identifier: 'us.example', country: 'US', url: 'http://us.example/pub/iso/distro%202.0%20%23beta.iso'}])
+    expect(files[0].mirrors).to.deep.equal([{id: ids['us.example'], identifier: 'us.example', country: 'US', url: 'http://us.example/pub/iso/distro%202.0%20%23beta.iso', by: 'scan'}])
     const dir = await mb(['file', 'lookup', 'iso/*', '--json'], {env})
     expect(dir.json().files.map((f: any) => f.path)).to.deep.equal(['iso/SHA256SUMS', 'iso/distro 2.0 #beta.iso', 'iso/distro-1.0.iso'])
     const text = await mb(['file', 'lookup', 'iso/distro*.iso', '--client-ip', '175.16.199.0'], {env})

@@ -134,7 +134,7 @@ describe(`symlinks on the origin (${backend})`, function () {
     expect(lookup.code, lookup.stderr).to.equal(0)
     const f = lookup.json().files[0]
     expect(f).to.deep.include({path: WAR, requested: 'war-stable/latest/jenkins.war', size: 10_000})
-    expect(f.mirrors).to.deep.equal([{id: 1, identifier: 'm.example', country: 'DE', url: `http://m.example/pub/${WAR}`}])
+    expect(f.mirrors).to.deep.equal([{id: 1, identifier: 'm.example', country: 'DE', url: `http://m.example/pub/${WAR}`, by: 'scan'}])
     const text = await mb(['file', 'lookup', 'war-stable/latest.war'], {env})
     expect(text.stdout.split('\n')[0]).to.match(new RegExp(`^path: +${WAR.replace(/\./g, '\\.')}$`))
     expect(text.stdout.split('\n')[1]).to.match(/^via link: +war-stable\/latest\.war -> war-stable\/2\.249\.1\/jenkins\.war$/)

@@ -54,6 +54,16 @@ With --client-ip, also explain the choice \`mb serve\` would make for that clien
 /** What the country column says for a mirror without a country. */
 const LOCATION_UNKNOWN = 'location unknown'
 
+/** The mirrors holding the file; a `by` column when a sync trace vouched for some copy (`select.trust_trace`). */
+function holdersTable(mirrors: FileLookup['mirrors']): string {
+  return renderTable(mirrors, [
+    {header: 'mirror', get: (m) => m.identifier},
+    {header: 'country', get: (m) => m.country ?? LOCATION_UNKNOWN},
+    {header: 'url', get: (m) => m.url},
+    ...(mirrors.some((m) => m.by === 'trace') ? [{header: 'by', get: (m: FileLookup['mirrors'][number]) => (m.by === 'trace' ? 'trace (no scan yet)' : 'scan')}] : []),
+  ])
+}
+
 function render(f: FileLookup): string {
   const lines: string[] = []
   const record: Array<[string, unknown]> = [
@@ -65,15 +75,7 @@ function render(f: FileLookup): string {
   if (f.hashes) record.push(['md5', f.hashes.md5], ['sha1', f.hashes.sha1], ['sha256', f.hashes.sha256])
   record.push(['mirrors', `${f.mirrors.length} hold this version`])
   lines.push(renderRecord(record))
-  if (f.mirrors.length > 0) {
-    lines.push(
-      renderTable(f.mirrors, [
-        {header: 'mirror', get: (m) => m.identifier},
-        {header: 'country', get: (m) => m.country ?? LOCATION_UNKNOWN},
-        {header: 'url', get: (m) => m.url},
-      ]),
-    )
-  }
+  if (f.mirrors.length > 0) lines.push(holdersTable(f.mirrors))
   if (f.stale.length > 0) {
     lines.push('outdated copies (size or mtime differ from the origin; not used until updated):')
     lines.push(

@@ -132,7 +132,13 @@ until a scan sees another size or mtime there or a later check passes.
     if (this.flags['fail-on-down'] && this.nagios) throw new UsageError('--fail-on-down and --format nagios exclude each other: the Nagios verdict is the exit code.')
     const config = this.mbConfig.probe
     const database = await this.openDb()
-    const round = await probeMirrors(database.db, config, {names, enable: this.flags.enable, jobs: config.jobs, tracePath: this.mbConfig.sync.trace_path})
+    const round = await probeMirrors(database.db, config, {
+      names,
+      enable: this.flags.enable,
+      jobs: config.jobs,
+      tracePath: this.mbConfig.sync.trace_path,
+      trustMarginSeconds: this.mbConfig.select.trust_trace ? this.mbConfig.sync.margin_seconds : undefined,
+    })
     if (config.on_change) {
       const script = config.on_change
       // A failed hook is an error to report (even with --quiet), not a failed round.

@@ -128,6 +128,17 @@ export interface MirrorFileBadTable {
   found_at: Generated<Date>
 }
 
+/** A copy a sync trace vouched for (`select.trust_trace`) at the origin version `size`/`mtime`, until a scan decides (migration 0023). */
+export interface MirrorFileTraceTable {
+  mirror_id: number
+  file_id: number
+  size: number
+  mtime: number
+  /** The mirror's trace time that vouched for the copy. */
+  trace_at: ColumnType<Date, Date | string, Date | string>
+  added_at: Generated<Date>
+}
+
 /** A symbolic link of the origin tree whose target lies inside the root (migration 0012). */
 export interface FileLinkTable {
   /** The link's path, relative to the root. */
@@ -254,6 +265,7 @@ export interface DB {
   file: FileTable
   mirror_file_stale: MirrorFileStaleTable
   mirror_file_bad: MirrorFileBadTable
+  mirror_file_trace: MirrorFileTraceTable
   file_tombstone: FileTombstoneTable
   file_link: FileLinkTable
   file_zsync: FileZsyncTable

@@ -27,6 +27,8 @@ export interface HoldingMirror {
   country: string | null
   /** Full URL (path percent-encoded), or null when the mirror has no usable URL. */
   url: string | null
+  /** How mb knows: its last scan listed this version (`scan`), or its sync trace vouched for it (`trace`, `select.trust_trace`) and no scan has decided yet. */
+  by: 'scan' | 'trace'
 }
 
 /** A mirror copy known to differ from the origin (from the last scan). */
@@ -179,6 +181,24 @@ async function staleCopies(database: Database, fileIds: number[]): Promise<Map<n
   return staleByFile
 }
 
+/** The copies of the files `fileIds` that sync traces vouched for (`mirror_file_trace`) at their current versions: file id → mirror ids. */
+async function tracedCopies(database: Database, fileIds: number[]): Promise<Map<number, Set<number>>> {
+  if (fileIds.length === 0) return new Map()
+  const rows = await database.db
+    .selectFrom('mirror_file_trace as t')
+    .innerJoin('file as f', (join) => join.onRef('f.id', '=', 't.file_id').onRef('f.size', '=', 't.size').onRef('f.mtime', '=', 't.mtime'))
+    .select(['t.mirror_id', 't.file_id'])
+    .where('t.file_id', 'in', fileIds)
+    .execute()
+  const byFile = new Map<number, Set<number>>()
+  for (const r of rows) {
+    const set = byFile.get(Number(r.file_id)) ?? new Set<number>()
+    byFile.set(Number(r.file_id), set)
+    set.add(Number(r.mirror_id))
+  }
+  return byFile
+}
+
 /** The corrupt copies of the files `fileIds` at their current versions: file id → mirror id → piece and time (Unix seconds). */
 async function corruptCopies(database: Database, fileIds: number[]): Promise<Map<number, Map<number, {piece: number; foundAt: number}>>> {
   const rows = await database.db
@@ -238,6 +258,10 @@ export async function lookupFiles(database: Database, config: Config, options: L
     database,
     rows.map((r) => r.id),
   )
+  const tracedByFile = await tracedCopies(
+    database,
+    rows.map((r) => r.id),
+  )
 
   const geo = facts === undefined ? undefined : await configuredGeo(config)
   const rules = facts === undefined ? undefined : compileRules(await listRules(database.db), mirrors)
@@ -253,7 +277,7 @@ export async function lookupFiles(database: Database, config: Config, options: L
     const held: HoldingMirror[] = []
     for (const id of r.mirrors) {
       const m = mirrors.get(Number(id))
-      if (m) held.push({id: m.id, identifier: m.identifier, country: m.country, url: safeUrl(m, r.path, https)})
+      if (m) held.push({id: m.id, identifier: m.identifier, country: m.country, url: safeUrl(m, r.path, https), by: tracedByFile.get(Number(r.id))?.has(m.id) ? 'trace' : 'scan'})
     }
     const result: FileLookup = {
       path: r.path,

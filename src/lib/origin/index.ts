@@ -90,6 +90,7 @@ export async function upsertOriginFiles(db: Kysely<DB>, files: OriginFile[]): Pr
     if (changedIds.length > 0) {
       await sql`DELETE FROM mirror_file_stale WHERE file_id = ANY(${changedIds}::int[])`.execute(db)
       await sql`DELETE FROM mirror_file_bad WHERE file_id = ANY(${changedIds}::int[])`.execute(db)
+      await sql`DELETE FROM mirror_file_trace WHERE file_id = ANY(${changedIds}::int[])`.execute(db)
     }
   }
   return {added, changed}

@@ -47,7 +47,12 @@ export function startBackgroundProbes(database: Database, config: Config, option
   let stopped = false
 
   async function round(): Promise<ProbeRound | null> {
-    const result = await probeMirrors(database.db, config.probe, {clients, resolver: options.resolver, tracePath: config.sync.trace_path})
+    const result = await probeMirrors(database.db, config.probe, {
+      clients,
+      resolver: options.resolver,
+      tracePath: config.sync.trace_path,
+      trustMarginSeconds: config.select.trust_trace ? config.sync.margin_seconds : undefined,
+    })
     for (const mirror of result.mirrors) {
       for (const t of mirror.transitions.filter((t) => t.scope === 'mirror'))
         logger?.warn({mirror: mirror.identifier, from: t.from, to: t.to, reason: t.reason}, `mirror ${mirror.identifier} is ${t.to}`)

@@ -11,6 +11,7 @@ import {ProbeClient, type Resolver} from './http.js'
 import {probeMirror, type CheckResult, type ProbeRequest} from './probe.js'
 import {chooseRequest, recordProbe, type Transition} from './state.js'
 import {readMirrorTrace, recordTrace, type TraceRead, type TraceTarget, traceUrl} from './trace.js'
+import {trustTrace} from './trust.js'
 
 /** Options of one round. */
 export interface ProbeRoundOptions {
@@ -26,6 +27,8 @@ export interface ProbeRoundOptions {
   resolver?: Resolver
   /** `sync.trace_path`: also read each mirror's copy of the sync trace (./trace.ts). */
   tracePath?: string
+  /** `sync.margin_seconds` under `select.trust_trace`: a trace that moved vouches for new files (./trust.ts). */
+  trustMarginSeconds?: number
 }
 
 /** One mirror's outcome in a round (the `--json` shape of `mb probe`, per mirror). */
@@ -62,7 +65,7 @@ export interface MirrorRoundResult {
   /** Set when the mirror could not be probed (no HTTP/HTTPS URL, or recording failed). */
   skipped?: string
   /** The read of the mirror's sync trace, with `tracePath`: the time it holds, unchanged since the last read, or why it could not be read. */
-  trace?: {synced_at: string} | {unchanged: true} | {error: string}
+  trace?: {synced_at: string; trusted?: string[]} | {unchanged: true} | {error: string}
 }
 
 /** The result of a round. */
@@ -115,13 +118,86 @@ function transitionJson(t: Transition) {
  * Reads and records `mirror`'s trace over the family of its first passing check (IPv4 first).
  * @returns the `trace` entry of the round's result
  */
-async function readTrace(db: Kysely<DB>, client: ProbeClient, mirror: TraceTarget & {id: number}, checks: CheckResult[], tracePath: string): Promise<NonNullable<MirrorRoundResult['trace']>> {
+async function readTrace(
+  db: Kysely<DB>,
+  client: ProbeClient,
+  mirror: TraceTarget & {id: number},
+  checks: CheckResult[],
+  options: {tracePath: string; trustMarginSeconds?: number},
+): Promise<NonNullable<MirrorRoundResult['trace']>> {
+  const {tracePath, trustMarginSeconds} = options
   const where = traceUrl(mirror, tracePath)
   const family = checks.find((c) => c.ok && c.family === 'ipv4')?.family ?? checks.find((c) => c.ok)?.family ?? 'ipv4'
   const read: TraceRead = 'error' in where ? {kind: 'error', error: where.error} : await readMirrorTrace(client, family, where.url, mirror.sync_validator)
   await recordTrace(db, mirror.id, read)
-  if (read.kind === 'time') return {synced_at: read.at.toISOString()}
+  if (read.kind === 'time') {
+    const trusted = trustMarginSeconds === undefined ? [] : await trustTrace(db, mirror.id, trustMarginSeconds)
+    return {synced_at: read.at.toISOString(), ...(trusted.length > 0 ? {trusted} : {})}
+  }
   return read.kind === 'unchanged' ? {unchanged: true} : {error: read.error}
+}
+
+/** The mirror columns a round reads. */
+type RoundMirror = {
+  id: number
+  identifier: string
+  http_url: string | null
+  https_url: string | null
+  base_path: string
+  enabled: boolean
+  up: boolean
+  http_up: boolean | null
+  https_up: boolean | null
+  status: unknown
+  sync_validator: string | null
+}
+
+/** Probes and records one mirror of a round (its trace too, with `options.tracePath`). */
+async function probeOne(db: Kysely<DB>, config: ProbeConfig, mirror: RoundMirror, clients: Map<number, ProbeClient>, options: ProbeRoundOptions): Promise<MirrorRoundResult> {
+  const base = {
+    id: mirror.id,
+    identifier: mirror.identifier,
+    enabled: mirror.enabled,
+    reenabled: false,
+    was_up: mirror.up,
+    up: mirror.up,
+    http_up: mirror.http_up,
+    https_up: mirror.https_up,
+    ipv6: null,
+    reason: null,
+    needs_rescan: false,
+    request: {kind: 'base'} as ProbeRequest,
+    checks: [],
+    transitions: [],
+  }
+  if (!mirror.http_url && !mirror.https_url) return {...base, skipped: 'no HTTP or HTTPS URL to probe'}
+  let client = clients.get(mirror.id)
+  if (!client) {
+    client = new ProbeClient(clientOptions(config, options.resolver))
+    clients.set(mirror.id, client)
+  }
+  const request = await chooseRequest(db, mirror, config)
+  const result = await probeMirror(mirror, {client, request})
+  const recorded = await recordProbe(db, result, config, {enable: options.enable})
+  if (!recorded) return {...base, request, checks: result.checks.map(checkJson), skipped: 'mirror was deleted while probing'}
+  const trace = options.tracePath && recorded.up ? await readTrace(db, client, mirror, result.checks, {tracePath: options.tracePath, trustMarginSeconds: options.trustMarginSeconds}) : undefined
+  return {
+    id: mirror.id,
+    identifier: mirror.identifier,
+    enabled: recorded.enabled,
+    reenabled: recorded.reenabled,
+    was_up: recorded.wasUp,
+    up: recorded.up,
+    http_up: recorded.httpUp,
+    https_up: recorded.httpsUp,
+    ipv6: recorded.ipv6,
+    reason: recorded.reason,
+    needs_rescan: recorded.needsRescan,
+    request,
+    checks: result.checks.map(checkJson),
+    transitions: recorded.transitions.map(transitionJson),
+    ...(trace ? {trace} : {}),
+  }
 }
 
 /**
@@ -146,56 +222,7 @@ export async function probeMirrors(db: Kysely<DB>, config: ProbeConfig, options:
   const clients = options.clients ?? new Map<number, ProbeClient>()
   const limit = pLimit(options.jobs ?? config.jobs)
   try {
-    const results = await Promise.all(
-      mirrors.map((mirror) =>
-        limit(async (): Promise<MirrorRoundResult> => {
-          const base = {
-            id: mirror.id,
-            identifier: mirror.identifier,
-            enabled: mirror.enabled,
-            reenabled: false,
-            was_up: mirror.up,
-            up: mirror.up,
-            http_up: mirror.http_up,
-            https_up: mirror.https_up,
-            ipv6: null,
-            reason: null,
-            needs_rescan: false,
-            request: {kind: 'base'} as ProbeRequest,
-            checks: [],
-            transitions: [],
-          }
-          if (!mirror.http_url && !mirror.https_url) return {...base, skipped: 'no HTTP or HTTPS URL to probe'}
-          let client = clients.get(mirror.id)
-          if (!client) {
-            client = new ProbeClient(clientOptions(config, options.resolver))
-            clients.set(mirror.id, client)
-          }
-          const request = await chooseRequest(db, mirror, config)
-          const result = await probeMirror(mirror, {client, request})
-          const recorded = await recordProbe(db, result, config, {enable: options.enable})
-          if (!recorded) return {...base, request, checks: result.checks.map(checkJson), skipped: 'mirror was deleted while probing'}
-          const trace = options.tracePath && recorded.up ? await readTrace(db, client, mirror, result.checks, options.tracePath) : undefined
-          return {
-            id: mirror.id,
-            identifier: mirror.identifier,
-            enabled: recorded.enabled,
-            reenabled: recorded.reenabled,
-            was_up: recorded.wasUp,
-            up: recorded.up,
-            http_up: recorded.httpUp,
-            https_up: recorded.httpsUp,
-            ipv6: recorded.ipv6,
-            reason: recorded.reason,
-            needs_rescan: recorded.needsRescan,
-            request,
-            checks: result.checks.map(checkJson),
-            transitions: recorded.transitions.map(transitionJson),
-            ...(trace ? {trace} : {}),
-          }
-        }),
-      ),
-    )
+    const results = await Promise.all(mirrors.map((mirror) => limit(() => probeOne(db, config, mirror, clients, options))))
     const probed = results.filter((r) => !r.skipped)
     return {
       at: at.toISOString(),

@@ -26,13 +26,13 @@
  * contract in docs/change-tracking.md.
  */
 import {type Kysely, sql} from 'kysely'
-import picomatch from 'picomatch'
 import type {Database} from '../db/index.js'
 import {scanLock} from '../db/locks.js'
 import type {DB} from '../db/schema.js'
 import {MbError, UsageError} from '../errors.js'
 import type {ListingEntry} from './types.js'
 import {inSubtree} from '../db/sql.js'
+import {pathFilter} from '../glob.js'
 import {trimLeadingSlashes, trimSlashes} from '../text.js'
 
 /** Rows per `unnest` insert into the temp table. */
@@ -123,17 +123,6 @@ function toOriginPath(basePath: string, mirrorPath: string): string | undefined 
   if (parts.some((p) => p === '' || p === '.' || p === '..')) return undefined
   const base = trimSlashes(basePath ?? '')
   return base ? `${base}/${rel}` : rel
-}
-
-/**
- * Builds the include/exclude filter for origin paths: a path counts when it matches every
- * non-empty include list (global, then per mirror) and no exclude glob. Globs are picomatch
- * with `dot: true`.
- */
-function pathFilter(include: string[][], exclude: string[]): (path: string) => boolean {
-  const includes = include.filter((list) => list.length > 0).map((list) => picomatch(list, {dot: true}))
-  const excludes = exclude.length > 0 ? picomatch(exclude, {dot: true}) : undefined
-  return (path) => includes.every((m) => m(path)) && !excludes?.(path)
 }
 
 /** Phase timings on stderr when MB_SCAN_DEBUG is set (for benchmarks): each call reports the time since the previous one. */
@@ -297,6 +286,8 @@ async function applyListing(trx: Kysely<DB>, pass: Pass, files: number, options:
   const {added, removed} = await updateMirrorSets(trx, pass, matchTable)
   await replaceStaleRows(trx, M, pass.scope, matchTable)
   await dropChangedBadCopies(trx, M, pass.scope, matchTable)
+  // The scan decides about copies a sync trace vouched for (src/lib/probe/trust.ts): kept above when listed, taken out when not.
+  await sql`DELETE FROM mirror_file_trace t USING file f WHERE t.mirror_id = ${M}::smallint AND f.id = t.file_id AND ${inSubtree(pass.scope, 'f.path')}`.execute(trx)
   pass.phase('stale rows')
   const originInScope = await countInScope(trx, carriedScope(pass.mirror.base_path, pass.scope))
   const total = pass.scope ? await countHeld(trx, M, '') : matched

@@ -111,6 +111,12 @@ export const SelectConfigSchema = z
       .describe(
         'Recent answers (client address, path) each `mb serve` process remembers for retries at most, rounded up to a power of two; the oldest are forgotten first (16 bytes each, allocated at start).',
       ),
+    trust_trace: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Trust the mirrors\' sync traces for new files: a file indexed (or changed) at T counts as held by a mirror whose trace is at least T + `sync.margin_seconds`, when its last scan saw the file\'s folder with other files it holds; marked `by trace` until the next scan confirms or removes it (docs/operations.md, "Sync traces").',
+      ),
     ...VERIFY_CONFIG,
   })
   .strict()
