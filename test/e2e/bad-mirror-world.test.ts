@@ -341,4 +341,103 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
     const runs = await twice('wget', ISO, (dir) => run('wget', ['--no-config', '-q', '-O', join(dir, 'big.iso'), `${url}/${ISO}`]))
     expect(runs, 'the first run goes to missing.se').to.equal(2)
   })
+  /** aria2c without any download option: only what keeps it hermetic (no user config) and its log readable. */
+  const ARIA2 = ['--no-conf', '--log=-', '--log-level=info', '--console-log-level=warn', '--summary-interval=0']
+
+  it('aria2c URL (GB): takes the meta4, ends by itself with the right bytes', async function () {
+    requireBinary(this, 'aria2c', 'aria2')
+    const dir = outDir('aria2c-url')
+    const r = await run('aria2c', [...ARIA2, '--dir', dir, `${client('aria2cUrl').url}/${ISO}`], {limitMs: 120_000})
+    expect(r.code, r.log.slice(-3000)).to.equal(0)
+    expect(sha256(readFileSync(join(dir, 'big.iso')))).to.equal(originSha(ISO))
+  })
+
+  it('aria2c URL.meta4 (SE): ends by itself with the right bytes', async function () {
+    requireBinary(this, 'aria2c', 'aria2')
+    const dir = outDir('aria2c-meta4')
+    const r = await run('aria2c', [...ARIA2, '--dir', dir, `${client('aria2cMeta4').url}/${ISO}.meta4`], {limitMs: 120_000})
+    expect(r.code, r.log.slice(-3000)).to.equal(0)
+    expect(sha256(readFileSync(join(dir, 'big.iso')))).to.equal(originSha(ISO))
+  })
+
+  it('aria2c --metalink-location=us URL.meta4 (GB): ends by itself with the right bytes', async function () {
+    requireBinary(this, 'aria2c', 'aria2')
+    const dir = outDir('aria2c-location')
+    const r = await run('aria2c', [...ARIA2, '--metalink-location=us', '--dir', dir, `${client('aria2cLocation').url}/${ISO}.meta4`], {limitMs: 120_000})
+    expect(r.code, r.log.slice(-3000)).to.equal(0)
+    expect(sha256(readFileSync(join(dir, 'big.iso')))).to.equal(originSha(ISO))
+  })
+
+  it.skip('wget2 --metalink URL.meta4 (GB): ends by itself with the right bytes', async function () {
+    requireBinary(this, 'wget2', 'wget2')
+    const dir = outDir('wget2')
+    const r = await run('wget2', ['--no-config', '--metalink', `${client('wget2').url}/${ISO}.meta4`], {cwd: dir, limitMs: 120_000})
+    expect(r.code, r.log.slice(-3000)).to.equal(0)
+    expect(sha256(readFileSync(join(dir, 'big.iso')))).to.equal(originSha(ISO))
+  })
+
+  it('zsync (US) updates an old copy, over Range, from a mirror that honours it', async function () {
+    requireBinary(this, 'zsync', 'zsync')
+    const dir = outDir('zsync')
+    const old = Buffer.from(isoBytes)
+    randomBytes(64 * KiB).copy(old, ISO_SIZE / 2)
+    writeFileSync(join(dir, 'big.iso.old'), old)
+    const r = await run('zsync', ['-q', '-i', 'big.iso.old', '-o', 'big.iso', `${client('zsync').url}/${ISO}.zsync`], {cwd: dir, limitMs: 120_000})
+    expect(r.code, r.log.slice(-3000)).to.equal(0)
+    expect(sha256(readFileSync(join(dir, 'big.iso')))).to.equal(originSha(ISO))
+  })
+
+  it.skip('transmission-cli on the .torrent (GB): web seeds only, ends by itself with the right bytes', async function () {
+    requireBinary(this, 'transmission-cli', 'transmission-cli')
+    const dir = outDir('transmission')
+    const config = join(dir, 'config')
+    mkdirSync(config)
+    // Hermetic: no DHT, LPD, PEX or port mapping; a seed ratio limit of 0 stops the torrent once
+    // complete, and transmission-cli exits when its torrent stops.
+    writeFileSync(
+      join(config, 'settings.json'),
+      JSON.stringify({
+        'dht-enabled': false,
+        'lpd-enabled': false,
+        'pex-enabled': false,
+        'utp-enabled': false,
+        'port-forwarding-enabled': false,
+        'ratio-limit-enabled': true,
+        'ratio-limit': 0,
+        'bind-address-ipv4': '127.0.0.1',
+        'bind-address-ipv6': '::1',
+        'peer-port': await freePort(),
+        'message-level': 2,
+      }),
+    )
+    const torrent = join(dir, 'big.iso.torrent')
+    const res = await fetch(`${client('transmission').url}/${ISO}.torrent`)
+    expect(res.status).to.equal(200)
+    writeFileSync(torrent, Buffer.from(await res.arrayBuffer()))
+    const r = await run('transmission-cli', ['-g', config, '-w', dir, torrent], {cwd: dir, limitMs: 180_000})
+    expect(r.code, r.log.slice(-3000)).to.equal(0)
+    expect(sha256(readFileSync(join(dir, 'big.iso')))).to.equal(originSha(ISO))
+  })
+
+  /** Runs dnf with everything (config, cache, installroot) under `out/NAME`, the repository given by `repoLine`. */
+  async function dnf(name: string, repoLine: string, args: string[]): Promise<{code: number; log: string}> {
+    const dir = outDir(name)
+    mkdirSync(join(dir, 'repos.d'), {recursive: true})
+    writeFileSync(join(dir, 'dnf.conf'), `[main]\ngpgcheck=0\ncachedir=${dir}/cache\npersistdir=${dir}/persist\nlogdir=${dir}/log\nreposdir=${dir}/repos.d\n`)
+    writeFileSync(join(dir, 'repos.d', 'mbtest.repo'), `[mbtest]\nname=mb test\n${repoLine}\ngpgcheck=0\nrepo_gpgcheck=0\n`)
+    return run('dnf', ['-c', join(dir, 'dnf.conf'), `--installroot=${dir}/root`, '--releasever=42', `--setopt=reposdir=${dir}/repos.d`, '--disableplugin=local', '-y', ...args], {limitMs: 240_000})
+  }
+
+  for (const [slot, label, line] of [
+    ['dnfMetalink', 'metalink=', (url: string) => `metalink=${url}/${REPO}/repodata/repomd.xml.metalink`],
+    ['dnfBaseurl', 'baseurl=', (url: string) => `baseurl=${url}/${REPO}/`],
+  ] as const) {
+    it(`dnf download with ${label} at mb (GB): the package, with the right bytes`, async function () {
+      requireBinary(this, 'dnf', 'dnf')
+      const dir = outDir(slot)
+      const r = await dnf(slot, line(client(slot).url), ['download', `--destdir=${dir}/dl`, 'mb-hello'])
+      expect(r.code, r.log.slice(-3000)).to.equal(0)
+      expect(sha256(readFileSync(join(dir, 'dl', RPM)))).to.equal(originSha(`${REPO}/Packages/${RPM}`))
+    })
+  }
 })
