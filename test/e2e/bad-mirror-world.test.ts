@@ -211,7 +211,8 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
     aria2cUrl: GB(2),
     aria2cMeta4: SE(2),
     aria2cLocation: GB(3),
-    wget2: GB(4),
+    wget2: SE(3),
+    wget2After: GB(4),
     zsync: US(1),
     transmission: GB(5),
     dnfMetalink: GB(6),
@@ -368,14 +369,6 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
     expect(sha256(readFileSync(join(dir, 'big.iso')))).to.equal(originSha(ISO))
   })
 
-  it.skip('wget2 --metalink URL.meta4 (GB): ends by itself with the right bytes', async function () {
-    requireBinary(this, 'wget2', 'wget2')
-    const dir = outDir('wget2')
-    const r = await run('wget2', ['--no-config', '--metalink', `${client('wget2').url}/${ISO}.meta4`], {cwd: dir, limitMs: 120_000})
-    expect(r.code, r.log.slice(-3000)).to.equal(0)
-    expect(sha256(readFileSync(join(dir, 'big.iso')))).to.equal(originSha(ISO))
-  })
-
   it('zsync (US) updates an old copy, over Range, from a mirror that honours it', async function () {
     requireBinary(this, 'zsync', 'zsync')
     const dir = outDir('zsync')
@@ -387,7 +380,7 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
     expect(sha256(readFileSync(join(dir, 'big.iso')))).to.equal(originSha(ISO))
   })
 
-  it.skip('transmission-cli on the .torrent (GB): web seeds only, ends by itself with the right bytes', async function () {
+  it('transmission-cli on the .torrent (GB): web seeds only, ends by itself with the right bytes', async function () {
     requireBinary(this, 'transmission-cli', 'transmission-cli')
     const dir = outDir('transmission')
     const config = join(dir, 'config')
@@ -440,4 +433,62 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
       expect(sha256(readFileSync(join(dir, 'dl', RPM)))).to.equal(originSha(`${REPO}/Packages/${RPM}`))
     })
   }
+  /** wget2 on `URL.meta4` from the client slot `slot`, in its own directory. */
+  async function wget2(slot: string) {
+    const dir = outDir(slot)
+    const r = await run('wget2', ['--no-config', '--metalink', `${client(slot).url}/${ISO}.meta4`], {cwd: dir, limitMs: 120_000})
+    expect(r.code, r.log.slice(-3000)).to.equal(0)
+    expect(sha256(readFileSync(join(dir, 'big.iso')))).to.equal(originSha(ISO))
+  }
+
+  it('wget2 --metalink URL.meta4 (SE, its first mirror missing the file): ends by itself with the right bytes', async function () {
+    requireBinary(this, 'wget2', 'wget2')
+    await wget2('wget2')
+  })
+
+  /** Paths of the copies corrupted on corrupt.gb that carry SHA-1 pieces (every file `mb index --hashes` hashed, from 4096 bytes). */
+  const corrupted = () => filesUnder(origin).filter((p) => statSync(join(origin, p)).size >= 4096)
+
+  it('one `mb probe --content` round finds every corrupt copy, and `mb file lookup` names it', async () => {
+    const r = await mb(['probe', '--content', '--all', '--json'], {env})
+    expect(r.code, r.stderr).to.equal(0)
+    const round = r.json()
+    const of = (name: string) => round.mirrors.find((m: {identifier: string}) => m.identifier === name)
+    const verdicts = (name: string) => Object.fromEntries(of(name).checks.map((c: {path: string; verdict: string}) => [c.path, c.verdict]))
+    const bad = verdicts('corrupt.gb')
+    expect(Object.keys(bad).sort()).to.deep.equal(corrupted().sort())
+    for (const path of corrupted()) expect(bad[path], path).to.equal('corrupt')
+    expect(of('corrupt.gb').marked_bad).to.equal(corrupted().length)
+    for (const verdict of Object.values(verdicts('missing.se'))) expect(verdict).to.equal('missing')
+    for (const name of ['good.nl', 'good.us']) for (const verdict of Object.values(verdicts(name))) expect(verdict, name).to.equal('ok')
+    expect(of('norange.us').skipped).to.match(/^no range/)
+    for (const path of corrupted()) {
+      const lookup = await mb(['file', 'lookup', path, '--client-ip', GB(1), '--json'], {env})
+      expect(lookup.code, lookup.stderr).to.equal(0)
+      const file = lookup.json().files[0]
+      expect(
+        file.corrupt.map((c: {identifier: string}) => c.identifier),
+        path,
+      ).to.deep.equal(['corrupt.gb'])
+      expect(file.explain.excluded.find((e: {mirror: string}) => e.mirror === 'corrupt.gb').reason, path).to.equal('corrupt')
+    }
+  })
+
+  it('wget2 --metalink URL.meta4 (GB), once the corrupt copy is found: ends by itself with the right bytes', async function () {
+    // wget2 checks the SHA-1 pieces but fetches a bad piece again from the same mirror: a
+    // corrupt first mirror keeps it busy until stopped (docs/selection.md, "Clients and bad
+    // mirrors"). No answer of mb's can change where wget2 fetches its pieces from; mb's part is
+    // to find the corrupt copy first (`mb probe --content`, or the background checks of `mb
+    // serve`), after which the meta4 no longer lists it.
+    requireBinary(this, 'wget2', 'wget2')
+    const deadline = Date.now() + 15_000
+    let meta4 = ''
+    while (Date.now() < deadline) {
+      meta4 = await (await fetch(`${client('wget2After').url}/${ISO}.meta4`)).text()
+      if (!meta4.includes(urls.get('corrupt.gb')!)) break
+      await new Promise((r) => setTimeout(r, 250))
+    }
+    expect(meta4).to.not.include(urls.get('corrupt.gb')!)
+    await wget2('wget2After')
+  })
 })

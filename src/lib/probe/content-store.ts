@@ -71,6 +71,24 @@ export interface CopyVerdict {
 }
 
 /**
+ * Takes the copies the mirror answered `404`/`410` for out of their files' mirror sets (in the
+ * caller's transaction), as its next scan would: a file gone since the scan that listed it
+ * must not wait for the next scan to stop drawing clients (wget2, for one, asks the same
+ * mirror again and again). No record is kept: the next scan that lists the file puts it back.
+ * Only copies of the file's current version count.
+ * @returns how many copies were taken out
+ */
+export async function removeMissingCopies(trx: Kysely<DB>, mirrorId: number, missing: CopyVerdict[]): Promise<number> {
+  if (missing.length === 0) return 0
+  const M = mirrorId
+  const removed = await sql`
+    UPDATE file SET mirrors = array_remove(mirrors, ${M}::smallint), txid = pg_current_xact_id()
+    FROM unnest(${missing.map((c) => c.fileId)}::int[], ${missing.map((c) => c.size)}::bigint[], ${missing.map((c) => c.mtime)}::bigint[]) AS p(id, size, mtime)
+    WHERE file.id = p.id AND file.size = p.size AND file.mtime = p.mtime AND ${M}::smallint = ANY(file.mirrors)`.execute(trx)
+  return Number(removed.numAffectedRows ?? 0)
+}
+
+/**
  * Records a round's verdicts on mirror `mirrorId` in the caller's transaction: `corrupt`
  * copies get (or keep) a `mirror_file_bad` row and leave the file's mirror set; `passed`
  * copies that had such a row lose it and join the set again. Only rows of the file's
