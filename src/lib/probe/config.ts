@@ -78,7 +78,14 @@ export const ProbeConfigSchema = z
       .int()
       .min(0)
       .default(64 * 1024 * 1024)
-      .describe('Bytes `mb probe --content` fetches from each mirror per round at most (one SHA-1 piece per checked copy; `--budget`).'),
+      .describe('Bytes `mb probe --content` fetches from each mirror per round at most (one SHA-1 piece per checked copy; `--budget`); for the background checks of `mb serve`, per mirror and hour.'),
+    content_interval_seconds: z
+      .number()
+      .min(0)
+      .default(0)
+      .describe(
+        'Seconds between the background content checks of `mb serve` (src/lib/probe/background-content.ts), each within its share of `content_budget_bytes` per mirror and hour; 0 = off (run `mb probe --content` from cron instead).',
+      ),
   })
   .strict()
 

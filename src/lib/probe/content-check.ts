@@ -154,8 +154,7 @@ async function checkOneMirror(database: Database, config: ProbeConfig, m: Mirror
   if (corrupt.length === 0 && passed.length === 0 && missing.length === 0) return result
   const recorded = await database.withLock(
     scanLock(m.id),
-    () =>
-      database.db.transaction().execute(async (trx) => ({...(await recordContentVerdicts(trx, m.id, corrupt, passed)), removed: await removeMissingCopies(trx, m.id, missing)})),
+    () => database.db.transaction().execute(async (trx) => ({...(await recordContentVerdicts(trx, m.id, corrupt, passed)), removed: await removeMissingCopies(trx, m.id, missing)})),
     () => undefined,
   )
   if (recorded === undefined) return {...result, not_recorded: 'a scan of this mirror was running; run the content check again'}
