@@ -27,6 +27,7 @@ import * as m0017 from './0017_redirect_rules.js'
 import * as m0018 from './0018_mirror_range_url_changed.js'
 import * as m0020 from './0020_removed_mirror.js'
 import * as m0021 from './0021_mirror_file_bad.js'
+import * as m0022 from './0022_mirror_bad_copies_suspect.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_init': m0001,
@@ -45,4 +46,5 @@ export const migrations: Record<string, Migration> = {
   '0018_mirror_range_url_changed': m0018,
   '0020_removed_mirror': m0020,
   '0021_mirror_file_bad': m0021,
+  '0022_mirror_bad_copies_suspect': m0022,
 }

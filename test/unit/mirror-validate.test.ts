@@ -313,6 +313,7 @@ describe('mirror rendering', () => {
     status_changed_at: null,
     needs_rescan: false,
     scan_refused_at: null,
+    bad_copies_suspect_at: null,
     range_ok: null,
     url_changed_at: null,
     last_scan_at: '2026-01-02T03:04:05.000Z',

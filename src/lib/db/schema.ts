@@ -65,6 +65,8 @@ export interface MirrorTable {
   range_ok: ColumnType<boolean | null, boolean | null | undefined, boolean | null>
   /** When `mb mirror edit` changed a base URL; set = out of selection until the next successful scan clears it (migration 0018). */
   url_changed_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
+  /** When content checks had found at least `probe.suspect_bad_copies` corrupt copies: suspect, out of selection until a round finds fewer or `--trust-scan` (migration 0022); null = not. */
+  bad_copies_suspect_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
   /** Where `mb push` sends the origin tree: `rsync://host/module/` or `user@host:path` (migration 0016); null = the mirror pulls. */
   push_url: string | null
   /** Globs (picomatch) on origin paths: when non-empty, only matching files are pushed. */

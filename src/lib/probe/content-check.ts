@@ -18,7 +18,7 @@ import type {Database} from '../db/index.js'
 import {scanLock} from '../db/locks.js'
 import type {ProbeConfig} from './config.js'
 import {type ContentVerdict, contentVerdict, type PieceAnswer, parseContentRange, type PlannedCheck, planContentChecks} from './content.js'
-import {contentCandidates, type CopyVerdict, pieceDigests, recordContentVerdicts, removeMissingCopies} from './content-store.js'
+import {contentCandidates, type CopyVerdict, pieceDigests, recordContentVerdicts, removeMissingCopies, updateBadCopiesSuspect} from './content-store.js'
 import {classifyError, type Family, ProbeClient, type Resolver} from './http.js'
 import {requestUrl} from './probe.js'
 import {clientOptions} from './run.js'
@@ -67,6 +67,8 @@ export interface MirrorContentResult {
   cleared: number
   /** Copies the mirror answered 404/410 for, taken out of their files' mirror sets until a scan lists them again. */
   removed_missing: number
+  /** The mirror has at least `probe.suspect_bad_copies` corrupt copies after this round: suspect, out of selection (reason `bad_copies`). Absent when the round recorded nothing. */
+  suspect?: boolean
   /** Set when the verdicts could not be recorded (a scan of the mirror was running). */
   not_recorded?: string
 }
@@ -151,14 +153,20 @@ async function checkOneMirror(database: Database, config: ProbeConfig, m: Mirror
   } finally {
     await client.close()
   }
-  if (corrupt.length === 0 && passed.length === 0 && missing.length === 0) return result
+  // Recorded even when nothing changed: the suspect mark follows the count of corrupt copies,
+  // which scans change too.
   const recorded = await database.withLock(
     scanLock(m.id),
-    () => database.db.transaction().execute(async (trx) => ({...(await recordContentVerdicts(trx, m.id, corrupt, passed)), removed: await removeMissingCopies(trx, m.id, missing)})),
+    () =>
+      database.db.transaction().execute(async (trx) => ({
+        ...(await recordContentVerdicts(trx, m.id, corrupt, passed)),
+        removed: await removeMissingCopies(trx, m.id, missing),
+        suspect: (await updateBadCopiesSuspect(trx, m.id, config.suspect_bad_copies)).suspect,
+      })),
     () => undefined,
   )
   if (recorded === undefined) return {...result, not_recorded: 'a scan of this mirror was running; run the content check again'}
-  return {...result, marked_bad: recorded.marked, cleared: recorded.cleared, removed_missing: recorded.removed}
+  return {...result, marked_bad: recorded.marked, cleared: recorded.cleared, removed_missing: recorded.removed, suspect: recorded.suspect}
 }
 
 /** The address family to check over: IPv4 when the host has it, else IPv6; undefined when it does not resolve. */

@@ -71,6 +71,26 @@ export interface CopyVerdict {
 }
 
 /**
+ * Makes mirror `mirrorId` suspect when it has at least `threshold` corrupt copies (rows of
+ * `mirror_file_bad` at their files' current versions), keeping the time it first became so,
+ * and clears the mark when it has fewer; `threshold` 0 never marks (and clears). In the
+ * caller's transaction; the `mirror` row's change reaches every `mb serve` at its refresh.
+ * @returns the mirror's corrupt copies and whether it is suspect now
+ */
+export async function updateBadCopiesSuspect(trx: Kysely<DB>, mirrorId: number, threshold: number): Promise<{badCopies: number; suspect: boolean}> {
+  const M = mirrorId
+  const counted = await sql<{n: string | number}>`
+    SELECT count(*) AS n FROM mirror_file_bad b JOIN file f ON f.id = b.file_id
+    WHERE b.mirror_id = ${M}::smallint AND b.size = f.size AND b.mtime = f.mtime`.execute(trx)
+  const badCopies = Number(counted.rows[0]?.n ?? 0)
+  const suspect = threshold > 0 && badCopies >= threshold
+  await sql`
+    UPDATE mirror SET bad_copies_suspect_at = ${suspect ? sql`coalesce(bad_copies_suspect_at, now())` : sql`NULL`}
+    WHERE id = ${M}::smallint AND bad_copies_suspect_at IS ${suspect ? sql`NULL` : sql`NOT NULL`}`.execute(trx)
+  return {badCopies, suspect}
+}
+
+/**
  * Takes the copies the mirror answered `404`/`410` for out of their files' mirror sets (in the
  * caller's transaction), as its next scan would: a file gone since the scan that listed it
  * must not wait for the next scan to stop drawing clients (wget2, for one, asks the same
