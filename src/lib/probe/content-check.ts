@@ -165,7 +165,7 @@ async function checkOneMirror(database: Database, config: ProbeConfig, m: Mirror
       })),
     () => undefined,
   )
-  if (recorded === undefined) return {...result, not_recorded: 'a scan of this mirror was running; run the content check again'}
+  if (recorded === undefined) return corrupt.length + passed.length + missing.length === 0 ? result : {...result, not_recorded: 'a scan of this mirror was running; run the content check again'}
   return {...result, marked_bad: recorded.marked, cleared: recorded.cleared, removed_missing: recorded.removed, suspect: recorded.suspect}
 }
 
