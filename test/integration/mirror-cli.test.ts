@@ -53,6 +53,7 @@ const KEYS = [
   'needs_rescan',
   'maintenance_until',
   'scan_refused_at',
+  'bad_copies_suspect_at',
   'url_changed_at',
   'last_scan_at',
   'last_scan_ok_at',
@@ -252,7 +253,7 @@ describe(`mb mirror (${backend})`, () => {
     const show = await mb(['mirror', 'show', 'MIRROR.EXAMPLE.G', '--json'], {env})
     expect(show.code, show.stderr).to.equal(0)
     const m = show.json()
-    expect(Object.keys(m)).to.deep.equal([...KEYS, 'bad_copies', 'probe'])
+    expect(Object.keys(m)).to.deep.equal([...KEYS, 'bad_copies', 'suspect_bad_copies', 'probe'])
     expect(m.bad_copies).to.equal(0)
     expect(m).to.deep.include({
       identifier: 'mirror.example.gb',

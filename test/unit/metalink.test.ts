@@ -48,6 +48,7 @@ function mirror(id: number, country: string | null, extra: Partial<SelectMirror>
     needsRescan: false,
     maintenanceUntil: null,
     scanRefusedAt: null,
+    badCopiesSuspectAt: null,
     familyUp: {},
     rangeOk: null,
     urlChangedAt: null,

@@ -313,6 +313,7 @@ describe('mirror rendering', () => {
     status_changed_at: null,
     needs_rescan: false,
     scan_refused_at: null,
+    bad_copies_suspect_at: null,
     range_ok: null,
     url_changed_at: null,
     synced_at: null,

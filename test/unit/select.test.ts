@@ -469,6 +469,13 @@ describe('select(): restrictions and exclusions', () => {
       detail:
         'suspect: its last scan, at 2027-01-15T07:59:00Z, was refused by the safety check (far fewer files than before: a wiped or truncated tree); a good `mb scan m1` or `mb mirror edit m1 --trust-scan` brings it back',
     },
+    {
+      name: 'suspect: too many corrupt copies',
+      mirror: {bad_copies_suspect_at: new Date((NOW - 60) * 1000)},
+      reason: 'bad_copies',
+      detail:
+        'suspect: since 2027-01-15T07:59:00Z, content checks have found at least `probe.suspect_bad_copies` corrupt copies on it (`mb mirror show m1`); a content round that finds fewer or `mb mirror edit m1 --trust-scan` brings it back',
+    },
     {name: 'outside the mirror subtree', mirror: {base_path: 'other'}, reason: 'not_in_subtree', detail: 'carries only other/'},
     {
       name: 'in a maintenance window',

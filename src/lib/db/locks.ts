@@ -46,3 +46,6 @@ export function scanLock(mirrorId: number): Lock {
 
 /** Held by `mb serve --probe-interval` while it probes; other replicas skip their round. */
 export const PROBE_LOCK: Lock = {name: 'probe', classId: PROBE_CLASS, objectId: 0}
+
+/** Held by `mb serve` (`probe.content_interval_seconds`) for one round of background content checks; other replicas skip theirs. */
+export const CONTENT_CHECK_LOCK: Lock = {name: 'content-check', classId: PROBE_CLASS, objectId: 1}

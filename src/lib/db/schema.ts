@@ -71,6 +71,8 @@ export interface MirrorTable {
   sync_error: ColumnType<string | null, string | null | undefined, string | null>
   /** The trace answer's validator (`etag:…` or `date:…`), sent back on the next read (migration 0022). */
   sync_validator: ColumnType<string | null, string | null | undefined, string | null>
+  /** When content checks had found at least `probe.suspect_bad_copies` corrupt copies: suspect, out of selection until a round finds fewer or `--trust-scan` (migration 0024); null = not. */
+  bad_copies_suspect_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
   /** Where `mb push` sends the origin tree: `rsync://host/module/` or `user@host:path` (migration 0016); null = the mirror pulls. */
   push_url: string | null
   /** Globs (picomatch) on origin paths: when non-empty, only matching files are pushed. */

@@ -361,17 +361,18 @@ export async function setEnabled(db: Kysely<DB>, name: string, enabled: boolean)
 
 /**
  * The operator's word that a suspect mirror (its last scan refused by the safety check,
- * `scan_refused_at` set) may be used again with the file set of its last good scan: clears
- * `scan_refused_at`. The next scan is checked as before, and makes it suspect again when it
- * is refused again.
+ * `scan_refused_at` set, or too many corrupt copies found, `bad_copies_suspect_at` set) may
+ * be used again with the file set of its last good scan: clears both. The next scan is
+ * checked as before, and makes it suspect again when it is refused again; so does the next
+ * content round that still finds too many corrupt copies.
  * @returns the row after the change and whether it changed (false when it was not suspect)
  * @throws MbError MIRROR_NOT_FOUND; UsageError AMBIGUOUS_MIRROR
  */
 export async function trustScan(db: Kysely<DB>, name: string): Promise<{mirror: MirrorRow; changed: boolean}> {
   return db.transaction().execute(async (trx) => {
     const current = await resolveMirror(trx, name)
-    if (current.scan_refused_at === null) return {mirror: current, changed: false}
-    const mirror = await trx.updateTable('mirror').set({scan_refused_at: null}).where('id', '=', current.id).returningAll().executeTakeFirstOrThrow()
+    if (current.scan_refused_at === null && current.bad_copies_suspect_at === null) return {mirror: current, changed: false}
+    const mirror = await trx.updateTable('mirror').set({scan_refused_at: null, bad_copies_suspect_at: null}).where('id', '=', current.id).returningAll().executeTakeFirstOrThrow()
     return {mirror, changed: true}
   })
 }
@@ -449,6 +450,8 @@ export interface PublicMirror {
   maintenance_until: string | null
   /** When the last scan was refused by the safety check (ISO 8601 UTC): the mirror is suspect, out of selection (`scan_refused`); null = not suspect. */
   scan_refused_at: string | null
+  /** Since when content checks have found at least `probe.suspect_bad_copies` corrupt copies (ISO 8601 UTC): suspect, out of selection (`bad_copies`); null = not. */
+  bad_copies_suspect_at: string | null
   /** When `mb mirror edit` changed a base URL (ISO 8601 UTC): out of selection (`url_changed`, "URL changed, awaiting scan") until the next successful scan; null = none waiting. */
   url_changed_at: string | null
   /** The time in the mirror's copy of the sync trace (ISO 8601 UTC; `sync.trace_path`): when the origin state it last copied was written; null = not read. */
@@ -529,6 +532,7 @@ export function publicMirror(row: MirrorRow, originTrace: Date | null = null): P
     needs_rescan: row.needs_rescan,
     maintenance_until: iso(row.maintenance_until),
     scan_refused_at: iso(row.scan_refused_at),
+    bad_copies_suspect_at: iso(row.bad_copies_suspect_at ?? null),
     url_changed_at: iso(row.url_changed_at),
     synced_at: iso(row.synced_at),
     sync_lag_seconds: syncLagSeconds(row.synced_at ? new Date(row.synced_at) : null, originTrace),

@@ -49,6 +49,8 @@ function yesNo(value: boolean | null): string | null {
 
 /** `mb mirror show`'s `suspect` line: since when the mirror is out of selection after a refused scan, and how it returns; `no` otherwise. */
 function suspect(m: PublicMirror): string {
+  if (!m.scan_refused_at && m.bad_copies_suspect_at)
+    return `yes, since ${shortTime(m.bad_copies_suspect_at)}: content checks found too many corrupt copies (probe.suspect_bad_copies), so no client is sent here (bad_copies) until a content round finds fewer or \`mb mirror edit ${m.identifier} --trust-scan\``
   if (!m.scan_refused_at) return 'no'
   return `yes, since ${shortTime(m.scan_refused_at)}: the last scan was refused by the safety check, so no client is sent here (scan_refused) until a good \`mb scan ${m.identifier}\` or \`mb mirror edit ${m.identifier} --trust-scan\``
 }
@@ -129,6 +131,7 @@ export const MIRROR_SHOW_FIELDS: Array<[label: string, get: (m: PublicMirror) =>
   ['maintenance_until', (m) => shortTime(m.maintenance_until)],
   ['suspect', (m) => suspect(m)],
   ['scan_refused_at', (m) => shortTime(m.scan_refused_at)],
+  ['bad_copies_suspect_at', (m) => shortTime(m.bad_copies_suspect_at)],
   ['url_changed_at', (m) => (m.url_changed_at === null ? null : `${shortTime(m.url_changed_at)} (URL changed, awaiting scan)`)],
   ['synced_at', (m) => shortTime(m.synced_at)],
   ['sync_lag_seconds', (m) => (m.sync_lag_seconds === null ? null : `${m.sync_lag_seconds} (${syncState(m)})`)],

@@ -78,7 +78,22 @@ export const ProbeConfigSchema = z
       .int()
       .min(0)
       .default(64 * 1024 * 1024)
-      .describe('Bytes `mb probe --content` fetches from each mirror per round at most (one SHA-1 piece per checked copy; `--budget`).'),
+      .describe('Bytes `mb probe --content` fetches from each mirror per round at most (one SHA-1 piece per checked copy; `--budget`); for the background checks of `mb serve`, per mirror and hour.'),
+    suspect_bad_copies: z
+      .number()
+      .int()
+      .min(0)
+      .default(10)
+      .describe(
+        'Corrupt copies (found by content checks) that make a mirror suspect, out of selection as after a refused scan, until a content round finds fewer or `mb mirror edit NAME --trust-scan`; 0 = never.',
+      ),
+    content_interval_seconds: z
+      .number()
+      .min(0)
+      .default(0)
+      .describe(
+        'Seconds between the background content checks of `mb serve` (src/lib/probe/background-content.ts), each within its share of `content_budget_bytes` per mirror and hour; 0 = off (run `mb probe --content` from cron instead).',
+      ),
   })
   .strict()
 

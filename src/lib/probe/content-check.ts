@@ -18,7 +18,7 @@ import type {Database} from '../db/index.js'
 import {scanLock} from '../db/locks.js'
 import type {ProbeConfig} from './config.js'
 import {type ContentVerdict, contentVerdict, type PieceAnswer, parseContentRange, type PlannedCheck, planContentChecks} from './content.js'
-import {contentCandidates, type CopyVerdict, pieceDigests, recordContentVerdicts} from './content-store.js'
+import {contentCandidates, type CopyVerdict, pieceDigests, recordContentVerdicts, removeMissingCopies, updateBadCopiesSuspect} from './content-store.js'
 import {classifyError, type Family, ProbeClient, type Resolver} from './http.js'
 import {requestUrl} from './probe.js'
 import {clientOptions} from './run.js'
@@ -65,6 +65,10 @@ export interface MirrorContentResult {
   /** Copies newly found corrupt (taken out of the mirror's sets), and corrupt copies that pass now (put back). */
   marked_bad: number
   cleared: number
+  /** Copies the mirror answered 404/410 for, taken out of their files' mirror sets until a scan lists them again. */
+  removed_missing: number
+  /** The mirror has at least `probe.suspect_bad_copies` corrupt copies after this round: suspect, out of selection (reason `bad_copies`). Absent when the round recorded nothing. */
+  suspect?: boolean
   /** Set when the verdicts could not be recorded (a scan of the mirror was running). */
   not_recorded?: string
 }
@@ -115,7 +119,7 @@ async function chooseMirrors(database: Database, names: string[]): Promise<Mirro
 
 /** Plans, fetches and records one mirror's checks. */
 async function checkOneMirror(database: Database, config: ProbeConfig, m: MirrorRow, budget: number, options: ContentRoundOptions): Promise<MirrorContentResult> {
-  const result: MirrorContentResult = {id: m.id, identifier: m.identifier, bytes: 0, checks: [], marked_bad: 0, cleared: 0}
+  const result: MirrorContentResult = {id: m.id, identifier: m.identifier, bytes: 0, checks: [], marked_bad: 0, cleared: 0, removed_missing: 0}
   const baseUrl = m.https_url ?? m.http_url
   if (!baseUrl) return {...result, skipped: 'no HTTP or HTTPS URL'}
   if (!m.up) return {...result, skipped: 'down'}
@@ -129,6 +133,7 @@ async function checkOneMirror(database: Database, config: ProbeConfig, m: Mirror
   const client = new ProbeClient(clientOptions(config, options.resolver))
   const corrupt: CopyVerdict[] = []
   const passed: CopyVerdict[] = []
+  const missing: CopyVerdict[] = []
   try {
     const family = await familyOf(client, baseUrl)
     for (const check of plan) {
@@ -143,18 +148,25 @@ async function checkOneMirror(database: Database, config: ProbeConfig, m: Mirror
       const copy = {fileId: check.candidate.fileId, size: check.candidate.size, mtime: check.candidate.mtime, piece: check.piece}
       if (verdict === 'corrupt') corrupt.push(copy)
       else if (verdict === 'ok' && wasBad) passed.push(copy)
+      else if (verdict === 'missing') missing.push(copy)
     }
   } finally {
     await client.close()
   }
-  if (corrupt.length === 0 && passed.length === 0) return result
+  // Recorded even when nothing changed: the suspect mark follows the count of corrupt copies,
+  // which scans change too.
   const recorded = await database.withLock(
     scanLock(m.id),
-    () => database.db.transaction().execute((trx) => recordContentVerdicts(trx, m.id, corrupt, passed)),
+    () =>
+      database.db.transaction().execute(async (trx) => ({
+        ...(await recordContentVerdicts(trx, m.id, corrupt, passed)),
+        removed: await removeMissingCopies(trx, m.id, missing),
+        suspect: (await updateBadCopiesSuspect(trx, m.id, config.suspect_bad_copies)).suspect,
+      })),
     () => undefined,
   )
-  if (recorded === undefined) return {...result, not_recorded: 'a scan of this mirror was running; run the content check again'}
-  return {...result, marked_bad: recorded.marked, cleared: recorded.cleared}
+  if (recorded === undefined) return corrupt.length + passed.length + missing.length === 0 ? result : {...result, not_recorded: 'a scan of this mirror was running; run the content check again'}
+  return {...result, marked_bad: recorded.marked, cleared: recorded.cleared, removed_missing: recorded.removed, suspect: recorded.suspect}
 }
 
 /** The address family to check over: IPv4 when the host has it, else IPv6; undefined when it does not resolve. */
@@ -174,7 +186,18 @@ async function familyOf(client: ProbeClient, baseUrl: string): Promise<Family | 
  * Never throws: failures are a null status with a reason code.
  */
 async function fetchPiece(client: ProbeClient, family: Family, url: string, check: PlannedCheck): Promise<PieceAnswer> {
-  const signal = AbortSignal.timeout(client.options.timeout * 1000)
+  // A timer of this request's own, cleared when it ends: a signal still armed after the body
+  // was given up would abort that body later, an 'error' event nothing listens to any more.
+  const controller = new AbortController()
+  const timer = setTimeout(() => controller.abort(), client.options.timeout * 1000)
+  try {
+    return await fetchPieceWith(client, family, url, check, controller.signal)
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+async function fetchPieceWith(client: ProbeClient, family: Family, url: string, check: PlannedCheck, signal: AbortSignal): Promise<PieceAnswer> {
   const origin = new URL(url).origin
   let current = new URL(url)
   for (let hop = 0; ; hop++) {
@@ -186,6 +209,7 @@ async function fetchPiece(client: ProbeClient, family: Family, url: string, chec
         headers: {'user-agent': client.options.userAgent, range: `bytes=${check.start}-${check.end}`, accept: '*/*'},
         signal,
       })
+      response.body.on('error', () => {}) // a body given up (destroyed, or left after a break) may still report its abort
       const status = response.statusCode
       const location = response.headers.location
       if (status >= 300 && status < 400 && status !== 304 && typeof location === 'string') {

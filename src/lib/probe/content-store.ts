@@ -71,6 +71,44 @@ export interface CopyVerdict {
 }
 
 /**
+ * Makes mirror `mirrorId` suspect when it has at least `threshold` corrupt copies (rows of
+ * `mirror_file_bad` at their files' current versions), keeping the time it first became so,
+ * and clears the mark when it has fewer; `threshold` 0 never marks (and clears). In the
+ * caller's transaction; the `mirror` row's change reaches every `mb serve` at its refresh.
+ * @returns the mirror's corrupt copies and whether it is suspect now
+ */
+export async function updateBadCopiesSuspect(trx: Kysely<DB>, mirrorId: number, threshold: number): Promise<{badCopies: number; suspect: boolean}> {
+  const M = mirrorId
+  const counted = await sql<{n: string | number}>`
+    SELECT count(*) AS n FROM mirror_file_bad b JOIN file f ON f.id = b.file_id
+    WHERE b.mirror_id = ${M}::smallint AND b.size = f.size AND b.mtime = f.mtime`.execute(trx)
+  const badCopies = Number(counted.rows[0]?.n ?? 0)
+  const suspect = threshold > 0 && badCopies >= threshold
+  await sql`
+    UPDATE mirror SET bad_copies_suspect_at = ${suspect ? sql`coalesce(bad_copies_suspect_at, now())` : sql`NULL`}
+    WHERE id = ${M}::smallint AND bad_copies_suspect_at IS ${suspect ? sql`NULL` : sql`NOT NULL`}`.execute(trx)
+  return {badCopies, suspect}
+}
+
+/**
+ * Takes the copies the mirror answered `404`/`410` for out of their files' mirror sets (in the
+ * caller's transaction), as its next scan would: a file gone since the scan that listed it
+ * must not wait for the next scan to stop drawing clients (wget2, for one, asks the same
+ * mirror again and again). No record is kept: the next scan that lists the file puts it back.
+ * Only copies of the file's current version count.
+ * @returns how many copies were taken out
+ */
+export async function removeMissingCopies(trx: Kysely<DB>, mirrorId: number, missing: CopyVerdict[]): Promise<number> {
+  if (missing.length === 0) return 0
+  const M = mirrorId
+  const removed = await sql`
+    UPDATE file SET mirrors = array_remove(mirrors, ${M}::smallint), txid = pg_current_xact_id()
+    FROM unnest(${missing.map((c) => c.fileId)}::int[], ${missing.map((c) => c.size)}::bigint[], ${missing.map((c) => c.mtime)}::bigint[]) AS p(id, size, mtime)
+    WHERE file.id = p.id AND file.size = p.size AND file.mtime = p.mtime AND ${M}::smallint = ANY(file.mirrors)`.execute(trx)
+  return Number(removed.numAffectedRows ?? 0)
+}
+
+/**
  * Records a round's verdicts on mirror `mirrorId` in the caller's transaction: `corrupt`
  * copies get (or keep) a `mirror_file_bad` row and leave the file's mirror set; `passed`
  * copies that had such a row lose it and join the set again. Only rows of the file's

@@ -110,7 +110,7 @@ export function planContentChecks(lists: CandidateLists, budgetBytes: number, ra
  * Verdicts of one check:
  * - `ok`: the piece's SHA-1 matches the index;
  * - `corrupt`: the mirror sent the piece and its SHA-1 differs;
- * - `missing`: 404 or 410 (the next scan takes the copy out);
+ * - `missing`: 404 or 410 (the copy leaves the file's mirror set at once, as the next scan would take it out; a scan that lists it puts it back);
  * - `size_differs`: the mirror's `Content-Range` names another total size (the next scan sees it);
  * - `no_range`: the mirror answered the ranged request with the whole file (200): not checked;
  * - `error`: no answer, another status, a short body or a redirect off the mirror's host.

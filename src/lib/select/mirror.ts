@@ -168,6 +168,7 @@ export function compileMirror(row: MirrorRow): SelectMirror {
     needsRescan: Boolean(row.needs_rescan),
     maintenanceUntil: maintenanceEnd(row.maintenance_until),
     scanRefusedAt: unixSeconds(row.scan_refused_at),
+    badCopiesSuspectAt: unixSeconds(row.bad_copies_suspect_at ?? null),
   })
 }
 

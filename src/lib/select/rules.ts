@@ -139,6 +139,13 @@ export const ELIGIBILITY_RULES = [
       `suspect: its last scan, at ${unixIso(m.scanRefusedAt!)}, was refused by the safety check (far fewer files than before: a wiped or truncated tree); a good \`mb scan ${m.identifier}\` or \`mb mirror edit ${m.identifier} --trust-scan\` brings it back`,
   },
   {
+    reason: 'bad_copies',
+    needs: 'mirror',
+    excludes: (m) => m.badCopiesSuspectAt !== null,
+    detail: (m) =>
+      `suspect: since ${unixIso(m.badCopiesSuspectAt!)}, content checks have found at least \`probe.suspect_bad_copies\` corrupt copies on it (\`mb mirror show ${m.identifier}\`); a content round that finds fewer or \`mb mirror edit ${m.identifier} --trust-scan\` brings it back`,
+  },
+  {
     reason: 'not_in_subtree',
     needs: 'request',
     appliesTo: (m) => m.basePath !== '',

@@ -120,6 +120,8 @@ export interface SelectMirror {
   maintenanceUntil: number | null
   /** Unix seconds (UTC) when its last scan was refused by the safety check (the mirror is suspect); null = not suspect. */
   scanRefusedAt: number | null
+  /** Unix seconds (UTC) since when content checks have found too many corrupt copies on it (`probe.suspect_bad_copies`: the mirror is suspect); null = not. */
+  badCopiesSuspectAt: number | null
 }
 
 /** A probe check's scheme and family, the keys of `SelectMirror.familyUp`. */

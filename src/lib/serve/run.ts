@@ -35,6 +35,7 @@ import {StaleReindexer} from '../origin/reindex.js'
 import {FormatStore} from '../metalink/formats.js'
 import {zsyncMinSize} from '../metalink/formats-config.js'
 import {type BackgroundProbes, startBackgroundProbes} from '../probe/background.js'
+import {type BackgroundContentChecks, startBackgroundContentChecks} from '../probe/background-content.js'
 import {RuleHitCounter} from '../rules/hits.js'
 import {StatsCollector} from '../stats/collector.js'
 import {retentionPolicy} from '../stats/config.js'
@@ -205,6 +206,7 @@ interface Parts {
   unwatch?: () => void
   pushAfter?: PushAfter
   probes?: BackgroundProbes
+  contentChecks?: BackgroundContentChecks
   metrics?: ServeMetrics
   reindexer?: StaleReindexer
 }
@@ -265,6 +267,7 @@ export async function startServe(config: Config, options: {database?: Database; 
     const url = httpUrl(address)
     logListening(logger, {url, server, database, keeper, loadSeconds, geo, config, version: options.version, configFile: options.configFile})
     if (config.serve.probe_interval > 0) parts.probes = startBackgroundProbes(database, config, {intervalSeconds: config.serve.probe_interval, logger})
+    if (config.probe.content_interval_seconds > 0) parts.contentChecks = startBackgroundContentChecks(database, config, {logger})
     const reloadable = {server, logger, accessLog: parts.accessLog, config, started: config, geo, readConfig: options.readConfig}
     return {server, url, close, reload: () => reloadServer(reloadable)}
   } catch (error) {
@@ -458,7 +461,7 @@ function logListening(
  * the rest still run.
  */
 async function stopParts(parts: Parts): Promise<void> {
-  const {logger, probes, server, unwatch, reindexer, pushAfter, stats, accessLog, metricsServer, keeper, database} = parts
+  const {logger, probes, contentChecks, server, unwatch, reindexer, pushAfter, stats, accessLog, metricsServer, keeper, database} = parts
   const step = async (name: string, fn: (() => unknown) | undefined) => {
     try {
       await fn?.()
@@ -467,6 +470,7 @@ async function stopParts(parts: Parts): Promise<void> {
     }
   }
   await step('probes', probes && (() => probes.stop()))
+  await step('content checks', contentChecks && (() => contentChecks.stop()))
   await step('listener', server && parts.listening ? () => server.close() : undefined)
   await step('watch', unwatch)
   await step('re-index', reindexer && (() => reindexer.close()))

@@ -1,0 +1,107 @@
+/**
+ * Background content checks inside `mb serve` (`probe.content_interval_seconds`,
+ * src/lib/probe/background-content.ts): rounds of `mb probe --content` on a timer, each within
+ * its share of `probe.content_budget_bytes` per mirror and hour. A local HTTP server with
+ * Range support plays a mirror whose copy was corrupted in place; a round takes the copy out
+ * of the file's mirror set, and nothing is fetched before the first interval has passed.
+ */
+import {expect} from 'chai'
+import {randomBytes} from 'node:crypto'
+import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {createServer, type Server} from 'node:http'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {sql} from 'kysely'
+import {ConfigSchema} from '../../src/lib/config/schema.js'
+import type {Database} from '../../src/lib/db/index.js'
+import {hashIndex} from '../../src/lib/origin/hash.js'
+import {indexOrigin} from '../../src/lib/origin/index.js'
+import {roundBudget, startBackgroundContentChecks} from '../../src/lib/probe/background-content.js'
+import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+
+const KiB = 1024
+
+describe(`mb serve's background content checks (${backend})`, function () {
+  this.timeout(60_000)
+  let tdb: TestDatabase
+  let database: Database
+  let root: string
+  let server: Server
+  let mirrorUrl: string
+  let mirrorId: number
+  const requests: string[] = []
+  const data = randomBytes(600 * KiB)
+  const corrupt = Buffer.from(data)
+
+  before(async () => {
+    for (let offset = 100; offset < corrupt.length; offset += 64 * KiB) corrupt[offset] ^= 0xff
+    root = mkdtempSync(join(tmpdir(), 'mb-bgcontent-'))
+    mkdirSync(join(root, 'pub'))
+    writeFileSync(join(root, 'pub', 'a.iso'), data)
+    server = createServer((req, res) => {
+      requests.push(`${req.method} ${req.url} ${req.headers.range ?? ''}`)
+      const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '')
+      if (req.url !== '/pub/a.iso') return void res.writeHead(404).end()
+      if (!m) return void res.writeHead(200, {'content-length': corrupt.length}).end(corrupt)
+      const start = Number(m[1])
+      const end = Math.min(Number(m[2]), corrupt.length - 1)
+      res.writeHead(206, {'content-range': `bytes ${start}-${end}/${corrupt.length}`, 'content-length': end - start + 1}).end(corrupt.subarray(start, end + 1))
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    mirrorUrl = `http://127.0.0.1:${(server.address() as {port: number}).port}/`
+    tdb = await createTestDatabase()
+    database = await tdb.open()
+    await indexOrigin(database.db, root)
+    await hashIndex(database, root, {jobs: 1})
+    const row = await database.db
+      .insertInto('mirror')
+      .values({identifier: 'bad.test', http_url: mirrorUrl, country: 'GB', continent: 'EU', up: true, range_ok: true, last_scan_ok_at: new Date()} as any)
+      .returning('id')
+      .executeTakeFirstOrThrow()
+    mirrorId = row.id
+    await sql`UPDATE file SET mirrors = ${`{${mirrorId}}`}::smallint[]`.execute(database.db)
+  })
+
+  after(async () => {
+    await database?.close()
+    await tdb?.drop()
+    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))
+    if (root) rmSync(root, {recursive: true, force: true})
+  })
+
+  const holders = async () => (await sql<{mirrors: number[]}>`SELECT mirrors FROM file WHERE path = 'pub/a.iso'`.execute(database.db)).rows[0].mirrors.map(Number)
+
+  it('gives each round its share of the hourly budget', () => {
+    expect(roundBudget(64 * 1024 * KiB, 300)).to.equal(Math.floor((64 * 1024 * KiB) / 12))
+    expect(roundBudget(3600, 1)).to.equal(1)
+    expect(roundBudget(1000, 7200)).to.equal(1000)
+  })
+
+  it('finds the corrupt copy on its timer, not before the first interval, and takes it out of selection', async () => {
+    // 1 s rounds within 360 KiB an hour: 102 bytes a round, too few for a piece.
+    const starved = startBackgroundContentChecks(database, ConfigSchema.parse({probe: {content_interval_seconds: 1, content_budget_bytes: 360 * KiB}}))
+    try {
+      expect(starved.roundBudgetBytes).to.equal(102)
+      const round = await starved.runOnce()
+      expect(round?.mirrors[0].skipped).to.match(/fits the budget/)
+    } finally {
+      await starved.stop()
+    }
+    expect(requests).to.deep.equal([])
+
+    // 1 s rounds within 1 GiB an hour: 291 KiB a round, one piece of 256 KiB.
+    const checks = startBackgroundContentChecks(database, ConfigSchema.parse({probe: {content_interval_seconds: 1, content_budget_bytes: 1024 * 1024 * KiB}}))
+    try {
+      expect(requests, 'nothing at the start').to.deep.equal([])
+      const deadline = Date.now() + 20_000
+      while (Date.now() < deadline && (await holders()).includes(mirrorId)) await new Promise((r) => setTimeout(r, 200))
+      expect(await holders()).to.deep.equal([])
+      expect(requests.length).to.be.at.least(1)
+      expect(requests[0]).to.match(/^GET \/pub\/a\.iso bytes=\d+-\d+$/)
+      const bad = await database.db.selectFrom('mirror_file_bad').selectAll().execute()
+      expect(bad.map((b) => Number(b.mirror_id))).to.deep.equal([mirrorId])
+    } finally {
+      await checks.stop()
+    }
+  })
+})
