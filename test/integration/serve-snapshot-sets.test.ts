@@ -1,7 +1,7 @@
 import {expect} from 'chai'
 import {sql} from 'kysely'
 import type {Database} from '../../src/lib/db/index.js'
-import {loadSnapshot, refreshSnapshot} from '../../src/lib/serve/snapshot.js'
+import {loadSnapshot, refreshSnapshot} from '../../src/lib/serve/snapshot/snapshot.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 
 const MD5 = 'd41d8cd98f00b204e9800998ecf8427e'

@@ -2,7 +2,7 @@ import {expect} from 'chai'
 import {sql} from 'kysely'
 import pg from 'pg'
 import type {Database} from '../../src/lib/db/index.js'
-import {loadSnapshot, refreshSnapshot} from '../../src/lib/serve/snapshot.js'
+import {loadSnapshot, refreshSnapshot} from '../../src/lib/serve/snapshot/snapshot.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 
 describe(`serve snapshot load and incremental refresh (${backend})`, () => {

@@ -6,7 +6,7 @@
 import {expect} from 'chai'
 import type {Database} from '../../src/lib/db/index.js'
 import {StaleCopiesCache} from '../../src/lib/metalink/stale-copies.js'
-import {Snapshot} from '../../src/lib/serve/snapshot.js'
+import {Snapshot} from '../../src/lib/serve/snapshot/snapshot.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 
 describe(`mirror list: outdated copies kept between snapshot refreshes (${backend})`, () => {

@@ -18,7 +18,7 @@ import {startStatsForwarder} from '../../src/lib/stats/cluster.js'
 import type {PathCounts} from '../../src/lib/stats/pending.js'
 import {pruneStats} from '../../src/lib/stats/prune.js'
 import {queryStats} from '../../src/lib/stats/query.js'
-import type {RequestOutcome} from '../../src/lib/serve/types.js'
+import type {RequestOutcome} from '../../src/lib/serve/delivery/outcome.js'
 import {mb} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 

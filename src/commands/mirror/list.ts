@@ -5,9 +5,9 @@ import {listMirrors, listRemovedMirrors, type PublicMirror, publicMirror, type R
 import {MIRROR_LIST_COLUMNS} from '../../lib/mirrors/render.js'
 import {type Column, renderTable} from '../../lib/output.js'
 import {MbError, UsageError} from '../../lib/errors.js'
-import {buildOverview, NetworkView, type Overview, type OverviewRow} from '../../lib/serve/network.js'
-import {parseSubtree} from '../../lib/serve/network-page.js'
-import {loadSnapshot} from '../../lib/serve/snapshot.js'
+import {buildOverview, NetworkView, type Overview, type OverviewRow} from '../../lib/serve/operator/network.js'
+import {parseSubtree} from '../../lib/serve/operator/network-page.js'
+import {loadSnapshot} from '../../lib/serve/snapshot/snapshot.js'
 import {PROBE_LIST_COLUMNS, probeSummaries, probeSummaryJson, type ProbeSummaryJson} from '../../lib/probe/history.js'
 
 export default class MirrorList extends BaseCommand<typeof MirrorList> {

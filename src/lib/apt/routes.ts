@@ -21,9 +21,9 @@
  */
 import type {SelectMirror} from '../select/types.js'
 import {mirrorUrl} from '../select/url.js'
-import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} from '../serve/server.js'
-import type {Snapshot} from '../serve/snapshot.js'
-import {BaseUrls} from '../serve/public-url.js'
+import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} from '../serve/delivery/server.js'
+import type {Snapshot} from '../serve/snapshot/snapshot.js'
+import {BaseUrls} from '../serve/delivery/public-url.js'
 import {originUrlFor} from '../metalink/document.js'
 
 const NAME = 'mirrors.txt'

@@ -24,7 +24,7 @@ import {sql} from 'kysely'
 import {renderMeta4} from './meta4.js'
 import {renderMetalink3} from './metalink3.js'
 import {trimLeadingSlashes, withTrailingSlash} from '../text.js'
-import {BaseUrls} from '../serve/public-url.js'
+import {BaseUrls} from '../serve/delivery/public-url.js'
 
 /** The formats `mb metalink --format` writes. */
 export type OfflineFormat = 'meta4' | 'metalink' | 'torrent' | 'magnet' | 'zsync'

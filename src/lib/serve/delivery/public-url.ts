@@ -6,7 +6,7 @@
  * absolute URLs here.
  */
 import type {IncomingMessage} from 'node:http'
-import {isPlainHost, withTrailingSlash} from '../text.js'
+import {isPlainHost, withTrailingSlash} from '../../text.js'
 
 /** The reserved first path segment of the origin form (./origin-form.ts), with its slash. */
 export const ORIGIN_PREFIX = '_origin/'

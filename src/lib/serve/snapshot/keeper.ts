@@ -7,8 +7,8 @@
  * refreshes retry with exponential backoff (1 s doubling up to 30 s), and recovery is logged.
  */
 import type {Logger} from 'pino'
-import type {Database, Subscription} from '../db/index.js'
-import {errorMessage} from '../errors.js'
+import type {Database, Subscription} from '../../db/index.js'
+import {errorMessage} from '../../errors.js'
 import {collectGarbage} from './heap.js'
 import {type Snapshot, loadSnapshot, refreshSnapshot} from './snapshot.js'
 

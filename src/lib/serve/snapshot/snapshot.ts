@@ -16,13 +16,13 @@
  * Mirrors (a few hundred rows) are reloaded every time; the origin's symlinks (`file_link`, a
  * small table) whenever it changed.
  */
-import type {Database, ReadView} from '../db/index.js'
-import type {MirrorRow} from '../db/schema.js'
-import {compileMirror, MirrorTable} from '../select/mirror.js'
-import type {SelectFile, SelectMirror} from '../select/types.js'
-import {HASHES_MATCH_VERSION_SQL} from '../origin/freshness.js'
-import {compileRules, NO_RULES, RULES_SQL, type RuleSet, ruleFromJson} from '../rules/rule.js'
-import {type LinkTarget, resolveLinks} from '../origin/links.js'
+import type {Database, ReadView} from '../../db/index.js'
+import type {MirrorRow} from '../../db/schema.js'
+import {compileMirror, MirrorTable} from '../../select/mirror.js'
+import type {SelectFile, SelectMirror} from '../../select/types.js'
+import {HASHES_MATCH_VERSION_SQL} from '../../origin/freshness.js'
+import {compileRules, NO_RULES, RULES_SQL, type RuleSet, ruleFromJson} from '../../rules/rule.js'
+import {type LinkTarget, resolveLinks} from '../../origin/links.js'
 import {resized} from './columns.js'
 import {PathTable} from './path-table.js'
 import {snapshotBounds, unseenCondition} from './unseen.js'

@@ -1,6 +1,6 @@
 /**
  * Retries under `mb serve --workers N` (./cluster.ts): each worker decides on its own memory
- * (./retry.ts; nothing on the redirect path waits for another process), and tells its
+ * (../delivery/retry.ts; nothing on the redirect path waits for another process), and tells its
  * siblings of every answer it remembers through the cluster primary, which relays it. A
  * client's retry, which the kernel may hand to any worker, so finds its last answer there.
  *
@@ -10,7 +10,7 @@
  * and asks again.
  */
 import cluster, {type Worker} from 'node:cluster'
-import type {Retries} from './retry.js'
+import type {Retries} from '../delivery/retry.js'
 
 /** The IPC message of a worker's answers: `answers` is [key, attempt, mirrorId, key, …], all numbers. */
 interface RetryMessage {

@@ -24,7 +24,7 @@
  *   of the origin files, and of their bytes, under its base path that it holds, 0..1),
  *   `mb_mirror_redirects_total` counter (redirects sent there by this server),
  *   `mb_mirror_retries_total` counter (downloads retried away from it: a client that had
- *   been sent there asked again for the same file, src/lib/serve/retry.ts; a mirror that
+ *   been sent there asked again for the same file, src/lib/serve/delivery/retry.ts; a mirror that
  *   draws many is failing its clients),
  *   `mb_mirror_probe_failures_total{mirror,reason}` and
  *   `mb_mirror_scan_failures_total{mirror,reason}` counters (failed probe checks and scans
@@ -45,9 +45,9 @@
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry} from 'prom-client'
-import {MbError} from '../errors.js'
-import {httpUrl, listenOn, parseListen} from './listen.js'
-import type {RequestObserver} from './types.js'
+import {MbError} from '../../errors.js'
+import {httpUrl, listenOn, parseListen} from '../delivery/listen.js'
+import type {RequestObserver} from '../delivery/outcome.js'
 
 /** Callbacks read at scrape time; each may be absent (the metric then has no sample). */
 export interface MetricsSources {

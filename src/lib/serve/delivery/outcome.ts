@@ -3,7 +3,7 @@
  * access log, metrics). Observers run synchronously on the hot path: they must only record
  * in memory (never wait on I/O per request).
  */
-import type {Realm} from '../select/types.js'
+import type {Realm} from '../../select/types.js'
 
 /** How a request was answered. `download` kinds are `redirect` and `local` on GET. */
 export type Outcome =
@@ -53,7 +53,7 @@ export interface RequestOutcome {
   rangeStart?: number
   userAgent?: string
   referer?: string
-  /** The retry attempt of a download (1 = the sticky choice; src/lib/serve/retry.ts), when retries are on. */
+  /** The retry attempt of a download (1 = the sticky choice; src/lib/serve/delivery/retry.ts), when retries are on. */
   attempt?: number
   /** The mirror (identifier) a retry moved away from: the client had been sent there for this file. */
   retriedFrom?: string

@@ -7,7 +7,7 @@
  */
 import {readdir, realpath, stat} from 'node:fs/promises'
 import {join, sep} from 'node:path'
-import {relativeReference} from '../select/url.js'
+import {relativeReference} from '../../select/url.js'
 
 const HTML_ESCAPES: Record<string, string> = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}
 

@@ -4,7 +4,7 @@
  */
 import type http from 'node:http'
 import type {AddressInfo} from 'node:net'
-import {UsageError} from '../errors.js'
+import {UsageError} from '../../errors.js'
 
 /**
  * Splits `HOST:PORT` / `[V6]:PORT` / `:PORT` (host 0.0.0.0); port 0 asks for a free one.

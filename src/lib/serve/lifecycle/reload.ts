@@ -16,15 +16,15 @@
  *    file now differs from the one the process runs with.
  */
 import type {Logger} from 'pino'
-import type {Config} from '../config/index.js'
-import {errorMessage} from '../errors.js'
-import {type GeoResolver, openGeo} from '../geo/geoip.js'
-import {compileSelectOptions} from '../select/options.js'
-import {compileVerifyOptions} from '../verify/verifier.js'
-import type {AccessLog} from './access-log.js'
-import {CountryQueryTrust, TrustedProxies} from './client-address.js'
-import {defaultMaxConnections, openFileLimit} from './connections.js'
-import type {ConnectionSettings, MirrorServer, ServerSettings} from './server.js'
+import type {Config} from '../../config/index.js'
+import {errorMessage} from '../../errors.js'
+import {type GeoResolver, openGeo} from '../../geo/geoip.js'
+import {compileSelectOptions} from '../../select/options.js'
+import {compileVerifyOptions} from '../../verify/verifier.js'
+import type {AccessLog} from '../operator/access-log.js'
+import {CountryQueryTrust, TrustedProxies} from '../delivery/client-address.js'
+import {defaultMaxConnections, openFileLimit} from '../delivery/connections.js'
+import type {ConnectionSettings, MirrorServer, ServerSettings} from '../delivery/server.js'
 
 /** Settings (dotted config keys, or a section) that a reload applies to a running server. */
 export const RELOADABLE = [

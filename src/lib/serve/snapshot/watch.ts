@@ -10,7 +10,7 @@ import {type FSWatcher, watch} from 'node:fs'
 import {stat} from 'node:fs/promises'
 import {sep} from 'node:path'
 import type {Logger} from 'pino'
-import {isRepomdPath, type RepomdChange} from '../origin/repomd.js'
+import {isRepomdPath, type RepomdChange} from '../../origin/repomd.js'
 import type {SnapshotKeeper} from './keeper.js'
 import {unindexedVersion} from './snapshot.js'
 

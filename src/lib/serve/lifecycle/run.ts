@@ -20,42 +20,42 @@
 import type {AddressInfo} from 'node:net'
 import {existsSync, statSync} from 'node:fs'
 import {pino, type Logger} from 'pino'
-import type {Config} from '../config/index.js'
-import {type Database, openDatabase} from '../db/index.js'
-import {openReadReplica, replicaLag} from '../db/replica.js'
-import {MbError, UsageError, errorMessage} from '../errors.js'
-import {type GeoResolver, openGeo} from '../geo/geoip.js'
-import {MetalinkRoutes} from '../metalink/routes.js'
-import {MetalinkRedirectHeaders} from '../metalink/redirect-headers.js'
-import {repoTable} from '../yum/config.js'
-import {type RepomdChange, recordRepomdChanges} from '../origin/repomd.js'
-import {YumRoutes} from '../yum/routes.js'
-import {AptRoutes} from '../apt/routes.js'
-import {StaleReindexer} from '../origin/reindex.js'
-import {FormatStore} from '../metalink/formats.js'
-import {zsyncMinSize} from '../metalink/formats-config.js'
-import {type BackgroundProbes, startBackgroundProbes} from '../probe/background.js'
-import {RuleHitCounter} from '../rules/hits.js'
-import {StatsCollector} from '../stats/collector.js'
-import {retentionPolicy} from '../stats/config.js'
-import {startClusterCounting, startStatsForwarder} from '../stats/cluster.js'
-import {startDailyPrune} from '../stats/prune.js'
-import {type StatsFlusher, startStatsFlusher} from '../stats/schedule.js'
-import {type AccessLog, openAccessLog} from './access-log.js'
+import type {Config} from '../../config/index.js'
+import {type Database, openDatabase} from '../../db/index.js'
+import {openReadReplica, replicaLag} from '../../db/replica.js'
+import {MbError, UsageError, errorMessage} from '../../errors.js'
+import {type GeoResolver, openGeo} from '../../geo/geoip.js'
+import {MetalinkRoutes} from '../../metalink/routes.js'
+import {MetalinkRedirectHeaders} from '../../metalink/redirect-headers.js'
+import {repoTable} from '../../yum/config.js'
+import {type RepomdChange, recordRepomdChanges} from '../../origin/repomd.js'
+import {YumRoutes} from '../../yum/routes.js'
+import {AptRoutes} from '../../apt/routes.js'
+import {StaleReindexer} from '../../origin/reindex.js'
+import {FormatStore} from '../../metalink/formats.js'
+import {zsyncMinSize} from '../../metalink/formats-config.js'
+import {type BackgroundProbes, startBackgroundProbes} from '../../probe/background.js'
+import {RuleHitCounter} from '../../rules/hits.js'
+import {StatsCollector} from '../../stats/collector.js'
+import {retentionPolicy} from '../../stats/config.js'
+import {startClusterCounting, startStatsForwarder} from '../../stats/cluster.js'
+import {startDailyPrune} from '../../stats/prune.js'
+import {type StatsFlusher, startStatsFlusher} from '../../stats/schedule.js'
+import {type AccessLog, openAccessLog} from '../operator/access-log.js'
 import {isWorker, releaseWorker, runPrimary, untilStopSignal, workerId} from './cluster.js'
 import {checkPidFile, removePidFile, SERVE_TITLE, writePidFile} from './pid-file.js'
 import {relayRetries, shareRetries} from './retry-share.js'
-import {SnapshotKeeper} from './keeper.js'
-import {httpUrl, parseListen} from './listen.js'
-import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type ServeMetrics, startMetricsServer} from './metrics.js'
+import {SnapshotKeeper} from '../snapshot/keeper.js'
+import {httpUrl, parseListen} from '../delivery/listen.js'
+import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type ServeMetrics, startMetricsServer} from '../operator/metrics.js'
 import {type ReloadResult, needsRestart, onReloadSignal, reloadServer, serverSettings} from './reload.js'
-import {NetworkView, mirrorSamples} from './network.js'
-import {networkRoute} from './network-page.js'
-import {duplicateLinks, type IndexStale, MirrorServer} from './server.js'
-import {originRoute} from './origin-form.js'
-import {BaseUrls} from './public-url.js'
-import {watchOrigin} from './watch.js'
-import {type PushAfter, startPushAfter} from '../push/after.js'
+import {NetworkView, mirrorSamples} from '../operator/network.js'
+import {networkRoute} from '../operator/network-page.js'
+import {duplicateLinks, type IndexStale, MirrorServer} from '../delivery/server.js'
+import {originRoute} from '../delivery/origin-form.js'
+import {BaseUrls} from '../delivery/public-url.js'
+import {watchOrigin} from '../snapshot/watch.js'
+import {type PushAfter, startPushAfter} from '../../push/after.js'
 
 /** Creates the JSON request/event logger (pino) writing asynchronously to stdout. */
 function createLogger(level: string): Logger {
@@ -87,7 +87,7 @@ export interface ServeRuntime {
 
 /**
  * Runs `mb serve` until SIGINT/SIGTERM, reloading on SIGHUP. With `serve.workers` > 1 this
- * process is the node:cluster primary (src/lib/serve/cluster.ts) and each worker runs this
+ * process is the node:cluster primary (src/lib/serve/lifecycle/cluster.ts) and each worker runs this
  * again; otherwise it serves itself.
  * @throws UsageError/MbError as {@link startServe}, and `WORKERS_NEED_POSTGRES`
  */
@@ -299,7 +299,7 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
 }
 
 /**
- * The HTTP server with its routes (the origin form of ./origin-form.ts first) and
+ * The HTTP server with its routes (the origin form of ../delivery/origin-form.ts first) and
  * redirect-header providers: `Link: rel=duplicate` alternatives (the mirrors', then the
  * origin's direct URL), then the Metalink/HTTP `Link: rel=describedby` (the meta4, then the
  * .torrent), `Digest` and the signature's `Link` (src/lib/metalink/redirect-headers.ts;

@@ -11,7 +11,7 @@
  * Also here: which resolved clients may steer selection with `?country=` ({@link CountryQueryTrust}).
  */
 import type ipaddr from 'ipaddr.js'
-import {type Cidr, type IpAddress, cidrContains, parseCidr, parseIp} from '../net.js'
+import {type Cidr, type IpAddress, cidrContains, parseCidr, parseIp} from '../../net.js'
 
 /** The resolved client: canonical address text, parsed address and the scheme it used. */
 export interface ResolvedClient {

@@ -11,14 +11,14 @@
  * and yields to the event loop every {@link YIELD_EVERY} files, so that a large tree never
  * blocks requests; results are kept per subtree for {@link HOLDINGS_TTL_MS} and per snapshot.
  */
-import {publicBase} from '../select/url.js'
-import {unixIso} from '../time.js'
+import {publicBase} from '../../select/url.js'
+import {unixIso} from '../../time.js'
 import {sql} from 'kysely'
-import type {Database} from '../db/index.js'
-import {parseStatus} from '../probe/state.js'
+import type {Database} from '../../db/index.js'
+import {parseStatus} from '../../probe/state.js'
 import type {MirrorSample} from './metrics.js'
-import type {SelectMirror} from '../select/types.js'
-import type {Snapshot} from './snapshot.js'
+import type {SelectMirror} from '../../select/types.js'
+import type {Snapshot} from '../snapshot/snapshot.js'
 
 /** What one mirror holds of (a subtree of) the origin, in files and bytes. */
 export interface Holding {
