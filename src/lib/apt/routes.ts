@@ -21,7 +21,7 @@
  */
 import type {SelectMirror} from '../select/types.js'
 import {mirrorUrl} from '../select/url.js'
-import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} from '../serve/delivery/server.js'
+import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} from '../serve/delivery/route.js'
 import type {Snapshot} from '../serve/snapshot/snapshot.js'
 import {BaseUrls} from '../serve/delivery/public-url.js'
 import {originUrlFor} from '../metalink/document.js'

@@ -18,7 +18,7 @@
  * an entry without hashes.
  */
 import {type BaseUrls, ORIGIN_PREFIX} from '../serve/delivery/public-url.js'
-import type {RedirectHeaderProvider} from '../serve/delivery/server.js'
+import type {RedirectHeaderProvider} from '../serve/delivery/route.js'
 import {FORMAT_TORRENT, type FileEntry} from '../serve/snapshot/snapshot.js'
 import {originUrlFor} from './document.js'
 import {describedByLink, digestHeader} from './headers.js'

@@ -30,7 +30,7 @@ import {isRepomdPath, type RepomdAlternate, type RepomdVersion, readRepomdAltern
 import {mirrorUrlOn, publicBase} from '../select/url.js'
 import type {Selection, SelectMirror} from '../select/types.js'
 import {hasQueryFlag} from '../serve/delivery/path.js'
-import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} from '../serve/delivery/server.js'
+import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} from '../serve/delivery/route.js'
 import {type FileEntry, fileWith} from '../serve/snapshot/snapshot.js'
 import {BaseUrls} from '../serve/delivery/public-url.js'
 import {repoKey} from './config.js'

@@ -17,7 +17,7 @@
  * `BaseUrls.origin()` (./public-url.ts).
  */
 import {ORIGIN_PREFIX} from './public-url.js'
-import type {RequestContext, Route, RouteServices} from './server.js'
+import type {RequestContext, Route, RouteServices} from './route.js'
 
 /** The `X-MB-Origin-Reason` of a delivery in the origin form. */
 const REASON = 'origin_fallback'

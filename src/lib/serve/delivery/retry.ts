@@ -9,6 +9,8 @@
 import {answerAttempt, answerMirror, MAX_ATTEMPT, RetryMemory, rankOfAttempt, retryKey, startsDownload} from '../../select/retry.js'
 import type {SelectOptions} from '../../select/options.js'
 import type {Selection} from '../../select/types.js'
+import type {FileEntry} from '../snapshot/snapshot.js'
+import type {RequestContext} from './route.js'
 
 /** One request's place in its client's retries. */
 export interface RetryStep {
@@ -111,4 +113,19 @@ export function selectionForAttempt(selection: Selection, attempt: number): Sele
   if (rank < 0) return undefined
   const rest = selection.ranked.slice(rank)
   return {...selection, ranked: rest, realm: rest[0].realm}
+}
+
+/**
+ * The retry step of a download of `file`, noted on `ctx` for the request's
+ * record: its attempt, and the mirror it retries away from.
+ */
+export function retryStep(retries: Retries, ctx: RequestContext, clientIp: string, file: FileEntry): RetryStep | undefined {
+  const req = ctx.req
+  const headers = req.headers
+  const conditional = headers['if-modified-since'] !== undefined || headers['if-none-match'] !== undefined
+  const step = retries.step(clientIp, file.path, req.method, headers.range, ctx.startedMs, conditional)
+  if (step === undefined) return undefined
+  ctx.attempt = step.attempt
+  if (step.retriedFrom !== 0) ctx.retriedFrom = ctx.snapshot.mirrors.byId[step.retriedFrom]?.identifier
+  return step
 }

@@ -24,7 +24,8 @@ import {compileVerifyOptions} from '../../verify/verifier.js'
 import type {AccessLog} from '../operator/access-log.js'
 import {CountryQueryTrust, TrustedProxies} from '../delivery/client-address.js'
 import {defaultMaxConnections, openFileLimit} from '../delivery/connections.js'
-import type {ConnectionSettings, MirrorServer, ServerSettings} from '../delivery/server.js'
+import type {MirrorServer} from '../delivery/server.js'
+import type {ConnectionSettings, ServerSettings} from '../delivery/settings.js'
 
 /** Settings (dotted config keys, or a section) that a reload applies to a running server. */
 export const RELOADABLE = [

@@ -21,7 +21,7 @@
  * segments, NUL, or a backslash is 400; one that is not a directory of the tree is 404; a
  * `?page=` or `?page_size=` that is not a whole number in range is 400.
  */
-import type {Route, RouteServices} from '../delivery/server.js'
+import type {Route, RouteServices} from '../delivery/route.js'
 import {escapeHtml} from '../delivery/autoindex.js'
 import {acceptsJson} from '../../metalink/http.js'
 import {buildOverview, type NetworkView, type Overview, type OverviewRow, overviewPage} from './network.js'
