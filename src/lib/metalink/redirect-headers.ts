@@ -19,7 +19,7 @@
  */
 import {type BaseUrls, ORIGIN_PREFIX} from '../serve/delivery/public-url.js'
 import type {RedirectHeaderProvider} from '../serve/delivery/route.js'
-import {FORMAT_TORRENT, type FileEntry} from '../serve/snapshot/snapshot.js'
+import {FORMAT_TORRENT, type FileEntry} from '../serve/snapshot/file-entry.js'
 import {originUrlFor} from './document.js'
 import {describedByLink, digestHeader} from './headers.js'
 import {signatureLink} from './signature.js'

@@ -30,7 +30,8 @@ import {statIfPresent} from '../origin/disk.js'
 import {hashesMatchVersion} from '../origin/freshness.js'
 import {readStoredHashes, type StoredHashes} from '../origin/hash.js'
 import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} from '../serve/delivery/route.js'
-import type {FileEntry, Snapshot} from '../serve/snapshot/snapshot.js'
+import type {FileEntry} from '../serve/snapshot/file-entry.js'
+import type {Snapshot} from '../serve/snapshot/snapshot.js'
 import type {Selection} from '../select/types.js'
 import {hasQueryFlag} from '../serve/delivery/path.js'
 import {buildDocument, DEFAULT_MAX_URLS} from './document.js'
@@ -43,7 +44,7 @@ import {FORMAT_SUFFIXES, type FormatKind, type FormatStore, sendFormat} from './
 import {meta4FilePart} from './meta4.js'
 import {metalink3FilePart} from './metalink3.js'
 import {VersionCache} from './version-cache.js'
-import {FORMAT_TORRENT, FORMAT_ZSYNC, fileWith} from '../serve/snapshot/snapshot.js'
+import {FORMAT_TORRENT, FORMAT_ZSYNC, fileWith} from '../serve/snapshot/file-entry.js'
 import {BaseUrls} from '../serve/delivery/public-url.js'
 
 export interface MetalinkRouteOptions {

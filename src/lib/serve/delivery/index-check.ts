@@ -6,7 +6,7 @@
 import type {Logger} from 'pino'
 import type {DiskVersions} from '../../origin/disk.js'
 import type {FileVersion} from '../../origin/freshness.js'
-import {type FileEntry, unindexedVersion} from '../snapshot/snapshot.js'
+import {type FileEntry, unindexedVersion} from '../snapshot/file-entry.js'
 import type {RequestContext, RouteServices} from './route.js'
 import type {IndexStale} from './settings.js'
 

@@ -9,7 +9,7 @@
 import {answerAttempt, answerMirror, MAX_ATTEMPT, RetryMemory, rankOfAttempt, retryKey, startsDownload} from '../../select/retry.js'
 import type {SelectOptions} from '../../select/options.js'
 import type {Selection} from '../../select/types.js'
-import type {FileEntry} from '../snapshot/snapshot.js'
+import type {FileEntry} from '../snapshot/file-entry.js'
 import type {RequestContext} from './route.js'
 
 /** One request's place in its client's retries. */

@@ -8,7 +8,8 @@
 import type http from 'node:http'
 import type {RuleMatch} from '../../rules/rule.js'
 import type {ClientInfo, Selection} from '../../select/types.js'
-import type {FileEntry, Snapshot} from '../snapshot/snapshot.js'
+import type {FileEntry} from '../snapshot/file-entry.js'
+import type {Snapshot} from '../snapshot/snapshot.js'
 import type {ResolvedClient} from './client-address.js'
 import type {Outcome, RequestOutcome} from './outcome.js'
 

@@ -5,7 +5,7 @@
  */
 import {type RuleMatch, ruleLocation} from '../../rules/rule.js'
 import {headerSafe} from '../../text.js'
-import type {FileEntry} from '../snapshot/snapshot.js'
+import type {FileEntry} from '../snapshot/file-entry.js'
 import type {RequestContext, RouteServices} from './route.js'
 
 /** What the rule answers need of the server. */

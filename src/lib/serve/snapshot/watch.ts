@@ -12,7 +12,7 @@ import {sep} from 'node:path'
 import type {Logger} from 'pino'
 import {isRepomdPath, type RepomdChange} from '../../origin/repomd.js'
 import type {SnapshotKeeper} from './keeper.js'
-import {unindexedVersion} from './snapshot.js'
+import {unindexedVersion} from './file-entry.js'
 
 /**
  * Starts watching `root` (its realpath). Returns a function that stops watching.
