@@ -7,7 +7,7 @@ import {renderRecord} from '../../lib/output.js'
 import {describeProbe, probeOnce, probeOnceJson} from '../../lib/probe/once.js'
 import {openGeo} from '../../lib/geo/geoip.js'
 import {MbError} from '../../lib/errors.js'
-import type {MirrorInput} from '../../lib/mirrors/validate.js'
+import type {MirrorInput} from '../../lib/mirrors/fields.js'
 import {describeLocation, type Location, locateHost, mirrorHost, severalCountries} from '../../lib/mirrors/locate.js'
 
 /**

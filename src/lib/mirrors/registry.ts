@@ -10,24 +10,13 @@ import {userInfo} from 'node:os'
 import {type Kysely, type Selectable, sql, type Transaction} from 'kysely'
 import type {DB, MirrorRow, RemovedMirrorTable} from '../db/schema.js'
 import {MbError, UsageError} from '../errors.js'
-import {
-  CLEARABLE,
-  CLEARED_VALUES,
-  checkMirrorRow,
-  checkPrefixes,
-  FIELD_FLAGS,
-  impliedContinent,
-  type MirrorInput,
-  type MirrorValues,
-  normalizeContinent,
-  normalizeCountry,
-  validateIdentifier,
-  validateMirrorInput,
-} from './validate.js'
+import {CLEARABLE, CLEARED_VALUES, checkMirrorRow, validateIdentifier, validateMirrorInput} from './validate.js'
+import {checkPrefixes, impliedContinent, normalizeContinent, normalizeCountry} from './location.js'
+import {FIELD_FLAGS, type MirrorInput, type MirrorValues} from './fields.js'
 import {redact} from '../redact.js'
 import {escapeLike, textArray} from '../db/sql.js'
 
-export type {MirrorInput} from './validate.js'
+export type {MirrorInput} from './fields.js'
 
 type Db = Kysely<DB> | Transaction<DB>
 

@@ -5,7 +5,7 @@
  */
 import type {Column} from '../output.js'
 import type {PublicMirror} from './registry.js'
-import {prefixOverride} from './validate.js'
+import {prefixOverride} from './location.js'
 
 /** An ISO 8601 UTC timestamp without milliseconds, or null. */
 function shortTime(value: string | null): string | null {
