@@ -14,7 +14,7 @@ import {
 } from '../../src/lib/mirrors/validate.js'
 import {checkPrefixes, normalizeCidrList, normalizeContinent, normalizeCountry, normalizeCountryList, parseLatitude, parseLongitude, prefixOverride} from '../../src/lib/mirrors/location.js'
 import {normalizeMirrorUrl} from '../../src/lib/mirrors/urls.js'
-import type {PublicMirror} from '../../src/lib/mirrors/registry.js'
+import type {PublicMirror} from '../../src/lib/mirrors/public.js'
 import {MIRROR_SHOW_FIELDS, scanResult} from '../../src/lib/mirrors/render.js'
 
 /** Asserts that fn throws a UsageError (exit 2) whose message matches every pattern. */

@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
-import {addMirror, type PublicMirror, publicMirror, resolveMirror} from '../../lib/mirrors/registry.js'
+import {addMirror, resolveMirror} from '../../lib/mirrors/registry.js'
+import {type PublicMirror, publicMirror} from '../../lib/mirrors/public.js'
 import {IDENTIFIER_RULE} from '../../lib/mirrors/validate.js'
 import {mirrorRecord, mirrorSummary} from '../../lib/mirrors/render.js'
 import {renderRecord} from '../../lib/output.js'

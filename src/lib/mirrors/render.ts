@@ -4,7 +4,7 @@
  * (probe, scan) can add columns by appending entries here.
  */
 import type {Column} from '../output.js'
-import type {PublicMirror} from './registry.js'
+import type {PublicMirror} from './public.js'
 import {prefixOverride} from './location.js'
 
 /** An ISO 8601 UTC timestamp without milliseconds, or null. */
