@@ -4,7 +4,6 @@
  * would make with the reason for every mirror it passes over ("explain").
  */
 import picomatch from 'picomatch'
-import type {Config} from '../config/index.js'
 import type {Database} from '../db/index.js'
 import {MbError, UsageError} from '../errors.js'
 import {selectUnderRule} from '../rules/apply.js'
@@ -12,7 +11,8 @@ import {listRules} from '../rules/registry.js'
 import {compileRules, type RuleSet} from '../rules/rule.js'
 import {type Candidate, compileMirrors, compileSelectOptions, mirrorUrl, selectionContext, type SelectFile, type SelectionContext, type SelectMirror} from '../select/index.js'
 import {rankOfAttempt, retryRule} from '../select/retry.js'
-import {clientFromFlag, configuredGeo} from './client.js'
+import type {SelectConfig} from '../select/config.js'
+import {clientFromFlag, configuredGeo, type GeoSettings} from './client.js'
 import {escapeLike} from '../db/sql.js'
 import {hasDigests, hashesMatchVersion} from '../origin/freshness.js'
 import {readLinks, resolveLinks} from '../origin/links.js'
@@ -220,7 +220,7 @@ export async function staleCopiesOf(database: Database, file: {path: string; siz
  * @throws UsageError for a bad `--client-ip` or an empty pattern; MbError `FILE_NOT_FOUND`
  *         when the path is not indexed, `NO_MATCH` when a glob matches nothing.
  */
-export async function lookupFiles(database: Database, config: Config, options: LookupOptions): Promise<FileLookup[]> {
+export async function lookupFiles(database: Database, config: GeoSettings & {select: SelectConfig}, options: LookupOptions): Promise<FileLookup[]> {
   const pattern = trimLeadingSlashes(options.pattern)
   if (!pattern) throw new UsageError('Give an origin-relative path or a glob, e.g. `mb file lookup iso/distro.iso` or `mb file lookup "*.iso"`.')
   const https = options.https ?? false

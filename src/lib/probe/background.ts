@@ -8,7 +8,7 @@
  */
 import type {Database} from '../db/index.js'
 import {PROBE_LOCK} from '../db/locks.js'
-import type {Config} from '../config/index.js'
+import type {ProbeConfig} from './config.js'
 import type {ProbeClient, Resolver} from './http.js'
 import {hookFailureMessage, runChangeHook, stateChanges} from './notify.js'
 import {probeMirrors, type ProbeRound} from './run.js'
@@ -38,7 +38,7 @@ export interface BackgroundProbes {
  * @param options.logger           where to log transitions and failures
  * @param options.resolver         host name resolver (tests)
  */
-export function startBackgroundProbes(database: Database, config: Config, options: {intervalSeconds: number; logger?: ProbeLogger; resolver?: Resolver}): BackgroundProbes {
+export function startBackgroundProbes(database: Database, config: {probe: ProbeConfig}, options: {intervalSeconds: number; logger?: ProbeLogger; resolver?: Resolver}): BackgroundProbes {
   if (!(options.intervalSeconds > 0)) throw new RangeError('intervalSeconds must be positive')
   const clients = new Map<number, ProbeClient>()
   const logger = options.logger

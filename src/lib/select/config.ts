@@ -6,7 +6,7 @@
  */
 import {z} from 'zod'
 import {isCountryCode} from '../geo/countries.js'
-import {cidrString, listOf} from '../config/zod.js'
+import {cidrString, listOf} from '../config-fields.js'
 import {VERIFY_CONFIG} from '../verify/config.js'
 import {DEFAULT_RETRY_MEMORY_ENTRIES, DEFAULT_RETRY_WINDOW_SECONDS} from './retry.js'
 

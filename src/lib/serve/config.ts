@@ -2,7 +2,7 @@
  * Settings of the `serve:` section of the config file. Keys are snake_case.
  */
 import {z} from 'zod'
-import {cidrString, listOf} from '../config/zod.js'
+import {cidrString, listOf} from '../config-fields.js'
 import {isBroadPrefix, isLocalPrefix, SHORTEST_NARROW_PREFIX} from '../net.js'
 
 /** A setting of the whole configuration that {@link broadTrustedNetworks} found too broad, and why. */
@@ -114,3 +114,6 @@ export const ServeConfigSchema = z
       ),
   })
   .strict()
+
+/** The `serve:` section, as validated. */
+export type ServeConfig = z.infer<typeof ServeConfigSchema>

@@ -6,7 +6,7 @@
  */
 import {z} from 'zod'
 import {splitList} from '../text.js'
-import {listOf} from '../config/zod.js'
+import {listOf} from '../config-fields.js'
 
 /** A status (`404`) or a status class (`5xx`). */
 const statusPattern = z

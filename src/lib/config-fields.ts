@@ -1,9 +1,10 @@
 /**
- * zod building blocks shared by the config section schemas.
+ * zod building blocks shared by the config section schemas (each area's `config.ts`): a leaf
+ * that the areas import, apart from the assembled schema in config/, which imports the areas.
  */
 import {z} from 'zod'
-import {normalizeCidr} from '../net.js'
-import {splitList} from '../text.js'
+import {normalizeCidr} from './net.js'
+import {splitList} from './text.js'
 
 /** A CIDR string (`10.0.0.0/8`, `2001:db8::/32`), validated and normalised by {@link normalizeCidr}. */
 export const cidrString = z.string().transform((value, ctx) => {
