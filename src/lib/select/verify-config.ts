@@ -3,6 +3,8 @@
  * mirror first (docs/selection.md "Verified redirects"), how long the chain may take, what
  * counts as a failed check, and how long a verdict is kept. Verification is off unless
  * `verify_paths` or `verify_recent_seconds` is set.
+ * They are fields of the `select:` section, so they live beside its schema; the checks
+ * themselves are src/lib/verify/verifier.ts.
  */
 import {z} from 'zod'
 import {splitList} from '../text.js'
