@@ -22,7 +22,7 @@ import type {FlushResult, StatsLogger} from './collector.js'
 import {StatsCollector} from './collector.js'
 import type {StatsConfig} from './config.js'
 import type {PathCounts} from './pending.js'
-import {type StatsFlusher, startStatsFlusher} from './schedule.js'
+import {type StatsFlusher, startStatsFlusher} from './flusher.js'
 
 /** The IPC message of a worker's hand-off: path groups of (day, path, mirror, country) counts. */
 interface StatsMessage {
