@@ -6,7 +6,6 @@
  * behind {@link Database} (`store.ts`).
  */
 import {resolve} from 'node:path'
-import {MbError} from '../errors.js'
 import {redact} from '../redact.js'
 import {prepareSchema, type SchemaMode} from './migrate.js'
 import {openPglite} from './pglite.js'
