@@ -3,7 +3,7 @@
  * answers the mirror list of the archive at DIR, in apt's mirror file format: one base URL
  * per line, best first, each with `priority:N` metadata after a tab (apt tries the lowest N
  * first; without priorities it would pick at random), the origin last, in a form it delivers
- * itself (`serve.origin_url`, else `BASE/_origin/DIR`, ../serve/origin-form.ts):
+ * itself (`serve.origin_url`, else `BASE/_origin/DIR`, ../serve/delivery/origin-form.ts):
  * ```
  * http://ftp.example.de/debian/<TAB>priority:1
  * http://mirror.example.se/debian/<TAB>priority:2
@@ -37,7 +37,7 @@ export interface AptRouteOptions {
   minSize: number
   /** Mirrors per list at most (default 20). */
   maxMirrors?: number
-  /** This server's URLs (`serve.public_url`, `serve.origin_url`; ../serve/public-url.ts); default: from the request's Host, the origin form. */
+  /** This server's URLs (`serve.public_url`, `serve.origin_url`; ../serve/delivery/public-url.ts); default: from the request's Host, the origin form. */
   baseUrls?: BaseUrls
 }
 

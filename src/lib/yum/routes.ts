@@ -54,7 +54,7 @@ export interface YumRouteOptions {
   minSize: number
   /** Mirrors per answer at most (default 20). */
   maxMirrors?: number
-  /** This server's URLs (`serve.public_url`, `serve.origin_url`; ../serve/public-url.ts); default: from the request's Host, the origin form. */
+  /** This server's URLs (`serve.public_url`, `serve.origin_url`; ../serve/delivery/public-url.ts); default: from the request's Host, the origin form. */
   baseUrls?: BaseUrls
 }
 
