@@ -7,7 +7,7 @@
  * holds it. PGlite allows one process per data directory, so there it is trivially single.
  */
 import type {Database} from '../db/index.js'
-import {PROBE_LOCK} from '../db/locks.js'
+import {PROBE_LOCK} from '../db/named-locks.js'
 import type {ProbeConfig} from './config.js'
 import type {ProbeClient, Resolver} from './http.js'
 import {hookFailureMessage, runChangeHook, stateChanges} from './notify.js'

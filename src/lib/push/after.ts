@@ -15,7 +15,7 @@
 import pLimit from 'p-limit'
 import type {Logger} from 'pino'
 import type {Database} from '../db/index.js'
-import {PUSH_ROUND_LOCK} from '../db/locks.js'
+import {PUSH_ROUND_LOCK} from '../db/named-locks.js'
 import {errorMessage} from '../errors.js'
 import {indexOrigin} from '../origin/index.js'
 import {pushMirror} from './push.js'

@@ -5,7 +5,7 @@
  * (`classId`, `objectId`): `classId` names the kind of lock (four ASCII bytes starting with
  * "mb", so they are recognisable in `pg_locks.classid`), `objectId` the thing locked (a
  * mirror id, or 0 for a lock on a whole activity). On the embedded store they are lock files
- * named `name` in `DATA_DIR/locks` (`lock-files.ts`), shared by the store's owner and the
+ * named `name` in `DATA_DIR/locks` (`embedded-locks.ts`), shared by the store's owner and the
  * clients of its socket, which all use one PGlite session and so cannot use advisory locks.
  */
 

@@ -16,8 +16,8 @@
 import {closeSync, fchmodSync, linkSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync} from 'node:fs'
 import {join} from 'node:path'
 import {MbError} from '../errors.js'
-import {processStartTime} from './lock-file.js'
-import type {Lock} from './locks.js'
+import {processStartTime} from './owner-lock.js'
+import type {Lock} from './named-locks.js'
 import type {Session} from './store.js'
 
 /** The directory of the lock files inside a data directory. */
