@@ -3,6 +3,8 @@
  * ({@link MirrorValues}), each field's flag for messages, and the error that names a bad
  * value ({@link invalidField}).
  */
+import type {Updateable} from 'kysely'
+import type {MirrorTable} from '../db/schema.js'
 import {UsageError} from '../errors.js'
 import {redact} from '../redact.js'
 
@@ -46,41 +48,11 @@ export interface MirrorInput {
   maintenance_until?: string
 }
 
-/** Validated, normalised column values (null = cleared). Only fields that were given appear. */
-export interface MirrorValues {
-  identifier?: string
-  http_url?: string | null
-  https_url?: string | null
-  rsync_url?: string | null
-  ftp_url?: string | null
-  country?: string | null
-  continent?: string | null
-  latitude?: number | null
-  longitude?: number | null
-  asn?: number | null
-  prefixes?: string[]
-  score?: number
-  other_countries?: string[]
-  exclude_countries?: string[]
-  client_prefixes?: string[]
-  file_maxsize?: number | null
-  country_only?: boolean
-  region_only?: boolean
-  as_only?: boolean
-  prefix_only?: boolean
-  fallback?: boolean
-  base_path?: string
-  include_patterns?: string[]
-  exclude_patterns?: string[]
-  push_url?: string | null
-  push_include?: string[]
-  admin?: string | null
-  admin_email?: string | null
-  comment?: string | null
-  enabled?: boolean
-  /** ISO 8601 UTC (`toISOString()`), or null. */
-  maintenance_until?: string | null
-}
+/**
+ * Validated, normalised column values (null = cleared). Only fields that were given appear.
+ * The mirror table's own column types (db/schema.ts), for the fields {@link MirrorInput} has.
+ */
+export type MirrorValues = Partial<Pick<Updateable<MirrorTable>, keyof MirrorInput>>
 
 /** The CLI flag of each field, used in messages. */
 export const FIELD_FLAGS: Record<keyof MirrorInput, string> = {
