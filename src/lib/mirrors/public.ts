@@ -9,71 +9,31 @@ import {redact} from '../redact.js'
 /**
  * A mirror as printed by `mb mirror show/list --json`: snake_case keys in a fixed order,
  * timestamps as ISO 8601 UTC strings, sizes in bytes, and rsync/ftp URLs with any password
- * replaced by `***`. New keys may be added; existing keys keep their names and meaning.
+ * replaced by `***`. New keys may be added; existing keys keep their names and meaning. The
+ * keys are the registry row's columns (db/schema.ts), so a new column fails to compile until
+ * {@link publicMirror} prints it or it is named internal; the keys come in the order
+ * {@link publicMirror} writes them.
  */
-export interface PublicMirror {
-  id: number
-  identifier: string
-  enabled: boolean
+export type PublicMirror = Omit<MirrorRow, TimestampColumn | InternalColumn> & {[K in TimestampColumn]: string | null} & {
+  /** The URL redirects start from: `https_url`, else `http_url`. */
   base_url: string | null
-  http_url: string | null
-  https_url: string | null
-  rsync_url: string | null
-  ftp_url: string | null
-  country: string | null
-  continent: string | null
-  latitude: number | null
-  longitude: number | null
-  asn: number | null
-  prefixes: string[]
-  score: number
-  country_only: boolean
-  region_only: boolean
-  as_only: boolean
-  prefix_only: boolean
-  fallback: boolean
-  other_countries: string[]
-  exclude_countries: string[]
-  client_prefixes: string[]
-  file_maxsize: number | null
-  base_path: string
-  include_patterns: string[]
-  exclude_patterns: string[]
-  /** Push target (`mb push`), password redacted; null = the mirror pulls. */
-  push_url: string | null
-  /** Globs of origin paths pushed to this mirror (empty = all). */
-  push_include: string[]
-  admin: string | null
-  admin_email: string | null
-  comment: string | null
-  up: boolean
-  ipv6: boolean | null
-  /** The mirror honours `Range` (probing got 206 for `Range: bytes=0-0`); false: it sends the whole file (200), so ranged requests (resumes) are not sent there; null = not known yet. */
-  range_ok: boolean | null
-  status: Record<string, unknown>
-  status_reason: string | null
-  status_changed_at: string | null
-  needs_rescan: boolean
-  /** End of the maintenance window (ISO 8601 UTC), or null; selection skips the mirror until then. */
-  maintenance_until: string | null
-  /** When the last scan was refused by the safety check (ISO 8601 UTC): the mirror is suspect, out of selection (`scan_refused`); null = not suspect. */
-  scan_refused_at: string | null
-  /** When `mb mirror edit` changed a base URL (ISO 8601 UTC): out of selection (`url_changed`, "URL changed, awaiting scan") until the next successful scan; null = none waiting. */
-  url_changed_at: string | null
-  last_scan_at: string | null
-  last_scan_ok_at: string | null
-  last_scan_error: string | null
-  last_scan_protocol: string | null
-  last_scan_files: number | null
-  last_scan_matched: number | null
-  last_scan_seconds: number | null
-  last_push_at: string | null
-  last_push_ok_at: string | null
-  /** Why the last push failed, or null. */
-  last_push_error: string | null
-  created_at: string | null
-  updated_at: string | null
 }
+
+/** The columns printed as ISO 8601 UTC text (`maintenance_until`: the end of the window; `scan_refused_at`, `url_changed_at`: out of selection since). */
+type TimestampColumn =
+  | 'status_changed_at'
+  | 'maintenance_until'
+  | 'scan_refused_at'
+  | 'url_changed_at'
+  | 'last_scan_at'
+  | 'last_scan_ok_at'
+  | 'last_push_at'
+  | 'last_push_ok_at'
+  | 'created_at'
+  | 'updated_at'
+
+/** Columns left out: the per-scheme probe summaries (`status` holds the checks) and the change-tracking stamp. */
+type InternalColumn = 'http_up' | 'https_up' | 'txid'
 
 function iso(value: Date | string | null | undefined): string | null {
   if (value === null || value === undefined) return null
