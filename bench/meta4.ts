@@ -36,7 +36,7 @@ import {meta4FilePart, meta4Head, meta4Tail} from '../src/lib/metalink/meta4.js'
 import {pieceSizeFor} from '../src/lib/origin/hash.js'
 import {zsyncParams} from '../src/lib/origin/zsync.js'
 import type {Candidate} from '../src/lib/select/types.js'
-import {startServe} from '../src/lib/serve/run.js'
+import {startServe} from '../src/lib/serve/lifecycle/run.js'
 
 const ADMIN_URL = process.env.MB_BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const COUNTRIES: Array<[string, string]> = [

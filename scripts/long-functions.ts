@@ -1,6 +1,6 @@
 /**
  * Fails when a function in src/ has a body over MAX_LINES lines and no comment saying why it must
- * be one function. Run by `npm run lint`.
+ * be one function, or when a source file is over MAX_FILE_LINES lines. Run by `npm run lint`.
  *
  * A body's length is counted from the line of its opening brace to the line of its closing brace,
  * blank and comment lines included (Biome's noExcessiveLinesPerFunction skips comments and so
@@ -15,6 +15,8 @@ import {join} from 'node:path'
 import ts from 'typescript'
 
 const MAX_LINES = 80
+/** Lines a source file may have: a longer one holds more than one concept; split it by concept. */
+const MAX_FILE_LINES = 500
 const EXEMPT_MARKER = 'Kept as one function:'
 
 interface LongFunction {
@@ -77,12 +79,17 @@ function longFunctions(file: string): LongFunction[] {
 const args = process.argv.slice(2)
 const listAll = args.includes('--all')
 const dirs = args.filter((a) => a !== '--all')
-const all = sources(dirs.length > 0 ? dirs : ['src']).flatMap(longFunctions)
+const files = sources(dirs.length > 0 ? dirs : ['src'])
+const all = files.flatMap(longFunctions)
+const longFiles = files.map((file) => ({file, lines: readFileSync(file, 'utf8').split('\n').length - 1})).filter((f) => f.lines > MAX_FILE_LINES)
+for (const f of longFiles) console.log(`${f.file}: ${f.lines} lines`)
+if (longFiles.length > 0) console.error(`${longFiles.length} file(s) over ${MAX_FILE_LINES} lines. Split each by concept.`)
 const failing = all.filter((f) => !f.exempt)
 for (const f of listAll ? all : failing) {
   console.log(`${f.file}:${f.line} ${f.name}: ${f.lines} lines${f.exempt ? ' (exempt)' : ''}`)
 }
-if (failing.length > 0) {
-  console.error(`${failing.length} function(s) over ${MAX_LINES} lines. Split them into named steps, or say why one must stay whole in a comment containing "${EXEMPT_MARKER}".`)
+if (failing.length > 0 || longFiles.length > 0) {
+  if (failing.length > 0)
+    console.error(`${failing.length} function(s) over ${MAX_LINES} lines. Split them into named steps, or say why one must stay whole in a comment containing "${EXEMPT_MARKER}".`)
   process.exit(1)
 }

@@ -1,12 +1,12 @@
 /**
- * A process that tries to take the embedded store's lock (src/lib/db/lock-file.ts) for tests:
+ * A process that tries to take the embedded store's lock (src/lib/db/owner-lock.ts) for tests:
  * `node --import tsx lock-holder.ts DATA_DIR HOLD_MS WAIT_SECONDS LOG`. On success it appends
  * `acquire PID MS` to LOG, prints `OWNER`, holds the lock for HOLD_MS (0: until SIGTERM, which
  * releases it, or SIGKILL, which leaves its claim behind), appends `release PID MS` and releases
  * it; when the lock is held it prints `BUSY OWNERPID`.
  */
 import {appendFileSync} from 'node:fs'
-import {lockDataDir} from '../../src/lib/db/lock-file.js'
+import {lockDataDir} from '../../src/lib/db/owner-lock.js'
 
 const [dataDir, holdMs, waitSeconds, log] = process.argv.slice(2)
 try {

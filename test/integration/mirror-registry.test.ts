@@ -1,6 +1,7 @@
 import {expect} from 'chai'
 import {MbError, UsageError} from '../../src/lib/errors.js'
-import {addMirror, editMirror, listMirrors, publicMirror, removeMirror, resolveMirror, setEnabled} from '../../src/lib/mirrors/registry.js'
+import {addMirror, editMirror, listMirrors, removeMirror, resolveMirror, setEnabled} from '../../src/lib/mirrors/registry.js'
+import {publicMirror} from '../../src/lib/mirrors/public.js'
 import {backend, useTestDatabase} from '../helpers/db.js'
 
 async function caught(promise: Promise<unknown>): Promise<MbError> {

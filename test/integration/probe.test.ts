@@ -1,7 +1,7 @@
 import {expect} from 'chai'
 import type {LookupAddress} from 'node:dns'
 import {sql} from 'kysely'
-import {PROBE_LOCK} from '../../src/lib/db/locks.js'
+import {PROBE_LOCK} from '../../src/lib/db/named-locks.js'
 import {ProbeConfigSchema, type ProbeConfig} from '../../src/lib/probe/config.js'
 import {probeMirrors} from '../../src/lib/probe/run.js'
 import {probeFile} from '../../src/lib/probe/file.js'

@@ -1,7 +1,7 @@
 import {expect} from 'chai'
 import {sql} from 'kysely'
 import type {Database, ReadView} from '../../src/lib/db/index.js'
-import {loadSnapshot, refreshSnapshot, type Snapshot} from '../../src/lib/serve/snapshot.js'
+import {loadSnapshot, refreshSnapshot, type Snapshot} from '../../src/lib/serve/snapshot/snapshot.js'
 import {backend, useTestDatabase} from '../helpers/db.js'
 
 /** What the `file` table cost a refresh, from the actual plans of its queries. */

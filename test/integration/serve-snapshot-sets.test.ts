@@ -1,6 +1,6 @@
 import {expect} from 'chai'
 import {sql} from 'kysely'
-import {loadSnapshot, refreshSnapshot} from '../../src/lib/serve/snapshot.js'
+import {loadSnapshot, refreshSnapshot} from '../../src/lib/serve/snapshot/snapshot.js'
 import {backend, useTestDatabase} from '../helpers/db.js'
 
 const MD5 = 'd41d8cd98f00b204e9800998ecf8427e'

@@ -1,7 +1,7 @@
 import {expect} from 'chai'
 import {sql} from 'kysely'
 import pg from 'pg'
-import {loadSnapshot, refreshSnapshot} from '../../src/lib/serve/snapshot.js'
+import {loadSnapshot, refreshSnapshot} from '../../src/lib/serve/snapshot/snapshot.js'
 import {backend, useTestDatabase} from '../helpers/db.js'
 
 describe(`serve snapshot load and incremental refresh (${backend})`, () => {

@@ -5,7 +5,7 @@
  */
 import {expect} from 'chai'
 import {StaleCopiesCache} from '../../src/lib/metalink/stale-copies.js'
-import {Snapshot} from '../../src/lib/serve/snapshot.js'
+import {Snapshot} from '../../src/lib/serve/snapshot/snapshot.js'
 import {backend, useTestDatabase} from '../helpers/db.js'
 
 describe(`mirror list: outdated copies kept between snapshot refreshes (${backend})`, () => {

@@ -12,7 +12,7 @@ import {pathToFileURL} from 'node:url'
 import {expect} from 'chai'
 import {PNG} from 'pngjs'
 import {StatsCollector} from '../../src/lib/stats/collector.js'
-import type {RequestOutcome} from '../../src/lib/serve/types.js'
+import type {RequestOutcome} from '../../src/lib/serve/delivery/outcome.js'
 import {mb, requireBinary} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 

@@ -1,6 +1,6 @@
 // @store-independent: the embedded store's lock file (no database)
 /**
- * The embedded store's lock (src/lib/db/lock-file.ts) across real processes: a lock left by a
+ * The embedded store's lock (src/lib/db/owner-lock.ts) across real processes: a lock left by a
  * SIGKILLed holder is taken over by exactly one of many concurrent openers, a live lock is never
  * taken, and a claim whose pid now belongs to another process (pid reuse) counts as stale.
  * These need no database, so they run on both test backends.
@@ -11,7 +11,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {expect} from 'chai'
-import {lockDataDir, processStartTime} from '../../src/lib/db/lock-file.js'
+import {lockDataDir, processStartTime} from '../../src/lib/db/owner-lock.js'
 
 const HOLDER = fileURLToPath(new URL('../helpers/lock-holder.ts', import.meta.url))
 

@@ -1,6 +1,6 @@
 import {expect} from 'chai'
 import {ConfigSchema} from '../../src/lib/config/schema.js'
-import {CountryQueryTrust, TrustedProxies, parseForwardedElement, resolveClient} from '../../src/lib/serve/client-address.js'
+import {CountryQueryTrust, TrustedProxies, parseForwardedElement, resolveClient} from '../../src/lib/serve/delivery/client-address.js'
 
 describe('client address resolution', () => {
   const trusted = new TrustedProxies(['127.0.0.1/32', '10.0.0.0/8', '::1/128'])

@@ -5,8 +5,8 @@
  */
 import {expect} from 'chai'
 import {parsePrometheus} from '../helpers/prometheus.js'
-import {createServeMetrics, startMetricsServer, type MetricsServer} from '../../src/lib/serve/metrics.js'
-import type {RequestOutcome} from '../../src/lib/serve/types.js'
+import {createServeMetrics, startMetricsServer, type MetricsServer} from '../../src/lib/serve/operator/metrics.js'
+import type {RequestOutcome} from '../../src/lib/serve/delivery/outcome.js'
 
 const req = (over: Partial<RequestOutcome>): RequestOutcome => ({
   time: 0,

@@ -3,25 +3,18 @@ import {UsageError} from '../../src/lib/errors.js'
 import {
   CLEARED_VALUES,
   checkMirrorRow,
-  checkPrefixes,
   normalizeBasePath,
-  normalizeCidrList,
-  normalizeContinent,
-  normalizeCountry,
-  normalizeCountryList,
   normalizeEmail,
-  normalizeMirrorUrl,
   normalizePatterns,
   parseAsn,
   parseFileSize,
-  parseLatitude,
-  parseLongitude,
   parseScore,
-  prefixOverride,
   validateIdentifier,
   validateMirrorInput,
 } from '../../src/lib/mirrors/validate.js'
-import type {PublicMirror} from '../../src/lib/mirrors/registry.js'
+import {checkPrefixes, normalizeCidrList, normalizeContinent, normalizeCountry, normalizeCountryList, parseLatitude, parseLongitude, prefixOverride} from '../../src/lib/mirrors/location.js'
+import {normalizeMirrorUrl} from '../../src/lib/mirrors/urls.js'
+import type {PublicMirror} from '../../src/lib/mirrors/public.js'
 import {MIRROR_SHOW_FIELDS, scanResult} from '../../src/lib/mirrors/render.js'
 
 /** Asserts that fn throws a UsageError (exit 2) whose message matches every pattern. */

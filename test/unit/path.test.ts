@@ -1,5 +1,5 @@
 import {expect} from 'chai'
-import {hasQueryFlag, parseTarget, queryParam} from '../../src/lib/serve/path.js'
+import {hasQueryFlag, parseTarget, queryParam} from '../../src/lib/serve/delivery/path.js'
 
 describe('request path safety', () => {
   const ok: Array<[string, string, boolean, string]> = [

@@ -1,6 +1,7 @@
 import {expect} from 'chai'
 import {UsageError} from '../../src/lib/errors.js'
-import {normalizePushUrl, validateMirrorInput} from '../../src/lib/mirrors/validate.js'
+import {normalizePushUrl} from '../../src/lib/mirrors/urls.js'
+import {validateMirrorInput} from '../../src/lib/mirrors/validate.js'
 import {isSshTarget} from '../../src/lib/scan/rsync.js'
 
 function refused(text: string): string {

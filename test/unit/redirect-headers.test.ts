@@ -1,9 +1,9 @@
 import {createHash} from 'node:crypto'
 import {expect} from 'chai'
 import {MetalinkRedirectHeaders, type RedirectHeaderOptions} from '../../src/lib/metalink/redirect-headers.js'
-import {BaseUrls} from '../../src/lib/serve/public-url.js'
-import type {RequestContext} from '../../src/lib/serve/server.js'
-import {DigestArena, FORMAT_TORRENT, type FileEntry} from '../../src/lib/serve/snapshot.js'
+import {BaseUrls} from '../../src/lib/serve/delivery/public-url.js'
+import type {RequestContext} from '../../src/lib/serve/delivery/route.js'
+import {DigestArena, FORMAT_TORRENT, type FileEntry} from '../../src/lib/serve/snapshot/file-entry.js'
 import type {ClientInfo, Selection} from '../../src/lib/select/types.js'
 
 const hex = (algo: string, text: string) => createHash(algo).update(text).digest('hex')

@@ -2,7 +2,7 @@ import {expect} from 'chai'
 import {compileSelectOptions} from '../../src/lib/select/index.js'
 import {answerAttempt, answerMirror, RetryMemory, retryKey, startsDownload} from '../../src/lib/select/retry.js'
 import type {Candidate, Selection} from '../../src/lib/select/types.js'
-import {Retries, selectionForAttempt} from '../../src/lib/serve/retry.js'
+import {Retries, selectionForAttempt} from '../../src/lib/serve/delivery/retry.js'
 
 /** A clock the test moves, ms since the epoch. */
 function clock(start = 1_800_000_000_000): {now: () => number; advance: (seconds: number) => void} {

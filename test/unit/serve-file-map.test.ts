@@ -1,5 +1,6 @@
 import {expect} from 'chai'
-import {type FileEntry, fileWith, Snapshot, unindexedVersion} from '../../src/lib/serve/snapshot.js'
+import {type FileEntry, fileWith, unindexedVersion} from '../../src/lib/serve/snapshot/file-entry.js'
+import {Snapshot} from '../../src/lib/serve/snapshot/snapshot.js'
 
 const MD5 = '0123456789abcdef0123456789abcdef'
 const SHA1 = 'ab'.repeat(20)

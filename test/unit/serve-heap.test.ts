@@ -1,6 +1,6 @@
 import {expect} from 'chai'
 import {getHeapSpaceStatistics} from 'node:v8'
-import {collectGarbage} from '../../src/lib/serve/heap.js'
+import {collectGarbage} from '../../src/lib/serve/snapshot/heap.js'
 
 const oldSpaceBytes = () => getHeapSpaceStatistics().find((space) => space.space_name === 'old_space')!.space_size
 

@@ -1,5 +1,5 @@
 import {expect} from 'chai'
-import {PathTable} from '../../src/lib/serve/path-table.js'
+import {PathTable} from '../../src/lib/serve/snapshot/path-table.js'
 
 /** A deterministic pseudo-random sequence in [0, 1) (mulberry32). */
 function random(seed: number): () => number {

@@ -1,7 +1,8 @@
 import {expect} from 'chai'
-import {escapeHtml, renderIndex} from '../../src/lib/serve/autoindex.js'
-import {parseListen} from '../../src/lib/serve/listen.js'
-import {DigestArena, fileWith, MirrorSetPool, unindexedVersion} from '../../src/lib/serve/snapshot.js'
+import {escapeHtml, renderIndex} from '../../src/lib/serve/delivery/autoindex.js'
+import {parseListen} from '../../src/lib/serve/delivery/listen.js'
+import {DigestArena, fileWith, unindexedVersion} from '../../src/lib/serve/snapshot/file-entry.js'
+import {MirrorSetPool} from '../../src/lib/serve/snapshot/mirror-sets.js'
 
 describe('serve helpers', () => {
   it('parses array_to_string mirror sets into compact Int16Array views', () => {

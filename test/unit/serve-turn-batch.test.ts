@@ -1,5 +1,5 @@
 import {expect} from 'chai'
-import {TurnBatch} from '../../src/lib/serve/turn-batch.js'
+import {TurnBatch} from '../../src/lib/serve/delivery/turn-batch.js'
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
 

@@ -1,5 +1,5 @@
 import {expect} from 'chai'
-import {snapshotBounds, unseenCondition} from '../../src/lib/serve/unseen.js'
+import {snapshotBounds, unseenCondition} from '../../src/lib/serve/snapshot/unseen.js'
 
 describe('unseen rows of a transaction snapshot', () => {
   it('parses pg_snapshot text, with and without in-flight ids', () => {

@@ -10,7 +10,7 @@ import {parseDay} from '../../src/lib/stats/query.js'
 import {takeDue} from '../../src/lib/stats/schedule.js'
 import {barChart, fillDays, htmlReport, humanBytes, sparkline, statsCsv, svgDayChart} from '../../src/lib/stats/render.js'
 import type {StatsResult} from '../../src/lib/stats/query.js'
-import type {RequestOutcome} from '../../src/lib/serve/types.js'
+import type {RequestOutcome} from '../../src/lib/serve/delivery/outcome.js'
 
 const req = (over: Partial<RequestOutcome>): RequestOutcome => ({
   time: 0,

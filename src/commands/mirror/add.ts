@@ -1,13 +1,14 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
-import {addMirror, type PublicMirror, publicMirror, resolveMirror} from '../../lib/mirrors/registry.js'
+import {addMirror, resolveMirror} from '../../lib/mirrors/registry.js'
+import {type PublicMirror, publicMirror} from '../../lib/mirrors/public.js'
 import {IDENTIFIER_RULE} from '../../lib/mirrors/validate.js'
 import {mirrorRecord, mirrorSummary} from '../../lib/mirrors/render.js'
 import {renderRecord} from '../../lib/output.js'
 import {describeProbe, probeOnce, probeOnceJson} from '../../lib/probe/once.js'
 import {openGeo} from '../../lib/geo/geoip.js'
 import {MbError} from '../../lib/errors.js'
-import type {MirrorInput} from '../../lib/mirrors/validate.js'
+import type {MirrorInput} from '../../lib/mirrors/fields.js'
 import {describeLocation, type Location, locateHost, mirrorHost, severalCountries} from '../../lib/mirrors/locate.js'
 
 /**

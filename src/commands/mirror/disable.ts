@@ -1,6 +1,7 @@
 import {Args} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
-import {type PublicMirror, publicMirror, setEnabled} from '../../lib/mirrors/registry.js'
+import {type PublicMirror, publicMirror} from '../../lib/mirrors/public.js'
+import {setEnabled} from '../../lib/mirrors/registry.js'
 
 export default class MirrorDisable extends BaseCommand<typeof MirrorDisable> {
   static override description = 'Disable a mirror: it keeps its records but is never selected'

@@ -1,6 +1,7 @@
 import {Args} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
-import {type PublicMirror, publicMirror, resolveMirror, setEnabled} from '../../lib/mirrors/registry.js'
+import {type PublicMirror, publicMirror} from '../../lib/mirrors/public.js'
+import {resolveMirror, setEnabled} from '../../lib/mirrors/registry.js'
 import {describeProbe, probeOnce, probeOnceJson} from '../../lib/probe/once.js'
 import {probeFlag} from './add.js'
 

@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
-import {type PublicMirror, publicMirror, removeMirror} from '../../lib/mirrors/registry.js'
+import {type PublicMirror, publicMirror} from '../../lib/mirrors/public.js'
+import {removeMirror} from '../../lib/mirrors/registry.js'
 
 export default class MirrorRemove extends BaseCommand<typeof MirrorRemove> {
   static override description =

@@ -1,6 +1,7 @@
 import {Args} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
-import {badCopyCount, type PublicMirror, publicMirror, resolveMirror} from '../../lib/mirrors/registry.js'
+import {badCopyCount, resolveMirror} from '../../lib/mirrors/registry.js'
+import {type PublicMirror, publicMirror} from '../../lib/mirrors/public.js'
 import {mirrorRecord} from '../../lib/mirrors/render.js'
 import {renderRecord} from '../../lib/output.js'
 import {readOriginTrace} from '../../lib/sync/trace.js'

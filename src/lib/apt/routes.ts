@@ -3,7 +3,7 @@
  * answers the mirror list of the archive at DIR, in apt's mirror file format: one base URL
  * per line, best first, each with `priority:N` metadata after a tab (apt tries the lowest N
  * first; without priorities it would pick at random), the origin last, in a form it delivers
- * itself (`serve.origin_url`, else `BASE/_origin/DIR`, ../serve/origin-form.ts):
+ * itself (`serve.origin_url`, else `BASE/_origin/DIR`, ../serve/delivery/origin-form.ts):
  * ```
  * http://ftp.example.de/debian/<TAB>priority:1
  * http://mirror.example.se/debian/<TAB>priority:2
@@ -21,9 +21,9 @@
  */
 import type {SelectMirror} from '../select/types.js'
 import {mirrorUrl} from '../select/url.js'
-import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} from '../serve/server.js'
-import type {Snapshot} from '../serve/snapshot.js'
-import {BaseUrls} from '../serve/public-url.js'
+import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} from '../serve/delivery/route.js'
+import type {Snapshot} from '../serve/snapshot/snapshot.js'
+import {BaseUrls} from '../serve/delivery/public-url.js'
 import {originUrlFor} from '../metalink/document.js'
 
 const NAME = 'mirrors.txt'
@@ -37,7 +37,7 @@ export interface AptRouteOptions {
   minSize: number
   /** Mirrors per list at most (default 20). */
   maxMirrors?: number
-  /** This server's URLs (`serve.public_url`, `serve.origin_url`; ../serve/public-url.ts); default: from the request's Host, the origin form. */
+  /** This server's URLs (`serve.public_url`, `serve.origin_url`; ../serve/delivery/public-url.ts); default: from the request's Host, the origin form. */
   baseUrls?: BaseUrls
 }
 

@@ -12,7 +12,7 @@ import {StatsConfigSchema} from '../stats/config.js'
 import {SyncConfigSchema} from '../sync/config.js'
 import {YumConfigSchema} from '../yum/config.js'
 import {TorrentConfigSchema, ZsyncConfigSchema} from '../metalink/formats-config.js'
-import {cidrString, listOf} from './zod.js'
+import {cidrString, listOf} from '../config-fields.js'
 
 export const ConfigSchema = z
   .object({

@@ -17,7 +17,7 @@ import {spawnSync} from 'node:child_process'
 import fs from 'node:fs'
 import {join, sep} from 'node:path'
 import {MbError, UsageError} from '../errors.js'
-import {LOCKS_DIR} from './lock-files.js'
+import {LOCKS_DIR} from './embedded-locks.js'
 
 /** The file PostgreSQL's initdb writes first; a data directory without it holds no store. */
 const STORE_MARKER = 'PG_VERSION'

@@ -6,18 +6,14 @@
  * behind {@link Database} (`store.ts`).
  */
 import {resolve} from 'node:path'
-import {MbError} from '../errors.js'
 import {redact} from '../redact.js'
-import {migrateToLatest, pendingMigrations} from './migrate.js'
+import {prepareSchema, type SchemaMode} from './migrate.js'
 import {openPglite} from './pglite.js'
 import {openPostgres} from './postgres.js'
 import {hostPglite} from './store-host.js'
 import type {Database} from './store.js'
 
 export type {Database, ReadView, Subscription} from './store.js'
-
-/** What to do with pending migrations; see {@link OpenOptions.schema}. */
-export type SchemaMode = 'check' | 'auto' | 'none'
 
 export interface OpenOptions {
   /** postgres:// URL; when absent, PGlite in `dataDir` is used. */
@@ -73,21 +69,4 @@ export async function openDatabase(options: OpenOptions): Promise<Database> {
     throw error
   }
   return database
-}
-
-/**
- * Applies or checks pending migrations on `database` as `mode` says.
- * @throws MbError SCHEMA_OUTDATED in `check` mode with migrations pending; what a migration throws
- */
-export async function prepareSchema(database: Database, mode: SchemaMode): Promise<void> {
-  if (mode === 'none') return
-  const pending = await pendingMigrations(database.db)
-  if (pending.length === 0) return
-  if (mode === 'auto') {
-    await migrateToLatest(database.db)
-    return
-  }
-  throw new MbError(`The database schema at ${database.location} is outdated (${pending.length} pending migration(s): ${pending.join(', ')}). Run \`mb db migrate\` first.`, {
-    code: 'SCHEMA_OUTDATED',
-  })
 }

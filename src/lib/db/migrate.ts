@@ -6,6 +6,7 @@ import {type Kysely, type MigrationResult, Migrator, sql} from 'kysely'
 import {migrations} from '../../../migrations/index.js'
 import {MbError} from '../errors.js'
 import type {DB} from './schema.js'
+import type {Database} from './store.js'
 
 /** One migration and whether it has been applied (and when, UTC). */
 export interface MigrationState {
@@ -48,7 +49,7 @@ async function appliedMigrations(db: Kysely<DB>): Promise<Map<string, Date>> {
 }
 
 /** Names of migrations not yet applied, in order. */
-export async function pendingMigrations(db: Kysely<DB>): Promise<string[]> {
+async function pendingMigrations(db: Kysely<DB>): Promise<string[]> {
   const applied = await appliedMigrations(db)
   return Object.keys(migrations)
     .sort()
@@ -58,4 +59,24 @@ export async function pendingMigrations(db: Kysely<DB>): Promise<string[]> {
 /** The schema version this mb expects: the name of its latest migration, e.g. `0009_mirror_maintenance`. */
 export function expectedSchemaVersion(): string {
   return Object.keys(migrations).sort().at(-1)!
+}
+
+/** What to do with pending migrations; see `OpenOptions.schema` in ./index.ts. */
+export type SchemaMode = 'check' | 'auto' | 'none'
+
+/**
+ * Applies or checks pending migrations on `database` as `mode` says.
+ * @throws MbError SCHEMA_OUTDATED in `check` mode with migrations pending; what a migration throws
+ */
+export async function prepareSchema(database: Database, mode: SchemaMode): Promise<void> {
+  if (mode === 'none') return
+  const pending = await pendingMigrations(database.db)
+  if (pending.length === 0) return
+  if (mode === 'auto') {
+    await migrateToLatest(database.db)
+    return
+  }
+  throw new MbError(`The database schema at ${database.location} is outdated (${pending.length} pending migration(s): ${pending.join(', ')}). Run \`mb db migrate\` first.`, {
+    code: 'SCHEMA_OUTDATED',
+  })
 }

@@ -1,7 +1,7 @@
 /**
  * The embedded store: PGlite in a data directory, owned by one process at a time (the lock
  * file `mb.lock`). The store is a single PostgreSQL session, so a "session" is the whole
- * store, named locks are lock files in the data directory (`lock-files.ts`), and LISTEN goes
+ * store, named locks are lock files in the data directory (`embedded-locks.ts`), and LISTEN goes
  * through PGlite's `listen()`.
  * To share it (`mb serve`), a process owns it on a worker thread that serves its socket
  * (`store-host.ts`, `session-server.ts`); every process, that one included, then connects
@@ -13,8 +13,8 @@ import type {PGlite, Transaction} from '@electric-sql/pglite'
 import {Kysely} from 'kysely'
 import {MbError} from '../errors.js'
 import {checkStoreOwner, createDataDir, groupId, protectDataDir, storeExists, storeNotFound, unusableFiles} from './data-dir.js'
-import {lockDataDir} from './lock-file.js'
-import {fileLocks} from './lock-files.js'
+import {lockDataDir} from './owner-lock.js'
+import {fileLocks} from './embedded-locks.js'
 import {INT8, int8ToNumber, openSharedPglite} from './postgres.js'
 import type {DB} from './schema.js'
 import {type Database, type ReadView, runInSequence, type Session} from './store.js'

@@ -7,8 +7,8 @@
 import {Kysely, type PostgresPool, PostgresDialect} from 'kysely'
 import pg from 'pg'
 import {MbError} from '../errors.js'
-import {fileLocks} from './lock-files.js'
-import type {Lock} from './locks.js'
+import {fileLocks} from './embedded-locks.js'
+import type {Lock} from './named-locks.js'
 import type {DB} from './schema.js'
 import {type Database, type ReadView, runInSequence, type Session, type Subscription} from './store.js'
 

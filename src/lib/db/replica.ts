@@ -7,7 +7,7 @@
  */
 import {sql} from 'kysely'
 import {redact} from '../redact.js'
-import {prepareSchema} from './index.js'
+import {prepareSchema} from './migrate.js'
 import {openPostgres} from './postgres.js'
 import type {Database} from './store.js'
 

@@ -10,7 +10,7 @@
  */
 import {join} from 'node:path'
 import {parentPort, workerData} from 'node:worker_threads'
-import {type SchemaMode, prepareSchema} from './index.js'
+import {type SchemaMode, prepareSchema} from './migrate.js'
 import {protectSocket} from './data-dir.js'
 import {ownPglite, type PgliteOpenOptions, SHARED_SOCKET_NAME} from './pglite.js'
 import {SessionServer} from './session-server.js'

@@ -8,7 +8,7 @@
  * possibly this one, shares through its socket, `postgres.ts`).
  */
 import type {Kysely} from 'kysely'
-import type {Lock} from './locks.js'
+import type {Lock} from './named-locks.js'
 import type {DB} from './schema.js'
 
 /** Which store is open; for display (`mb db status`) and for the code in `db/` only. */

@@ -2,7 +2,6 @@
  * The client a command selects for (`mb file lookup --client-ip`, `mb metalink --client-ip`):
  * the address checked and made canonical, and GeoIP opened from the configured databases.
  */
-import type {Config} from '../config/index.js'
 import {UsageError} from '../errors.js'
 import {openGeo} from '../geo/geoip.js'
 import {addressProblem, parseIp} from '../net.js'
@@ -18,7 +17,13 @@ export function clientFromFlag(text: string, https: boolean): ClientFacts {
   return {ip: address.toString(), address, https}
 }
 
+/** The GeoIP settings of a configuration (`geoip`, `asn_db`). */
+export interface GeoSettings {
+  geoip: string[]
+  asn_db?: string
+}
+
 /** Opens the GeoIP and ASN databases of `config` (`geoip`, `asn_db`; default the bundled data). */
-export async function configuredGeo(config: Config): Promise<GeoLookup> {
+export async function configuredGeo(config: GeoSettings): Promise<GeoLookup> {
   return openGeo({geoip: config.geoip, asnDb: config.asn_db})
 }

@@ -3,8 +3,8 @@
  * which mirrors hold it, and, for a given client address, the ranked choice `mb serve`
  * would make with the reason for every mirror it passes over ("explain").
  */
+import type {SyncConfig} from '../sync/config.js'
 import picomatch from 'picomatch'
-import type {Config} from '../config/index.js'
 import type {Database} from '../db/index.js'
 import {MbError, UsageError} from '../errors.js'
 import {selectUnderRule} from '../rules/apply.js'
@@ -13,7 +13,8 @@ import {compileRules, type RuleSet} from '../rules/rule.js'
 import {type Candidate, compileMirrors, compileSelectOptions, mirrorUrl, selectionContext, type SelectFile, type SelectionContext, type SelectMirror} from '../select/index.js'
 import {syncSelectOptions} from '../sync/trace.js'
 import {rankOfAttempt, retryRule} from '../select/retry.js'
-import {clientFromFlag, configuredGeo} from './client.js'
+import type {SelectConfig} from '../select/config.js'
+import {clientFromFlag, configuredGeo, type GeoSettings} from './client.js'
 import {escapeLike} from '../db/sql.js'
 import {hasDigests, hashesMatchVersion} from '../origin/freshness.js'
 import {readLinks, resolveLinks} from '../origin/links.js'
@@ -241,7 +242,7 @@ export async function staleCopiesOf(database: Database, file: {path: string; siz
  * @throws UsageError for a bad `--client-ip` or an empty pattern; MbError `FILE_NOT_FOUND`
  *         when the path is not indexed, `NO_MATCH` when a glob matches nothing.
  */
-export async function lookupFiles(database: Database, config: Config, options: LookupOptions): Promise<FileLookup[]> {
+export async function lookupFiles(database: Database, config: GeoSettings & {root?: string; select: SelectConfig; sync: SyncConfig}, options: LookupOptions): Promise<FileLookup[]> {
   const pattern = trimLeadingSlashes(options.pattern)
   if (!pattern) throw new UsageError('Give an origin-relative path or a glob, e.g. `mb file lookup iso/distro.iso` or `mb file lookup "*.iso"`.')
   const https = options.https ?? false

@@ -6,7 +6,8 @@
  * (the prefix pool), whose AS is its AS (the AS pool), and whose `client_prefixes` admit it.
  */
 import ipaddr from 'ipaddr.js'
-import type {Config} from '../config/index.js'
+import type {SelectConfig} from '../select/config.js'
+import type {GeoSettings} from './client.js'
 import type {Kysely} from 'kysely'
 import type {DB} from '../db/schema.js'
 import {listMirrors} from '../mirrors/registry.js'
@@ -63,7 +64,7 @@ function firstHolding(cidrs: string[], address: IpAddress): string | undefined {
  * @param db the registry to match mirrors in; undefined: `mirrors` is null
  * @throws UsageError when `text` is not an IPv4 or IPv6 address; MbError when a GeoIP file cannot be opened
  */
-export async function lookupIp(db: Kysely<DB> | undefined, config: Config, text: string): Promise<IpLookup> {
+export async function lookupIp(db: Kysely<DB> | undefined, config: GeoSettings & {select: Pick<SelectConfig, 'client_prefix_v4' | 'client_prefix_v6'>}, text: string): Promise<IpLookup> {
   const address = parseIp(text)
   if (!address) throw new UsageError(`${text} is not an IPv4 or IPv6 address (${addressProblem(text)}); give one such as 203.0.113.7 or 2001:db8::1.`)
   const ip = address.toString()

@@ -1,7 +1,7 @@
 /**
  * What every metalink representation of one origin file is built from: the file, its fresh
  * hashes (or none), and its download sources in the selection engine's order, then the origin
- * in a form it always delivers itself (src/lib/serve/origin-form.ts), so that the last
+ * in a form it always delivers itself (src/lib/serve/delivery/origin-form.ts), so that the last
  * fallback never redirects to a mirror again.
  * Metalink 4 (RFC 5854), Metalink 3.0, hash files, Metalink/HTTP headers (RFC 6249) and the
  * mirror list all read this one shape, so they always agree.
@@ -144,7 +144,7 @@ export interface BuildOptions {
   baseUrl: string
   /**
    * The base URL under which the origin itself delivers the tree, never redirecting
-   * (`originBase()` of src/lib/serve/origin-form.ts): the last source. Default: `baseUrl`.
+   * (`originBase()` of src/lib/serve/delivery/origin-form.ts): the last source. Default: `baseUrl`.
    */
   originBase?: string
   /** Cap on mirror URLs (default 20). */

@@ -12,7 +12,7 @@
  * ```
  */
 import {z} from 'zod'
-import {listOf} from '../config/zod.js'
+import {listOf} from '../config-fields.js'
 
 /** Default `zsync.min_size`: 64 MiB, the size of a small ISO image. */
 const DEFAULT_ZSYNC_MIN_SIZE = 64 * 1024 * 1024
@@ -58,6 +58,8 @@ export const ZsyncConfigSchema = z
   .strict()
 
 export type ZsyncConfig = z.infer<typeof ZsyncConfigSchema>
+/** The `torrent:` section, as validated. */
+export type TorrentConfig = z.infer<typeof TorrentConfigSchema>
 
 /** The smallest file size in bytes that gets zsync sums, or null when zsync is turned off. */
 export function zsyncMinSize(config: ZsyncConfig): number | null {

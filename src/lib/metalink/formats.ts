@@ -3,7 +3,7 @@
  * (metalink/routes.ts) and `mb metalink --format` (metalink/offline.ts) answer them:
  *
  * - `PATH.torrent` → `application/x-bittorrent` (torrent.ts), web seeds = the client's
- *   mirrors best first, then the origin's direct URL (src/lib/serve/origin-form.ts);
+ *   mirrors best first, then the origin's direct URL (src/lib/serve/delivery/origin-form.ts);
  * - `PATH.magnet` → `text/plain`, the magnet link (torrent.ts) with the same web seeds;
  * - `PATH.btih` → `text/plain`, the info hash in hex;
  * - `PATH.zsync` → `application/x-zsync` (zsync-control.ts), `URL:` lines for the client's

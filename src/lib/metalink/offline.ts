@@ -5,12 +5,14 @@
  * (src/lib/metalink/routes.ts), so the output equals what the server would send to that
  * client (with `baseUrl` standing in for the request's Host).
  */
+import type {SyncConfig} from '../sync/config.js'
 import {stat} from 'node:fs/promises'
 import {join} from 'node:path'
-import type {Config} from '../config/index.js'
 import type {Database} from '../db/index.js'
 import {MbError} from '../errors.js'
-import {clientFromFlag, configuredGeo} from '../lookup/client.js'
+import {clientFromFlag, configuredGeo, type GeoSettings} from '../lookup/client.js'
+import type {SelectConfig} from '../select/config.js'
+import type {ServeConfig} from '../serve/config.js'
 import {hashesFresh} from '../origin/freshness.js'
 import {readStoredHashes} from '../origin/hash.js'
 import {readLinks, resolveLinks} from '../origin/links.js'
@@ -19,13 +21,13 @@ import {syncSelectOptions} from '../sync/trace.js'
 import {buildDocument, type MetalinkDocument} from './document.js'
 import {FormatStore, isUnavailable, magnetBody, torrentBody, zsyncUrls} from './formats.js'
 import type {TorrentInfo} from './torrent.js'
-import {zsyncMinSize} from './formats-config.js'
+import {type TorrentConfig, type ZsyncConfig, zsyncMinSize} from './formats-config.js'
 import {renderZsync, type ZsyncControl} from './zsync-control.js'
 import {sql} from 'kysely'
 import {renderMeta4} from './meta4.js'
 import {renderMetalink3} from './metalink3.js'
 import {trimLeadingSlashes, withTrailingSlash} from '../text.js'
-import {BaseUrls} from '../serve/public-url.js'
+import {BaseUrls} from '../serve/delivery/public-url.js'
 
 /** The formats `mb metalink --format` writes. */
 export type OfflineFormat = 'meta4' | 'metalink' | 'torrent' | 'magnet' | 'zsync'
@@ -43,13 +45,23 @@ export interface OfflineOptions {
   now?: Date
 }
 
+/** The settings `mb metalink` reads: GeoIP, the origin `root`, and the sections that shape the document. */
+export interface OfflineSettings extends GeoSettings {
+  root?: string
+  select: SelectConfig
+  sync: SyncConfig
+  serve: Pick<ServeConfig, 'listen' | 'origin_url' | 'public_url'>
+  torrent: TorrentConfig
+  zsync: ZsyncConfig
+}
+
 /**
  * Builds the metalink (or `options.format`) of `options.path` for `options.clientIp`.
  * @returns the document model and its rendered text (bytes for `.torrent` and `.zsync`)
  * @throws UsageError for a bad client address; MbError FILE_NOT_FOUND when the path is not
  *         indexed, FORMAT_UNAVAILABLE when the file has no current data for the format
  */
-export async function offlineMetalink(database: Database, config: Config, options: OfflineOptions): Promise<{doc: MetalinkDocument; text: string | Buffer}> {
+export async function offlineMetalink(database: Database, config: OfflineSettings, options: OfflineOptions): Promise<{doc: MetalinkDocument; text: string | Buffer}> {
   const asked = trimLeadingSlashes(options.path)
   const facts = clientFromFlag(options.clientIp ?? '127.0.0.1', (options.baseUrl ?? '').startsWith('https:'))
   const find = (p: string) => database.db.selectFrom('file').select(['path', 'size', 'mtime', 'mirrors']).where('path', '=', p).executeTakeFirst()
@@ -91,7 +103,7 @@ export async function offlineMetalink(database: Database, config: Config, option
 }
 
 /** The `.torrent`, magnet link or `.zsync` of `doc`, from the store. */
-async function clientFormat(database: Database, config: Config, doc: MetalinkDocument, format: 'torrent' | 'magnet' | 'zsync', sha1: string | null): Promise<string | Buffer> {
+async function clientFormat(database: Database, config: OfflineSettings, doc: MetalinkDocument, format: 'torrent' | 'magnet' | 'zsync', sha1: string | null): Promise<string | Buffer> {
   const store = new FormatStore(database, {zsyncMinSize: zsyncMinSize(config.zsync), trackers: config.torrent.trackers})
   const file = {path: doc.path, size: doc.size, mtime: doc.mtime, sha1}
   const data =

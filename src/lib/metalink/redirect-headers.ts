@@ -2,7 +2,7 @@
  * The Metalink/HTTP header lines of a `302` redirect (RFC 6249 §6, RFC 3230 §4.3.2), for
  * `MirrorServer.addRedirectHeaders`, in this order:
  *   `Link: <ORIGIN/PATH>; rel=duplicate; pri=999999` always: the origin's direct URL
- *   (`BaseUrls.origin()`, src/lib/serve/origin-form.ts), the last resort after the mirrors'
+ *   (`BaseUrls.origin()`, src/lib/serve/delivery/origin-form.ts), the last resort after the mirrors'
  *   `rel=duplicate` lines (RFC 6249: `pri` 1…999999, lowest first);
  *   `Link: <BASE/PATH.meta4>; rel=describedby; type="application/metalink4+xml"` always;
  *   `Link: <BASE/PATH.torrent>; rel=describedby; type="application/x-bittorrent"` while the
@@ -17,9 +17,9 @@
  * has confirmed the disk's version before any redirect, and a changed file reaches them as
  * an entry without hashes.
  */
-import {type BaseUrls, ORIGIN_PREFIX} from '../serve/public-url.js'
-import type {RedirectHeaderProvider} from '../serve/server.js'
-import {FORMAT_TORRENT, type FileEntry} from '../serve/snapshot.js'
+import {type BaseUrls, ORIGIN_PREFIX} from '../serve/delivery/public-url.js'
+import type {RedirectHeaderProvider} from '../serve/delivery/route.js'
+import {FORMAT_TORRENT, type FileEntry} from '../serve/snapshot/file-entry.js'
 import {originUrlFor} from './document.js'
 import {describedByLink, digestHeader} from './headers.js'
 import {signatureLink} from './signature.js'

@@ -12,7 +12,7 @@
  */
 import {readFile} from 'node:fs/promises'
 import {sep} from 'node:path'
-import type {FileEntry} from '../serve/snapshot.js'
+import type {FileEntry} from '../serve/snapshot/file-entry.js'
 
 const PGP_SIGNATURE_MEDIA_TYPE = 'application/pgp-signature'
 

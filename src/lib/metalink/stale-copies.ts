@@ -7,7 +7,7 @@
  */
 import type {Database} from '../db/index.js'
 import {staleCopiesOf} from '../lookup/files.js'
-import type {Snapshot} from '../serve/snapshot.js'
+import type {Snapshot} from '../serve/snapshot/snapshot.js'
 
 /** Outdated copies by mirror id: the size (bytes) and mtime (Unix seconds, UTC, null when unknown) the mirror holds. */
 export type StaleCopies = ReadonlyMap<number, {size: number; mtime: number | null}>

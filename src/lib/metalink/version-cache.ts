@@ -20,9 +20,9 @@ export interface CachedVersion {
   md5?: string | null
   sha1?: string | null
   sha256?: string | null
-  /** The snapshot entry's formats bits (FileEntry.formats, src/lib/serve/snapshot.ts); absent = 0. */
+  /** The snapshot entry's formats bits (FileEntry.formats, src/lib/serve/snapshot/snapshot.ts); absent = 0. */
   formats?: number
-  /** See FileEntry.digestId (src/lib/serve/snapshot.ts): equal ids, equal digests. */
+  /** See FileEntry.digestId (src/lib/serve/snapshot/snapshot.ts): equal ids, equal digests. */
   digestId?: number
 }
 

@@ -10,25 +10,13 @@ import {userInfo} from 'node:os'
 import {type Kysely, type Selectable, sql, type Transaction} from 'kysely'
 import type {DB, MirrorRow, RemovedMirrorTable} from '../db/schema.js'
 import {MbError, UsageError} from '../errors.js'
-import {
-  CLEARABLE,
-  CLEARED_VALUES,
-  checkMirrorRow,
-  checkPrefixes,
-  FIELD_FLAGS,
-  impliedContinent,
-  type MirrorInput,
-  type MirrorValues,
-  normalizeContinent,
-  normalizeCountry,
-  validateIdentifier,
-  validateMirrorInput,
-} from './validate.js'
-import {redact} from '../redact.js'
-import {syncLagSeconds} from '../sync/trace.js'
-import {escapeLike, textArray} from '../db/sql.js'
+import {CLEARABLE, CLEARED_VALUES, checkMirrorRow, validateIdentifier, validateMirrorInput} from './validate.js'
+import {checkPrefixes, impliedContinent, normalizeContinent, normalizeCountry} from './location.js'
+import {FIELD_FLAGS, type MirrorInput, type MirrorValues} from './fields.js'
+import {escapeLike} from '../db/sql.js'
+import {redacted} from './public.js'
 
-export type {MirrorInput} from './validate.js'
+export type {MirrorInput} from './fields.js'
 
 type Db = Kysely<DB> | Transaction<DB>
 
@@ -396,160 +384,6 @@ export async function listMirrors(db: Db, filter: MirrorFilter = {}): Promise<Mi
   if (filter.continent !== undefined) query = query.where('continent', '=', normalizeContinent(filter.continent))
   if (filter.enabled !== undefined) query = query.where('enabled', '=', filter.enabled)
   return query.orderBy('identifier').execute()
-}
-
-/**
- * A mirror as printed by `mb mirror show/list --json`: snake_case keys in a fixed order,
- * timestamps as ISO 8601 UTC strings, sizes in bytes, and rsync/ftp URLs with any password
- * replaced by `***`. New keys may be added; existing keys keep their names and meaning.
- */
-export interface PublicMirror {
-  id: number
-  identifier: string
-  enabled: boolean
-  base_url: string | null
-  http_url: string | null
-  https_url: string | null
-  rsync_url: string | null
-  ftp_url: string | null
-  country: string | null
-  continent: string | null
-  latitude: number | null
-  longitude: number | null
-  asn: number | null
-  prefixes: string[]
-  score: number
-  country_only: boolean
-  region_only: boolean
-  as_only: boolean
-  prefix_only: boolean
-  fallback: boolean
-  other_countries: string[]
-  exclude_countries: string[]
-  client_prefixes: string[]
-  file_maxsize: number | null
-  base_path: string
-  include_patterns: string[]
-  exclude_patterns: string[]
-  /** Push target (`mb push`), password redacted; null = the mirror pulls. */
-  push_url: string | null
-  /** Globs of origin paths pushed to this mirror (empty = all). */
-  push_include: string[]
-  admin: string | null
-  admin_email: string | null
-  comment: string | null
-  up: boolean
-  ipv6: boolean | null
-  /** The mirror honours `Range` (probing got 206 for `Range: bytes=0-0`); false: it sends the whole file (200), so ranged requests (resumes) are not sent there; null = not known yet. */
-  range_ok: boolean | null
-  status: Record<string, unknown>
-  status_reason: string | null
-  status_changed_at: string | null
-  needs_rescan: boolean
-  /** End of the maintenance window (ISO 8601 UTC), or null; selection skips the mirror until then. */
-  maintenance_until: string | null
-  /** When the last scan was refused by the safety check (ISO 8601 UTC): the mirror is suspect, out of selection (`scan_refused`); null = not suspect. */
-  scan_refused_at: string | null
-  /** Since when content checks have found at least `probe.suspect_bad_copies` corrupt copies (ISO 8601 UTC): suspect, out of selection (`bad_copies`); null = not. */
-  bad_copies_suspect_at: string | null
-  /** When `mb mirror edit` changed a base URL (ISO 8601 UTC): out of selection (`url_changed`, "URL changed, awaiting scan") until the next successful scan; null = none waiting. */
-  url_changed_at: string | null
-  /** The time in the mirror's copy of the sync trace (ISO 8601 UTC; `sync.trace_path`): when the origin state it last copied was written; null = not read. */
-  synced_at: string | null
-  /** Seconds the mirror is behind the origin by their traces (src/lib/sync/trace.ts `syncLagSeconds`); null = no trace read. */
-  sync_lag_seconds: number | null
-  /** Why the last read of the mirror's trace failed; null when it was read. */
-  sync_error: string | null
-  last_scan_at: string | null
-  last_scan_ok_at: string | null
-  last_scan_error: string | null
-  last_scan_protocol: string | null
-  last_scan_files: number | null
-  last_scan_matched: number | null
-  last_scan_seconds: number | null
-  last_push_at: string | null
-  last_push_ok_at: string | null
-  /** Why the last push failed, or null. */
-  last_push_error: string | null
-  created_at: string | null
-  updated_at: string | null
-}
-
-function iso(value: Date | string | null | undefined): string | null {
-  if (value === null || value === undefined) return null
-  const date = value instanceof Date ? value : new Date(value)
-  return Number.isNaN(date.getTime()) ? String(value) : date.toISOString()
-}
-
-function redacted(value: string | null): string | null {
-  return value === null ? null : redact(value)
-}
-
-/**
- * The public, password-free shape of a mirror row (see {@link PublicMirror}).
- * @param originTrace  the origin's own trace time, the reference of `sync_lag_seconds` (null: now)
- */
-export function publicMirror(row: MirrorRow, originTrace: Date | null = null): PublicMirror {
-  return {
-    id: row.id,
-    identifier: row.identifier,
-    enabled: row.enabled,
-    base_url: row.https_url ?? row.http_url,
-    http_url: row.http_url,
-    https_url: row.https_url,
-    rsync_url: redacted(row.rsync_url),
-    ftp_url: redacted(row.ftp_url),
-    country: row.country,
-    continent: row.continent,
-    latitude: row.latitude,
-    longitude: row.longitude,
-    asn: row.asn === null ? null : Number(row.asn),
-    prefixes: textArray(row.prefixes),
-    score: row.score,
-    country_only: row.country_only,
-    region_only: row.region_only,
-    as_only: row.as_only,
-    prefix_only: row.prefix_only,
-    fallback: row.fallback,
-    other_countries: row.other_countries,
-    exclude_countries: row.exclude_countries,
-    client_prefixes: textArray(row.client_prefixes),
-    file_maxsize: row.file_maxsize === null ? null : Number(row.file_maxsize),
-    base_path: row.base_path,
-    include_patterns: row.include_patterns,
-    exclude_patterns: row.exclude_patterns,
-    push_url: redacted(row.push_url),
-    push_include: row.push_include ?? [],
-    admin: row.admin,
-    admin_email: row.admin_email,
-    comment: row.comment,
-    up: row.up,
-    ipv6: row.ipv6,
-    range_ok: row.range_ok ?? null,
-    status: row.status ?? {},
-    status_reason: redacted(row.status_reason),
-    status_changed_at: iso(row.status_changed_at),
-    needs_rescan: row.needs_rescan,
-    maintenance_until: iso(row.maintenance_until),
-    scan_refused_at: iso(row.scan_refused_at),
-    bad_copies_suspect_at: iso(row.bad_copies_suspect_at ?? null),
-    url_changed_at: iso(row.url_changed_at),
-    synced_at: iso(row.synced_at),
-    sync_lag_seconds: syncLagSeconds(row.synced_at ? new Date(row.synced_at) : null, originTrace),
-    sync_error: row.sync_error ?? null,
-    last_scan_at: iso(row.last_scan_at),
-    last_scan_ok_at: iso(row.last_scan_ok_at),
-    last_scan_error: redacted(row.last_scan_error),
-    last_scan_protocol: row.last_scan_protocol,
-    last_scan_files: row.last_scan_files,
-    last_scan_matched: row.last_scan_matched,
-    last_scan_seconds: row.last_scan_seconds,
-    last_push_at: iso(row.last_push_at),
-    last_push_ok_at: iso(row.last_push_ok_at),
-    last_push_error: redacted(row.last_push_error),
-    created_at: iso(row.created_at),
-    updated_at: iso(row.updated_at),
-  }
 }
 
 /**

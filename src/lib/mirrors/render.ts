@@ -4,8 +4,8 @@
  * (probe, scan) can add columns by appending entries here.
  */
 import type {Column} from '../output.js'
-import type {PublicMirror} from './registry.js'
-import {prefixOverride} from './validate.js'
+import type {PublicMirror} from './public.js'
+import {prefixOverride} from './location.js'
 import {shortDuration} from '../time.js'
 
 /** An ISO 8601 UTC timestamp without milliseconds, or null. */

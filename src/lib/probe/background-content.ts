@@ -12,9 +12,9 @@
  * With several replicas on one PostgreSQL database only one checks at a time: a round first
  * takes {@link CONTENT_CHECK_LOCK} and is skipped when another replica holds it.
  */
-import type {Config} from '../config/index.js'
+import type {ProbeConfig} from './config.js'
 import type {Database} from '../db/index.js'
-import {CONTENT_CHECK_LOCK} from '../db/locks.js'
+import {CONTENT_CHECK_LOCK} from '../db/named-locks.js'
 import type {ProbeLogger} from './background.js'
 import {checkMirrorContents, type ContentRound, type ContentRoundOptions} from './content-check.js'
 
@@ -41,7 +41,11 @@ export function roundBudget(budgetPerHour: number, intervalSeconds: number): num
  * the start). Rounds never overlap; errors are logged, never thrown.
  * @param options.resolver  host name resolver (tests)
  */
-export function startBackgroundContentChecks(database: Database, config: Config, options: {logger?: ProbeLogger; resolver?: ContentRoundOptions['resolver']} = {}): BackgroundContentChecks {
+export function startBackgroundContentChecks(
+  database: Database,
+  config: {probe: ProbeConfig},
+  options: {logger?: ProbeLogger; resolver?: ContentRoundOptions['resolver']} = {},
+): BackgroundContentChecks {
   const intervalSeconds = config.probe.content_interval_seconds
   if (!(intervalSeconds > 0)) throw new RangeError('probe.content_interval_seconds must be positive')
   const budgetBytes = roundBudget(config.probe.content_budget_bytes, intervalSeconds)

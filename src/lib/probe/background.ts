@@ -6,9 +6,11 @@
  * first takes the named lock {@link PROBE_LOCK} and skips the round when another replica
  * holds it. PGlite allows one process per data directory, so there it is trivially single.
  */
+import type {SelectConfig} from '../select/config.js'
+import type {SyncConfig} from '../sync/config.js'
 import type {Database} from '../db/index.js'
-import {PROBE_LOCK} from '../db/locks.js'
-import type {Config} from '../config/index.js'
+import {PROBE_LOCK} from '../db/named-locks.js'
+import type {ProbeConfig} from './config.js'
 import type {ProbeClient, Resolver} from './http.js'
 import {hookFailureMessage, runChangeHook, stateChanges} from './notify.js'
 import {probeMirrors, type ProbeRound} from './run.js'
@@ -38,7 +40,11 @@ export interface BackgroundProbes {
  * @param options.logger           where to log transitions and failures
  * @param options.resolver         host name resolver (tests)
  */
-export function startBackgroundProbes(database: Database, config: Config, options: {intervalSeconds: number; logger?: ProbeLogger; resolver?: Resolver}): BackgroundProbes {
+export function startBackgroundProbes(
+  database: Database,
+  config: {probe: ProbeConfig; select: Pick<SelectConfig, 'trust_trace'>; sync: Pick<SyncConfig, 'trace_path' | 'margin_seconds'>},
+  options: {intervalSeconds: number; logger?: ProbeLogger; resolver?: Resolver},
+): BackgroundProbes {
   if (!(options.intervalSeconds > 0)) throw new RangeError('intervalSeconds must be positive')
   const clients = new Map<number, ProbeClient>()
   const logger = options.logger

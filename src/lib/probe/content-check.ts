@@ -15,7 +15,7 @@
 import {createHash} from 'node:crypto'
 import pLimit from 'p-limit'
 import type {Database} from '../db/index.js'
-import {scanLock} from '../db/locks.js'
+import {scanLock} from '../db/named-locks.js'
 import type {ProbeConfig} from './config.js'
 import {type ContentVerdict, contentVerdict, type PieceAnswer, parseContentRange, type PlannedCheck, planContentChecks} from './content.js'
 import {contentCandidates, type CopyVerdict, pieceDigests, recordContentVerdicts, removeMissingCopies, updateBadCopiesSuspect} from './content-store.js'

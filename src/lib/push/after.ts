@@ -14,13 +14,12 @@
  */
 import pLimit from 'p-limit'
 import type {Logger} from 'pino'
-import type {Config} from '../config/index.js'
 import type {Database} from '../db/index.js'
-import {PUSH_ROUND_LOCK} from '../db/locks.js'
+import {PUSH_ROUND_LOCK} from '../db/named-locks.js'
 import {errorMessage} from '../errors.js'
 import {indexOrigin} from '../origin/index.js'
 import {pushMirror} from './push.js'
-import {pushMirrorRows, pushOptions} from './settings.js'
+import {type PushSettings, pushMirrorRows, pushOptions} from './settings.js'
 
 /** The running scheduler. */
 export interface PushAfter {
@@ -35,7 +34,7 @@ export interface PushAfter {
  * @param quietSeconds seconds without a change before a round starts (> 0)
  * @throws UsageError when `config.root` is not set or the push settings are inconsistent
  */
-export function startPushAfter(database: Database, config: Config, quietSeconds: number, logger: Logger): PushAfter {
+export function startPushAfter(database: Database, config: PushSettings, quietSeconds: number, logger: Logger): PushAfter {
   const options = pushOptions(config)
   const controller = new AbortController()
   let timer: NodeJS.Timeout | undefined
@@ -79,7 +78,7 @@ export function startPushAfter(database: Database, config: Config, quietSeconds:
 }
 
 /** One round: index the origin, then push to every push mirror. Logs, never throws. */
-async function round(database: Database, config: Config, options: ReturnType<typeof pushOptions>, signal: AbortSignal, logger: Logger): Promise<void> {
+async function round(database: Database, config: PushSettings, options: ReturnType<typeof pushOptions>, signal: AbortSignal, logger: Logger): Promise<void> {
   try {
     const indexed = await indexOrigin(database.db, options.root, {tracePath: config.sync.trace_path})
     logger.info({added: indexed.added, changed: indexed.changed, removed: indexed.removed}, 'push-after: origin quiet; indexed it')

@@ -36,3 +36,6 @@ export const PushConfigSchema = z
     rsync_password_file: z.string().optional().describe('File holding the rsync daemon password for pushes (else RSYNC_PASSWORD from the environment).'),
   })
   .strict()
+
+/** The `push:` section, as validated. */
+export type PushConfig = z.infer<typeof PushConfigSchema>

@@ -17,14 +17,14 @@
  * not served from the mirror (a changed origin file lost its mirrors when it was indexed,
  * and a copy at another size or mtime counts as stale), while its other files keep serving.
  *
- * Concurrency: the named lock `pushLock(mirror id)` (`db/locks.ts`) allows one push per
+ * Concurrency: the named lock `pushLock(mirror id)` (`db/named-locks.ts`) allows one push per
  * mirror at a time, across processes; a second is refused with PUSH_BUSY.
  */
 import {join} from 'node:path'
 import {sql} from 'kysely'
 import picomatch from 'picomatch'
 import type {Database} from '../db/index.js'
-import {pushLock} from '../db/locks.js'
+import {pushLock} from '../db/named-locks.js'
 import type {MirrorRow} from '../db/schema.js'
 import {inSubtree} from '../db/sql.js'
 import {errorMessage, MbError} from '../errors.js'

@@ -2,17 +2,28 @@
  * The push settings of a configuration as {@link PushOptions}, and the mirrors a push to
  * "every push mirror" means; shared by `mb push` and `mb serve --push-after`.
  */
-import type {Config} from '../config/index.js'
+import type {SyncConfig} from '../sync/config.js'
+import type {ScanConfig} from '../scan/config.js'
+import type {PushConfig} from './config.js'
 import type {Database} from '../db/index.js'
 import type {MirrorRow} from '../db/schema.js'
 import {UsageError} from '../errors.js'
 import type {PushOptions} from './push.js'
 
+/** The settings a push reads: the origin `root`, the `push:` section, and the scan's include and exclude patterns. */
+export interface PushSettings {
+  root?: string
+  push: PushConfig
+  /** `sync.trace_path`: the round's index writes the origin's sync trace. */
+  sync: Pick<SyncConfig, 'trace_path'>
+  scan: Pick<ScanConfig, 'include' | 'exclude'>
+}
+
 /**
  * The options of a push under `config` (sections `push:` and `scan:`, and `root`).
  * @throws UsageError when `root` is not set, or push.large_max is below push.small_max
  */
-export function pushOptions(config: Config): PushOptions {
+export function pushOptions(config: PushSettings): PushOptions {
   if (!config.root) throw new UsageError('No origin root given: pass --root DIR (or set MB_ROOT / `root:` in the config file); `mb push` sends that tree.', 'ROOT_INVALID')
   const p = config.push
   if (p.large_max < p.small_max) throw new UsageError(`push.large_max (${p.large_max}) must be at least push.small_max (${p.small_max}).`)

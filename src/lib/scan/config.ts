@@ -15,7 +15,7 @@
  * ```
  */
 import {z} from 'zod'
-import {listOf} from '../config/zod.js'
+import {listOf} from '../config-fields.js'
 import {globProblem} from '../glob.js'
 
 const globList = listOf(
@@ -43,3 +43,6 @@ export const ScanConfigSchema = z
     rsync_password_file: z.string().optional().describe('File holding the rsync daemon password (else RSYNC_PASSWORD from the environment).'),
   })
   .strict()
+
+/** The `scan:` section, as validated. */
+export type ScanConfig = z.infer<typeof ScanConfigSchema>

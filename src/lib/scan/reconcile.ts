@@ -21,13 +21,13 @@
  *    suspect, {@link recordScanFailure}). A successful scan clears that mark.
  *
  * The plan's scope (from {@link planScope}) limits the scan: records outside that origin
- * subtree are left alone. Concurrency: the named lock `scanLock(mirror id)` (`db/locks.ts`)
+ * subtree are left alone. Concurrency: the named lock `scanLock(mirror id)` (`db/named-locks.ts`)
  * refuses a second scan of the same mirror. The mirror-set updates follow the change-tracking
  * contract in docs/change-tracking.md.
  */
 import {type Kysely, sql} from 'kysely'
 import type {Database} from '../db/index.js'
-import {scanLock} from '../db/locks.js'
+import {scanLock} from '../db/named-locks.js'
 import type {DB} from '../db/schema.js'
 import {MbError, UsageError} from '../errors.js'
 import type {ListingEntry} from './types.js'

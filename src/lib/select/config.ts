@@ -6,8 +6,8 @@
  */
 import {z} from 'zod'
 import {isCountryCode} from '../geo/countries.js'
-import {cidrString, listOf} from '../config/zod.js'
-import {VERIFY_CONFIG} from '../verify/config.js'
+import {cidrString, listOf} from '../config-fields.js'
+import {VERIFY_CONFIG} from './verify-config.js'
 import {DEFAULT_RETRY_MEMORY_ENTRIES, DEFAULT_RETRY_WINDOW_SECONDS} from './retry.js'
 
 /** Default origin-only patterns: repository metadata and signatures (matched on basename and full path). */

@@ -28,7 +28,7 @@ export interface ClientFacts {
    * A country to select for instead of GeoIP's (ISO 3166-1 alpha-2, upper case, already
    * checked): the continent follows it and the coordinates are dropped, so that the
    * distance rule does not measure from elsewhere. Who may set it is the caller's decision
-   * (`mb serve`: `CountryQueryTrust` in src/lib/serve/client-address.ts).
+   * (`mb serve`: `CountryQueryTrust` in src/lib/serve/delivery/client-address.ts).
    */
   country?: string
 }

@@ -11,7 +11,6 @@
  * monotonic in a, so the arcsine is taken only for the nearest member and for explanations.
  */
 import {EARTH_RADIUS_KM} from '../geo/distance.js'
-import type {MirrorTable} from './mirror.js'
 import type {SelectOptions} from './options.js'
 import type {Query} from './query.js'
 import type {SelectMirror} from './types.js'
@@ -35,7 +34,15 @@ export function kmFromA(a: number): number {
  * @returns the largest haversine term that still counts as near (Infinity when every member
  *          is near: one member, or none with coordinates); a member with `dist > limit` is far
  */
-export function nearLimit(table: MirrorTable, q: Query, eligible: readonly SelectMirror[], order: Int32Array, count: number, dist: Float64Array, options: SelectOptions): number {
+/** The mirror table's columns that this step reads (`MirrorTable`, ./mirror.ts). */
+export interface PositionColumns {
+  readonly flags: Uint8Array
+  readonly posX: Float64Array
+  readonly posY: Float64Array
+  readonly posZ: Float64Array
+}
+
+export function nearLimit(table: PositionColumns, q: Query, eligible: readonly SelectMirror[], order: Int32Array, count: number, dist: Float64Array, options: SelectOptions): number {
   // The table's arrays and the client vector in locals: this loop runs for every pool member.
   const {flags, posX, posY, posZ} = table
   const {x, y, z} = q

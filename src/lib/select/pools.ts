@@ -5,10 +5,9 @@
  * MirrorBrain counts it) → continent → world. Fallback mirrors form their own last pool. A mirror whose `*_only` flag forbids
  * its pool is excluded (prefix_only, as_only, country_only, region_only).
  */
-import type {MirrorTable} from './mirror.js'
 import type {Query} from './query.js'
 import {cidrList, inAny} from './rules.js'
-import type {Exclusion, Realm, SelectMirror} from './types.js'
+import type {Exclusion, PoolReason, Realm, SelectMirror} from './types.js'
 
 // The pools as small numbers, most specific first (the order in which they are tried), and
 // the bits of `MirrorTable.flags` this step reads. Module-private on purpose: V8 folds a
@@ -23,9 +22,6 @@ const FALLBACK = 5
 const HAS_PREFIXES = 1
 const HAS_OTHER_COUNTRIES = 2
 const IS_FALLBACK = 4
-
-/** The reasons of step 3: a pool restriction flag that forbids the mirror's pool. */
-export type PoolReason = 'prefix_only' | 'as_only' | 'country_only' | 'region_only'
 
 /** Pool names by number (the number is the index). */
 export const REALMS: readonly Realm[] = ['prefix', 'as', 'country', 'continent', 'world', 'fallback']
@@ -45,7 +41,15 @@ export function poolFlags(m: SelectMirror): number {
  * appended to `excluded` when given).
  * @returns the pools that have a member, as bits (bit p for pool p)
  */
-export function assignPools(table: MirrorTable, q: Query, eligible: readonly SelectMirror[], realmOf: Int8Array, excluded: Exclusion[] | undefined): number {
+/** The mirror table's columns that this step reads (`MirrorTable`, ./mirror.ts). */
+interface PoolColumns {
+  readonly flags: Uint8Array
+  readonly countryCode: Int32Array
+  readonly continentCode: Int32Array
+  readonly maxRealm: Int8Array
+}
+
+export function assignPools(table: PoolColumns, q: Query, eligible: readonly SelectMirror[], realmOf: Int8Array, excluded: Exclusion[] | undefined): number {
   const n = eligible.length
   // The table's arrays and the client's codes in locals: this loop runs for every eligible mirror.
   const {flags, countryCode, continentCode, maxRealm} = table

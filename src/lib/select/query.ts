@@ -6,14 +6,22 @@
 import {continentOf} from '../geo/countries.js'
 import type {IpAddress} from '../net.js'
 import {clientNetworkKey, fnv1a32, networkPathKey} from './hash.js'
-import type {MirrorTable} from './mirror.js'
 import type {SelectOptions} from './options.js'
-import type {SchemeFacts} from './rules.js'
 import type {ClientInfo, SelectFile} from './types.js'
 
 const RAD = Math.PI / 180
 
 /** One request's facts. Times in Unix seconds (UTC); codes as the table interned them. */
+/** The client facts that `scheme` rules (./rules.ts) may read. */
+export interface SchemeFacts {
+  /** The client came over HTTPS. */
+  https: boolean
+  /** The client address is IPv6. */
+  v6: boolean
+  /** The request carries `Range`. */
+  range: boolean
+}
+
 export interface Query extends SchemeFacts {
   client: ClientInfo
   /** The parsed client address, undefined when its text did not parse. */
@@ -102,7 +110,16 @@ export function emptyQuery(): Query {
  * did not parse, which the normal path never meets), mixed with the path's hash under
  * `sticky_key: network+path`.
  */
-export function buildQuery(table: MirrorTable, client: ClientInfo, address: IpAddress | undefined, file: SelectFile, options: SelectOptions, explain: boolean): Query {
+/** What {@link buildQuery} reads of the mirror table (`MirrorTable`, ./mirror.ts). */
+interface QueryTable {
+  readonly query: Query
+  readonly held: Uint32Array
+  nextGeneration(): number
+  codeOf(code: string | undefined, absent: number): number
+  hasRequestRules(options: SelectOptions): boolean
+}
+
+export function buildQuery(table: QueryTable, client: ClientInfo, address: IpAddress | undefined, file: SelectFile, options: SelectOptions, explain: boolean): Query {
   const q = table.query
   const country = client.country ? client.country.toUpperCase() : undefined
   const substitute = country ? options.countrySubstitutions.get(country) : undefined

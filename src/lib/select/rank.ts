@@ -14,9 +14,8 @@
  * Ranks are 1-based over all candidates. Under `select.ranking: score` there is one pool
  * (./pools.ts, `onePool`) and no distance: the rendezvous order over all of it.
  */
-import {farNote, kmFromA, nearLimit} from './distance.js'
+import {farNote, kmFromA, nearLimit, type PositionColumns} from './distance.js'
 import {rendezvousKey} from './hash.js'
-import type {MirrorTable} from './mirror.js'
 import type {SelectOptions} from './options.js'
 import type {Query} from './query.js'
 import {REALMS} from './pools.js'
@@ -92,7 +91,13 @@ function chooseNear(q: Query, eligible: readonly SelectMirror[], order: Int32Arr
  * first when `choose`, then the rest by distance (with client coordinates) or rendezvous key.
  * @returns the haversine term above which a member is far (Infinity: none is)
  */
-function orderPool(table: MirrorTable, q: Query, eligible: readonly SelectMirror[], count: number, want: number, choose: boolean, options: SelectOptions): number {
+/** The mirror table's columns and buffers that the ranking reads (`MirrorTable`, ./mirror.ts). */
+interface RankColumns extends PositionColumns {
+  readonly scratch: {order: Int32Array; distance: Float64Array; key: Float64Array}
+  readonly withoutIpv6: number
+}
+
+function orderPool(table: RankColumns, q: Query, eligible: readonly SelectMirror[], count: number, want: number, choose: boolean, options: SelectOptions): number {
   const {order, distance, key} = table.scratch
   if (!q.hasPosition || options.ranking === 'score') {
     const networkKey = q.networkKey
@@ -122,7 +127,7 @@ function orderPool(table: MirrorTable, q: Query, eligible: readonly SelectMirror
  * @param explain   add `distanceKm` (both positions known) and `note` (why a mirror ranks after others of its pool)
  * @returns the candidates
  */
-export function rankPools(table: MirrorTable, q: Query, eligible: readonly SelectMirror[], realmOf: Int8Array, present: number, options: SelectOptions, max: number, explain: boolean): Candidate[] {
+export function rankPools(table: RankColumns, q: Query, eligible: readonly SelectMirror[], realmOf: Int8Array, present: number, options: SelectOptions, max: number, explain: boolean): Candidate[] {
   const {order, distance} = table.scratch
   const flags = table.flags
   const ranked: Candidate[] = []

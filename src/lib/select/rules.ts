@@ -12,23 +12,13 @@
  */
 import {type Cidr, cidrContains, type IpAddress} from '../net.js'
 import type {SelectOptions} from './options.js'
-import type {Query} from './query.js'
-import type {SelectMirror} from './types.js'
+import type {Query, SchemeFacts} from './query.js'
+import type {EligibilityReason, SelectMirror} from './types.js'
 import {shortDuration, unixIso, unixIsoMillis} from '../time.js'
-
-/** The client facts that `scheme` rules may read. */
-export interface SchemeFacts {
-  /** The client came over HTTPS. */
-  https: boolean
-  /** The client address is IPv6. */
-  v6: boolean
-  /** The request carries `Range`. */
-  range: boolean
-}
 
 /** A rule that reads only the mirror (`mirror`) or the mirror and {@link SchemeFacts} (`scheme`). */
 interface SchemeRule {
-  reason: string
+  reason: EligibilityReason
   needs: 'mirror' | 'scheme'
   excludes(m: SelectMirror, q: SchemeFacts): boolean
   detail(m: SelectMirror, q: Query): string
@@ -42,7 +32,7 @@ interface SchemeRule {
  * redirect path may skip the test there; `excludes` stays complete on its own.
  */
 export interface RequestRule {
-  reason: string
+  reason: EligibilityReason
   needs: 'holding' | 'request'
   appliesTo?(m: SelectMirror, options: SelectOptions): boolean
   excludes(m: SelectMirror, q: Query): boolean
@@ -264,9 +254,6 @@ export const ELIGIBILITY_RULES = [
     detail: (_m, q) => `excludes clients from ${q.country}`,
   },
 ] as const satisfies readonly ExclusionRule[]
-
-/** The reason of an eligibility rule, one per entry of {@link ELIGIBILITY_RULES}. */
-export type EligibilityReason = (typeof ELIGIBILITY_RULES)[number]['reason']
 
 /** The first rule that excludes `m` for this request, or undefined when `m` is eligible. */
 export function firstExcluding(m: SelectMirror, q: Query): ExclusionRule | undefined {

@@ -3,8 +3,6 @@
  * mirror list. `select()` in `./index.ts` is a pure function of these shapes.
  */
 import type {Cidr, IpAddress} from '../net.js'
-import type {PoolReason} from './pools.js'
-import type {EligibilityReason} from './rules.js'
 
 /** The pool a mirror was chosen from, most specific first (MirrorBrain's "realm"). */
 export type Realm = 'prefix' | 'as' | 'country' | 'continent' | 'world' | 'fallback'
@@ -150,6 +148,36 @@ export interface Candidate {
  * (./pools.ts). Distance never excludes: it orders (./distance.ts).
  */
 export type ExclusionReason = EligibilityReason | PoolReason
+
+/** The reason of an eligibility rule: each entry of `ELIGIBILITY_RULES` (./rules.ts) carries one, in the order they are checked. */
+export type EligibilityReason =
+  | 'disabled'
+  | 'down'
+  | 'zero_score'
+  | 'maintenance'
+  | 'scan_refused'
+  | 'bad_copies'
+  | 'not_in_subtree'
+  | 'corrupt'
+  | 'stale'
+  | 'not_held'
+  | 'too_large'
+  | 'scan_too_old'
+  | 'url_changed'
+  | 'sync_lag'
+  | 'needs_rescan'
+  | 'no_https'
+  | 'no_http'
+  | 'scheme_down'
+  | 'family_down'
+  | 'no_range'
+  | 'unprobed'
+  | 'no_ipv6'
+  | 'client_not_allowed'
+  | 'country_excluded'
+
+/** The reasons of step 3 (./pools.ts): a pool restriction flag that forbids the mirror's pool. */
+export type PoolReason = 'prefix_only' | 'as_only' | 'country_only' | 'region_only'
 
 export interface Exclusion {
   mirror: SelectMirror

@@ -2,7 +2,7 @@
  * Settings of the `serve:` section of the config file. Keys are snake_case.
  */
 import {z} from 'zod'
-import {cidrString, listOf} from '../config/zod.js'
+import {cidrString, listOf} from '../config-fields.js'
 import {isBroadPrefix, isLocalPrefix, SHORTEST_NARROW_PREFIX} from '../net.js'
 
 /** A setting of the whole configuration that {@link broadTrustedNetworks} found too broad, and why. */
@@ -76,7 +76,7 @@ export const ServeConfigSchema = z
       .describe('With `watch`, push the origin to every push mirror once it has been quiet this many seconds after a change (src/lib/push/after.ts); 0 = off.'),
     workers: z.coerce.number().int().min(1).max(64).default(1).describe('Worker processes (node:cluster); 1 = a single process.'),
     poll_seconds: z.coerce.number().min(0.2).max(300).default(2).describe('Snapshot poll interval in seconds (LISTEN/NOTIFY makes most changes faster).'),
-    country_query: countryQuery.default('off').describe('Who may use `?country=XX` to test selection for another country (src/lib/serve/client-address.ts, `CountryQueryTrust`).'),
+    country_query: countryQuery.default('off').describe('Who may use `?country=XX` to test selection for another country (src/lib/serve/delivery/client-address.ts, `CountryQueryTrust`).'),
     country_query_clients: listOf(cidrString).default([]).describe('With `country_query: trusted`, client networks (besides `trusted_proxies`) whose `?country=` is honoured.'),
     allow_broad_trusted_proxies: z
       .boolean()
@@ -84,15 +84,15 @@ export const ServeConfigSchema = z
       .describe(
         'Accept `trusted_proxies` and `serve.country_query_clients` networks shorter than /16 (IPv4) or /32 (IPv6), such as 0.0.0.0/0: every client in them could choose its own address or country.',
       ),
-    access_log: z.string().min(1).optional().describe("Access log (Apache combined format + mirror and realm): a file path, or '-' for stdout (src/lib/serve/access-log.ts)."),
+    access_log: z.string().min(1).optional().describe("Access log (Apache combined format + mirror and realm): a file path, or '-' for stdout (src/lib/serve/operator/access-log.ts)."),
     pid_file: z
       .string()
       .min(1)
       .optional()
-      .describe('File `mb serve` writes its process id to once it listens (removed on exit), for `mb serve reload|stop|upgrade` without systemd (src/lib/serve/pid-file.ts).'),
-    metrics_listen: z.string().min(1).optional().describe('HOST:PORT of the separate Prometheus listener (`GET /metrics`, src/lib/serve/metrics.ts).'),
+      .describe('File `mb serve` writes its process id to once it listens (removed on exit), for `mb serve reload|stop|upgrade` without systemd (src/lib/serve/lifecycle/pid-file.ts).'),
+    metrics_listen: z.string().min(1).optional().describe('HOST:PORT of the separate Prometheus listener (`GET /metrics`, src/lib/serve/operator/metrics.ts).'),
     probe_interval: z.coerce.number().min(0).default(0).describe('Seconds between background probe rounds inside `mb serve` (src/lib/probe/background.ts); 0 = off.'),
-    max_connections: z.coerce.number().int().min(1).optional().describe('Open client connections at most, per process (src/lib/serve/connections.ts); unset = half the open-file limit.'),
+    max_connections: z.coerce.number().int().min(1).optional().describe('Open client connections at most, per process (src/lib/serve/delivery/connections.ts); unset = half the open-file limit.'),
     max_connections_per_client: z.coerce.number().int().min(1).default(64).describe('Open connections per client address (TCP peer; IPv6 by /64) at most; trusted proxies are exempt.'),
     header_timeout: z.coerce.number().min(1).max(300).default(10).describe('Seconds a client has to send a complete request header.'),
     keep_alive_timeout: z.coerce.number().min(0.1).max(300).default(5).describe('Seconds an idle keep-alive connection stays open.'),
@@ -102,7 +102,7 @@ export const ServeConfigSchema = z
     origin_url: publicUrl
       .optional()
       .describe(
-        "Base URL of a plain HTTP server of the origin tree (never redirecting), e.g. `https://origin.example.org/pub/`: the last entry of every fallback list (metalinks, web seeds, `Link: rel=duplicate`, apt and dnf lists). Unset = this server's origin form, PUBLIC_URL/_origin/PATH (src/lib/serve/origin-form.ts).",
+        "Base URL of a plain HTTP server of the origin tree (never redirecting), e.g. `https://origin.example.org/pub/`: the last entry of every fallback list (metalinks, web seeds, `Link: rel=duplicate`, apt and dnf lists). Unset = this server's origin form, PUBLIC_URL/_origin/PATH (src/lib/serve/delivery/origin-form.ts).",
       ),
     disk_check_seconds: z.coerce
       .number()
@@ -114,3 +114,6 @@ export const ServeConfigSchema = z
       ),
   })
   .strict()
+
+/** The `serve:` section, as validated. */
+export type ServeConfig = z.infer<typeof ServeConfigSchema>

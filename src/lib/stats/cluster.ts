@@ -1,5 +1,5 @@
 /**
- * Download counting under `mb serve --workers N` (src/lib/serve/cluster.ts): the workers
+ * Download counting under `mb serve --workers N` (src/lib/serve/lifecycle/cluster.ts): the workers
  * count as a single process does, but hand their counts over the cluster IPC channel to the
  * primary instead of writing them; the primary sums them by key (the same pending counts,
  * ./pending.ts) and alone writes `stats_daily`, so each (day, path, mirror, country) is
@@ -22,7 +22,7 @@ import type {FlushResult, StatsLogger} from './collector.js'
 import {StatsCollector} from './collector.js'
 import type {StatsConfig} from './config.js'
 import type {PathCounts} from './pending.js'
-import {type StatsFlusher, startStatsFlusher} from './schedule.js'
+import {type StatsFlusher, startStatsFlusher} from './flusher.js'
 
 /** The IPC message of a worker's hand-off: path groups of (day, path, mirror, country) counts. */
 interface StatsMessage {

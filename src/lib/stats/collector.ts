@@ -6,7 +6,7 @@
  * The parts, one job each:
  * - ./count.ts: what counts (which requests, which bytes, which key);
  * - ./pending.ts: the unflushed counts in memory;
- * - ./schedule.ts: when paths are written (by age) and the interval flusher;
+ * - ./schedule.ts: when paths are written (by age); ./flusher.ts: the interval flusher;
  * - ./pacing.ts: the waits between batches of a paced flush;
  * - ./flush.ts: the batched upserts, and the bisection of a batch PostgreSQL partly refuses.
  * This module ties them together and reports: when a flush fails (database down) the
@@ -79,7 +79,7 @@ const DAY_MS = 86_400_000
 
 /**
  * The in-memory side of download statistics: `observer` counts, `flush(db)` writes.
- * Use `startStatsFlusher` (./schedule.ts) to flush on an interval and at shutdown.
+ * Use `startStatsFlusher` (./flusher.ts) to flush on an interval and at shutdown.
  */
 export class StatsCollector {
   private readonly pending = new PendingCounts()

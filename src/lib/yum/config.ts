@@ -13,7 +13,7 @@
  */
 import {trimSlashes} from '../text.js'
 import {z} from 'zod'
-import {listOf} from '../config/zod.js'
+import {listOf} from '../config-fields.js'
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is this pattern's job
 const CONTROL = /[\u0000-\u001f\u007f]/

@@ -29,10 +29,10 @@ import {originUrlFor} from '../metalink/document.js'
 import {isRepomdPath, type RepomdAlternate, type RepomdVersion, readRepomdAlternates, repomdVersion} from '../origin/repomd.js'
 import {mirrorUrlOn, publicBase} from '../select/url.js'
 import type {Selection, SelectMirror} from '../select/types.js'
-import {hasQueryFlag} from '../serve/path.js'
-import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} from '../serve/server.js'
-import {type FileEntry, fileWith} from '../serve/snapshot.js'
-import {BaseUrls} from '../serve/public-url.js'
+import {hasQueryFlag} from '../serve/delivery/path.js'
+import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} from '../serve/delivery/route.js'
+import {type FileEntry, fileWith} from '../serve/snapshot/file-entry.js'
+import {BaseUrls} from '../serve/delivery/public-url.js'
 import {repoKey} from './config.js'
 import {METALINK_MEDIA_TYPE, metalinkFailure, REPO_PROTOCOLS, type RepoSource, renderRepoMetalink, renderRepoMirrorList, requestedProtocols, unknownRepoMessage} from './document.js'
 
@@ -54,7 +54,7 @@ export interface YumRouteOptions {
   minSize: number
   /** Mirrors per answer at most (default 20). */
   maxMirrors?: number
-  /** This server's URLs (`serve.public_url`, `serve.origin_url`; ../serve/public-url.ts); default: from the request's Host, the origin form. */
+  /** This server's URLs (`serve.public_url`, `serve.origin_url`; ../serve/delivery/public-url.ts); default: from the request's Host, the origin form. */
   baseUrls?: BaseUrls
 }
 

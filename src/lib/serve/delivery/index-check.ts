@@ -1,0 +1,61 @@
+/**
+ * Whether the disk still holds the version of a file the index describes, checked on the
+ * request path with a cached stat (src/lib/origin/disk.ts). A changed file is answered from
+ * the origin at once and reported, so that the index and a scan catch up.
+ */
+import type {Logger} from 'pino'
+import type {DiskVersions} from '../../origin/disk.js'
+import type {FileVersion} from '../../origin/freshness.js'
+import {type FileEntry, unindexedVersion} from '../snapshot/file-entry.js'
+import type {RequestContext, RouteServices} from './route.js'
+import type {IndexStale} from './settings.js'
+
+/** The check of indexed files against the disk, for one origin root. */
+export class IndexCheck {
+  /**
+   * @param disk the cached stats of the origin root
+   * @param logger where `origin index stale: PATH` is logged
+   * @param onIndexStale called once per stale entry found (it counts it and re-indexes the file)
+   */
+  constructor(
+    private readonly disk: DiskVersions,
+    private readonly logger: Logger | undefined,
+    private readonly onIndexStale: ((stale: IndexStale) => void) | undefined,
+  ) {}
+
+  /**
+   * `file` as the disk has it now ({@link RouteServices.currentFile}): a stat at most `diskCheckSeconds` old vouches for a
+   * match; a mismatch is confirmed by a stat of its own (the snapshot may have caught up with
+   * the disk since the cached stat).
+   */
+  current(ctx: RequestContext, file: FileEntry): FileEntry {
+    const versions = this.disk
+    const cached = versions.version(file.path, ctx.startedMs)
+    if (cached === null || (cached.size === file.size && cached.mtime === file.mtime)) return file
+    versions.forget(file.path)
+    const disk = versions.version(file.path, ctx.startedMs)
+    if (disk === null || (disk.size === file.size && disk.mtime === file.mtime)) return file
+    return this.stale(ctx, file, {size: disk.size, mtime: disk.mtime})
+  }
+
+  /**
+   * The indexed `file` differs from the disk: logs `origin index stale: PATH`, puts an entry
+   * with the disk's version and no mirrors into the snapshot (so that later requests, the
+   * metalinks and the mirror list see it without another stat), and reports it to
+   * `onIndexStale` (which counts it and re-indexes the file). A snapshot refresh of the row
+   * replaces the entry.
+   */
+  private stale(ctx: RequestContext, file: FileEntry, disk: FileVersion): FileEntry {
+    const entry = unindexedVersion(file, disk)
+    const files = ctx.snapshot.files
+    files.replaceIfCurrent(file.path, file, entry)
+    const stale: IndexStale = {path: file.path, indexed: {size: file.size, mtime: file.mtime}, disk}
+    this.logger?.warn(stale, `origin index stale: ${file.path}`)
+    try {
+      this.onIndexStale?.(stale)
+    } catch (error) {
+      this.logger?.error({err: error instanceof Error ? error.message : String(error), path: file.path}, 'handling a stale index entry failed')
+    }
+    return entry
+  }
+}

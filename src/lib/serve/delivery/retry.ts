@@ -1,0 +1,131 @@
+/**
+ * Retries on the redirect path of `mb serve` (the rule: src/lib/select/retry.ts and
+ * docs/selection.md, "Retries"): which attempt a request is, and the selection that attempt
+ * gets. A thin layer over {@link RetryMemory} so that the server's hot path reads one call.
+ *
+ * With `--workers N` every worker's answers are shared with its siblings through the cluster
+ * primary (../lifecycle/retry-share.ts), so a retry moves on whichever worker takes it.
+ */
+import {answerAttempt, answerMirror, MAX_ATTEMPT, RetryMemory, rankOfAttempt, retryKey, startsDownload} from '../../select/retry.js'
+import type {SelectOptions} from '../../select/options.js'
+import type {Selection} from '../../select/types.js'
+import type {FileEntry} from '../snapshot/file-entry.js'
+import type {RequestContext} from './route.js'
+
+/** One request's place in its client's retries. */
+export interface RetryStep {
+  /** The memory key of the client address and path ({@link retryKey}). */
+  key: number
+  /** 1-based: 1 is the sticky choice, N the N-th ranked mirror; beyond the ranking, the origin. */
+  attempt: number
+  /** The request starts a download (GET without Range or with a Range from byte 0): it is remembered. */
+  advance: boolean
+  /** The mirror of the answer this request retries (a new attempt after one that went to a mirror); 0 otherwise. */
+  retriedFrom: number
+  /** When the request came, ms since the epoch (undefined: the memory reads its clock). */
+  nowMs: number | undefined
+}
+
+/** Header values of `X-MB-Attempt` made once, not per request. */
+const ATTEMPT_TEXT = Array.from({length: MAX_ATTEMPT + 1}, (_, i) => String(i))
+
+/** The `X-MB-Attempt` value of an attempt. */
+export function attemptText(attempt: number): string {
+  return ATTEMPT_TEXT[attempt] ?? String(attempt)
+}
+
+/** A callback told of every answer remembered (the `--workers` sharing sends it on). */
+export type RetryListener = (key: number, attempt: number, mirrorId: number) => void
+
+/**
+ * The retry memory of one server, following reloads of `select.retry_window_seconds` (0
+ * turns it off and forgets everything) and `select.retry_memory_entries`.
+ */
+export class Retries {
+  private memory: RetryMemory | undefined
+  private listener: RetryListener | undefined
+
+  constructor(
+    options: Pick<SelectOptions, 'retryWindowSeconds' | 'retryMemoryEntries'>,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.configure(options)
+  }
+
+  /** Applies (re)loaded settings. */
+  configure(options: Pick<SelectOptions, 'retryWindowSeconds' | 'retryMemoryEntries'>): void {
+    if (options.retryWindowSeconds <= 0) this.memory = undefined
+    else if (this.memory === undefined) this.memory = new RetryMemory(options.retryWindowSeconds, options.retryMemoryEntries, this.now)
+    else this.memory.configure(options.retryWindowSeconds, options.retryMemoryEntries)
+  }
+
+  /** True when retries are on (`select.retry_window_seconds` > 0). */
+  get enabled(): boolean {
+    return this.memory !== undefined
+  }
+
+  /** Tells `listener` of every answer remembered from now on (one listener). */
+  onRemember(listener: RetryListener): void {
+    this.listener = listener
+  }
+
+  /**
+   * The step of a request for `path` from client address `ip`, or undefined when retries
+   * are off. `method` and `range` (the `Range` header) decide whether it advances, and a
+   * `conditional` request (`If-Modified-Since` or `If-None-Match`: a cache revalidating its
+   * copy, RFC 9110 §13.1) never does; `nowMs` is when the request came (ms since the epoch;
+   * default: the clock).
+   */
+  step(ip: string, path: string, method: string | undefined, range: string | undefined, nowMs?: number, conditional = false): RetryStep | undefined {
+    const memory = this.memory
+    if (memory === undefined) return undefined
+    const key = retryKey(ip, path)
+    const advance = method === 'GET' && !conditional && startsDownload(range)
+    const last = memory.recall(key, nowMs)
+    if (last < 0) return {key, attempt: 1, advance, retriedFrom: 0, nowMs}
+    const previous = answerAttempt(last)
+    const attempt = !advance ? previous : previous >= MAX_ATTEMPT ? 1 : previous + 1
+    return {key, attempt, advance, retriedFrom: advance ? answerMirror(last) : 0, nowMs}
+  }
+
+  /** Records the answer of a step that advances: the attempt and where it went (0: the origin). */
+  answered(step: RetryStep, mirrorId: number): void {
+    if (!step.advance || this.memory === undefined) return
+    this.memory.remember(step.key, step.attempt, mirrorId, step.nowMs)
+    this.listener?.(step.key, step.attempt, mirrorId)
+  }
+
+  /** Records an answer a sibling worker gave (unless this memory knows a later attempt). */
+  merge(key: number, attempt: number, mirrorId: number): void {
+    this.memory?.merge(key, attempt, mirrorId)
+  }
+}
+
+/**
+ * The selection attempt `attempt` gets from the ranked `selection` (see
+ * {@link rankOfAttempt}): itself at rank 1, the ranking from that rank on for a later one
+ * (the mirrors already tried are left out of the alternatives too), or undefined when the
+ * origin delivers.
+ */
+export function selectionForAttempt(selection: Selection, attempt: number): Selection | undefined {
+  const rank = rankOfAttempt(attempt, selection.ranked.length)
+  if (rank === 0) return selection
+  if (rank < 0) return undefined
+  const rest = selection.ranked.slice(rank)
+  return {...selection, ranked: rest, realm: rest[0].realm}
+}
+
+/**
+ * The retry step of a download of `file`, noted on `ctx` for the request's
+ * record: its attempt, and the mirror it retries away from.
+ */
+export function retryStep(retries: Retries, ctx: RequestContext, clientIp: string, file: FileEntry): RetryStep | undefined {
+  const req = ctx.req
+  const headers = req.headers
+  const conditional = headers['if-modified-since'] !== undefined || headers['if-none-match'] !== undefined
+  const step = retries.step(clientIp, file.path, req.method, headers.range, ctx.startedMs, conditional)
+  if (step === undefined) return undefined
+  ctx.attempt = step.attempt
+  if (step.retriedFrom !== 0) ctx.retriedFrom = ctx.snapshot.mirrors.byId[step.retriedFrom]?.identifier
+  return step
+}

@@ -1,0 +1,79 @@
+/**
+ * What `mb serve`'s HTTP front is built with ({@link ServerOptions}) and what a reload may
+ * change in it ({@link ServerSettings}), with the connection limits' defaults.
+ */
+import type {Logger} from 'pino'
+import type {GeoResolver} from '../../geo/geoip.js'
+import type {FileVersion} from '../../origin/freshness.js'
+import type {SelectOptions} from '../../select/options.js'
+import type {VerifyOptions} from '../../verify/verifier.js'
+import type {SnapshotKeeper} from '../snapshot/keeper.js'
+import type {CountryQueryTrust, TrustedProxies} from './client-address.js'
+import {type ConnectionLimits, defaultMaxConnections, openFileLimit} from './connections.js'
+
+export interface ServerOptions {
+  /** The origin tree (absolute or relative; resolved with realpath at start). */
+  root: string
+  keeper: Pick<SnapshotKeeper, 'current'>
+  geo: GeoResolver
+  selectOptions: SelectOptions
+  trustedProxies: TrustedProxies | readonly string[]
+  logger?: Logger
+  /** Candidates a redirect ranks, at least 1: Location and the Link alternatives are taken from them (default: selectOptions.maxAlternatives). */
+  linkCount?: number
+  /** Who may use `?country=XX` (a testing aid); undefined = nobody, the parameter is ignored. */
+  countryQuery?: CountryQueryTrust
+  /** Connection caps and time limits (default: {@link DEFAULT_CONNECTION_SETTINGS}). */
+  connections?: ConnectionSettings
+  /** Sent as `Server: mb/VERSION` on every answer (RFC 9110 §10.2.4); none when absent. */
+  version?: string
+  /** Verified redirects (src/lib/verify); undefined = off. */
+  verify?: VerifyOptions
+  /** How long one stat of an indexed file vouches that the disk still holds the indexed version, seconds (default 1; 0 = no check: the index is trusted). */
+  diskCheckSeconds?: number
+  /** Called once when a request finds an indexed file changed on disk (after the log line; see `MirrorServer.currentFile` in ./server.ts). */
+  onIndexStale?: (stale: IndexStale) => void
+}
+
+/** An indexed file whose size or mtime on disk differs from the index. */
+export interface IndexStale {
+  /** Origin-relative path. */
+  path: string
+  /** What the index says (bytes, Unix seconds). */
+  indexed: FileVersion
+  /** What the disk says now (bytes, Unix seconds). */
+  disk: FileVersion
+}
+
+/** Connection caps (./connections.ts) and node:http's time limits, in seconds. */
+export interface ConnectionSettings extends ConnectionLimits {
+  /** Time a client has to send a complete request header, from connecting or from the end of the previous answer (s). */
+  headerTimeoutSeconds: number
+  /** Time an idle keep-alive connection is kept open (s). */
+  keepAliveTimeoutSeconds: number
+}
+
+/** The defaults of {@link ConnectionSettings} (the `serve:` keys' defaults). */
+export const DEFAULT_CONNECTION_SETTINGS: ConnectionSettings = {
+  maxConnections: defaultMaxConnections(openFileLimit()),
+  maxConnectionsPerClient: 64,
+  headerTimeoutSeconds: 10,
+  keepAliveTimeoutSeconds: 5,
+}
+
+/** Shortest time limit on a whole request (node:http's `requestTimeout`), in ms. */
+export const REQUEST_TIMEOUT_MS = 30_000
+
+/**
+ * What a reload (SIGHUP) may change in a running server: each field replaces the current one
+ * for the requests that start afterwards.
+ */
+export interface ServerSettings {
+  selectOptions: SelectOptions
+  trustedProxies: TrustedProxies
+  geo: GeoResolver
+  linkCount: number
+  countryQuery: CountryQueryTrust | undefined
+  connections: ConnectionSettings
+  verify: VerifyOptions | undefined
+}
