@@ -31,8 +31,8 @@
  *
  * Documented exceptions (each `it` says why when it skips):
  * - zypper: Debian 12's `dnf-plugins-core` (which `dnf download` needs) declares
- *   `Breaks: zypper`, so the two cannot be installed on one Debian system; .ci/run installs
- *   dnf. The zypper client is run when zypper is present (and dnf-plugins-core is not).
+ *   `Breaks: zypper` (both ship `needs-restarting`), so .ci/run installs libzypp from Debian and
+ *   unpacks the zypper package's binary into /usr/local/bin instead of installing it.
  */
 import {type ChildProcess, spawn, spawnSync} from 'node:child_process'
 import {createHash, randomBytes} from 'node:crypto'
@@ -405,13 +405,9 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
     })
   }
   it('zypper --root R install --download-only (GB): the package, with the right bytes', async function () {
-    // Documented exception (see the module doc): on Debian 12 zypper cannot be installed beside
-    // dnf-plugins-core (`Breaks: zypper`), which the dnf clients above need; .ci/run installs
-    // dnf. Where zypper is present, it is run.
-    if (spawnSync('sh', ['-c', 'command -v zypper']).status !== 0) {
-      console.warn('    (skipped: zypper is not installed; on Debian 12 it conflicts with dnf-plugins-core, which .ci/run installs for dnf)')
-      this.skip()
-    }
+    // Debian 12 marks zypper as broken by dnf-plugins-core (which the dnf clients above need), so
+    // .ci/run unpacks the zypper package into /usr/local/bin beside dnf (see the module doc).
+    requireBinary(this, 'zypper', 'zypper (unpacked: apt-get download zypper && dpkg -x)')
     const dir = outDir('zypper')
     const rootDir = join(dir, 'root')
     const zypper = (args: string[]) => run('zypper', ['--root', rootDir, '--non-interactive', '--no-gpg-checks', ...args], {limitMs: 240_000})
