@@ -58,7 +58,9 @@ With --path SUBDIR it gives the public network overview of that subtree instead 
       listed.map((m) => m.id),
     )
     const mirrors = listed.map((m) => ({...m, probe: probeSummaryJson(summaries.get(m.id), this.mbConfig.select.unprobed)}))
-    this.print(renderTable(mirrors, [...MIRROR_LIST_COLUMNS, ...PROBE_LIST_COLUMNS.map((c) => ({...c, priority: PROBE_PRIORITY[c.header]}))]))
+    // The sync column only where traces are read (`sync.trace_path`): elsewhere it is empty.
+    const columns = this.mbConfig.sync.trace_path ? MIRROR_LIST_COLUMNS : MIRROR_LIST_COLUMNS.filter((c) => c.header !== 'sync')
+    this.print(renderTable(mirrors, [...columns, ...PROBE_LIST_COLUMNS.map((c) => ({...c, priority: PROBE_PRIORITY[c.header]}))]))
     return mirrors
   }
 

@@ -19,7 +19,7 @@ import {scanLock} from '../db/named-locks.js'
 import type {ProbeConfig} from './config.js'
 import {type ContentVerdict, contentVerdict, type PieceAnswer, parseContentRange, type PlannedCheck, planContentChecks} from './content.js'
 import {contentCandidates, type CopyVerdict, pieceDigests, recordContentVerdicts, removeMissingCopies, updateBadCopiesSuspect} from './content-store.js'
-import {classifyError, type Family, ProbeClient, type Resolver} from './http.js'
+import {type Family, getWithinOrigin, ProbeClient, type Resolver} from './http.js'
 import {requestUrl} from './probe.js'
 import {clientOptions} from './run.js'
 import {MbError} from '../errors.js'
@@ -186,56 +186,22 @@ async function familyOf(client: ProbeClient, baseUrl: string): Promise<Family | 
  * Never throws: failures are a null status with a reason code.
  */
 async function fetchPiece(client: ProbeClient, family: Family, url: string, check: PlannedCheck): Promise<PieceAnswer> {
-  // A timer of this request's own, cleared when it ends: a signal still armed after the body
-  // was given up would abort that body later, an 'error' event nothing listens to any more.
-  const controller = new AbortController()
-  const timer = setTimeout(() => controller.abort(), client.options.timeout * 1000)
-  try {
-    return await fetchPieceWith(client, family, url, check, controller.signal)
-  } finally {
-    clearTimeout(timer)
-  }
-}
-
-async function fetchPieceWith(client: ProbeClient, family: Family, url: string, check: PlannedCheck, signal: AbortSignal): Promise<PieceAnswer> {
-  const origin = new URL(url).origin
-  let current = new URL(url)
-  for (let hop = 0; ; hop++) {
-    try {
-      const response = await client.agent(family).request({
-        origin: current.origin,
-        path: `${current.pathname}${current.search}`,
-        method: 'GET',
-        headers: {'user-agent': client.options.userAgent, range: `bytes=${check.start}-${check.end}`, accept: '*/*'},
-        signal,
-      })
-      response.body.on('error', () => {}) // a body given up (destroyed, or left after a break) may still report its abort
-      const status = response.statusCode
-      const location = response.headers.location
-      if (status >= 300 && status < 400 && status !== 304 && typeof location === 'string') {
-        await response.body.dump({limit: 65536}).catch(() => {})
-        const next = new URL(location, current)
-        if (next.origin !== origin) return {status: null, bytes: 0, failure: `redirect_offsite: ${next.href}`}
-        if (hop >= client.options.maxRedirects) return {status: null, bytes: 0, failure: 'redirect_loop'}
-        current = next
-        continue
-      }
-      if (status !== 206) {
-        response.body.destroy()
-        return {status, bytes: 0}
-      }
-      const contentRange = parseContentRange(response.headers['content-range'] as string | undefined)
-      const hash = createHash('sha1')
-      let received = 0
-      for await (const chunk of response.body) {
-        const buffer = chunk as Buffer
-        if (received < check.length) hash.update(buffer.subarray(0, check.length - received))
-        received += buffer.length
-        if (received > check.length) break // longer than asked for: the verdict says so
-      }
-      return {status, contentRange, bytes: received, ...(received === check.length ? {sha1: hash.digest('hex')} : {})}
-    } catch (error) {
-      return {status: null, bytes: 0, failure: classifyError(error)}
+  const answer = await getWithinOrigin(client, family, url, {range: `bytes=${check.start}-${check.end}`}, async (response): Promise<PieceAnswer> => {
+    const status = response.statusCode
+    if (status !== 206) {
+      response.body.destroy()
+      return {status, bytes: 0}
     }
-  }
+    const contentRange = parseContentRange(response.headers['content-range'] as string | undefined)
+    const hash = createHash('sha1')
+    let received = 0
+    for await (const chunk of response.body) {
+      const buffer = chunk as Buffer
+      if (received < check.length) hash.update(buffer.subarray(0, check.length - received))
+      received += buffer.length
+      if (received > check.length) break // longer than asked for: the verdict says so
+    }
+    return {status, contentRange, bytes: received, ...(received === check.length ? {sha1: hash.digest('hex')} : {})}
+  })
+  return 'failure' in answer ? {status: null, bytes: 0, failure: answer.failure} : answer
 }

@@ -340,3 +340,57 @@ export function mirrorFileUrl(baseUrl: string, basePath: string, path: string): 
   const base = withTrailingSlash(baseUrl)
   return base + encodePath(relative)
 }
+
+/** The final answer of {@link getWithinOrigin}: undici's response, whose body the caller reads or destroys. */
+export type OriginAnswer = Awaited<ReturnType<Agent['request']>>
+
+/**
+ * GETs `url` over `family` with `headers` (plus the probe's User-Agent), following redirects
+ * within the URL's own scheme, host and port (at most `probe.max_redirects`): the reads that
+ * want a body, content checks and sync traces. The whole walk gets `probe.timeout`; the timer
+ * is the request's own and ends when `use` returns, so a body given up is never aborted later
+ * (an abort nothing listens to any more would be an unhandled 'error' event), and abort
+ * errors of a body left unread are swallowed.
+ *
+ * @param use  reads the final answer (any status but a followed redirect) and returns the result
+ * @returns what `use` returns, or `{failure}` (`redirect_offsite: URL`, `redirect_loop`, or a
+ *   reason code such as `timeout` or `refused`); never throws for network failures
+ */
+export async function getWithinOrigin<T>(
+  client: ProbeClient,
+  family: Family,
+  url: string,
+  headers: Record<string, string>,
+  use: (answer: OriginAnswer, finalUrl: URL) => Promise<T>,
+): Promise<T | {failure: string}> {
+  const controller = new AbortController()
+  const timer = setTimeout(() => controller.abort(), client.options.timeout * 1000)
+  const origin = new URL(url).origin
+  let current = new URL(url)
+  try {
+    for (let hop = 0; ; hop++) {
+      const answer = await client.agent(family).request({
+        origin: current.origin,
+        path: `${current.pathname}${current.search}`,
+        method: 'GET',
+        headers: {'user-agent': client.options.userAgent, accept: '*/*', ...headers},
+        signal: controller.signal,
+      })
+      answer.body.on('error', () => {})
+      const location = answer.headers.location
+      if (answer.statusCode >= 300 && answer.statusCode < 400 && answer.statusCode !== 304 && typeof location === 'string') {
+        await answer.body.dump({limit: 65536}).catch(() => {})
+        const next = new URL(location, current)
+        if (next.origin !== origin) return {failure: `redirect_offsite: ${next.href}`}
+        if (hop >= client.options.maxRedirects) return {failure: 'redirect_loop'}
+        current = next
+        continue
+      }
+      return await use(answer, current)
+    }
+  } catch (error) {
+    return {failure: classifyError(error)}
+  } finally {
+    clearTimeout(timer)
+  }
+}

@@ -10,9 +10,9 @@
  */
 import type {Kysely} from 'kysely'
 import type {DB} from '../db/schema.js'
-import {parseTrace, syncLagSeconds, TRACE_MAX_BYTES, TraceError} from '../sync/trace.js'
+import {parseTrace, syncLagSeconds, TRACE_MAX_BYTES, type TraceError} from '../sync/trace.js'
 import {trimLeadingSlashes, withTrailingSlash} from '../text.js'
-import {classifyError, type Family, mirrorFileUrl, type ProbeClient} from './http.js'
+import {type Family, getWithinOrigin, mirrorFileUrl, type ProbeClient} from './http.js'
 
 /** What a mirror's trace said: a time, no change since the validator, or why it could not be read. */
 export type TraceRead = {kind: 'time'; at: Date; validator: string | null} | {kind: 'unchanged'} | {kind: 'error'; error: string}
@@ -57,52 +57,34 @@ function validatorOf(headers: Record<string, string | string[] | undefined>): st
  * `{kind: 'error'}` with a message for `mb mirror show`.
  */
 export async function readMirrorTrace(client: ProbeClient, family: Family, url: string, validator: string | null, now: Date = new Date()): Promise<TraceRead> {
-  const signal = AbortSignal.timeout(client.options.timeout * 1000)
-  const origin = new URL(url).origin
-  let current = new URL(url)
-  for (let hop = 0; ; hop++) {
-    try {
-      const response = await client.agent(family).request({
-        origin: current.origin,
-        path: `${current.pathname}${current.search}`,
-        method: 'GET',
-        headers: {'user-agent': client.options.userAgent, accept: '*/*', ...validatorHeaders(validator)},
-        signal,
-      })
-      const status = response.statusCode
-      const location = response.headers.location
-      if (status === 304) {
-        await response.body.dump().catch(() => {})
-        return validator ? {kind: 'unchanged'} : {kind: 'error', error: 'HTTP 304 to an unconditional request'}
-      }
-      if (status >= 300 && status < 400 && typeof location === 'string') {
-        await response.body.dump({limit: 65536}).catch(() => {})
-        const next = new URL(location, current)
-        if (next.origin !== origin) return {kind: 'error', error: `the trace redirects to another host: ${next.href}`}
-        if (hop >= client.options.maxRedirects) return {kind: 'error', error: 'redirect_loop'}
-        current = next
-        continue
-      }
-      if (status !== 200) {
-        await response.body.dump({limit: 65536}).catch(() => {})
-        return {kind: 'error', error: `HTTP ${status} for ${current.href}`}
-      }
-      const chunks: Buffer[] = []
-      let received = 0
-      for await (const chunk of response.body) {
-        chunks.push(chunk as Buffer)
-        received += (chunk as Buffer).length
-        if (received > TRACE_MAX_BYTES) {
-          response.body.destroy()
-          return {kind: 'error', error: `the trace file has more than ${TRACE_MAX_BYTES} bytes: not a trace`}
-        }
-      }
-      return {kind: 'time', at: parseTrace(Buffer.concat(chunks).toString('utf8'), now), validator: validatorOf(response.headers)}
-    } catch (error) {
-      if (error instanceof TraceError) return {kind: 'error', error: error.message}
-      return {kind: 'error', error: `${classifyError(error)}: ${(error as Error).message}`}
+  const read = await getWithinOrigin(client, family, url, validatorHeaders(validator), async (answer, finalUrl): Promise<TraceRead> => {
+    const status = answer.statusCode
+    if (status === 304) {
+      await answer.body.dump().catch(() => {})
+      return validator ? {kind: 'unchanged'} : {kind: 'error', error: 'HTTP 304 to an unconditional request'}
     }
-  }
+    if (status !== 200) {
+      await answer.body.dump({limit: 65536}).catch(() => {})
+      return {kind: 'error', error: `HTTP ${status} for ${finalUrl.href}`}
+    }
+    const chunks: Buffer[] = []
+    let received = 0
+    for await (const chunk of answer.body) {
+      chunks.push(chunk as Buffer)
+      received += (chunk as Buffer).length
+      if (received > TRACE_MAX_BYTES) {
+        answer.body.destroy()
+        return {kind: 'error', error: `the trace file has more than ${TRACE_MAX_BYTES} bytes: not a trace`}
+      }
+    }
+    try {
+      return {kind: 'time', at: parseTrace(Buffer.concat(chunks).toString('utf8'), now), validator: validatorOf(answer.headers)}
+    } catch (error) {
+      return {kind: 'error', error: (error as TraceError).message}
+    }
+  })
+  if (!('failure' in read)) return read
+  return {kind: 'error', error: read.failure.startsWith('redirect_offsite: ') ? `the trace redirects to another host: ${read.failure.slice(18)}` : read.failure}
 }
 
 /**
