@@ -31,6 +31,7 @@ import type {ConnectionSettings, ServerSettings} from '../delivery/settings.js'
 /** Settings (dotted config keys, or a section) that a reload applies to a running server. */
 export const RELOADABLE = [
   'select',
+  'sync.max_lag_seconds',
   'trusted_proxies',
   'geoip',
   'asn_db',
@@ -65,6 +66,10 @@ export const RESTART_ONLY = [
   'serve.origin_url',
   'serve.disk_check_seconds',
   'serve.push_after',
+  'sync.trace_path',
+  'sync.margin_seconds',
+  'sync.lag_warning_seconds',
+  'sync.lag_critical_seconds',
   'stats',
   'probe',
   'push',
