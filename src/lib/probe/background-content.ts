@@ -15,7 +15,7 @@
 import type {ProbeConfig} from './config.js'
 import type {Database} from '../db/index.js'
 import {CONTENT_CHECK_LOCK} from '../db/named-locks.js'
-import type {ProbeLogger} from './background.js'
+import {type ProbeLogger, startLockedRounds} from './rounds.js'
 import {checkMirrorContents, type ContentRound, type ContentRoundOptions} from './content-check.js'
 
 /** One hour, the period `probe.content_budget_bytes` is a budget for (seconds). */
@@ -50,9 +50,6 @@ export function startBackgroundContentChecks(
   if (!(intervalSeconds > 0)) throw new RangeError('probe.content_interval_seconds must be positive')
   const budgetBytes = roundBudget(config.probe.content_budget_bytes, intervalSeconds)
   const logger = options.logger
-  let timer: NodeJS.Timeout | undefined
-  let running: Promise<ContentRound | null> | undefined
-  let stopped = false
 
   async function round(): Promise<ContentRound> {
     const result = await checkMirrorContents(database, config.probe, {budgetBytes, resolver: options.resolver})
@@ -69,39 +66,6 @@ export function startBackgroundContentChecks(
     return result
   }
 
-  function runOnce(): Promise<ContentRound | null> {
-    if (running) return running
-    running = database
-      .withLock(CONTENT_CHECK_LOCK, round, () => {
-        logger?.info({lock: CONTENT_CHECK_LOCK.name}, 'content check round skipped: another replica is checking')
-        return null
-      })
-      .catch((error) => {
-        logger?.error({err: error}, `content check round failed: ${(error as Error).message}`)
-        return null
-      })
-      .finally(() => {
-        running = undefined
-      })
-    return running
-  }
-
-  function schedule(): void {
-    if (stopped) return
-    timer = setTimeout(() => {
-      void runOnce().finally(schedule)
-    }, intervalSeconds * 1000)
-    timer.unref?.()
-  }
-
-  schedule()
-  return {
-    runOnce,
-    roundBudgetBytes: budgetBytes,
-    async stop() {
-      stopped = true
-      if (timer) clearTimeout(timer)
-      await running
-    },
-  }
+  const rounds = startLockedRounds(database, CONTENT_CHECK_LOCK, round, {intervalSeconds, what: 'content check', firstNow: false, logger})
+  return {runOnce: rounds.runOnce, roundBudgetBytes: budgetBytes, stop: rounds.stop}
 }

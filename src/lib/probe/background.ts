@@ -14,13 +14,7 @@ import type {ProbeConfig} from './config.js'
 import type {ProbeClient, Resolver} from './http.js'
 import {hookFailureMessage, runChangeHook, stateChanges} from './notify.js'
 import {probeMirrors, type ProbeRound} from './run.js'
-
-/** The logging calls used (pino-compatible). */
-export interface ProbeLogger {
-  info(obj: object, msg?: string): void
-  warn(obj: object, msg?: string): void
-  error(obj: object, msg?: string): void
-}
+import {type ProbeLogger, startLockedRounds} from './rounds.js'
 
 /** A running background prober. */
 export interface BackgroundProbes {
@@ -48,11 +42,8 @@ export function startBackgroundProbes(
   if (!(options.intervalSeconds > 0)) throw new RangeError('intervalSeconds must be positive')
   const clients = new Map<number, ProbeClient>()
   const logger = options.logger
-  let timer: NodeJS.Timeout | undefined
-  let running: Promise<ProbeRound | null> | undefined
-  let stopped = false
 
-  async function round(): Promise<ProbeRound | null> {
+  async function round(): Promise<ProbeRound> {
     const result = await probeMirrors(database.db, config.probe, {
       clients,
       resolver: options.resolver,
@@ -73,41 +64,11 @@ export function startBackgroundProbes(
     return result
   }
 
-  function skipped(): null {
-    logger?.info({lock: PROBE_LOCK.name}, 'probe round skipped: another replica is probing')
-    return null
-  }
-
-  function runOnce(): Promise<ProbeRound | null> {
-    if (running) return running
-    running = database
-      .withLock(PROBE_LOCK, round, skipped)
-      .catch((error) => {
-        logger?.error({err: error}, `probe round failed: ${(error as Error).message}`)
-        return null
-      })
-      .finally(() => {
-        running = undefined
-      })
-    return running
-  }
-
-  function schedule(): void {
-    if (stopped) return
-    timer = setTimeout(() => {
-      void runOnce().finally(schedule)
-    }, options.intervalSeconds * 1000)
-    timer.unref?.()
-  }
-
-  void runOnce().finally(schedule)
-
+  const rounds = startLockedRounds(database, PROBE_LOCK, round, {intervalSeconds: options.intervalSeconds, what: 'probe', firstNow: true, logger})
   return {
-    runOnce,
+    runOnce: rounds.runOnce,
     async stop() {
-      stopped = true
-      if (timer) clearTimeout(timer)
-      await running
+      await rounds.stop()
       await Promise.all([...clients.values()].map((c) => c.close()))
       clients.clear()
     },
