@@ -532,39 +532,13 @@ describe('select(): restrictions and exclusions', () => {
     ])
     // The redirect path (a MirrorTable) agrees; without the origin's trace the clock is the reference.
     const table = new MirrorTable(ms.values())
-    expect(
-      selectFn(
-        GB,
-        file([1, 2, 3]),
-        table,
-        limit(3600, () => NOW - 60),
-        false,
-      )
+    const served = (options: ReturnType<typeof limit>) =>
+      selectFn(GB, file([1, 2, 3]), table, options, false)
         .ranked.map((c) => c.mirror.identifier)
-        .sort(),
-    ).to.deep.equal(['m2', 'm3'])
-    expect(
-      selectFn(
-        GB,
-        file([1, 2, 3]),
-        table,
-        limit(7150, () => null),
-        false,
-      )
-        .ranked.map((c) => c.mirror.identifier)
-        .sort(),
-    ).to.deep.equal(['m2', 'm3'])
-    expect(
-      selectFn(
-        GB,
-        file([1, 2, 3]),
-        table,
-        limit(7150, () => NOW - 60),
-        false,
-      )
-        .ranked.map((c) => c.mirror.identifier)
-        .sort(),
-    ).to.deep.equal(['m1', 'm2', 'm3'])
+        .sort()
+    expect(served(limit(3600, () => NOW - 60))).to.deep.equal(['m2', 'm3'])
+    expect(served(limit(7150, () => null))).to.deep.equal(['m2', 'm3'])
+    expect(served(limit(7150, () => NOW - 60))).to.deep.equal(['m1', 'm2', 'm3'])
     expect(select(GB, file([1, 2, 3]), ms, options).excluded).to.deep.equal([])
   })
   it('an IPv6 client may use a mirror whose IPv6 is not probed yet (null)', () => {
