@@ -13,6 +13,7 @@ const BENCHES: Record<string, string> = {
   stats: './stats.ts',
   'origin-check': './origin-check.ts',
   curves: './curves.ts',
+  embedded: './embedded.ts',
 }
 
 async function run(): Promise<void> {

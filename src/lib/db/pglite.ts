@@ -25,6 +25,17 @@ import {type Database, type ReadView, runInSequence, type Session} from './store
  */
 export const SHARED_SOCKET_NAME = '.s.PGSQL.5432'
 
+/**
+ * PostgreSQL settings of the embedded store, applied at every open (PGlite's `postgresqlconf`).
+ * PGlite keeps PostgreSQL's `shared_buffers` default of 128 MB inside its WebAssembly memory,
+ * and the store touches all of it: 120 MB more resident memory for every process that opens
+ * it, whatever the size of the site. 16 MB holds the working set of a small site's store; a
+ * larger table is read through the operating system's page cache (the data directory is a
+ * real directory), so it costs system calls, not disk reads. Sites that outgrow this run
+ * PostgreSQL (docs/operations.md, "PostgreSQL").
+ */
+const EMBEDDED_SETTINGS = ['shared_buffers = 16MB']
+
 /** The {@link ReadView} over PGlite transaction `t`. */
 function readView(t: Transaction): ReadView {
   const view: ReadView = {
@@ -120,7 +131,7 @@ export async function ownPglite(dataDir: string, options: PgliteOpenOptions): Pr
   try {
     protectDataDir(dataDir, gid)
     const {PGlite} = await import('@electric-sql/pglite')
-    pglite = await PGlite.create(dataDir, {parsers: {[INT8]: int8ToNumber}})
+    pglite = await PGlite.create(dataDir, {parsers: {[INT8]: int8ToNumber}, postgresqlconf: EMBEDDED_SETTINGS})
   } catch (error) {
     lock()
     const unusable = unusableFiles(dataDir)
