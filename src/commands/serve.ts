@@ -46,6 +46,10 @@ Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop
     'stats-flush-interval': Flags.string({description: 'seconds a download count may wait in memory before it is written to the database (default 10)'}),
     stats: Flags.boolean({description: 'count downloads for `mb stats` (default on)', allowNo: true}),
     'probe-interval': Flags.integer({description: 'probe the mirrors every SECONDS in the background, as `mb probe --all` would (one replica at a time on PostgreSQL; default off)', min: 0}),
+    'content-interval': Flags.integer({
+      description: "check pieces of the mirrors' copies every SECONDS in the background, as `mb probe --content --all` would (probe.content_interval_seconds; default 3600, 0 = off)",
+      min: 0,
+    }),
   }
 
   protected override configFlags(): Record<string, unknown> {
@@ -68,6 +72,7 @@ Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop
       'stats.flush_interval_seconds': f['stats-flush-interval'],
       'stats.enabled': f.stats,
       'serve.probe_interval': f['probe-interval'],
+      'probe.content_interval_seconds': f['content-interval'],
     }
   }
 

@@ -116,7 +116,7 @@ describe(`aria2c through mb serve (${backend})`, function () {
     }
     await database.db.updateTable('file').set({mirrors: ids}).execute()
     // The defaults: the file has BitTorrent data, and the meta4 names no .torrent (torrent.meta4_metaurl).
-    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, log_level: 'silent'}), {database})
+    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, log_level: 'silent', probe: {content_interval_seconds: 0}}), {database})
     // Corrupt one piece on the mirror that the selection ranks first for this client.
     const first = /<url[^>]*priority="1"[^>]*>([^<]+)</.exec(await (await fetch(`${serve.url}/pub/big.bin.meta4`)).text())![1]
     const index = mirrors.findIndex((m) => first.startsWith(m.url))
@@ -184,7 +184,10 @@ describe(`aria2c through mb serve (${backend})`, function () {
     // origin form on that host would win over every mirror. A plain origin server of its own
     // (serve.origin_url) is a host aria2c has no figures for, so the locations decide.
     const originServer = await startNginx({root, hostname: '127.0.0.4'})
-    const withOrigin = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, origin_url: originServer.url}, log_level: 'silent'}), {database})
+    const withOrigin = await startServe(
+      ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, origin_url: originServer.url}, log_level: 'silent', probe: {content_interval_seconds: 0}}),
+      {database},
+    )
     try {
       const meta4 = await (await fetch(`${withOrigin.url}/pub/big.bin.meta4`)).text()
       expect(meta4).to.include(`<url priority="3">${originServer.url}pub/big.bin</url>`)

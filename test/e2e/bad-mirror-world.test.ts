@@ -1,7 +1,8 @@
 /**
  * The "bad mirror world" of issue 33: real clients against `mb serve` (the compiled CLI, with
- * its default settings: the retry window is on) and six nginx mirrors on distinct loopback
- * addresses, four of them bad in the ways volunteer mirrors are bad every day:
+ * its default settings: the retry window and the background content checks are on) and six
+ * nginx mirrors on distinct loopback addresses, four of them bad in the ways volunteer mirrors
+ * are bad every day:
  *
  * | mirror       | listens on     | country | fault                                                        |
  * |--------------|----------------|---------|--------------------------------------------------------------|
@@ -11,6 +12,12 @@
  * | v6only.gb    | [::1]          | GB      | reachable over IPv6 only (the IPv4 clients here must never get it) |
  * | good.nl      | 127.0.0.14     | NL      | none                                                          |
  * | good.us      | 127.0.0.15     | US      | none                                                          |
+ *
+ * The faults come after the mirrors' scan, so only the content checks can find them: `mb
+ * serve` runs its first round at start (the store has had none), and every client here comes
+ * after it. The clients that cannot verify bytes (curl, wget) are then tried against a fault
+ * that no round has seen yet: good.nl's copy of the ISO, corrupted after the round; a rerun
+ * must reach another mirror.
  *
  * Locations make the rankings fixed (checked with `mb file lookup` in `before`): a GB client
  * (London) gets corrupt.gb first, then good.nl; an SE client (Linköping) missing.se, then
@@ -274,11 +281,29 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
     for (const path of filesUnder(trees.get('corrupt.gb')!)) if (statSync(join(trees.get('corrupt.gb')!, path)).size >= 4096) corruptInPlace(join(trees.get('corrupt.gb')!, path))
     for (const path of filesUnder(trees.get('missing.se')!)) if (!path.endsWith('repomd.xml')) unlinkSync(join(trees.get('missing.se')!, path))
 
-    // The default retry window, read from mb itself (the test helper turns it off unless told).
-    const shown = await mb(['config', 'show', '--json'], {env})
-    const retryWindow = shown.json().settings.find((s: {key: string}) => s.key === 'select.retry_window_seconds').value
+    // The rankings the module doc promises (before mb serve's first content round changes them).
+    const ranked = async (ip: string) => {
+      const r = await mb(['file', 'lookup', ISO, '--client-ip', ip, '--json'], {env})
+      expect(r.code, r.stderr).to.equal(0)
+      return r.json().files[0].explain.ranked.map((c: {mirror: string}) => c.mirror)
+    }
+    expect((await ranked(GB(1))).slice(0, 2)).to.deep.equal(['corrupt.gb', 'good.nl'])
+    expect((await ranked(SE(1))).slice(0, 2)).to.deep.equal(['missing.se', 'good.nl'])
+    expect((await ranked(US(1))).slice(0, 2)).to.have.members(['norange.us', 'good.us'])
+    for (const ip of [GB(1), SE(1), US(1)]) expect(await ranked(ip)).to.not.include('v6only.gb')
+
+    // The default retry window and content check interval, read from mb itself (the test
+    // helper turns both off unless told).
+    const settings = (await mb(['config', 'show', '--json'], {env})).json().settings as Array<{key: string; value: number}>
+    const setting = (key: string) => settings.find((s) => s.key === key)!.value
+    const retryWindow = setting('select.retry_window_seconds')
+    const contentInterval = setting('probe.content_interval_seconds')
     expect(retryWindow).to.be.above(0)
-    serve = await startServe(['--config', config, '--root', origin, '--geoip', GEOIP, '--trusted-proxy', '127.0.0.1/32', '--retry-window', String(retryWindow)], tdb.env)
+    expect(contentInterval).to.be.above(0)
+    serve = await startServe(
+      ['--config', config, '--root', origin, '--geoip', GEOIP, '--trusted-proxy', '127.0.0.1/32', '--retry-window', String(retryWindow), '--content-interval', String(contentInterval)],
+      tdb.env,
+    )
 
     // The clients' proxy: one port per client, each adding that client's X-Forwarded-For.
     let proxies = ''
@@ -291,17 +316,6 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
     }
     mkdirSync(join(work, 'nginx-proxy'))
     nginx.push(await startNginxWith(join(work, 'nginx-proxy'), proxies, firstProxy!))
-
-    // The rankings the module doc promises.
-    const ranked = async (ip: string) => {
-      const r = await mb(['file', 'lookup', ISO, '--client-ip', ip, '--json'], {env})
-      expect(r.code, r.stderr).to.equal(0)
-      return r.json().files[0].explain.ranked.map((c: {mirror: string}) => c.mirror)
-    }
-    expect((await ranked(GB(1))).slice(0, 2)).to.deep.equal(['corrupt.gb', 'good.nl'])
-    expect((await ranked(SE(1))).slice(0, 2)).to.deep.equal(['missing.se', 'good.nl'])
-    expect((await ranked(US(1))).slice(0, 2)).to.have.members(['norange.us', 'good.us'])
-    for (const ip of [GB(1), SE(1), US(1)]) expect(await ranked(ip)).to.not.include('v6only.gb')
   })
 
   after(async () => {
@@ -332,19 +346,52 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
     return 2
   }
 
-  it('curl (GB): a rerun reaches another mirror and gets the right bytes', async function () {
-    requireBinary(this, 'curl', 'curl')
-    const {url} = client('curl')
-    const runs = await twice('curl', ISO, (dir) => run('curl', ['-fsSL', '-o', join(dir, 'big.iso'), `${url}/${ISO}`]))
-    expect(runs, 'the first run goes to corrupt.gb').to.equal(2)
+  /** Paths of the copies corrupted on corrupt.gb that carry SHA-1 pieces (every file `mb index --hashes` hashed, from 4096 bytes). */
+  const corrupted = () => filesUnder(origin).filter((p) => statSync(join(origin, p)).size >= 4096)
+
+  it("mb serve's first background content round (default settings, at start) finds every corrupt and missing copy, and `mb file lookup` names it", async () => {
+    const deadline = Date.now() + 60_000
+    while (!serve!.output().includes('content check round done') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
+    const log = serve!
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l))
+    const done = log.find((l) => l.msg === 'content check round done')
+    expect(done, 'no content round within 60 s of the start').to.not.equal(undefined)
+    expect(done.marked_bad).to.equal(corrupted().length)
+    expect(log.find((l) => l.mirror === 'corrupt.gb' && l.corrupt !== undefined)?.corrupt).to.equal(corrupted().length)
+    const missing = filesUnder(trees.get('missing.se')!).length
+    expect(log.find((l) => l.mirror === 'missing.se' && l.missing !== undefined)?.missing).to.equal(filesUnder(origin).length - missing)
+    for (const path of corrupted()) {
+      const lookup = await mb(['file', 'lookup', path, '--client-ip', GB(1), '--json'], {env})
+      expect(lookup.code, lookup.stderr).to.equal(0)
+      const file = lookup.json().files[0]
+      expect(
+        file.corrupt.map((c: {identifier: string}) => c.identifier),
+        path,
+      ).to.deep.equal(['corrupt.gb'])
+      expect(file.explain.excluded.find((e: {mirror: string}) => e.mirror === 'corrupt.gb').reason, path).to.equal('corrupt')
+    }
   })
 
-  it('wget (SE): a rerun reaches another mirror and gets the right bytes', async function () {
-    requireBinary(this, 'wget', 'wget')
-    const {url} = client('wget')
-    const runs = await twice('wget', ISO, (dir) => run('wget', ['--no-config', '-q', '-O', join(dir, 'big.iso'), `${url}/${ISO}`]))
-    expect(runs, 'the first run goes to missing.se').to.equal(2)
+  it('`mb probe --content` after it: the corrupt copies fail again, every other copy passes', async () => {
+    const r = await mb(['probe', '--content', '--all', '--json'], {env})
+    expect(r.code, r.stderr).to.equal(0)
+    const round = r.json()
+    const of = (name: string) => round.mirrors.find((m: {identifier: string}) => m.identifier === name)
+    const verdicts = (name: string) => Object.fromEntries(of(name).checks.map((c: {path: string; verdict: string}) => [c.path, c.verdict]))
+    const bad = verdicts('corrupt.gb')
+    // Every file was checked (the budget holds them all); the copies corrupted fail again, the small ones left alone pass.
+    expect(Object.keys(bad).sort()).to.deep.equal(filesUnder(origin).sort())
+    for (const [path, verdict] of Object.entries(bad)) expect(verdict, path).to.equal(corrupted().includes(path) ? 'corrupt' : 'ok')
+    expect(of('corrupt.gb').marked_bad, 'marked by the first round already').to.equal(0)
+    // missing.se keeps only the copies it still has (repomd.xml): the others left their mirror sets in the first round.
+    expect(verdicts('missing.se')).to.deep.equal(Object.fromEntries(filesUnder(trees.get('missing.se')!).map((p) => [p, 'ok'])))
+    for (const name of ['good.nl', 'good.us']) for (const verdict of Object.values(verdicts(name))) expect(verdict, name).to.equal('ok')
+    expect(of('norange.us').skipped).to.match(/^no range/)
   })
+
   /** aria2c without any download option: only what keeps it hermetic (no user config) and its log readable. */
   const ARIA2 = ['--no-conf', '--log=-', '--log-level=info', '--console-log-level=warn', '--summary-interval=0']
 
@@ -439,59 +486,27 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
     expect(meta4, `the meta4 still lists ${name}`).to.not.include(urls.get(name)!)
   }
 
-  /** Paths of the copies corrupted on corrupt.gb that carry SHA-1 pieces (every file `mb index --hashes` hashed, from 4096 bytes). */
-  const corrupted = () => filesUnder(origin).filter((p) => statSync(join(origin, p)).size >= 4096)
-
-  it('one `mb probe --content` round finds every corrupt copy, and `mb file lookup` names it', async () => {
-    const r = await mb(['probe', '--content', '--all', '--json'], {env})
-    expect(r.code, r.stderr).to.equal(0)
-    const round = r.json()
-    const of = (name: string) => round.mirrors.find((m: {identifier: string}) => m.identifier === name)
-    const verdicts = (name: string) => Object.fromEntries(of(name).checks.map((c: {path: string; verdict: string}) => [c.path, c.verdict]))
-    const bad = verdicts('corrupt.gb')
-    // Every file was checked (the budget holds them all); the copies corrupted are found, the small ones left alone pass.
-    expect(Object.keys(bad).sort()).to.deep.equal(filesUnder(origin).sort())
-    for (const [path, verdict] of Object.entries(bad)) expect(verdict, path).to.equal(corrupted().includes(path) ? 'corrupt' : 'ok')
-    expect(of('corrupt.gb').marked_bad).to.equal(corrupted().length)
-    // missing.se lost every file but repomd.xml: those copies leave their files' mirror sets at once.
-    const gone = Object.entries(verdicts('missing.se'))
-    for (const [path, verdict] of gone) expect(verdict, path).to.equal(path.endsWith('repomd.xml') ? 'ok' : 'missing')
-    expect(of('missing.se').removed_missing).to.equal(gone.filter(([, v]) => v === 'missing').length)
-    for (const name of ['good.nl', 'good.us']) for (const verdict of Object.values(verdicts(name))) expect(verdict, name).to.equal('ok')
-    expect(of('norange.us').skipped).to.match(/^no range/)
-    for (const path of corrupted()) {
-      const lookup = await mb(['file', 'lookup', path, '--client-ip', GB(1), '--json'], {env})
-      expect(lookup.code, lookup.stderr).to.equal(0)
-      const file = lookup.json().files[0]
-      expect(
-        file.corrupt.map((c: {identifier: string}) => c.identifier),
-        path,
-      ).to.deep.equal(['corrupt.gb'])
-      expect(file.explain.excluded.find((e: {mirror: string}) => e.mirror === 'corrupt.gb').reason, path).to.equal('corrupt')
-    }
-  })
-
-  it('wget2 --metalink URL.meta4 (GB), once the corrupt copy is found: ends by itself with the right bytes', async function () {
+  it('wget2 --metalink URL.meta4 (GB): ends by itself with the right bytes', async function () {
     // wget2 checks the SHA-1 pieces but fetches a bad piece again from the same mirror: a
     // corrupt first mirror keeps it busy until stopped (docs/selection.md, "Clients and bad
     // mirrors"). No answer of mb's can change where wget2 fetches its pieces from; mb's part is
-    // to find the corrupt copy first (`mb probe --content`, or the background checks of `mb
-    // serve`), after which the meta4 no longer lists it.
+    // to find the corrupt copy first (the background content checks of `mb serve`, on by
+    // default), after which the meta4 no longer lists it.
     requireBinary(this, 'wget2', 'wget2')
     await metaWithout('wget2After', 'corrupt.gb')
     await wget2('wget2After')
   })
 
-  it('wget2 --metalink URL.meta4 (SE), once the missing copy is found: ends by itself with the right bytes', async function () {
+  it('wget2 --metalink URL.meta4 (SE): ends by itself with the right bytes', async function () {
     // wget2 2.0 asks the same mirror for a piece again after a 404 too: a first mirror that
-    // lost the file keeps it busy until stopped. The content round answered 404 for those
+    // lost the file keeps it busy until stopped. mb serve's first content round got 404 for those
     // copies and took them out of their files' mirror sets (as the next scan would).
     requireBinary(this, 'wget2', 'wget2')
     await metaWithout('wget2', 'missing.se')
     await wget2('wget2')
   })
 
-  it('transmission-cli on the .torrent (GB), once the corrupt copy is found: web seeds only, ends by itself with the right bytes', async function () {
+  it('transmission-cli on the .torrent (GB): web seeds only, ends by itself with the right bytes', async function () {
     // transmission 3.00 checks every piece against the torrent's SHA-1s, but asks the web seed
     // that sent a bad piece for it again and again (it bans peers, never web seeds): with a
     // corrupt web seed it does not finish. As for wget2, mb's part is to have found the copy
@@ -537,5 +552,25 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
     const lines = readFileSync(join(work, 'access-v6only.gb.log'), 'utf8').split('\n').filter(Boolean)
     expect(lines.length).to.be.above(0)
     expect(lines.filter((l) => !/"mb[^"]*"$/.test(l))).to.deep.equal([])
+  })
+
+  describe('a copy corrupted since the last content round', () => {
+    // good.nl's ISO, corrupted in place now: no round has read it, so good.nl (second for GB
+    // and SE, first now that corrupt.gb and missing.se are out) still gets the ISO's requests.
+    before(() => corruptInPlace(join(trees.get('good.nl')!, ISO)))
+
+    it('curl (GB): a rerun reaches another mirror and gets the right bytes', async function () {
+      requireBinary(this, 'curl', 'curl')
+      const {url} = client('curl')
+      const runs = await twice('curl', ISO, (dir) => run('curl', ['-fsSL', '-o', join(dir, 'big.iso'), `${url}/${ISO}`]))
+      expect(runs, 'the first run goes to good.nl').to.equal(2)
+    })
+
+    it('wget (SE): a rerun reaches another mirror and gets the right bytes', async function () {
+      requireBinary(this, 'wget', 'wget')
+      const {url} = client('wget')
+      const runs = await twice('wget', ISO, (dir) => run('wget', ['--no-config', '-q', '-O', join(dir, 'big.iso'), `${url}/${ISO}`]))
+      expect(runs, 'the first run goes to good.nl').to.equal(2)
+    })
   })
 })

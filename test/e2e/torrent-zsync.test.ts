@@ -120,7 +120,16 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
       ids.push(row.id)
     }
     await database.db.updateTable('file').set({mirrors: ids}).execute()
-    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, origin_url: originServer.url}, zsync: {min_size: ZSYNC_MIN}, log_level: 'silent'}), {database})
+    serve = await startServe(
+      ConfigSchema.parse({
+        root,
+        serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, origin_url: originServer.url},
+        zsync: {min_size: ZSYNC_MIN},
+        log_level: 'silent',
+        probe: {content_interval_seconds: 0},
+      }),
+      {database},
+    )
   })
 
   after(async () => {
@@ -207,7 +216,14 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
   it('names the .torrent in a Link header of the 302, and in the meta4 only with torrent.meta4_metaurl, after every URL', async () => {
     expect(await (await fetch(`${serve.url}/pub/big.bin.meta4`)).text()).not.to.include('<metaurl')
     const withMetaurl = await startServe(
-      ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, zsync: {min_size: ZSYNC_MIN}, torrent: {meta4_metaurl: true}, log_level: 'silent'}),
+      ConfigSchema.parse({
+        root,
+        serve: {listen: '127.0.0.1:0', poll_seconds: 0.2},
+        zsync: {min_size: ZSYNC_MIN},
+        torrent: {meta4_metaurl: true},
+        log_level: 'silent',
+        probe: {content_interval_seconds: 0},
+      }),
       {database},
     )
     try {

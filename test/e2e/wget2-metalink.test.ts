@@ -81,7 +81,7 @@ describe(`wget2 through mb serve's meta4 (${backend})`, function () {
       ids.push(row.id)
     }
     await database.db.updateTable('file').set({mirrors: ids}).execute()
-    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, log_level: 'silent'}), {database})
+    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, log_level: 'silent', probe: {content_interval_seconds: 0}}), {database})
   })
 
   after(async () => {

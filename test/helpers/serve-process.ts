@@ -16,8 +16,9 @@ export interface ServeProcess {
 }
 
 /**
- * Spawns `mb serve --listen 127.0.0.1:0 --retry-window 0 ARGS` (retries off unless ARGS set
- * `--retry-window`) with `env`; rejects on early exit or after 120 s.
+ * Spawns `mb serve --listen 127.0.0.1:0 --retry-window 0 --content-interval 0 ARGS` (retries
+ * and background content checks off unless ARGS set `--retry-window` or `--content-interval`)
+ * with `env`; rejects on early exit or after 120 s.
  * @param options.bin the CLI entry point (default: this tree's bin/run.js)
  * @param options.fileLimit run under `ulimit -n` this many open files (through bash; the
  *        child is still mb itself: bash `exec`s it)
@@ -28,7 +29,10 @@ export async function startServe(args: string[], env: Record<string, string | un
   // Retries off unless the test asks (`--retry-window`): every request of a test comes from
   // 127.0.0.1, and repeated requests for one file would otherwise walk the ranking.
   const retries = args.includes('--retry-window') ? [] : ['--retry-window', '0']
-  const argv = [options.bin ?? BIN, 'serve', '--listen', '127.0.0.1:0', ...retries, ...args]
+  // Content checks off unless the test asks (`--content-interval`): a round at start would
+  // fetch pieces from the test's mirrors beside the requests the test counts.
+  const contentChecks = args.includes('--content-interval') ? [] : ['--content-interval', '0']
+  const argv = [options.bin ?? BIN, 'serve', '--listen', '127.0.0.1:0', ...retries, ...contentChecks, ...args]
   const child =
     options.fileLimit === undefined
       ? spawn(process.execPath, argv, {env: fullEnv, stdio: ['ignore', 'pipe', 'pipe']})

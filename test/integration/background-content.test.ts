@@ -3,7 +3,8 @@
  * src/lib/probe/background-content.ts): rounds of `mb probe --content` on a timer, each within
  * its share of `probe.content_budget_bytes` per mirror and hour. A local HTTP server with
  * Range support plays a mirror whose copy was corrupted in place; a round takes the copy out
- * of the file's mirror set, and nothing is fetched before the first interval has passed.
+ * of the file's mirror set. The first round runs when the last one (`background_round`) is an
+ * interval old: at once on a store that never had one, not again after a restart.
  */
 import {expect} from 'chai'
 import {randomBytes} from 'node:crypto'
@@ -17,6 +18,7 @@ import type {Database} from '../../src/lib/db/index.js'
 import {hashIndex} from '../../src/lib/origin/hash.js'
 import {indexOrigin} from '../../src/lib/origin/index.js'
 import {roundBudget, startBackgroundContentChecks} from '../../src/lib/probe/background-content.js'
+import {secondsUntilDue} from '../../src/lib/probe/rounds.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 
 const KiB = 1024
@@ -77,7 +79,16 @@ describe(`mb serve's background content checks (${backend})`, function () {
     expect(roundBudget(1000, 7200)).to.equal(1000)
   })
 
-  it('finds the corrupt copy on its timer, not before the first interval, and takes it out of selection', async () => {
+  it('is due at once when no round finished, else an interval after the last one', () => {
+    const now = Date.UTC(2026, 11, 6, 12)
+    expect(secondsUntilDue(undefined, 3600, now)).to.equal(0)
+    expect(secondsUntilDue(new Date(now - 600_000), 3600, now)).to.equal(3000)
+    expect(secondsUntilDue(new Date(now - 7200_000), 3600, now)).to.equal(0)
+    // A clock that went back never waits more than one interval.
+    expect(secondsUntilDue(new Date(now + 7200_000), 3600, now)).to.equal(3600)
+  })
+
+  it('finds the corrupt copy on its timer and takes it out of selection', async () => {
     // 1 s rounds within 360 KiB an hour: 102 bytes a round, too few for a piece.
     const starved = startBackgroundContentChecks(database, ConfigSchema.parse({probe: {content_interval_seconds: 1, content_budget_bytes: 360 * KiB}}))
     try {
@@ -92,7 +103,7 @@ describe(`mb serve's background content checks (${backend})`, function () {
     // 1 s rounds within 1 GiB an hour: 291 KiB a round, one piece of 256 KiB.
     const checks = startBackgroundContentChecks(database, ConfigSchema.parse({probe: {content_interval_seconds: 1, content_budget_bytes: 1024 * 1024 * KiB}}))
     try {
-      expect(requests, 'nothing at the start').to.deep.equal([])
+      expect(requests, 'nothing at the start: the starved round has just finished').to.deep.equal([])
       const deadline = Date.now() + 20_000
       while (Date.now() < deadline && (await holders()).includes(mirrorId)) await new Promise((r) => setTimeout(r, 200))
       expect(await holders()).to.deep.equal([])
@@ -103,5 +114,27 @@ describe(`mb serve's background content checks (${backend})`, function () {
     } finally {
       await checks.stop()
     }
+  })
+
+  it('runs the first round at start on a store that never had one, and a restart adds none', async () => {
+    await database.db.deleteFrom('background_round').execute()
+    const config = ConfigSchema.parse({probe: {content_interval_seconds: 3600, content_budget_bytes: 1024 * 1024 * KiB}})
+    const before = requests.length
+    const first = startBackgroundContentChecks(database, config)
+    try {
+      const deadline = Date.now() + 20_000
+      while (Date.now() < deadline && (await database.db.selectFrom('background_round').selectAll().execute()).length === 0) await new Promise((r) => setTimeout(r, 100))
+    } finally {
+      await first.stop()
+    }
+    const rounds = await database.db.selectFrom('background_round').selectAll().execute()
+    expect(rounds.map((r) => r.name)).to.deep.equal(['content-check'])
+    expect(requests.length, 'the round at start read the mirror').to.be.above(before)
+
+    const afterFirst = requests.length
+    const restarted = startBackgroundContentChecks(database, config)
+    await new Promise((r) => setTimeout(r, 1500))
+    await restarted.stop()
+    expect(requests.length, 'no round after the restart: the last one is not an hour old').to.equal(afterFirst)
   })
 })

@@ -75,11 +75,13 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     const ids = [de.id, fr.id, down.id]
     await store.database.db.updateTable('file').set({mirrors: ids}).execute()
     // Retries off: every request here comes from 127.0.0.1, and repeats would walk the ranking.
+    // Background content checks off: the mirrors here are names, not servers.
     const config = ConfigSchema.parse({
       root,
       geoip: [GEOIP],
       serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, country_query: 'trusted', country_query_clients: ['127.0.0.1/32']},
       select: {retry_window_seconds: 0},
+      probe: {content_interval_seconds: 0},
       log_level: 'silent',
     })
     running = await startServe(config, {database: store.database})

@@ -262,6 +262,13 @@ export interface RemovedMirrorTable {
   removed_by: string
 }
 
+/** When the last background round of a kind finished (`mb serve`'s timers; migration 0029). */
+export interface BackgroundRoundTable {
+  /** The round's lock name (`content-check`). */
+  name: string
+  finished_at: Date
+}
+
 export interface DB {
   mirror: MirrorTable
   file: FileTable
@@ -278,6 +285,7 @@ export interface DB {
   redirect_rule: RedirectRuleTable
   rule_hit_daily: RuleHitDailyTable
   removed_mirror: RemovedMirrorTable
+  background_round: BackgroundRoundTable
 }
 
 import type {Selectable} from 'kysely'

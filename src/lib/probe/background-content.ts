@@ -6,8 +6,10 @@
  * The budget is per mirror and hour: `probe.content_budget_bytes` is what one mirror may be
  * asked for in any hour, so a round every `interval` seconds fetches at most
  * `content_budget_bytes × interval / 3600` bytes from each mirror (all of it when the interval
- * is an hour or longer: one round per interval then). The first round runs one interval after
- * the start, not at once, so that restarts do not add rounds.
+ * is an hour or longer: one round per interval then). The first round runs when the last one
+ * (of this process, an earlier one or another replica: `background_round`) is an interval
+ * old, at once on a store that never had one, so that restarts do not add rounds and a new
+ * server finds corrupt copies before its clients do.
  *
  * With several replicas on one PostgreSQL database only one checks at a time: a round first
  * takes {@link CONTENT_CHECK_LOCK} and is skipped when another replica holds it.
@@ -37,8 +39,8 @@ export function roundBudget(budgetPerHour: number, intervalSeconds: number): num
 }
 
 /**
- * Starts content checks every `probe.content_interval_seconds` (the first one interval after
- * the start). Rounds never overlap; errors are logged, never thrown.
+ * Starts content checks every `probe.content_interval_seconds` (the first one when due, see
+ * the module doc). Rounds never overlap; errors are logged, never thrown.
  * @param options.resolver  host name resolver (tests)
  */
 export function startBackgroundContentChecks(
@@ -66,6 +68,6 @@ export function startBackgroundContentChecks(
     return result
   }
 
-  const rounds = startLockedRounds(database, CONTENT_CHECK_LOCK, round, {intervalSeconds, what: 'content check', firstNow: false, logger})
+  const rounds = startLockedRounds(database, CONTENT_CHECK_LOCK, round, {intervalSeconds, what: 'content check', first: 'due', logger})
   return {runOnce: rounds.runOnce, roundBudgetBytes: budgetBytes, stop: rounds.stop}
 }

@@ -64,7 +64,7 @@ export function startBackgroundProbes(
     return result
   }
 
-  const rounds = startLockedRounds(database, PROBE_LOCK, round, {intervalSeconds: options.intervalSeconds, what: 'probe', firstNow: true, logger})
+  const rounds = startLockedRounds(database, PROBE_LOCK, round, {intervalSeconds: options.intervalSeconds, what: 'probe', first: 'now', logger})
   return {
     runOnce: rounds.runOnce,
     async stop() {

@@ -90,9 +90,9 @@ export const ProbeConfigSchema = z
     content_interval_seconds: z
       .number()
       .min(0)
-      .default(0)
+      .default(3600)
       .describe(
-        'Seconds between the background content checks of `mb serve` (src/lib/probe/background-content.ts), each within its share of `content_budget_bytes` per mirror and hour; 0 = off (run `mb probe --content` from cron instead).',
+        'Seconds between the background content checks of `mb serve` (src/lib/probe/background-content.ts), each within its share of `content_budget_bytes` per mirror and hour; the first runs at start when the last round (of any replica) is that old; 0 = off (run `mb probe --content` from cron instead).',
       ),
   })
   .strict()

@@ -22,18 +22,49 @@ export interface LockedRounds<T> {
   stop(): Promise<void>
 }
 
+/** When the first round runs: `now`, one `interval` after the start, or when `due`. */
+export type FirstRound = 'now' | 'interval' | 'due'
+
+/**
+ * Seconds until a round is due whose last one (any process's, `background_round` under
+ * `name`) finished at `finishedAt`: 0 when it never ran or is an interval old or older.
+ */
+export function secondsUntilDue(finishedAt: Date | undefined, intervalSeconds: number, now = Date.now()): number {
+  if (!finishedAt) return 0
+  return Math.max(0, Math.min(intervalSeconds, intervalSeconds - (now - finishedAt.getTime()) / 1000))
+}
+
+/** When the last round under `name` finished, if one did. */
+async function lastFinished(database: Pick<Database, 'db'>, name: string): Promise<Date | undefined> {
+  const row = await database.db.selectFrom('background_round').select('finished_at').where('name', '=', name).executeTakeFirst()
+  return row?.finished_at
+}
+
+/** Records that a round under `name` finished now. */
+async function recordFinished(database: Pick<Database, 'db'>, name: string): Promise<void> {
+  await database.db
+    .insertInto('background_round')
+    .values({name, finished_at: new Date()})
+    .onConflict((oc) => oc.column('name').doUpdateSet({finished_at: new Date()}))
+    .execute()
+}
+
 /**
  * Starts running `round` every `intervalSeconds` (seconds between the end of one round and the
  * start of the next) under `lock`.
  *
- * @param options.what      the round's name in log lines (`probe`, `content check`)
- * @param options.firstNow  run the first round at once (else one interval after the start)
+ * @param options.what   the round's name in log lines (`probe`, `content check`)
+ * @param options.first  `now`: the first round at once; `interval`: one interval after the
+ *                       start; `due`: when the last round under the lock's name, of any
+ *                       process sharing the database, is an interval old (at once if none ran
+ *                       or the time cannot be read), and every finished round is recorded
+ *                       (`background_round`), so that restarts and replicas add no rounds
  */
 export function startLockedRounds<T>(
-  database: Pick<Database, 'withLock'>,
+  database: Pick<Database, 'withLock' | 'db'>,
   lock: Lock,
   round: () => Promise<T>,
-  options: {intervalSeconds: number; what: string; firstNow: boolean; logger?: ProbeLogger},
+  options: {intervalSeconds: number; what: string; first: FirstRound; logger?: ProbeLogger},
 ): LockedRounds<T> {
   const {logger, what} = options
   let timer: NodeJS.Timeout | undefined
@@ -42,8 +73,16 @@ export function startLockedRounds<T>(
 
   function runOnce(): Promise<T | null> {
     if (running) return running
+    const work =
+      options.first === 'due'
+        ? async () => {
+            const result = await round()
+            await recordFinished(database, lock.name)
+            return result
+          }
+        : round
     running = database
-      .withLock(lock, round, () => {
+      .withLock(lock, work, () => {
         logger?.info({lock: lock.name}, `${what} round skipped: another replica holds the lock`)
         return null
       })
@@ -57,16 +96,24 @@ export function startLockedRounds<T>(
     return running
   }
 
-  function schedule(): void {
+  function schedule(seconds = options.intervalSeconds): void {
     if (stopped) return
     timer = setTimeout(() => {
-      void runOnce().finally(schedule)
-    }, options.intervalSeconds * 1000)
+      void runOnce().finally(() => schedule())
+    }, seconds * 1000)
     timer.unref?.()
   }
 
-  if (options.firstNow) void runOnce().finally(schedule)
-  else schedule()
+  if (options.first === 'now') void runOnce().finally(() => schedule())
+  else if (options.first === 'interval') schedule()
+  else
+    void lastFinished(database, lock.name).then(
+      (finishedAt) => schedule(secondsUntilDue(finishedAt, options.intervalSeconds)),
+      (error) => {
+        logger?.warn({err: error}, `${what}: when the last round finished could not be read (${(error as Error).message}); running one now`)
+        schedule(0)
+      },
+    )
   return {
     runOnce,
     async stop() {
