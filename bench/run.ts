@@ -13,6 +13,7 @@ const BENCHES: Record<string, string> = {
   stats: './stats.ts',
   'origin-check': './origin-check.ts',
   curves: './curves.ts',
+  overview: './overview.ts',
 }
 
 async function run(): Promise<void> {
