@@ -14,6 +14,7 @@ const BENCHES: Record<string, string> = {
   'origin-check': './origin-check.ts',
   curves: './curves.ts',
   embedded: './embedded.ts',
+  overview: './overview.ts',
 }
 
 async function run(): Promise<void> {

@@ -101,7 +101,7 @@ export function filePath(i: number): string {
 const DIRECTORIES = 10_000
 
 /** The directory (0 .. {@link DIRECTORIES} - 1) that {@link filePath} puts file `i` in. */
-function directoryOf(i: number): number {
+export function directoryOf(i: number): number {
   return (i % 100) * 100 + (Math.floor(i / 100) % 100)
 }
 
@@ -117,7 +117,7 @@ function datasetShape(files: number, mirrors: number): string {
  * One mirror set per directory, as on real mirrors (a mirror carries a directory or not):
  * each directory on 20-60% of the mirrors.
  */
-function directoryMirrorSets(ids: number[], random: () => number): number[][] {
+export function directoryMirrorSets(ids: number[], random: () => number): number[][] {
   const sets: number[][] = []
   for (let d = 0; d < DIRECTORIES; d++) {
     const share = 0.2 + random() * 0.4
@@ -130,7 +130,7 @@ function directoryMirrorSets(ids: number[], random: () => number): number[][] {
  * A file's mirror set: its directory's, except for 5% of files, which 1-3 of the directory's
  * mirrors lack (a partial sync, or an old copy that no longer matches).
  */
-function fileMirrorSet(directory: number[], random: () => number): number[] {
+export function fileMirrorSet(directory: number[], random: () => number): number[] {
   if (random() >= 0.05 || directory.length === 0) return directory
   const held = [...directory]
   const missing = 1 + Math.floor(random() * 3)

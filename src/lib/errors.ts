@@ -64,6 +64,7 @@ export const ERRORS = {
   FILE_NOT_FOUND: {exit: 1, hint: 'The path is not in the origin index; check it (relative to the root) or run `mb index`.'},
   NO_MATCH: {exit: 1, hint: 'No indexed file matches the pattern; quote globs so the shell does not expand them.'},
   FILE_CHANGED: {exit: 1, hint: 'A file changed while it was hashed; hash it again once it is complete.'},
+  HASH_UNAVAILABLE: {exit: 1, hint: "The index holds no hash of the file's current version; run `mb index --hashes` first."},
   FORMAT_UNAVAILABLE: {exit: 1, hint: 'The file has no current data for that format (BitTorrent pieces, zsync sums); run `mb index --hashes`, or see zsync.min_size.'},
 
   // Selection

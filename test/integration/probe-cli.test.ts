@@ -155,6 +155,12 @@ describe(`mb probe CLI (${backend})`, () => {
     expect(text.stdout.trim().split('\n').at(-1)).to.equal('1 ok, 1 stale, 1 missing')
   })
 
+  it('probe file --hash exits 1 with HASH_UNAVAILABLE while the index holds no hash of the file', async () => {
+    const result = await run(['probe', 'file', 'pub/data.bin', '--hash', '--timeout', '5', '--json'])
+    expect(result.code).to.equal(1)
+    expect(result.json().error.code).to.equal('HASH_UNAVAILABLE')
+  })
+
   it('probe file exits 1 for a path the origin index does not have', async () => {
     const result = await run(['probe', 'file', 'no/such/file', '--json'])
     expect(result.code).to.equal(1)

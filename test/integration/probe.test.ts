@@ -1,3 +1,4 @@
+import {createHash} from 'node:crypto'
 import {expect} from 'chai'
 import type {LookupAddress} from 'node:dns'
 import {sql} from 'kysely'
@@ -337,6 +338,43 @@ describe(`probe (${backend})`, function () {
     expect(byMirror[b.identifier]).to.include({verdict: 'stale', http_status: 206, size: 600, claim: 'stale_record', scanned_size: 600})
     expect(byMirror[c.identifier]).to.include({verdict: 'missing', http_status: 404, size: null, claim: 'held'})
     expect(result.counts).to.deep.include({ok: 1, stale: 1, missing: 1})
+  })
+
+  it('probe file --hash fetches each copy of the right size and tells a corrupt one apart by its bytes', async () => {
+    const path = 'iso/probe-hash.iso'
+    const good = Buffer.alloc(3000, 'g')
+    const corrupt = Buffer.from(good)
+    corrupt[1500] = 0x21 // the same size, one byte differs
+    const goodServer = await serve(httpServer(staticHandler({[path]: good})))
+    const corruptServer = await serve(httpServer(staticHandler({[path]: corrupt})))
+    const a = await addMirror({http_url: `http://127.0.0.1:${goodServer.port}/`}, {files: {}})
+    const b = await addMirror({http_url: `http://127.0.0.1:${corruptServer.port}/`}, {files: {}})
+    const sha256 = createHash('sha256').update(good).digest('hex')
+    await store.database.db
+      .insertInto('file')
+      .values({path, size: 3000, mtime: 1700000000, mirrors: [a.id, b.id], sha256, hashed_size: 3000, hashed_mtime: 1700000000})
+      .execute()
+    const sized = await probeFile(store.database.db, probeConfig(), path)
+    expect(sized.mirrors.map((r) => [r.verdict, r.hash])).to.deep.equal([
+      ['ok', null],
+      ['ok', null],
+    ])
+    const result = await probeFile(store.database.db, probeConfig(), path, {hash: true})
+    expect(result.hash_algorithm).to.equal('sha256')
+    const byMirror = Object.fromEntries(result.mirrors.map((r) => [r.mirror, r]))
+    expect(byMirror[a.identifier]).to.include({verdict: 'ok', hash: 'match'})
+    expect(byMirror[b.identifier]).to.include({verdict: 'corrupt', hash: 'mismatch'})
+    expect(byMirror[b.identifier].reason).to.include(`index ${sha256}`)
+    expect(result.counts).to.deep.include({ok: 1, corrupt: 1})
+    // The whole GET carried no Range.
+    expect(corruptServer.requests.filter((r) => r.headers.range === undefined).length).to.equal(1)
+    // A hash of another version is no hash of this one.
+    await sql`UPDATE file SET mtime = 1700000001 WHERE path = ${path}`.execute(store.database.db)
+    const refused = await probeFile(store.database.db, probeConfig(), path, {hash: true}).then(
+      () => undefined,
+      (error: unknown) => error,
+    )
+    expect(refused).to.include({code: 'HASH_UNAVAILABLE'})
   })
 
   it('runs background rounds, reusing pooled connections, and skips a round while another replica holds the lock', async () => {

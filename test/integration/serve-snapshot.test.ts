@@ -2,7 +2,9 @@ import {expect} from 'chai'
 import {sql} from 'kysely'
 import pg from 'pg'
 import {loadSnapshot, refreshSnapshot} from '../../src/lib/serve/snapshot/snapshot.js'
+import {removeMirror} from '../../src/lib/mirrors/registry.js'
 import {backend, useTestDatabase} from '../helpers/db.js'
+import {expectRecount} from '../helpers/snapshot-counts.js'
 
 describe(`serve snapshot load and incremental refresh (${backend})`, () => {
   const store = useTestDatabase()
@@ -109,5 +111,27 @@ describe(`serve snapshot load and incremental refresh (${backend})`, () => {
     expect(snap.files.get('bulk/1')).to.include({size: 1, mtime: 1})
     expect([...snap.files.get('bulk/200000')!.mirrors]).to.deep.equal([1])
     await sql`DELETE FROM file WHERE path LIKE 'bulk/%' OR path = 'late.iso'`.execute(store.database.db)
+  })
+
+  it('keeps per-directory counts equal to a recount through a load, refreshes and a mirror removal', async () => {
+    await sql`INSERT INTO mirror (id, identifier, http_url, country, base_path) VALUES (3, 'c.example', 'http://c.example/', 'SE', 'tree/a/')`.execute(store.database.db)
+    await sql`INSERT INTO file (path, size, mtime, mirrors) VALUES ('tree/a/1.iso', 100, 1, '{1,3}'), ('tree/a/b/2.iso', 200, 1, '{3}'), ('tree/c/3.iso', 300, 1, '{1,2}'), ('tree/4.iso', 400, 1, '{}')`.execute(
+      store.database.db,
+    )
+    const snap = await loadSnapshot(store.database)
+    expectRecount(snap)
+    // A new version (its set emptied), a new copy, a new file and a deleted one.
+    await sql`UPDATE file SET size = 101, mirrors = '{}' WHERE path = 'tree/a/1.iso'`.execute(store.database.db)
+    await sql`UPDATE file SET mirrors = '{3,1}' WHERE path = 'tree/a/b/2.iso'`.execute(store.database.db)
+    await sql`INSERT INTO file (path, size, mtime, mirrors) VALUES ('tree/a/b/5.iso', 500, 1, '{1,3}')`.execute(store.database.db)
+    await sql`DELETE FROM file WHERE path = 'tree/c/3.iso'`.execute(store.database.db)
+    await refreshSnapshot(store.database, snap)
+    expectRecount(snap)
+    expect(snap.files.counts.heldFiles('tree/a/', 3)).to.equal(2)
+    await removeMirror(store.database.db, 'c.example')
+    await refreshSnapshot(store.database, snap)
+    expectRecount(snap)
+    expect(snap.files.counts.heldFiles('tree/a/', 3)).to.equal(0)
+    await sql`DELETE FROM file WHERE path LIKE 'tree/%'`.execute(store.database.db)
   })
 })

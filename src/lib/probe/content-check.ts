@@ -12,14 +12,13 @@
  * whole file (`mirror.range_ok = false`) is skipped, and so is one that is down; a `200`
  * answer is not read (`no_range`).
  */
-import {createHash} from 'node:crypto'
 import pLimit from 'p-limit'
 import type {Database} from '../db/index.js'
 import {scanLock} from '../db/named-locks.js'
 import type {ProbeConfig} from './config.js'
 import {type ContentVerdict, contentVerdict, type PieceAnswer, parseContentRange, type PlannedCheck, planContentChecks} from './content.js'
 import {contentCandidates, type CopyVerdict, pieceDigests, recordContentVerdicts, removeMissingCopies, updateBadCopiesSuspect} from './content-store.js'
-import {type Family, getWithinOrigin, ProbeClient, type Resolver} from './http.js'
+import {digestBody, type Family, getWithinOrigin, ProbeClient, type Resolver} from './http.js'
 import {requestUrl} from './probe.js'
 import {clientOptions} from './run.js'
 import {MbError} from '../errors.js'
@@ -193,15 +192,8 @@ async function fetchPiece(client: ProbeClient, family: Family, url: string, chec
       return {status, bytes: 0}
     }
     const contentRange = parseContentRange(response.headers['content-range'] as string | undefined)
-    const hash = createHash('sha1')
-    let received = 0
-    for await (const chunk of response.body) {
-      const buffer = chunk as Buffer
-      if (received < check.length) hash.update(buffer.subarray(0, check.length - received))
-      received += buffer.length
-      if (received > check.length) break // longer than asked for: the verdict says so
-    }
-    return {status, contentRange, bytes: received, ...(received === check.length ? {sha1: hash.digest('hex')} : {})}
+    const {bytes, digest} = await digestBody(response.body, 'sha1', check.length)
+    return {status, contentRange, bytes, ...(digest === undefined ? {} : {sha1: digest})}
   })
   return 'failure' in answer ? {status: null, bytes: 0, failure: answer.failure} : answer
 }

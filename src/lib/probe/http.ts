@@ -13,6 +13,7 @@
  * Sources: RFC 9110 §15.4 (redirections), §14 (range requests; `Content-Range`), RFC 6890
  * and the IANA special-purpose address registries (what counts as non-global).
  */
+import {createHash} from 'node:crypto'
 import {lookup as dnsLookup} from 'node:dns/promises'
 import type {LookupAddress} from 'node:dns'
 import {isIP, type LookupFunction} from 'node:net'
@@ -393,4 +394,23 @@ export async function getWithinOrigin<T>(
   } finally {
     clearTimeout(timer)
   }
+}
+
+/**
+ * Hashes the first `length` bytes of a response body with `algorithm` (a node:crypto hash
+ * name: `md5`, `sha1`, `sha256`), for the checks that compare a mirror's bytes with the
+ * index: a piece of a content check, a whole file of `mb probe file --hash`. Reading stops
+ * once more than `length` bytes arrived.
+ * @returns the bytes received, and the hex digest when exactly `length` arrived
+ */
+export async function digestBody(body: AsyncIterable<unknown>, algorithm: string, length: number): Promise<{bytes: number; digest?: string}> {
+  const hash = createHash(algorithm)
+  let received = 0
+  for await (const chunk of body) {
+    const buffer = chunk as Buffer
+    if (received < length) hash.update(buffer.subarray(0, length - received))
+    received += buffer.length
+    if (received > length) break // longer than asked for: the caller's verdict says so
+  }
+  return {bytes: received, ...(received === length ? {digest: hash.digest('hex')} : {})}
 }

@@ -14,11 +14,15 @@
  * 4. reopens the access log (logrotate's `postrotate`);
  * 5. logs the settings that only a restart applies ({@link needsRestart}) whose value in the
  *    file now differs from the one the process runs with.
+ *
+ * Besides SIGHUP, the GeoIP and ASN files in use are watched ({@link watchGeo}): when
+ * geoipupdate replaces one, step 2 runs on its own. Reloads of one server never overlap.
  */
 import type {Logger} from 'pino'
 import type {Config} from '../../config/index.js'
 import {errorMessage} from '../../errors.js'
 import {type GeoResolver, openGeo} from '../../geo/geoip.js'
+import {watchFiles} from '../../geo/watch.js'
 import {compileSelectOptions} from '../../select/options.js'
 import {syncSelectOptions} from '../../sync/trace.js'
 import {compileVerifyOptions} from '../../verify/verifier.js'
@@ -151,11 +155,30 @@ async function reopenGeo(target: Reloadable, config: Config): Promise<GeoResolve
   }
 }
 
+/** The last reload of each server, so that the next one waits for it. */
+const reloads = new WeakMap<Reloadable, Promise<unknown>>()
+/** Per server watching its GeoIP files ({@link watchGeo}): follows the files a reload put in use. */
+const geoFollowers = new WeakMap<Reloadable, () => void>()
+
+/** Runs `work` after every reload of `target` begun before it. */
+function serially<T>(target: Reloadable, work: () => Promise<T>): Promise<T> {
+  const next = (reloads.get(target) ?? Promise.resolve()).then(work)
+  reloads.set(
+    target,
+    next.catch(() => {}),
+  )
+  return next
+}
+
 /**
  * Reloads a running server (see the module doc). Never throws: what cannot be reloaded is
  * logged and the running state kept. Updates `target.config` and `target.geo`.
  */
-export async function reloadServer(target: Reloadable): Promise<ReloadResult> {
+export function reloadServer(target: Reloadable): Promise<ReloadResult> {
+  return serially(target, () => reloadNow(target))
+}
+
+async function reloadNow(target: Reloadable): Promise<ReloadResult> {
   const next = readNext(target)
   // The databases of the new file, or of the running configuration when it cannot be read.
   const geo = await reopenGeo(target, next ?? target.config)
@@ -172,7 +195,59 @@ export async function reloadServer(target: Reloadable): Promise<ReloadResult> {
   } catch (error) {
     target.logger.error({err: errorMessage(error)}, 'reload: the new settings cannot be applied; the running settings stay in effect')
   }
+  if (geo) geoFollowers.get(target)?.()
   return finishReload(target, {config: applied, geo: geo !== undefined, restart})
+}
+
+/**
+ * Opens the GeoIP and ASN databases of the running configuration again and puts them in use:
+ * each lookup sees the old databases or the new ones, never a mix (the server's settings
+ * are replaced in one step). A missing or broken file keeps the databases in use (logged).
+ * Never throws.
+ * @returns whether the new databases are in use
+ */
+function reloadGeo(target: Reloadable): Promise<boolean> {
+  return serially(target, async () => {
+    const geo = await reopenGeo(target, target.config)
+    if (!geo) return false
+    target.geo = geo
+    try {
+      target.server.reconfigure(serverSettings(target.config, geo))
+    } catch (error) {
+      target.logger.error({err: errorMessage(error)}, 'GeoIP reload: the settings cannot be applied; the databases in use are kept')
+      return false
+    }
+    target.logger.info({geoip: geo.sources, databases: geo.databases.map((d) => ({type: d.type, built: d.buildDate.toISOString()}))}, 'GeoIP databases reloaded: a file changed on disk')
+    return true
+  })
+}
+
+/**
+ * Watches the GeoIP and ASN files that `target` uses (./geo/watch.ts: their directories, for
+ * geoipupdate's rename) and reloads them ({@link reloadGeo}) once changes settle. After a
+ * reload that put other files in use (a SIGHUP with new `geoip:` paths), those are watched.
+ * @returns a function that stops watching
+ */
+export function watchGeo(target: Reloadable): () => void {
+  let watched = ''
+  let stop: (() => void) | undefined
+  const follow = () => {
+    const key = target.geo.sources.join('\0')
+    if (key === watched) return
+    stop?.()
+    watched = key
+    stop = watchFiles(
+      target.geo.sources,
+      () => void reloadGeo(target).then(follow),
+      (error, directory) => target.logger.warn({err: error.message, directory}, 'watching the GeoIP files failed; SIGHUP still reloads them'),
+    )
+  }
+  follow()
+  geoFollowers.set(target, follow)
+  return () => {
+    geoFollowers.delete(target)
+    stop?.()
+  }
 }
 
 /** The reloadable settings of `config` with the databases `geo`, for {@link MirrorServer.reconfigure}. */

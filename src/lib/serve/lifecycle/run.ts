@@ -15,7 +15,8 @@
  * listener (draining connections), the watch, the re-indexing of changed files (src/lib/origin/reindex.ts), the retention job, the last statistics flush,
  * the access log, the metrics listener, the snapshot keeper, the log, the standby, the database.
  *
- * SIGHUP reloads (./reload.ts); with `--workers`, SIGUSR2 replaces the workers (./cluster.ts).
+ * SIGHUP reloads (./reload.ts), and GeoIP files replaced on disk are reloaded on their own;
+ * with `--workers`, SIGUSR2 replaces the workers (./cluster.ts).
  */
 import type {AddressInfo} from 'node:net'
 import {existsSync, statSync} from 'node:fs'
@@ -49,7 +50,7 @@ import {relayRetries, shareRetries} from './retry-share.js'
 import {SnapshotKeeper} from '../snapshot/keeper.js'
 import {httpUrl, parseListen} from '../delivery/listen.js'
 import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type ServeMetrics, startMetricsServer} from '../operator/metrics.js'
-import {type ReloadResult, needsRestart, onReloadSignal, reloadServer, serverSettings} from './reload.js'
+import {type ReloadResult, needsRestart, onReloadSignal, reloadServer, serverSettings, watchGeo} from './reload.js'
 import {NetworkView, mirrorSamples} from '../operator/network.js'
 import {networkRoute} from '../operator/network-page.js'
 import {duplicateLinks} from '../delivery/duplicate-links.js'
@@ -206,6 +207,7 @@ interface Parts {
   server?: MirrorServer
   listening: boolean
   unwatch?: () => void
+  unwatchGeo?: () => void
   pushAfter?: PushAfter
   probes?: BackgroundProbes
   contentChecks?: BackgroundContentChecks
@@ -271,6 +273,7 @@ export async function startServe(config: Config, options: {database?: Database; 
     if (config.serve.probe_interval > 0) parts.probes = startBackgroundProbes(database, config, {intervalSeconds: config.serve.probe_interval, logger})
     if (config.probe.content_interval_seconds > 0) parts.contentChecks = startBackgroundContentChecks(database, config, {logger})
     const reloadable = {server, logger, accessLog: parts.accessLog, config, started: config, geo, readConfig: options.readConfig}
+    parts.unwatchGeo = watchGeo(reloadable) // geoipupdate's new files are used without a SIGHUP
     return {server, url, close, reload: () => reloadServer(reloadable)}
   } catch (error) {
     await close()
@@ -475,6 +478,7 @@ async function stopParts(parts: Parts): Promise<void> {
   await step('content checks', contentChecks && (() => contentChecks.stop()))
   await step('listener', server && parts.listening ? () => server.close() : undefined)
   await step('watch', unwatch)
+  await step('GeoIP watch', parts.unwatchGeo)
   await step('re-index', reindexer && (() => reindexer.close()))
   await step('push-after', pushAfter && (() => pushAfter.stop()))
   await step('stats', stats && (() => stopCounting(stats, logger)))

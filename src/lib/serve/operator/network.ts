@@ -7,9 +7,9 @@
  * Holdings: a mirror holds a file when the file's mirror set (the snapshot's) names it, i.e.
  * its copy matched the origin's size and mtime at its last scan. Its share is counted over
  * the origin files it is meant to carry: those under its `base_path` (and under the subtree
- * asked for). Computing walks every file once (O(files x (distinct base paths + holders)))
- * and yields to the event loop every {@link YIELD_EVERY} files, so that a large tree never
- * blocks requests; results are kept per subtree for {@link HOLDINGS_TTL_MS} and per snapshot.
+ * asked for). Both come from the snapshot's per-directory counts
+ * (../snapshot/directory-counts.ts), kept as the snapshot loads and changes, so holdings cost
+ * a few lookups per mirror, whatever the number of files.
  */
 import {publicBase} from '../../select/url.js'
 import {unixIso} from '../../time.js'
@@ -25,8 +25,8 @@ import {syncLagSeconds} from '../../sync/trace.js'
 export interface Holding {
   /** Files it holds in the current version. */
   files: number
-  /** Bytes of those files. */
-  bytes: number
+  /** Bytes of those files; counted for the whole tree only (null for a subtree). */
+  bytes: number | null
   /** Origin files it is meant to carry (under its base path and the subtree). */
   originFiles: number
   /** Bytes of those origin files. */
@@ -62,14 +62,8 @@ export interface MirrorRecord {
   scanFailures: Map<string, number>
 }
 
-/** Files walked between yields to the event loop. */
-const YIELD_EVERY = 50_000
-/** How long computed holdings are kept per subtree (ms). */
-const HOLDINGS_TTL_MS = 60_000
 /** How long the database record is kept (ms). */
 const RECORD_TTL_MS = 10_000
-/** Subtrees whose holdings are kept at once (the overview page's `?path=` values). */
-const MAX_CACHED_SUBTREES = 64
 
 /**
  * A bounded reason code for a scan failure message (the stored message is free text):
@@ -103,64 +97,36 @@ function count(counts: Map<number, Map<string, number>>, id: number, reason: str
   byReason.set(reason, (byReason.get(reason) ?? 0) + n)
 }
 
-/** Whether `path` (a file path) lies under `dir` ('' = the whole tree; else ending in '/'). */
-function under(path: string, dir: string): boolean {
-  return dir === '' || path.startsWith(dir)
-}
-
 /** `base` and `subtree` overlap: one contains the other (both '' or ending in '/'). */
 function overlaps(base: string, subtree: string): boolean {
   return base.startsWith(subtree) || subtree.startsWith(base)
 }
 
-/** Computes per-mirror holdings of `subtree` ('' or ending in '/') over `snapshot`. */
-async function computeHoldings(snapshot: Snapshot, subtree: string): Promise<Map<number, Holding>> {
-  const mirrors = [...snapshot.mirrors.values()]
-  // Mirrors grouped by base path: the origin totals are counted once per distinct path.
-  const scopes = new Map<string, {files: number; bytes: number}>()
-  for (const m of mirrors) {
-    const scope = m.basePath.startsWith(subtree) ? m.basePath : subtree
-    if (overlaps(m.basePath, subtree) && !scopes.has(scope)) scopes.set(scope, {files: 0, bytes: 0})
-  }
-  const scopeList = [...scopes.entries()]
-  const held = new Map<number, {files: number; bytes: number}>()
-  let n = 0
-  for (const file of snapshot.files.values()) {
-    if (++n % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve))
-    if (!under(file.path, subtree)) continue
-    for (const [scope, total] of scopeList) {
-      if (under(file.path, scope)) {
-        total.files += 1
-        total.bytes += file.size
-      }
-    }
-    const ids = file.mirrors
-    for (let i = 0; i < ids.length; i++) {
-      let h = held.get(ids[i])
-      if (h === undefined) {
-        h = {files: 0, bytes: 0}
-        held.set(ids[i], h)
-      }
-      h.files += 1
-      h.bytes += file.size
-    }
-  }
+/**
+ * Per-mirror holdings of `subtree` ('' or ending in '/') in `snapshot`, from its directory
+ * counts: every mirror whose base path overlaps the subtree. O(mirrors).
+ */
+export function holdingsOf(snapshot: Snapshot, subtree: string): Map<number, Holding> {
+  const counts = snapshot.files.counts
   const result = new Map<number, Holding>()
-  for (const m of mirrors) {
+  for (const m of snapshot.mirrors.values()) {
     if (!overlaps(m.basePath, subtree)) continue
-    const total = scopes.get(m.basePath.startsWith(subtree) ? m.basePath : subtree)!
-    const h = held.get(m.id)
-    result.set(m.id, {files: h?.files ?? 0, bytes: h?.bytes ?? 0, originFiles: total.files, originBytes: total.bytes})
+    const carried = counts.subtree(m.basePath.startsWith(subtree) ? m.basePath : subtree)
+    result.set(m.id, {
+      files: counts.heldFiles(subtree, m.id),
+      bytes: subtree === '' ? counts.heldTreeBytes(m.id) : null,
+      originFiles: carried.files,
+      originBytes: carried.bytes,
+    })
   }
   return result
 }
 
 /**
  * The network view of one `mb serve` process: holdings from the current snapshot and the
- * mirrors' records from the database, each cached (see the module doc).
+ * mirrors' records from the database, the records cached (see the module doc).
  */
 export class NetworkView {
-  private readonly holdingsCache = new Map<string, {snapshot: Snapshot; at: number; value: Promise<Map<number, Holding>>}>()
   private record: {at: number; value: Promise<Map<number, MirrorRecord>>} | undefined
   /** Probe failures counted so far (monotonic), by mirror id and reason, and the last probe row id read. */
   private readonly probeFailures = new Map<number, Map<string, number>>()
@@ -184,17 +150,9 @@ export class NetworkView {
     return lag !== null && this.sync.lagWarningSeconds !== undefined && lag >= this.sync.lagWarningSeconds
   }
 
-  /** Holdings of `subtree` ('' = whole tree, else ending in '/') per mirror id, cached. */
-  holdings(subtree = ''): Promise<Map<number, Holding>> {
-    const snapshot = this.snapshot()
-    const now = Date.now()
-    const cached = this.holdingsCache.get(subtree)
-    if (cached && cached.snapshot === snapshot && now - cached.at < HOLDINGS_TTL_MS) return cached.value
-    if (this.holdingsCache.size >= MAX_CACHED_SUBTREES && !cached) this.holdingsCache.delete(this.holdingsCache.keys().next().value!)
-    const value = computeHoldings(snapshot, subtree)
-    this.holdingsCache.set(subtree, {snapshot, at: now, value})
-    value.catch(() => this.holdingsCache.delete(subtree))
-    return value
+  /** Holdings of `subtree` ('' = whole tree, else ending in '/') per mirror id, in the current snapshot ({@link holdingsOf}). */
+  holdings(subtree = ''): Map<number, Holding> {
+    return holdingsOf(this.snapshot(), subtree)
   }
 
   /** The mirrors' probe and scan records by id, read at most every {@link RECORD_TTL_MS}. @throws what the database driver throws */
@@ -274,7 +232,8 @@ export class NetworkView {
  * @throws what the database driver throws
  */
 export async function mirrorSamples(view: NetworkView, now = Date.now()): Promise<MirrorSample[]> {
-  const [records, holdings] = await Promise.all([view.records(), view.holdings('')])
+  const records = await view.records()
+  const holdings = view.holdings('')
   const samples: MirrorSample[] = []
   for (const [id, record] of records) {
     const h = holdings.get(id)
@@ -287,7 +246,7 @@ export async function mirrorSamples(view: NetworkView, now = Date.now()): Promis
       badCopies: record.badCopies,
       ...(record.syncLagSeconds === null ? {} : {syncLagSeconds: record.syncLagSeconds}),
       filesRatio: h && h.originFiles > 0 ? h.files / h.originFiles : undefined,
-      bytesRatio: h && h.originBytes > 0 ? h.bytes / h.originBytes : undefined,
+      bytesRatio: h && h.bytes !== null && h.originBytes > 0 ? h.bytes / h.originBytes : undefined,
       probeFailures: record.probeFailures,
       scanFailures: record.scanFailures,
     })
@@ -382,7 +341,8 @@ function schemeHealth(url: string | null, up: boolean | null): SchemeHealth {
  * client networks, AS numbers, admin names, e-mail addresses and comments never are.
  */
 export async function buildOverview(view: NetworkView, snapshot: Snapshot, subtree: string): Promise<Overview> {
-  const [records, holdings] = await Promise.all([view.records(), view.holdings(subtree)])
+  const records = await view.records()
+  const holdings = holdingsOf(snapshot, subtree)
   const rows: OverviewRow[] = []
   for (const m of snapshot.mirrors.values()) {
     if (!m.enabled || m.prefixOnly || m.asOnly || m.clientPrefixes.length > 0) continue

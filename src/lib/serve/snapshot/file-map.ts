@@ -2,6 +2,7 @@
  * The snapshot's map of origin paths to files, stored by columns ({@link FileMap}).
  */
 import {resized} from './columns.js'
+import {DirectoryCounts} from './directory-counts.js'
 import {EMPTY_DIGESTS, type FileEntry, IndexedFile} from './file-entry.js'
 import {EMPTY} from './mirror-sets.js'
 import {PathTable} from './path-table.js'
@@ -31,7 +32,8 @@ const INITIAL_SLOTS = 1024
  * path), and `get`/`has` answer from it first, so a reader sees the whole set from the
  * moment it is published, whatever part is merged yet. Writes made meanwhile (`set`,
  * `delete`) go to both, so they are not shadowed by the pending set. Iteration and `size`
- * see the merged entries only (they are used for counts and loads).
+ * see the merged entries only (they are used for counts and loads), and so do the
+ * per-directory {@link FileMap.counts}, which every store and removal keeps.
  */
 export class FileMap {
   private readonly slots = new PathTable()
@@ -51,6 +53,8 @@ export class FileMap {
   /** Entries that are not {@link IndexedFile}s, by slot. */
   private readonly whole = new Map<number, FileEntry>()
   private pending: Map<string, FileEntry | null> | undefined
+  /** Files, bytes and held files per directory subtree, of the merged entries. */
+  readonly counts = new DirectoryCounts()
 
   /** Paths in the map (merged entries). */
   get size(): number {
@@ -182,20 +186,24 @@ export class FileMap {
       this.chunkRefs[slot] = WHOLE
       this.whole.set(slot, entry)
     }
+    this.counts.add(path, entry.size, entry.mirrors)
     const old = this.slots.set(path, slot)
-    if (old !== undefined) this.release(old)
+    if (old !== undefined) this.release(path, old)
   }
 
   private remove(path: string): boolean {
     const slot = this.slots.get(path)
     if (slot === undefined) return false
     this.slots.delete(path)
-    this.release(slot)
+    this.release(path, slot)
     return true
   }
 
-  /** Drops the entry an unused slot keeps whole (mirror sets and chunks are shared, and stay). */
-  private release(slot: number): void {
+  /** Uncounts the entry of a slot that `path` no longer points at, and drops it where it is kept whole (mirror sets and chunks are shared, and stay). */
+  private release(path: string, slot: number): void {
+    const whole = this.chunkRefs[slot] === WHOLE ? this.whole.get(slot) : undefined
+    if (whole !== undefined) this.counts.remove(path, whole.size, whole.mirrors)
+    else this.counts.remove(path, this.sizes[slot], this.sets.items[this.setRefs[slot]])
     this.whole.delete(slot)
   }
 

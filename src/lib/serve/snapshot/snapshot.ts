@@ -166,6 +166,7 @@ export async function loadSnapshot(database: Database, onProgress?: (files: numb
     const mid = Math.floor((lo + hi) / 2)
     await view.parallel([(half) => readFileRange(half, snapshot, lo, mid, onProgress), (half) => readFileRange(half, snapshot, mid, hi, onProgress)])
   })
+  snapshot.files.counts.flush() // so that the first overview of the tree is a lookup too
   snapshot.refreshedAt = Date.now()
   return snapshot
 }
