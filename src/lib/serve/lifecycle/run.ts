@@ -41,7 +41,7 @@ import {StatsCollector} from '../../stats/collector.js'
 import {retentionPolicy} from '../../stats/config.js'
 import {startClusterCounting, startStatsForwarder} from '../../stats/cluster.js'
 import {startDailyPrune} from '../../stats/prune.js'
-import {type StatsFlusher, startStatsFlusher} from '../../stats/flusher.js'
+import {reportLastFlush, type StatsFlusher, startStatsFlusher} from '../../stats/flusher.js'
 import {type AccessLog, openAccessLog} from '../operator/access-log.js'
 import {isWorker, releaseWorker, runPrimary, untilStopSignal, workerId} from './cluster.js'
 import {checkPidFile, removePidFile, SERVE_TITLE, writePidFile} from './pid-file.js'
@@ -492,5 +492,5 @@ async function stopCounting(stats: Counting, logger: Logger): Promise<void> {
   stats.stopPrune()
   const last = await stats.flusher.stop()
   if (!(await stats.ruleHits.stop(stats.database.db))) logger.error('rule hits: the last write at shutdown failed; these counts are lost')
-  if (!last.ok) logger.error({retained: last.retained, err: last.error}, 'stats: the last flush at shutdown failed; these counts are lost')
+  reportLastFlush(last, stats.collector, logger)
 }
