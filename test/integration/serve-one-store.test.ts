@@ -5,9 +5,10 @@
  * first stopped (the socket went with it), and log the loss as `retained: 1` (keys). Now it is
  * refused, naming the first's pid and the store, while the first, under load meanwhile,
  * answers every request; every download a client received is in the statistics after the
- * first stops, and no count is reported lost.
+ * first stops, and no count is reported lost. A socket file left by a server that died is no
+ * second server: beside a holder that shares nothing, the start fails as DB_BUSY, naming it.
  */
-import {mkdtempSync, rmSync} from 'node:fs'
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {expect} from 'chai'
@@ -55,5 +56,21 @@ describe('two mb serve on one embedded store', function () {
     expect(stats.code, stats.stderr).to.equal(0)
     expect(stats.json().total.downloads).to.equal(loaded.statuses[302])
     expect(loaded.statuses[302]).to.be.greaterThan(0)
+  })
+
+  it('a socket file left by a server that died, beside a holder that shares nothing, is no second server: DB_BUSY', async () => {
+    const holder = await tdb.open()
+    const socket = join(tdb.dataDir!, '.s.PGSQL.5432')
+    writeFileSync(socket, '')
+    try {
+      const started = await mb(['serve', '--root', root, '--listen', '127.0.0.1:0', '--json'], {env: {...tdb.env, MB_DATABASE_URL: undefined}})
+      expect(started.code, started.stderr).to.equal(1)
+      const {error} = started.json()
+      expect(error.code).to.equal('DB_BUSY')
+      expect(error.message).to.include(`held by process ${process.pid}, and its shared socket does not answer`)
+    } finally {
+      rmSync(socket, {force: true})
+      await holder.close()
+    }
   })
 })

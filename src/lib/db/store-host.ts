@@ -73,7 +73,8 @@ function servedBy(dataDir: string, owner: number): MbError {
  * shares it already, this one is refused.
  * `close()` closes this process's connections, then the store, and releases its lock.
  * @param schema  what the worker does with pending migrations before it shares the store
- * @throws MbError STORE_SERVED when another live process shares the store; as `openPglite`
+ * @throws MbError STORE_SERVED when another live process shares the store (DB_BUSY when its
+ *         socket does not answer); as `openPglite`
  *         (DB_UNCONFIGURED, DB_BUSY, DB_LOCK, DB_OPEN_FAILED), and the migration errors
  */
 export async function hostPglite(dataDir: string, options: PgliteOpenOptions, schema: StoreWorkerData['schema']): Promise<Database> {
@@ -84,6 +85,10 @@ export async function hostPglite(dataDir: string, options: PgliteOpenOptions, sc
   if (first.type === 'failed') throw new MbError(first.message, {code: first.code})
   if (first.type === 'shared') {
     await worker.terminate()
+    // A socket file left by a server that died, beside a live holder that shares nothing,
+    // answers nobody: that is DB_BUSY (the holder is named), not a second server.
+    const other = await openSharedPglite(dataDir, first.owner, {gid})
+    await other.close()
     throw servedBy(dataDir, first.owner)
   }
   worker.on('message', (message: WorkerMessage) => {
