@@ -11,8 +11,9 @@
  *    `systemd-socket-activate` holds the listening socket and starts the service's command with
  *    it (fd 3, LISTEN_FDS, LISTEN_PID); the restart is a SIGTERM to the old process
  *    (KillSignal=), and the command is started again, on the same socket, once it has exited.
- * Then no request failed, every answer was a redirect, answers came from both versions, and
- * `mb stats` holds every download the clients were answered.
+ * The test first checks that the page's block holds these four steps. Then no request failed,
+ * every answer was a redirect, answers came from both versions, and `mb stats` holds every
+ * download the clients were answered.
  */
 import {type ChildProcess, spawn} from 'node:child_process'
 import {cpSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
@@ -32,6 +33,21 @@ import {freePort} from '../helpers/servers.js'
  * one once the previous has exited; two generations, the old release and the new.
  */
 const SERVICE = `for generation in 1 2; do sh -c 'LISTEN_PID=$$ exec "$@"' mb-serve "$NODE" "$CURRENT/bin/run.js" serve --root "$ROOT" --retry-window 0; done`
+
+/**
+ * The commands of the shell block under "### Upgrade" in docs/operations.md, comments
+ * dropped: the steps this test plays, which it checks first so that the page and the test
+ * cannot part.
+ */
+function documentedSteps(): string[] {
+  const page = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8')
+  const section = page.slice(page.indexOf('\n### Upgrade\n'))
+  const block = /^```sh\n([\s\S]*?)^```$/m.exec(section)?.[1] ?? ''
+  return block
+    .split('\n')
+    .map((line) => line.replace(/#.*/, '').trim())
+    .filter((line) => line !== '')
+}
 
 /** The pids of the processes that logged `listening`, in order. */
 function listeningPids(output: string): number[] {
@@ -92,6 +108,12 @@ describe(`upgrade of mb serve on mb-serve.socket under load (${backend})`, funct
 
   it('runs the documented steps: no connection refused, no request failed, no count lost', async function () {
     requireBinary(this, 'systemd-socket-activate', 'systemd')
+    expect(documentedSteps()).to.deep.equal([
+      'npm install -g --prefix /usr ./mb-NEW.tgz --omit=dev',
+      'mb --version && runuser -u mb -- mb db status',
+      'runuser -u mb -- mb db migrate',
+      'systemctl restart mb-serve.service',
+    ])
     const oldVersion = JSON.parse(readFileSync(join(dirname(BIN), '..', 'package.json'), 'utf8')).version as string
     const newVersion = '99.0.0-test'
     copyInstall(join(dir, 'install-old'))
