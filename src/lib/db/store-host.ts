@@ -74,8 +74,8 @@ function servedBy(dataDir: string, owner: number): MbError {
  * `close()` closes this process's connections, then the store, and releases its lock.
  * @param schema  what the worker does with pending migrations before it shares the store
  * @throws MbError STORE_SERVED when another live process shares the store (DB_BUSY when its
- *         socket does not answer); as `openPglite`
- *         (DB_UNCONFIGURED, DB_BUSY, DB_LOCK, DB_OPEN_FAILED), and the migration errors
+ *         socket does not answer); as `openPglite` (DB_UNCONFIGURED, DB_BUSY, DB_LOCK,
+ *         DB_OPEN_FAILED), and the migration errors
  */
 export async function hostPglite(dataDir: string, options: PgliteOpenOptions, schema: StoreWorkerData['schema']): Promise<Database> {
   // Resolved here too, so that an unknown group is this thread's usage error (exit 2).

@@ -19,7 +19,8 @@ const LISTEN_FDS_START = 3
  * `LISTEN_PID` is this process and `LISTEN_FDS` counts the sockets from fd 3), or undefined
  * when none was passed to it. Like `sd_listen_fds(1)` it removes `LISTEN_PID`, `LISTEN_FDS`
  * and `LISTEN_FDNAMES` from `env`, so that no process it starts takes them for its own. The
- * protocol is two variables and a descriptor number; the npm packages for it are unmaintained.
+ * protocol is two variables and a descriptor number; npm's packages for it (`systemd`,
+ * `systemd-socket`) are unmaintained.
  * @throws UsageError INVALID_LISTEN when more than one socket is passed (mb serves one) or
  *         fd 3 is not a socket
  */
