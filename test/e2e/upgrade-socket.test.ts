@@ -94,7 +94,13 @@ describe(`upgrade of mb serve on mb-serve.socket under load (${backend})`, funct
   })
 
   after(async () => {
-    if (holder && holder.exitCode === null && holder.signalCode === null) holder.kill('SIGKILL')
+    // The holder and every generation it started are one process group.
+    if (holder?.pid)
+      try {
+        process.kill(-holder.pid, 'SIGKILL')
+      } catch {
+        // None is left.
+      }
     await tdb?.drop()
     if (dir) rmSync(dir, {recursive: true, force: true})
   })
@@ -126,7 +132,7 @@ describe(`upgrade of mb serve on mb-serve.socket under load (${backend})`, funct
     const env = hermeticEnv({...tdb.env, NODE: process.execPath, CURRENT: current, ROOT: root})
     // Like systemd, systemd-socket-activate passes the service only the variables it is given (Environment=).
     const passed = ['PATH', 'HOME', 'MB_CONFIG', 'XDG_CONFIG_HOME', 'NODE', 'CURRENT', 'ROOT', ...Object.keys(tdb.env)].flatMap((name) => ['-E', name])
-    holder = spawn('systemd-socket-activate', ['-l', `127.0.0.1:${port}`, ...passed, 'sh', '-c', SERVICE], {env, stdio: ['ignore', 'pipe', 'pipe']})
+    holder = spawn('systemd-socket-activate', ['-l', `127.0.0.1:${port}`, ...passed, 'sh', '-c', SERVICE], {env, stdio: ['ignore', 'pipe', 'pipe'], detached: true})
     holder.stdout!.on('data', (d) => (output += d))
     holder.stderr!.on('data', (d) => (output += d))
     const exited = new Promise<void>((resolve) => holder!.once('exit', () => resolve()))
