@@ -24,7 +24,7 @@ Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop
 
   static override flags = {
     root: Flags.string({description: 'origin tree to deliver from (env: MB_ROOT)'}),
-    listen: Flags.string({description: 'HOST:PORT to listen on, [V6]:PORT for IPv6 (env: MB_LISTEN; default 127.0.0.1:8080)'}),
+    listen: Flags.string({description: 'HOST:PORT to listen on, [V6]:PORT for IPv6 (env: MB_LISTEN; default 127.0.0.1:8080); a socket from systemd (mb-serve.socket) takes its place'}),
     geoip: Flags.string({description: 'GeoIP City/Country .mmdb file; repeat for IPv4+IPv6 files (default: the bundled GeoLite2 City data)', multiple: true}),
     'asn-db': Flags.string({description: 'GeoLite2-ASN .mmdb file for the AS pool'}),
     'trusted-proxy': Flags.string({description: 'CIDR of a reverse proxy whose X-Forwarded-For/-Proto is believed; repeatable', multiple: true}),

@@ -40,6 +40,7 @@ export const ERRORS = {
   STORE_NOT_FOUND: {exit: 1, hint: 'No embedded store in the data directory; point mb at yours with MB_DATA_DIR (or MB_DATABASE_URL for PostgreSQL), or create one with `mb db migrate`.'},
   DB_LOCK: {exit: 1, hint: 'The embedded store cannot be locked; check the permissions of its data directory.'},
   DB_BUSY: {exit: 1, hint: 'Another mb process holds the embedded store; wait for it, stop it, or use PostgreSQL.'},
+  STORE_SERVED: {exit: 1, hint: 'A running mb serve serves this embedded store; stop it first, or use PostgreSQL for several servers.'},
   DB_OPEN_FAILED: {exit: 1, hint: 'The embedded store cannot be opened; the message says why.'},
   STORE_OWNER: {exit: 1, hint: 'The embedded store belongs to another user; run the command as its owner (runuser -u OWNER -- mb …).'},
   SCHEMA_OUTDATED: {exit: 1, hint: 'The database schema is older than this mb; run `mb db migrate`.'},

@@ -2,8 +2,8 @@
 /**
  * The systemd units and timers in contrib/systemd pass `systemd-analyze verify` (Debian's
  * `systemd` package; no running systemd needed), and they hold the settings an operator
- * relies on: the unprivileged user, the hardening, reload by SIGHUP, the file limit, and a
- * randomized delay on every timer.
+ * relies on: the unprivileged user, the hardening, reload by SIGHUP, the file limit, the
+ * listening socket held by mb-serve.socket, and a randomized delay on every timer.
  *
  * verify checks that each ExecStart binary exists, so the units are checked in a copy whose
  * `/usr/bin/mb` points at a stub script in a temp directory; nothing else is changed.
@@ -30,7 +30,7 @@ describe('contrib/systemd units', () => {
       writeFileSync(stub, '#!/bin/sh\nexit 0\n')
       chmodSync(stub, 0o755)
       const names = readdirSync(UNITS).sort()
-      expect(names).to.deep.equal(['mb-index.service', 'mb-index.timer', 'mb-probe.service', 'mb-probe.timer', 'mb-scan.service', 'mb-scan.timer', 'mb-serve.service'])
+      expect(names).to.deep.equal(['mb-index.service', 'mb-index.timer', 'mb-probe.service', 'mb-probe.timer', 'mb-scan.service', 'mb-scan.timer', 'mb-serve.service', 'mb-serve.socket'])
       for (const name of names) writeFileSync(join(dir, name), unit(name).replaceAll('/usr/bin/mb ', `${stub} `))
       const r = spawnSync('systemd-analyze', ['verify', '--man=no', '--generators=no', ...names.map((n) => join(dir, n))], {encoding: 'utf8', timeout: 60_000})
       expect(r.stderr + r.stdout).to.equal('')
@@ -55,6 +55,14 @@ describe('contrib/systemd units', () => {
       'ReadWritePaths=/var/lib/mb /var/log/mb',
     ])
       expect(serve.split('\n'), line).to.include(line)
+  })
+
+  it('give mb serve its listening socket from mb-serve.socket, which outlives restarts of the service', () => {
+    const socket = unit('mb-serve.socket').split('\n')
+    for (const line of ['ListenStream=127.0.0.1:8080', 'Accept=no', 'WantedBy=sockets.target']) expect(socket, line).to.include(line)
+    const serve = unit('mb-serve.service').split('\n')
+    for (const line of ['Requires=mb-serve.socket', 'Also=mb-serve.socket']) expect(serve, line).to.include(line)
+    expect(serve.find((l) => l.startsWith('After='))).to.include('mb-serve.socket')
   })
 
   it('start index, scan and probe from timers with randomized delays, quietly', () => {

@@ -88,20 +88,26 @@ async function postgresTemplate(): Promise<string> {
   return name
 }
 
+/**
+ * Creates an empty, migrated embedded store in a temporary directory, whatever the test
+ * backend: for tests of the embedded store itself. Its `env` names no PostgreSQL URL.
+ */
+export async function createEmbeddedTestDatabase(): Promise<TestDatabase> {
+  const template = await pgliteTemplate()
+  const dataDir = mkdtempSync(join(tmpdir(), 'mb-test-db-'))
+  cpSync(template, dataDir, {recursive: true})
+  return {
+    env: {MB_DATA_DIR: dataDir},
+    dataDir,
+    open: () => openDatabase({dataDir}),
+    drop: async () => rmSync(dataDir, {recursive: true, force: true}),
+  }
+}
+
 /** Creates an empty, migrated database on the configured test backend. */
 export async function createTestDatabase(): Promise<TestDatabase> {
   counter += 1
-  if (backend === 'pglite') {
-    const template = await pgliteTemplate()
-    const dataDir = mkdtempSync(join(tmpdir(), 'mb-test-db-'))
-    cpSync(template, dataDir, {recursive: true})
-    return {
-      env: {MB_DATA_DIR: dataDir},
-      dataDir,
-      open: () => openDatabase({dataDir}),
-      drop: async () => rmSync(dataDir, {recursive: true, force: true}),
-    }
-  }
+  if (backend === 'pglite') return createEmbeddedTestDatabase()
   const template = await postgresTemplate()
   const name = `mb_t_${process.pid}_${Date.now().toString(36)}_${counter}`
   for (let attempt = 0; ; attempt++) {

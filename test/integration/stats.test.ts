@@ -13,7 +13,7 @@ import {expect} from 'chai'
 import {sql} from 'kysely'
 import {openDatabase, type Database} from '../../src/lib/db/index.js'
 import {StatsCollector} from '../../src/lib/stats/collector.js'
-import {startStatsFlusher} from '../../src/lib/stats/flusher.js'
+import {reportLastFlush, startStatsFlusher} from '../../src/lib/stats/flusher.js'
 import {startStatsForwarder} from '../../src/lib/stats/cluster.js'
 import type {PathCounts} from '../../src/lib/stats/pending.js'
 import {pruneStats} from '../../src/lib/stats/prune.js'
@@ -313,6 +313,28 @@ describe(`stats collector and mb stats (${backend})`, function () {
     } finally {
       await flusher.stop()
     }
+  })
+
+  it('a failed last flush at shutdown is logged with the downloads it loses, not only the keys', async () => {
+    const c = new StatsCollector()
+    for (let i = 0; i < 52; i++) c.observer(req({path: 'lost.iso', status: 302, outcome: 'redirect', mirrorId: 1, country: 'DE', fileSize: 10}))
+    c.observer(req({path: 'lost.iso', status: 302, outcome: 'redirect', mirrorId: 1, method: 'HEAD', country: 'DE'}))
+    // A store that went away (its server stopped): every statement fails.
+    const gone = {
+      db: {
+        getExecutor: () => {
+          throw new Error('connection terminated')
+        },
+      },
+    } as unknown as Database
+    const last = await startStatsFlusher(c, gone, 3600).stop()
+    const logged: Array<{obj: Record<string, unknown>; msg?: string}> = []
+    reportLastFlush(last, c, {warn: () => {}, error: (obj, msg) => logged.push({obj: obj as Record<string, unknown>, msg})})
+    expect(logged).to.have.length(1)
+    expect(logged[0].msg).to.match(/last flush at shutdown failed; these counts are lost/)
+    expect(logged[0].obj).to.deep.include({downloads: 52, otherRequests: 1, keys: 1})
+    reportLastFlush(await startStatsFlusher(c, database, 3600).stop(), c, {warn: () => {}, error: (obj, msg) => logged.push({obj: obj as Record<string, unknown>, msg})})
+    expect(logged, 'a last flush that succeeds logs nothing').to.have.length(1)
   })
 
   it('bounds memory: beyond max_pending_keys the oldest keys are dropped and counted as lost', () => {

@@ -1,6 +1,6 @@
 import {expect} from 'chai'
 import {escapeHtml, renderIndex} from '../../src/lib/serve/delivery/autoindex.js'
-import {parseListen} from '../../src/lib/serve/delivery/listen.js'
+import {inheritedSocket, parseListen} from '../../src/lib/serve/delivery/listen.js'
 import {DigestArena, fileWith, unindexedVersion} from '../../src/lib/serve/snapshot/file-entry.js'
 import {MirrorSetPool} from '../../src/lib/serve/snapshot/mirror-sets.js'
 
@@ -92,6 +92,16 @@ describe('serve helpers', () => {
     expect(parseListen(':8080')).to.deep.equal({host: '0.0.0.0', port: 8080})
     expect(() => parseListen('localhost')).to.throw(/HOST:PORT/)
     expect(() => parseListen('1.2.3.4:70000')).to.throw(/HOST:PORT/)
+  })
+
+  it("takes systemd's socket only when LISTEN_PID is this process, one socket, and clears LISTEN_* either way", () => {
+    const other = {LISTEN_PID: String(process.pid + 1), LISTEN_FDS: '1', LISTEN_FDNAMES: 'mb-serve.socket', KEEP: 'x'}
+    expect(inheritedSocket(other)).to.equal(undefined)
+    expect(other).to.deep.equal({KEEP: 'x'})
+    expect(inheritedSocket({})).to.equal(undefined)
+    const two = {LISTEN_PID: String(process.pid), LISTEN_FDS: '2'}
+    expect(() => inheritedSocket(two)).to.throw(/systemd passed 2 sockets/)
+    expect(two).to.deep.equal({})
   })
 
   it('escapes names and encodes links in directory indexes', () => {

@@ -43,7 +43,8 @@ export interface OpenOptions {
    * `mb mirror disable`, `mb scan` and friends keep working beside it). The store then runs
    * on a worker thread of this process, behind a socket in the data directory, and this
    * process uses it through that socket like every other one: a scan never stalls this
-   * thread, and each client has the store to itself for a whole transaction.
+   * thread, and each client has the store to itself for a whole transaction. One process
+   * shares a store: while another shares it already, opening is refused (`STORE_SERVED`).
    */
   share?: boolean
 }
@@ -51,7 +52,8 @@ export interface OpenOptions {
 /**
  * Opens the database named by `url` (PostgreSQL) or `dataDir` (PGlite).
  * @throws MbError when the server cannot be reached, the embedded store is missing (and
- *         `create` is not set: STORE_NOT_FOUND) or held by another live process, or the schema
+ *         `create` is not set: STORE_NOT_FOUND) or held by another live process (with `share`
+ *         and another one sharing it: STORE_SERVED), or the schema
  *         is outdated and `schema` is `check`.
  */
 export async function openDatabase(options: OpenOptions): Promise<Database> {

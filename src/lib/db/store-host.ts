@@ -64,12 +64,26 @@ async function stopWorker(worker: Worker): Promise<void> {
 }
 
 /**
+ * Why a second host is refused: a process that borrowed another one's store would lose its
+ * own state (download counts above all) when that process stops and takes the socket along,
+ * and would never open the store itself.
+ */
+function servedBy(dataDir: string, owner: number): MbError {
+  return new MbError(
+    `The embedded store at ${dataDir} is already served by process ${owner} (a running \`mb serve\`). One store has one server: stop process ${owner} first (\`mb serve stop\`, or \`systemctl stop mb-serve.socket mb-serve\`), give this server its own --data-dir, or use PostgreSQL (MB_DATABASE_URL) to run several servers on one store.`,
+    {code: 'STORE_SERVED'},
+  )
+}
+
+/**
  * Opens the embedded store in `dataDir` on a worker thread and shares it through the socket
- * `DATA_DIR/.s.PGSQL.5432`; or, when another live process shares it already, connects to that.
+ * `DATA_DIR/.s.PGSQL.5432`. Only one process hosts a store: while another live process
+ * shares it already, this one is refused.
  * `close()` closes this process's connections, then the store, and releases its lock.
  * @param schema  what the worker does with pending migrations before it shares the store
- * @throws MbError as `openPglite` (DB_UNCONFIGURED, DB_BUSY, DB_LOCK, DB_OPEN_FAILED), and the
- *         migration errors
+ * @throws MbError STORE_SERVED when another live process shares the store (DB_BUSY when its
+ *         socket does not answer); as `openPglite` (DB_UNCONFIGURED, DB_BUSY, DB_LOCK,
+ *         DB_OPEN_FAILED), and the migration errors
  */
 export async function hostPglite(dataDir: string, options: PgliteOpenOptions, schema: StoreWorkerData['schema']): Promise<Database> {
   // Resolved here too, so that an unknown group is this thread's usage error (exit 2).
@@ -79,7 +93,11 @@ export async function hostPglite(dataDir: string, options: PgliteOpenOptions, sc
   if (first.type === 'failed') throw new MbError(first.message, {code: first.code})
   if (first.type === 'shared') {
     await worker.terminate()
-    return openSharedPglite(dataDir, first.owner, {gid})
+    // A socket file left by a server that died, beside a live holder that shares nothing,
+    // answers nobody: that is DB_BUSY (the holder is named), not a second server.
+    const other = await openSharedPglite(dataDir, first.owner, {gid})
+    await other.close()
+    throw servedBy(dataDir, first.owner)
   }
   worker.on('message', (message: WorkerMessage) => {
     if (message.type === 'error') process.stderr.write(`mb: the embedded store disconnected a client after an internal error: ${message.message}\n`)

@@ -67,7 +67,7 @@ const publicUrl = z
 
 export const ServeConfigSchema = z
   .object({
-    listen: z.string().default('127.0.0.1:8080').describe('HOST:PORT to listen on; IPv6 hosts in brackets, e.g. `[::]:8080`.'),
+    listen: z.string().default('127.0.0.1:8080').describe('HOST:PORT to listen on; IPv6 hosts in brackets, e.g. `[::]:8080`. A listening socket systemd passes (`mb-serve.socket`) takes its place.'),
     watch: z.boolean().default(false).describe('Watch the origin tree: a changed file is served from the origin until rescanned.'),
     push_after: z.coerce
       .number()

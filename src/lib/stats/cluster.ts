@@ -22,7 +22,7 @@ import type {FlushResult, StatsLogger} from './collector.js'
 import {StatsCollector} from './collector.js'
 import type {StatsConfig} from './config.js'
 import type {PathCounts} from './pending.js'
-import {type StatsFlusher, startStatsFlusher} from './flusher.js'
+import {reportLastFlush, type StatsFlusher, startStatsFlusher} from './flusher.js'
 
 /** The IPC message of a worker's hand-off: path groups of (day, path, mirror, country) counts. */
 interface StatsMessage {
@@ -110,7 +110,7 @@ export async function startClusterCounting(url: string, stats: StatsConfig, logg
       cluster.off('message', onMessage)
       const last = await flusher.stop()
       const {rowsWritten, statements, flushes, flushFailures} = collector.status
-      if (!last.ok) logger.error({retained: last.retained, err: last.error}, 'stats: the last flush at shutdown failed; these counts are lost')
+      reportLastFlush(last, collector, logger)
       logger.info({rowsWritten, statements, flushes, flushFailures}, "stats: the primary wrote the workers' summed counts")
       await database.close()
       return last

@@ -3,7 +3,7 @@
  * counts several times per interval (what is due: ./schedule.ts) and everything at shutdown.
  */
 import type {Database} from '../db/index.js'
-import type {FlushResult, StatsCollector} from './collector.js'
+import type {FlushResult, StatsCollector, StatsLogger} from './collector.js'
 
 /** A running flusher; `stop()` flushes one last time (at shutdown). */
 export interface StatsFlusher {
@@ -44,4 +44,15 @@ export function startStatsFlusher(collector: StatsCollector, database: Pick<Data
       return collector.flush(database)
     },
   }
+}
+
+/**
+ * Logs a last flush (`stop()`'s result) that failed, with what it loses: the downloads,
+ * bytes and other requests still pending in `collector`, and the keys (day x path x mirror x
+ * country rows) they make up. Nothing is logged when the flush succeeded.
+ */
+export function reportLastFlush(last: FlushResult, collector: StatsCollector, logger: StatsLogger): void {
+  if (last.ok) return
+  const {downloads, bytes, otherRequests} = collector.pendingTotals()
+  logger.error({downloads, bytes, otherRequests, keys: last.retained, err: last.error}, 'stats: the last flush at shutdown failed; these counts are lost')
 }

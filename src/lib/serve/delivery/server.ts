@@ -31,7 +31,7 @@ import type {Candidate, ClientInfo, Selection} from '../../select/types.js'
 import {headerSafe} from '../../text.js'
 import {type CountryQueryTrust, type ResolvedClient, TrustedProxies, resolveClient} from './client-address.js'
 import {ConnectionGuard} from './connections.js'
-import {listenOn} from './listen.js'
+import {type ListenTarget, listenOn} from './listen.js'
 import {IndexCheck} from './index-check.js'
 import {LocalDelivery} from './local.js'
 import {parseTarget, queryParam} from './path.js'
@@ -168,12 +168,12 @@ export class MirrorServer implements RouteServices {
     return this.local.rootReal
   }
 
-  /** Resolves the root and starts listening. Port 0 picks a free port. */
-  async listen(host: string, port: number): Promise<AddressInfo> {
+  /** Resolves the root and starts listening on `target` (./listen.ts). Port 0 picks a free port. */
+  async listen(target: ListenTarget): Promise<AddressInfo> {
     await this.local.open(this.options.root)
     const check = this.options.diskCheckSeconds ?? 1
     this.indexCheck = check > 0 ? new IndexCheck(new DiskVersions(this.local.rootReal, check), this.options.logger, this.options.onIndexStale) : undefined
-    return listenOn(this.http, host, port)
+    return listenOn(this.http, target)
   }
 
   /**

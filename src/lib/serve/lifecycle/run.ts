@@ -20,7 +20,8 @@
  */
 import type {AddressInfo} from 'node:net'
 import {existsSync, statSync} from 'node:fs'
-import {pino, type Logger} from 'pino'
+import type {Logger} from 'pino'
+import {createLogger} from './logger.js'
 import type {Config} from '../../config/index.js'
 import {type Database, openDatabase} from '../../db/index.js'
 import {openReadReplica, replicaLag} from '../../db/replica.js'
@@ -42,13 +43,13 @@ import {StatsCollector} from '../../stats/collector.js'
 import {retentionPolicy} from '../../stats/config.js'
 import {startClusterCounting, startStatsForwarder} from '../../stats/cluster.js'
 import {startDailyPrune} from '../../stats/prune.js'
-import {type StatsFlusher, startStatsFlusher} from '../../stats/flusher.js'
+import {reportLastFlush, type StatsFlusher, startStatsFlusher} from '../../stats/flusher.js'
 import {type AccessLog, openAccessLog} from '../operator/access-log.js'
 import {isWorker, releaseWorker, runPrimary, untilStopSignal, workerId} from './cluster.js'
 import {checkPidFile, removePidFile, SERVE_TITLE, writePidFile} from './pid-file.js'
 import {relayRetries, shareRetries} from './retry-share.js'
 import {SnapshotKeeper} from '../snapshot/keeper.js'
-import {httpUrl, parseListen} from '../delivery/listen.js'
+import {httpUrl, inheritedSocket, type ListenTarget, parseListen} from '../delivery/listen.js'
 import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type ServeMetrics, startMetricsServer} from '../operator/metrics.js'
 import {type ReloadResult, needsRestart, onReloadSignal, reloadServer, serverSettings, watchGeo} from './reload.js'
 import {NetworkView, mirrorSamples} from '../operator/network.js'
@@ -61,24 +62,6 @@ import {BaseUrls} from '../delivery/public-url.js'
 import {watchOrigin} from '../snapshot/watch.js'
 import {syncViewOptions} from '../../sync/trace.js'
 import {type PushAfter, startPushAfter} from '../../push/after.js'
-
-/** Creates the JSON request/event logger (pino) writing asynchronously to stdout. */
-function createLogger(level: string): Logger {
-  return pino({level, base: {pid: process.pid}, timestamp: isoTimeCached, formatters: {level: (label) => ({level: label})}}, pino.destination({dest: 1, sync: false}))
-}
-
-let lastTimeMs = -1
-let lastTimeText = ''
-
-/** pino's `isoTime` (`,"time":"2026-01-02T03:04:05.678Z"`, UTC), formatted once per millisecond. */
-function isoTimeCached(): string {
-  const now = Date.now()
-  if (now !== lastTimeMs) {
-    lastTimeMs = now
-    lastTimeText = `,"time":"${new Date(now).toISOString()}"`
-  }
-  return lastTimeText
-}
 
 /** What `mb serve` knows of itself besides its configuration. */
 export interface ServeRuntime {
@@ -101,6 +84,8 @@ export async function runServe(config: Config, runtime: ServeRuntime = {}): Prom
     if (!config.database_url)
       throw new UsageError('--workers needs PostgreSQL (MB_DATABASE_URL or --database-url): the embedded store allows one process. Drop --workers or use PostgreSQL.', 'WORKERS_NEED_POSTGRES')
     parseListen(config.serve.listen)
+    if (inheritedSocket())
+      throw new UsageError('--workers cannot take a listening socket from systemd (mb-serve.socket): run one process with the socket unit, or --workers without it.', 'INVALID_LISTEN')
     const pidFile = config.serve.pid_file
     if (pidFile) checkPidFile(pidFile)
     process.title = `${SERVE_TITLE}: primary`
@@ -229,7 +214,8 @@ export async function startServe(config: Config, options: {database?: Database; 
   const root = checkRoot(config.root)
   if (config.serve.push_after > 0 && !config.serve.watch)
     throw new UsageError('--push-after (serve.push_after) needs --watch (serve.watch): the quiet time is measured from the changes the watch sees.', 'USAGE')
-  const {host, port} = parseListen(config.serve.listen)
+  // A socket systemd passed (mb-serve.socket) stays open while this process restarts.
+  const target: ListenTarget = inheritedSocket() ?? parseListen(config.serve.listen)
   const parts: Parts = {logger: options.logger ?? createLogger(config.log_level), ownsDatabase: options.database === undefined, listening: false}
   let closing: Promise<void> | undefined
   const close = () => (closing ??= stopParts(parts))
@@ -256,9 +242,10 @@ export async function startServe(config: Config, options: {database?: Database; 
     await observe(parts, config, server, keeper, database, network)
     let address: AddressInfo
     try {
-      address = await server.listen(host, port)
+      address = await server.listen(target)
     } catch (error) {
-      throw new MbError(`Cannot listen on ${config.serve.listen}: ${(error as Error).message}`, {code: 'LISTEN_FAILED', cause: error})
+      const where = 'fd' in target ? 'the socket systemd passed' : config.serve.listen
+      throw new MbError(`Cannot listen on ${where}: ${(error as Error).message}`, {code: 'LISTEN_FAILED', cause: error})
     }
     parts.listening = true
     if (config.serve.push_after > 0) parts.pushAfter = startPushAfter(database, config, config.serve.push_after, logger)
@@ -269,7 +256,7 @@ export async function startServe(config: Config, options: {database?: Database; 
         tracePath: config.sync.trace_path,
       })
     const url = httpUrl(address)
-    logListening(logger, {url, server, database, keeper, loadSeconds, geo, config, version: options.version, configFile: options.configFile})
+    logListening(logger, {url, server, database, keeper, loadSeconds, geo, config, version: options.version, configFile: options.configFile, inherited: 'fd' in target})
     if (config.serve.probe_interval > 0) parts.probes = startBackgroundProbes(database, config, {intervalSeconds: config.serve.probe_interval, logger})
     if (config.probe.content_interval_seconds > 0) parts.contentChecks = startBackgroundContentChecks(database, config, {logger})
     const reloadable = {server, logger, accessLog: parts.accessLog, config, started: config, geo, readConfig: options.readConfig}
@@ -435,15 +422,16 @@ function startCounting(config: Config, database: Database, logger: Logger, metri
   return {collector, flusher, stopPrune, ruleHits, database}
 }
 
-/** The `listening` event: where, from which config file, what the snapshot holds, how long it took to load. */
+/** The `listening` event: where (`socket: systemd` on a socket systemd passed), from which config file, what the snapshot holds, how long it took to load. */
 function logListening(
   logger: Logger,
-  s: {url: string; server: MirrorServer; database: Database; keeper: SnapshotKeeper; loadSeconds: number; geo: GeoResolver; config: Config; version?: string; configFile?: string},
+  s: {url: string; server: MirrorServer; database: Database; keeper: SnapshotKeeper; loadSeconds: number; geo: GeoResolver; config: Config; version?: string; configFile?: string; inherited: boolean},
 ): void {
   const snapshot = s.keeper.current
   logger.info(
     {
       url: s.url,
+      socket: s.inherited ? 'systemd' : undefined,
       version: s.version,
       config: s.configFile,
       root: s.server.root,
@@ -496,5 +484,5 @@ async function stopCounting(stats: Counting, logger: Logger): Promise<void> {
   stats.stopPrune()
   const last = await stats.flusher.stop()
   if (!(await stats.ruleHits.stop(stats.database.db))) logger.error('rule hits: the last write at shutdown failed; these counts are lost')
-  if (!last.ok) logger.error({retained: last.retained, err: last.error}, 'stats: the last flush at shutdown failed; these counts are lost')
+  reportLastFlush(last, stats.collector, logger)
 }

@@ -363,7 +363,7 @@ export async function startMetricsServer(options: {listen: string; sources?: Met
   })
   let address: AddressInfo
   try {
-    address = await listenOn(server, host, port)
+    address = await listenOn(server, {host, port})
   } catch (error) {
     throw new MbError(`Cannot listen for metrics on ${options.listen}: ${(error as Error).message}. Pick a free port with --metrics-listen.`, {code: 'LISTEN_FAILED', cause: error})
   }
