@@ -112,7 +112,9 @@ export async function main(argv: string[]): Promise<void> {
   }
   const hitNs = Math.max(0, median(b) - median(a))
   const share = (ns: number) => (ns / 1000 / redirectUs) * 100
-  console.log(`demand check, hit: ${hitNs.toFixed(1)} ns per redirect (branch ${median(a).toFixed(1)} ns without the hook, ${median(b).toFixed(1)} ns with it) = ${share(hitNs).toFixed(2)}% of a ${redirectUs} µs redirect`)
+  console.log(
+    `demand check, hit: ${hitNs.toFixed(1)} ns per redirect (branch ${median(a).toFixed(1)} ns without the hook, ${median(b).toFixed(1)} ns with it) = ${share(hitNs).toFixed(2)}% of a ${redirectUs} µs redirect`,
+  )
   console.log(`demand check, miss in cooldown: ${median(c).toFixed(0)} ns per request = ${share(median(c)).toFixed(2)}% of a redirect`)
   console.log(`demand check, miss queued (first in its folder): ${median(d).toFixed(0)} ns per request = ${share(median(d)).toFixed(2)}% of a redirect${sink < 0 ? '' : ''}`)
   verdict('demand check on a hit, share of a redirect', share(hitNs), 1, '%', 'lower')
