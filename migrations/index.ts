@@ -30,6 +30,7 @@ import * as m0021 from './0021_mirror_file_bad.js'
 import * as m0022 from './0022_mirror_sync_trace.js'
 import * as m0023 from './0023_mirror_file_trace.js'
 import * as m0024 from './0024_mirror_bad_copies_suspect.js'
+import * as m0025 from './0025_demand_scan.js'
 import * as m0029 from './0029_background_round.js'
 
 export const migrations: Record<string, Migration> = {
@@ -52,5 +53,6 @@ export const migrations: Record<string, Migration> = {
   '0022_mirror_sync_trace': m0022,
   '0023_mirror_file_trace': m0023,
   '0024_mirror_bad_copies_suspect': m0024,
+  '0025_demand_scan': m0025,
   '0029_background_round': m0029,
 }

@@ -59,3 +59,9 @@ const HOST_HEADER = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})?|\[[0-9A-Fa-f:.]{2,
 export function isPlainHost(host: string): boolean {
   return HOST_HEADER.test(host)
 }
+
+/** The folder of an origin path, without trailing slash ('' for a file at the top of the tree). */
+export function folderOf(path: string): string {
+  const slash = path.lastIndexOf('/')
+  return slash < 0 ? '' : path.slice(0, slash)
+}

@@ -80,6 +80,11 @@ describe('e2e: FTP lister against vsftpd', function () {
     ])
   })
 
+  it('lists one folder with `recursive: false`: its entries, no subfolder entered', async () => {
+    const {entries} = await collect(ftp.url, {}, {subdir: 'dir with space', recursive: false})
+    expect(entries.map((e) => `${e.type} ${e.path} ${e.size}`).sort()).to.deep.equal(['dir dir with space/sub#dir 0', 'file dir with space/inner file.txt 18'])
+  })
+
   it('speaks explicit FTPS (AUTH TLS): refuses a self-signed certificate by default, lists with allowSelfSigned', async () => {
     const url = ftps.url.replace('ftp://', 'ftps://')
     const error = await failure(collect(url + 'sizes/'))

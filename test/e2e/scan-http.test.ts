@@ -120,6 +120,13 @@ describe('e2e: HTTP lister against nginx and lighttpd', function () {
     }
   })
 
+  it('lists one folder with `recursive: false`: its entries, no subfolder entered', async () => {
+    for (const server of [html, json, lighttpd]) {
+      const {entries} = await collect(server.url, {}, {subdir: 'dir with space', recursive: false})
+      expect(entries.map((e) => `${e.type} ${e.path}`).sort(), server.url).to.deep.equal(['dir dir with space/sub#dir', 'file dir with space/inner file.txt'])
+    }
+  })
+
   it('follows a redirect of the base within the same origin', async () => {
     const {entries} = await collect(html.url + 'moved/')
     expect(entries.map((e) => `${e.type} ${e.path} ${e.size}`).sort()).to.deep.equal(['dir nested 0', 'file big.iso 100000', 'file nested/leaf.txt 23', 'file target file.bin 1536'])

@@ -290,4 +290,17 @@ describe('mb scan over a real rsync daemon (e2e)', function () {
     const escaping = await mb(['scan', 'good', '--dir', '../etc'], {env})
     expect(escaping.code).to.equal(2)
   })
+
+  it('--dir DIR --no-recursive scans the files directly in one folder and leaves the mirror record alone', async () => {
+    const before = (await mb(['mirror', 'show', 'refusing', '--json'], {env})).json()
+    const r = await mb(['scan', 'refusing', '--dir', '/', '--no-recursive', '--json'], {env})
+    expect(r.code, r.stderr).to.equal(0)
+    // The top folder: big.iso matches, stale.iso differs, only-on-origin.txt is missing; latest.iso is a link in the index.
+    expect(r.json().mirrors[0]).to.deep.include({ok: true, files: 3, matched: 1, stale: 1, missing: 1})
+    expect(await holders('refusing')).to.have.length(originFiles - 2)
+    const after = (await mb(['mirror', 'show', 'refusing', '--json'], {env})).json()
+    expect([after.last_scan_at, after.last_scan_files]).to.deep.equal([before.last_scan_at, before.last_scan_files])
+    const enabling = await mb(['scan', 'refusing', '--dir', 'dir', '--no-recursive', '--enable'], {env})
+    expect(enabling.code).to.equal(2)
+  })
 })

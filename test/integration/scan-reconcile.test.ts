@@ -262,10 +262,63 @@ describe('scan reconciler', function () {
     expect(h['sub/deep/f.txt']).to.deep.equal([m.id])
   })
 
+  it('a one-folder scan replaces only the files directly in the folder and leaves the mirror record alone', async () => {
+    const m = await addMirror('m1')
+    await reconcileListing(
+      database,
+      listing([
+        {path: 'a.iso', size: 100, mtime: T},
+        {path: 'sub/e.txt', size: 5, mtime: T},
+        {path: 'sub/deep/f.txt', size: 6, mtime: T},
+      ]),
+      {mirror: m, protocol: 'rsync'},
+    )
+    const before = await database.db.selectFrom('mirror').select(['last_scan_at', 'last_scan_files']).where('id', '=', m.id).executeTakeFirstOrThrow()
+    const result = await reconcileListing(
+      database,
+      // A stray deeper entry (a lister that recursed anyway) is ignored, not taken as proof.
+      listing([
+        {path: 'sub/d.txt', size: 4, mtime: T},
+        {path: 'sub/deep', type: 'dir'},
+        {path: 'sub/deep/x.txt', size: 1, mtime: T},
+      ]),
+      {mirror: m, protocol: 'rsync', plan: planScope(m.base_path, 'sub', false), minRatio: 0, enable: true},
+    )
+    expect(result).to.deep.include({subdir: 'sub', considered: 1, previous: 1, matched: 1, added: 1, removed: 1, missing: 1, enabled: false})
+    const h = await holders()
+    expect(h['a.iso']).to.deep.equal([m.id])
+    expect(h['sub/d.txt']).to.deep.equal([m.id])
+    expect(h['sub/e.txt']).to.deep.equal([])
+    expect(h['sub/deep/f.txt']).to.deep.equal([m.id]) // below the folder: untouched
+    const after = await database.db.selectFrom('mirror').select(['last_scan_at', 'last_scan_files']).where('id', '=', m.id).executeTakeFirstOrThrow()
+    expect(after).to.deep.equal(before)
+  })
+
+  it('a one-folder scan of the top folder touches only top-level files', async () => {
+    const m = await addMirror('m1')
+    await reconcileListing(
+      database,
+      listing([
+        {path: 'a.iso', size: 100, mtime: T},
+        {path: 'sub/d.txt', size: 4, mtime: T},
+      ]),
+      {mirror: m, protocol: 'rsync'},
+    )
+    await reconcileListing(database, listing([{path: 'b.iso', size: 200, mtime: T}]), {mirror: m, protocol: 'rsync', plan: planScope('', '', false), minRatio: 0})
+    const h = await holders()
+    expect(h['a.iso']).to.deep.equal([])
+    expect(h['b.iso']).to.deep.equal([m.id])
+    expect(h['sub/d.txt']).to.deep.equal([m.id])
+  })
+
   it('plans listing subdirs against base_path', () => {
-    expect(planScope('', 'sub')).to.deep.equal({listSubdir: 'sub', scope: 'sub'})
-    expect(planScope('sub', 'sub/deep')).to.deep.equal({listSubdir: 'deep', scope: 'sub/deep'})
-    expect(planScope('sub/deep', 'sub')).to.deep.equal({listSubdir: '', scope: 'sub'})
+    expect(planScope('', 'sub')).to.deep.equal({listSubdir: 'sub', scope: 'sub', recursive: true})
+    expect(planScope('sub', 'sub/deep')).to.deep.equal({listSubdir: 'deep', scope: 'sub/deep', recursive: true})
+    expect(planScope('sub/deep', 'sub')).to.deep.equal({listSubdir: '', scope: 'sub', recursive: true})
+    expect(planScope('sub', 'sub/deep', false)).to.deep.equal({listSubdir: 'deep', scope: 'sub/deep', recursive: false})
+    expect(planScope('sub', 'sub', false)).to.deep.equal({listSubdir: '', scope: 'sub', recursive: false})
+    expect(() => planScope('sub/deep', 'sub', false)).to.throw(/holds no file directly in --dir sub/)
+    expect(() => planScope('sub', '', false)).to.throw(/holds no file directly/)
     expect(() => planScope('sub', 'other')).to.throw(/does not overlap/)
     expect(() => planScope('', '../etc')).to.throw(/no '.' or '..'/)
   })

@@ -35,6 +35,7 @@ from RSYNC_PASSWORD or the file named by scan.rsync_password_file, and is never 
     '<%= config.bin %> scan ftp.example.de',
     '<%= config.bin %> scan --all --jobs 4',
     '<%= config.bin %> scan mirror.example.org --dir releases/15.6',
+    '<%= config.bin %> scan --all --dir releases/15.6/iso --no-recursive',
     '<%= config.bin %> scan new.example.net --enable --timeout 600',
     '<%= config.bin %> scan --all --protocol rsync --json',
   ]
@@ -48,6 +49,11 @@ from RSYNC_PASSWORD or the file named by scan.rsync_password_file, and is never 
     all: Flags.boolean({description: 'scan every enabled mirror'}),
     jobs: Flags.integer({char: 'j', description: 'mirrors scanned in parallel (config scan.jobs, default 2)', min: 1, max: 64}),
     dir: Flags.string({description: 'rescan only this origin subtree; records outside it are kept'}),
+    recursive: Flags.boolean({
+      description: "with --no-recursive, scan only the files directly in --dir (one folder, as the demand scans of `mb serve` do); the mirror's last-scan record is left alone",
+      default: true,
+      allowNo: true,
+    }),
     enable: Flags.boolean({description: 'enable each mirror whose scan succeeded and matched files'}),
     timeout: Flags.integer({description: 'per-mirror time budget in seconds (config scan.timeout, default 3600)', min: 1}),
     protocol: Flags.string({description: 'use only this protocol (no fallback)', options: PROTOCOL_ORDER}),
@@ -68,6 +74,7 @@ from RSYNC_PASSWORD or the file named by scan.rsync_password_file, and is never 
     const wanted = argv as string[]
     if (this.flags.all && wanted.length > 0) throw new UsageError('Give mirror names or --all, not both.')
     if (!this.flags.all && wanted.length === 0) throw new UsageError('Name the mirror(s) to scan, or pass --all. See `mb mirror list`.')
+    if (!this.flags.recursive && this.flags.enable) throw new UsageError('--enable needs a whole scan: drop --no-recursive, or enable the mirror with `mb mirror edit NAME --enabled`.')
     const database = await this.openDb()
     const {mirrors, skipped} = this.withProtocol(await this.chosenMirrors(database, wanted))
     for (const s of skipped) this.print(`${s.mirror}: skipped, ${s.reason}`)
@@ -142,6 +149,7 @@ from RSYNC_PASSWORD or the file named by scan.rsync_password_file, and is never 
     const result = await scanMirror(database, mirror, {
       protocol: this.flags.protocol as Protocol | undefined,
       subdir: this.flags.dir,
+      recursive: this.flags.recursive,
       ...scanSettings(this.mbConfig.scan),
       enable: this.flags.enable,
       signal,

@@ -5,6 +5,7 @@ import {BaseCommand} from '../../base-command.js'
 import {MbError, UsageError} from '../../lib/errors.js'
 import {renderTable} from '../../lib/output.js'
 import {ruleHits} from '../../lib/rules/registry.js'
+import {type DemandTotals, demandTotals} from '../../lib/scan/demand-store.js'
 import {GROUPINGS, type Grouping, parseDay, queryStats, type StatsResult} from '../../lib/stats/query.js'
 import {barChart, fillDays, htmlReport, humanBytes, sparkline, statsCsv} from '../../lib/stats/render.js'
 
@@ -13,7 +14,7 @@ export default class Stats extends BaseCommand<typeof Stats> {
 
 A download is a GET answered by a redirect or by local delivery; Range continuations, HEADs, metalinks, hashes, mirror lists and 304s are counted as other requests. Dates are UTC days, inclusive. Monthly rollups (rows older than the daily retention) count whole when their month overlaps the range; --by day labels them YYYY-MM. With --limit, the groups beyond N are summed in one "(other)" row, so the rows always add up to the total.
 
-Below the table (and as rule_hits in --json), the requests each redirect rule answered in the date range (\`mb rule\`; --path and --mirror do not filter them).`
+Below the table (and as rule_hits in --json), the requests each redirect rule answered in the date range (\`mb rule\`; --path and --mirror do not filter them), and (as demand_scans) the scans on demand of \`mb serve\` (scan.demand): folders scanned, mirror scans (failed ones apart) and the copies they found.`
 
   static override examples = [
     '<%= config.bin %> stats --by mirror --since 30d',
@@ -35,7 +36,7 @@ Below the table (and as rule_hits in --json), the requests each redirect rule an
     html: Flags.string({description: 'write a self-contained HTML report (top files, mirror shares, countries, downloads per day) to FILE'}),
   }
 
-  public async run(): Promise<StatsResult & {html?: string; rule_hits: Array<{rule: string; hits: number}>}> {
+  public async run(): Promise<StatsResult & {html?: string; rule_hits: Array<{rule: string; hits: number}>; demand_scans: DemandTotals}> {
     const flags = this.flags
     if (flags.csv && this.jsonEnabled()) throw new UsageError('--csv and --json exclude each other: pick one output format.')
     const since = flags.since === undefined ? undefined : parseDay(flags.since, '--since')
@@ -45,6 +46,7 @@ Below the table (and as rule_hits in --json), the requests each redirect rule an
     const base = {since, until, pathPrefix: flags.path, mirror: flags.mirror}
     const result = await queryStats(database, {...base, by, limit: flags.limit})
     const hits = await ruleHits(database.db, since, until)
+    const demand = await demandTotals(database.db, since, until)
 
     let html: string | undefined
     if (flags.html) {
@@ -104,7 +106,10 @@ Below the table (and as rule_hits in --json), the requests each redirect rule an
             tty,
           )}`,
         )
+      if (demand.folder_scans > 0)
+        this.print(`\nscans on demand: ${demand.folder_scans} folder(s), ${demand.mirror_scans} mirror scan(s) (${demand.failed} failed), ${demand.files_found} file(s) found`)
     }
-    return html ? {...result, html, rule_hits: hits} : {...result, rule_hits: hits}
+    const extra = {rule_hits: hits, demand_scans: demand}
+    return html ? {...result, html, ...extra} : {...result, ...extra}
   }
 }

@@ -249,6 +249,34 @@ export interface RuleHitDailyTable {
   hits: number
 }
 
+/** A folder scanned on demand (migration 0025): the last claim, and what its run did. */
+export interface DemandScanTable {
+  folder: string
+  claimed_at: ColumnType<Date, Date | string, Date | string>
+  finished_at: ColumnType<Date | null, Date | string | null, Date | string | null>
+  mirrors: Generated<number>
+  found: Generated<number>
+}
+
+/** One mirror scanned on demand (migration 0025), for the per-mirror budget. */
+export interface DemandScanRunTable {
+  id: Generated<number>
+  mirror_id: number
+  started_at: Generated<Date>
+  folder: string
+  ok: boolean | null
+  found: Generated<number>
+}
+
+/** Scans on demand per UTC day (migration 0025), for `mb stats`. */
+export interface DemandScanDailyTable {
+  day: ColumnType<Date, string, string>
+  folder_scans: Generated<number>
+  mirror_scans: Generated<number>
+  failed: Generated<number>
+  found: Generated<number>
+}
+
 /** One removal of a mirror (migration 0020): its id then, name, URLs (credentials redacted), when and by whom. */
 export interface RemovedMirrorTable {
   id: Generated<number>
@@ -284,6 +312,9 @@ export interface DB {
   mirror_transition: MirrorTransitionTable
   redirect_rule: RedirectRuleTable
   rule_hit_daily: RuleHitDailyTable
+  demand_scan: DemandScanTable
+  demand_scan_run: DemandScanRunTable
+  demand_scan_daily: DemandScanDailyTable
   removed_mirror: RemovedMirrorTable
   background_round: BackgroundRoundTable
 }

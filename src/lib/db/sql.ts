@@ -20,6 +20,15 @@ export function inSubtree(prefix: string, column = 'path'): RawBuilder<boolean> 
 }
 
 /**
+ * SQL condition "`column` lies directly in the folder `folder`" (not in a subfolder of it).
+ * `folder` is origin-relative without leading or trailing slash; '' means the top of the tree.
+ */
+export function inFolder(folder: string, column = 'path'): RawBuilder<boolean> {
+  const ref = sql.ref(column)
+  return folder === '' ? sql<boolean>`strpos(${ref}, '/') = 0` : sql<boolean>`(starts_with(${ref}, ${folder + '/'}) AND strpos(substr(${ref}, ${folder.length + 2}), '/') = 0)`
+}
+
+/**
  * The items of a PostgreSQL array column, which arrives as a JS array, or as its text form
  * `{a,b,"c"}` when no array parser is registered for its type (e.g. `cidr[]`). Anything else
  * reads as no items. Items are strings; double quotes around an item are dropped.

@@ -17,15 +17,9 @@
  */
 import {type Kysely, sql} from 'kysely'
 import type {DB} from '../db/schema.js'
-import {escapeLike, inSubtree} from '../db/sql.js'
+import {inFolder, inSubtree} from '../db/sql.js'
 import {pathFilter} from '../glob.js'
-import {trimSlashes} from '../text.js'
-
-/** The folder of an origin path ('' for a file at the top). */
-function folderOf(path: string): string {
-  const slash = path.lastIndexOf('/')
-  return slash < 0 ? '' : path.slice(0, slash)
-}
+import {folderOf, trimSlashes} from '../text.js'
 
 /**
  * Adds to their files' mirror sets the copies `mirrorId`'s trace vouches for (see the module
@@ -75,10 +69,9 @@ export async function trustTrace(db: Kysely<DB>, mirrorId: number, marginSeconds
 
 /** Whether mirror `M` holds, by scan, some file directly in `folder` ('' = the top). */
 async function heldByScanIn(db: Kysely<DB>, M: number, folder: string): Promise<boolean> {
-  const inFolder = folder === '' ? sql`strpos(g.path, '/') = 0` : sql`g.path LIKE ${`${escapeLike(folder)}/%`} AND strpos(substr(g.path, ${folder.length + 2}), '/') = 0`
   const found = await sql<{one: number}>`
     SELECT 1 AS one FROM file g
-    WHERE ${inFolder} AND ${M}::smallint = ANY(g.mirrors)
+    WHERE ${inFolder(folder, 'g.path')} AND ${M}::smallint = ANY(g.mirrors)
       AND NOT EXISTS (SELECT 1 FROM mirror_file_trace t WHERE t.mirror_id = ${M}::smallint AND t.file_id = g.id)
     LIMIT 1`.execute(db)
   return found.rows.length > 0

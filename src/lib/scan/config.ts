@@ -12,6 +12,10 @@
  *   jobs: 2                    # mirrors scanned in parallel
  *   max_index_bytes: 67108864  # largest HTTP index page read (64 MiB)
  *   rsync_password_file: /etc/mb/rsync.secret
+ *   demand: true                  # mb serve scans a folder when a file in it has no mirror
+ *   demand_cooldown_seconds: 300  # a folder is scanned on demand at most this often
+ *   demand_jobs: 2                # folder scans on demand at a time (per mb serve process)
+ *   demand_mirror_budget: 60      # scans on demand per mirror and hour
  * ```
  */
 import {z} from 'zod'
@@ -41,6 +45,13 @@ export const ScanConfigSchema = z
       .default(64 * 1024 * 1024)
       .describe('Largest HTTP directory index page read, bytes; a larger page fails the scan.'),
     rsync_password_file: z.string().optional().describe('File holding the rsync daemon password (else RSYNC_PASSWORD from the environment).'),
+    demand: z
+      .boolean()
+      .default(true)
+      .describe('`mb serve`: a request for an indexed file that no eligible mirror holds queues a scan of its folder (one directory) on the mirrors that could hold it.'),
+    demand_cooldown_seconds: z.number().int().min(1).default(300).describe('A folder is scanned on demand at most once in this many seconds (across the replicas sharing the database).'),
+    demand_jobs: z.number().int().min(1).max(64).default(2).describe('Folder scans on demand running at a time in one `mb serve` process.'),
+    demand_mirror_budget: z.number().int().min(1).default(60).describe('Scans on demand of one mirror per hour; beyond it the mirror is left out until the hour has room.'),
   })
   .strict()
 

@@ -161,7 +161,7 @@ async function* listFtp(baseUrl: string, listOptions: ListOptions, options: FtpL
     await connectWithTimeout(client, target, options, connectTimeout, fail)
     const start = await enterStartDirectory(client, target, listOptions.subdir, where, fail)
     const hasMdtm = (await client.features().catch(() => new Map<string, string>())).has('MDTM')
-    const walk: FtpWalk = {client, where, warn: options.onWarning ?? (() => {}), fail, maxDepth: options.maxDepth ?? 64, hasMdtm}
+    const walk: FtpWalk = {client, where, warn: options.onWarning ?? (() => {}), fail, maxDepth: listOptions.recursive === false ? 0 : (options.maxDepth ?? 64), hasMdtm}
     const queue: DirTask[] = [start]
     for (let head = 0; head < queue.length; head++) {
       const dir = queue[head]
@@ -291,7 +291,8 @@ function entry(path: string, type: ListingEntry['type'], size: number, item: Ftp
 
 function enqueue(queue: DirTask[], parent: DirTask, rel: string, abs: string, phys: string, maxDepth: number, warn: (m: string) => void): void {
   if (parent.depth + 1 > maxDepth) {
-    warn(`FTP directory ${abs} is deeper than ${maxDepth} levels; skipped`)
+    // maxDepth 0 is a one-folder listing (ListOptions.recursive false): nothing is skipped by surprise.
+    if (maxDepth > 0) warn(`FTP directory ${abs} is deeper than ${maxDepth} levels; skipped`)
     return
   }
   queue.push({rel, abs, phys, ancestors: [...parent.ancestors, parent.phys], depth: parent.depth + 1})

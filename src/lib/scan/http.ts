@@ -108,7 +108,8 @@ function parseBase(baseUrl: string): {url: URL; auth?: string; display: string} 
 async function* listHttp(baseUrl: string, listOptions: ListOptions, options: HttpListerOptions): AsyncGenerator<ListingEntry> {
   const base = parseBase(baseUrl)
   const concurrency = Math.max(1, options.concurrency ?? 4)
-  const maxDepth = options.maxDepth ?? 64
+  // A one-folder listing enters no subdirectory: depth 0 only, and nothing to warn about.
+  const maxDepth = listOptions.recursive === false ? 0 : (options.maxDepth ?? 64)
   const warn = options.onWarning ?? (() => {})
   const connectTimeout = (listOptions.connectTimeoutSeconds ?? HTTP_DEFAULT_CONNECT_TIMEOUT) * 1000
   const ioTimeout = (listOptions.ioTimeoutSeconds ?? HTTP_DEFAULT_IO_TIMEOUT) * 1000
@@ -196,7 +197,7 @@ function* directoryEntries(result: DirResult, queue: DirTask[], maxDepth: number
     yield out
     if (e.type === 'dir') {
       if (result.task.depth + 1 > maxDepth) {
-        warn(`HTTP directory ${rel}/ is deeper than ${maxDepth} levels; skipped`)
+        if (maxDepth > 0) warn(`HTTP directory ${rel}/ is deeper than ${maxDepth} levels; skipped`)
         continue
       }
       queue.push({rel, url: new URL(encodeURIComponent(e.name) + '/', result.url), depth: result.task.depth + 1, ancestors: [...result.task.ancestors, result.fingerprint]})

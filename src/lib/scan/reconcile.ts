@@ -21,7 +21,10 @@
  *    suspect, {@link recordScanFailure}). A successful scan clears that mark.
  *
  * The plan's scope (from {@link planScope}) limits the scan: records outside that origin
- * subtree are left alone. Concurrency: the named lock `scanLock(mirror id)` (`db/named-locks.ts`)
+ * subtree (or, for a one-folder scan, outside that folder's own files) are left alone. A
+ * one-folder scan (the demand scans of `mb serve`, `mb scan --dir DIR --no-recursive`) leaves
+ * the mirror's scan record alone too: its last scan time, error and suspect mark describe
+ * whole-tree scans, which trust.ts and the operator read. Concurrency: the named lock `scanLock(mirror id)` (`db/named-locks.ts`)
  * refuses a second scan of the same mirror. The mirror-set updates follow the change-tracking
  * contract in docs/change-tracking.md.
  */
@@ -31,9 +34,9 @@ import {scanLock} from '../db/named-locks.js'
 import type {DB} from '../db/schema.js'
 import {MbError, UsageError} from '../errors.js'
 import type {ListingEntry} from './types.js'
-import {inSubtree} from '../db/sql.js'
+import {inFolder, inSubtree} from '../db/sql.js'
 import {pathFilter} from '../glob.js'
-import {trimLeadingSlashes, trimSlashes} from '../text.js'
+import {folderOf, trimLeadingSlashes, trimSlashes} from '../text.js'
 
 /** Rows per `unnest` insert into the temp table. */
 const BATCH = 10_000
@@ -97,22 +100,37 @@ export interface ScanScope {
   listSubdir: string
   /** Origin subtree whose records the scan replaces ('' = all). */
   scope: string
+  /** False: only the files directly in the folder `scope` are listed and replaced (a one-folder scan). */
+  recursive: boolean
 }
 
 /**
- * Plans a scan of `subdir` (origin-relative) on a mirror carrying `basePath`.
- * @throws UsageError when the mirror carries nothing under `subdir`, or `subdir` holds '..'
+ * Plans a scan of `subdir` (origin-relative) on a mirror carrying `basePath`: of the whole
+ * subtree, or with `recursive` false of the files directly in that one folder.
+ * @throws UsageError when the mirror carries nothing under `subdir` (for a one-folder scan:
+ *         nothing directly in it), or `subdir` holds '..'
  */
-export function planScope(basePath: string, subdir: string | undefined): ScanScope {
+export function planScope(basePath: string, subdir: string | undefined, recursive = true): ScanScope {
   const base = trimSlashes(basePath ?? '')
   const dir = trimSlashes(subdir ?? '')
   if (dir.split('/').some((c) => c === '..' || c === '.')) throw new UsageError(`--dir ${subdir} must be a plain path inside the origin tree (no '.' or '..').`)
-  if (!dir) return {listSubdir: '', scope: ''}
-  if (!base) return {listSubdir: dir, scope: dir}
-  if (dir === base) return {listSubdir: '', scope: dir}
-  if (dir.startsWith(base + '/')) return {listSubdir: dir.slice(base.length + 1), scope: dir}
-  if (base.startsWith(dir + '/')) return {listSubdir: '', scope: dir}
+  const plan = (listSubdir: string): ScanScope => ({listSubdir, scope: dir, recursive})
+  if (!base) return plan(dir)
+  if (dir === base) return plan('')
+  if (dir.startsWith(base + '/')) return plan(dir.slice(base.length + 1))
+  if (recursive && (!dir || base.startsWith(dir + '/'))) return plan('')
+  if (!recursive) throw new UsageError(`The mirror carries only the origin subtree ${base}/, which holds no file directly in --dir ${dir || '(the top)'}.`)
   throw new UsageError(`The mirror carries only the origin subtree ${base}/, which does not overlap --dir ${dir}.`)
+}
+
+/** SQL condition: `column` (an origin path) lies in what the plan scans. */
+function inPlan(plan: Pick<ScanScope, 'scope' | 'recursive'>, column = 'path') {
+  return plan.recursive ? inSubtree(plan.scope, column) : inFolder(plan.scope, column)
+}
+
+/** Whether the origin path `path` lies in what the plan scans (the test {@link inPlan} makes in SQL). */
+function pathInPlan(plan: Pick<ScanScope, 'scope' | 'recursive'>, path: string): boolean {
+  return plan.recursive ? !plan.scope || path.startsWith(plan.scope + '/') : folderOf(path) === plan.scope
 }
 
 /** Maps a listed mirror path to its origin path, or undefined for a hostile or empty path. */
@@ -143,6 +161,8 @@ interface Pass {
   mirror: ReconcileMirror
   /** Origin subtree the scan replaces ('' = all). */
   scope: string
+  /** False: only the files directly in the folder `scope`. */
+  recursive: boolean
   /** Session temp table holding the listing (one row per listed file in scope). */
   table: string
   phase: (label: string) => void
@@ -161,6 +181,7 @@ export async function reconcileListing(database: Database, entries: AsyncIterabl
   const started = performance.now()
   const {mirror} = options
   const scope = options.plan?.scope ?? ''
+  const recursive = options.plan?.recursive ?? true
   const filter = pathFilter([options.include ?? [], mirror.include_patterns ?? []], [...(options.exclude ?? []), ...(mirror.exclude_patterns ?? [])])
   const busy = (): never => {
     throw new MbError(`Mirror ${mirror.identifier} is being scanned by another process right now; this scan was refused. Wait for it to finish and try again.`, {code: 'SCAN_BUSY'})
@@ -170,7 +191,7 @@ export async function reconcileListing(database: Database, entries: AsyncIterabl
       scanLock(mirror.id),
       () =>
         withListingTable(session.db, mirror.id, async (table) => {
-          const pass: Pass = {mirror, scope, table, phase: phaseClock(started)}
+          const pass: Pass = {mirror, scope, recursive, table, phase: phaseClock(started)}
           const listed = await loadListing(session.db, pass, entries, filter, options.onProgress)
           pass.phase('listing into temp table')
           await sql`ANALYZE ${sql.id(table)}`.execute(session.db)
@@ -233,7 +254,7 @@ async function loadListing(
   filter: (path: string) => boolean,
   onProgress?: (entries: number) => void,
 ): Promise<{files: number; considered: number}> {
-  const {mirror, scope} = pass
+  const {mirror} = pass
   let files = 0
   let considered = 0
   let seen = 0
@@ -244,7 +265,7 @@ async function loadListing(
     if (entry.type !== 'file') continue
     files++
     const path = toOriginPath(mirror.base_path, entry.path)
-    if (path === undefined || (scope && !path.startsWith(scope + '/')) || !filter(path)) continue
+    if (path === undefined || !pathInPlan(pass, path) || !filter(path)) continue
     considered++
     batch.add(path, entry)
     if (batch.paths.length >= BATCH) {
@@ -269,7 +290,7 @@ type Applied = Pick<ReconcileResult, 'previous' | 'matched' | 'stale' | 'missing
  */
 async function applyListing(trx: Kysely<DB>, pass: Pass, files: number, options: ReconcileOptions, started: number): Promise<Applied> {
   const M = pass.mirror.id
-  const previous = await countHeld(trx, M, pass.scope)
+  const previous = await countHeld(trx, M, pass)
   const matchTable = `${pass.table}_m`
   await createMatchTable(trx, pass.table, matchTable)
   pass.phase('match table')
@@ -284,32 +305,41 @@ async function applyListing(trx: Kysely<DB>, pass: Pass, files: number, options:
     )
   }
   const {added, removed} = await updateMirrorSets(trx, pass, matchTable)
-  await replaceStaleRows(trx, M, pass.scope, matchTable)
-  await dropChangedBadCopies(trx, M, pass.scope, matchTable)
+  await replaceStaleRows(trx, M, pass, matchTable)
+  await dropChangedBadCopies(trx, M, pass, matchTable)
   // The scan decides about copies a sync trace vouched for (src/lib/probe/trust.ts): kept above when listed, taken out when not.
-  await sql`DELETE FROM mirror_file_trace t USING file f WHERE t.mirror_id = ${M}::smallint AND f.id = t.file_id AND ${inSubtree(pass.scope, 'f.path')}`.execute(trx)
+  await sql`DELETE FROM mirror_file_trace t USING file f WHERE t.mirror_id = ${M}::smallint AND f.id = t.file_id AND ${inPlan(pass, 'f.path')}`.execute(trx)
   pass.phase('stale rows')
-  const originInScope = await countInScope(trx, carriedScope(pass.mirror.base_path, pass.scope))
-  const total = pass.scope ? await countHeld(trx, M, '') : matched
+  const originInScope = await countInScope(trx, {scope: carriedScope(pass.mirror.base_path, pass.scope), recursive: pass.recursive})
+  // Enabling a mirror takes a tree scan: one folder says little about the rest of it.
+  const enabled = Boolean(options.enable && matched > 0 && pass.recursive)
+  if (pass.recursive) await recordScan(trx, pass, files, matched, options.protocol, enabled, started)
   pass.phase('counts')
-  const enabled = Boolean(options.enable && matched > 0)
-  await sql`
-    UPDATE mirror SET last_scan_at = now(), last_scan_ok_at = now(), last_scan_error = NULL,
-      last_scan_protocol = ${options.protocol}, last_scan_files = ${files}::int, last_scan_matched = ${total}::int,
-      last_scan_seconds = ${secondsSince(started)}::float8, needs_rescan = false, scan_refused_at = NULL, url_changed_at = NULL
-      ${enabled ? sql`, enabled = true` : sql``}
-    WHERE id = ${M}::smallint`.execute(trx)
   return {previous, matched, stale, missing: Math.max(0, originInScope - matched - stale), added, removed, enabled}
 }
 
-/** Files in the origin subtree `scope` that mirror `M` holds. */
-async function countHeld(trx: Kysely<DB>, M: number, scope: string): Promise<number> {
-  return (await sql<{n: number}>`SELECT count(*)::int AS n FROM file WHERE ${M}::smallint = ANY(mirrors) AND ${inSubtree(scope)}`.execute(trx)).rows[0].n
+/** Records a successful tree scan on the mirror (its time, protocol, counts), clearing the marks a scan settles. */
+async function recordScan(trx: Kysely<DB>, pass: Pass, files: number, matched: number, protocol: string, enabled: boolean, started: number): Promise<void> {
+  const M = pass.mirror.id
+  const total = pass.scope ? await countHeld(trx, M, {scope: '', recursive: true}) : matched
+  await sql`
+    UPDATE mirror SET last_scan_at = now(), last_scan_ok_at = now(), last_scan_error = NULL,
+      last_scan_protocol = ${protocol}, last_scan_files = ${files}::int, last_scan_matched = ${total}::int,
+      last_scan_seconds = ${secondsSince(started)}::float8, needs_rescan = false, scan_refused_at = NULL, url_changed_at = NULL
+      ${enabled ? sql`, enabled = true` : sql``}
+    WHERE id = ${M}::smallint`.execute(trx)
 }
 
-/** Files in the origin subtree `scope`. */
-async function countInScope(trx: Kysely<DB>, scope: string): Promise<number> {
-  return (await sql<{n: number}>`SELECT count(*)::int AS n FROM file WHERE ${inSubtree(scope)}`.execute(trx)).rows[0].n
+type PlanScope = Pick<ScanScope, 'scope' | 'recursive'>
+
+/** Files in the plan's scope that mirror `M` holds. */
+async function countHeld(trx: Kysely<DB>, M: number, plan: PlanScope): Promise<number> {
+  return (await sql<{n: number}>`SELECT count(*)::int AS n FROM file WHERE ${M}::smallint = ANY(mirrors) AND ${inPlan(plan)}`.execute(trx)).rows[0].n
+}
+
+/** Files in the plan's scope. */
+async function countInScope(trx: Kysely<DB>, plan: PlanScope): Promise<number> {
+  return (await sql<{n: number}>`SELECT count(*)::int AS n FROM file WHERE ${inPlan(plan)}`.execute(trx)).rows[0].n
 }
 
 /** The origin subtree the mirror can hold in the scan's scope: the deeper of the scope and its base path (planScope made sure they overlap). */
@@ -348,7 +378,7 @@ async function updateMirrorSets(trx: Kysely<DB>, pass: Pass, matchTable: string)
   const M = pass.mirror.id
   const removed = await sql`
     UPDATE file SET mirrors = array_remove(mirrors, ${M}::smallint), txid = pg_current_xact_id()
-    WHERE ${M}::smallint = ANY(mirrors) AND ${inSubtree(pass.scope)}
+    WHERE ${M}::smallint = ANY(mirrors) AND ${inPlan(pass)}
       AND NOT EXISTS (SELECT 1 FROM ${sql.id(matchTable)} m WHERE m.id = file.id AND m.ok)`.execute(trx)
   pass.phase('remove from sets')
   const added = await sql`
@@ -361,10 +391,10 @@ async function updateMirrorSets(trx: Kysely<DB>, pass: Pass, matchTable: string)
 }
 
 /** Replaces the mirror's stale records in scope by the listed files that did not match. */
-async function replaceStaleRows(trx: Kysely<DB>, M: number, scope: string, matchTable: string): Promise<void> {
+async function replaceStaleRows(trx: Kysely<DB>, M: number, plan: PlanScope, matchTable: string): Promise<void> {
   await sql`
     DELETE FROM mirror_file_stale s USING file f
-    WHERE s.mirror_id = ${M}::smallint AND f.id = s.file_id AND ${inSubtree(scope, 'f.path')}`.execute(trx)
+    WHERE s.mirror_id = ${M}::smallint AND f.id = s.file_id AND ${inPlan(plan, 'f.path')}`.execute(trx)
   await sql`
     INSERT INTO mirror_file_stale (mirror_id, file_id, size, mtime)
     SELECT ${M}::smallint, id, size, mtime FROM ${sql.id(matchTable)} WHERE NOT ok`.execute(trx)
@@ -375,10 +405,10 @@ async function replaceStaleRows(trx: Kysely<DB>, M: number, scope: string, match
  * copy is listed at another size or mtime, is not listed, or the origin holds another version
  * by now. The copy is then judged as any other by the sets above and by later content checks.
  */
-async function dropChangedBadCopies(trx: Kysely<DB>, M: number, scope: string, matchTable: string): Promise<void> {
+async function dropChangedBadCopies(trx: Kysely<DB>, M: number, plan: PlanScope, matchTable: string): Promise<void> {
   await sql`
     DELETE FROM mirror_file_bad b USING file f
-    WHERE b.mirror_id = ${M}::smallint AND f.id = b.file_id AND ${inSubtree(scope, 'f.path')}
+    WHERE b.mirror_id = ${M}::smallint AND f.id = b.file_id AND ${inPlan(plan, 'f.path')}
       AND NOT (b.size = f.size AND b.mtime = f.mtime AND EXISTS (SELECT 1 FROM ${sql.id(matchTable)} m WHERE m.id = f.id AND m.ok))`.execute(trx)
 }
 

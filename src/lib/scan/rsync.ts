@@ -287,9 +287,9 @@ function killPid(pid: number): void {
   }
 }
 
-/** The rsync command line that lists `target` recursively, symlinks followed (over ssh for an ssh target, where --contimeout does not apply). */
+/** The rsync command line that lists `target` (recursively unless `options.recursive` is false: rsync then lists the directory's own entries, as with `--dirs`), symlinks followed (over ssh for an ssh target, where --contimeout does not apply). */
 function rsyncArgs(target: string, options: RsyncListOptions, ssh: boolean): string[] {
-  const args = ['--list-only', '-r', '--no-h', '-8', '--copy-links', '--no-motd']
+  const args = ['--list-only', ...(options.recursive === false ? [] : ['-r']), '--no-h', '-8', '--copy-links', '--no-motd']
   if (ssh) args.push('-e', sshCommand(options.connectTimeoutSeconds))
   else args.push(`--contimeout=${Math.max(1, Math.round(options.connectTimeoutSeconds ?? 20))}`)
   args.push(`--timeout=${Math.max(1, Math.round(options.ioTimeoutSeconds ?? 120))}`)

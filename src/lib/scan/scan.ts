@@ -5,7 +5,8 @@
  *
  * A failed attempt falls back to the next protocol; when all fail, the mirror's records stay as
  * they were and only last_scan_at / last_scan_error change, plus `scan_refused_at` (the mirror
- * is suspect) when the safety check refused an attempt.
+ * is suspect) when the safety check refused an attempt. A one-folder scan (`recursive: false`)
+ * records nothing on the mirror, success or failure: it only updates that folder's files.
  */
 import type {Database} from '../db/index.js'
 import type {MirrorRow} from '../db/schema.js'
@@ -23,6 +24,8 @@ export interface ScanMirrorOptions {
   protocol?: Protocol
   /** Origin-relative subtree to rescan. */
   subdir?: string
+  /** False: scan only the files directly in `subdir` (one folder, no subfolder; default true). */
+  recursive?: boolean
   /** Per-mirror budget in seconds, all attempts together (default 3600). */
   timeoutSeconds?: number
   connectTimeoutSeconds?: number
@@ -95,7 +98,7 @@ const NO_RETRY = new Set(['SCAN_BUSY', 'USAGE'])
  */
 export async function scanMirror(database: Database, mirror: MirrorRow, options: ScanMirrorOptions = {}): Promise<ScanMirrorResult> {
   const started = performance.now()
-  const plan = planScope(mirror.base_path, options.subdir) // validates --dir before any listing
+  const plan = planScope(mirror.base_path, options.subdir, options.recursive !== false) // validates --dir before any listing
   let candidates = scanUrls(mirror)
   if (options.protocol) {
     candidates = candidates.filter((c) => c.protocol === options.protocol)
@@ -119,7 +122,7 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
   try {
     if (candidates.length === 0) {
       const reason = 'the mirror has no rsync, FTP or HTTP URL to scan'
-      await recordScanFailure(database.db, mirror.id, reason, null)
+      if (plan.recursive) await recordScanFailure(database.db, mirror.id, reason, null)
       return failed(mirror, reason, attempts, seconds())
     }
     for (const {protocol, url} of candidates) {
@@ -148,7 +151,7 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
     }
     const reason = attempts.map((a) => `${a.protocol}: ${a.error}`).join('; ')
     // A refused concurrent scan leaves the running one to record its own outcome.
-    if (!busy) await recordScanFailure(database.db, mirror.id, reason, tried, refused)
+    if (!busy && plan.recursive) await recordScanFailure(database.db, mirror.id, reason, tried, refused)
     return failed(mirror, reason, attempts, seconds())
   } finally {
     clearTimeout(timer)
@@ -160,6 +163,7 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
 function listOptions(plan: ScanScope, signal: AbortSignal, options: ScanMirrorOptions): RsyncListOptions {
   return {
     subdir: plan.listSubdir || undefined,
+    recursive: plan.recursive,
     signal,
     connectTimeoutSeconds: options.connectTimeoutSeconds,
     ioTimeoutSeconds: options.ioTimeoutSeconds,

@@ -30,6 +30,8 @@ export interface ListingEntry {
 export interface ListOptions {
   /** List only this subtree (relative path, no leading '/'). */
   subdir?: string
+  /** False: only the entries directly in the listed directory, no subdirectory entered (default true). */
+  recursive?: boolean
   /** Abort the listing (time budget, Ctrl-C). */
   signal?: AbortSignal
   /** Connect timeout, seconds. */

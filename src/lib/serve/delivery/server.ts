@@ -394,6 +394,7 @@ export class MirrorServer implements RouteServices {
       // No mirror: the origin pays for the bytes anyway, so explaining why (which rule
       // excluded the holders) costs little next to it.
       const detail = reason === 'no_mirror' ? this.selectMirrors(ctx, client, file, true).origin?.detail : undefined
+      if (reason === 'no_mirror') this.options.onNoMirror?.(file.path, rule?.rule.record.mirrors)
       this.deliver(ctx, reason, undefined, detail).catch((error) => this.fail(ctx, error))
       return
     }

@@ -33,6 +33,12 @@ export interface ServerOptions {
   diskCheckSeconds?: number
   /** Called once when a request finds an indexed file changed on disk (after the log line; see `MirrorServer.currentFile` in ./server.ts). */
   onIndexStale?: (stale: IndexStale) => void
+  /**
+   * Called when an indexed file has no eligible mirror (answered by the origin, reason
+   * `no_mirror`), with the mirrors a matching `mirrors` rule names (undefined: none matched):
+   * the scans on demand hear of it (src/lib/scan/demand.ts). Never on a redirect.
+   */
+  onNoMirror?: (path: string, ruleMirrors: readonly string[] | undefined) => void
 }
 
 /** An indexed file whose size or mtime on disk differs from the index. */

@@ -53,3 +53,10 @@ function checkAccessLog(path: string): void {
     throw new UsageError(`The access log ${path} cannot be created: the directory ${dir} is not writable. ${fix}`, 'ACCESS_LOG_INVALID')
   }
 }
+
+/** The origin root, checked. @throws UsageError `ROOT_INVALID` when absent or not a directory */
+export function checkRoot(root: string | undefined): string {
+  if (!root) throw new UsageError('No origin root given: pass --root DIR (or set MB_ROOT / `root:` in the config file).', 'ROOT_INVALID')
+  if (!existsSync(root) || !statSync(root).isDirectory()) throw new UsageError(`The origin root ${root} is not a directory. Pass the tree that \`mb index\` walks with --root.`, 'ROOT_INVALID')
+  return root
+}

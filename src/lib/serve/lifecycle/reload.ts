@@ -51,7 +51,8 @@ export const RELOADABLE = [
 
 /**
  * Settings that `mb serve` reads only at start; a reload that finds one changed logs it.
- * The `scan:` section does not concern `mb serve` (`--push-after` reads its include/exclude at start).
+ * Of the `scan:` section, `mb serve` reads the scans on demand (`scan.demand*`, with the time
+ * budgets and globs their scans use) and `--push-after` its include/exclude, all at start.
  */
 export const RESTART_ONLY = [
   'database_url',
@@ -74,6 +75,10 @@ export const RESTART_ONLY = [
   'sync.margin_seconds',
   'sync.lag_warning_seconds',
   'sync.lag_critical_seconds',
+  'scan.demand',
+  'scan.demand_cooldown_seconds',
+  'scan.demand_jobs',
+  'scan.demand_mirror_budget',
   'stats',
   'probe',
   'push',

@@ -19,7 +19,6 @@
  * with `--workers`, SIGUSR2 replaces the workers (./cluster.ts).
  */
 import type {AddressInfo} from 'node:net'
-import {existsSync, statSync} from 'node:fs'
 import type {Logger} from 'pino'
 import {createLogger} from './logger.js'
 import type {Config} from '../../config/index.js'
@@ -56,7 +55,10 @@ import {NetworkView, mirrorSamples} from '../operator/network.js'
 import {networkRoute} from '../operator/network-page.js'
 import {duplicateLinks} from '../delivery/duplicate-links.js'
 import {MirrorServer} from '../delivery/server.js'
-import type {IndexStale} from '../delivery/settings.js'
+import type {ServerOptions} from '../delivery/settings.js'
+import {startDemandScans} from './demand.js'
+import {checkRoot} from './preflight.js'
+import type {DemandScanQueue} from '../../scan/demand.js'
 import {originRoute} from '../delivery/origin-form.js'
 import {BaseUrls} from '../delivery/public-url.js'
 import {watchOrigin} from '../snapshot/watch.js'
@@ -198,6 +200,7 @@ interface Parts {
   contentChecks?: BackgroundContentChecks
   metrics?: ServeMetrics
   reindexer?: StaleReindexer
+  demand?: DemandScanQueue
 }
 
 /**
@@ -233,10 +236,13 @@ export async function startServe(config: Config, options: {database?: Database; 
     const reads = parts.readDatabase ?? database
     const network = new NetworkView(reads, () => keeper.current, syncViewOptions(root, config.sync))
     parts.reindexer = new StaleReindexer(database, root, logger)
-    const server = createServer(config, root, keeper, geo, reads, logger, options.version, (stale) => {
+    const demand = startDemandScans(database, config, logger)
+    parts.demand = demand
+    const onIndexStale: ServerOptions['onIndexStale'] = (stale) => {
       parts.metrics?.originIndexStale()
       parts.reindexer?.request(stale.path)
-    })
+    }
+    const server = createServer(config, root, keeper, geo, reads, logger, options.version, {onIndexStale, onNoMirror: demand && ((path, mirrors) => demand.request(path, mirrors))})
     server.addRoute(networkRoute(server, network))
     parts.server = server
     await observe(parts, config, server, keeper, database, network)
@@ -273,13 +279,6 @@ function recordRepomd(database: Database, root: string, change: RepomdChange, lo
   recordRepomdChanges(database.db, root, [change]).catch((error) => logger.warn({path: change.path, err: errorMessage(error)}, 'could not record the new repomd.xml version; `mb index` will'))
 }
 
-/** The origin root, checked. @throws UsageError `ROOT_INVALID` when absent or not a directory */
-function checkRoot(root: string | undefined): string {
-  if (!root) throw new UsageError('No origin root given: pass --root DIR (or set MB_ROOT / `root:` in the config file).', 'ROOT_INVALID')
-  if (!existsSync(root) || !statSync(root).isDirectory()) throw new UsageError(`The origin root ${root} is not a directory. Pass the tree that \`mb index\` walks with --root.`, 'ROOT_INVALID')
-  return root
-}
-
 /**
  * Opens the configured database. The embedded store is shared with other mb commands
  * (mirror disable, scan, stats) through a socket, and runs on a worker thread of this
@@ -305,8 +304,8 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
  * .torrent), `Digest` and the signature's `Link` (src/lib/metalink/redirect-headers.ts;
  * src/lib/metalink/routes.ts answers metalinks, hash
  * files, mirror lists, the BitTorrent and zsync files of src/lib/metalink/formats.ts, and
- * by `Accept`: redirects say `Vary: Accept`); they only read `database`. `onIndexStale` hears of indexed files found
- * changed on disk (`serve.disk_check_seconds`).
+ * by `Accept`: redirects say `Vary: Accept`); they only read `database`. `hooks.onIndexStale` hears of indexed files found
+ * changed on disk (`serve.disk_check_seconds`), `hooks.onNoMirror` of files no mirror holds (the scans on demand).
  */
 function createServer(
   config: Config,
@@ -316,10 +315,10 @@ function createServer(
   database: Database,
   logger: Logger,
   version: string | undefined,
-  onIndexStale: (stale: IndexStale) => void,
+  hooks: Pick<ServerOptions, 'onIndexStale' | 'onNoMirror'>,
 ): MirrorServer {
   const settings = serverSettings(config, geo)
-  const server = new MirrorServer({...settings, root, keeper, logger, version, diskCheckSeconds: config.serve.disk_check_seconds, onIndexStale})
+  const server = new MirrorServer({...settings, root, keeper, logger, version, diskCheckSeconds: config.serve.disk_check_seconds, ...hooks})
   const baseUrls = new BaseUrls(config.serve.public_url, config.serve.origin_url)
   // First: a path in the origin form is the origin's, whatever another route would make of it.
   server.addRoute(originRoute(server))
@@ -349,7 +348,7 @@ function createServer(
 async function observe(parts: Parts, config: Config, server: MirrorServer, keeper: SnapshotKeeper, database: Database, network: NetworkView): Promise<void> {
   const logger = parts.logger
   const metricsListen = config.serve.metrics_listen
-  const metrics = metricsListen ? createMetrics(keeper, network, () => parts.stats?.collector.pendingKeys ?? 0, parts.readDatabase) : undefined
+  const metrics = metricsListen ? createMetrics(keeper, network, () => parts.stats?.collector.pendingKeys ?? 0, parts.readDatabase, parts.demand) : undefined
   parts.metrics = metrics
   if (metrics && metricsListen) {
     if (isWorker()) {
@@ -372,8 +371,8 @@ async function observe(parts: Parts, config: Config, server: MirrorServer, keepe
   }
 }
 
-/** The metrics of this process, read from the keeper, the statistics and the standby (`readDatabase`, its lag) at scrape time. */
-function createMetrics(keeper: SnapshotKeeper, network: NetworkView, statsPendingKeys: () => number, readDatabase: Database | undefined): ServeMetrics {
+/** The metrics of this process, read from the keeper, the statistics, the standby (`readDatabase`, its lag) and the scans on demand at scrape time. */
+function createMetrics(keeper: SnapshotKeeper, network: NetworkView, statsPendingKeys: () => number, readDatabase: Database | undefined, demand: DemandScanQueue | undefined): ServeMetrics {
   let refreshedAt = Date.now()
   keeper.onChange(() => {
     refreshedAt = Date.now()
@@ -394,6 +393,7 @@ function createMetrics(keeper: SnapshotKeeper, network: NetworkView, statsPendin
     statsPendingKeys,
     mirrorSamples: () => mirrorSamples(network),
     replicaLagSeconds: readDatabase && (() => replicaLag(readDatabase).then((lag) => lag.lagSeconds ?? undefined)),
+    demand: demand && (() => ({...demand.counters, queued: demand.size})),
   })
 }
 
@@ -454,7 +454,7 @@ function logListening(
  * the rest still run.
  */
 async function stopParts(parts: Parts): Promise<void> {
-  const {logger, probes, contentChecks, server, unwatch, reindexer, pushAfter, stats, accessLog, metricsServer, keeper, database} = parts
+  const {logger, probes, contentChecks, server, unwatch, reindexer, demand, pushAfter, stats, accessLog, metricsServer, keeper, database} = parts
   const step = async (name: string, fn: (() => unknown) | undefined) => {
     try {
       await fn?.()
@@ -468,6 +468,7 @@ async function stopParts(parts: Parts): Promise<void> {
   await step('watch', unwatch)
   await step('GeoIP watch', parts.unwatchGeo)
   await step('re-index', reindexer && (() => reindexer.close()))
+  await step('scans on demand', demand && (() => demand.stop()))
   await step('push-after', pushAfter && (() => pushAfter.stop()))
   await step('stats', stats && (() => stopCounting(stats, logger)))
   await step('access log', accessLog && (() => accessLog.close()))

@@ -29,6 +29,12 @@
  *   `mb_mirror_probe_failures_total{mirror,reason}` and
  *   `mb_mirror_scan_failures_total{mirror,reason}` counters (failed probe checks and scans
  *   seen since this process started; its first read counts the failures still recorded);
+ * - scans on demand (src/lib/scan/demand.ts), counted since the process started:
+ *   `mb_demand_requests_total` counter (requests for a file no eligible mirror holds),
+ *   `mb_demand_folder_scans_total` counter (folder runs; `mb_demand_deduplicated_total` those
+ *   another replica had claimed), `mb_demand_mirror_scans_total{result="ok"|"failed"|"over_budget"}`
+ *   counter, `mb_demand_files_found_total` counter (copies added to mirror sets) and
+ *   `mb_demand_queue` gauge (folders waiting or being scanned);
  * - `mb_serve_processes` gauge: serving processes in this answer (1, or the workers that
  *   reported with `--workers`);
  * - prom-client's default process metrics (`mb_process_*`, `mb_nodejs_*`).
@@ -48,6 +54,7 @@ import {AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Re
 import {MbError} from '../../errors.js'
 import {httpUrl, listenOn, parseListen} from '../delivery/listen.js'
 import type {RequestObserver} from '../delivery/outcome.js'
+import type {DemandCounters} from '../../scan/demand.js'
 
 /** Callbacks read at scrape time; each may be absent (the metric then has no sample). */
 export interface MetricsSources {
@@ -63,6 +70,8 @@ export interface MetricsSources {
   statsPendingKeys?: () => number
   /** The per-mirror samples (./network.ts); may reject (the scrape then fails with 500). */
   mirrorSamples?: () => Promise<MirrorSample[]>
+  /** The counts of the scans on demand, and the folders waiting or being scanned (`queued`); absent when they are off. */
+  demand?: () => DemandCounters & {queued: number}
 }
 
 /** One mirror's per-mirror metrics. Absent values give no sample. */
@@ -104,7 +113,7 @@ export interface ServeMetrics {
 /** Latency buckets in seconds: redirects take well under a millisecond, local delivery longer. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
-/** The gauges read from `sources` at scrape time: snapshot age, database reachability, the standby's lag, mirrors by probe state. */
+/** The series read from `sources` at scrape time: snapshot age, database reachability, the standby's lag, mirrors by probe state, the scans on demand. */
 function registerStateGauges(registry: Registry, sources: MetricsSources): void {
   new Gauge({
     name: 'mb_snapshot_age_seconds',
@@ -152,6 +161,46 @@ function registerStateGauges(registry: Registry, sources: MetricsSources): void 
         this.set({state: 'up'}, m.up)
         this.set({state: 'down'}, m.down)
       }
+    },
+  })
+  if (sources.demand) registerDemandSeries(registry, sources.demand)
+}
+
+/** The `mb_demand_*` series, read from the queue's counters at scrape time (summed over `--workers`). */
+function registerDemandSeries(registry: Registry, read: () => DemandCounters & {queued: number}): void {
+  const counter = (name: string, help: string, value: (c: DemandCounters) => number) =>
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.reset()
+        this.inc(value(read()))
+      },
+    })
+  counter('mb_demand_requests_total', 'Requests for an indexed file that no eligible mirror held, heard by the scans on demand', (c) => c.requests)
+  counter('mb_demand_folder_scans_total', 'Folders scanned on demand (one directory on the mirrors that could hold the file)', (c) => c.folderScans)
+  counter('mb_demand_deduplicated_total', 'Folder scans on demand left to the replica that had claimed the folder within the cooldown', (c) => c.deduplicated)
+  counter('mb_demand_files_found_total', 'Copies the scans on demand added to mirror sets', (c) => c.filesFound)
+  new Counter({
+    name: 'mb_demand_mirror_scans_total',
+    help: 'Mirror scans on demand by result: ok, failed, or over_budget (left out by scan.demand_mirror_budget)',
+    labelNames: ['result'] as const,
+    registers: [registry],
+    collect() {
+      const c = read()
+      this.reset()
+      this.inc({result: 'ok'}, c.mirrorScans - c.mirrorScansFailed)
+      this.inc({result: 'failed'}, c.mirrorScansFailed)
+      this.inc({result: 'over_budget'}, c.overBudget)
+    },
+  })
+  new Gauge({
+    name: 'mb_demand_queue',
+    help: 'Folders waiting for a scan on demand or being scanned',
+    registers: [registry],
+    collect() {
+      this.set(read().queued)
     },
   })
 }

@@ -1,0 +1,270 @@
+/**
+ * Scans on demand (MirrorCache's answer to new files): a request for an indexed file that no
+ * eligible mirror holds queues a scan of that file's folder, ONE directory and not its
+ * subfolders, on the enabled mirrors that could hold it. The scans are the same as
+ * `mb scan NAME --dir DIR --no-recursive` ({@link scanMirror} with `recursive: false`): the
+ * same listers and reconcile, restricted to the folder. The request that triggered it is
+ * answered at once; the copies found reach the snapshot at its next refresh.
+ *
+ * The queue is bounded three ways (the `scan.demand_*` settings):
+ * - a per-folder cooldown: a folder is scanned at most once in `demand_cooldown_seconds`, in
+ *   this process (a Map, so that a stream of misses costs a lookup each) and across the
+ *   replicas sharing the database (the claim on `demand_scan`, {@link DemandStore.claim}, which
+ *   also deduplicates the replicas' scans of one folder);
+ * - a cap on the folder scans running at a time (`demand_jobs`), each scanning at most
+ *   {@link MIRRORS_AT_ONCE} mirrors at once, and on the folders waiting ({@link MAX_PENDING});
+ * - a per-mirror budget of scans per hour (`demand_mirror_budget`, counted in the database).
+ *
+ * A folder for which no mirror qualifies (none has synced since the file appeared, by its
+ * trace) is tried again after {@link NO_CANDIDATE_RETRY_SECONDS} rather than the whole
+ * cooldown, so that the first mirror to sync is scanned soon.
+ */
+import pLimit from 'p-limit'
+import type {MirrorRow} from '../db/schema.js'
+import {errorMessage} from '../errors.js'
+import {pathFilter} from '../glob.js'
+import {folderOf} from '../text.js'
+import {planScope} from './reconcile.js'
+import type {ScanMirrorResult} from './scan.js'
+
+/** Folders waiting at most; further misses are dropped (and counted) until the queue drains. */
+const MAX_PENDING = 1000
+/** Mirrors one folder scan lists at once. */
+const MIRRORS_AT_ONCE = 4
+/** Seconds before a folder whose run found no mirror to scan may be tried again (or the cooldown, when shorter). */
+export const NO_CANDIDATE_RETRY_SECONDS = 60
+/** Folders remembered in the in-process cooldown before expired ones are swept. */
+const SWEEP_AT = 10_000
+
+/** One mirror scan taken from a mirror's hourly budget ({@link DemandStore.spend}). */
+export interface DemandTicket {
+  /** The run's row (`demand_scan_run.id`). */
+  id: number
+  mirrorId: number
+}
+
+/** The database side of the queue (./demand-store.ts); an interface so that the unit tests can count. */
+export interface DemandStore {
+  /** Takes `folder` for a run unless a claim younger than `cooldownSeconds` exists; true when taken. */
+  claim(folder: string, cooldownSeconds: number): Promise<boolean>
+  /** Lets the folder be claimed again `retrySeconds` from now instead of after the cooldown. */
+  release(folder: string, cooldownSeconds: number, retrySeconds: number): Promise<void>
+  /**
+   * The enabled mirrors with a URL to scan that lack one of `paths` (origin paths in `folder`)
+   * and, with `useTraces`, whose trace, where they have one, is newer than that file's indexing.
+   */
+  candidates(folder: string, paths: readonly string[], useTraces: boolean): Promise<MirrorRow[]>
+  /** Takes one scan of the mirror from its budget of `budget` per hour; undefined when spent. */
+  spend(mirrorId: number, folder: string, budget: number): Promise<DemandTicket | undefined>
+  /** Records a mirror scan's outcome: `found` copies added to mirror sets. */
+  finishRun(ticket: DemandTicket, ok: boolean, found: number): Promise<void>
+  /** Records a folder run: mirrors scanned, of them failed, copies found. */
+  finishFolder(folder: string, run: {mirrors: number; failed: number; found: number}): Promise<void>
+}
+
+/** The `scan.demand_*` settings and what the queue reads besides. */
+export interface DemandSettings {
+  /** `scan.demand_cooldown_seconds` */
+  cooldownSeconds: number
+  /** `scan.demand_jobs`: folder scans at a time. */
+  jobs: number
+  /** `scan.demand_mirror_budget`: scans per mirror and hour. */
+  mirrorBudget: number
+  /** Sync traces are read (`sync.trace_path` set): a mirror with a trace older than the file is not scanned. */
+  useTraces: boolean
+  /** `scan.include` / `scan.exclude`: a mirror is scanned only for paths they let through. */
+  include: string[]
+  exclude: string[]
+}
+
+/** Counts since the queue started, for the metrics (`mb_demand_*`). */
+export interface DemandCounters {
+  /** Misses that reached the queue. */
+  requests: number
+  /** Misses left out: the folder was scanned (or queued) within the cooldown here, or the queue was full. */
+  cooledDown: number
+  dropped: number
+  /** Folder runs another replica had claimed within the cooldown. */
+  deduplicated: number
+  /** Folder scans run, and of them those with no mirror to scan. */
+  folderScans: number
+  noCandidates: number
+  /** Mirror scans run, failed, and left out by the hourly budget. */
+  mirrorScans: number
+  mirrorScansFailed: number
+  overBudget: number
+  /** Copies added to mirror sets by the scans. */
+  filesFound: number
+}
+
+/** The logging calls used (pino-compatible). */
+export interface DemandLogger {
+  info(obj: object, msg?: string): void
+  warn(obj: object, msg?: string): void
+}
+
+/** Scans one folder of one mirror (one directory, not recursive); never throws for a failed scan. */
+export type FolderScanner = (mirror: MirrorRow, folder: string, signal: AbortSignal) => Promise<ScanMirrorResult>
+
+/** A folder waiting for its run: the paths asked for, and the mirrors a `mirrors` rule allowed (undefined = any). */
+interface PendingFolder {
+  paths: Set<string>
+  mirrors: Set<string> | undefined
+}
+
+/** The queue of folder scans on demand of one `mb serve` process (see the module doc). */
+export class DemandScanQueue {
+  readonly counters: DemandCounters = {
+    requests: 0,
+    cooledDown: 0,
+    dropped: 0,
+    deduplicated: 0,
+    folderScans: 0,
+    noCandidates: 0,
+    mirrorScans: 0,
+    mirrorScansFailed: 0,
+    overBudget: 0,
+    filesFound: 0,
+  }
+  /** Folder → Unix ms before which a miss in it is not queued again. */
+  private readonly notBefore = new Map<string, number>()
+  private readonly pending = new Map<string, PendingFolder>()
+  private readonly runs = new Set<Promise<void>>()
+  private readonly controller = new AbortController()
+  private readonly now: () => number
+
+  /**
+   * @param options.now    clock, Unix ms (tests)
+   * @param options.logger one line per folder run
+   */
+  constructor(
+    private readonly store: DemandStore,
+    private readonly scan: FolderScanner,
+    private readonly settings: DemandSettings,
+    private readonly options: {now?: () => number; logger?: DemandLogger} = {},
+  ) {
+    this.now = options.now ?? Date.now
+  }
+
+  /**
+   * Hears of a request for the indexed file `path` that no eligible mirror holds. Cheap and
+   * synchronous: the scan runs later, and the request is answered as it would be without.
+   * @param mirrors the identifiers a matching `mirrors` rule sends the request to (undefined: any mirror)
+   */
+  request(path: string, mirrors?: readonly string[]): void {
+    this.counters.requests++
+    const folder = folderOf(path)
+    const waiting = this.pending.get(folder)
+    if (waiting !== undefined) {
+      waiting.paths.add(path)
+      waiting.mirrors = mirrors === undefined || waiting.mirrors === undefined ? undefined : new Set([...waiting.mirrors, ...mirrors])
+      return
+    }
+    const now = this.now()
+    const until = this.notBefore.get(folder)
+    if (until !== undefined && now < until) {
+      this.counters.cooledDown++
+      return
+    }
+    if (this.pending.size >= MAX_PENDING || this.controller.signal.aborted) {
+      this.counters.dropped++
+      return
+    }
+    if (this.notBefore.size >= SWEEP_AT) this.sweep(now)
+    this.notBefore.set(folder, now + this.settings.cooldownSeconds * 1000)
+    this.pending.set(folder, {paths: new Set([path]), mirrors: mirrors === undefined ? undefined : new Set(mirrors)})
+    this.pump()
+  }
+
+  /** Folders waiting plus folder scans running. */
+  get size(): number {
+    return this.pending.size + this.runs.size
+  }
+
+  /** Resolves when no folder waits and no scan runs. */
+  async idle(): Promise<void> {
+    while (this.runs.size > 0) await Promise.allSettled([...this.runs])
+  }
+
+  /** Drops the waiting folders, aborts the scans under way and waits for them. */
+  async stop(): Promise<void> {
+    this.pending.clear()
+    this.controller.abort(new Error('mb serve is stopping'))
+    await this.idle()
+  }
+
+  /** Starts waiting folders while fewer than `jobs` run. */
+  private pump(): void {
+    while (this.runs.size < this.settings.jobs && this.pending.size > 0) {
+      const [folder, job] = this.pending.entries().next().value as [string, PendingFolder]
+      this.pending.delete(folder)
+      const run: Promise<void> = this.runFolder(folder, job)
+        .catch((error) => this.options.logger?.warn({folder, err: errorMessage(error)}, `scan on demand of ${folder || '/'} failed: ${errorMessage(error)}`))
+        .finally(() => {
+          this.runs.delete(run)
+          this.pump()
+        })
+      this.runs.add(run)
+    }
+  }
+
+  /** Claims the folder, picks its mirrors, and scans each within its budget. */
+  private async runFolder(folder: string, job: PendingFolder): Promise<void> {
+    const {store, settings} = this
+    if (!(await store.claim(folder, settings.cooldownSeconds))) {
+      this.counters.deduplicated++
+      return
+    }
+    const paths = [...job.paths]
+    const mirrors = (await store.candidates(folder, paths, settings.useTraces)).filter((m) => (job.mirrors === undefined || job.mirrors.has(m.identifier)) && this.carries(m, folder, paths))
+    this.counters.folderScans++
+    if (mirrors.length === 0) {
+      this.counters.noCandidates++
+      const retry = Math.min(NO_CANDIDATE_RETRY_SECONDS, settings.cooldownSeconds)
+      await store.release(folder, settings.cooldownSeconds, retry)
+      this.notBefore.set(folder, this.now() + retry * 1000)
+      return
+    }
+    const run = {mirrors: 0, failed: 0, found: 0}
+    const limit = pLimit(MIRRORS_AT_ONCE)
+    await Promise.all(mirrors.map((mirror) => limit(() => this.scanMirror(mirror, folder, run))))
+    await store.finishFolder(folder, run)
+    this.options.logger?.info({folder, ...run}, `scan on demand of ${folder || '/'}: ${run.mirrors} mirror(s), ${run.found} copies found`)
+  }
+
+  /** Scans one mirror's folder when its budget allows, adding to `run`. */
+  private async scanMirror(mirror: MirrorRow, folder: string, run: {mirrors: number; failed: number; found: number}): Promise<void> {
+    if (this.controller.signal.aborted) return
+    const ticket = await this.store.spend(mirror.id, folder, this.settings.mirrorBudget)
+    if (ticket === undefined) {
+      this.counters.overBudget++
+      return
+    }
+    const result = await this.scan(mirror, folder, this.controller.signal).catch((error): Pick<ScanMirrorResult, 'ok' | 'added' | 'error'> => ({ok: false, added: 0, error: errorMessage(error)}))
+    run.mirrors++
+    this.counters.mirrorScans++
+    if (!result.ok) {
+      run.failed++
+      this.counters.mirrorScansFailed++
+    }
+    run.found += result.added
+    this.counters.filesFound += result.added
+    await this.store.finishRun(ticket, result.ok, result.added)
+  }
+
+  /** Whether the mirror carries the folder's files directly (its base path) and one of `paths` (the include and exclude globs). */
+  private carries(mirror: MirrorRow, folder: string, paths: readonly string[]): boolean {
+    try {
+      planScope(mirror.base_path, folder, false)
+    } catch {
+      return false
+    }
+    const filter = pathFilter([this.settings.include, mirror.include_patterns ?? []], [...this.settings.exclude, ...(mirror.exclude_patterns ?? [])])
+    return paths.some(filter)
+  }
+
+  /** Forgets the folders whose cooldown ended. */
+  private sweep(now: number): void {
+    for (const [folder, until] of this.notBefore) if (until <= now) this.notBefore.delete(folder)
+  }
+}
