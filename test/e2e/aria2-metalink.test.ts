@@ -9,20 +9,18 @@
  * Link rel=duplicate / Digest headers (a wrong Digest must make aria2c fail); last, after the
  * origin file changes without `mb index`, the .meta4 leads aria2c to the new bytes.
  */
-import {spawn} from 'node:child_process'
 import {createHash, randomBytes} from 'node:crypto'
-import {mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
-import {tmpdir} from 'node:os'
+import {readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {expect} from 'chai'
 import {ConfigSchema} from '../../src/lib/config/schema.js'
 import type {Database} from '../../src/lib/db/index.js'
-import {hashIndex} from '../../src/lib/origin/hash.js'
-import {indexOrigin} from '../../src/lib/origin/index.js'
 import {type RunningServer as Serve, startServe} from '../../src/lib/serve/lifecycle/run.js'
 import {requireBinary} from '../helpers/cli.js'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {runClient} from '../helpers/clients.js'
+import {type MirroredFile, mirroredFile} from '../helpers/mirrored-file.js'
+import {backend} from '../helpers/db.js'
 import {type RunningServer, startNginx} from '../helpers/servers.js'
 
 const SIZE = 16 * 1024 * 1024
@@ -31,20 +29,7 @@ const PIECE = 256 * 1024
 const BAD_PIECE = 0
 
 /** Runs aria2c with `args`; a run still going after `limitMs` is killed and reported with code -1. */
-function aria2c(args: string[], limitMs = 120_000): Promise<{code: number; log: string}> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('aria2c', args, {stdio: ['ignore', 'pipe', 'pipe']})
-    let log = ''
-    child.stdout.on('data', (d) => (log += d))
-    child.stderr.on('data', (d) => (log += d))
-    const timer = setTimeout(() => child.kill('SIGKILL'), limitMs)
-    child.on('error', reject)
-    child.on('close', (code) => {
-      clearTimeout(timer)
-      resolve({code: code ?? -1, log})
-    })
-  })
-}
+const aria2c = (args: string[], limitMs = 120_000) => runClient('aria2c', args, {limitMs})
 
 /** `HOST:PORT` of `server` as a regular expression. */
 const hostPort = (server: RunningServer) => `${server.host.replaceAll('.', '\\.')}:${server.port}`
@@ -70,12 +55,12 @@ const COMMON = [
 ]
 
 describe(`aria2c through mb serve (${backend})`, function () {
-  let test: TestDatabase
+  let world: MirroredFile
   let database: Database
   let root: string
   let out: string
   let serve: Serve
-  const mirrors: RunningServer[] = []
+  let mirrors: RunningServer[] = []
   const data = randomBytes(SIZE)
   const sha256 = createHash('sha256').update(data).digest('hex')
   let goodMirror: RunningServer
@@ -85,36 +70,19 @@ describe(`aria2c through mb serve (${backend})`, function () {
   before(async function () {
     requireBinary(this, 'aria2c', 'aria2')
     requireBinary(this, 'nginx', 'nginx-light')
-    test = await createTestDatabase()
-    database = await test.open()
-    root = mkdtempSync(join(tmpdir(), 'mb-aria2-origin-'))
-    out = mkdtempSync(join(tmpdir(), 'mb-aria2-out-'))
-    mkdirSync(join(root, 'pub'))
-    writeFileSync(join(root, 'pub', 'big.bin'), data)
-    const trees: string[] = []
-    for (const name of ['a', 'b']) {
-      const tree = mkdtempSync(join(tmpdir(), `mb-aria2-${name}-`))
-      mkdirSync(join(tree, 'pub'))
-      writeFileSync(join(tree, 'pub', 'big.bin'), data)
-      trees.push(tree)
-    }
     // Two host names: aria2c keeps one connection per host name unless told otherwise.
-    mirrors.push(await startNginx({root: trees[0], hostname: '127.0.0.2'}), await startNginx({root: trees[1], hostname: '127.0.0.3'}))
-    await indexOrigin(database.db, root)
-    await hashIndex(database, root, {jobs: 2})
-    const ids: number[] = []
-    for (const [identifier, m, country] of [
-      ['a.mirror', mirrors[0], 'DE'],
-      ['b.mirror', mirrors[1], 'SE'],
-    ] as const) {
-      const row = await database.db
-        .insertInto('mirror')
-        .values({identifier, http_url: m.url, country, continent: 'EU', last_scan_ok_at: new Date()} as any)
-        .returning('id')
-        .executeTakeFirstOrThrow()
-      ids.push(row.id)
-    }
-    await database.db.updateTable('file').set({mirrors: ids}).execute()
+    world = await mirroredFile({
+      prefix: 'aria2',
+      path: 'pub/big.bin',
+      data,
+      mirrors: [
+        {identifier: 'a.mirror', country: 'DE', nginx: () => ({hostname: '127.0.0.2'})},
+        {identifier: 'b.mirror', country: 'SE', nginx: () => ({hostname: '127.0.0.3'})},
+      ],
+      hash: {jobs: 2},
+    })
+    ;({database, root, out, mirrors} = world)
+    const trees = world.trees
     // The defaults: the file has BitTorrent data, and the meta4 names no .torrent (torrent.meta4_metaurl).
     serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, log_level: 'silent', probe: {content_interval_seconds: 0}}), {database})
     // Corrupt one piece on the mirror that the selection ranks first for this client.
@@ -131,10 +99,7 @@ describe(`aria2c through mb serve (${backend})`, function () {
 
   after(async () => {
     await serve?.close()
-    for (const m of mirrors) await m.stop()
-    await database?.close()
-    await test?.drop()
-    for (const dir of [root, out]) if (dir) rmSync(dir, {recursive: true, force: true})
+    await world?.close()
   })
 
   it('downloads from the .meta4 using both mirrors and re-fetches the corrupted piece', async () => {

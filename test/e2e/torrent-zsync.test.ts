@@ -8,10 +8,9 @@
  * - zsync 0.6.2 updates an older local copy to the new version through mb's `.zsync` from a
  *   mirror, whose access log shows Range requests for only part of the file.
  */
-import {spawn} from 'node:child_process'
+
 import {createHash, randomBytes} from 'node:crypto'
-import {mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
-import {tmpdir} from 'node:os'
+import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import bencode from 'bencode'
 import {expect} from 'chai'
@@ -21,27 +20,16 @@ import {hashIndex} from '../../src/lib/origin/hash.js'
 import {indexOrigin} from '../../src/lib/origin/index.js'
 import {type RunningServer as Serve, startServe} from '../../src/lib/serve/lifecycle/run.js'
 import {requireBinary} from '../helpers/cli.js'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {runClient} from '../helpers/clients.js'
+import {type MirroredFile, mirroredFile} from '../helpers/mirrored-file.js'
+import {backend} from '../helpers/db.js'
 import {type RunningServer, startNginx} from '../helpers/servers.js'
 
 const SIZE = 8 * 1024 * 1024
 const PIECE = 256 * 1024
 const ZSYNC_MIN = 1024 * 1024
 
-function run(command: string, args: string[], cwd?: string): Promise<{code: number; log: string}> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {stdio: ['ignore', 'pipe', 'pipe'], cwd})
-    let log = ''
-    child.stdout.on('data', (d) => (log += d))
-    child.stderr.on('data', (d) => (log += d))
-    const timer = setTimeout(() => child.kill('SIGKILL'), 180_000)
-    child.on('error', reject)
-    child.on('close', (code) => {
-      clearTimeout(timer)
-      resolve({code: code ?? -1, log})
-    })
-  })
-}
+const run = (command: string, args: string[], cwd?: string) => runClient(command, args, {cwd, limitMs: 180_000})
 
 const ARIA2 = [
   '--log=-',
@@ -68,58 +56,40 @@ const ARIA2 = [
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex')
 
 describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, function () {
-  let test: TestDatabase
+  let world: MirroredFile
   let database: Database
   let root: string
   let out: string
   let serve: Serve
   /** A plain HTTP server of the origin tree (serve.origin_url), as slow per connection as the mirrors. */
   let originServer: RunningServer
-  const mirrors: RunningServer[] = []
-  const trees: string[] = []
+  let mirrors: RunningServer[] = []
+  let trees: string[] = []
   const data = randomBytes(SIZE)
 
   before(async function () {
     requireBinary(this, 'aria2c', 'aria2')
     requireBinary(this, 'nginx', 'nginx-light')
     requireBinary(this, 'zsync', 'zsync')
-    test = await createTestDatabase()
-    database = await test.open()
-    root = mkdtempSync(join(tmpdir(), 'mb-fmt-origin-'))
-    out = mkdtempSync(join(tmpdir(), 'mb-fmt-out-'))
-    mkdirSync(join(root, 'pub'))
-    writeFileSync(join(root, 'pub', 'big.bin'), data)
-    for (const name of ['a', 'b']) {
-      const tree = mkdtempSync(join(tmpdir(), `mb-fmt-${name}-`))
-      mkdirSync(join(tree, 'pub'))
-      writeFileSync(join(tree, 'pub', 'big.bin'), data)
-      trees.push(tree)
-      mirrors.push(
-        await startNginx({
-          root: tree,
-          httpConfig: 'log_format ranges \'$request_method $uri $status $body_bytes_sent "$http_range"\';',
-          // Slow enough per connection that aria2c spreads its requests over both web seeds.
-          serverConfig: `access_log ${join(tree, 'access.log')} ranges; limit_rate 2m;`,
-        }),
-      )
-    }
+    const ranges = (tree: string) => ({
+      httpConfig: 'log_format ranges \'$request_method $uri $status $body_bytes_sent "$http_range"\';',
+      // Slow enough per connection that aria2c spreads its requests over both web seeds.
+      serverConfig: `access_log ${join(tree, 'access.log')} ranges; limit_rate 2m;`,
+    })
+    world = await mirroredFile({
+      prefix: 'fmt',
+      path: 'pub/big.bin',
+      data,
+      mirrors: [
+        {identifier: 'a.mirror', nginx: ranges},
+        {identifier: 'b.mirror', nginx: ranges},
+      ],
+      hash: {jobs: 2, zsyncMinSize: ZSYNC_MIN},
+    })
+    ;({database, root, out, mirrors, trees} = world)
     originServer = await startNginx({root, serverConfig: 'limit_rate 2m;'})
-    await indexOrigin(database.db, root)
-    const hashed = await hashIndex(database, root, {jobs: 2, zsyncMinSize: ZSYNC_MIN})
-    expect(hashed.hashed).to.equal(1)
-    const ids: number[] = []
-    for (const [identifier, m] of [
-      ['a.mirror', mirrors[0]],
-      ['b.mirror', mirrors[1]],
-    ] as const) {
-      const row = await database.db
-        .insertInto('mirror')
-        .values({identifier, http_url: m.url, country: 'DE', continent: 'EU', last_scan_ok_at: new Date()} as any)
-        .returning('id')
-        .executeTakeFirstOrThrow()
-      ids.push(row.id)
-    }
-    await database.db.updateTable('file').set({mirrors: ids}).execute()
+    const zsync = await database.db.selectFrom('file_zsync').select('file_id').execute()
+    expect(zsync.length, 'the index wrote zsync sums').to.equal(1)
     serve = await startServe(
       ConfigSchema.parse({
         root,
@@ -134,11 +104,8 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
 
   after(async () => {
     await serve?.close()
-    for (const m of mirrors) await m.stop()
     await originServer?.stop()
-    await database?.close()
-    await test?.drop()
-    for (const dir of [root, out, ...trees]) if (dir) rmSync(dir, {recursive: true, force: true})
+    await world?.close()
   })
 
   it('downloads from the .torrent over the web seeds only, routing around a corrupted copy by the SHA-1 pieces', async () => {
