@@ -18,7 +18,7 @@ import {ConfigSchema} from '../../src/lib/config/schema.js'
 import type {Database} from '../../src/lib/db/index.js'
 import {type RunningServer as Serve, startServe} from '../../src/lib/serve/lifecycle/run.js'
 import {requireBinary} from '../helpers/cli.js'
-import {runClient} from '../helpers/clients.js'
+import {aria2Plain, aria2Repeatable, runClient} from '../helpers/clients.js'
 import {type MirroredFile, mirroredFile} from '../helpers/mirrored-file.js'
 import {backend} from '../helpers/db.js'
 import {type RunningServer, startNginx} from '../helpers/servers.js'
@@ -37,22 +37,9 @@ const hostPort = (server: RunningServer) => `${server.host.replaceAll('.', '\\.'
 const sha256Of = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex')
 
 /** No download options at all: only what keeps the run hermetic (no user config) and its log readable. */
-const PLAIN = ['--no-conf', '--log=-', '--log-level=debug', '--console-log-level=warn', '--summary-interval=0']
+const PLAIN = aria2Plain('debug')
 
-const COMMON = [
-  '--log=-',
-  '--log-level=debug',
-  '--console-log-level=warn',
-  '--summary-interval=0',
-  '--no-conf',
-  '--allow-overwrite=true',
-  '--auto-file-renaming=false',
-  '--file-allocation=none',
-  '--retry-wait=0',
-  '--max-tries=20',
-  '--connect-timeout=5',
-  '--timeout=20',
-]
+const COMMON = [...aria2Repeatable('debug'), '--timeout=20']
 
 describe(`aria2c through mb serve (${backend})`, function () {
   let world: MirroredFile

@@ -6,12 +6,12 @@
  * under the default `probe.redirects: same_origin`; a mirror that answers 403 to `Wget` and
  * `curl` fails once `probe.user_agents` names them.
  */
-import {mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {expect} from 'chai'
 import {mb, requireBinary} from '../helpers/cli.js'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {backend, createTestDatabase, seedFiles, type TestDatabase} from '../helpers/db.js'
 import {type RunningServer, startNginx} from '../helpers/servers.js'
 import {request, type ServeProcess, startServe} from '../helpers/serve-process.js'
 
@@ -59,13 +59,7 @@ describe(`mb probe: off-host redirects and user agents, against nginx (${backend
         const row = await database.db.insertInto('mirror').values({identifier, http_url: server.url, country: 'GB', continent: 'EU'}).returning('id').executeTakeFirstOrThrow()
         ids.push(row.id)
       }
-      for (const path of ['pub/big.iso', 'pub/small.txt']) {
-        const st = statSync(join(root, path))
-        await database.db
-          .insertInto('file')
-          .values({path, size: st.size, mtime: Math.floor(st.mtimeMs / 1000), mirrors: ids})
-          .execute()
-      }
+      await seedFiles(database, root, ['pub/big.iso', 'pub/small.txt'], ids)
     } finally {
       await database.close()
     }

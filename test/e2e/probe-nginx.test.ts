@@ -4,11 +4,11 @@
  * `mb serve`: a mirror the probe found down gets no redirects while an up one does.
  */
 import {expect} from 'chai'
-import {mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {mb, requireBinary} from '../helpers/cli.js'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {backend, createTestDatabase, seedFiles, type TestDatabase} from '../helpers/db.js'
 import {refusedPort, startNginx, type RunningServer} from '../helpers/servers.js'
 import {headerLines, request, startServe, type ServeProcess} from '../helpers/serve-process.js'
 
@@ -65,13 +65,7 @@ describe(`mb probe against nginx, and mb serve afterwards (${backend})`, functio
           ).id,
         )
       }
-      for (const path of ['pub/big.iso', 'pub/small.txt']) {
-        const stat = statSync(join(root, path))
-        await database.db
-          .insertInto('file')
-          .values({path, size: stat.size, mtime: Math.floor(stat.mtimeMs / 1000), mirrors: ids})
-          .execute()
-      }
+      await seedFiles(database, root, ['pub/big.iso', 'pub/small.txt'], ids)
     } finally {
       await database.close()
     }

@@ -20,7 +20,7 @@ import {hashIndex} from '../../src/lib/origin/hash.js'
 import {indexOrigin} from '../../src/lib/origin/index.js'
 import {type RunningServer as Serve, startServe} from '../../src/lib/serve/lifecycle/run.js'
 import {requireBinary} from '../helpers/cli.js'
-import {runClient} from '../helpers/clients.js'
+import {aria2Repeatable, runClient} from '../helpers/clients.js'
 import {type MirroredFile, mirroredFile} from '../helpers/mirrored-file.js'
 import {backend} from '../helpers/db.js'
 import {type RunningServer, startNginx} from '../helpers/servers.js'
@@ -31,15 +31,10 @@ const ZSYNC_MIN = 1024 * 1024
 
 const run = (command: string, args: string[], cwd?: string) => runClient(command, args, {cwd, limitMs: 180_000})
 
+/** aria2c on web seeds only: no DHT, local peer discovery or peer exchange, and no seeding once complete. */
 const ARIA2 = [
-  '--log=-',
-  '--log-level=info',
-  '--console-log-level=warn',
-  '--summary-interval=0',
-  '--no-conf',
-  '--allow-overwrite=true',
-  '--auto-file-renaming=false',
-  '--file-allocation=none',
+  ...aria2Repeatable('info'),
+  '--timeout=20',
   '--enable-dht=false',
   '--enable-dht6=false',
   '--bt-enable-lpd=false',
@@ -47,10 +42,6 @@ const ARIA2 = [
   '--seed-time=0',
   '--bt-stop-timeout=120',
   '--follow-torrent=mem',
-  '--retry-wait=0',
-  '--max-tries=20',
-  '--connect-timeout=5',
-  '--timeout=20',
 ]
 
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex')

@@ -33,3 +33,16 @@ export function runClient(command: string, args: string[], options: {cwd?: strin
     })
   })
 }
+
+/**
+ * aria2c with no download option: only what keeps a run hermetic (no user config) and its log
+ * readable on stdout at `level` (aria2c's --log-level).
+ */
+export function aria2Plain(level: 'info' | 'debug' = 'info'): string[] {
+  return ['--no-conf', '--log=-', `--log-level=${level}`, '--console-log-level=warn', '--summary-interval=0']
+}
+
+/** aria2c as the tests run it repeatedly into one directory: {@link aria2Plain}, overwriting, no renaming or preallocation, quick retries. */
+export function aria2Repeatable(level: 'info' | 'debug' = 'info'): string[] {
+  return [...aria2Plain(level), '--allow-overwrite=true', '--auto-file-renaming=false', '--file-allocation=none', '--retry-wait=0', '--max-tries=20', '--connect-timeout=5']
+}

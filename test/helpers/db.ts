@@ -6,9 +6,10 @@
  *   directory (initdb runs once per machine and migration set).
  */
 import {createHash} from 'node:crypto'
-import {cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync} from 'node:fs'
+import {cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
+import {sql} from 'kysely'
 import pg from 'pg'
 import {openDatabase, type Database} from '../../src/lib/db/index.js'
 
@@ -195,4 +196,33 @@ export function useTestDatabase(options: {open?: boolean; each?: boolean} = {}):
       return database
     },
   }
+}
+
+/**
+ * Registers `paths` of origin tree `root` as indexed files, with the size (bytes) and mtime
+ * (Unix seconds) they have on disk, held by the mirrors `mirrors` (ids); no hashes.
+ */
+export async function seedFiles(database: Database, root: string, paths: string[], mirrors: number[]): Promise<void> {
+  for (const path of paths) {
+    const st = statSync(join(root, path))
+    await database.db
+      .insertInto('file')
+      .values({path, size: st.size, mtime: Math.floor(st.mtimeMs / 1000), mirrors})
+      .execute()
+  }
+}
+
+/**
+ * Registers mirror `identifier` at `httpUrl` (in GB) as `mb mirror add`, a probe and a scan
+ * would leave one that holds every indexed file: up, honouring Range, scanned now.
+ * @returns its id
+ */
+export async function seedMirrorHoldingAll(database: Database, identifier: string, httpUrl: string): Promise<number> {
+  const row = await database.db
+    .insertInto('mirror')
+    .values({identifier, http_url: httpUrl, country: 'GB', continent: 'EU', up: true, range_ok: true, last_scan_ok_at: new Date()} as any)
+    .returning('id')
+    .executeTakeFirstOrThrow()
+  await sql`UPDATE file SET mirrors = ${`{${row.id}}`}::smallint[]`.execute(database.db)
+  return row.id
 }

@@ -9,7 +9,6 @@
 import {expect} from 'chai'
 import {randomBytes} from 'node:crypto'
 import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
-import {createServer, type Server} from 'node:http'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {sql} from 'kysely'
@@ -19,7 +18,8 @@ import {hashIndex} from '../../src/lib/origin/hash.js'
 import {indexOrigin} from '../../src/lib/origin/index.js'
 import {roundBudget, startBackgroundContentChecks} from '../../src/lib/probe/background-content.js'
 import {secondsUntilDue} from '../../src/lib/probe/rounds.js'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {backend, createTestDatabase, seedMirrorHoldingAll, type TestDatabase} from '../helpers/db.js'
+import {httpServer, staticHandler, type TestServer} from '../helpers/probe-servers.js'
 
 const KiB = 1024
 
@@ -28,10 +28,10 @@ describe(`mb serve's background content checks (${backend})`, function () {
   let tdb: TestDatabase
   let database: Database
   let root: string
-  let server: Server
-  let mirrorUrl: string
+  let server: TestServer
   let mirrorId: number
-  const requests: string[] = []
+  /** The requests the mirror received: `METHOD URL RANGE`. */
+  const requests = () => server.requests.map((r) => `${r.method} ${r.url} ${r.headers.range ?? ''}`)
   const data = randomBytes(600 * KiB)
   const corrupt = Buffer.from(data)
 
@@ -40,34 +40,18 @@ describe(`mb serve's background content checks (${backend})`, function () {
     root = mkdtempSync(join(tmpdir(), 'mb-bgcontent-'))
     mkdirSync(join(root, 'pub'))
     writeFileSync(join(root, 'pub', 'a.iso'), data)
-    server = createServer((req, res) => {
-      requests.push(`${req.method} ${req.url} ${req.headers.range ?? ''}`)
-      const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '')
-      if (req.url !== '/pub/a.iso') return void res.writeHead(404).end()
-      if (!m) return void res.writeHead(200, {'content-length': corrupt.length}).end(corrupt)
-      const start = Number(m[1])
-      const end = Math.min(Number(m[2]), corrupt.length - 1)
-      res.writeHead(206, {'content-range': `bytes ${start}-${end}/${corrupt.length}`, 'content-length': end - start + 1}).end(corrupt.subarray(start, end + 1))
-    })
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    mirrorUrl = `http://127.0.0.1:${(server.address() as {port: number}).port}/`
+    server = await httpServer(staticHandler({'pub/a.iso': corrupt}))
     tdb = await createTestDatabase()
     database = await tdb.open()
     await indexOrigin(database.db, root)
     await hashIndex(database, root, {jobs: 1})
-    const row = await database.db
-      .insertInto('mirror')
-      .values({identifier: 'bad.test', http_url: mirrorUrl, country: 'GB', continent: 'EU', up: true, range_ok: true, last_scan_ok_at: new Date()} as any)
-      .returning('id')
-      .executeTakeFirstOrThrow()
-    mirrorId = row.id
-    await sql`UPDATE file SET mirrors = ${`{${mirrorId}}`}::smallint[]`.execute(database.db)
+    mirrorId = await seedMirrorHoldingAll(database, 'bad.test', `http://127.0.0.1:${server.port}/`)
   })
 
   after(async () => {
     await database?.close()
     await tdb?.drop()
-    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))
+    await server?.close()
     if (root) rmSync(root, {recursive: true, force: true})
   })
 
@@ -98,17 +82,17 @@ describe(`mb serve's background content checks (${backend})`, function () {
     } finally {
       await starved.stop()
     }
-    expect(requests).to.deep.equal([])
+    expect(requests()).to.deep.equal([])
 
     // 1 s rounds within 1 GiB an hour: 291 KiB a round, one piece of 256 KiB.
     const checks = startBackgroundContentChecks(database, ConfigSchema.parse({probe: {content_interval_seconds: 1, content_budget_bytes: 1024 * 1024 * KiB}}))
     try {
-      expect(requests, 'nothing at the start: the starved round has just finished').to.deep.equal([])
+      expect(requests(), 'nothing at the start: the starved round has just finished').to.deep.equal([])
       const deadline = Date.now() + 20_000
       while (Date.now() < deadline && (await holders()).includes(mirrorId)) await new Promise((r) => setTimeout(r, 200))
       expect(await holders()).to.deep.equal([])
-      expect(requests.length).to.be.at.least(1)
-      expect(requests[0]).to.match(/^GET \/pub\/a\.iso bytes=\d+-\d+$/)
+      expect(requests().length).to.be.at.least(1)
+      expect(requests()[0]).to.match(/^GET \/pub\/a\.iso bytes=\d+-\d+$/)
       const bad = await database.db.selectFrom('mirror_file_bad').selectAll().execute()
       expect(bad.map((b) => Number(b.mirror_id))).to.deep.equal([mirrorId])
     } finally {
@@ -119,7 +103,7 @@ describe(`mb serve's background content checks (${backend})`, function () {
   it('runs the first round at start on a store that never had one, and a restart adds none', async () => {
     await database.db.deleteFrom('background_round').execute()
     const config = ConfigSchema.parse({probe: {content_interval_seconds: 3600, content_budget_bytes: 1024 * 1024 * KiB}})
-    const before = requests.length
+    const before = requests().length
     const first = startBackgroundContentChecks(database, config)
     try {
       const deadline = Date.now() + 20_000
@@ -129,12 +113,12 @@ describe(`mb serve's background content checks (${backend})`, function () {
     }
     const rounds = await database.db.selectFrom('background_round').selectAll().execute()
     expect(rounds.map((r) => r.name)).to.deep.equal(['content-check'])
-    expect(requests.length, 'the round at start read the mirror').to.be.above(before)
+    expect(requests().length, 'the round at start read the mirror').to.be.above(before)
 
-    const afterFirst = requests.length
+    const afterFirst = requests().length
     const restarted = startBackgroundContentChecks(database, config)
     await new Promise((r) => setTimeout(r, 1500))
     await restarted.stop()
-    expect(requests.length, 'no round after the restart: the last one is not an hour old').to.equal(afterFirst)
+    expect(requests().length, 'no round after the restart: the last one is not an hour old').to.equal(afterFirst)
   })
 })

@@ -8,10 +8,8 @@
 import {expect} from 'chai'
 import {randomBytes} from 'node:crypto'
 import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
-import {createServer, type Server} from 'node:http'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
-import {sql} from 'kysely'
 import {ConfigSchema} from '../../src/lib/config/schema.js'
 import type {Database} from '../../src/lib/db/index.js'
 import {trustScan} from '../../src/lib/mirrors/registry.js'
@@ -20,7 +18,8 @@ import {indexOrigin} from '../../src/lib/origin/index.js'
 import {checkMirrorContents} from '../../src/lib/probe/content-check.js'
 import {compileMirror} from '../../src/lib/select/mirror.js'
 import {mb} from '../helpers/cli.js'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {backend, createTestDatabase, seedMirrorHoldingAll, type TestDatabase} from '../helpers/db.js'
+import {httpServer, staticHandler, type TestServer} from '../helpers/probe-servers.js'
 
 const KiB = 1024
 const FILES = ['a.iso', 'b.iso', 'c.iso']
@@ -30,11 +29,11 @@ describe(`a mirror with many corrupt copies becomes suspect (${backend})`, funct
   let tdb: TestDatabase
   let database: Database
   let root: string
-  let server: Server
+  let server: TestServer
   let mirrorId: number
   const data = new Map(FILES.map((f) => [f, randomBytes(300 * KiB)]))
-  /** What the mirror serves per file: corrupt copies at first. */
-  const served = new Map<string, Buffer>()
+  /** What the mirror serves per path: corrupt copies at first. */
+  const served: Record<string, Buffer> = {}
   const corrupt = (b: Buffer) => {
     const c = Buffer.from(b)
     for (let offset = 100; offset < c.length; offset += 64 * KiB) c[offset] ^= 0xff
@@ -48,43 +47,20 @@ describe(`a mirror with many corrupt copies becomes suspect (${backend})`, funct
     mkdirSync(join(root, 'pub'))
     for (const [f, b] of data) {
       writeFileSync(join(root, 'pub', f), b)
-      served.set(f, corrupt(b))
+      served[`pub/${f}`] = corrupt(b)
     }
-    server = createServer((req, res) => {
-      const body = served.get(String(req.url).replace('/pub/', ''))
-      const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '')
-      if (!body) return void res.writeHead(404).end()
-      if (!m) return void res.writeHead(200, {'content-length': body.length}).end(body)
-      const start = Number(m[1])
-      const end = Math.min(Number(m[2]), body.length - 1)
-      res.writeHead(206, {'content-range': `bytes ${start}-${end}/${body.length}`, 'content-length': end - start + 1}).end(body.subarray(start, end + 1))
-    })
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    server = await httpServer(staticHandler(served))
     tdb = await createTestDatabase()
     database = await tdb.open()
     await indexOrigin(database.db, root)
     await hashIndex(database, root, {jobs: 1})
-    const row = await database.db
-      .insertInto('mirror')
-      .values({
-        identifier: 'bad.test',
-        http_url: `http://127.0.0.1:${(server.address() as {port: number}).port}/`,
-        country: 'GB',
-        continent: 'EU',
-        up: true,
-        range_ok: true,
-        last_scan_ok_at: new Date(),
-      } as any)
-      .returning('id')
-      .executeTakeFirstOrThrow()
-    mirrorId = row.id
-    await sql`UPDATE file SET mirrors = ${`{${mirrorId}}`}::smallint[]`.execute(database.db)
+    mirrorId = await seedMirrorHoldingAll(database, 'bad.test', `http://127.0.0.1:${server.port}/`)
   })
 
   after(async () => {
     await database?.close()
     await tdb?.drop()
-    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))
+    await server?.close()
     if (root) rmSync(root, {recursive: true, force: true})
   })
 
@@ -113,7 +89,7 @@ describe(`a mirror with many corrupt copies becomes suspect (${backend})`, funct
   })
 
   it('a round that finds fewer (copies repaired) clears it; --trust-scan clears it too', async () => {
-    served.set('a.iso', data.get('a.iso')!)
+    served['pub/a.iso'] = data.get('a.iso')!
     const repaired = await checkMirrorContents(database, config(3))
     expect(repaired.mirrors[0]).to.include({cleared: 1, suspect: false})
     expect(await suspectAt()).to.equal(null)
