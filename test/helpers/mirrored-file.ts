@@ -44,6 +44,25 @@ export interface MirroredFile {
 }
 
 /**
+ * A new test database holding the index of origin tree `root`, with its hashes (`hash`:
+ * `jobs` and `zsyncMinSize` for the index's hashing), and a connection to it; the caller
+ * closes the connection and drops the database.
+ */
+export async function hashedOrigin(root: string, hash: {jobs?: number; zsyncMinSize?: number} = {}): Promise<{test: TestDatabase; database: Database}> {
+  const test = await createTestDatabase()
+  const database = await test.open()
+  try {
+    await indexOrigin(database.db, root)
+    await hashIndex(database, root, {jobs: hash.jobs ?? 1, zsyncMinSize: hash.zsyncMinSize})
+    return {test, database}
+  } catch (error) {
+    await database.close()
+    await test.drop()
+    throw error
+  }
+}
+
+/**
  * Builds the world: `data` at `path` in a new origin tree and in each mirror's tree, the
  * origin indexed and hashed (`hash` passes `jobs` and `zsyncMinSize` to the index's hashing),
  * and `mirrors` started and registered as holding the file.
@@ -51,8 +70,6 @@ export interface MirroredFile {
  */
 export async function mirroredFile(options: {prefix: string; path: string; data: Buffer; mirrors: WorldMirror[]; hash?: {jobs?: number; zsyncMinSize?: number}}): Promise<MirroredFile> {
   const {prefix, path, data} = options
-  const test = await createTestDatabase()
-  const database = await test.open()
   const place = (dir: string) => {
     mkdirSync(join(dir, dirname(path)), {recursive: true})
     writeFileSync(join(dir, path), data)
@@ -61,10 +78,11 @@ export async function mirroredFile(options: {prefix: string; path: string; data:
   const out = mkdtempSync(join(tmpdir(), `mb-${prefix}-out-`))
   const trees: string[] = []
   const mirrors: RunningServer[] = []
+  let store: {test: TestDatabase; database: Database} | undefined
   const close = async () => {
     for (const m of mirrors) await m.stop()
-    await database.close()
-    await test.drop()
+    await store?.database.close()
+    await store?.test.drop()
     for (const dir of [root, out, ...trees]) rmSync(dir, {recursive: true, force: true})
   }
   try {
@@ -75,8 +93,8 @@ export async function mirroredFile(options: {prefix: string; path: string; data:
       place(tree)
       mirrors.push(await startNginx({...m.nginx?.(tree), root: tree}))
     }
-    await indexOrigin(database.db, root)
-    await hashIndex(database, root, {jobs: options.hash?.jobs ?? 1, zsyncMinSize: options.hash?.zsyncMinSize})
+    store = await hashedOrigin(root, options.hash)
+    const {test, database} = store
     const ids: number[] = []
     for (const [i, m] of options.mirrors.entries()) {
       const row = await database.db

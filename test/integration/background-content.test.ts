@@ -14,11 +14,10 @@ import {join} from 'node:path'
 import {sql} from 'kysely'
 import {ConfigSchema} from '../../src/lib/config/schema.js'
 import type {Database} from '../../src/lib/db/index.js'
-import {hashIndex} from '../../src/lib/origin/hash.js'
-import {indexOrigin} from '../../src/lib/origin/index.js'
 import {roundBudget, startBackgroundContentChecks} from '../../src/lib/probe/background-content.js'
 import {secondsUntilDue} from '../../src/lib/probe/rounds.js'
-import {backend, createTestDatabase, seedMirrorHoldingAll, type TestDatabase} from '../helpers/db.js'
+import {backend, seedMirrorHoldingAll, type TestDatabase} from '../helpers/db.js'
+import {hashedOrigin} from '../helpers/mirrored-file.js'
 import {httpServer, staticHandler, type TestServer} from '../helpers/probe-servers.js'
 
 const KiB = 1024
@@ -41,10 +40,7 @@ describe(`mb serve's background content checks (${backend})`, function () {
     mkdirSync(join(root, 'pub'))
     writeFileSync(join(root, 'pub', 'a.iso'), data)
     server = await httpServer(staticHandler({'pub/a.iso': corrupt}))
-    tdb = await createTestDatabase()
-    database = await tdb.open()
-    await indexOrigin(database.db, root)
-    await hashIndex(database, root, {jobs: 1})
+    ;({test: tdb, database} = await hashedOrigin(root))
     mirrorId = await seedMirrorHoldingAll(database, 'bad.test', `http://127.0.0.1:${server.port}/`)
   })
 

@@ -13,12 +13,11 @@ import {join} from 'node:path'
 import {ConfigSchema} from '../../src/lib/config/schema.js'
 import type {Database} from '../../src/lib/db/index.js'
 import {trustScan} from '../../src/lib/mirrors/registry.js'
-import {hashIndex} from '../../src/lib/origin/hash.js'
-import {indexOrigin} from '../../src/lib/origin/index.js'
 import {checkMirrorContents} from '../../src/lib/probe/content-check.js'
 import {compileMirror} from '../../src/lib/select/mirror.js'
 import {mb} from '../helpers/cli.js'
-import {backend, createTestDatabase, seedMirrorHoldingAll, type TestDatabase} from '../helpers/db.js'
+import {backend, seedMirrorHoldingAll, type TestDatabase} from '../helpers/db.js'
+import {hashedOrigin} from '../helpers/mirrored-file.js'
 import {httpServer, staticHandler, type TestServer} from '../helpers/probe-servers.js'
 
 const KiB = 1024
@@ -50,10 +49,7 @@ describe(`a mirror with many corrupt copies becomes suspect (${backend})`, funct
       served[`pub/${f}`] = corrupt(b)
     }
     server = await httpServer(staticHandler(served))
-    tdb = await createTestDatabase()
-    database = await tdb.open()
-    await indexOrigin(database.db, root)
-    await hashIndex(database, root, {jobs: 1})
+    ;({test: tdb, database} = await hashedOrigin(root))
     mirrorId = await seedMirrorHoldingAll(database, 'bad.test', `http://127.0.0.1:${server.port}/`)
   })
 
