@@ -1,6 +1,7 @@
 // @store-independent: the MirrorManager formats
 /**
- * `mb serve`'s MirrorManager-style routes on both stores: the repomd.xml history that
+ * `mb serve`'s MirrorManager-style routes (run in the first pass only: the formats do not
+ * depend on the store, whose part is plain SQL that both run alike): the repomd.xml history that
  * `mb index` keeps, the answers for unknown repos and missing parameters, the
  * repomd.xml.metalink forms, `mm0:private`, and countme values that are ignored.
  */
