@@ -8,6 +8,7 @@ import {createHash} from 'node:crypto'
 import {existsSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync} from 'node:fs'
 import {connect} from 'node:net'
 import {join} from 'node:path'
+import {nginxConf} from './servers.js'
 
 const KiB = 1024
 
@@ -78,29 +79,7 @@ function canConnect(host: string, port: number): Promise<boolean> {
 /** An nginx (foreground, one worker) from the `http { }` body `servers`; stopped by its PID. */
 export async function startNginxWith(dir: string, servers: string, waitFor: {host: string; port: number}): Promise<{stop(): Promise<void>}> {
   mkdirSync(join(dir, 'tmp'), {recursive: true})
-  const isRoot = process.getuid?.() === 0
-  writeFileSync(
-    join(dir, 'nginx.conf'),
-    `daemon off;
-master_process on;
-worker_processes 1;
-${isRoot ? 'user root root;' : ''}
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 512; }
-http {
-  access_log off;
-  default_type application/octet-stream;
-  types { text/xml xml; }
-  client_body_temp_path ${dir}/tmp/body;
-  proxy_temp_path ${dir}/tmp/proxy;
-  fastcgi_temp_path ${dir}/tmp/fastcgi;
-  uwsgi_temp_path ${dir}/tmp/uwsgi;
-  scgi_temp_path ${dir}/tmp/scgi;
-  ${servers}
-}
-`,
-  )
+  writeFileSync(join(dir, 'nginx.conf'), nginxConf(dir, `types { text/xml xml; }\n  ${servers}`))
   const child: ChildProcess = spawn(NGINX, ['-p', dir, '-c', join(dir, 'nginx.conf')], {stdio: ['ignore', 'pipe', 'pipe'], env: {...process.env, TZ: 'UTC'}})
   let out = ''
   child.stdout?.on('data', (d) => (out += d))
