@@ -8,45 +8,19 @@
  * refuses, so apt goes on to the second. `apt-get download` then fetches the .deb from a
  * mirror (its nginx access log), not from mb.
  */
-import {createHash} from 'node:crypto'
-import {execFile} from 'node:child_process'
 import {cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
-import {promisify} from 'node:util'
 import {gzipSync} from 'node:zlib'
 import {expect} from 'chai'
 import {ConfigSchema} from '../../src/lib/config/schema.js'
 import type {Database} from '../../src/lib/db/index.js'
 import {indexOrigin} from '../../src/lib/origin/index.js'
 import {type RunningServer as Serve, startServe} from '../../src/lib/serve/lifecycle/run.js'
+import {APT_DEB as DEB, APT_DEB_NAME, buildAptArchive, hermeticApt} from '../helpers/apt-archive.js'
 import {requireBinary} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 import {type RunningServer, startNginx} from '../helpers/servers.js'
-
-const run = promisify(execFile)
-const DEB = 'pool/main/m/mb-hello/mb-hello_1.0_all.deb'
-
-/** Builds the archive under `root/debian`: the .deb (dpkg-deb), Packages(.gz) (dpkg-scanpackages) and Release. */
-async function buildArchive(work: string, root: string): Promise<void> {
-  const pkg = join(work, 'pkg')
-  mkdirSync(join(pkg, 'DEBIAN'), {recursive: true})
-  mkdirSync(join(pkg, 'usr', 'share', 'mb-hello'), {recursive: true})
-  writeFileSync(join(pkg, 'DEBIAN', 'control'), 'Package: mb-hello\nVersion: 1.0\nArchitecture: all\nMaintainer: mb <mb@example.org>\nDescription: tiny test package for mb\n')
-  writeFileSync(join(pkg, 'usr', 'share', 'mb-hello', 'hello.txt'), 'hello\n')
-  const archive = join(root, 'debian')
-  mkdirSync(join(archive, 'pool', 'main', 'm', 'mb-hello'), {recursive: true})
-  mkdirSync(join(archive, 'dists', 'stable', 'main', 'binary-amd64'), {recursive: true})
-  await run('dpkg-deb', ['--root-owner-group', '-Zgzip', '--build', pkg, join(archive, DEB)])
-  const {stdout: packages} = await run('dpkg-scanpackages', ['--multiversion', 'pool', '/dev/null'], {cwd: archive})
-  const lists = {'main/binary-amd64/Packages': Buffer.from(packages), 'main/binary-amd64/Packages.gz': gzipSync(packages)}
-  let release = 'Suite: stable\nCodename: stable\nComponents: main\nArchitectures: amd64\nDate: Wed, 02 Dec 2026 00:00:00 UTC\nSHA256:\n'
-  for (const [name, bytes] of Object.entries(lists)) {
-    writeFileSync(join(archive, 'dists', 'stable', name), bytes)
-    release += ` ${createHash('sha256').update(bytes).digest('hex')} ${bytes.length} ${name}\n`
-  }
-  writeFileSync(join(archive, 'dists', 'stable', 'Release'), release)
-}
 
 describe(`apt through mb serve's mirror list (${backend})`, function () {
   this.timeout(180_000)
@@ -65,7 +39,7 @@ describe(`apt through mb serve's mirror list (${backend})`, function () {
     database = await test.open()
     work = mkdtempSync(join(tmpdir(), 'mb-apt-'))
     root = join(work, 'origin')
-    await buildArchive(work, root)
+    await buildAptArchive(work, root)
     await indexOrigin(database.db, root)
     const ids: number[] = []
     for (const name of ['a', 'b']) {
@@ -113,28 +87,15 @@ describe(`apt through mb serve's mirror list (${backend})`, function () {
 
   it('apt-get update and apt-get download go through the mirrors, and the checks pass', async () => {
     const dir = join(work, 'apt')
-    for (const sub of ['state/lists/partial', 'cache/archives/partial', 'etc/apt.conf.d', 'etc/preferences.d', 'etc/trusted.gpg.d', 'dl']) mkdirSync(join(dir, sub), {recursive: true})
-    writeFileSync(join(dir, 'etc', 'sources.list'), `deb [trusted=yes] mirror+${serve.url}/debian/mirrors.txt stable main\n`)
-    writeFileSync(join(dir, 'status'), '')
-    const options = [
-      `Dir::Etc=${dir}/etc`,
-      `Dir::Etc::sourcelist=${dir}/etc/sources.list`,
-      'Dir::Etc::sourceparts=-',
-      `Dir::State=${dir}/state`,
-      `Dir::State::status=${dir}/status`,
-      `Dir::Cache=${dir}/cache`,
-      'Debug::NoLocking=1',
-      'APT::Architecture=amd64',
-      'APT::Architectures=amd64',
-      'APT::Sandbox::User=root',
-      'Acquire::Languages=none',
-      'Acquire::Retries=0',
-    ].flatMap((o) => ['-o', o])
-    const update = await run('apt-get', [...options, 'update'], {timeout: 120_000})
+    mkdirSync(join(dir, 'dl'), {recursive: true})
+    const apt = hermeticApt(dir, `${serve.url}/debian/mirrors.txt`)
+    const update = await apt(['update'])
+    expect(update.code, update.stderr).to.equal(0)
     expect(update.stderr).to.not.match(/^(E|W):/m)
     expect(update.stdout).to.match(/Reading package lists/)
-    await run('apt-get', [...options, 'download', 'mb-hello'], {cwd: join(dir, 'dl'), timeout: 120_000})
-    const got = readFileSync(join(dir, 'dl', 'mb-hello_1.0_all.deb'))
+    const download = await apt(['download', 'mb-hello'], {cwd: join(dir, 'dl')})
+    expect(download.code, download.stderr).to.equal(0)
+    const got = readFileSync(join(dir, 'dl', APT_DEB_NAME))
     expect(got.equals(readFileSync(join(root, 'debian', DEB)))).to.equal(true)
     const logs = mirrors.map((m) => readFileSync(m.log, 'utf8'))
     // The Release came from a, whose Packages.gz failed its hash: apt took the index from b.

@@ -17,7 +17,11 @@
  * serve` runs its first round at start (the store has had none), and every client here comes
  * after it. The clients that cannot verify bytes (curl, wget) are then tried against a fault
  * that no round has seen yet: good.nl's copy of the ISO, corrupted after the round; a rerun
- * must reach another mirror.
+ * must reach another mirror. apt is not among them: it reads `mirrors.txt`, which is chosen
+ * per archive and does not move on a rerun (docs/selection.md, "Clients and bad mirrors"); its
+ * test checks that the round's findings keep the bad mirrors out of its list. The origin
+ * holds a Debian archive (test/helpers/apt-archive.ts) beside the RPM repository, so the
+ * faults reach its .deb.
  *
  * Locations make the rankings fixed (checked with `mb file lookup` in `before`): a GB client
  * (London) gets corrupt.gb first, then good.nl; an SE client (Linköping) missing.se, then
@@ -28,7 +32,7 @@
  * same way. Most of these clients cannot send a header of our choosing (dnf, zsync,
  * transmission-cli), so each client talks to its own port of one local nginx reverse proxy,
  * which adds `X-Forwarded-For: ADDRESS` (an address the GeoIP test database places in GB, SE
- * or US) and keeps the `Host` (so that mb's absolute URLs, such as the origin form at the end
+ * or US; one IPv6 address in GB) and keeps the `Host` (so that mb's absolute URLs, such as the origin form at the end
  * of every list, name the proxy). `mb serve` trusts 127.0.0.1 as its proxy, as in production
  * behind one. One address per client: mb's retry memory is keyed by the client's address, so
  * clients must not see each other's downloads as retries.
@@ -41,13 +45,13 @@
  *   `Breaks: zypper` (both ship `needs-restarting`), so .ci/run installs libzypp from Debian and
  *   unpacks the zypper package's binary into /usr/local/bin instead of installing it.
  */
-import {type ChildProcess, spawn, spawnSync} from 'node:child_process'
-import {createHash, randomBytes} from 'node:crypto'
-import {cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync} from 'node:fs'
-import {connect} from 'node:net'
+import {randomBytes} from 'node:crypto'
+import {cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {expect} from 'chai'
+import {corruptInPlace, filesUnder, GB, GB6, hasIpv6Loopback, MIRRORS, run, SE, sha256, startNginxWith, US} from '../helpers/bad-world.js'
+import {APT_DEB, APT_DEB_NAME, buildAptArchive, hermeticApt} from '../helpers/apt-archive.js'
 import {mb, requireBinary} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 import {freePort} from '../helpers/servers.js'
@@ -62,136 +66,6 @@ const ISO = 'pub/big.iso'
 const ISO_SIZE = 4 * MiB
 const REPO = 'repo/noarch'
 const RPM = 'mb-hello-1.0-1.noarch.rpm'
-
-/** Client addresses by country (GeoIP2-City-Test: London, Linköping, Tacoma); one per client, see the module doc. */
-const GB = (n: number) => `81.2.69.${160 + n}`
-const SE = (n: number) => `89.160.20.${128 + n}`
-const US = (n: number) => `216.160.83.${56 + n}`
-
-interface MirrorSpec {
-  name: string
-  /** nginx `listen` address ([::1] for the IPv6 one). */
-  address: string
-  country: string
-  lat: number
-  lon: number
-  extra?: string
-}
-
-const MIRRORS: MirrorSpec[] = [
-  {name: 'corrupt.gb', address: '127.0.0.11', country: 'GB', lat: 50.12, lon: -5.54},
-  {name: 'missing.se', address: '127.0.0.12', country: 'SE', lat: 59.33, lon: 18.07},
-  {name: 'norange.us', address: '127.0.0.13', country: 'US', lat: 47.6, lon: -122.3, extra: 'max_ranges 0;'},
-  {name: 'good.nl', address: '127.0.0.14', country: 'NL', lat: 52.37, lon: 4.9},
-  {name: 'good.us', address: '127.0.0.15', country: 'US', lat: 47.3, lon: -122.2},
-  {name: 'v6only.gb', address: '[::1]', country: 'GB', lat: 51.5, lon: -0.1},
-]
-
-/** The server binary (nginx-light), named once. */
-const NGINX = 'nginx'
-
-const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex')
-
-/** Runs `command args` in `cwd`; a run still going after `limitMs` is killed (code -1). Never throws. */
-function run(command: string, args: string[], options: {cwd?: string; limitMs?: number; env?: NodeJS.ProcessEnv} = {}): Promise<{code: number; log: string}> {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, {cwd: options.cwd, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe']})
-    let log = ''
-    child.stdout.on('data', (d) => (log += d))
-    child.stderr.on('data', (d) => (log += d))
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.limitMs ?? 120_000)
-    child.on('error', (e) => {
-      clearTimeout(timer)
-      resolve({code: -1, log: log + String(e)})
-    })
-    child.on('close', (code) => {
-      clearTimeout(timer)
-      resolve({code: code ?? -1, log})
-    })
-  })
-}
-
-function canConnect(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect({host, port})
-    s.once('connect', () => {
-      s.destroy()
-      resolve(true)
-    })
-    s.once('error', () => resolve(false))
-  })
-}
-
-/** An nginx (foreground, one worker) from the `http { }` body `servers`; stopped by its PID. */
-async function startNginxWith(dir: string, servers: string, waitFor: {host: string; port: number}): Promise<{stop(): Promise<void>}> {
-  mkdirSync(join(dir, 'tmp'), {recursive: true})
-  const isRoot = process.getuid?.() === 0
-  writeFileSync(
-    join(dir, 'nginx.conf'),
-    `daemon off;
-master_process on;
-worker_processes 1;
-${isRoot ? 'user root root;' : ''}
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 512; }
-http {
-  access_log off;
-  default_type application/octet-stream;
-  types { text/xml xml; }
-  client_body_temp_path ${dir}/tmp/body;
-  proxy_temp_path ${dir}/tmp/proxy;
-  fastcgi_temp_path ${dir}/tmp/fastcgi;
-  uwsgi_temp_path ${dir}/tmp/uwsgi;
-  scgi_temp_path ${dir}/tmp/scgi;
-  ${servers}
-}
-`,
-  )
-  const child: ChildProcess = spawn(NGINX, ['-p', dir, '-c', join(dir, 'nginx.conf')], {stdio: ['ignore', 'pipe', 'pipe'], env: {...process.env, TZ: 'UTC'}})
-  let out = ''
-  child.stdout?.on('data', (d) => (out += d))
-  child.stderr?.on('data', (d) => (out += d))
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  for (let i = 0; i < 200 && child.exitCode === null; i++) {
-    if (await canConnect(waitFor.host, waitFor.port)) break
-    await new Promise((r) => setTimeout(r, 50))
-  }
-  if (!(await canConnect(waitFor.host, waitFor.port))) {
-    child.kill('SIGKILL')
-    throw new Error(`nginx did not listen on ${waitFor.host}:${waitFor.port}: ${out}${existsSync(join(dir, 'error.log')) ? readFileSync(join(dir, 'error.log'), 'utf8') : ''}`)
-  }
-  return {
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return
-      child.kill('SIGTERM')
-      const t = setTimeout(() => child.kill('SIGKILL'), 5000)
-      await exited
-      clearTimeout(t)
-    },
-  }
-}
-
-/** Flips one byte in every 64 KiB of `path`, then gives it back its mtime: same size, same mtime, other bytes. */
-function corruptInPlace(path: string): void {
-  const before = statSync(path)
-  const bytes = readFileSync(path)
-  for (let offset = 100; offset < bytes.length; offset += 64 * KiB) bytes[offset] ^= 0xff
-  writeFileSync(path, bytes)
-  utimesSync(path, before.atime, before.mtime)
-}
-
-function filesUnder(dir: string, rel = ''): string[] {
-  const out: string[] = []
-  for (const entry of readdirSync(join(dir, rel), {withFileTypes: true})) {
-    const path = rel ? `${rel}/${entry.name}` : entry.name
-    if (entry.isDirectory()) out.push(...filesUnder(dir, path))
-    else if (entry.isFile()) out.push(path)
-  }
-  return out
-}
-
-const hasIpv6Loopback = () => spawnSync('sh', ['-c', 'ip -6 addr show dev lo 2>/dev/null | grep -q "inet6 ::1/128"']).status === 0
 
 describe(`e2e: the bad mirror world: every client ends with the right bytes (${backend})`, function () {
   this.timeout(600_000)
@@ -228,11 +102,14 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
     dnfMetalink: GB(6),
     dnfBaseurl: GB(7),
     zypper: GB(8),
+    apt: GB(9),
+    curl6: GB6(1),
   }
 
   before(async function () {
     requireBinary(this, 'nginx', 'nginx-light')
     requireBinary(this, 'createrepo_c', 'createrepo-c')
+    requireBinary(this, 'dpkg-scanpackages', 'dpkg-dev')
     work = mkdtempSync(join(tmpdir(), 'mb-badworld-'))
     origin = join(work, 'origin')
     mkdirSync(join(origin, 'pub'), {recursive: true})
@@ -243,6 +120,8 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
     cpSync(join(RPMS, RPM), join(origin, REPO, 'Packages', RPM))
     const repo = await run('createrepo_c', ['-q', join(origin, REPO)])
     expect(repo.code, repo.log).to.equal(0)
+    // A Debian archive beside the RPM repository, its .deb above min_size so that the faults reach it.
+    await buildAptArchive(join(work, 'apt-build'), origin, {payloadBytes: 64 * KiB})
 
     ipv6 = hasIpv6Loopback()
     if (!ipv6) console.warn('    (::1 is not configured on lo here: the world is built without its IPv6-only mirror)')
@@ -291,6 +170,8 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
     expect((await ranked(SE(1))).slice(0, 2)).to.deep.equal(['missing.se', 'good.nl'])
     expect((await ranked(US(1))).slice(0, 2)).to.have.members(['norange.us', 'good.us'])
     for (const ip of [GB(1), SE(1), US(1)]) expect(await ranked(ip)).to.not.include('v6only.gb')
+    // An IPv6 client: v6only.gb before corrupt.gb, the IPv4-only mirror of its pool.
+    if (ipv6) expect((await ranked(GB6(1))).slice(0, 2)).to.deep.equal(['v6only.gb', 'corrupt.gb'])
 
     // The default retry window and content check interval, read from mb itself (the test
     // helper turns both off unless told).
@@ -543,15 +424,57 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
     expect(r.code, r.log.slice(-3000)).to.equal(0)
     expect(sha256(readFileSync(join(dir, 'big.iso')))).to.equal(originSha(ISO))
   })
+  it('apt-get update && apt-get download via mirror+http (GB): mirrors.txt leaves out corrupt.gb and missing.se, and the package comes with the right bytes', async function () {
+    // apt reads the list once per run and stops at a hash mismatch (docs/selection.md, "Clients
+    // and bad mirrors"). The first content round found corrupt.gb's .deb corrupt (its Release
+    // is intact: a small file) and missing.se without its Release: neither is listed.
+    requireBinary(this, 'apt-get', 'apt')
+    const {url} = client('apt')
+    const list = await (await fetch(`${url}/debian/mirrors.txt`)).text()
+    const bases = list
+      .trim()
+      .split('\n')
+      .map((line) => line.split('\t')[0])
+    expect(bases[0], list).to.equal(`${urls.get('good.nl')}debian/`)
+    for (const name of ['corrupt.gb', 'missing.se']) expect(bases, list).to.not.include(`${urls.get(name)}debian/`)
+    expect(bases.at(-1)).to.equal(`${url}/_origin/debian/`)
+    const dir = outDir('apt')
+    const apt = hermeticApt(join(dir, 'apt'), `${url}/debian/mirrors.txt`)
+    const update = await apt(['update'])
+    expect(update.code, update.stdout + update.stderr).to.equal(0)
+    const download = await apt(['download', 'mb-hello'], {cwd: dir})
+    expect(download.code, download.stdout + download.stderr).to.equal(0)
+    expect(sha256(readFileSync(join(dir, APT_DEB_NAME)))).to.equal(originSha(`debian/${APT_DEB}`))
+    expect(readFileSync(join(work, 'access-good.nl.log'), 'utf8')).to.include(`"GET /debian/${APT_DEB} HTTP/1.1" 200 `)
+  })
+
+  /** The User-Agent of the IPv6 client's curl, told apart in v6only.gb's access log. */
+  const IPV6_CLIENT_AGENT = 'curl-ipv6-client'
+
+  it('an IPv6 client (GB): sent to v6only.gb, up over IPv6, before the IPv4-only mirrors, and curl gets the right bytes there', async function () {
+    if (!ipv6) this.skip() // said in `before`: no ::1 on lo here
+    requireBinary(this, 'curl', 'curl')
+    const {ip, url} = client('curl6')
+    const lookup = await mb(['file', 'lookup', ISO, '--client-ip', ip, '--json'], {env})
+    expect(lookup.code, lookup.stderr).to.equal(0)
+    const {explain} = lookup.json().files[0]
+    expect(explain.ranked[0].mirror, JSON.stringify(explain)).to.equal('v6only.gb')
+    const dir = outDir('curl6')
+    const r = await run('curl', ['-fsSL', '-A', IPV6_CLIENT_AGENT, '-w', '%{url_effective}', '-o', join(dir, 'big.iso'), `${url}/${ISO}`])
+    expect(r.code, r.log).to.equal(0)
+    expect(r.log).to.equal(`${urls.get('v6only.gb')}${ISO}`)
+    expect(sha256(readFileSync(join(dir, 'big.iso')))).to.equal(originSha(ISO))
+  })
+
   it('the IPv6-only mirror: scanned and probed up over IPv6, and no IPv4 client was sent there', async function () {
     if (!ipv6) this.skip() // said in `before`: no ::1 on lo here
     const show = (await mb(['mirror', 'show', 'v6only.gb', '--json'], {env})).json()
     expect(show).to.include({up: true, ipv6: true})
     expect(show.last_scan_matched).to.be.above(0)
-    // Only mb itself (scan, probes, content checks) asked it for anything.
+    // Only mb itself (scan, probes, content checks) and the IPv6 client asked it for anything.
     const lines = readFileSync(join(work, 'access-v6only.gb.log'), 'utf8').split('\n').filter(Boolean)
     expect(lines.length).to.be.above(0)
-    expect(lines.filter((l) => !/"mb[^"]*"$/.test(l))).to.deep.equal([])
+    expect(lines.filter((l) => !/"mb[^"]*"$/.test(l) && !l.endsWith(`"${IPV6_CLIENT_AGENT}"`))).to.deep.equal([])
   })
 
   describe('a copy corrupted since the last content round', () => {

@@ -168,6 +168,32 @@ export interface NginxOptions {
 }
 
 /**
+ * An nginx.conf for a test nginx in the foreground (`daemon off`, one worker), its pid, logs
+ * and temp files under `dir`, with `http` (types, servers) inside the `http { }` block. As
+ * root the worker runs as root too, so it can read trees in 0700 temp directories.
+ */
+export function nginxConf(dir: string, http: string): string {
+  return `daemon off;
+master_process on;
+worker_processes 1;
+${process.getuid?.() === 0 ? 'user root root;' : ''}
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 512; }
+http {
+  access_log off;
+  default_type application/octet-stream;
+  client_body_temp_path ${dir}/tmp/body;
+  proxy_temp_path ${dir}/tmp/proxy;
+  fastcgi_temp_path ${dir}/tmp/fastcgi;
+  uwsgi_temp_path ${dir}/tmp/uwsgi;
+  scgi_temp_path ${dir}/tmp/scgi;
+  ${http}
+}
+`
+}
+
+/**
  * Starts nginx (nginx-light) in the foreground (`daemon off`, one worker) on 127.0.0.1. As
  * root the worker runs as root too, so it can read trees in 0700 temp directories.
  * `autoindex_localtime` stays off: HTML dates are in UTC.
@@ -177,24 +203,10 @@ export async function startNginx(options: NginxOptions): Promise<RunningServer> 
     const dir = await mkdtemp(join(tmpdir(), 'mb-nginx-'))
     await mkdir(join(dir, 'tmp'))
     const tls = options.https ? await selfSignedCert(dir) : undefined
-    const isRoot = process.getuid?.() === 0
     const autoindex = options.autoindex ? `autoindex on; autoindex_format ${options.autoindex};` : ''
-    const conf = `daemon off;
-master_process on;
-worker_processes 1;
-${isRoot ? 'user root root;' : ''}
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 512; }
-http {
-  access_log off;
-  types { text/html html; text/plain txt; application/json json; }
-  default_type application/octet-stream;
-  client_body_temp_path ${dir}/tmp/body;
-  proxy_temp_path ${dir}/tmp/proxy;
-  fastcgi_temp_path ${dir}/tmp/fastcgi;
-  uwsgi_temp_path ${dir}/tmp/uwsgi;
-  scgi_temp_path ${dir}/tmp/scgi;
+    const conf = nginxConf(
+      dir,
+      `types { text/html html; text/plain txt; application/json json; }
   ${options.httpConfig ?? ''}
   server {
     listen 127.0.0.1:${port}${tls ? ' ssl' : ''};
@@ -203,9 +215,8 @@ http {
     root ${JSON.stringify(options.root)};
     location / { ${autoindex} }
     ${options.serverConfig ?? ''}
-  }
-}
-`
+  }`,
+    )
     await writeFile(join(dir, 'nginx.conf'), conf)
     const server = await launch(dir, port, {command: 'nginx', args: ['-p', dir, '-c', join(dir, 'nginx.conf')], logFile: join(dir, 'error.log'), scheme: tls ? 'https' : 'http'}).catch(async (e) => {
       await rm(dir, {recursive: true, force: true})

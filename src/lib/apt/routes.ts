@@ -15,8 +15,8 @@
  * mismatch").
  *
  * The mirrors are those selection ranks for the client among the mirrors holding the current
- * `DIR/dists/SUITE/InRelease` or `Release` of any suite: the archive as a whole, selected as
- * its directory. Which mirrors those are is read from the snapshot and kept per DIR for
+ * `DIR/dists/SUITE/InRelease` or `Release` of any suite and no copy under DIR that a content
+ * check found corrupt: the archive as a whole, selected as its directory. Which mirrors those are is read from the snapshot and kept per DIR for
  * {@link HOLDERS_TTL_MS}. A real `mirrors.txt` in the tree is delivered as itself.
  */
 import type {SelectMirror} from '../select/types.js'
@@ -54,8 +54,13 @@ function aptTarget(ctx: Pick<RequestContext, 'path' | 'slash' | 'file'>): AptTar
   return undefined
 }
 
-/** Ids of the mirrors holding the current `dists/*\/InRelease` or `dists/*\/Release` under `dir`. */
-function releaseHolders(snapshot: Snapshot, dir: string): Int16Array {
+/**
+ * Ids of the mirrors holding the current `dists/*\/InRelease` or `dists/*\/Release` under
+ * `dir`, less those with a copy under `dir` that content checks found corrupt: apt stops at
+ * a hash mismatch instead of trying the next mirror, so one bad `.deb` makes the whole
+ * mirror bad for the archive's apt clients.
+ */
+export function releaseHolders(snapshot: Snapshot, dir: string): Int16Array {
   const prefix = `${dir}dists/`
   const ids = new Set<number>()
   for (const path of snapshot.files.keys(prefix)) {
@@ -64,6 +69,7 @@ function releaseHolders(snapshot: Snapshot, dir: string): Int16Array {
     if (path.indexOf('/', prefix.length) !== path.lastIndexOf('/')) continue
     for (const id of snapshot.files.get(path)?.mirrors ?? []) ids.add(id)
   }
+  for (const id of ids) if (snapshot.hasBadCopyUnder(id, dir)) ids.delete(id)
   return Int16Array.from(ids)
 }
 

@@ -50,6 +50,14 @@ export class Snapshot {
   churn = 0
   /** The origin's symlinks (`file_link`): link path → canonical target. Replaced whole when it changes. */
   links: ReadonlyMap<string, LinkTarget> = new Map()
+  /** Paths of the copies content checks found corrupt, by mirror id (re-read with the mirrors; {@link readBadCopies}). */
+  badCopies: ReadonlyMap<number, readonly string[]> = new Map()
+
+  /** True when content checks found a copy on mirror `id` corrupt at a path starting with `prefix`. */
+  hasBadCopyUnder(id: number, prefix: string): boolean {
+    const paths = this.badCopies.get(id)
+    return paths?.some((path) => path.startsWith(prefix)) === true
+  }
 
   /**
    * The indexed file at `path`, or else, when links lie on `path`, the indexed file at its
@@ -94,6 +102,35 @@ async function readMirrors(view: ReadView): Promise<MirrorTable> {
     compiled.push(compileMirror(row))
   }
   return new MirrorTable(compiled)
+}
+
+/** Bad copies read per refresh at most: a mirror with more is suspect long before (`probe.suspect_bad_copies`). */
+const BAD_COPIES_READ = 10_000
+
+/**
+ * The copies content checks found corrupt at the files' current versions (`mirror_file_bad`,
+ * as `mb mirror show` counts them): paths by mirror id. Few rows (a mirror with many is
+ * suspect and out of selection), re-read on every refresh like the mirrors: the bad rows
+ * first, then their files by primary key, so that a network without bad copies reads no
+ * file row here.
+ */
+async function readBadCopies(view: ReadView): Promise<Map<number, string[]>> {
+  const byMirror = new Map<number, string[]>()
+  const bad = await view.query(`SELECT mirror_id, file_id, size, mtime FROM mirror_file_bad LIMIT ${BAD_COPIES_READ}`)
+  if (bad.length === 0) return byMirror
+  const files = new Map<number, {path: string; version: string}>()
+  const ids = `{${[...new Set(bad.map((row) => Number(row[1])))].join(',')}}`
+  for (const [id, path, size, mtime] of await view.query(`SELECT id, path, size, mtime FROM file WHERE id = ANY($1::int[])`, [ids])) {
+    files.set(Number(id), {path: path as string, version: `${size}/${mtime}`})
+  }
+  for (const [mirror, fileId, size, mtime] of bad) {
+    const file = files.get(Number(fileId))
+    if (file === undefined || file.version !== `${size}/${mtime}`) continue // a copy of an older version
+    const paths = byMirror.get(Number(mirror))
+    if (paths) paths.push(file.path)
+    else byMirror.set(Number(mirror), [file.path])
+  }
+  return byMirror
 }
 
 /** Reads every redirect rule (a handful of rows, re-read on every refresh like the mirrors) and compiles them against `mirrors`. */
@@ -157,6 +194,7 @@ export async function loadSnapshot(database: Database, onProgress?: (files: numb
     snapshot.xmin = await currentXmin(view)
     snapshot.mirrors = await readMirrors(view)
     snapshot.rules = await readRules(view, snapshot.mirrors)
+    snapshot.badCopies = await readBadCopies(view)
     snapshot.links = await readLinkRows(view)
     const [[minId, maxId, count]] = await view.query(`SELECT coalesce(min(id), 0), coalesce(max(id), 0), count(*)::int FROM file`)
     const lo = Number(minId) - 1
@@ -207,6 +245,7 @@ export async function refreshSnapshot(database: Database, snapshot: Snapshot): P
   result.deleted = await snapshot.files.applyChangeSet(changes.tombstones, changes.entries, () => {
     snapshot.mirrors = changes.mirrors
     snapshot.rules = changes.rules
+    snapshot.badCopies = changes.badCopies
     if (changes.links !== undefined) snapshot.links = changes.links
     snapshot.xmin = changes.xmin
   })
@@ -221,6 +260,7 @@ interface Changes {
   xmin: string
   mirrors: MirrorTable
   rules: RuleSet
+  badCopies: Map<number, string[]>
   /** All links, when `file_link` changed since (else undefined: keep the snapshot's). */
   links: Map<string, LinkTarget> | undefined
   /** Paths deleted since, to drop before applying `entries`. */
@@ -248,6 +288,7 @@ async function readChanges(view: ReadView, since: string, limit: number, snapsho
   const xmin = await currentXmin(view)
   const mirrors = await readMirrors(view)
   const rules = await readRules(view, mirrors)
+  const badCopies = await readBadCopies(view)
   const links = await readLinksIfChanged(view, unseen, snapshot.links.size)
   // Ends with the transaction. Every file query below has its txid index to go by.
   await view.query('SET LOCAL enable_seqscan = off')
@@ -267,5 +308,5 @@ async function readChanges(view: ReadView, since: string, limit: number, snapsho
       for (const row of await view.query(`SELECT ${FILE_COLUMNS} FROM file WHERE id = ANY($1::int[])`, [page])) entries.push(fileFromRow(snapshot, row))
     }
   }
-  return {xmin, mirrors, rules, links, tombstones, entries}
+  return {xmin, mirrors, rules, badCopies, links, tombstones, entries}
 }
