@@ -50,7 +50,8 @@ import {cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSy
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {expect} from 'chai'
-import {corruptInPlace, filesUnder, GB, GB6, hasIpv6Loopback, MIRRORS, run, SE, sha256, startNginxWith, US} from '../helpers/bad-world.js'
+import {corruptInPlace, filesUnder, GB, GB6, hasIpv6Loopback, MIRRORS, SE, sha256, startNginxWith, US} from '../helpers/bad-world.js'
+import {aria2Plain, runClient as run} from '../helpers/clients.js'
 import {APT_DEB, APT_DEB_NAME, buildAptArchive, hermeticApt} from '../helpers/apt-archive.js'
 import {mb, requireBinary} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
@@ -274,7 +275,7 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
   })
 
   /** aria2c without any download option: only what keeps it hermetic (no user config) and its log readable. */
-  const ARIA2 = ['--no-conf', '--log=-', '--log-level=info', '--console-log-level=warn', '--summary-interval=0']
+  const ARIA2 = aria2Plain('info')
 
   it('aria2c URL (GB): takes the meta4, ends by itself with the right bytes', async function () {
     requireBinary(this, 'aria2c', 'aria2')

@@ -1,7 +1,6 @@
 /**
  * Pieces of the "bad mirror world" e2e test (test/e2e/bad-mirror-world.test.ts) that are not
- * about one client: running a client with a time limit, an nginx from a config body, faults
- * made in place on a mirror's tree.
+ * about one client: an nginx from a config body, faults made in place on a mirror's tree.
  */
 import {type ChildProcess, spawn, spawnSync} from 'node:child_process'
 import {createHash} from 'node:crypto'
@@ -45,25 +44,6 @@ const NGINX = 'nginx'
 
 /** The SHA-256 of `bytes`, hex. */
 export const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex')
-
-/** Runs `command args` in `cwd`; a run still going after `limitMs` is killed (code -1). Never throws. */
-export function run(command: string, args: string[], options: {cwd?: string; limitMs?: number; env?: NodeJS.ProcessEnv} = {}): Promise<{code: number; log: string}> {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, {cwd: options.cwd, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe']})
-    let log = ''
-    child.stdout.on('data', (d) => (log += d))
-    child.stderr.on('data', (d) => (log += d))
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.limitMs ?? 120_000)
-    child.on('error', (e) => {
-      clearTimeout(timer)
-      resolve({code: -1, log: log + String(e)})
-    })
-    child.on('close', (code) => {
-      clearTimeout(timer)
-      resolve({code: code ?? -1, log})
-    })
-  })
-}
 
 function canConnect(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
