@@ -291,12 +291,24 @@ export function clientAddresses(count: number): string[] {
   return out
 }
 
-export function luaScript(paths: string[], ips: string[]): string {
+/**
+ * wrk's request script: GETs of random `paths`, each from a random address of `ips` in
+ * X-Forwarded-For. With `ports`, wrk's threads go to 127.0.0.1 on those ports in turn (thread
+ * k to `ports[k mod n]`), so that one wrk spreads its load over several servers.
+ */
+export function luaScript(paths: string[], ips: string[], ports: number[] = []): string {
   const list = (xs: string[]) => xs.map((x) => `"${x}"`).join(',\n')
   return `local paths = {\n${list(paths)}\n}
 local ips = {\n${list(ips)}\n}
-local np, ni = #paths, #ips
-function setup(thread) thread:set("seed", math.random(1, 1e9)) end
+local ports = {${ports.join(', ')}}
+local np, ni, threads = #paths, #ips, 0
+function setup(thread)
+  thread:set("seed", math.random(1, 1e9))
+  if #ports > 0 then
+    thread.addr = wrk.lookup("127.0.0.1", tostring(ports[threads % #ports + 1]))[1]
+    threads = threads + 1
+  end
+end
 function init(args) math.randomseed(seed or os.time()) end
 function request()
   return wrk.format("GET", paths[math.random(np)], {["X-Forwarded-For"] = ips[math.random(ni)]})
