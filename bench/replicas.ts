@@ -318,6 +318,19 @@ function targets(plan: Plan, medians: Round[], fullRead: number, counting: {coun
   return out
 }
 
+/** Prints the medians as the table of docs/benchmarks-curves.md ("Replicas on one primary"). */
+function markdown(plan: Plan, medians: Round[], fullRead: number): void {
+  console.log(`\nfor docs/benchmarks-curves.md (${plan.files} files, a change of ${plan.change} files, medians of ${plan.rounds} rounds):\n`)
+  console.log('| replicas | idle PostgreSQL CPU (% of a core) | change reaches every replica (s) | PostgreSQL CPU per change (ms) | per replica (ms) | per replica, share of a full read |')
+  console.log('|---:|---:|---:|---:|---:|---:|')
+  medians.forEach((m, i) => {
+    const n = plan.counts[i]
+    console.log(
+      `| ${n} | ${(m.idle * 100).toFixed(2)} | ${m.reach.toFixed(2)} | ${(m.perChange * 1000).toFixed(1)} | ${((m.perChange / n) * 1000).toFixed(1)} | ${((m.perChange / n / fullRead) * 100).toFixed(1)}% |`,
+    )
+  })
+}
+
 /** Opens the writer, prepares the dataset and the change, returns the run's context. */
 async function setUp(plan: Plan & {fresh: boolean}, work: string, replicas: Replica[]): Promise<Context> {
   const admin = new pg.Client({connectionString: ADMIN_URL})
@@ -377,6 +390,7 @@ export async function main(args: string[]): Promise<void> {
     const counting = await countingCheck(ctx)
     console.log(`\ntargets (medians of ${plan.rounds} rounds; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}):`)
     targets(plan, medians, fullRead, counting)
+    markdown(plan, medians, fullRead)
     console.log(`took ${((performance.now() - started) / 60_000).toFixed(1)} min`)
   } finally {
     for (const r of replicas) await stop(r.child)
