@@ -513,6 +513,9 @@ function anchor(heading: string): string {
     .replace(/\s/g, '-')
 }
 
+/** The line of docs/benchmarks-curves.md after which the sections of other benchmarks stand; a curves run keeps them. */
+const KEPT_MARKER = '<!-- Sections below: from other benchmarks (npm run bench -- replicas), kept when `curves` rewrites this page. -->'
+
 /** docs/benchmarks-curves.md: the conditions of the run, a summary of the verdicts, then each curve's chart and table. */
 function writeDocs(out: string, curves: Curve[], targets: Verdict[], header: string[]): string {
   const svgDir = join(out, 'curves')
@@ -540,7 +543,10 @@ function writeDocs(out: string, curves: Curve[], targets: Verdict[], header: str
   }
   if (targets.length > 0) page.push('', 'Targets measured on these curves:', '', '```', ...targets.map((t) => t.line.trimStart()), '```')
   const file = join(out, 'benchmarks-curves.md')
-  writeFileSync(file, `${[...page, ...sections].join('\n')}\n`)
+  // Sections from other benchmarks (`replicas`) follow KEPT_MARKER: kept as they are.
+  const old = existsSync(file) ? readFileSync(file, 'utf8') : ''
+  const kept = old.includes(KEPT_MARKER) ? `\n${old.slice(old.indexOf(KEPT_MARKER))}` : ''
+  writeFileSync(file, `${[...page, ...sections].join('\n')}\n${kept}`)
   return file
 }
 

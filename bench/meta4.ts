@@ -8,7 +8,12 @@
  *   target >= 7,500/s each (3x MirrorBrain's ~2,500/s on this machine);
  * - `meta4` of a 700 MB file (`--big-size`, 1,400 pieces of 512 KiB): target >= 3,000/s;
  * - `.torrent`, `.magnet` and `.zsync` of the 700 MB file and the `.mirrorlist` of the
- *   typical file: measured, no target.
+ *   typical file: measured, no target;
+ * - the same as users arrive (`redirect_mixed`, `meta4_mixed`): the 302 and the `.meta4` of
+ *   `--mixed-files` files of the typical size (default 5,000) on the same mirrors, each
+ *   request for a random one of them from a random one of `--clients` addresses (default
+ *   2,000, in X-Forwarded-For from a trusted proxy), so that GeoIP, selection and the
+ *   per-version document cache see many keys; printed beside the hot-file figure.
  *
  * Creates a fresh PostgreSQL database `mb_bench_meta4` (MB_BENCH_ADMIN_URL, default
  * postgres://postgres@127.0.0.1:5432/postgres) and sparse origin files with synthetic hashes,
@@ -24,7 +29,7 @@
  */
 import {spawn} from 'node:child_process'
 import {randomBytes} from 'node:crypto'
-import {closeSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {closeSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, utimesSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {parseArgs} from 'node:util'
@@ -37,8 +42,9 @@ import {pieceSizeFor} from '../src/lib/origin/hash.js'
 import {zsyncParams} from '../src/lib/origin/zsync.js'
 import type {Candidate} from '../src/lib/select/types.js'
 import {startServe} from '../src/lib/serve/lifecycle/run.js'
+import {ADMIN_URL, dbUrl, median, verdict} from './lib.js'
+import {clientAddresses, luaScript} from './serve.js'
 
-const ADMIN_URL = process.env.MB_BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const COUNTRIES: Array<[string, string]> = [
   ['DE', 'EU'],
   ['FR', 'EU'],
@@ -59,6 +65,8 @@ interface Case {
   name: string
   path: string
   target?: number
+  /** A wrk request script (random paths and clients); `path` is then one of its paths, checked before measuring. */
+  script?: string
 }
 
 /** What one wrk run of a case gave. */
@@ -68,12 +76,6 @@ interface Measured {
   p99_ms: number
   bytes: number
   non2xx: number
-}
-
-function dbUrl(name: string): string {
-  const url = new URL(ADMIN_URL)
-  url.pathname = `/${name}`
-  return url.toString()
 }
 
 function run(command: string, args: string[]): Promise<{status: number; stdout: string; stderr: string}> {
@@ -89,12 +91,6 @@ function run(command: string, args: string[]): Promise<{status: number; stdout: 
 }
 
 const hex = (bytes: number) => randomBytes(bytes).toString('hex')
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
-}
 
 /** wrk's latency figure (`812.00us`, `9.10ms`, `1.02s`) in milliseconds. */
 function latencyMs(text: string | undefined): number {
@@ -161,6 +157,67 @@ async function addFile(database: Database, root: string, name: string, size: num
   }
 }
 
+/** The path of mixed file `i` (100 directories). */
+function mixedPath(i: number): string {
+  return `pub/mixed/d${i % 100}/file-${i}.iso`
+}
+
+/**
+ * `count` files of `size` bytes on every mirror of `ids` for the mixed cases (sparse origin
+ * files, synthetic hashes and pieces, one mtime), and their wrk scripts in `root`: the 302s and
+ * the `.meta4`s of random ones of them, each from a random one of `clients` addresses.
+ */
+async function addMixedFiles(database: Database, root: string, count: number, size: number, ids: number[], clients: number): Promise<string[]> {
+  const mtime = 1_700_000_000
+  const pieceSize = pieceSizeFor(size)
+  const paths = Array.from({length: count}, (_, i) => mixedPath(i))
+  for (const path of paths) {
+    const full = join(root, path)
+    mkdirSync(full.slice(0, full.lastIndexOf('/')), {recursive: true})
+    const fd = openSync(full, 'w')
+    ftruncateSync(fd, size) // sparse: no disk space used
+    closeSync(fd)
+    utimesSync(full, mtime, mtime)
+  }
+  for (let start = 0; start < count; start += 500) {
+    const rows = paths.slice(start, start + 500).map((path) => ({path, size, mtime, mirrors: ids, ...syntheticHashes(size, pieceSize, mtime)}))
+    await database.db.insertInto('file').values(rows).execute()
+  }
+  const addresses = clientAddresses(clients)
+  for (const [name, suffix] of [
+    ['redirect_mixed', ''],
+    ['meta4_mixed', '.meta4'],
+  ]) {
+    writeFileSync(
+      join(root, `${name}.lua`),
+      luaScript(
+        paths.map((p) => `/${p}${suffix}`),
+        addresses,
+      ),
+    )
+  }
+  return paths
+}
+
+/**
+ * Requests every one of `urls` once, 16 at a time: what the first request of each file costs
+ * (caches cold: the hash row read from the database, the file part rendered), in responses/s.
+ * Run before the mixed cases are measured, so that they measure a server that has seen its
+ * files, as one does minutes after a start.
+ */
+async function firstRequests(urls: string[]): Promise<number> {
+  const t0 = performance.now()
+  let next = 0
+  const worker = async () => {
+    while (next < urls.length) {
+      const res = await fetch(urls[next++], {redirect: 'manual'})
+      await res.arrayBuffer()
+    }
+  }
+  await Promise.all(Array.from({length: 16}, worker))
+  return urls.length / ((performance.now() - t0) / 1000)
+}
+
 /** Waits until `url` answers 200 (the snapshot has picked the rows up); its body's bytes. */
 async function ready(url: string, check: (body: string) => boolean): Promise<number> {
   let status = 0
@@ -176,9 +233,9 @@ async function ready(url: string, check: (body: string) => boolean): Promise<num
 }
 
 /** One wrk run against `url`; `cpu_us`: this process's CPU time (user + system: the server and its PostgreSQL client) per response, µs. */
-async function measure(url: string, connections: string, seconds: string, bytes: number): Promise<Measured> {
+async function measure(url: string, connections: string, seconds: string, bytes: number, script?: string): Promise<Measured> {
   const cpu = process.cpuUsage()
-  const wrk = await run('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', url])
+  const wrk = await run('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', ...(script ? ['-s', script] : []), url])
   const used = process.cpuUsage(cpu)
   if (wrk.status !== 0) throw new Error(`wrk failed (is it installed? apt-get install wrk): ${wrk.stderr}`)
   const requests = Number(/(\d+) requests in/.exec(wrk.stdout)?.[1] ?? Number.NaN)
@@ -204,6 +261,8 @@ export async function main(args: string[]): Promise<void> {
       rounds: {type: 'string', default: '1'},
       json: {type: 'string'},
       cases: {type: 'string'},
+      'mixed-files': {type: 'string', default: '5000'},
+      clients: {type: 'string', default: '2000'},
     },
   })
   const size = Number(values.size)
@@ -219,6 +278,8 @@ export async function main(args: string[]): Promise<void> {
     {name: 'magnet', path: 'pub/big.iso.magnet'},
     {name: 'zsync', path: 'pub/big.iso.zsync'},
     {name: 'mirrorlist', path: 'pub/file.iso.mirrorlist'},
+    {name: 'redirect_mixed', path: mixedPath(0), script: 'redirect_mixed.lua'},
+    {name: 'meta4_mixed', path: `${mixedPath(0)}.meta4`, script: 'meta4_mixed.lua'},
   ]
   const only = values.cases?.split(',')
   const cases = all.filter((c) => c.name === 'redirect' || !only || only.includes(c.name))
@@ -247,18 +308,41 @@ export async function main(args: string[]): Promise<void> {
     }
     await addFile(database, root, 'file.iso', size, ids, false)
     await addFile(database, root, 'big.iso', bigSize, ids, true)
-    const config = ConfigSchema.parse({root, database_url: dbUrl(name), serve: {listen: '127.0.0.1:0'}, select: {metalink_max_mirrors: 100}, log_level: 'silent'})
+    const mixedPaths = await addMixedFiles(database, root, Number(values['mixed-files']), size, ids, Number(values.clients))
+    // No retry memory: wrk's one client asking again and again for the hot file would be a
+    // client retrying, sent down the ranks and every 42nd time to the origin, which then
+    // delivers 16 MiB; the hot 302 is the plain redirect of that file, the ceiling.
+    const select = {metalink_max_mirrors: 100, retry_window_seconds: 0}
+    const config = ConfigSchema.parse({root, database_url: dbUrl(name), trusted_proxies: ['127.0.0.1/32'], serve: {listen: '127.0.0.1:0'}, select, log_level: 'silent'})
     running = await startServe(config, {database})
     const base = running.url
     const bytes = new Map<string, number>()
     for (const c of cases) bytes.set(c.name, await ready(`${base}/${c.path}`, (body) => !c.path.endsWith('.meta4') || body.includes('<pieces')))
+    for (const c of cases) {
+      if (c.script === undefined) continue
+      const suffix = c.path.slice(mixedPath(0).length)
+      const rate = await firstRequests(mixedPaths.map((p) => `${base}/${p}${suffix}`))
+      console.log(`  ${c.name}: the first request of each of ${mixedPaths.length} files (caches cold, 16 at a time): ${Math.round(rate)}/s`)
+    }
     const urls = ((await (await fetch(`${base}/pub/file.iso.meta4`)).text()).match(/<url /g) ?? []).length
-    for (const c of cases) await measure(`${base}/${c.path}`, values.connections, '1', 0) // warm-up, not counted
+    const script = (c: Case) => (c.script ? join(root, c.script) : undefined)
+    for (const c of cases) await measure(`${base}/${c.path}`, values.connections, '1', 0, script(c)) // warm-up, not counted
     const results = new Map<string, Measured[]>(cases.map((c) => [c.name, []]))
     for (let round = 0; round < rounds; round++) {
-      for (const c of cases) results.get(c.name)!.push(await measure(`${base}/${c.path}`, values.connections, values.seconds, bytes.get(c.name)!))
+      for (const c of cases) results.get(c.name)!.push(await measure(`${base}/${c.path}`, values.connections, values.seconds, bytes.get(c.name)!, script(c)))
     }
-    report(cases, results, {size, bigSize, mirrorCount, urls, rounds, seconds: values.seconds, connections: values.connections, inProcess})
+    report(cases, results, {
+      size,
+      bigSize,
+      mirrorCount,
+      urls,
+      rounds,
+      seconds: values.seconds,
+      connections: values.connections,
+      inProcess,
+      mixedFiles: Number(values['mixed-files']),
+      clients: Number(values.clients),
+    })
     if (values.json) {
       const figures = Object.fromEntries(
         cases.map((c) => [
@@ -288,10 +372,9 @@ export async function main(args: string[]): Promise<void> {
 function report(
   cases: Case[],
   results: Map<string, Measured[]>,
-  run: {size: number; bigSize: number; mirrorCount: number; urls: number; rounds: number; seconds: string; connections: string; inProcess: Record<string, number>},
+  run: {size: number; bigSize: number; mirrorCount: number; urls: number; rounds: number; seconds: string; connections: string; inProcess: Record<string, number>; mixedFiles: number; clients: number},
 ): void {
   const rate = (name: string) => median(results.get(name)!.map((m) => m.rate))
-  const ceiling = rate('redirect')
   console.log(
     `metalink benchmark: ${run.mirrorCount} mirrors (${run.urls} <url> per document), typical file ${run.size} bytes, big file ${run.bigSize} bytes (${Math.ceil(run.bigSize / pieceSizeFor(run.bigSize))} pieces); wrk ${run.connections} connections, ${run.seconds} s per case, ${run.rounds} interleaved round(s), medians`,
   )
@@ -300,15 +383,21 @@ function report(
     const m = results.get(c.name)!
     const p99 = median(m.map((x) => x.p99_ms))
     const non2xx = m.reduce((n, x) => n + x.non2xx, 0)
-    const share = c.name === 'redirect' ? 'the ceiling' : `${((rate(c.name) / ceiling) * 100).toFixed(0)}% of the 302`
+    const mixed = c.script !== undefined
+    const against = mixed && c.name !== 'redirect_mixed' && results.has('redirect_mixed') ? 'redirect_mixed' : 'redirect'
+    const share = c.name === 'redirect' ? 'the ceiling' : `${((rate(c.name) / rate(against)) * 100).toFixed(0)}% of the ${against === 'redirect' ? '302' : 'mixed 302'}`
     const each = run.rounds > 1 ? ` [${m.map((x) => Math.round(x.rate)).join(', ')}]` : ''
     console.log(
-      `  ${c.name.padEnd(10)} ${String(Math.round(rate(c.name))).padStart(6)}/s${each}, p99 ${p99.toFixed(1)} ms, ${median(m.map((x) => x.cpu_us)).toFixed(1)} µs CPU, ${m[0].bytes} bytes, ${share}${non2xx ? `, NON-2XX ${non2xx}` : ''}  (/${c.path})`,
+      `  ${c.name.padEnd(14)} ${String(Math.round(rate(c.name))).padStart(6)}/s${each}, p99 ${p99.toFixed(1)} ms, ${median(m.map((x) => x.cpu_us)).toFixed(1)} µs CPU, ${m[0].bytes} bytes, ${share}${non2xx ? `, NON-2XX ${non2xx}` : ''}  (/${c.path}${mixed ? ` and the rest of ${run.mixedFiles} paths from ${run.clients} clients` : ''})`,
     )
   }
-  for (const c of cases) {
-    if (c.target === undefined) continue
-    const value = rate(c.name)
-    console.log(`  target ${c.name} >= ${c.target}/s: ${Math.round(value)}/s ${value >= c.target ? 'PASS' : 'FAIL'}`)
+  // As users arrive: each mixed figure beside the hot file's (one path, one client).
+  for (const hot of ['redirect', 'meta4']) {
+    if (!results.has(`${hot}_mixed`) || !results.has(hot)) continue
+    const mixed = rate(`${hot}_mixed`)
+    console.log(
+      `  ${hot}: hot file ${Math.round(rate(hot))}/s, mixed (${run.mixedFiles} paths, ${run.clients} clients) ${Math.round(mixed)}/s, ${((mixed / rate(hot)) * 100).toFixed(0)}% of the hot figure`,
+    )
   }
+  for (const c of cases) if (c.target !== undefined) verdict(c.name, rate(c.name), c.target, '/s', 'higher')
 }

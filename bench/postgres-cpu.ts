@@ -68,16 +68,34 @@ async function readCpu(client: pg.Client, database: string): Promise<Map<number,
   const out = new Map<number, number>()
   const {rows} = await client.query<{pid: number}>('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database])
   for (const {pid} of rows) {
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
-        .replace(/^.*\) /, '')
-        .split(' ')
-      out.set(pid, (Number(fields[11]) + Number(fields[12])) / 100) // utime, stime (fields 14 and 15 of stat); USER_HZ
-    } catch {
-      /* gone, or on another host */
-    }
+    const seconds = processCpuSeconds(pid)
+    if (seconds !== undefined) out.set(pid, seconds)
   }
   return out
+}
+
+/**
+ * CPU seconds (user + system) process `pid` of this host has used, or undefined when it is
+ * gone. Read from `/proc/PID/schedstat` (time on the CPU, in nanoseconds) where the kernel
+ * keeps it, else from `/proc/PID/stat` (utime + stime in 10 ms ticks): an idle backend spends
+ * a fraction of a tick per poll, and ten of them rounded to ticks would blur a 1%-of-a-core
+ * figure by as much as itself.
+ */
+export function processCpuSeconds(pid: number): number | undefined {
+  try {
+    const ns = Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0])
+    if (ns > 0) return ns / 1e9
+  } catch {
+    /* no schedstat: the ticks below */
+  }
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /, '')
+      .split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100 // utime, stime (fields 14 and 15 of stat); USER_HZ
+  } catch {
+    return undefined // gone, or on another host
+  }
 }
 
 /**

@@ -12,6 +12,7 @@ const BENCHES: Record<string, string> = {
   meta4: './meta4.ts',
   stats: './stats.ts',
   'origin-check': './origin-check.ts',
+  replicas: './replicas.ts',
   demand: './demand.ts',
   curves: './curves.ts',
   embedded: './embedded.ts',

@@ -29,7 +29,9 @@
  * check of the disk on each redirect (`serve.disk_check_seconds`, one stat per path per
  * second) stats real files. Its cost is measured like counting's: `--origin-check-rounds`
  * interleaved pairs of the check off (`disk_check_seconds: 0`) and on, medians compared.
- * `--paths` sets how many distinct paths wrk requests (the stat cache holds each for 1 s).
+ * `--paths` sets how many distinct paths wrk requests (the stat cache holds each for 1 s),
+ * `--clients` from how many client addresses (default 5,000 paths and 2,000 addresses: the
+ * mixed workload of issue 37; `npm run bench -- meta4` sets the same mix beside one hot file).
  *
  * The retry memory (`select.retry_window_seconds`, on by default: each redirect remembers
  * its client address and path, docs/selection.md "Retries") is measured the same way:
@@ -291,12 +293,24 @@ export function clientAddresses(count: number): string[] {
   return out
 }
 
-export function luaScript(paths: string[], ips: string[]): string {
+/**
+ * wrk's request script: GETs of random `paths`, each from a random address of `ips` in
+ * X-Forwarded-For. With `ports`, wrk's threads go to 127.0.0.1 on those ports in turn (thread
+ * k to `ports[k mod n]`), so that one wrk spreads its load over several servers.
+ */
+export function luaScript(paths: string[], ips: string[], ports: number[] = []): string {
   const list = (xs: string[]) => xs.map((x) => `"${x}"`).join(',\n')
   return `local paths = {\n${list(paths)}\n}
 local ips = {\n${list(ips)}\n}
-local np, ni = #paths, #ips
-function setup(thread) thread:set("seed", math.random(1, 1e9)) end
+local ports = {${ports.join(', ')}}
+local np, ni, threads = #paths, #ips, 0
+function setup(thread)
+  thread:set("seed", math.random(1, 1e9))
+  if #ports > 0 then
+    thread.addr = wrk.lookup("127.0.0.1", tostring(ports[threads % #ports + 1]))[1]
+    threads = threads + 1
+  end
+end
 function init(args) math.randomseed(seed or os.time()) end
 function request()
   return wrk.format("GET", paths[math.random(np)], {["X-Forwarded-For"] = ips[math.random(ni)]})
@@ -491,6 +505,7 @@ export async function main(argv: string[]): Promise<void> {
       'stats-rounds': {type: 'string', default: '3'},
       rounds: {type: 'string', default: '1'},
       paths: {type: 'string', default: '5000'},
+      clients: {type: 'string', default: '2000'},
       'origin-files': {type: 'string', default: 'requested'},
       'origin-check-rounds': {type: 'string', default: '2'},
       'retry-rounds': {type: 'string', default: '2'},
@@ -529,7 +544,9 @@ export async function main(argv: string[]): Promise<void> {
     if (!(Number.isInteger(pathCount) && pathCount >= 1)) throw new Error('--paths takes a whole number >= 1')
     for (let i = 0; i < pathCount; i++) paths.push(`/${filePath(Math.floor(random() * files))}`)
     const script = join(work, 'requests.lua')
-    writeFileSync(script, luaScript(paths, clientAddresses(5000)))
+    const clients = Number(values.clients)
+    if (!(Number.isInteger(clients) && clients >= 1)) throw new Error('--clients takes a whole number >= 1')
+    writeFileSync(script, luaScript(paths, clientAddresses(clients)))
     const root = join(work, 'root')
     spawnSync('mkdir', ['-p', root])
     const originFiles = values['origin-files']!
@@ -667,7 +684,7 @@ export async function main(argv: string[]): Promise<void> {
       const mbPgCpuUs = pairs[0].mb.pgCpuUs
 
       const processes = workers === 1 ? '1 process' : `${workers} workers`
-      console.log(`\nwrk, ${connections} connections, ${seconds} s, random paths and X-Forwarded-For, ${processes}:`)
+      console.log(`\nwrk, ${connections} connections, ${seconds} s, ${pathCount} random paths from ${clients} X-Forwarded-For addresses, ${processes}:`)
       const ratios: number[] = []
       const cpuRatios: number[] = []
       const of = rounds > 1 ? `, median of ${rounds}` : ''
