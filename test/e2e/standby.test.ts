@@ -7,7 +7,6 @@
  */
 import {execFileSync} from 'node:child_process'
 import {chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
-import {createServer} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {expect} from 'chai'
@@ -17,20 +16,9 @@ import {openReadReplica, replicaLag} from '../../src/lib/db/replica.js'
 import {mb} from '../helpers/cli.js'
 import {parsePrometheus} from '../helpers/prometheus.js'
 import {request, type ServeProcess, startServe} from '../helpers/serve-process.js'
+import {freePort} from '../helpers/servers.js'
 
 const PG_BIN = '/usr/lib/postgresql/15/bin'
-
-/** A port free on 127.0.0.1 now. */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as {port: number}).port
-      srv.close(() => resolve(port))
-    })
-    srv.on('error', reject)
-  })
-}
 
 /** Runs `fn` until it returns a truthy value, every 100 ms for up to `ms`; the last value otherwise. */
 async function until<T>(ms: number, fn: () => Promise<T>): Promise<T> {

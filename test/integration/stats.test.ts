@@ -6,7 +6,6 @@
  */
 import {execFileSync} from 'node:child_process'
 import {chmodSync, existsSync, mkdtempSync, readFileSync, rmSync} from 'node:fs'
-import {createServer} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {expect} from 'chai'
@@ -21,6 +20,7 @@ import {queryStats} from '../../src/lib/stats/query.js'
 import type {RequestOutcome} from '../../src/lib/serve/delivery/outcome.js'
 import {mb} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {freePort} from '../helpers/servers.js'
 
 const DAY = 86_400_000
 const T0 = Date.UTC(2026, 10, 20, 12, 0, 0) // 2026-11-20 12:00 UTC
@@ -423,17 +423,6 @@ describe(`stats collector and mb stats (${backend})`, function () {
 })
 
 const PG_BIN = '/usr/lib/postgresql/15/bin'
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as {port: number}).port
-      srv.close(() => resolve(port))
-    })
-    srv.on('error', reject)
-  })
-}
 
 describe('stats flush while PostgreSQL is down (private cluster)', function () {
   let dir: string
