@@ -30,7 +30,7 @@ const digestOf = (content: string) => `SHA-256=${b64('sha256', content)}, MD5=${
 
 /** Redirect headers under the configured base URL `base` (torrents not served unless asked). */
 function headersFor(base?: string, extra: Partial<RedirectHeaderOptions> = {}): MetalinkRedirectHeaders {
-  return new MetalinkRedirectHeaders({baseUrls: new BaseUrls(base), torrents: false, ...extra})
+  return new MetalinkRedirectHeaders({baseUrls: new BaseUrls(base), torrents: false, cache: {entries: 10_000, bytes: 32 * 1024 * 1024}, ...extra})
 }
 
 describe('Metalink/HTTP redirect headers', () => {
@@ -104,8 +104,8 @@ describe('Metalink/HTTP redirect headers', () => {
     expect(headers.lines(arena.entry(fields, null, null, null), base)).to.deep.equal(['Link', ORIGIN, 'Link', META4])
   })
 
-  it('keeps at most cacheSize file versions, the least recently used going first', () => {
-    const headers = headersFor(undefined, {cacheSize: 2})
+  it('keeps at most its budget of file versions, the least recently used going first', () => {
+    const headers = headersFor(undefined, {cache: {entries: 2, bytes: 32 * 1024 * 1024}})
     const base = 'https://dl.example.org/'
     const a = headers.lines(entry('a', {path: 'a'}), base)
     const b = headers.lines(entry('b', {path: 'b'}), base)

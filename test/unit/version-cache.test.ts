@@ -6,7 +6,7 @@ describe('per-version cache of document parts', () => {
 
   it('answers only the version an entry was made for: a new size, mtime, MD5, SHA-1, SHA-256 or formats bits (the piece algorithm) of the path misses and drops it', () => {
     for (const change of [{size: 101}, {mtime: 1_700_000_001}, {md5: 'e'.repeat(32)}, {sha1: 'c'.repeat(40)}, {sha256: 'd'.repeat(64)}, {sha256: null}, {formats: 4}]) {
-      const cache = new VersionCache<string>(10, 1000)
+      const cache = new VersionCache<string>({entries: 10, bytes: 1000})
       cache.set(v1, 'one', 1)
       expect(cache.get({...v1})).to.equal('one')
       expect(cache.get({...v1, ...change})).to.equal(undefined)
@@ -15,7 +15,7 @@ describe('per-version cache of document parts', () => {
   })
 
   it('takes an equal digest id for equal hashes, and compares the hashes when the id differs or is absent', () => {
-    const cache = new VersionCache<string>(10, 1000)
+    const cache = new VersionCache<string>({entries: 10, bytes: 1000})
     cache.set({...v1, digestId: 7}, 'one', 1)
     expect(cache.get({...v1, digestId: 7})).to.equal('one')
     // Another id (a reloaded snapshot) with the same hashes: a hit, and the id is learnt.
@@ -26,7 +26,7 @@ describe('per-version cache of document parts', () => {
   })
 
   it('keeps the entries hit since the last half of the cache moved, and evicts the oldest', () => {
-    const cache = new VersionCache<string>(4, 1000)
+    const cache = new VersionCache<string>({entries: 4, bytes: 1000})
     const at = (path: string) => ({...v1, path})
     for (const p of ['a', 'b', 'c', 'd']) cache.set(at(p), p, 1)
     expect(cache.get(at('a'))).to.equal('a') // 3 moves since a: moved to the young end
@@ -37,7 +37,7 @@ describe('per-version cache of document parts', () => {
   })
 
   it('evicts the least recently used entry by count and by bytes, and keeps nothing larger than its byte bound', () => {
-    const cache = new VersionCache<string>(2, 100)
+    const cache = new VersionCache<string>({entries: 2, bytes: 100})
     const at = (path: string) => ({...v1, path})
     cache.set(at('a'), 'a', 10)
     cache.set(at('b'), 'b', 10)

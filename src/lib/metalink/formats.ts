@@ -21,7 +21,7 @@ import type {MetalinkDocument} from './document.js'
 import {contentDisposition, writeBody} from './http.js'
 import {magnetLink, renderTorrent, TORRENT_MEDIA_TYPE, type TorrentInfo, torrentInfo, type TorrentOptions, torrentParts} from './torrent.js'
 import {ZSYNC_MEDIA_TYPE, type ZsyncControl, zsyncNameOk, zsyncParts} from './zsync-control.js'
-import {VersionCache} from './version-cache.js'
+import {type CacheBudget, VersionCache} from './version-cache.js'
 
 /** The representations this module answers. */
 export type FormatKind = 'torrent' | 'magnet' | 'btih' | 'zsync'
@@ -53,10 +53,10 @@ export interface Unavailable {
 export interface FormatStoreOptions {
   /** Smallest file size in bytes with zsync sums (config `zsync.min_size`); null: zsync is off. */
   zsyncMinSize: number | null
-  /** Info dictionaries kept (default 1,000). */
-  torrentEntries?: number
-  /** Bytes of zsync block sums kept (default 64 MiB). */
-  zsyncBytes?: number
+  /** BitTorrent info dictionaries kept (./version-cache.ts). */
+  torrentCache: CacheBudget
+  /** zsync block sums kept (./version-cache.ts). */
+  zsyncCache: CacheBudget
   /** Tracker URLs (config `torrent.trackers`). */
   trackers?: readonly string[]
   /** Name the .torrent in meta4 documents (config `torrent.meta4_metaurl`, default false). */
@@ -76,8 +76,8 @@ export class FormatStore {
     private readonly database: Database | undefined,
     private readonly options: FormatStoreOptions,
   ) {
-    this.torrents = new VersionCache(options.torrentEntries ?? 1000, Number.POSITIVE_INFINITY)
-    this.zsyncs = new VersionCache(Number.POSITIVE_INFINITY, options.zsyncBytes ?? 64 * 1024 * 1024)
+    this.torrents = new VersionCache(options.torrentCache)
+    this.zsyncs = new VersionCache(options.zsyncCache)
     this.trackers = options.trackers ?? []
     this.meta4Metaurl = options.meta4Metaurl ?? false
   }

@@ -104,7 +104,9 @@ export async function offlineMetalink(database: Database, config: OfflineSetting
 
 /** The `.torrent`, magnet link or `.zsync` of `doc`, from the store. */
 async function clientFormat(database: Database, config: OfflineSettings, doc: MetalinkDocument, format: 'torrent' | 'magnet' | 'zsync', sha1: string | null): Promise<string | Buffer> {
-  const store = new FormatStore(database, {zsyncMinSize: zsyncMinSize(config.zsync), trackers: config.torrent.trackers})
+  // One document, made once: its caches hold that one version.
+  const once = {entries: 1, bytes: Number.POSITIVE_INFINITY}
+  const store = new FormatStore(database, {zsyncMinSize: zsyncMinSize(config.zsync), trackers: config.torrent.trackers, torrentCache: once, zsyncCache: once})
   const file = {path: doc.path, size: doc.size, mtime: doc.mtime, sha1}
   const data =
     sha1 === null

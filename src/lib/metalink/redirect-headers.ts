@@ -24,7 +24,7 @@ import {originUrlFor} from './document.js'
 import {describedByLink, digestHeader} from './headers.js'
 import {signatureLink} from './signature.js'
 import {TORRENT_MEDIA_TYPE} from './torrent.js'
-import {VersionCache} from './version-cache.js'
+import {type CacheBudget, VersionCache} from './version-cache.js'
 
 /** The `pri` of the origin's `rel=duplicate` link: the largest RFC 6249 allows, after every mirror. */
 const LAST_PRIORITY = 999999
@@ -44,12 +44,9 @@ export interface RedirectHeaderOptions {
   baseUrls: BaseUrls
   /** Whether `.torrent` files are served (the metalink routes have a format store): only then the torrent `Link`. */
   torrents: boolean
-  /** File versions whose lines are kept (default 10,000; the least recently used goes first). */
-  cacheSize?: number
+  /** File versions whose lines are kept, and the bytes they may take (./version-cache.ts; the least recently used goes first). */
+  cache: CacheBudget
 }
-
-/** Bytes of cached lines kept at most (an entry is a few hundred bytes; the entry bound comes first). */
-const CACHE_BYTES = 32 * 1024 * 1024
 
 /**
  * The Metalink/HTTP redirect headers of one server (see the file comment): {@link provider}
@@ -63,7 +60,7 @@ export class MetalinkRedirectHeaders {
   constructor(options: RedirectHeaderOptions) {
     this.baseUrls = options.baseUrls
     this.torrents = options.torrents
-    this.cache = new VersionCache(Math.max(1, options.cacheSize ?? 10_000), CACHE_BYTES)
+    this.cache = new VersionCache(options.cache)
   }
 
   /** Pushes the lines for `file` (its indexed version, confirmed on disk by the server) onto `headers`. */

@@ -43,7 +43,7 @@ import {type MetalinkContext, type Sent, sendHashFile, sendMeta4, sendMetalink3,
 import {FORMAT_SUFFIXES, type FormatKind, type FormatStore, sendFormat} from './formats.js'
 import {meta4FilePart} from './meta4.js'
 import {metalink3FilePart} from './metalink3.js'
-import {VersionCache} from './version-cache.js'
+import {type CacheBudget, VersionCache} from './version-cache.js'
 import {FORMAT_TORRENT, FORMAT_ZSYNC, fileWith} from '../serve/snapshot/file-entry.js'
 import {BaseUrls} from '../serve/delivery/public-url.js'
 
@@ -54,10 +54,8 @@ export interface MetalinkRouteOptions {
   maxUrls?: number | (() => number)
   /** This server's URLs (`serve.public_url`, `serve.origin_url`), shared with the other routes; default: from the request's Host, the origin form. */
   baseUrls?: BaseUrls
-  /** File versions whose hash rows and document parts are kept (default 10,000). */
-  cacheSize?: number
-  /** Bytes those kept parts may take (default 128 MiB; see ./version-cache.ts). */
-  cacheBytes?: number
+  /** File versions whose hash rows and document parts are kept, and the bytes they may take (./version-cache.ts). */
+  cache: CacheBudget
   /** The BitTorrent and zsync data; without it those representations answer 404. */
   formats?: FormatStore
 }
@@ -146,9 +144,9 @@ export class MetalinkRoutes {
 
   constructor(
     private readonly server: RouteServices,
-    private readonly options: MetalinkRouteOptions = {},
+    private readonly options: MetalinkRouteOptions,
   ) {
-    this.versions = new VersionCache(options.cacheSize ?? 10_000, options.cacheBytes ?? 128 * 1024 * 1024)
+    this.versions = new VersionCache(options.cache)
     const maxUrls = options.maxUrls ?? DEFAULT_MAX_URLS
     this.maxUrls = typeof maxUrls === 'number' ? () => maxUrls : maxUrls
     this.baseUrls = options.baseUrls ?? new BaseUrls()

@@ -56,20 +56,26 @@ function sameHashes(hit: Entry<unknown>, file: CachedVersion): boolean {
  * was last put there: an entry in the young half cannot be next to go, and a hot path then
  * costs one lookup instead of a delete and an insert per hit.
  */
+/** What one {@link VersionCache} may hold: entries and the sum of their `bytes` (either may be Infinity). */
+export interface CacheBudget {
+  entries: number
+  bytes: number
+}
+
 export class VersionCache<T> {
   private readonly map = new Map<string, Entry<T>>()
   private bytes = 0
   /** Entries put at the young end so far (inserted or moved). */
   private moves = 0
 
-  /**
-   * @param maxEntries entries kept at most
-   * @param maxBytes   sum of the entries' `bytes` kept at most (an entry larger than this is not kept)
-   */
-  constructor(
-    private readonly maxEntries: number,
-    private readonly maxBytes: number,
-  ) {}
+  private readonly maxEntries: number
+  private readonly maxBytes: number
+
+  /** @param budget entries kept at most, and the sum of their `bytes` (an entry larger than that is not kept) */
+  constructor(budget: CacheBudget) {
+    this.maxEntries = budget.entries
+    this.maxBytes = budget.bytes
+  }
 
   /** The value kept for exactly this version of `file.path`, or undefined (an entry for another version is dropped). */
   get(file: CachedVersion): T | undefined {

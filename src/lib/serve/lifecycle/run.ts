@@ -57,6 +57,7 @@ import {duplicateLinks} from '../delivery/duplicate-links.js'
 import {MirrorServer} from '../delivery/server.js'
 import type {ServerOptions} from '../delivery/settings.js'
 import {startDemandScans} from './demand.js'
+import {CACHE_BUDGETS} from './cache-budgets.js'
 import {checkRoot} from './preflight.js'
 import type {DemandScanQueue} from '../../scan/demand.js'
 import {originRoute} from '../delivery/origin-form.js'
@@ -325,13 +326,19 @@ function createServer(
   const yum = new YumRoutes(server, {database, repos: repoTable(config.yum), alternatesDays: config.yum.alternates_days, minSize: config.select.min_size, baseUrls})
   server.addRoute(yum.route)
   server.addRoute(new AptRoutes(server, {minSize: config.select.min_size, baseUrls}).route)
-  const formats = new FormatStore(database, {zsyncMinSize: zsyncMinSize(config.zsync), trackers: config.torrent.trackers, meta4Metaurl: config.torrent.meta4_metaurl})
-  const metalink = new MetalinkRoutes(server, {database, formats, maxUrls: () => server.metalinkMaxMirrors, baseUrls})
+  const formats = new FormatStore(database, {
+    zsyncMinSize: zsyncMinSize(config.zsync),
+    trackers: config.torrent.trackers,
+    meta4Metaurl: config.torrent.meta4_metaurl,
+    torrentCache: CACHE_BUDGETS.torrents,
+    zsyncCache: CACHE_BUDGETS.zsync,
+  })
+  const metalink = new MetalinkRoutes(server, {database, formats, maxUrls: () => server.metalinkMaxMirrors, baseUrls, cache: CACHE_BUDGETS.documents})
   server.addRoute(metalink.route)
   server.varyOn('Accept')
   // The count is read per redirect: a reload may change `select.max_alternatives`.
   server.addRedirectHeaders(duplicateLinks(() => server.linkCount))
-  server.addRedirectHeaders(new MetalinkRedirectHeaders({baseUrls: metalink.baseUrls, torrents: metalink.servesTorrents}).provider)
+  server.addRedirectHeaders(new MetalinkRedirectHeaders({baseUrls: metalink.baseUrls, torrents: metalink.servesTorrents, cache: CACHE_BUDGETS.redirectHeaders}).provider)
   // A retry may reach any worker: each tells its siblings what it answered (./retry-share.ts).
   if (isWorker()) shareRetries(server.retries)
   return server
