@@ -318,11 +318,15 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     const redirect = await fetch(`${base}/pub/other.iso?country=DE`, {redirect: 'manual'})
     expect(redirect.status).to.equal(200)
     expect(redirect.headers.get('x-mb-origin-reason')).to.equal('no_mirror')
-    expect(redirect.headers.get('digest')).to.equal(null)
+    // The server re-indexes the file by itself, hashes included (src/lib/origin/reindex.ts): a
+    // 50 kB file may already be hashed again by now. Either way the old version's hashes are
+    // never given for the new bytes.
+    expect(redirect.headers.get('digest')).to.be.oneOf([null, digestOf(rewritten)])
     expect(Buffer.from(await redirect.arrayBuffer()).equals(readFileSync(path))).to.equal(true)
     const meta4 = parser.parse(await (await fetch(`${base}/pub/other.iso.meta4`)).text()).metalink
-    expect(meta4.file.hash).to.equal(undefined)
-    expect(meta4.file.pieces).to.equal(undefined)
+    const sha256 = (meta4.file.hash ?? []).find((h: {'@type': string}) => h['@type'] === 'sha-256')
+    if (meta4.file.hash !== undefined) expect(sha256?.['#text']).to.equal(createHash('sha256').update(rewritten).digest('hex'))
+    else expect(meta4.file.pieces).to.equal(undefined)
 
     // Reindex (the walk clears the hashes' validity) and rehash: fresh again once the snapshot has it.
     await indexOrigin(store.database.db, root)
