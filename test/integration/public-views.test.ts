@@ -76,6 +76,8 @@ describe(`public views of mb serve (${backend})`, function () {
       serve = await startServe([...serveArgs(), '--no-stats'], database.env)
       servers.push(serve)
     })
+    // One server per embedded store: the next block starts its own on the same store.
+    after(() => serve?.stop())
 
     it('ignores ?country= from any client, valid or not, and redirects as for the real client', async () => {
       for (const cc of ['SE', 'se', 'ZZ']) {
