@@ -10,13 +10,13 @@ import {createRequire} from 'node:module'
 import {pathToFileURL} from 'node:url'
 import {Worker} from 'node:worker_threads'
 import {type ErrorCode, MbError} from '../errors.js'
-import {groupId} from './data-dir.js'
+import {groupId, storeExists} from './data-dir.js'
 import type {PgliteOpenOptions} from './pglite.js'
 import {openSharedPglite} from './postgres.js'
 import type {Database} from './store.js'
 import type {StoreWorkerData} from './store-worker.js'
 
-type WorkerMessage = {type: 'ready'} | {type: 'shared'; owner: number} | {type: 'failed'; message: string; code?: ErrorCode} | {type: 'error'; message: string} | {type: 'stopped'}
+type WorkerMessage = {type: 'ready'} | {type: 'created'} | {type: 'shared'; owner: number} | {type: 'failed'; message: string; code?: ErrorCode} | {type: 'error'; message: string} | {type: 'stopped'}
 
 /** Connections this process keeps to its own store: a probe round holds one as its session. */
 const OWN_POOL_SIZE = 4
@@ -76,6 +76,20 @@ function servedBy(dataDir: string, owner: number): MbError {
 }
 
 /**
+ * Creates and migrates a new store on a thread of its own that then ends, so that the memory
+ * PGlite's creation of a store takes (about 500 MB of WebAssembly heap) goes with it rather
+ * than staying in a serving process for its whole life (`npm run bench -- embedded`).
+ * @throws MbError as the worker reports it (DB_LOCK, DB_OPEN_FAILED, migration errors)
+ */
+async function createOnThrowawayThread(workerData: StoreWorkerData): Promise<void> {
+  const worker = startWorker({...workerData, createOnly: true})
+  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()))
+  const first = await firstMessage(worker)
+  await exited
+  if (first.type === 'failed') throw new MbError(first.message, {code: first.code})
+}
+
+/**
  * Opens the embedded store in `dataDir` on a worker thread and shares it through the socket
  * `DATA_DIR/.s.PGSQL.5432`. Only one process hosts a store: while another live process
  * shares it already, this one is refused.
@@ -88,6 +102,7 @@ function servedBy(dataDir: string, owner: number): MbError {
 export async function hostPglite(dataDir: string, options: PgliteOpenOptions, schema: StoreWorkerData['schema']): Promise<Database> {
   // Resolved here too, so that an unknown group is this thread's usage error (exit 2).
   const gid = options.socketGroup === undefined ? undefined : groupId(options.socketGroup)
+  if (options.create && !storeExists(dataDir)) await createOnThrowawayThread({dataDir, options, schema})
   const worker = startWorker({dataDir, options, schema})
   const first = await firstMessage(worker)
   if (first.type === 'failed') throw new MbError(first.message, {code: first.code})

@@ -9,7 +9,8 @@
  * is an hour or longer: one round per interval then). The first round runs when the last one
  * (of this process, an earlier one or another replica: `background_round`) is an interval
  * old, at once on a store that never had one, so that restarts do not add rounds and a new
- * server finds corrupt copies before its clients do.
+ * server finds corrupt copies before its clients do. A round that checked nothing (no mirror
+ * up yet, no hashed file) is not recorded: the next start checks at once.
  *
  * With several replicas on one PostgreSQL database only one checks at a time: a round first
  * takes {@link CONTENT_CHECK_LOCK} and is skipped when another replica holds it.
@@ -68,6 +69,6 @@ export function startBackgroundContentChecks(
     return result
   }
 
-  const rounds = startLockedRounds(database, CONTENT_CHECK_LOCK, round, {intervalSeconds, what: 'content check', first: 'due', logger})
+  const rounds = startLockedRounds(database, CONTENT_CHECK_LOCK, round, {intervalSeconds, what: 'content check', first: 'due', counts: (r) => r.checked > 0, logger})
   return {runOnce: rounds.runOnce, roundBudgetBytes: budgetBytes, stop: rounds.stop}
 }

@@ -59,12 +59,15 @@ async function recordFinished(database: Pick<Database, 'db'>, name: string): Pro
  *                       process sharing the database, is an interval old (at once if none ran
  *                       or the time cannot be read), and every finished round is recorded
  *                       (`background_round`), so that restarts and replicas add no rounds
+ * @param options.counts  with `due`: whether a finished round is recorded as the last one
+ *                        (default: every round); one that did nothing (no mirror to check
+ *                        yet) leaves the next start free to run one at once
  */
 export function startLockedRounds<T>(
   database: Pick<Database, 'withLock' | 'db'>,
   lock: Lock,
   round: () => Promise<T>,
-  options: {intervalSeconds: number; what: string; first: FirstRound; logger?: ProbeLogger},
+  options: {intervalSeconds: number; what: string; first: FirstRound; counts?: (result: T) => boolean; logger?: ProbeLogger},
 ): LockedRounds<T> {
   const {logger, what} = options
   let timer: NodeJS.Timeout | undefined
@@ -77,7 +80,7 @@ export function startLockedRounds<T>(
       options.first === 'due'
         ? async () => {
             const result = await round()
-            await recordFinished(database, lock.name)
+            if (options.counts?.(result) ?? true) await recordFinished(database, lock.name)
             return result
           }
         : round
