@@ -98,6 +98,7 @@ export const ERRORS = {
   SCAN_TIMEOUT: {exit: 1, hint: 'The mirror host did not answer in time (connect or idle timeout).'},
   SCAN_TLS: {exit: 1, hint: "The mirror's certificate is not trusted."},
   SCAN_AUTH: {exit: 1, hint: 'The mirror refused the login; check the credentials in its URL.'},
+  SCAN_DIR_ABSENT: {exit: 1, hint: 'The --dir folder is not on the mirror (its base answers); a --dir scan counts that as an empty folder.'},
   SCAN_BASE_MISSING: {exit: 1, hint: "The mirror's base directory does not exist; check its URL and base_path."},
   SCAN_REDIRECT: {exit: 1, hint: 'The mirror redirects outside its tree (another host, port or protocol); give the URL it redirects to.'},
   SCAN_HTTP: {exit: 1, hint: 'The HTTP server answered with an error or an unusable redirect.'},

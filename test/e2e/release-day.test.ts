@@ -7,7 +7,9 @@
  *   the new file is redirected to the two synced mirrors, never to the lagging one;
  * - without it, the first request (answered by the origin at once) queues a scan of the file's
  *   folder on demand, and within seconds requests are redirected to the synced mirrors; the
- *   metrics and `mb stats` count the scan and the copies it found.
+ *   metrics and `mb stats` count the scan and the copies it found;
+ * - the lagging mirror's one-folder scan of the new folder (nginx answers 404) is 0 files, exit
+ *   0; a mirror whose base URL answers 404 too still fails.
  */
 import {spawnSync} from 'node:child_process'
 import {mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync} from 'node:fs'
@@ -157,5 +159,18 @@ describe(`release day: a new file reaches the mirrors with no manual step (${bac
     expect(value('mb_demand_files_found_total')).to.equal(2)
     const stats = await run(['stats', '--json'], yaml)
     expect(stats.json().demand_scans).to.deep.equal({folder_scans: 1, mirror_scans: 2, failed: 0, files_found: 2})
+  })
+
+  it('a mirror that has not synced the new folder yet scans as 0 files, not a failure; a broken base still fails', async () => {
+    const folder = await run(['scan', 'lagging.test', '--dir', 'pub/16.0', '--no-recursive'], base())
+    expect(folder.stdout).to.match(/^lagging\.test: ok via http, 0 files \(folder not on the mirror\), 0 matched, 0 stale, 1 missing/)
+    const subtree = await run(['scan', 'lagging.test', '--dir', 'pub/16.0', '--json'], base())
+    expect(subtree.json().mirrors[0]).to.deep.include({ok: true, files: 0, absent: true})
+    await run(['mirror', 'add', 'broken.test', '--http-url', `${nginx[2].url}no-such-base/`, '--country', 'GB'], base())
+    const file = join(work, 'broken.yaml')
+    writeFileSync(file, base())
+    const broken = await mb(['scan', 'broken.test', '--dir', 'pub/16.0', '--no-recursive', '--config', file], {env: tdb.env})
+    expect(broken.code).to.equal(1)
+    expect(broken.stderr).to.match(/answered 404 and the base URL http:\/\/127\.0\.0\.1:\d+\/no-such-base\/ answered 404; check the mirror's HTTP URL/)
   })
 })

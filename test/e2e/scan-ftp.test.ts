@@ -104,6 +104,17 @@ describe('e2e: FTP lister against vsftpd', function () {
     expect(error.code).to.equal('SCAN_BASE_MISSING')
   })
 
+  it('tells a --dir folder the mirror lacks (base enters: SCAN_DIR_ABSENT) from a broken base (SCAN_BASE_MISSING)', async () => {
+    for (const recursive of [false, true]) {
+      const absent = await failure(collect(ftp.url, {}, {subdir: 'new', recursive}))
+      expect(absent.code).to.equal('SCAN_DIR_ABSENT')
+      expect(absent.message).to.match(/^FTP directory \/new does not exist on 127\.0\.0\.1:\d+ \(550 .*\): the folder is not on the mirror$/)
+    }
+    const broken = await failure(collect(ftp.url + 'nope/', {}, {subdir: 'new', recursive: false}))
+    expect(broken.code).to.equal('SCAN_BASE_MISSING')
+    expect(broken.message).to.match(/^FTP directory \/nope\/new \(--dir new\) does not exist/)
+  })
+
   it('fails with a clear reason when the login is refused, without showing the password', async () => {
     const url = ftp.url.replace('ftp://', 'ftp://mirroruser:hunter2@')
     const error = await failure(collect(url))

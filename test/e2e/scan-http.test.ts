@@ -127,6 +127,17 @@ describe('e2e: HTTP lister against nginx and lighttpd', function () {
     }
   })
 
+  it('tells a --dir folder the mirror lacks (base answers: SCAN_DIR_ABSENT) from a broken base (SCAN_BASE_MISSING)', async () => {
+    for (const recursive of [false, true]) {
+      const absent = await failure(collect(html.url, {}, {subdir: 'new', recursive}))
+      expect(absent.code).to.equal('SCAN_DIR_ABSENT')
+      expect(absent.message).to.match(/^HTTP directory http:\/\/127\.0\.0\.1:\d+\/new\/ answered 404: the folder is not on the mirror$/)
+    }
+    const broken = await failure(collect(html.url + 'no/such/base/', {}, {subdir: 'new', recursive: false}))
+    expect(broken.code).to.equal('SCAN_BASE_MISSING')
+    expect(broken.message).to.match(/answered 404 and the base URL http:\/\/127\.0\.0\.1:\d+\/no\/such\/base\/ answered 404; check the mirror's HTTP URL/)
+  })
+
   it('follows a redirect of the base within the same origin', async () => {
     const {entries} = await collect(html.url + 'moved/')
     expect(entries.map((e) => `${e.type} ${e.path} ${e.size}`).sort()).to.deep.equal(['dir nested 0', 'file big.iso 100000', 'file nested/leaf.txt 23', 'file target file.bin 1536'])

@@ -303,4 +303,22 @@ describe('mb scan over a real rsync daemon (e2e)', function () {
     const enabling = await mb(['scan', 'refusing', '--dir', 'dir', '--no-recursive', '--enable'], {env})
     expect(enabling.code).to.equal(2)
   })
+
+  it('--dir of a folder the mirror has not synced yet is an empty folder (exit 0); a wrong rsync path still fails', async () => {
+    const r = await mb(['scan', 'refusing', '--dir', 'not-synced-yet', '--no-recursive'], {env})
+    expect(r.code, r.stderr).to.equal(0)
+    expect(r.stdout).to.match(/^refusing: ok via rsync, 0 files \(folder not on the mirror\), 0 matched/)
+    const recursive = await mb(['scan', 'refusing', '--dir', 'not-synced-yet', '--json'], {env})
+    expect(recursive.code, recursive.stderr).to.equal(0)
+    expect(recursive.json().mirrors[0]).to.deep.include({ok: true, files: 0, absent: true})
+    expect(await holders('refusing')).to.have.length(originFiles - 2)
+    expect((await mb(['mirror', 'edit', 'refusing', '--rsync-url', `rsync://127.0.0.1:${port}/pub/no-such-base/`], {env})).code).to.equal(0)
+    try {
+      const broken = await mb(['scan', 'refusing', '--dir', 'not-synced-yet', '--no-recursive'], {env})
+      expect(broken.code).to.equal(1)
+      expect(broken.stderr).to.match(/rsync directory not-synced-yet\/ and base rsync:\/\/127\.0\.0\.1:\d+\/pub\/no-such-base\/ do not exist .*check the mirror's rsync URL/)
+    } finally {
+      expect((await mb(['mirror', 'edit', 'refusing', '--rsync-url', `rsync://127.0.0.1:${port}/pub/`], {env})).code).to.equal(0)
+    }
+  })
 })

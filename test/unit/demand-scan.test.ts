@@ -85,6 +85,23 @@ describe('scans on demand: the queue', () => {
     expect(queue.counters.folderScans).to.equal(2)
   })
 
+  it('counts a mirror that has not synced the folder yet (absent: ok, 0 files) as scanned, not failed', async () => {
+    const db = new FakeDatabase()
+    db.mirrors.push(mirrorRow(3, {identifier: 'c.test'}))
+    const results: Record<string, Partial<ScanMirrorResult>> = {
+      'a.test': {ok: true, added: 1},
+      'b.test': {ok: true, added: 0, files: 0, absent: true},
+      'c.test': {ok: false, added: 0, error: 'http: HTTP base URL answered 404'},
+    }
+    const scan = (async (mirror: MirrorRow) => results[mirror.identifier] as ScanMirrorResult) as FolderScanner
+    const queue = new DemandScanQueue(db.store(), scan, SETTINGS, {now: () => db.now})
+    queue.request('pub/16.0/rel.iso')
+    await queue.idle()
+    expect(queue.counters).to.include({mirrorScans: 3, mirrorScansFailed: 1, filesFound: 1})
+    expect(db.folders).to.deep.equal([{folder: 'pub/16.0', mirrors: 3, failed: 1, found: 1}])
+    expect(db.runs.map((r) => r.ok)).to.deep.equal([true, true, false])
+  })
+
   it('runs at most demand_jobs folder scans at a time; the rest wait their turn', async () => {
     const db = new FakeDatabase()
     db.mirrors = [db.mirrors[0]]

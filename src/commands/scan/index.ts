@@ -25,6 +25,11 @@ match the origin count as held; other copies are recorded as stale. A scan that 
 of time, or matches fewer than scan.min_ratio (default 0.5) of the files it matched before
 changes nothing but the mirror's last scan error. Exit 1 when any mirror failed.
 
+With --dir, a folder the mirror does not have (404/410, FTP 550 or rsync "No such file or
+directory" while its base URL answers) is an empty folder, not a failure: the mirror's copies
+there leave their mirror sets, and the line says "0 files (folder not on the mirror)". A base
+URL that does not answer either stays a failure.
+
 With --all and --protocol P, mirrors without a P URL are skipped and listed as such (exit 0
 when every scanned mirror succeeded); a mirror named on the command line must have one.
 
@@ -160,7 +165,7 @@ from RSYNC_PASSWORD or the file named by scan.rsync_password_file, and is never 
     })
     if (bar) multibar!.remove(bar)
     const line = result.ok
-      ? `${result.mirror}: ok via ${result.protocol}, ${result.files} files, ${result.matched} matched, ${result.stale} stale, ${result.missing} missing, ${result.seconds} s${result.enabled ? ', enabled' : ''}`
+      ? `${result.mirror}: ok via ${result.protocol}, ${result.files} files${result.absent ? ' (folder not on the mirror)' : ''}, ${result.matched} matched, ${result.stale} stale, ${result.missing} missing, ${result.seconds} s${result.enabled ? ', enabled' : ''}`
       : `${result.mirror}: FAILED after ${result.seconds} s: ${result.error}`
     if (!this.jsonEnabled()) {
       if (multibar) multibar.log(line + '\n')

@@ -182,7 +182,8 @@ async function* listFtp(baseUrl: string, listOptions: ListOptions, options: FtpL
 /**
  * Resolves the base directory (the login directory from PWD, or `/` for an absolute URL) and the
  * `--dir` below it, and changes into it. Throws SCAN_BAD_SUBDIR for a `..` in `subdir` and
- * SCAN_BASE_MISSING when the server answers 550.
+ * SCAN_BASE_MISSING when the server answers 550, or SCAN_DIR_ABSENT when only the `--dir` folder
+ * is missing (the base directory can be entered).
  */
 async function enterStartDirectory(client: Client, target: FtpTarget, subdirOption: string | undefined, where: string, fail: FtpWalk['fail']): Promise<DirTask> {
   let loginDir: string
@@ -199,6 +200,8 @@ async function enterStartDirectory(client: Client, target: FtpTarget, subdirOpti
     await client.cd(startDir)
   } catch (error) {
     if (error instanceof FTPError && error.code === 550) {
+      if (subdir.length > 0 && (await enters(client, baseDir)))
+        throw new MbError(`FTP directory ${startDir} does not exist on ${where} (550${serverText(error)}): the folder is not on the mirror`, {code: 'SCAN_DIR_ABSENT', cause: error})
       const what = subdir.length ? `FTP directory ${startDir} (--dir ${subdir.join('/')})` : `FTP base directory ${startDir}`
       throw new MbError(`${what} does not exist on ${where} (550${serverText(error)}); check the mirror's FTP URL`, {code: 'SCAN_BASE_MISSING', cause: error})
     }
@@ -206,6 +209,17 @@ async function enterStartDirectory(client: Client, target: FtpTarget, subdirOpti
   }
   const startPhys = await physicalPath(client, startDir)
   return {rel: subdir.join('/'), abs: startDir, phys: startPhys, ancestors: [], depth: 0}
+}
+
+/** Whether the server lets us change into `dir`: the one check telling an absent `--dir` folder from a wrong base. */
+async function enters(client: Client, dir: string): Promise<boolean> {
+  try {
+    await client.cd(dir)
+    return true
+  } catch (error) {
+    if (error instanceof FTPError) return false
+    throw error
+  }
 }
 
 /**

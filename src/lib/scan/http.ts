@@ -13,6 +13,7 @@
  *   out of the base tree is skipped with a warning, like a symlink leaving the tree.
  * - A directory answering 503 or 429 (busy) is retried a few times (Retry-After, else backoff).
  * - A subdirectory answering 403/404/410 is skipped with a warning (unreadable or vanished);
+ *   the `subdir` start folder answering 404/410 while the base URL answers is SCAN_DIR_ABSENT;
  *   any other failure (5xx, timeout, reset) fails the whole listing, because a partial listing
  *   would make files look missing.
  * - Symlinks cannot be seen over HTTP: a symlinked directory is listed under the link's path;
@@ -297,6 +298,7 @@ async function fetchDirectory(task: DirTask, root: URL, ctx: FetchContext, optio
     if (status !== 200) {
       await res.body.dump().catch(() => {})
       if (status === 401) throw new MbError(`HTTP ${isBase ? 'base URL' : 'directory'} ${url.href} requires authentication (401); put the credentials in the mirror's HTTP URL`, {code: 'SCAN_AUTH'})
+      if (isBase && task.rel !== '' && (status === 404 || status === 410)) throw await absentOrMissing(root, url, status, ctx)
       if (!isBase && (status === 403 || status === 404 || status === 410)) {
         ctx.warn(`HTTP directory ${url.href} answered ${status}; skipped`)
         return undefined
@@ -306,6 +308,27 @@ async function fetchDirectory(task: DirTask, root: URL, ctx: FetchContext, optio
     }
     return directoryResult(task, res, url, ctx, options, heads)
   }
+}
+
+/**
+ * The error for a `--dir` start folder answering 404/410. One request to the mirror's base URL
+ * tells the two cases apart: the base answers (2xx/3xx) → the mirror simply has not synced that
+ * folder (SCAN_DIR_ABSENT, which a `--dir` scan reconciles as an empty folder); the base fails
+ * too → the mirror's URL is wrong (SCAN_BASE_MISSING, a failure as always).
+ */
+async function absentOrMissing(root: URL, url: URL, status: number, ctx: FetchContext): Promise<MbError> {
+  let baseStatus: number | undefined
+  try {
+    const res = await request(root, {method: 'GET', dispatcher: ctx.agent, headers: ctx.headers, signal: ctx.signal})
+    baseStatus = res.statusCode
+    await res.body.dump().catch(() => {})
+  } catch (error) {
+    throw mapHttpError(error, ctx, root.href)
+  }
+  if (baseStatus >= 200 && baseStatus < 400) return new MbError(`HTTP directory ${url.href} answered ${status}: the folder is not on the mirror`, {code: 'SCAN_DIR_ABSENT'})
+  return new MbError(`HTTP directory ${url.href} answered ${status} and the base URL ${root.href} answered ${baseStatus}; check the mirror's HTTP URL and that directory indexes are enabled`, {
+    code: 'SCAN_BASE_MISSING',
+  })
 }
 
 /**

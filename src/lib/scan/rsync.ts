@@ -9,6 +9,8 @@
  * - Lifetime: rsync never outlives mb; see {@link spawnRsync}.
  * - Exit codes 23 (partial transfer, e.g. unreadable files or dangling symlinks) and 24
  *   (files vanished while listing) still give a usable listing; any other non-zero code fails.
+ *   A start directory that does not exist (23, "No such file or directory") is SCAN_BASE_MISSING,
+ *   or SCAN_DIR_ABSENT for a `subdir` below a base that lists.
  * - `.~tmp~` directories (rsync's --delay-updates staging area on mirrors) and everything
  *   under them are skipped.
  * - Symlinks: listed with `--copy-links` (-L), so a symlinked file appears as a regular file
@@ -225,6 +227,7 @@ async function* listRsync(baseUrl: string, options: RsyncListOptions = {}): Asyn
       throw new MbError(`rsync listing of ${display} aborted: ${scrub(String(options.signal?.reason instanceof Error ? options.signal.reason.message : (options.signal?.reason ?? 'aborted')))}`, {
         code: 'SCAN_ABORTED',
       })
+    if (result.code === 23 && START_MISSING.test(stderr)) throw await absentOrMissing(url, prefix, display, options, env)
     throwOnFailure(result, display, stderr, scrub)
     const last = handle(rest)
     if (last) yield last
@@ -315,6 +318,33 @@ const RSYNC_MISSING = 'The rsync binary was not found. Install it (apt-get insta
 export function watchdogSignal(code: number | null): string | undefined {
   if (code === null || code <= 128) return undefined
   return Object.entries(constants.signals).find(([, n]) => n === code - 128)?.[0]
+}
+
+/** rsync's complaint (exit 23) when the directory it was asked to list does not exist; a vanished subdirectory gives exit 24 instead. */
+const START_MISSING = /(change_dir|link_stat) "[^"]*"( \(in [^)]*\))? failed: No such file or directory/
+
+/**
+ * The error for a listing whose start directory does not exist. With a `--dir` (`prefix`), one
+ * more rsync run lists the base alone: it lists → the mirror has not synced that folder yet
+ * (SCAN_DIR_ABSENT, an empty folder to a `--dir` scan); it fails too → the mirror's rsync URL is
+ * wrong (SCAN_BASE_MISSING). Without the check an rsync mirror with a wrong path would look empty.
+ */
+async function absentOrMissing(base: string, prefix: string, display: string, options: RsyncListOptions, env: NodeJS.ProcessEnv): Promise<MbError> {
+  if (prefix) {
+    const child = spawnRsync(options.binary ?? 'rsync', rsyncArgs(base, {...options, recursive: false}, isSshTarget(base)), env)
+    child.stdout.resume()
+    child.stderr.resume()
+    const kill = () => killGroup(child)
+    options.signal?.addEventListener('abort', kill, {once: true})
+    const code = await new Promise<number | null>((resolve) => {
+      child.on('error', () => resolve(null))
+      child.on('close', (c) => resolve(c))
+    }).finally(() => options.signal?.removeEventListener('abort', kill))
+    if (code === 0 || code === 24) return new MbError(`rsync directory ${prefix}/ does not exist on ${display}: the folder is not on the mirror`, {code: 'SCAN_DIR_ABSENT'})
+  }
+  return new MbError(`rsync ${prefix ? `directory ${prefix}/ and base` : 'base'} ${display} do${prefix ? '' : 'es'} not exist (No such file or directory); check the mirror's rsync URL`, {
+    code: 'SCAN_BASE_MISSING',
+  })
 }
 
 /**

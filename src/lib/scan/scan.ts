@@ -6,7 +6,9 @@
  * A failed attempt falls back to the next protocol; when all fail, the mirror's records stay as
  * they were and only last_scan_at / last_scan_error change, plus `scan_refused_at` (the mirror
  * is suspect) when the safety check refused an attempt. A one-folder scan (`recursive: false`)
- * records nothing on the mirror, success or failure: it only updates that folder's files.
+ * records nothing on the mirror, success or failure: it only updates that folder's files. A
+ * `--dir` folder the mirror answers as absent (its base answers) is an empty folder, not a
+ * failure: see {@link withAbsentFolder}.
  */
 import type {Database} from '../db/index.js'
 import type {MirrorRow} from '../db/schema.js'
@@ -81,6 +83,8 @@ export interface ScanMirrorResult extends Pick<ReconcileResult, 'mirror' | 'file
   protocol: Protocol | null
   error: string | null
   attempts: ScanAttempt[]
+  /** True when the `--dir` folder is not on the mirror (its base answers): reconciled as an empty folder. */
+  absent?: boolean
 }
 
 /** The URLs a mirror can be listed through, in scan order. */
@@ -118,6 +122,8 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
   let refused = false
   /** The last protocol whose lister ran (skipped attempts do not count). */
   let tried: Protocol | null = null
+  /** The lister found the `--dir` folder absent while the mirror's base answers (SCAN_DIR_ABSENT). */
+  let absent = false
   const seconds = () => Math.round((performance.now() - started) / 10) / 100
   try {
     if (candidates.length === 0) {
@@ -133,10 +139,12 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
       }
       const lister = options.listers?.[protocol] ?? LISTERS[protocol]
       tried = protocol
+      absent = false
       try {
-        const result = await listAndReconcile(database, mirror, plan, protocol, lister.list(url, listOptions(plan, controller.signal, options)), options)
+        const entries = withAbsentFolder(lister.list(url, listOptions(plan, controller.signal, options)), plan, () => (absent = true))
+        const result = await listAndReconcile(database, mirror, plan, protocol, entries, options)
         attempts.push({protocol, url: display})
-        return succeeded(mirror, protocol, result, attempts, seconds())
+        return {...succeeded(mirror, protocol, result, attempts, seconds()), ...(absent ? {absent} : {})}
       } catch (error) {
         let message = redact(errorMessage(error))
         const why = controller.signal.aborted ? errorMessage(controller.signal.reason) : ''
@@ -156,6 +164,22 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
   } finally {
     clearTimeout(timer)
     options.signal?.removeEventListener('abort', onOuterAbort)
+  }
+}
+
+/**
+ * The listing, or an empty one when the lister reports the `--dir` folder absent while the
+ * mirror's base answers (SCAN_DIR_ABSENT). On release day a mirror that has not synced a new
+ * folder yet is the normal state, not a broken mirror: it holds no file there, so its copies in
+ * that scope leave their mirror sets (the min_ratio check still guards a folder that held many).
+ * A whole-tree scan has no `--dir`, so its missing base stays SCAN_BASE_MISSING, a failure.
+ */
+async function* withAbsentFolder(entries: AsyncIterable<ListingEntry>, plan: ScanScope, onAbsent: () => void): AsyncGenerator<ListingEntry> {
+  try {
+    yield* entries
+  } catch (error) {
+    if (!(error instanceof MbError && error.code === 'SCAN_DIR_ABSENT' && plan.listSubdir)) throw error
+    onAbsent()
   }
 }
 
