@@ -91,7 +91,7 @@ export class OriginWatch {
     this.maxWatches = options.maxWatches ?? Math.floor((this.limit ?? 16384) / 2)
     const type = safeStatfsType(root)
     if (type !== undefined && REMOTE_FILE_SYSTEMS.has(type)) this.disabled = `network or user-space file system (statfs type 0x${type.toString(16)}): inotify misses remote writes`
-    this.ready = this.disabled === undefined ? this.addTree('', false) : Promise.resolve()
+    this.ready = (this.disabled === undefined ? this.addTree('', false) : Promise.resolve()).then(() => options.logger?.info({root, ...this.report()}, 'origin directories watched (inotify)'))
   }
 
   /** The token of the watch on root-relative directory `dir` ('' = the root), or undefined when it is not watched. */

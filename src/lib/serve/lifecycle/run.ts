@@ -250,7 +250,7 @@ export async function startServe(config: Config, options: {database?: Database; 
     parts.listening = true
     if (config.serve.push_after > 0) parts.pushAfter = startPushAfter(database, config, config.serve.push_after, logger)
     if (config.serve.watch)
-      parts.unwatch = watchOrigin(server.root, keeper, logger, {
+      parts.unwatch = watchOrigin(server.indexCheck?.watch, server.root, keeper, logger, {
         onRepomdChange: (change) => recordRepomd(database, server.root, change, logger),
         onChange: parts.pushAfter?.changed,
         tracePath: config.sync.trace_path,
@@ -319,7 +319,16 @@ function createServer(
   onIndexStale: (stale: IndexStale) => void,
 ): MirrorServer {
   const settings = serverSettings(config, geo)
-  const server = new MirrorServer({...settings, root, keeper, logger, version, diskCheckSeconds: config.serve.disk_check_seconds, onIndexStale})
+  const server = new MirrorServer({
+    ...settings,
+    root,
+    keeper,
+    logger,
+    version,
+    diskCheckSeconds: config.serve.disk_check_seconds,
+    diskCheckWatch: config.serve.disk_check_watch,
+    onIndexStale,
+  })
   const baseUrls = new BaseUrls(config.serve.public_url, config.serve.origin_url)
   // First: a path in the origin form is the origin's, whatever another route would make of it.
   server.addRoute(originRoute(server))
