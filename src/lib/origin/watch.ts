@@ -165,7 +165,7 @@ export class OriginWatch {
   private refuse(dir: string, error: NodeJS.ErrnoException | undefined): false {
     const first = !this.limitHit
     if (error === undefined || error.code === 'ENOSPC') this.limitHit = true
-    if (first || error?.code !== 'ENOSPC')
+    if (first || (error !== undefined && error.code !== 'ENOSPC'))
       this.options.logger?.warn(
         {dir, err: error?.message ?? `maxWatches ${this.maxWatches}`, limit: this.limit},
         'cannot watch an origin directory; its files are stat()ed on each request instead (at most once per disk_check_seconds)',
