@@ -92,9 +92,7 @@ function measurePattern(name: string, pick: () => string, o: Setup): number {
   const watchedDisk = new DiskVersions(o.root, 1, o.watch)
   const watched = side(sequence, o.snapshot, step, watchedDisk)
   perSecond() // warm-up: JIT, and the dentries of the paths
-  const heapBefore = process.memoryUsage().heapUsed
   const firstPass = cpuMicros(watched)
-  const heapGrowth = (process.memoryUsage().heapUsed - heapBefore) / 1e6
   const statsAfterFirst = watchedDisk.stats
   const a: number[] = []
   const b: number[] = []
@@ -112,7 +110,7 @@ function measurePattern(name: string, pick: () => string, o: Setup): number {
   console.log(`origin check, ${name}, ${o.rate} requests/s (virtual clock): lookup ${list(a)} ns; + per-second check ${list(b)} ns; + watched check ${list(c)} ns per request (interleaved)`)
   console.log(`  per-second stat: median cost ${perSecondNs.toFixed(0)} ns per redirect = ${share(perSecondNs).toFixed(1)}% of a ${o.redirectUs} µs redirect`)
   console.log(
-    `  watched: median cost ${watchedNs.toFixed(0)} ns = ${share(watchedNs).toFixed(1)}% (${watchedDisk.stats - statsAfterFirst} stats after the first pass); first pass ${firstNs.toFixed(0)} ns = ${share(firstNs).toFixed(1)}% (${statsAfterFirst} stats, heap +${heapGrowth.toFixed(0)} MB)`,
+    `  watched: median cost ${watchedNs.toFixed(0)} ns = ${share(watchedNs).toFixed(1)}% (${watchedDisk.stats - statsAfterFirst} stats after the first pass); first pass ${firstNs.toFixed(0)} ns = ${share(firstNs).toFixed(1)}% (${statsAfterFirst} stats)`,
   )
   return share(watchedNs)
 }

@@ -49,6 +49,8 @@ interface Seen extends FileVersion {
 interface Vouched extends FileVersion {
   /** The token of the directory's watch when the stat was made ({@link OriginWatch.token}). */
   token: number
+  /** {@link OriginWatch.removals} when the token was last seen in place. */
+  removals: number
 }
 
 /** A missing path (or one that is not a regular file). */
@@ -94,14 +96,23 @@ export class DiskVersions {
       this.since = now
     }
     const watch = this.watch
-    const token = watch === undefined || this.maxAgeMs === 0 ? undefined : watch.token(dirOf(path))
-    if (token !== undefined) {
-      const v = this.vouched.get(path)
-      if (v !== undefined && v.token === token) return v.size < 0 ? null : v
+    if (watch === undefined || this.maxAgeMs === 0) return this.cachedOrStat(path, now, undefined)
+    const v = this.vouched.get(path)
+    // No watch removed since the token was seen: it is still in place, without a look-up of the directory.
+    if (v !== undefined && v.removals === watch.removals) return v.size < 0 ? null : v
+    const token = watch.token(dirOf(path))
+    if (v !== undefined && v.token === token) {
+      v.removals = watch.removals
+      return v.size < 0 ? null : v
     }
+    return this.cachedOrStat(path, now, token)
+  }
+
+  /** The answer of a stat at most `maxAgeSeconds` old, or of a new one ({@link stat}). */
+  private cachedOrStat(path: string, now: number, token: number | undefined): FileVersion | null {
     const seen = this.current.get(path) ?? this.previous.get(path)
-    if (seen !== undefined && now - seen.at < this.maxAgeMs) return seen.size < 0 ? null : seen
-    return this.stat(path, now, token)
+    if (seen === undefined || now - seen.at >= this.maxAgeMs) return this.stat(path, now, token)
+    return seen.size < 0 ? null : seen
   }
 
   /** Stats `path` and caches the answer: vouched for by the watch `token` when the file may be, else for `maxAgeSeconds`. */
@@ -121,7 +132,7 @@ export class DiskVersions {
     }
     if (believable) {
       if (this.vouched.size >= WATCHED_ENTRIES) this.vouched = new Map()
-      this.vouched.set(path, {token: token as number, size: version.size, mtime: version.mtime})
+      this.vouched.set(path, {token: token as number, removals: (this.watch as OriginWatch).removals, size: version.size, mtime: version.mtime})
     } else if (this.maxAgeMs > 0) this.current.set(path, {at: now, size: version.size, mtime: version.mtime})
     return version.size < 0 ? null : version
   }

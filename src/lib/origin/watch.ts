@@ -75,6 +75,11 @@ export class OriginWatch {
   private readonly listeners = new Set<(path: string) => void>()
   private readonly skipped = new Set<string>()
   private nextToken = 1
+  /**
+   * Counts the times watches were removed: while it stays the same, every token handed out is
+   * still in place, so a token seen under the same count needs no look-up ({@link token}).
+   */
+  removals = 0
   private closed = false
   private limitHit = false
   private disabled: string | undefined
@@ -113,6 +118,7 @@ export class OriginWatch {
   /** Removes every watch. */
   close(): void {
     this.closed = true
+    this.removals++
     for (const w of this.dirs.values()) w.watcher.close()
     this.dirs.clear()
     this.listeners.clear()
@@ -215,6 +221,7 @@ export class OriginWatch {
 
   /** Removes the watches of `dir` and of every directory below it. */
   private unwatchTree(dir: string): void {
+    this.removals++
     const prefix = `${dir}/`
     for (const [d, w] of this.dirs) {
       if (d === dir || d.startsWith(prefix) || dir === '') {
