@@ -319,16 +319,7 @@ function createServer(
   onIndexStale: (stale: IndexStale) => void,
 ): MirrorServer {
   const settings = serverSettings(config, geo)
-  const server = new MirrorServer({
-    ...settings,
-    root,
-    keeper,
-    logger,
-    version,
-    diskCheckSeconds: config.serve.disk_check_seconds,
-    diskCheckWatch: config.serve.disk_check_watch,
-    onIndexStale,
-  })
+  const server = new MirrorServer({...settings, root, keeper, logger, version, diskCheckSeconds: config.serve.disk_check_seconds, diskCheckWatch: config.serve.disk_check_watch, onIndexStale})
   const baseUrls = new BaseUrls(config.serve.public_url, config.serve.origin_url)
   // First: a path in the origin form is the origin's, whatever another route would make of it.
   server.addRoute(originRoute(server))
@@ -358,7 +349,7 @@ function createServer(
 async function observe(parts: Parts, config: Config, server: MirrorServer, keeper: SnapshotKeeper, database: Database, network: NetworkView): Promise<void> {
   const logger = parts.logger
   const metricsListen = config.serve.metrics_listen
-  const metrics = metricsListen ? createMetrics(keeper, network, () => parts.stats?.collector.pendingKeys ?? 0, parts.readDatabase) : undefined
+  const metrics = metricsListen ? createMetrics(keeper, network, () => parts.stats?.collector.pendingKeys ?? 0, parts.readDatabase, server) : undefined
   parts.metrics = metrics
   if (metrics && metricsListen) {
     if (isWorker()) {
@@ -381,8 +372,8 @@ async function observe(parts: Parts, config: Config, server: MirrorServer, keepe
   }
 }
 
-/** The metrics of this process, read from the keeper, the statistics and the standby (`readDatabase`, its lag) at scrape time. */
-function createMetrics(keeper: SnapshotKeeper, network: NetworkView, statsPendingKeys: () => number, readDatabase: Database | undefined): ServeMetrics {
+/** The metrics of this process, read from the keeper, the statistics, the standby (`readDatabase`, its lag) and the origin's directory watch at scrape time. */
+function createMetrics(keeper: SnapshotKeeper, network: NetworkView, statsPendingKeys: () => number, readDatabase: Database | undefined, server: MirrorServer): ServeMetrics {
   let refreshedAt = Date.now()
   keeper.onChange(() => {
     refreshedAt = Date.now()
@@ -401,6 +392,7 @@ function createMetrics(keeper: SnapshotKeeper, network: NetworkView, statsPendin
       return {up, down}
     },
     statsPendingKeys,
+    originWatch: () => server.indexCheck?.watch?.report(),
     mirrorSamples: () => mirrorSamples(network),
     replicaLagSeconds: readDatabase && (() => replicaLag(readDatabase).then((lag) => lag.lagSeconds ?? undefined)),
   })
