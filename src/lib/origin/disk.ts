@@ -84,7 +84,8 @@ export class DiskVersions {
 
   /**
    * The size (bytes) and mtime (Unix seconds, UTC) of root-relative `path` on disk, from a
-   * stat at most `maxAgeSeconds` old; null when it is missing or not a regular file.
+   * stat at most `maxAgeSeconds` old, or in a watched directory from a stat that no event has
+   * named since; null when it is missing or not a regular file.
    * @param now ms since the epoch (the request's start)
    */
   version(path: string, now: number): FileVersion | null {

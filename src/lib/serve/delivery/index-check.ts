@@ -45,7 +45,8 @@ export class IndexCheck {
   }
 
   /**
-   * `file` as the disk has it now ({@link RouteServices.currentFile}): a stat at most `diskCheckSeconds` old vouches for a
+   * `file` as the disk has it now ({@link RouteServices.currentFile}): a stat at most `diskCheckSeconds` old (in a watched
+   * directory: one that no inotify event has named since) vouches for a
    * match; a mismatch is confirmed by a stat of its own (the snapshot may have caught up with
    * the disk since the cached stat).
    */
