@@ -159,7 +159,10 @@ export class OriginWatch {
       const ino = lstatSync(this.abs(dir)).ino
       const watch = this.options.watch ?? ((path, listener) => fsWatch(path, {persistent: false}, listener))
       const watcher = watch(this.abs(dir), (event, name) => this.event(dir, event, name))
-      watcher.on('error', () => this.unwatchTree(dir))
+      watcher.on('error', () => {
+        this.unwatchTree(dir)
+        this.skipped.add(dir)
+      })
       this.dirs.set(dir, {watcher, token: this.nextToken++, ino})
       this.skipped.delete(dir)
       return true
