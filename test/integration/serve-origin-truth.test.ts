@@ -248,5 +248,14 @@ describe(`mb serve: URLs as clients write them, the origin's truth (${backend})`
       const text = await (await fetch(`${metricsUrl}/metrics`)).text()
       expect(text).to.match(/^mb_origin_index_stale_total 1$/m)
     })
+
+    it("watches the origin's directories by default (serve.disk_check_watch) and reports the count and the limit", async () => {
+      const metricsUrl = /"metrics":"(http:\/\/[^"]+)"/.exec(serve.output())![1]
+      const text = await (await fetch(`${metricsUrl}/metrics`)).text()
+      const watched = /^mb_origin_watched_directories\{state="watched"\} (\d+)$/m.exec(text)
+      expect(Number(watched?.[1])).to.be.at.least(2) // the root and dir/
+      expect(text).to.match(/^mb_origin_watched_directories\{state="unwatched"\} 0$/m)
+      expect(serve.output()).to.include('"msg":"origin directories watched (inotify)"')
+    })
   })
 })

@@ -113,4 +113,15 @@ describe('metrics', () => {
     expect(await text({replicaLagSeconds: async () => 1.25})).to.match(/^mb_database_replica_lag_seconds 1\.25$/m)
     expect(await text({replicaLagSeconds: async () => Promise.reject(new Error('standby down'))})).to.match(/^mb_database_replica_lag_seconds NaN$/im)
   })
+
+  it("reports the origin's watched and unwatched directories and the inotify limit", async () => {
+    server = await startMetricsServer({
+      listen: '127.0.0.1:0',
+      metrics: createServeMetrics({originWatch: () => ({watched: 10101, unwatched: 3, limit: 192540, limitHit: true})}, {defaultMetrics: false}),
+    })
+    const body = await (await fetch(`${server.url}/metrics`)).text()
+    expect(body).to.match(/^mb_origin_watched_directories\{state="watched"\} 10101$/m)
+    expect(body).to.match(/^mb_origin_watched_directories\{state="unwatched"\} 3$/m)
+    expect(body).to.match(/^mb_origin_watch_limit 192540$/m)
+  })
 })

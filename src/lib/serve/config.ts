@@ -112,6 +112,12 @@ export const ServeConfigSchema = z
       .describe(
         'How long one stat of an indexed file vouches that the disk still holds the indexed version (at most 1 s); a changed file is served by the origin and re-indexed. 0 turns the check off (for benchmarks).',
       ),
+    disk_check_watch: z
+      .boolean()
+      .default(true)
+      .describe(
+        "Watch the origin's directories (one inotify watch each, src/lib/origin/watch.ts) so that the disk check stats a file once and then believes it until an event names it; directories over half of `fs.inotify.max_user_watches`, and roots on network file systems, keep the stat per `disk_check_seconds`.",
+      ),
   })
   .strict()
 

@@ -4,11 +4,24 @@
  * the origin at once and reported, so that the index and a scan catch up.
  */
 import type {Logger} from 'pino'
-import type {DiskVersions} from '../../origin/disk.js'
+import {DiskVersions} from '../../origin/disk.js'
 import type {FileVersion} from '../../origin/freshness.js'
+import {OriginWatch} from '../../origin/watch.js'
 import {type FileEntry, unindexedVersion} from '../snapshot/file-entry.js'
 import type {RequestContext, RouteServices} from './route.js'
-import type {IndexStale} from './settings.js'
+import type {IndexStale, ServerOptions} from './settings.js'
+
+/**
+ * The disk check of origin root `rootReal` (its realpath) as `options` set it: a stat per
+ * path and `diskCheckSeconds` (default 1), believed until an inotify event where the
+ * directory is watched (`diskCheckWatch`, default true); undefined when `diskCheckSeconds` is 0.
+ */
+export function openIndexCheck(rootReal: string, options: Pick<ServerOptions, 'diskCheckSeconds' | 'diskCheckWatch' | 'logger' | 'onIndexStale'>): IndexCheck | undefined {
+  const seconds = options.diskCheckSeconds ?? 1
+  if (seconds <= 0) return undefined
+  const watch = options.diskCheckWatch === false ? undefined : new OriginWatch(rootReal, {logger: options.logger})
+  return new IndexCheck(new DiskVersions(rootReal, seconds, watch), options.logger, options.onIndexStale, watch)
+}
 
 /** The check of indexed files against the disk, for one origin root. */
 export class IndexCheck {
@@ -16,15 +29,24 @@ export class IndexCheck {
    * @param disk the cached stats of the origin root
    * @param logger where `origin index stale: PATH` is logged
    * @param onIndexStale called once per stale entry found (it counts it and re-indexes the file)
+   * @param watch the watch of the root's directories that `disk` believes, if any
    */
   constructor(
     private readonly disk: DiskVersions,
     private readonly logger: Logger | undefined,
     private readonly onIndexStale: ((stale: IndexStale) => void) | undefined,
+    /** The watch of the root's directories that `disk` believes, closed with {@link close}. */
+    readonly watch?: OriginWatch,
   ) {}
 
+  /** Removes the directory watches. */
+  close(): void {
+    this.watch?.close()
+  }
+
   /**
-   * `file` as the disk has it now ({@link RouteServices.currentFile}): a stat at most `diskCheckSeconds` old vouches for a
+   * `file` as the disk has it now ({@link RouteServices.currentFile}): a stat at most `diskCheckSeconds` old (in a watched
+   * directory: one that no inotify event has named since) vouches for a
    * match; a mismatch is confirmed by a stat of its own (the snapshot may have caught up with
    * the disk since the cached stat).
    */

@@ -24,7 +24,6 @@ import type {GeoResolver} from '../../geo/geoip.js'
 import {selectUnderRule} from '../../rules/apply.js'
 import type {RuleMatch} from '../../rules/rule.js'
 import {escalationHeader, Verifier} from '../../verify/verifier.js'
-import {DiskVersions} from '../../origin/disk.js'
 import {clientInfo} from '../../select/index.js'
 import type {SelectOptions} from '../../select/options.js'
 import type {Candidate, ClientInfo, Selection} from '../../select/types.js'
@@ -32,7 +31,7 @@ import {headerSafe} from '../../text.js'
 import {type CountryQueryTrust, type ResolvedClient, TrustedProxies, resolveClient} from './client-address.js'
 import {ConnectionGuard} from './connections.js'
 import {type ListenTarget, listenOn} from './listen.js'
-import {IndexCheck} from './index-check.js'
+import {type IndexCheck, openIndexCheck} from './index-check.js'
 import {LocalDelivery} from './local.js'
 import {parseTarget, queryParam} from './path.js'
 import type {FileEntry} from '../snapshot/file-entry.js'
@@ -73,8 +72,8 @@ export class MirrorServer implements RouteServices {
   )
   /** The checks of verified redirects; undefined when verification is off (nothing is checked). */
   private verifier: Verifier | undefined
-  /** The check of indexed files against the disk (./index-check.ts); undefined when off or before `listen()`. */
-  private indexCheck: IndexCheck | undefined
+  /** The check of indexed files against the disk (./index-check.ts), with its directory watch; undefined when off or before `listen()`. */
+  indexCheck: IndexCheck | undefined
   /** Answered requests, to the observers and the debug log (./reporter.ts). */
   private readonly reporter: RequestReporter
   /** What the origin answers itself (./local.ts). */
@@ -171,8 +170,7 @@ export class MirrorServer implements RouteServices {
   /** Resolves the root and starts listening on `target` (./listen.ts). Port 0 picks a free port. */
   async listen(target: ListenTarget): Promise<AddressInfo> {
     await this.local.open(this.options.root)
-    const check = this.options.diskCheckSeconds ?? 1
-    this.indexCheck = check > 0 ? new IndexCheck(new DiskVersions(this.local.rootReal, check), this.options.logger, this.options.onIndexStale) : undefined
+    this.indexCheck = openIndexCheck(this.local.rootReal, this.options)
     return listenOn(this.http, target)
   }
 
@@ -187,6 +185,7 @@ export class MirrorServer implements RouteServices {
     const closed = new Promise<void>((resolve) => net.Server.prototype.close.call(this.http, () => resolve()))
     await this.connections.drain(forceMs)
     await closed
+    this.indexCheck?.close()
     await this.verifier?.close()
   }
 

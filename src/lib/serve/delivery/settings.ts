@@ -31,6 +31,8 @@ export interface ServerOptions {
   verify?: VerifyOptions
   /** How long one stat of an indexed file vouches that the disk still holds the indexed version, seconds (default 1; 0 = no check: the index is trusted). */
   diskCheckSeconds?: number
+  /** Whether the disk check watches the origin's directories (src/lib/origin/watch.ts) instead of a stat per path and period (default true). */
+  diskCheckWatch?: boolean
   /** Called once when a request finds an indexed file changed on disk (after the log line; see `MirrorServer.currentFile` in ./server.ts). */
   onIndexStale?: (stale: IndexStale) => void
   /**

@@ -70,6 +70,7 @@ export const RESTART_ONLY = [
   'serve.public_url',
   'serve.origin_url',
   'serve.disk_check_seconds',
+  'serve.disk_check_watch',
   'serve.push_after',
   'sync.trace_path',
   'sync.margin_seconds',

@@ -257,7 +257,7 @@ export async function startServe(config: Config, options: {database?: Database; 
     parts.listening = true
     if (config.serve.push_after > 0) parts.pushAfter = startPushAfter(database, config, config.serve.push_after, logger)
     if (config.serve.watch)
-      parts.unwatch = watchOrigin(server.root, keeper, logger, {
+      parts.unwatch = watchOrigin(server.indexCheck?.watch, server.root, keeper, logger, {
         onRepomdChange: (change) => recordRepomd(database, server.root, change, logger),
         onChange: parts.pushAfter?.changed,
         tracePath: config.sync.trace_path,
@@ -319,7 +319,7 @@ function createServer(
   hooks: Pick<ServerOptions, 'onIndexStale' | 'onNoMirror'>,
 ): MirrorServer {
   const settings = serverSettings(config, geo)
-  const server = new MirrorServer({...settings, root, keeper, logger, version, diskCheckSeconds: config.serve.disk_check_seconds, ...hooks})
+  const server = new MirrorServer({...settings, root, keeper, logger, version, diskCheckSeconds: config.serve.disk_check_seconds, diskCheckWatch: config.serve.disk_check_watch, ...hooks})
   const baseUrls = new BaseUrls(config.serve.public_url, config.serve.origin_url)
   // First: a path in the origin form is the origin's, whatever another route would make of it.
   server.addRoute(originRoute(server))
@@ -355,7 +355,9 @@ function createServer(
 async function observe(parts: Parts, config: Config, server: MirrorServer, keeper: SnapshotKeeper, database: Database, network: NetworkView): Promise<void> {
   const logger = parts.logger
   const metricsListen = config.serve.metrics_listen
-  const metrics = metricsListen ? createMetrics(keeper, network, () => parts.stats?.collector.pendingKeys ?? 0, parts.readDatabase, parts.demand) : undefined
+  const metrics = metricsListen
+    ? createMetrics({keeper, network, statsPendingKeys: () => parts.stats?.collector.pendingKeys ?? 0, readDatabase: parts.readDatabase, demand: parts.demand, server})
+    : undefined
   parts.metrics = metrics
   if (metrics && metricsListen) {
     if (isWorker()) {
@@ -378,8 +380,9 @@ async function observe(parts: Parts, config: Config, server: MirrorServer, keepe
   }
 }
 
-/** The metrics of this process, read from the keeper, the statistics, the standby (`readDatabase`, its lag) and the scans on demand at scrape time. */
-function createMetrics(keeper: SnapshotKeeper, network: NetworkView, statsPendingKeys: () => number, readDatabase: Database | undefined, demand: DemandScanQueue | undefined): ServeMetrics {
+/** The metrics of this process, read from the keeper, the statistics, the standby (`readDatabase`, its lag), the scans on demand and the origin's directory watch at scrape time. */
+function createMetrics(from: {keeper: SnapshotKeeper; network: NetworkView; statsPendingKeys: () => number; readDatabase?: Database; demand?: DemandScanQueue; server: MirrorServer}): ServeMetrics {
+  const {keeper, network, statsPendingKeys, readDatabase, demand, server} = from
   let refreshedAt = Date.now()
   keeper.onChange(() => {
     refreshedAt = Date.now()
@@ -398,6 +401,7 @@ function createMetrics(keeper: SnapshotKeeper, network: NetworkView, statsPendin
       return {up, down}
     },
     statsPendingKeys,
+    originWatch: () => server.indexCheck?.watch?.report(),
     mirrorSamples: () => mirrorSamples(network),
     replicaLagSeconds: readDatabase && (() => replicaLag(readDatabase).then((lag) => lag.lagSeconds ?? undefined)),
     demand: demand && (() => ({...demand.counters, queued: demand.size})),

@@ -50,6 +50,7 @@
  */
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
+import type {WatchReport} from '../../origin/watch.js'
 import {AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry} from 'prom-client'
 import {MbError} from '../../errors.js'
 import {httpUrl, listenOn, parseListen} from '../delivery/listen.js'
@@ -68,6 +69,8 @@ export interface MetricsSources {
   replicaLagSeconds?: () => Promise<number | undefined>
   /** Keys of download statistics waiting to be flushed. */
   statsPendingKeys?: () => number
+  /** The watch of the origin's directories (src/lib/origin/watch.ts), when there is one. */
+  originWatch?: () => WatchReport | undefined
   /** The per-mirror samples (./network.ts); may reject (the scrape then fails with 500). */
   mirrorSamples?: () => Promise<MirrorSample[]>
   /** The counts of the scans on demand, and the folders waiting or being scanned (`queued`); absent when they are off. */
@@ -113,7 +116,33 @@ export interface ServeMetrics {
 /** Latency buckets in seconds: redirects take well under a millisecond, local delivery longer. */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
-/** The series read from `sources` at scrape time: snapshot age, database reachability, the standby's lag, mirrors by probe state, the scans on demand. */
+/** The origin's directory watches: watched and unwatched directories, the kernel's limit (src/lib/origin/watch.ts). */
+function registerOriginWatchGauges(registry: Registry, sources: MetricsSources): void {
+  new Gauge({
+    name: 'mb_origin_watched_directories',
+    help: 'Origin directories the disk check watches with inotify (state="watched"), and those over the limit or refused (state="unwatched", a stat per path and disk_check_seconds)',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      const r = sources.originWatch?.()
+      if (r === undefined) return
+      this.set({state: 'watched'}, r.watched)
+      this.set({state: 'unwatched'}, r.unwatched)
+    },
+  })
+  new Gauge({
+    name: 'mb_origin_watch_limit',
+    help: "The kernel's inotify watch limit per user (fs.inotify.max_user_watches)",
+    registers: [registry],
+    aggregator: 'max',
+    collect() {
+      const limit = sources.originWatch?.()?.limit
+      if (limit !== undefined) this.set(limit)
+    },
+  })
+}
+
+/** The series read from `sources` at scrape time: snapshot age, database reachability, the standby's lag, mirrors by probe state, the origin's directory watches, the scans on demand. */
 function registerStateGauges(registry: Registry, sources: MetricsSources): void {
   new Gauge({
     name: 'mb_snapshot_age_seconds',
@@ -163,6 +192,7 @@ function registerStateGauges(registry: Registry, sources: MetricsSources): void 
       }
     },
   })
+  registerOriginWatchGauges(registry, sources)
   if (sources.demand) registerDemandSeries(registry, sources.demand)
 }
 

@@ -1,5 +1,6 @@
 /**
- * `mb serve --watch`: watches the origin tree (inotify through `fs.watch` recursive) and, when
+ * `mb serve --watch`: hears the events of the origin's directory watches (src/lib/origin/watch.ts,
+ * shared with the disk check) and, when
  * an indexed file's size or mtime changes on disk, stops redirecting it at once: its entry in
  * the live snapshot gets the new size/mtime and an empty mirror set, so the origin delivers it
  * until `mb index` and a scan confirm mirrors hold the new version (the next snapshot refresh
@@ -8,22 +9,23 @@
  * With `hooks.tracePath` (`sync.trace_path`), the watch also writes the origin's sync trace
  * every minute (src/lib/sync/trace.ts), and the trace's own writes are no change of the tree.
  */
-import {type FSWatcher, watch} from 'node:fs'
 import {stat} from 'node:fs/promises'
 import {sep} from 'node:path'
 import type {Logger} from 'pino'
 import {isRepomdPath, type RepomdChange} from '../../origin/repomd.js'
+import {OriginWatch} from '../../origin/watch.js'
 import type {SnapshotKeeper} from './keeper.js'
 import {unindexedVersion} from './file-entry.js'
 import {isTraceFile, startTraceWriter} from '../../sync/trace.js'
 
 /**
- * Starts watching `root` (its realpath). Returns a function that stops watching.
+ * Starts watching `root` (its realpath), through `shared` (the disk check's watch) or a watch of
+ * its own when there is none. Returns a function that stops watching.
  * `hooks.onRepomdChange` hears of every indexed `repodata/repomd.xml` that changed on disk, with
  * the mirrors that held the version it replaces (to record it, src/lib/origin/repomd.ts).
- * @throws when the platform cannot watch recursively (the caller reports it)
  */
 export function watchOrigin(
+  shared: OriginWatch | undefined,
   root: string,
   keeper: Pick<SnapshotKeeper, 'current'>,
   logger?: Logger,
@@ -53,21 +55,20 @@ export function watchOrigin(
     keeper.current.files.set(path, unindexedVersion(entry, {size: size < 0 ? entry.size : size, mtime: mtime < 0 ? entry.mtime : mtime}))
     logger?.info({path, size, mtime}, 'origin file changed on disk; delivering it locally until it is re-indexed and rescanned')
   }
-  const watcher: FSWatcher = watch(root, {recursive: true, persistent: false}, (_event, filename) => {
-    const path = filename ? filename.toString().split(sep).join('/') : undefined
-    if (path !== undefined && tracePath !== undefined && isTraceFile(path, tracePath)) return // mb's own minute tick is no change of the tree
+  const origin = shared ?? new OriginWatch(root, {logger})
+  const stopListening = origin.onChange((path) => {
+    if (tracePath !== undefined && isTraceFile(path, tracePath)) return // mb's own minute tick is no change of the tree
     onChange?.()
-    if (path === undefined) return
     clearTimeout(pending.get(path))
     pending.set(
       path,
       setTimeout(() => void check(path), 200),
     )
   })
-  watcher.on('error', (error) => logger?.warn({err: error.message}, 'watching the origin tree failed'))
   return () => {
     stopTrace?.()
-    watcher.close()
+    stopListening()
+    if (shared === undefined) origin.close()
     for (const t of pending.values()) clearTimeout(t)
     pending.clear()
   }
