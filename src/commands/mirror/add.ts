@@ -2,7 +2,7 @@ import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
 import {addMirror, resolveMirror} from '../../lib/mirrors/registry.js'
 import {type PublicMirror, publicMirror} from '../../lib/mirrors/public.js'
-import {IDENTIFIER_RULE} from '../../lib/mirrors/validate.js'
+import {IDENTIFIER_RULE, validateMirrorInput} from '../../lib/mirrors/validate.js'
 import {mirrorRecord, mirrorSummary} from '../../lib/mirrors/render.js'
 import {renderRecord} from '../../lib/output.js'
 import {describeProbe, probeOnce, probeOnceJson} from '../../lib/probe/once.js'
@@ -138,6 +138,9 @@ The new mirror is then probed once (its HTTP and HTTPS base URLs, as \`mb probe\
 
   public async run(): Promise<PublicMirror & {probe: ReturnType<typeof probeOnceJson>; location?: Location}> {
     const input = {...mirrorInputFromFlags(this.flags), identifier: this.args.name, enabled: this.flags.disabled ? false : undefined}
+    // A bad field is a usage error (exit 2) before any lookup: locating first would report a
+    // malformed URL as a mirror that cannot be located (exit 1).
+    validateMirrorInput(input)
     const location = input.country === undefined && this.flags.locate ? await this.locate(input) : null
     const database = await this.openDb({create: true})
     const added = await addMirror(database.db, input, {force: this.flags.force})

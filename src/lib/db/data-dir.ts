@@ -150,7 +150,7 @@ export function storeExists(dataDir: string): boolean {
  */
 export function storeNotFound(dataDir: string): MbError {
   return new MbError(
-    `No embedded store in ${dataDir}. If your store is elsewhere, point mb at it with MB_DATA_DIR (or --data-dir, or data_dir: in the config file); for PostgreSQL set MB_DATABASE_URL (or database_url:). To start a new store here, run \`mb db migrate\` (\`mb mirror add\`, \`mb index\` and \`mb serve\` create one too).`,
+    `No embedded store in ${dataDir}. If your store is elsewhere, point mb at it with MB_DATA_DIR (or --data-dir, or data_dir: in the config file); for PostgreSQL set MB_DATABASE_URL (or database_url:). To start a new store here, run \`mb db migrate\` (\`mb mirror add\`, \`mb rule add\`, \`mb index\` and \`mb serve\` create one too).`,
     {code: 'STORE_NOT_FOUND'},
   )
 }

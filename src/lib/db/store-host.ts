@@ -70,7 +70,7 @@ async function stopWorker(worker: Worker): Promise<void> {
  */
 function servedBy(dataDir: string, owner: number): MbError {
   return new MbError(
-    `The embedded store at ${dataDir} is already served by process ${owner} (a running \`mb serve\`). One store has one server: stop process ${owner} first (\`mb serve stop\`, or \`systemctl stop mb-serve.socket mb-serve\`), give this server its own --data-dir, or use PostgreSQL (MB_DATABASE_URL) to run several servers on one store.`,
+    `The embedded store at ${dataDir} is already served by process ${owner} (a running \`mb serve\`). One store has one server: stop process ${owner} first (\`kill ${owner}\`; \`mb serve stop --pid-file FILE\` if it was started with --pid-file; \`systemctl stop mb-serve.socket mb-serve\` under systemd), give this server its own --data-dir, or use PostgreSQL (MB_DATABASE_URL) to run several servers on one store.`,
     {code: 'STORE_SERVED'},
   )
 }
