@@ -88,6 +88,9 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
         zsync: {min_size: ZSYNC_MIN},
         log_level: 'silent',
         probe: {content_interval_seconds: 0},
+        // Every request here comes from 127.0.0.1: with retries on, each run's .torrent would
+        // rank the web seeds anew as a retry.
+        select: {retry_window_seconds: 0},
       }),
       {database},
     )
@@ -181,6 +184,9 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
         torrent: {meta4_metaurl: true},
         log_level: 'silent',
         probe: {content_interval_seconds: 0},
+        // Every request here comes from 127.0.0.1: with retries on, each run's .torrent would
+        // rank the web seeds anew as a retry.
+        select: {retry_window_seconds: 0},
       }),
       {database},
     )
