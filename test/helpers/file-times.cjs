@@ -5,11 +5,31 @@
  *
  * A file's time runs from its first top-level suite starting to its last one ending, hooks
  * included (a `before` that starts nginx counts); a pass stopped by SIGTERM or SIGINT prints the
- * table so far. Plain CommonJS: mocha `require()`s reporters.
+ * table so far. In parallel mode the workers time their files (./file-times-hooks.cjs) and write
+ * the figures to a temporary file this reporter names in `MB_TEST_FILE_TIMES`. Plain CommonJS:
+ * mocha `require()`s reporters.
  */
+const {mkdtempSync, readFileSync, rmSync} = require('node:fs')
+const {tmpdir} = require('node:os')
+const {join} = require('node:path')
 const Mocha = require('mocha')
 
 const {EVENT_SUITE_BEGIN, EVENT_SUITE_END, EVENT_RUN_END} = Mocha.Runner.constants
+
+/** Reads the workers' lines of `{file, ms, tests}` into `files` (a missing file reads as none). */
+function readWorkerTimes(path, files) {
+  let text = ''
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch {
+    return
+  }
+  for (const line of text.split('\n')) {
+    if (!line) continue
+    const {file, ms, tests} = JSON.parse(line)
+    files.set(file, {ms, tests})
+  }
+}
 
 class FileTimes extends Mocha.reporters.Spec {
   constructor(runner, options) {
@@ -17,14 +37,20 @@ class FileTimes extends Mocha.reporters.Spec {
     /** file -> {start, ms, tests} */
     const files = new Map()
     const started = Date.now()
+    const parallel = runner.isParallelMode?.() === true
+    let dir
+    if (parallel) {
+      dir = mkdtempSync(join(tmpdir(), 'mb-test-times-'))
+      process.env.MB_TEST_FILE_TIMES = join(dir, 'times.jsonl')
+    }
     runner.on(EVENT_SUITE_BEGIN, (suite) => {
-      if (!suite.file || !suite.parent?.root) return
+      if (parallel || !suite.file || !suite.parent?.root) return
       const entry = files.get(suite.file) ?? {ms: 0, tests: 0}
       entry.start = Date.now()
       files.set(suite.file, entry)
     })
     runner.on(EVENT_SUITE_END, (suite) => {
-      if (!suite.file || !suite.parent?.root) return
+      if (parallel || !suite.file || !suite.parent?.root) return
       const entry = files.get(suite.file)
       if (entry?.start === undefined) return
       entry.ms += Date.now() - entry.start
@@ -32,6 +58,10 @@ class FileTimes extends Mocha.reporters.Spec {
       entry.start = undefined
     })
     const print = (how) => {
+      if (parallel) {
+        readWorkerTimes(process.env.MB_TEST_FILE_TIMES, files)
+        rmSync(dir, {recursive: true, force: true})
+      }
       const most = Number(process.env.MB_TEST_SLOWEST ?? 15)
       if (!(most > 0) || files.size === 0) return
       const now = Date.now()
