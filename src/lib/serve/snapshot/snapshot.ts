@@ -11,11 +11,14 @@
  * (./path-table.ts), so millions of files stay compact and are not heap objects. Batches
  * are small enough that a batch's rows die young (in V8's new space).
  *
- * Incremental refresh: rows that the previous refresh's transaction snapshot could not see
- * (by their `txid`), plus the paths tombstoned since, as docs/change-tracking.md sets out.
- * Mirrors (a few hundred rows) are reloaded every time; the origin's symlinks (`file_link`, a
- * small table) whenever it changed.
+ * Incremental refresh: first one statement that tells whether anything changed since the
+ * previous refresh (./marks.ts), outside any transaction; when something did, the rows that
+ * the previous refresh's transaction snapshot could not see (by their `txid`), plus the paths
+ * tombstoned since, as docs/change-tracking.md sets out. Mirrors, rules and bad copies (a
+ * few hundred rows) are then re-read whole; the origin's symlinks (`file_link`, a small
+ * table) when they changed.
  */
+import {sql} from 'kysely'
 import type {Database, ReadView} from '../../db/index.js'
 import type {MirrorRow} from '../../db/schema.js'
 import {compileMirror, MirrorTable} from '../../select/mirror.js'
@@ -27,6 +30,7 @@ import {type FileEntry, FORMAT_SHA256_PIECES, FORMAT_TORRENT, FORMAT_ZSYNC, Dige
 import {FileMap, yieldToEventLoop} from './file-map.js'
 import {MirrorSetPool} from './mirror-sets.js'
 import {snapshotBounds, unseenCondition} from './unseen.js'
+import {changedSince, type Marks, readMarks, type StatementRunner, type TableCounts} from './marks.js'
 
 /** Rows per keyset batch. */
 const BATCH_ROWS = 5_000
@@ -44,13 +48,15 @@ export class Snapshot {
   readonly digests = new DigestArena()
   /** The last refresh's transaction snapshot (`pg_snapshot` text, `xmin:xmax:xip,...`). */
   xmin: string | null = null
+  /** Row counts of the tables re-read whole, as `xmin` saw them (./marks.ts compares them). */
+  counts: TableCounts = {mirrors: 0, rules: 0, links: 0, badCopies: 0}
   /** Unix ms (UTC) of the last successful load or refresh. */
   refreshedAt = 0
   /** File rows replaced since the full load (their old digest records, and mirror sets no other file shares, are garbage). */
   churn = 0
   /** The origin's symlinks (`file_link`): link path → canonical target. Replaced whole when it changes. */
   links: ReadonlyMap<string, LinkTarget> = new Map()
-  /** Paths of the copies content checks found corrupt, by mirror id (re-read with the mirrors; {@link readBadCopies}). */
+  /** Paths of the copies content checks found corrupt, by mirror id (re-read with the mirrors on every change; {@link readBadCopies}). */
   badCopies: ReadonlyMap<number, readonly string[]> = new Map()
 
   /** True when content checks found a copy on mirror `id` corrupt at a path starting with `prefix`. */
@@ -110,9 +116,9 @@ const BAD_COPIES_READ = 10_000
 /**
  * The copies content checks found corrupt at the files' current versions (`mirror_file_bad`,
  * as `mb mirror show` counts them): paths by mirror id. Few rows (a mirror with many is
- * suspect and out of selection), re-read on every refresh like the mirrors: the bad rows
- * first, then their files by primary key, so that a network without bad copies reads no
- * file row here.
+ * suspect and out of selection), re-read like the mirrors whenever anything changed: the bad
+ * rows first, then their files by primary key, so that a network without bad copies reads
+ * no file row here.
  */
 async function readBadCopies(view: ReadView): Promise<Map<number, string[]>> {
   const byMirror = new Map<number, string[]>()
@@ -150,19 +156,16 @@ async function readLinkRows(view: ReadView): Promise<Map<string, LinkTarget>> {
 }
 
 /**
- * The links again when `file_link` changed since a transaction snapshot, else undefined
- * (`unseen`: its {@link unseenCondition}). The table is small and has no tombstones: it
- * changed when a row is newer than that snapshot could see, or else its row count differs from `known` (only deletions leave no
- * newer row, and a set of old rows that differs from the old set is a smaller one).
+ * One statement outside any transaction, on a pooled connection: the poll of
+ * {@link refreshSnapshot} (a single round trip; a read view would add its BEGIN and COMMIT).
  */
-async function readLinksIfChanged(view: ReadView, unseen: string, known: number): Promise<Map<string, LinkTarget> | undefined> {
-  const [[count, newer]] = await view.query(`SELECT count(*)::int, coalesce(bool_or(${unseen}), false) FROM file_link`)
-  return newer || Number(count) !== known ? readLinkRows(view) : undefined
-}
-
-async function currentXmin(view: ReadView): Promise<string> {
-  const [[snapshot]] = await view.query(`SELECT pg_current_snapshot()::text`)
-  return snapshot as string
+function singleStatements(database: Database): StatementRunner {
+  return {
+    async query(text) {
+      const result = await sql.raw<Record<string, unknown>>(text).execute(database.db)
+      return result.rows.map((row) => Object.values(row))
+    },
+  }
 }
 
 /** Reads the files with lo < id <= hi in keyset batches into `snapshot`. */
@@ -191,7 +194,9 @@ async function readFileRange(view: ReadView, snapshot: Snapshot, lo: number, hi:
 export async function loadSnapshot(database: Database, onProgress?: (files: number) => void): Promise<Snapshot> {
   const snapshot = new Snapshot()
   await database.readSnapshot(async (view) => {
-    snapshot.xmin = await currentXmin(view)
+    const marks = await readMarks(view, '1:1:')
+    snapshot.xmin = marks.snapshot
+    snapshot.counts = marks.counts
     snapshot.mirrors = await readMirrors(view)
     snapshot.rules = await readRules(view, snapshot.mirrors)
     snapshot.badCopies = await readBadCopies(view)
@@ -222,9 +227,12 @@ export interface RefreshResult {
 const REFRESH_SLICE_ROWS = 2_000
 
 /**
- * Applies the changes committed since the snapshot's xmin: all mirrors are re-read, changed
- * file rows replace their entries, tombstoned paths are dropped (tombstones first, then rows,
- * so a delete-then-recreate ends with the file present).
+ * Applies the changes committed since the snapshot's xmin. First one statement, outside any
+ * transaction, tells whether anything changed ({@link readMarks}); when nothing did, that is
+ * all, and the snapshot takes that statement's transaction snapshot as its own. Otherwise,
+ * in one read view: all mirrors, rules and bad copies are re-read, changed file rows replace
+ * their entries, tombstoned paths are dropped (tombstones first, then rows, so a
+ * delete-then-recreate ends with the file present).
  *
  * A large change set must neither block the event loop nor show readers half of it. The
  * changed rows are read and parsed aside, {@link REFRESH_SLICE_ROWS} at a time with a yield
@@ -235,7 +243,15 @@ const REFRESH_SLICE_ROWS = 2_000
  * @throws whatever the database driver throws; the snapshot is then unchanged
  */
 export async function refreshSnapshot(database: Database, snapshot: Snapshot): Promise<RefreshResult> {
-  const changes = await database.readSnapshot((view) => readChanges(view, snapshot.xmin ?? '1:1:', Math.max(50_000, snapshot.files.size / 10), snapshot))
+  const since = snapshot.xmin ?? '1:1:'
+  const poll = await readMarks(singleStatements(database), since)
+  if (!changedSince(poll, snapshot.counts)) {
+    // Nothing that statement could see is newer than `since`: its snapshot is as good a base.
+    snapshot.xmin = poll.snapshot
+    snapshot.refreshedAt = Date.now()
+    return {mirrors: snapshot.mirrors.size, updated: 0, deleted: 0}
+  }
+  const changes = await database.readSnapshot((view) => readChanges(view, since, Math.max(50_000, snapshot.files.size / 10), snapshot))
   if (!changes) {
     snapshot.churn = Number.POSITIVE_INFINITY // the keeper reloads in full
     return {mirrors: 0, updated: 0, deleted: 0, reload: true}
@@ -248,6 +264,7 @@ export async function refreshSnapshot(database: Database, snapshot: Snapshot): P
     snapshot.badCopies = changes.badCopies
     if (changes.links !== undefined) snapshot.links = changes.links
     snapshot.xmin = changes.xmin
+    snapshot.counts = changes.counts
   })
   snapshot.churn += result.updated
   snapshot.refreshedAt = Date.now()
@@ -258,6 +275,8 @@ export async function refreshSnapshot(database: Database, snapshot: Snapshot): P
 interface Changes {
   /** This view's own transaction snapshot, the next refresh's `since`. */
   xmin: string
+  /** The row counts this view saw. */
+  counts: TableCounts
   mirrors: MirrorTable
   rules: RuleSet
   badCopies: Map<number, string[]>
@@ -285,11 +304,12 @@ interface Changes {
  */
 async function readChanges(view: ReadView, since: string, limit: number, snapshot: Snapshot): Promise<Changes | null> {
   const unseen = unseenCondition(snapshotBounds(since))
-  const xmin = await currentXmin(view)
+  const marks: Marks = await readMarks(view, since)
   const mirrors = await readMirrors(view)
   const rules = await readRules(view, mirrors)
   const badCopies = await readBadCopies(view)
-  const links = await readLinksIfChanged(view, unseen, snapshot.links.size)
+  const linksChanged = marks.newer.links || marks.counts.links !== snapshot.counts.links
+  const links = linksChanged ? await readLinkRows(view) : undefined
   // Ends with the transaction. Every file query below has its txid index to go by.
   await view.query('SET LOCAL enable_seqscan = off')
   const tombstones = (await view.query(`SELECT path FROM file_tombstone WHERE ${unseen}`)).map(([path]) => path as string)
@@ -308,5 +328,5 @@ async function readChanges(view: ReadView, since: string, limit: number, snapsho
       for (const row of await view.query(`SELECT ${FILE_COLUMNS} FROM file WHERE id = ANY($1::int[])`, [page])) entries.push(fileFromRow(snapshot, row))
     }
   }
-  return {xmin, mirrors, rules, badCopies, links, tombstones, entries}
+  return {xmin: marks.snapshot, counts: marks.counts, mirrors, rules, badCopies, links, tombstones, entries}
 }
