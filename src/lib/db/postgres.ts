@@ -132,7 +132,12 @@ class Listener implements Subscription {
     private readonly connection: pg.ClientConfig,
     private readonly channel: string,
     private readonly onNotify: () => void,
+    private readonly onDrop?: () => void,
   ) {}
+
+  get listening(): boolean {
+    return this.client !== undefined
+  }
 
   async renew(): Promise<void> {
     if (this.client || this.closed || Date.now() < this.retryAt) return
@@ -142,6 +147,7 @@ class Listener implements Subscription {
       this.client = undefined
       this.retryAt = Date.now() + 2000
       client.end().catch(() => {})
+      if (!this.closed) this.onDrop?.()
     }
     client.on('error', drop)
     client.on('end', drop)
@@ -179,7 +185,7 @@ interface PoolStoreOptions {
 }
 
 /** The subscription of a store that delivers no notifications: its readers poll. */
-const NO_SUBSCRIPTION: Subscription = {renew: async () => {}, close: async () => {}}
+const NO_SUBSCRIPTION: Subscription = {renew: async () => {}, listening: false, close: async () => {}}
 
 /** The {@link Database} over `pool`. */
 function poolStore(pool: pg.Pool, options: PoolStoreOptions): Database {
@@ -192,13 +198,16 @@ function poolStore(pool: pg.Pool, options: PoolStoreOptions): Database {
     readSnapshot: (fn) => readSnapshot(pool, options.helpers, fn),
     session: (fn) => session(pool, fn, options.locks),
     withLock: options.locks ?? ((lock, fn, onBusy) => session(pool, (s) => s.withLock(lock, fn, onBusy))),
-    async listen(channel, onNotify) {
+    async listen(channel, onNotify, onDrop) {
       if (options.notifies === false) return NO_SUBSCRIPTION
-      const listener = new Listener(options.listenTo, channel, onNotify)
+      const listener = new Listener(options.listenTo, channel, onNotify, onDrop)
       await listener.renew()
       listeners.add(listener)
       return {
         renew: () => listener.renew(),
+        get listening() {
+          return listener.listening
+        },
         close: () => {
           listeners.delete(listener)
           return listener.close()

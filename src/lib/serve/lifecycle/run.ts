@@ -292,7 +292,7 @@ async function openSharedDatabase(config: Config): Promise<Database> {
 /** Loads the first snapshot and keeps it fresh. @throws MbError `SNAPSHOT_FAILED` */
 async function startKeeper(database: Database, config: Config, logger: Logger): Promise<SnapshotKeeper> {
   try {
-    return await SnapshotKeeper.start(database, {logger, pollSeconds: config.serve.poll_seconds})
+    return await SnapshotKeeper.start(database, {logger, pollSeconds: config.serve.poll_seconds, listenPollSeconds: config.serve.listen_poll_seconds})
   } catch (error) {
     throw new MbError(`Cannot load the snapshot from ${database.location}: ${(error as Error).message}`, {code: 'SNAPSHOT_FAILED', cause: error})
   }
