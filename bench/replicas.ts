@@ -249,9 +249,36 @@ async function fullReadSeconds(ctx: Context): Promise<number> {
   return (processCpuSeconds(ctx.writerPid) ?? 0) - cpu0
 }
 
+/**
+ * GET of a replica's `/metrics` on a connection of its own, closed after the answer. Not
+ * `fetch`, whose pool keeps the connection of the reading before wrk: wrk runs in
+ * `spawnSync`, so for `--seconds` this process reads no socket, while the replica closes
+ * that idle connection after its keep-alive timeout (5 s). A failure names the replica and
+ * whether its process still runs, where `fetch` said only `fetch failed`.
+ */
+function metricsText(replica: Replica): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const fail = (error: Error) => {
+      const state = replica.child.exitCode === null && replica.child.signalCode === null ? 'running' : `exited (${replica.child.exitCode ?? replica.child.signalCode})`
+      reject(new Error(`reading the metrics of the replica on port ${replica.port} (metrics port ${replica.metricsPort}, ${state}): ${error.message}`))
+    }
+    const req = http.get({host: '127.0.0.1', port: replica.metricsPort, path: '/metrics', agent: false, timeout: 30_000}, (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => {
+        text += chunk
+      })
+      res.on('end', () => (res.statusCode === 200 ? resolve(text) : fail(new Error(`HTTP ${res.statusCode}`))))
+      res.on('error', fail)
+    })
+    req.on('timeout', () => req.destroy(new Error('no answer within 30 s')))
+    req.on('error', fail)
+  })
+}
+
 /** The sum of `mb_requests_total{outcome="redirect"}` (every realm) on a replica's metrics listener. */
 async function redirectsAnswered(replica: Replica): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${replica.metricsPort}/metrics`)).text()
+  const text = await metricsText(replica)
   let sum = 0
   for (const m of text.matchAll(/^mb_requests_total\{([^}]*)\} (\S+)$/gm)) if (m[1].includes('outcome="redirect"')) sum += Number(m[2])
   return sum
