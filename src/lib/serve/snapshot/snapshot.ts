@@ -139,7 +139,7 @@ async function readBadCopies(view: ReadView): Promise<Map<number, string[]>> {
   return byMirror
 }
 
-/** Reads every redirect rule (a handful of rows, re-read on every refresh like the mirrors) and compiles them against `mirrors`. */
+/** Reads every redirect rule (a handful of rows, re-read like the mirrors by every refresh that found a change) and compiles them against `mirrors`. */
 async function readRules(view: ReadView, mirrors: MirrorTable): Promise<RuleSet> {
   const rows = await view.query(RULES_SQL)
   return compileRules(
