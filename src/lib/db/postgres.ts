@@ -257,7 +257,11 @@ async function checkConnect(pool: pg.Pool): Promise<void> {
  */
 export async function openPostgres(url: string, location: string, max: number, options: {readOnly?: boolean} = {}): Promise<Database> {
   const readOnly = options.readOnly ? {options: '-c default_transaction_read_only=on'} : {}
-  const pool = quietPool({connectionString: url, max, connectionTimeoutMillis: 10_000, ...readOnly})
+  // One connection stays open however long it idles (the others close after 10 s): a new one
+  // costs the server a process and its caches, several times what `mb serve`'s idle poll
+  // (one statement every `serve.listen_poll_seconds`) costs on an open one. Idle, it does
+  // not keep a command's process alive (`allowExitOnIdle`).
+  const pool = quietPool({connectionString: url, max, min: 1, allowExitOnIdle: true, connectionTimeoutMillis: 10_000, ...readOnly})
   try {
     await checkConnect(pool)
   } catch (error) {
