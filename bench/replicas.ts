@@ -7,8 +7,10 @@
  *
  * 1. a settle of `--settle` seconds (the stats flush interval and 2 s: the probes of the
  *    previous change, below, are written by then);
- * 2. an idle window of `--idle-seconds`: the CPU of the database's PostgreSQL backends per
- *    second (target for 10 replicas: under 1% of a core);
+ * 2. an idle window of `--idle-seconds` (default 30, one `serve.listen_poll_seconds`: every
+ *    replica polls once in it, so a shorter window catches a varying share of the polls): the
+ *    CPU of the database's PostgreSQL backends per second (target for 10 replicas: under 1%
+ *    of a core);
  * 3. a scan's change of `--change` files (default 1,000): the statement reconcile writes
  *    (src/lib/scan/reconcile.ts `updateMirrorSets`) adding, then in the next round removing,
  *    mirror `bench-scan` to or from the sets of those files, `txid` stamped as
@@ -29,7 +31,7 @@
  * so it needs PostgreSQL on this host. Every process started is stopped by pid; the database is
  * dropped at the end unless `--keep`; the run is bounded by `--timeout` seconds.
  *
- *   npm run bench -- replicas                                    # the full run (about 12 min)
+ *   npm run bench -- replicas                                    # the full run (about 17 min)
  *   npm run bench -- replicas --files 20000 --replicas 1,2 --rounds 2 --idle-seconds 3 --seconds 3
  */
 import {type ChildProcess, spawn, spawnSync} from 'node:child_process'
@@ -103,7 +105,7 @@ function parsePlan(args: string[]): Plan & {fresh: boolean; keep: boolean; timeo
       replicas: {type: 'string', default: '1,4,10'},
       change: {type: 'string', default: '1000'},
       rounds: {type: 'string', default: '5'},
-      'idle-seconds': {type: 'string', default: '10'},
+      'idle-seconds': {type: 'string', default: '30'},
       settle: {type: 'string', default: '12'},
       seconds: {type: 'string', default: '10'},
       database: {type: 'string', default: 'mb_bench_replicas'},
