@@ -4,7 +4,7 @@
  * notifications are delivered, every `pollSeconds` while they are not. A read-only standby
  * (`database_read_url`) delivers no NOTIFY, and its `listen` registers nothing: there
  * polling alone keeps the snapshot fresh. A poll that finds nothing changed is one statement
- * (./marks.ts). A dropped LISTEN connection is met with a refresh at once, and one follows
+ * (./marks.ts); a refresh a notification asked for goes without it. A dropped LISTEN connection is met with a refresh at once, and one follows
  * every (re)connection, for the notifications that went nowhere meanwhile.
  * When the database goes away the last snapshot keeps serving; the outage is logged once,
  * refreshes retry with exponential backoff (1 s doubling up to 30 s), and recovery is logged.
@@ -33,6 +33,8 @@ export class SnapshotKeeper {
   private timer?: NodeJS.Timeout
   private running = false
   private again = false
+  /** A notification arrived since the last refresh began: the next one skips its poll. */
+  private notified = false
   private closed = false
   private backoffMs = 0
   private subscription?: Subscription
@@ -65,7 +67,10 @@ export class SnapshotKeeper {
     keeper.compactHeap('snapshot loaded') // the rows parsed during the load (./heap.ts)
     keeper.subscription = await database.listen(
       'mb_change',
-      () => keeper.trigger(),
+      () => {
+        keeper.notified = true
+        keeper.trigger()
+      },
       () => keeper.trigger(),
     )
     // What was committed between the load and the LISTEN notified no one.
@@ -110,6 +115,8 @@ export class SnapshotKeeper {
     if (this.closed || this.running) return
     this.running = true
     this.again = false
+    const notified = this.notified
+    this.notified = false
     const log = this.options.logger
     try {
       const snapshot = this.current
@@ -118,7 +125,7 @@ export class SnapshotKeeper {
         this.current = await loadSnapshot(this.database)
         this.compactHeap('snapshot reloaded') // the rows parsed and the snapshot replaced (./heap.ts)
       } else {
-        const result = await refreshSnapshot(this.database, snapshot)
+        const result = await refreshSnapshot(this.database, snapshot, {notified})
         if (result.reload) {
           this.current = await loadSnapshot(this.database)
           this.compactHeap('snapshot reloaded (large change set)')

@@ -30,7 +30,7 @@ import {type FileEntry, FORMAT_SHA256_PIECES, FORMAT_TORRENT, FORMAT_ZSYNC, Dige
 import {FileMap, yieldToEventLoop} from './file-map.js'
 import {MirrorSetPool} from './mirror-sets.js'
 import {snapshotBounds, unseenCondition} from './unseen.js'
-import {changedSince, type Marks, readMarks, type StatementRunner, type TableCounts} from './marks.js'
+import {changedSince, readMarks, type StatementRunner, type TableCounts} from './marks.js'
 
 /** Rows per keyset batch. */
 const BATCH_ROWS = 5_000
@@ -120,10 +120,11 @@ const BAD_COPIES_READ = 10_000
  * rows first, then their files by primary key, so that a network without bad copies reads
  * no file row here.
  */
-async function readBadCopies(view: ReadView): Promise<Map<number, string[]>> {
+async function readBadCopies(view: ReadView): Promise<{byMirror: Map<number, string[]>; rows: number}> {
   const byMirror = new Map<number, string[]>()
   const bad = await view.query(`SELECT mirror_id, file_id, size, mtime FROM mirror_file_bad LIMIT ${BAD_COPIES_READ}`)
-  if (bad.length === 0) return byMirror
+  const rows = bad.length < BAD_COPIES_READ ? bad.length : Number((await view.query('SELECT count(*)::int FROM mirror_file_bad'))[0][0])
+  if (bad.length === 0) return {byMirror, rows}
   const files = new Map<number, {path: string; version: string}>()
   const ids = `{${[...new Set(bad.map((row) => Number(row[1])))].join(',')}}`
   for (const [id, path, size, mtime] of await view.query(`SELECT id, path, size, mtime FROM file WHERE id = ANY($1::int[])`, [ids])) {
@@ -136,16 +137,17 @@ async function readBadCopies(view: ReadView): Promise<Map<number, string[]>> {
     if (paths) paths.push(file.path)
     else byMirror.set(Number(mirror), [file.path])
   }
-  return byMirror
+  return {byMirror, rows}
 }
 
-/** Reads every redirect rule (a handful of rows, re-read like the mirrors by every refresh that found a change) and compiles them against `mirrors`. */
-async function readRules(view: ReadView, mirrors: MirrorTable): Promise<RuleSet> {
+/** Reads every redirect rule (a handful of rows, re-read like the mirrors by every refresh that found a change) and compiles them against `mirrors`; `rows`: how many there are. */
+async function readRules(view: ReadView, mirrors: MirrorTable): Promise<{rules: RuleSet; rows: number}> {
   const rows = await view.query(RULES_SQL)
-  return compileRules(
+  const rules = compileRules(
     rows.map(([json]) => ruleFromJson(json as string)),
     mirrors,
   )
+  return {rules, rows: rows.length}
 }
 
 /** Every row of `file_link`, as the snapshot holds them. */
@@ -153,6 +155,42 @@ async function readLinkRows(view: ReadView): Promise<Map<string, LinkTarget>> {
   const links = new Map<string, LinkTarget>()
   for (const [path, target, directory] of await view.query(`SELECT path, target, directory FROM file_link`)) links.set(path as string, {target: target as string, directory: Boolean(directory)})
   return links
+}
+
+/** The tables a load or refresh reads whole, and their row counts as its view saw them. */
+interface WholeTables {
+  mirrors: MirrorTable
+  rules: RuleSet
+  badCopies: Map<number, string[]>
+  /** Undefined when `file_link` did not change (keep the snapshot's). */
+  links: Map<string, LinkTarget> | undefined
+  counts: TableCounts
+}
+
+/**
+ * Reads the mirrors, the rules and the bad copies, and the links when they changed since the
+ * snapshot `unseen` tells of ({@link unseenCondition}; null: read them) or their row count
+ * differs from `knownLinks`. The counts come from the rows read, so that a refresh that
+ * found a change costs no statement more for them.
+ */
+async function readWholeTables(view: ReadView, unseen: string | null, knownLinks: number): Promise<WholeTables> {
+  const mirrors = await readMirrors(view)
+  const rules = await readRules(view, mirrors)
+  const bad = await readBadCopies(view)
+  let links: Map<string, LinkTarget> | undefined
+  let linkRows = knownLinks
+  if (unseen === null) links = await readLinkRows(view)
+  else {
+    const [[count, newer]] = await view.query(`SELECT count(*)::int, coalesce(bool_or(${unseen}), false) FROM file_link`)
+    if (newer || Number(count) !== knownLinks) links = await readLinkRows(view)
+  }
+  if (links !== undefined) linkRows = links.size
+  return {mirrors, rules: rules.rules, badCopies: bad.byMirror, links, counts: {mirrors: mirrors.size, rules: rules.rows, links: linkRows, badCopies: bad.rows}}
+}
+
+async function currentXmin(view: ReadView): Promise<string> {
+  const [[snapshot]] = await view.query(`SELECT pg_current_snapshot()::text`)
+  return snapshot as string
 }
 
 /**
@@ -194,13 +232,13 @@ async function readFileRange(view: ReadView, snapshot: Snapshot, lo: number, hi:
 export async function loadSnapshot(database: Database, onProgress?: (files: number) => void): Promise<Snapshot> {
   const snapshot = new Snapshot()
   await database.readSnapshot(async (view) => {
-    const marks = await readMarks(view, '1:1:')
-    snapshot.xmin = marks.snapshot
-    snapshot.counts = marks.counts
-    snapshot.mirrors = await readMirrors(view)
-    snapshot.rules = await readRules(view, snapshot.mirrors)
-    snapshot.badCopies = await readBadCopies(view)
-    snapshot.links = await readLinkRows(view)
+    snapshot.xmin = await currentXmin(view)
+    const whole = await readWholeTables(view, null, 0)
+    snapshot.mirrors = whole.mirrors
+    snapshot.rules = whole.rules
+    snapshot.badCopies = whole.badCopies
+    snapshot.links = whole.links!
+    snapshot.counts = whole.counts
     const [[minId, maxId, count]] = await view.query(`SELECT coalesce(min(id), 0), coalesce(max(id), 0), count(*)::int FROM file`)
     const lo = Number(minId) - 1
     const hi = Number(maxId)
@@ -229,7 +267,8 @@ const REFRESH_SLICE_ROWS = 2_000
 /**
  * Applies the changes committed since the snapshot's xmin. First one statement, outside any
  * transaction, tells whether anything changed ({@link readMarks}); when nothing did, that is
- * all, and the snapshot takes that statement's transaction snapshot as its own. Otherwise,
+ * all, and the snapshot takes that statement's transaction snapshot as its own (`notified`:
+ * a notification said that something did, so that statement is left out). Otherwise,
  * in one read view: all mirrors, rules and bad copies are re-read, changed file rows replace
  * their entries, tombstoned paths are dropped (tombstones first, then rows, so a
  * delete-then-recreate ends with the file present).
@@ -242,14 +281,16 @@ const REFRESH_SLICE_ROWS = 2_000
  * none, and no request waits for more than a slice.
  * @throws whatever the database driver throws; the snapshot is then unchanged
  */
-export async function refreshSnapshot(database: Database, snapshot: Snapshot): Promise<RefreshResult> {
+export async function refreshSnapshot(database: Database, snapshot: Snapshot, options: {notified?: boolean} = {}): Promise<RefreshResult> {
   const since = snapshot.xmin ?? '1:1:'
-  const poll = await readMarks(singleStatements(database), since)
-  if (!changedSince(poll, snapshot.counts)) {
-    // Nothing that statement could see is newer than `since`: its snapshot is as good a base.
-    snapshot.xmin = poll.snapshot
-    snapshot.refreshedAt = Date.now()
-    return {mirrors: snapshot.mirrors.size, updated: 0, deleted: 0}
+  if (!options.notified) {
+    const poll = await readMarks(singleStatements(database), since)
+    if (!changedSince(poll, snapshot.counts)) {
+      // Nothing that statement could see is newer than `since`: its snapshot is as good a base.
+      snapshot.xmin = poll.snapshot
+      snapshot.refreshedAt = Date.now()
+      return {mirrors: snapshot.mirrors.size, updated: 0, deleted: 0}
+    }
   }
   const changes = await database.readSnapshot((view) => readChanges(view, since, Math.max(50_000, snapshot.files.size / 10), snapshot))
   if (!changes) {
@@ -304,12 +345,8 @@ interface Changes {
  */
 async function readChanges(view: ReadView, since: string, limit: number, snapshot: Snapshot): Promise<Changes | null> {
   const unseen = unseenCondition(snapshotBounds(since))
-  const marks: Marks = await readMarks(view, since)
-  const mirrors = await readMirrors(view)
-  const rules = await readRules(view, mirrors)
-  const badCopies = await readBadCopies(view)
-  const linksChanged = marks.newer.links || marks.counts.links !== snapshot.counts.links
-  const links = linksChanged ? await readLinkRows(view) : undefined
+  const xmin = await currentXmin(view)
+  const whole = await readWholeTables(view, unseen, snapshot.counts.links)
   // Ends with the transaction. Every file query below has its txid index to go by.
   await view.query('SET LOCAL enable_seqscan = off')
   const tombstones = (await view.query(`SELECT path FROM file_tombstone WHERE ${unseen}`)).map(([path]) => path as string)
@@ -328,5 +365,5 @@ async function readChanges(view: ReadView, since: string, limit: number, snapsho
       for (const row of await view.query(`SELECT ${FILE_COLUMNS} FROM file WHERE id = ANY($1::int[])`, [page])) entries.push(fileFromRow(snapshot, row))
     }
   }
-  return {xmin: marks.snapshot, counts: marks.counts, mirrors, rules, badCopies, links, tombstones, entries}
+  return {xmin, ...whole, tombstones, entries}
 }
