@@ -253,15 +253,16 @@ async function checkConnect(pool: pg.Pool): Promise<void> {
  *        read-only (`default_transaction_read_only`, so that a URL naming a primary by mistake
  *        is not written either), and `listen` registers nothing, since a standby delivers no
  *        NOTIFY: its readers poll
+ * @param options.keepConnection  for a long-running process that queries now and then
+ *        (`mb serve`): one connection stays open however long it idles (the others close
+ *        after 10 s). A new one costs the server a process and its caches, several times
+ *        what the snapshot keeper's idle poll costs on an open one. Not for a command: the
+ *        open connection would keep it running until it closes the database
  * @throws MbError DB_UNREACHABLE when no connection can be made within 10 s
  */
-export async function openPostgres(url: string, location: string, max: number, options: {readOnly?: boolean} = {}): Promise<Database> {
+export async function openPostgres(url: string, location: string, max: number, options: {readOnly?: boolean; keepConnection?: boolean} = {}): Promise<Database> {
   const readOnly = options.readOnly ? {options: '-c default_transaction_read_only=on'} : {}
-  // One connection stays open however long it idles (the others close after 10 s): a new one
-  // costs the server a process and its caches, several times what `mb serve`'s idle poll
-  // (one statement every `serve.listen_poll_seconds`) costs on an open one. Idle, it does
-  // not keep a command's process alive (`allowExitOnIdle`).
-  const pool = quietPool({connectionString: url, max, min: 1, allowExitOnIdle: true, connectionTimeoutMillis: 10_000, ...readOnly})
+  const pool = quietPool({connectionString: url, max, min: options.keepConnection ? 1 : 0, connectionTimeoutMillis: 10_000, ...readOnly})
   try {
     await checkConnect(pool)
   } catch (error) {
