@@ -7,8 +7,10 @@
  *
  * 1. a settle of `--settle` seconds (the stats flush interval and 2 s: the probes of the
  *    previous change, below, are written by then);
- * 2. an idle window of `--idle-seconds`: the CPU of the database's PostgreSQL backends per
- *    second (target for 10 replicas: under 1% of a core);
+ * 2. an idle window of `--idle-seconds` (default 30, one `serve.listen_poll_seconds`: every
+ *    replica polls once in it, so a shorter window catches a varying share of the polls): the
+ *    CPU of the database's PostgreSQL backends per second (target for 10 replicas: under 1%
+ *    of a core);
  * 3. a scan's change of `--change` files (default 1,000): the statement reconcile writes
  *    (src/lib/scan/reconcile.ts `updateMirrorSets`) adding, then in the next round removing,
  *    mirror `bench-scan` to or from the sets of those files, `txid` stamped as
@@ -29,7 +31,7 @@
  * so it needs PostgreSQL on this host. Every process started is stopped by pid; the database is
  * dropped at the end unless `--keep`; the run is bounded by `--timeout` seconds.
  *
- *   npm run bench -- replicas                                    # the full run (about 12 min)
+ *   npm run bench -- replicas                                    # the full run (about 17 min)
  *   npm run bench -- replicas --files 20000 --replicas 1,2 --rounds 2 --idle-seconds 3 --seconds 3
  */
 import {type ChildProcess, spawn, spawnSync} from 'node:child_process'
@@ -103,7 +105,7 @@ function parsePlan(args: string[]): Plan & {fresh: boolean; keep: boolean; timeo
       replicas: {type: 'string', default: '1,4,10'},
       change: {type: 'string', default: '1000'},
       rounds: {type: 'string', default: '5'},
-      'idle-seconds': {type: 'string', default: '10'},
+      'idle-seconds': {type: 'string', default: '30'},
       settle: {type: 'string', default: '12'},
       seconds: {type: 'string', default: '10'},
       database: {type: 'string', default: 'mb_bench_replicas'},
@@ -249,9 +251,36 @@ async function fullReadSeconds(ctx: Context): Promise<number> {
   return (processCpuSeconds(ctx.writerPid) ?? 0) - cpu0
 }
 
+/**
+ * GET of a replica's `/metrics` on a connection of its own, closed after the answer. Not
+ * `fetch`, whose pool keeps the connection of the reading before wrk: wrk runs in
+ * `spawnSync`, so for `--seconds` this process reads no socket, while the replica closes
+ * that idle connection after its keep-alive timeout (5 s). A failure names the replica and
+ * whether its process still runs, where `fetch` said only `fetch failed`.
+ */
+function metricsText(replica: Replica): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const fail = (error: Error) => {
+      const state = replica.child.exitCode === null && replica.child.signalCode === null ? 'running' : `exited (${replica.child.exitCode ?? replica.child.signalCode})`
+      reject(new Error(`reading the metrics of the replica on port ${replica.port} (metrics port ${replica.metricsPort}, ${state}): ${error.message}`))
+    }
+    const req = http.get({host: '127.0.0.1', port: replica.metricsPort, path: '/metrics', agent: false, timeout: 30_000}, (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => {
+        text += chunk
+      })
+      res.on('end', () => (res.statusCode === 200 ? resolve(text) : fail(new Error(`HTTP ${res.statusCode}`))))
+      res.on('error', fail)
+    })
+    req.on('timeout', () => req.destroy(new Error('no answer within 30 s')))
+    req.on('error', fail)
+  })
+}
+
 /** The sum of `mb_requests_total{outcome="redirect"}` (every realm) on a replica's metrics listener. */
 async function redirectsAnswered(replica: Replica): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${replica.metricsPort}/metrics`)).text()
+  const text = await metricsText(replica)
   let sum = 0
   for (const m of text.matchAll(/^mb_requests_total\{([^}]*)\} (\S+)$/gm)) if (m[1].includes('outcome="redirect"')) sum += Number(m[2])
   return sum

@@ -32,6 +32,7 @@ import * as m0023 from './0023_mirror_file_trace.js'
 import * as m0024 from './0024_mirror_bad_copies_suspect.js'
 import * as m0025 from './0025_demand_scan.js'
 import * as m0029 from './0029_background_round.js'
+import * as m0030 from './0030_txid_rules_bad_copies.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_init': m0001,
@@ -55,4 +56,5 @@ export const migrations: Record<string, Migration> = {
   '0024_mirror_bad_copies_suspect': m0024,
   '0025_demand_scan': m0025,
   '0029_background_round': m0029,
+  '0030_txid_rules_bad_copies': m0030,
 }

@@ -2,13 +2,14 @@ import {expect} from 'chai'
 import {sql} from 'kysely'
 import type {Database, ReadView} from '../../src/lib/db/index.js'
 import {loadSnapshot, refreshSnapshot, type Snapshot} from '../../src/lib/serve/snapshot/snapshot.js'
+import {readMarks} from '../../src/lib/serve/snapshot/marks.js'
 import {backend, useTestDatabase} from '../helpers/db.js'
 
-/** What the `file` table cost a refresh, from the actual plans of its queries. */
+/** What a table (`file` unless said) cost a refresh, from the actual plans of its queries. */
 interface FileReads {
-  /** Rows of `file` read (returned by a scan node, or read and then filtered out). */
+  /** Rows read (returned by a scan node, or read and then filtered out). */
   rows: number
-  /** Sequential scans of `file`. */
+  /** Sequential scans. */
   seqScans: number
 }
 
@@ -22,31 +23,44 @@ interface PlanNode {
   Plans?: PlanNode[]
 }
 
-function addReads(node: PlanNode, reads: FileReads): void {
-  if (node['Relation Name'] === 'file') {
+function addReads(node: PlanNode, reads: FileReads, table = 'file'): void {
+  if (node['Relation Name'] === table) {
     if (node['Node Type'] === 'Seq Scan') reads.seqScans++
     reads.rows += (node['Actual Rows'] ?? 0) * (node['Actual Loops'] ?? 1) + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)
   }
-  for (const child of node.Plans ?? []) addReads(child, reads)
+  for (const child of node.Plans ?? []) addReads(child, reads, table)
 }
 
+/** Reads of each table, by name. */
+type TableReads = Record<string, FileReads>
+
 /**
- * `database`, with every SELECT of its read views first run under EXPLAIN ANALYZE (the same
- * view, so the same snapshot and settings), its reads of `file` added to `reads`.
+ * `view`, with every SELECT first run under EXPLAIN ANALYZE (the same view, so the same
+ * snapshot and settings), its reads of each table of `reads` added there.
  */
-function measured(database: Database, reads: FileReads): Database {
-  const wrap = (view: ReadView): ReadView => ({
+function measuredView(view: ReadView, reads: TableReads): ReadView {
+  return {
     async query(text, params) {
       if (/^\s*SELECT/i.test(text)) {
         const [[plan]] = await view.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, params)
         const parsed = (typeof plan === 'string' ? JSON.parse(plan) : plan) as Array<{Plan: PlanNode}>
-        addReads(parsed[0].Plan, reads)
+        for (const [table, tally] of Object.entries(reads)) addReads(parsed[0].Plan, tally, table)
       }
       return view.query(text, params)
     },
-    parallel: (tasks) => view.parallel(tasks.map((task) => (half: ReadView) => task(wrap(half)))),
-  })
-  return {...database, readSnapshot: (fn) => database.readSnapshot((view) => fn(wrap(view)))}
+    parallel: (tasks) => view.parallel(tasks.map((task) => (half: ReadView) => task(measuredView(half, reads)))),
+  }
+}
+
+/** `database`, its read views measured into `reads` (the `file` table's) and counted in `views.opened`. */
+function measured(database: Database, reads: FileReads, views = {opened: 0}): Database {
+  return {
+    ...database,
+    readSnapshot: (fn) => {
+      views.opened++
+      return database.readSnapshot((view) => fn(measuredView(view, {file: reads})))
+    },
+  }
 }
 
 const FILES = 100_000
@@ -56,17 +70,31 @@ describe(`serve refresh cost follows change, not size (${backend})`, function ()
   const store = useTestDatabase()
   let snapshot: Snapshot
 
-  async function refreshReads(): Promise<{reads: FileReads; updated: number; deleted: number}> {
+  async function refreshReads(): Promise<{reads: FileReads; updated: number; deleted: number; views: number}> {
     const reads = {rows: 0, seqScans: 0}
-    const result = await refreshSnapshot(measured(store.database, reads), snapshot)
+    const views = {opened: 0}
+    const result = await refreshSnapshot(measured(store.database, reads, views), snapshot)
     expect(result.reload, 'refreshed incrementally').to.equal(undefined)
-    return {reads, updated: result.updated, deleted: result.deleted}
+    return {reads, updated: result.updated, deleted: result.deleted, views: views.opened}
+  }
+
+  /** The reads of the poll's one statement (./marks.ts) against the snapshot, by table. */
+  async function pollReads(): Promise<TableReads> {
+    const reads: TableReads = {file: {rows: 0, seqScans: 0}, file_tombstone: {rows: 0, seqScans: 0}}
+    await store.database.readSnapshot((view) => readMarks(measuredView(view, reads), snapshot.xmin!))
+    return reads
   }
 
   async function expectIdleAndOneRowCheap(path: string): Promise<void> {
+    const none = {rows: 0, seqScans: 0}
+    expect(await pollReads(), 'the poll').to.deep.equal({file: none, file_tombstone: none})
     const idle = await refreshReads()
-    expect(idle).to.deep.equal({reads: {rows: 0, seqScans: 0}, updated: 0, deleted: 0})
+    // The poll alone: no read view, so no file query at all.
+    expect(idle).to.deep.equal({reads: none, updated: 0, deleted: 0, views: 0})
     await sql`UPDATE file SET size = size + 1 WHERE path = ${path}`.execute(store.database.db)
+    const poll = await pollReads()
+    expect(poll.file.seqScans + poll.file_tombstone.seqScans, 'the poll after a change').to.equal(0)
+    expect(poll.file.rows, 'the poll after a change').to.be.at.most(1)
     const one = await refreshReads()
     expect(one.updated).to.equal(1)
     expect(one.reads.seqScans).to.equal(0)
@@ -107,7 +135,7 @@ describe(`serve refresh cost follows change, not size (${backend})`, function ()
     await sql`ANALYZE file`.execute(store.database.db)
     await expectIdleAndOneRowCheap('f40.iso')
     await sql`DELETE FROM file WHERE path = 'f50.iso'`.execute(store.database.db)
-    expect(await refreshReads()).to.deep.equal({reads: {rows: 0, seqScans: 0}, updated: 0, deleted: 1})
+    expect(await refreshReads()).to.deep.equal({reads: {rows: 0, seqScans: 0}, updated: 0, deleted: 1, views: 1})
     expect(snapshot.files.has('f50.iso')).to.equal(false)
   })
 })

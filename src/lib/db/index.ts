@@ -47,6 +47,8 @@ export interface OpenOptions {
    * shares a store: while another shares it already, opening is refused (`STORE_SERVED`).
    */
   share?: boolean
+  /** PostgreSQL only: keep one connection open however long it idles (`openPostgres`'s `keepConnection`; `mb serve`). */
+  keepConnection?: boolean
 }
 
 /**
@@ -60,7 +62,7 @@ export async function openDatabase(options: OpenOptions): Promise<Database> {
   const dataDir = options.dataDir ? resolve(options.dataDir) : ''
   const pglite = {lockWaitSeconds: options.lockWaitSeconds ?? 30, create: options.create, socketGroup: options.socketGroup}
   const database = options.url
-    ? await openPostgres(options.url, redact(options.url), options.poolSize ?? 10)
+    ? await openPostgres(options.url, redact(options.url), options.poolSize ?? 10, {keepConnection: options.keepConnection})
     : options.share
       ? await hostPglite(dataDir, pglite, options.schema ?? 'auto')
       : await openPglite(dataDir, pglite)

@@ -63,7 +63,7 @@ function pgliteStore(pglite: PGlite, db: Kysely<DB>, dataDir: string, release: (
     withLock,
     async listen(channel, onNotify) {
       const unlisten = await pglite.listen(channel, () => onNotify())
-      return {renew: async () => {}, close: unlisten}
+      return {renew: async () => {}, listening: true, close: unlisten}
     },
     async close() {
       if (closed) return

@@ -132,7 +132,12 @@ class Listener implements Subscription {
     private readonly connection: pg.ClientConfig,
     private readonly channel: string,
     private readonly onNotify: () => void,
+    private readonly onDrop?: () => void,
   ) {}
+
+  get listening(): boolean {
+    return this.client !== undefined
+  }
 
   async renew(): Promise<void> {
     if (this.client || this.closed || Date.now() < this.retryAt) return
@@ -142,6 +147,7 @@ class Listener implements Subscription {
       this.client = undefined
       this.retryAt = Date.now() + 2000
       client.end().catch(() => {})
+      if (!this.closed) this.onDrop?.()
     }
     client.on('error', drop)
     client.on('end', drop)
@@ -179,7 +185,7 @@ interface PoolStoreOptions {
 }
 
 /** The subscription of a store that delivers no notifications: its readers poll. */
-const NO_SUBSCRIPTION: Subscription = {renew: async () => {}, close: async () => {}}
+const NO_SUBSCRIPTION: Subscription = {renew: async () => {}, listening: false, close: async () => {}}
 
 /** The {@link Database} over `pool`. */
 function poolStore(pool: pg.Pool, options: PoolStoreOptions): Database {
@@ -192,13 +198,16 @@ function poolStore(pool: pg.Pool, options: PoolStoreOptions): Database {
     readSnapshot: (fn) => readSnapshot(pool, options.helpers, fn),
     session: (fn) => session(pool, fn, options.locks),
     withLock: options.locks ?? ((lock, fn, onBusy) => session(pool, (s) => s.withLock(lock, fn, onBusy))),
-    async listen(channel, onNotify) {
+    async listen(channel, onNotify, onDrop) {
       if (options.notifies === false) return NO_SUBSCRIPTION
-      const listener = new Listener(options.listenTo, channel, onNotify)
+      const listener = new Listener(options.listenTo, channel, onNotify, onDrop)
       await listener.renew()
       listeners.add(listener)
       return {
         renew: () => listener.renew(),
+        get listening() {
+          return listener.listening
+        },
         close: () => {
           listeners.delete(listener)
           return listener.close()
@@ -244,11 +253,16 @@ async function checkConnect(pool: pg.Pool): Promise<void> {
  *        read-only (`default_transaction_read_only`, so that a URL naming a primary by mistake
  *        is not written either), and `listen` registers nothing, since a standby delivers no
  *        NOTIFY: its readers poll
+ * @param options.keepConnection  for a long-running process that queries now and then
+ *        (`mb serve`): one connection stays open however long it idles (the others close
+ *        after 10 s). A new one costs the server a process and its caches, several times
+ *        what the snapshot keeper's idle poll costs on an open one. Not for a command: the
+ *        open connection would keep it running until it closes the database
  * @throws MbError DB_UNREACHABLE when no connection can be made within 10 s
  */
-export async function openPostgres(url: string, location: string, max: number, options: {readOnly?: boolean} = {}): Promise<Database> {
+export async function openPostgres(url: string, location: string, max: number, options: {readOnly?: boolean; keepConnection?: boolean} = {}): Promise<Database> {
   const readOnly = options.readOnly ? {options: '-c default_transaction_read_only=on'} : {}
-  const pool = quietPool({connectionString: url, max, connectionTimeoutMillis: 10_000, ...readOnly})
+  const pool = quietPool({connectionString: url, max, min: options.keepConnection ? 1 : 0, connectionTimeoutMillis: 10_000, ...readOnly})
   try {
     await checkConnect(pool)
   } catch (error) {

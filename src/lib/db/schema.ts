@@ -128,6 +128,8 @@ export interface MirrorFileBadTable {
   /** 0-based index of the `piece_size` piece whose SHA-1 did not match `file.sha1_pieces`. */
   piece: number
   found_at: Generated<Date>
+  /** Id of the transaction that last wrote the row (migration 0030; docs/change-tracking.md). */
+  txid: Generated<string>
 }
 
 /** A copy a sync trace vouched for (`select.trust_trace`) at the origin version `size`/`mtime`, until a scan decides (migration 0023). */
@@ -240,6 +242,8 @@ export interface RedirectRuleTable {
   comment: string | null
   created_at: Generated<Date>
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>
+  /** Id of the transaction that last wrote the row (migration 0030; docs/change-tracking.md). */
+  txid: Generated<string>
 }
 
 /** Requests answered by each rule, per UTC day (migration 0017). */

@@ -51,6 +51,12 @@ export interface Subscription {
    * just answered, so an outage is not met with a connection attempt every 2 s.
    */
   renew(): Promise<void>
+  /**
+   * True while notifications are delivered: the LISTEN connection is up (PostgreSQL, a client
+   * of a shared embedded store) or needs none (the embedded store); false on a standby and
+   * while a dropped connection waits for {@link renew}.
+   */
+  readonly listening: boolean
   /** Stops listening. */
   close(): Promise<void>
 }
@@ -77,12 +83,14 @@ export interface Database {
   withLock<T>(lock: Lock, fn: () => Promise<T>, onBusy: () => T | Promise<T>): Promise<T>
   /**
    * Calls `onNotify` on every NOTIFY on `channel`. PostgreSQL: on a dedicated client outside
-   * the pool; when it cannot connect or drops, {@link Subscription.renew} reconnects. PGlite:
+   * the pool; when it cannot connect or drops, {@link Subscription.renew} reconnects, and
+   * `onDrop` is called when an established connection drops (notifications may have been
+   * missed since). PGlite:
    * its own `listen()`. A client of a shared embedded store: LISTEN on a connection of its own
    * to the socket, which copies every NOTIFY to the clients listening (`session-server.ts`).
    * @throws on the embedded store, when PGlite refuses the LISTEN
    */
-  listen(channel: string, onNotify: () => void): Promise<Subscription>
+  listen(channel: string, onNotify: () => void, onDrop?: () => void): Promise<Subscription>
   /** Closes every connection (and, for the embedded store, the store and its socket). */
   close(): Promise<void>
 }

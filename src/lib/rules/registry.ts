@@ -3,7 +3,7 @@
  * enable/disable, list and show. Every write validates first (./validate.ts) and runs in one
  * transaction, so a bad value, an unknown mirror or a name clash changes nothing. A running
  * `mb serve` picks a change up with its next snapshot refresh (NOTIFY, else within
- * `serve.poll_seconds`).
+ * `serve.poll_seconds`; docs/change-tracking.md).
  */
 import {type Kysely, sql, type Transaction} from 'kysely'
 import type {DB} from '../db/schema.js'

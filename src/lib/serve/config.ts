@@ -75,7 +75,18 @@ export const ServeConfigSchema = z
       .default(0)
       .describe('With `watch`, push the origin to every push mirror once it has been quiet this many seconds after a change (src/lib/push/after.ts); 0 = off.'),
     workers: z.coerce.number().int().min(1).max(64).default(1).describe('Worker processes (node:cluster); 1 = a single process.'),
-    poll_seconds: z.coerce.number().min(0.2).max(300).default(2).describe('Snapshot poll interval in seconds (LISTEN/NOTIFY makes most changes faster).'),
+    poll_seconds: z.coerce
+      .number()
+      .min(0.2)
+      .max(300)
+      .default(2)
+      .describe('Snapshot poll interval in seconds while no LISTEN connection delivers changes (a `database_read_url` standby, a dropped connection).'),
+    listen_poll_seconds: z.coerce
+      .number()
+      .min(0.2)
+      .max(3600)
+      .default(30)
+      .describe('Snapshot poll interval in seconds while LISTEN delivers changes (they arrive within about 20 ms): the safety net, for a notification lost on a connection that died silently.'),
     country_query: countryQuery.default('off').describe('Who may use `?country=XX` to test selection for another country (src/lib/serve/delivery/client-address.ts, `CountryQueryTrust`).'),
     country_query_clients: listOf(cidrString).default([]).describe('With `country_query: trusted`, client networks (besides `trusted_proxies`) whose `?country=` is honoured.'),
     allow_broad_trusted_proxies: z

@@ -63,6 +63,7 @@ export const RESTART_ONLY = [
   'serve.workers',
   'serve.watch',
   'serve.poll_seconds',
+  'serve.listen_poll_seconds',
   'serve.access_log',
   'serve.pid_file',
   'serve.metrics_listen',

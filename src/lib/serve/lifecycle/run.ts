@@ -227,7 +227,7 @@ export async function startServe(config: Config, options: {database?: Database; 
     const logger = parts.logger
     const database = options.database ?? (await openSharedDatabase(config))
     parts.database = database
-    if (config.database_read_url) parts.readDatabase = await openReadReplica(config.database_read_url)
+    if (config.database_read_url) parts.readDatabase = await openReadReplica(config.database_read_url, 4, true)
     const t0 = performance.now()
     const keeper = await startKeeper(parts.readDatabase ?? database, config, logger)
     parts.keeper = keeper
@@ -286,13 +286,13 @@ function recordRepomd(database: Database, root: string, change: RepomdChange, lo
  * process, so that its work never holds up the requests this thread answers.
  */
 async function openSharedDatabase(config: Config): Promise<Database> {
-  return openDatabase({url: config.database_url, dataDir: config.data_dir, socketGroup: config.socket_group, create: true, share: true})
+  return openDatabase({url: config.database_url, dataDir: config.data_dir, socketGroup: config.socket_group, create: true, share: true, keepConnection: true})
 }
 
 /** Loads the first snapshot and keeps it fresh. @throws MbError `SNAPSHOT_FAILED` */
 async function startKeeper(database: Database, config: Config, logger: Logger): Promise<SnapshotKeeper> {
   try {
-    return await SnapshotKeeper.start(database, {logger, pollSeconds: config.serve.poll_seconds})
+    return await SnapshotKeeper.start(database, {logger, pollSeconds: config.serve.poll_seconds, listenPollSeconds: config.serve.listen_poll_seconds})
   } catch (error) {
     throw new MbError(`Cannot load the snapshot from ${database.location}: ${(error as Error).message}`, {code: 'SNAPSHOT_FAILED', cause: error})
   }

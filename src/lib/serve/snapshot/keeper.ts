@@ -1,8 +1,11 @@
 /**
  * Keeps a {@link Snapshot} fresh: `LISTEN mb_change` for prompt updates (the NOTIFY of
- * docs/change-tracking.md), plus polling every `pollSeconds` as the safety net. A read-only
- * standby (`database_read_url`) delivers no NOTIFY, and its `listen` registers nothing: there
- * polling alone keeps the snapshot fresh.
+ * docs/change-tracking.md), plus polling as the safety net: every `listenPollSeconds` while
+ * notifications are delivered, every `pollSeconds` while they are not. A read-only standby
+ * (`database_read_url`) delivers no NOTIFY, and its `listen` registers nothing: there
+ * polling alone keeps the snapshot fresh. A poll that finds nothing changed is one statement
+ * (./marks.ts); a refresh a notification asked for goes without it. A dropped LISTEN connection is met with a refresh at once, and one follows
+ * every (re)connection, for the notifications that went nowhere meanwhile.
  * When the database goes away the last snapshot keeps serving; the outage is logged once,
  * refreshes retry with exponential backoff (1 s doubling up to 30 s), and recovery is logged.
  */
@@ -13,8 +16,10 @@ import {collectGarbage} from './heap.js'
 import {type Snapshot, loadSnapshot, refreshSnapshot} from './snapshot.js'
 
 export interface KeeperOptions {
-  /** Poll interval in seconds (default 2). */
+  /** Poll interval in seconds while notifications are not delivered (default 2). */
   pollSeconds?: number
+  /** Poll interval in seconds while they are (default 30). */
+  listenPollSeconds?: number
   logger?: Logger
   /** Replaced-row count that triggers a full reload to reclaim mirror-set slots (default: max(100k, files/2)). */
   reloadAfterChurn?: number
@@ -28,10 +33,13 @@ export class SnapshotKeeper {
   private timer?: NodeJS.Timeout
   private running = false
   private again = false
+  /** A notification arrived since the last refresh began: the next one skips its poll. */
+  private notified = false
   private closed = false
   private backoffMs = 0
   private subscription?: Subscription
   private readonly pollMs: number
+  private readonly listenPollMs: number
   private readonly listeners: Array<(snapshot: Snapshot) => void> = []
 
   private constructor(
@@ -41,6 +49,12 @@ export class SnapshotKeeper {
   ) {
     this.current = initial
     this.pollMs = (options.pollSeconds ?? 2) * 1000
+    this.listenPollMs = (options.listenPollSeconds ?? 30) * 1000
+  }
+
+  /** Milliseconds to the next poll: long while notifications arrive, short while they cannot. */
+  private get nextPollMs(): number {
+    return this.subscription?.listening ? this.listenPollMs : this.pollMs
   }
 
   /**
@@ -51,8 +65,16 @@ export class SnapshotKeeper {
     const initial = await loadSnapshot(database)
     const keeper = new SnapshotKeeper(database, initial, options)
     keeper.compactHeap('snapshot loaded') // the rows parsed during the load (./heap.ts)
-    keeper.subscription = await database.listen('mb_change', () => keeper.trigger())
-    keeper.schedule(keeper.pollMs)
+    keeper.subscription = await database.listen(
+      'mb_change',
+      () => {
+        keeper.notified = true
+        keeper.trigger()
+      },
+      () => keeper.trigger(),
+    )
+    // What was committed between the load and the LISTEN notified no one.
+    keeper.schedule(20)
     return keeper
   }
 
@@ -93,6 +115,8 @@ export class SnapshotKeeper {
     if (this.closed || this.running) return
     this.running = true
     this.again = false
+    const notified = this.notified
+    this.notified = false
     const log = this.options.logger
     try {
       const snapshot = this.current
@@ -101,7 +125,7 @@ export class SnapshotKeeper {
         this.current = await loadSnapshot(this.database)
         this.compactHeap('snapshot reloaded') // the rows parsed and the snapshot replaced (./heap.ts)
       } else {
-        const result = await refreshSnapshot(this.database, snapshot)
+        const result = await refreshSnapshot(this.database, snapshot, {notified})
         if (result.reload) {
           this.current = await loadSnapshot(this.database)
           this.compactHeap('snapshot reloaded (large change set)')
@@ -113,7 +137,9 @@ export class SnapshotKeeper {
       }
       this.backoffMs = 0
       for (const fn of this.listeners) fn(this.current)
+      const listened = this.subscription?.listening
       await this.subscription?.renew()
+      if (!listened && this.subscription?.listening) this.again = true // changes while it was down notified no one
     } catch (error) {
       if (!this.down) {
         this.down = true
@@ -125,7 +151,7 @@ export class SnapshotKeeper {
     }
     if (this.closed) return
     if (this.down) this.schedule(this.backoffMs)
-    else this.schedule(this.again ? 20 : this.pollMs)
+    else this.schedule(this.again ? 20 : this.nextPollMs)
   }
 
   /** Stops polling and listening. Does not close the database. */

@@ -11,11 +11,14 @@
  * (./path-table.ts), so millions of files stay compact and are not heap objects. Batches
  * are small enough that a batch's rows die young (in V8's new space).
  *
- * Incremental refresh: rows that the previous refresh's transaction snapshot could not see
- * (by their `txid`), plus the paths tombstoned since, as docs/change-tracking.md sets out.
- * Mirrors (a few hundred rows) are reloaded every time; the origin's symlinks (`file_link`, a
- * small table) whenever it changed.
+ * Incremental refresh: first one statement that tells whether anything changed since the
+ * previous refresh (./marks.ts), outside any transaction; when something did, the rows that
+ * the previous refresh's transaction snapshot could not see (by their `txid`), plus the paths
+ * tombstoned since, as docs/change-tracking.md sets out. Mirrors, rules and bad copies (a
+ * few hundred rows) are then re-read whole; the origin's symlinks (`file_link`, a small
+ * table) when they changed.
  */
+import {sql} from 'kysely'
 import type {Database, ReadView} from '../../db/index.js'
 import type {MirrorRow} from '../../db/schema.js'
 import {compileMirror, MirrorTable} from '../../select/mirror.js'
@@ -27,6 +30,7 @@ import {type FileEntry, FORMAT_SHA256_PIECES, FORMAT_TORRENT, FORMAT_ZSYNC, Dige
 import {FileMap, yieldToEventLoop} from './file-map.js'
 import {MirrorSetPool} from './mirror-sets.js'
 import {snapshotBounds, unseenCondition} from './unseen.js'
+import {changedSince, readMarks, type StatementRunner, type TableCounts} from './marks.js'
 
 /** Rows per keyset batch. */
 const BATCH_ROWS = 5_000
@@ -44,13 +48,15 @@ export class Snapshot {
   readonly digests = new DigestArena()
   /** The last refresh's transaction snapshot (`pg_snapshot` text, `xmin:xmax:xip,...`). */
   xmin: string | null = null
+  /** Row counts of the tables re-read whole, as `xmin` saw them (./marks.ts compares them). */
+  counts: TableCounts = {mirrors: 0, rules: 0, links: 0, badCopies: 0}
   /** Unix ms (UTC) of the last successful load or refresh. */
   refreshedAt = 0
   /** File rows replaced since the full load (their old digest records, and mirror sets no other file shares, are garbage). */
   churn = 0
   /** The origin's symlinks (`file_link`): link path → canonical target. Replaced whole when it changes. */
   links: ReadonlyMap<string, LinkTarget> = new Map()
-  /** Paths of the copies content checks found corrupt, by mirror id (re-read with the mirrors; {@link readBadCopies}). */
+  /** Paths of the copies content checks found corrupt, by mirror id (re-read with the mirrors on every change; {@link readBadCopies}). */
   badCopies: ReadonlyMap<number, readonly string[]> = new Map()
 
   /** True when content checks found a copy on mirror `id` corrupt at a path starting with `prefix`. */
@@ -110,14 +116,15 @@ const BAD_COPIES_READ = 10_000
 /**
  * The copies content checks found corrupt at the files' current versions (`mirror_file_bad`,
  * as `mb mirror show` counts them): paths by mirror id. Few rows (a mirror with many is
- * suspect and out of selection), re-read on every refresh like the mirrors: the bad rows
- * first, then their files by primary key, so that a network without bad copies reads no
- * file row here.
+ * suspect and out of selection), re-read like the mirrors whenever anything changed: the bad
+ * rows first, then their files by primary key, so that a network without bad copies reads
+ * no file row here.
  */
-async function readBadCopies(view: ReadView): Promise<Map<number, string[]>> {
+async function readBadCopies(view: ReadView): Promise<{byMirror: Map<number, string[]>; rows: number}> {
   const byMirror = new Map<number, string[]>()
   const bad = await view.query(`SELECT mirror_id, file_id, size, mtime FROM mirror_file_bad LIMIT ${BAD_COPIES_READ}`)
-  if (bad.length === 0) return byMirror
+  const rows = bad.length < BAD_COPIES_READ ? bad.length : Number((await view.query('SELECT count(*)::int FROM mirror_file_bad'))[0][0])
+  if (bad.length === 0) return {byMirror, rows}
   const files = new Map<number, {path: string; version: string}>()
   const ids = `{${[...new Set(bad.map((row) => Number(row[1])))].join(',')}}`
   for (const [id, path, size, mtime] of await view.query(`SELECT id, path, size, mtime FROM file WHERE id = ANY($1::int[])`, [ids])) {
@@ -130,16 +137,17 @@ async function readBadCopies(view: ReadView): Promise<Map<number, string[]>> {
     if (paths) paths.push(file.path)
     else byMirror.set(Number(mirror), [file.path])
   }
-  return byMirror
+  return {byMirror, rows}
 }
 
-/** Reads every redirect rule (a handful of rows, re-read on every refresh like the mirrors) and compiles them against `mirrors`. */
-async function readRules(view: ReadView, mirrors: MirrorTable): Promise<RuleSet> {
+/** Reads every redirect rule (a handful of rows, re-read like the mirrors by every refresh that found a change) and compiles them against `mirrors`; `rows`: how many there are. */
+async function readRules(view: ReadView, mirrors: MirrorTable): Promise<{rules: RuleSet; rows: number}> {
   const rows = await view.query(RULES_SQL)
-  return compileRules(
+  const rules = compileRules(
     rows.map(([json]) => ruleFromJson(json as string)),
     mirrors,
   )
+  return {rules, rows: rows.length}
 }
 
 /** Every row of `file_link`, as the snapshot holds them. */
@@ -149,20 +157,53 @@ async function readLinkRows(view: ReadView): Promise<Map<string, LinkTarget>> {
   return links
 }
 
+/** The tables a load or refresh reads whole, and their row counts as its view saw them. */
+interface WholeTables {
+  mirrors: MirrorTable
+  rules: RuleSet
+  badCopies: Map<number, string[]>
+  /** Undefined when `file_link` did not change (keep the snapshot's). */
+  links: Map<string, LinkTarget> | undefined
+  counts: TableCounts
+}
+
 /**
- * The links again when `file_link` changed since a transaction snapshot, else undefined
- * (`unseen`: its {@link unseenCondition}). The table is small and has no tombstones: it
- * changed when a row is newer than that snapshot could see, or else its row count differs from `known` (only deletions leave no
- * newer row, and a set of old rows that differs from the old set is a smaller one).
+ * Reads the mirrors, the rules and the bad copies, and the links when they changed since the
+ * snapshot `unseen` tells of ({@link unseenCondition}; null: read them) or their row count
+ * differs from `knownLinks`. The counts come from the rows read, so that a refresh that
+ * found a change costs no statement more for them.
  */
-async function readLinksIfChanged(view: ReadView, unseen: string, known: number): Promise<Map<string, LinkTarget> | undefined> {
-  const [[count, newer]] = await view.query(`SELECT count(*)::int, coalesce(bool_or(${unseen}), false) FROM file_link`)
-  return newer || Number(count) !== known ? readLinkRows(view) : undefined
+async function readWholeTables(view: ReadView, unseen: string | null, knownLinks: number): Promise<WholeTables> {
+  const mirrors = await readMirrors(view)
+  const rules = await readRules(view, mirrors)
+  const bad = await readBadCopies(view)
+  let links: Map<string, LinkTarget> | undefined
+  let linkRows = knownLinks
+  if (unseen === null) links = await readLinkRows(view)
+  else {
+    const [[count, newer]] = await view.query(`SELECT count(*)::int, coalesce(bool_or(${unseen}), false) FROM file_link`)
+    if (newer || Number(count) !== knownLinks) links = await readLinkRows(view)
+  }
+  if (links !== undefined) linkRows = links.size
+  return {mirrors, rules: rules.rules, badCopies: bad.byMirror, links, counts: {mirrors: mirrors.size, rules: rules.rows, links: linkRows, badCopies: bad.rows}}
 }
 
 async function currentXmin(view: ReadView): Promise<string> {
   const [[snapshot]] = await view.query(`SELECT pg_current_snapshot()::text`)
   return snapshot as string
+}
+
+/**
+ * One statement outside any transaction, on a pooled connection: the poll of
+ * {@link refreshSnapshot} (a single round trip; a read view would add its BEGIN and COMMIT).
+ */
+function singleStatements(database: Database): StatementRunner {
+  return {
+    async query(text) {
+      const result = await sql.raw<Record<string, unknown>>(text).execute(database.db)
+      return result.rows.map((row) => Object.values(row))
+    },
+  }
 }
 
 /** Reads the files with lo < id <= hi in keyset batches into `snapshot`. */
@@ -192,10 +233,12 @@ export async function loadSnapshot(database: Database, onProgress?: (files: numb
   const snapshot = new Snapshot()
   await database.readSnapshot(async (view) => {
     snapshot.xmin = await currentXmin(view)
-    snapshot.mirrors = await readMirrors(view)
-    snapshot.rules = await readRules(view, snapshot.mirrors)
-    snapshot.badCopies = await readBadCopies(view)
-    snapshot.links = await readLinkRows(view)
+    const whole = await readWholeTables(view, null, 0)
+    snapshot.mirrors = whole.mirrors
+    snapshot.rules = whole.rules
+    snapshot.badCopies = whole.badCopies
+    snapshot.links = whole.links!
+    snapshot.counts = whole.counts
     const [[minId, maxId, count]] = await view.query(`SELECT coalesce(min(id), 0), coalesce(max(id), 0), count(*)::int FROM file`)
     const lo = Number(minId) - 1
     const hi = Number(maxId)
@@ -222,9 +265,13 @@ export interface RefreshResult {
 const REFRESH_SLICE_ROWS = 2_000
 
 /**
- * Applies the changes committed since the snapshot's xmin: all mirrors are re-read, changed
- * file rows replace their entries, tombstoned paths are dropped (tombstones first, then rows,
- * so a delete-then-recreate ends with the file present).
+ * Applies the changes committed since the snapshot's xmin. First one statement, outside any
+ * transaction, tells whether anything changed ({@link readMarks}); when nothing did, that is
+ * all, and the snapshot takes that statement's transaction snapshot as its own (`notified`:
+ * a notification said that something did, so that statement is left out). Otherwise,
+ * in one read view: all mirrors, rules and bad copies are re-read, changed file rows replace
+ * their entries, tombstoned paths are dropped (tombstones first, then rows, so a
+ * delete-then-recreate ends with the file present).
  *
  * A large change set must neither block the event loop nor show readers half of it. The
  * changed rows are read and parsed aside, {@link REFRESH_SLICE_ROWS} at a time with a yield
@@ -234,8 +281,18 @@ const REFRESH_SLICE_ROWS = 2_000
  * none, and no request waits for more than a slice.
  * @throws whatever the database driver throws; the snapshot is then unchanged
  */
-export async function refreshSnapshot(database: Database, snapshot: Snapshot): Promise<RefreshResult> {
-  const changes = await database.readSnapshot((view) => readChanges(view, snapshot.xmin ?? '1:1:', Math.max(50_000, snapshot.files.size / 10), snapshot))
+export async function refreshSnapshot(database: Database, snapshot: Snapshot, options: {notified?: boolean} = {}): Promise<RefreshResult> {
+  const since = snapshot.xmin ?? '1:1:'
+  if (!options.notified) {
+    const poll = await readMarks(singleStatements(database), since)
+    if (!changedSince(poll, snapshot.counts)) {
+      // Nothing that statement could see is newer than `since`: its snapshot is as good a base.
+      snapshot.xmin = poll.snapshot
+      snapshot.refreshedAt = Date.now()
+      return {mirrors: snapshot.mirrors.size, updated: 0, deleted: 0}
+    }
+  }
+  const changes = await database.readSnapshot((view) => readChanges(view, since, Math.max(50_000, snapshot.files.size / 10), snapshot))
   if (!changes) {
     snapshot.churn = Number.POSITIVE_INFINITY // the keeper reloads in full
     return {mirrors: 0, updated: 0, deleted: 0, reload: true}
@@ -248,6 +305,7 @@ export async function refreshSnapshot(database: Database, snapshot: Snapshot): P
     snapshot.badCopies = changes.badCopies
     if (changes.links !== undefined) snapshot.links = changes.links
     snapshot.xmin = changes.xmin
+    snapshot.counts = changes.counts
   })
   snapshot.churn += result.updated
   snapshot.refreshedAt = Date.now()
@@ -258,6 +316,8 @@ export async function refreshSnapshot(database: Database, snapshot: Snapshot): P
 interface Changes {
   /** This view's own transaction snapshot, the next refresh's `since`. */
   xmin: string
+  /** The row counts this view saw. */
+  counts: TableCounts
   mirrors: MirrorTable
   rules: RuleSet
   badCopies: Map<number, string[]>
@@ -286,10 +346,7 @@ interface Changes {
 async function readChanges(view: ReadView, since: string, limit: number, snapshot: Snapshot): Promise<Changes | null> {
   const unseen = unseenCondition(snapshotBounds(since))
   const xmin = await currentXmin(view)
-  const mirrors = await readMirrors(view)
-  const rules = await readRules(view, mirrors)
-  const badCopies = await readBadCopies(view)
-  const links = await readLinksIfChanged(view, unseen, snapshot.links.size)
+  const whole = await readWholeTables(view, unseen, snapshot.counts.links)
   // Ends with the transaction. Every file query below has its txid index to go by.
   await view.query('SET LOCAL enable_seqscan = off')
   const tombstones = (await view.query(`SELECT path FROM file_tombstone WHERE ${unseen}`)).map(([path]) => path as string)
@@ -308,5 +365,5 @@ async function readChanges(view: ReadView, since: string, limit: number, snapsho
       for (const row of await view.query(`SELECT ${FILE_COLUMNS} FROM file WHERE id = ANY($1::int[])`, [page])) entries.push(fileFromRow(snapshot, row))
     }
   }
-  return {xmin, mirrors, rules, badCopies, links, tombstones, entries}
+  return {xmin, ...whole, tombstones, entries}
 }
