@@ -17,8 +17,10 @@ import {tmpdir} from 'node:os'
 import {join, relative} from 'node:path'
 import {expect} from 'chai'
 import {sql} from 'kysely'
+import type {MirrorInput} from '../../src/lib/mirrors/fields.js'
+import {addMirror, setEnabled} from '../../src/lib/mirrors/registry.js'
 import {BIN, hermeticEnv, mb, requireBinary} from '../helpers/cli.js'
-import {createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {createTestDatabase, type TestDatabase, withDatabase} from '../helpers/db.js'
 import {request, type ServeProcess, startServe} from '../helpers/serve-process.js'
 import {freePort, waitForPort} from '../helpers/servers.js'
 
@@ -152,17 +154,18 @@ describe('mb push to real rsync daemons (e2e)', function () {
     tdb = await createTestDatabase()
     writeFileSync(join(dir, 'mb.yaml'), `push:\n  small_max: ${SMALL_MAX}\n  large_max: ${LARGE_MAX}\n  connect_timeout: 3\n  io_timeout: 10\nselect:\n  min_size: 0\n`)
     env = {...tdb.env, MB_CONFIG: join(dir, 'mb.yaml'), MB_ROOT: origin}
-    const add = async (name: string, pushUrl: string, extra: string[] = []) => {
-      const r = await mb(['mirror', 'add', name, '--http-url', `http://${name}.example/`, '--push-url', pushUrl, '--no-probe', '--no-locate', '--json', ...extra], {env})
-      expect(r.code, r.stderr).to.equal(0)
-    }
-    await add('full', `rsync://127.0.0.1:${port}/full/`)
-    await add('part', `rsync://127.0.0.1:${port}/part`, ['--push-include', 'large/**', '--push-include', 'small/d7/**'])
-    await add('ro', `rsync://127.0.0.1:${port}/ro/`)
-    await add('victim', `rsync://127.0.0.1:${victimPort}/victim/`)
-    await add('cut', `rsync://127.0.0.1:${cutPort}/cut/`)
-    await add('secure', `rsync://alice:s3cr3t-pw@127.0.0.1:${port}/secure/`)
-    await add('auto', `rsync://127.0.0.1:${port}/auto/`, ['--disabled'])
+    // Registered in-process, as `mb mirror add --no-probe --no-locate` would (the last test
+    // adds one through the CLI).
+    await withDatabase(tdb, async (database) => {
+      const add = (name: string, pushUrl: string, extra: MirrorInput = {}) => addMirror(database.db, {identifier: name, http_url: `http://${name}.example/`, push_url: pushUrl, ...extra})
+      await add('full', `rsync://127.0.0.1:${port}/full/`)
+      await add('part', `rsync://127.0.0.1:${port}/part`, {push_include: ['large/**', 'small/d7/**']})
+      await add('ro', `rsync://127.0.0.1:${port}/ro/`)
+      await add('victim', `rsync://127.0.0.1:${victimPort}/victim/`)
+      await add('cut', `rsync://127.0.0.1:${cutPort}/cut/`)
+      await add('secure', `rsync://alice:s3cr3t-pw@127.0.0.1:${port}/secure/`)
+      await add('auto', `rsync://127.0.0.1:${port}/auto/`, {enabled: false})
+    })
     const index = await mb(['index', '--json'], {env})
     expect(index.code, index.stderr).to.equal(0)
     expect(index.json()).to.deep.include({files: ORIGIN_FILES, added: ORIGIN_FILES})
@@ -183,13 +186,10 @@ describe('mb push to real rsync daemons (e2e)', function () {
   })
 
   async function holders(name: string): Promise<string[]> {
-    const database = await tdb.open()
-    try {
+    return withDatabase(tdb, async (database) => {
       const rows = await sql<{path: string}>`SELECT f.path FROM file f JOIN mirror m ON m.id = ANY(f.mirrors) WHERE m.identifier = ${name} ORDER BY f.path COLLATE "C"`.execute(database.db)
       return rows.rows.map((r) => r.path)
-    } finally {
-      await database.close()
-    }
+    })
   }
 
   async function show(name: string): Promise<Record<string, any>> {
@@ -382,8 +382,11 @@ describe('mb push to real rsync daemons (e2e)', function () {
   })
 
   it('serve --push-after starts one push after the quiet time, and none during a burst of changes', async () => {
-    for (const name of ['full', 'part', 'ro', 'victim', 'cut', 'secure', 'viassh']) expect((await mb(['mirror', 'disable', name], {env})).code).to.equal(0)
-    expect((await mb(['mirror', 'enable', 'auto', '--no-probe'], {env})).code).to.equal(0)
+    // Only `auto` enabled, set in-process as `mb mirror disable` / `enable --no-probe` would.
+    await withDatabase(tdb, async (database) => {
+      for (const name of ['full', 'part', 'ro', 'victim', 'cut', 'secure', 'viassh']) expect((await setEnabled(database.db, name, false)).changed, name).to.equal(true)
+      expect((await setEnabled(database.db, 'auto', true)).changed).to.equal(true)
+    })
     await serve!.stop()
     serve = await startServe(['--root', origin, '--config', join(dir, 'mb.yaml'), '--watch', '--push-after', '5'], tdb.env)
     const started = () =>

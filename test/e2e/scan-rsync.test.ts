@@ -13,8 +13,9 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {expect} from 'chai'
 import {sql} from 'kysely'
+import {addMirror, editMirror} from '../../src/lib/mirrors/registry.js'
 import {BIN, hermeticEnv, mb, requireBinary} from '../helpers/cli.js'
-import {createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {createTestDatabase, type TestDatabase, withDatabase} from '../helpers/db.js'
 import {waitForPort} from '../helpers/servers.js'
 
 const T = 1_700_000_000
@@ -115,15 +116,16 @@ describe('mb scan over a real rsync daemon (e2e)', function () {
     tdb = await createTestDatabase()
     writeFileSync(join(dir, 'mb.yaml'), 'scan:\n  connect_timeout: 3\n  io_timeout: 3\n')
     env = {...tdb.env, MB_CONFIG: join(dir, 'mb.yaml'), MB_ROOT: origin}
-    const add = async (name: string, rsyncUrl: string) => {
-      const r = await mb(['mirror', 'add', '--no-locate', name, '--http-url', `http://${name}.example/`, '--rsync-url', rsyncUrl, '--json'], {env})
-      expect(r.code, r.stderr).to.equal(0)
-    }
-    await add('good', `rsync://127.0.0.1:${port}/pub/`)
-    await add('secure', `rsync://alice@127.0.0.1:${port}/secure/`)
-    await add('refusing', `rsync://127.0.0.1:${port}/pub/`)
-    await add('silent', `rsync://127.0.0.1:${port}/pub/`)
-    await add('killed', `rsync://127.0.0.1:${port}/pub/`)
+    // Registered in-process, as `mb mirror add --no-locate` would (a scan does not look at
+    // what the probe after it finds).
+    await withDatabase(tdb, async (database) => {
+      const add = (name: string, rsyncUrl: string) => addMirror(database.db, {identifier: name, http_url: `http://${name}.example/`, rsync_url: rsyncUrl})
+      await add('good', `rsync://127.0.0.1:${port}/pub/`)
+      await add('secure', `rsync://alice@127.0.0.1:${port}/secure/`)
+      await add('refusing', `rsync://127.0.0.1:${port}/pub/`)
+      await add('silent', `rsync://127.0.0.1:${port}/pub/`)
+      await add('killed', `rsync://127.0.0.1:${port}/pub/`)
+    })
     const index = await mb(['index', '--json'], {env})
     expect(index.code, index.stderr).to.equal(0)
     expect(index.json()).to.deep.include({files: originFiles, added: originFiles, removed: 0, links: 2})
@@ -138,22 +140,19 @@ describe('mb scan over a real rsync daemon (e2e)', function () {
   })
 
   async function holders(name: string): Promise<string[]> {
-    const database = await tdb.open()
-    try {
+    return withDatabase(tdb, async (database) => {
       const rows = await sql<{path: string}>`SELECT f.path FROM file f JOIN mirror m ON m.id = ANY(f.mirrors) WHERE m.identifier = ${name} ORDER BY f.path`.execute(database.db)
       return rows.rows.map((r) => r.path)
-    } finally {
-      await database.close()
-    }
+    })
   }
 
-  async function mirrorRow(name: string) {
-    const database = await tdb.open()
-    try {
-      return await database.db.selectFrom('mirror').selectAll().where('identifier', '=', name).executeTakeFirstOrThrow()
-    } finally {
-      await database.close()
-    }
+  function mirrorRow(name: string) {
+    return withDatabase(tdb, (database) => database.db.selectFrom('mirror').selectAll().where('identifier', '=', name).executeTakeFirstOrThrow())
+  }
+
+  /** Points a mirror at another rsync URL, in-process, as `mb mirror edit NAME --rsync-url URL` would. */
+  async function setRsyncUrl(name: string, url: string): Promise<void> {
+    await withDatabase(tdb, (database) => editMirror(database.db, name, {rsync_url: url}))
   }
 
   it('lists the mirror and records exactly the files it holds at the origin version', async () => {
@@ -202,7 +201,7 @@ describe('mb scan over a real rsync daemon (e2e)', function () {
     const before = await holders('refusing')
     expect(before).to.have.length(originFiles - 2)
     const closed = await freePort()
-    expect((await mb(['mirror', 'edit', 'refusing', '--rsync-url', `rsync://127.0.0.1:${closed}/pub/`], {env})).code).to.equal(0)
+    await setRsyncUrl('refusing', `rsync://127.0.0.1:${closed}/pub/`)
     const r = await mb(['scan', 'refusing'], {env})
     expect(r.code).to.equal(1)
     expect(r.stderr).to.match(/refusing: FAILED .*rsync: .*Connection refused/)
@@ -220,7 +219,7 @@ describe('mb scan over a real rsync daemon (e2e)', function () {
     servers.push(server)
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
     const silentPort = (server.address() as net.AddressInfo).port
-    expect((await mb(['mirror', 'edit', 'silent', '--rsync-url', `rsync://127.0.0.1:${silentPort}/pub/`], {env})).code).to.equal(0)
+    await setRsyncUrl('silent', `rsync://127.0.0.1:${silentPort}/pub/`)
     const r = await mb(['scan', 'silent', '--timeout', '60', '--json'], {env})
     expect(r.code).to.equal(1)
     const result = r.json().mirrors[0]
@@ -262,7 +261,7 @@ describe('mb scan over a real rsync daemon (e2e)', function () {
     servers.push(proxy)
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', () => resolve()))
     const proxyPort = (proxy.address() as net.AddressInfo).port
-    expect((await mb(['mirror', 'edit', 'killed', '--rsync-url', `rsync://127.0.0.1:${proxyPort}/pub/`], {env})).code).to.equal(0)
+    await setRsyncUrl('killed', `rsync://127.0.0.1:${proxyPort}/pub/`)
     const child = spawn(process.execPath, [BIN, 'scan', 'killed', '--min-ratio', '0'], {env: hermeticEnv(env), stdio: 'ignore'})
     const exited = new Promise<number | null>((resolve) => child.on('close', (_code, signal) => resolve(signal === 'SIGKILL' ? -9 : _code)))
     await half
@@ -279,7 +278,7 @@ describe('mb scan over a real rsync daemon (e2e)', function () {
   })
 
   it('--dir rescans one subtree; --protocol rsync and usage errors', async () => {
-    expect((await mb(['mirror', 'edit', 'refusing', '--rsync-url', `rsync://127.0.0.1:${port}/pub/`], {env})).code).to.equal(0)
+    await setRsyncUrl('refusing', `rsync://127.0.0.1:${port}/pub/`)
     const r = await mb(['scan', 'refusing', '--dir', 'weird', '--protocol', 'rsync', '--json'], {env})
     expect(r.code, r.stderr).to.equal(0)
     expect(r.json().mirrors[0]).to.deep.include({ok: true, files: AWKWARD.length, matched: AWKWARD.length})
@@ -292,13 +291,13 @@ describe('mb scan over a real rsync daemon (e2e)', function () {
   })
 
   it('--dir DIR --no-recursive scans the files directly in one folder and leaves the mirror record alone', async () => {
-    const before = (await mb(['mirror', 'show', 'refusing', '--json'], {env})).json()
+    const before = await mirrorRow('refusing')
     const r = await mb(['scan', 'refusing', '--dir', '/', '--no-recursive', '--json'], {env})
     expect(r.code, r.stderr).to.equal(0)
     // The top folder: big.iso matches, stale.iso differs, only-on-origin.txt is missing; latest.iso is a link in the index.
     expect(r.json().mirrors[0]).to.deep.include({ok: true, files: 3, matched: 1, stale: 1, missing: 1})
     expect(await holders('refusing')).to.have.length(originFiles - 2)
-    const after = (await mb(['mirror', 'show', 'refusing', '--json'], {env})).json()
+    const after = await mirrorRow('refusing')
     expect([after.last_scan_at, after.last_scan_files]).to.deep.equal([before.last_scan_at, before.last_scan_files])
     const enabling = await mb(['scan', 'refusing', '--dir', 'dir', '--no-recursive', '--enable'], {env})
     expect(enabling.code).to.equal(2)
@@ -312,13 +311,13 @@ describe('mb scan over a real rsync daemon (e2e)', function () {
     expect(recursive.code, recursive.stderr).to.equal(0)
     expect(recursive.json().mirrors[0]).to.deep.include({ok: true, files: 0, absent: true})
     expect(await holders('refusing')).to.have.length(originFiles - 2)
-    expect((await mb(['mirror', 'edit', 'refusing', '--rsync-url', `rsync://127.0.0.1:${port}/pub/no-such-base/`], {env})).code).to.equal(0)
+    await setRsyncUrl('refusing', `rsync://127.0.0.1:${port}/pub/no-such-base/`)
     try {
       const broken = await mb(['scan', 'refusing', '--dir', 'not-synced-yet', '--no-recursive'], {env})
       expect(broken.code).to.equal(1)
       expect(broken.stderr).to.match(/rsync directory not-synced-yet\/ and base rsync:\/\/127\.0\.0\.1:\d+\/pub\/no-such-base\/ do not exist .*check the mirror's rsync URL/)
     } finally {
-      expect((await mb(['mirror', 'edit', 'refusing', '--rsync-url', `rsync://127.0.0.1:${port}/pub/`], {env})).code).to.equal(0)
+      await setRsyncUrl('refusing', `rsync://127.0.0.1:${port}/pub/`)
     }
   })
 })

@@ -14,7 +14,7 @@ import {expect} from 'chai'
 import {mb, requireBinary} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 import {type RawResponse, request, type ServeProcess, startServe} from '../helpers/serve-process.js'
-import {freePort} from '../helpers/servers.js'
+import {freePort, waitForPort} from '../helpers/servers.js'
 
 const T = 1_700_000_000
 const FILES = ['a.iso', 'b.iso', 'sub/c.iso', 'sub/d.iso']
@@ -67,12 +67,8 @@ describe(`a suspect mirror: its scan refused by the safety check (e2e, ${backend
     expect(add.code, add.stderr).to.equal(0)
     const index = await mb(['index', '--json'], {env})
     expect(index.code, index.stderr).to.equal(0)
-    // The daemon may take a moment to listen: retry the first scan.
-    let scan = await mb(['scan', 'wiped.example', '--protocol', 'rsync', '--json'], {env})
-    for (let i = 0; i < 20 && scan.code !== 0; i++) {
-      await new Promise((r) => setTimeout(r, 250))
-      scan = await mb(['scan', 'wiped.example', '--protocol', 'rsync', '--json'], {env})
-    }
+    await waitForPort(port)
+    const scan = await mb(['scan', 'wiped.example', '--protocol', 'rsync', '--json'], {env})
     expect(scan.code, scan.stdout + scan.stderr).to.equal(0)
     expect(scan.json().mirrors[0]).to.deep.include({ok: true, matched: 4})
     serve = await startServe(['--root', origin], env)

@@ -6,11 +6,12 @@
  * current.
  */
 import {expect} from 'chai'
+import {addMirror} from '../../src/lib/mirrors/registry.js'
 import {cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {mb, requireBinary} from '../helpers/cli.js'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {backend, createTestDatabase, type TestDatabase, withDatabase} from '../helpers/db.js'
 import {type RunningServer, startNginx} from '../helpers/servers.js'
 import {parsePrometheus} from '../helpers/prometheus.js'
 import {request, startServe, type ServeProcess} from '../helpers/serve-process.js'
@@ -76,12 +77,14 @@ describe(`sync traces with nginx mirrors (${backend})`, function () {
       'garbage.test': '<html><body>Welcome to nginx!</body></html>',
       'notrace.test': undefined,
     }
-    for (const [name, trace] of Object.entries(trees)) {
-      const server = await startNginx({root: mirrorTree(name, trace), autoindex: 'html'})
-      nginx.push(server)
-      const added = await mb(['mirror', 'add', name, '--http-url', server.url, '--country', 'GB', '--lat', '51.5', '--lon', '-0.1', '--config', config], {env: tdb.env})
-      expect(added.code, added.stderr).to.equal(0)
-    }
+    // Registered in-process, as `mb mirror add --no-probe` would: the round below is their first probe.
+    await withDatabase(tdb, async (database) => {
+      for (const [name, trace] of Object.entries(trees)) {
+        const server = await startNginx({root: mirrorTree(name, trace), autoindex: 'html'})
+        nginx.push(server)
+        await addMirror(database.db, {identifier: name, http_url: server.url, country: 'GB', latitude: 51.5, longitude: -0.1})
+      }
+    })
     const result = await mb(['probe', '--json', '--config', config], {env: tdb.env})
     expect(result.code, result.stderr).to.equal(0)
     const trace = Object.fromEntries(result.json().mirrors.map((m: any) => [m.identifier, m.trace]))

@@ -129,6 +129,16 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   }
 }
 
+/** Runs `fn` on a connection of its own to `test`, closed when it ends. */
+export async function withDatabase<T>(test: TestDatabase, fn: (database: Database) => Promise<T>): Promise<T> {
+  const database = await test.open()
+  try {
+    return await fn(database)
+  } finally {
+    await database.close()
+  }
+}
+
 /**
  * Registers one mirror (id 1, `m.example`, HTTP only) holding one indexed file, for tests
  * of `mb serve` that need a redirect and nothing more.

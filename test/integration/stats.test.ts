@@ -72,27 +72,40 @@ const by = (rows: Array<{key: string; downloads: number; other_requests: number}
 
 describe(`stats collector and mb stats (${backend})`, function () {
   let t: TestDatabase
+  /** Open at the start of every test; closed after a {@link cli} call on PGlite. */
   let database: Database
+  let closed = false
 
-  beforeEach(async () => {
+  // One database for the file, its mirrors seeded once: the tests write only the stats
+  // tables, which are emptied after each test (TRUNCATE: a fresh, empty heap, as the
+  // row-order test needs).
+  before(async () => {
     t = await createTestDatabase()
     database = await t.open()
     await seedMirrors(database)
   })
 
   afterEach(async () => {
-    await database.close()
-    await t.drop()
+    if (closed) database = await t.open()
+    closed = false
+    await sql`TRUNCATE stats_daily, stats_monthly`.execute(database.db)
   })
 
-  /** Runs the CLI; the embedded store admits one process at a time, so ours steps aside. */
+  after(async () => {
+    await database?.close()
+    await t?.drop()
+  })
+
+  /**
+   * Runs the CLI; the embedded store admits one process at a time, so ours steps aside until
+   * the test ends (no test uses its connection after the CLI).
+   */
   async function cli(args: string[]) {
-    if (backend === 'pglite') await database.close()
-    try {
-      return await mb(args, {env: t.env})
-    } finally {
-      if (backend === 'pglite') database = await t.open()
+    if (backend === 'pglite' && !closed) {
+      await database.close()
+      closed = true
     }
+    return mb(args, {env: t.env})
   }
 
   it('counts the mix exactly: downloads, other requests, bytes, per file, mirror, country, day', async () => {

@@ -16,10 +16,12 @@ import {existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utim
 import net from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
+import {sql} from 'kysely'
+import {addMirror} from '../../src/lib/mirrors/registry.js'
 import {processStartTime} from '../../src/lib/db/owner-lock.js'
 import {acquireLockFile} from '../../src/lib/db/embedded-locks.js'
 import {BIN, type CliResult, hermeticEnv, mb} from '../helpers/cli.js'
-import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {backend, createEmbeddedTestDatabase, createTestDatabase, seedFiles, type TestDatabase, withDatabase} from '../helpers/db.js'
 import {type ServeProcess, startServe} from '../helpers/serve-process.js'
 
 const GEOIP = new URL('../fixtures/geoip/GeoIP2-City-Test.mmdb', import.meta.url).pathname
@@ -272,41 +274,48 @@ describe('the embedded store on disk (item 6)', function () {
   })
 
   describe('the per-mirror scan lock', () => {
-    let test: TestDatabase
+    let test: TestDatabase | undefined
     let serve: ServeProcess | undefined
     let mirror: Awaited<ReturnType<typeof startHeldMirror>> | undefined
 
-    beforeEach(async () => {
-      test = await createTestDatabase()
-    })
     afterEach(async () => {
       mirror?.release()
       await serve?.stop()
       await mirror?.close()
       serve = undefined
       mirror = undefined
-      await test.drop()
+      await test?.drop()
+      test = undefined
     })
 
-    /** Indexes the origin and registers the held mirror; returns the env of the store (`own`: a new PGlite store in `dir`). */
-    async function prepare(own = false): Promise<{env: Record<string, string | undefined>; root: string}> {
-      const env = {...NO_STORE, ...(own ? {MB_DATA_DIR: join(dir, 'store')} : test.env)}
+    /**
+     * A store (`embedded`: a PGlite one whatever the test backend) holding the origin's `a.iso`
+     * and the held mirror, seeded in-process as `mb index` and `mb mirror add --no-probe` would;
+     * returns its env.
+     */
+    async function prepare(embedded = false): Promise<{env: Record<string, string | undefined>; root: string}> {
+      test = embedded ? await createEmbeddedTestDatabase() : await createTestDatabase()
       const root = makeRoot(dir)
-      expect((await mb(['index', '--root', root], {env})).code).to.equal(0)
       mirror = await startHeldMirror()
-      expect((await mb(['mirror', 'add', '--no-locate', 'held.example', '--http-url', mirror.url, '--no-probe'], {env})).code).to.equal(0)
-      return {env, root}
+      const url = mirror.url
+      await withDatabase(test, async (database) => {
+        await seedFiles(database, root, ['a.iso'], [])
+        await addMirror(database.db, {identifier: 'held.example', http_url: url})
+      })
+      return {env: {...NO_STORE, ...test.env}, root}
     }
 
-    async function holders(env: Record<string, string | undefined>): Promise<unknown> {
-      const lookup = await mb(['file', 'lookup', 'a.iso', '--json'], {env})
-      expect(lookup.code, lookup.stderr).to.equal(0)
-      return lookup.json()
+    /** The mirrors the store says hold `a.iso`. */
+    function holders(): Promise<string[]> {
+      return withDatabase(test!, async (database) => {
+        const rows = await sql<{identifier: string}>`SELECT m.identifier FROM file f JOIN mirror m ON m.id = ANY(f.mirrors) WHERE f.path = 'a.iso'`.execute(database.db)
+        return rows.rows.map((r) => r.identifier)
+      })
     }
 
     it('beside a running `mb serve` (umask 000): a second scan of one mirror is refused, the first completes, the data is intact, the socket is 0600', async () => {
       const {env, root} = await prepare()
-      const before = await holders(env)
+      expect(await holders()).to.deep.equal([])
       const start = (env: Record<string, string | undefined>) => startServe(['--root', root, '--geoip', GEOIP], env)
       const umask = process.umask(0) // inherited by mb serve
       try {
@@ -315,7 +324,7 @@ describe('the embedded store on disk (item 6)', function () {
         process.umask(umask)
       }
       if (backend === 'pglite') {
-        const socket = join(test.dataDir!, '.s.PGSQL.5432')
+        const socket = join(test!.dataDir!, '.s.PGSQL.5432')
         expect(lstatSync(socket).isSocket()).to.equal(true)
         expect(lstatSync(socket).mode & 0o777).to.equal(0o600)
       }
@@ -327,22 +336,20 @@ describe('the embedded store on disk (item 6)', function () {
       mirror!.release()
       const done = await first
       expect(done.code, done.stdout + done.stderr).to.equal(0)
-      const after = (await holders(env)) as {mirrors?: unknown}
-      expect(after).to.not.deep.equal(before)
-      expect(JSON.stringify(after)).to.contain('held.example')
+      expect(await holders()).to.deep.equal(['held.example'])
       // the lock is free again: a third scan runs
       const third = await mb(['scan', 'held.example', '--json'], {env})
       expect(third.code, third.stdout + third.stderr).to.equal(0)
       if (backend === 'pglite') {
-        expect(readdirSync(join(test.dataDir!, 'locks'))).to.deep.equal([])
-        expect(openEntries(test.dataDir!).filter((e) => !e.includes('.s.PGSQL'))).to.deep.equal([])
+        expect(readdirSync(join(test!.dataDir!, 'locks'))).to.deep.equal([])
+        expect(openEntries(test!.dataDir!).filter((e) => !e.includes('.s.PGSQL'))).to.deep.equal([])
       }
     })
 
     it('on PGlite, a scan lock file of a live process refuses the scan; one of a dead process, or of a reused pid, is taken over', async () => {
       const {env} = await prepare(true)
       mirror!.release()
-      const locks = join(dir, 'store', 'locks')
+      const locks = join(test!.dataDir!, 'locks')
       const release = acquireLockFile(locks, 'scan:1')
       expect(release).to.be.a('function')
       expect(acquireLockFile(locks, 'scan:1')).to.equal(undefined) // busy within one process too

@@ -3,7 +3,7 @@ import {BaseCommand} from '../../base-command.js'
 import type {MirrorRow} from '../../lib/db/schema.js'
 import {editMirror, resolveMirror, trustScan} from '../../lib/mirrors/registry.js'
 import {type PublicMirror, publicMirror} from '../../lib/mirrors/public.js'
-import {IDENTIFIER_RULE} from '../../lib/mirrors/validate.js'
+import {IDENTIFIER_RULE, validateMirrorInput} from '../../lib/mirrors/validate.js'
 import {mirrorRecord} from '../../lib/mirrors/render.js'
 import {renderRecord} from '../../lib/output.js'
 import {type ScanMirrorResult, scanMirror, scanSettings} from '../../lib/scan/scan.js'
@@ -52,6 +52,8 @@ export default class MirrorEdit extends BaseCommand<typeof MirrorEdit> {
   public async run(): Promise<PublicMirror & {scan?: ScanMirrorResult}> {
     const enabled = this.flags.enabled ? true : this.flags.disabled ? false : undefined
     const input = {...mirrorInputFromFlags(this.flags), identifier: this.flags.rename, enabled}
+    // A bad value is refused before the store is opened (editMirror checks it again).
+    validateMirrorInput(input)
     const database = await this.openDb()
     const clear = this.flags.clear ?? []
     const trust = this.flags['trust-scan'] === true
