@@ -192,7 +192,7 @@ describe('mb serve reading a streaming standby (e2e)', function () {
   })
 
   it('reads a consistent view on the standby with helper connections (pg_export_snapshot), and refuses to write there', async () => {
-    const replica = await openReadReplica(standbyUrl, 3)
+    const replica = await openReadReplica(standbyUrl, {poolSize: 3})
     try {
       const views = await replica.readSnapshot((view) => view.parallel([1, 2, 3].map(() => async (v: ReadView) => (await v.query(`SELECT pg_current_snapshot()::text, count(*)::int FROM file`))[0])))
       expect(views[1]).to.deep.equal(views[0])
@@ -211,7 +211,7 @@ describe('mb serve reading a streaming standby (e2e)', function () {
   })
 
   it('keeps a read URL that names the primary by mistake read-only, with no lag', async () => {
-    const primaryAsReplica = await openReadReplica(primaryUrl, 1)
+    const primaryAsReplica = await openReadReplica(primaryUrl, {poolSize: 1})
     try {
       expect(await replicaLag(primaryAsReplica)).to.deep.include({standby: false, lagSeconds: 0})
       let error: unknown

@@ -58,7 +58,7 @@ its snapshot from, and how many seconds it trails the primary.`
 async function readReplicaStatus(url: string): Promise<ReplicaStatus> {
   let location = redact(url)
   try {
-    const replica = await openReadReplica(url, 1)
+    const replica = await openReadReplica(url, {poolSize: 1})
     location = replica.location
     let lag: ReplicaLag
     try {

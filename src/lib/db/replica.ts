@@ -14,12 +14,12 @@ import type {Database} from './store.js'
 /**
  * Opens the standby at `url` for reading only (see `openPostgres`'s `readOnly`), and checks
  * that its schema is current (it replays the primary's migrations).
- * @param poolSize connections (default 4: a refresh and the helpers of a full load)
- * @param keepConnection  `openPostgres`'s: for `mb serve`, which polls it
+ * @param options.poolSize connections (default 4: a refresh and the helpers of a full load)
+ * @param options.keepConnection  `openPostgres`'s: for `mb serve`, which polls it
  * @throws MbError DB_UNREACHABLE when it does not answer within 10 s; SCHEMA_OUTDATED
  */
-export async function openReadReplica(url: string, poolSize = 4, keepConnection = false): Promise<Database> {
-  const database = await openPostgres(url, redact(url), poolSize, {readOnly: true, keepConnection})
+export async function openReadReplica(url: string, options: {poolSize?: number; keepConnection?: boolean} = {}): Promise<Database> {
+  const database = await openPostgres(url, redact(url), options.poolSize ?? 4, {readOnly: true, keepConnection: options.keepConnection})
   try {
     await prepareSchema(database, 'check')
   } catch (error) {

@@ -227,7 +227,7 @@ export async function startServe(config: Config, options: {database?: Database; 
     const logger = parts.logger
     const database = options.database ?? (await openSharedDatabase(config))
     parts.database = database
-    if (config.database_read_url) parts.readDatabase = await openReadReplica(config.database_read_url, 4, true)
+    if (config.database_read_url) parts.readDatabase = await openReadReplica(config.database_read_url, {keepConnection: true})
     const t0 = performance.now()
     const keeper = await startKeeper(parts.readDatabase ?? database, config, logger)
     parts.keeper = keeper
