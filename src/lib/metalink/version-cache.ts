@@ -50,18 +50,18 @@ function sameHashes(hit: Entry<unknown>, file: CachedVersion): boolean {
   return true
 }
 
-/**
- * An LRU keyed by path, each entry valid for one file version, bounded by entries and by
- * bytes. A hit moves its entry to the young end only when half the cache has moved since it
- * was last put there: an entry in the young half cannot be next to go, and a hot path then
- * costs one lookup instead of a delete and an insert per hit.
- */
 /** What one {@link VersionCache} may hold: entries and the sum of their `bytes` (either may be Infinity). */
 export interface CacheBudget {
   entries: number
   bytes: number
 }
 
+/**
+ * An LRU keyed by path, each entry valid for one file version, bounded by entries and by
+ * bytes. A hit moves its entry to the young end only when half the cache has moved since it
+ * was last put there: an entry in the young half cannot be next to go, and a hot path then
+ * costs one lookup instead of a delete and an insert per hit.
+ */
 export class VersionCache<T> {
   private readonly map = new Map<string, Entry<T>>()
   private bytes = 0
