@@ -41,11 +41,15 @@ describe(`release day: a new file reaches the mirrors with no manual step (${bac
     const copied = spawnSync('rsync', ['-a', '--sparse', '--delete', `${root}/`, `${tree(mirror)}/`], {encoding: 'utf8'})
     expect(copied.status, copied.stderr).to.equal(0)
   }
-  /** mb with the test's database and a config file written from `yaml`. */
-  async function run(args: string[], yaml: string) {
+  /** A new config file in the test's directory, written from `yaml`. */
+  function configFile(yaml: string): string {
     const file = join(work, `mb-${Math.random().toString(36).slice(2)}.yaml`)
     writeFileSync(file, yaml)
-    const result = await mb([...args, '--config', file], {env: tdb.env})
+    return file
+  }
+  /** mb with the test's database and a config file written from `yaml`. */
+  async function run(args: string[], yaml: string) {
+    const result = await mb([...args, '--config', configFile(yaml)], {env: tdb.env})
     expect(result.code, `${args.join(' ')}: ${result.stderr}`).to.equal(0)
     return result
   }
@@ -58,6 +62,14 @@ describe(`release day: a new file reaches the mirrors with no manual step (${bac
     await run(['index'], base())
     await new Promise((r) => setTimeout(r, 1500))
     writeFileSync(join(root, TRACE), `${Math.floor(Date.now() / 1000)}\n`)
+  }
+  /** The mirrors `mb file lookup` names for `path`, as `IDENTIFIER by HOW` (how it knows), sorted. */
+  async function holders(path: string, yaml: string): Promise<string[]> {
+    const lookup = await run(['file', 'lookup', path, '--json'], yaml)
+    return lookup
+      .json()
+      .files[0].mirrors.map((m: any) => `${m.identifier} by ${m.by}`)
+      .sort()
   }
   /** The mirror a HEAD for `path` is sent to (its identifier), or `origin` with the reason. */
   async function answer(path: string): Promise<string> {
@@ -114,9 +126,7 @@ describe(`release day: a new file reaches the mirrors with no manual step (${bac
 
   it('with select.trust_trace, within a probe interval the new file goes to the two synced mirrors, never the lagging one', async () => {
     const yaml = `${base()}select:\n  trust_trace: true\nscan:\n  demand: false\nserve:\n  probe_interval: ${PROBE_INTERVAL}\n  poll_seconds: 0.5\n`
-    const file = join(work, 'trust.yaml')
-    writeFileSync(file, yaml)
-    serve = await startServe(['--config', file], tdb.env)
+    serve = await startServe(['--config', configFile(yaml)], tdb.env)
     await publish('pub/15.6/release.iso')
     expect(await answer('pub/15.6/release.iso')).to.equal('origin no_mirror')
     for (const mirror of SYNCED) sync(mirror)
@@ -126,16 +136,11 @@ describe(`release day: a new file reaches the mirrors with no manual step (${bac
     for (const who of seen) expect(who).to.be.oneOf(['origin no_mirror', ...SYNCED])
     // A probe round may have read one trace before the second mirror had synced: the next round
     // (one interval later) vouches for that one.
-    const holders = async () =>
-      (await run(['file', 'lookup', 'pub/15.6/release.iso', '--json'], yaml))
-        .json()
-        .files[0].mirrors.map((m: any) => `${m.identifier} by ${m.by}`)
-        .sort()
     const deadline = Date.now() + (2 * PROBE_INTERVAL + 5) * 1000
-    let held = await holders()
+    let held = await holders('pub/15.6/release.iso', yaml)
     while (held.length < SYNCED.size && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 500))
-      held = await holders()
+      held = await holders('pub/15.6/release.iso', yaml)
     }
     expect(held).to.deep.equal(['synced-a.test by trace', 'synced-b.test by trace'])
   })
@@ -146,20 +151,12 @@ describe(`release day: a new file reaches the mirrors with no manual step (${bac
     for (const mirror of SYNCED) sync(mirror)
     // A probe round reads the traces: the demand scan leaves out the mirror whose trace is older than the file.
     await run(['probe'], yaml)
-    const file = join(work, 'demand.yaml')
-    writeFileSync(file, yaml)
-    serve = await startServe(['--config', file, '--metrics-listen', '127.0.0.1:0'], tdb.env)
+    serve = await startServe(['--config', configFile(yaml), '--metrics-listen', '127.0.0.1:0'], tdb.env)
     expect(await answer('pub/16.0/release.iso')).to.equal('origin no_mirror')
     const seen = await untilRedirected('pub/16.0/release.iso', 15)
     expect(seen.filter((who) => !who.startsWith('origin')).length, seen.join(', ')).to.be.at.least(20)
     for (const who of seen) expect(who).to.be.oneOf(['origin no_mirror', ...SYNCED])
-    const lookup = await run(['file', 'lookup', 'pub/16.0/release.iso', '--json'], yaml)
-    expect(
-      lookup
-        .json()
-        .files[0].mirrors.map((m: any) => `${m.identifier} by ${m.by}`)
-        .sort(),
-    ).to.deep.equal(['synced-a.test by scan', 'synced-b.test by scan'])
+    expect(await holders('pub/16.0/release.iso', yaml)).to.deep.equal(['synced-a.test by scan', 'synced-b.test by scan'])
     const metricsUrl = /"metrics":"(http:\/\/[^"]+)"/.exec(serve.output())![1]
     const families = parsePrometheus(await (await fetch(`${metricsUrl}/metrics`)).text())
     const value = (name: string, labels: Record<string, string> = {}) =>
@@ -178,9 +175,7 @@ describe(`release day: a new file reaches the mirrors with no manual step (${bac
     const subtree = await run(['scan', 'lagging.test', '--dir', 'pub/16.0', '--json'], base())
     expect(subtree.json().mirrors[0]).to.deep.include({ok: true, files: 0, absent: true})
     await run(['mirror', 'add', 'broken.test', '--http-url', `${nginx[2].url}no-such-base/`, '--country', 'GB'], base())
-    const file = join(work, 'broken.yaml')
-    writeFileSync(file, base())
-    const broken = await mb(['scan', 'broken.test', '--dir', 'pub/16.0', '--no-recursive', '--config', file], {env: tdb.env})
+    const broken = await mb(['scan', 'broken.test', '--dir', 'pub/16.0', '--no-recursive', '--config', configFile(base())], {env: tdb.env})
     expect(broken.code).to.equal(1)
     expect(broken.stderr).to.match(/answered 404 and the base URL http:\/\/127\.0\.0\.1:\d+\/no-such-base\/ answered 404; check the mirror's HTTP URL/)
   })

@@ -8,7 +8,6 @@
  * - zsync 0.6.2 updates an older local copy to the new version through mb's `.zsync` from a
  *   mirror, whose access log shows Range requests for only part of the file.
  */
-
 import {createHash, randomBytes} from 'node:crypto'
 import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
@@ -58,6 +57,13 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
   let trees: string[] = []
   const data = randomBytes(SIZE)
 
+  /**
+   * The config of an `mb serve` here, `extra` on top. Every request comes from 127.0.0.1: with
+   * retries on, each run's .torrent would rank the web seeds anew as a retry.
+   */
+  const serveConfig = (extra: Record<string, unknown>) =>
+    ConfigSchema.parse({root, zsync: {min_size: ZSYNC_MIN}, log_level: 'silent', probe: {content_interval_seconds: 0}, select: {retry_window_seconds: 0}, ...extra})
+
   before(async function () {
     requireBinary(this, 'aria2c', 'aria2')
     requireBinary(this, 'nginx', 'nginx-light')
@@ -81,19 +87,7 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
     originServer = await startNginx({root, serverConfig: 'limit_rate 2m;'})
     const zsync = await database.db.selectFrom('file_zsync').select('file_id').execute()
     expect(zsync.length, 'the index wrote zsync sums').to.equal(1)
-    serve = await startServe(
-      ConfigSchema.parse({
-        root,
-        serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, origin_url: originServer.url},
-        zsync: {min_size: ZSYNC_MIN},
-        log_level: 'silent',
-        probe: {content_interval_seconds: 0},
-        // Every request here comes from 127.0.0.1: with retries on, each run's .torrent would
-        // rank the web seeds anew as a retry.
-        select: {retry_window_seconds: 0},
-      }),
-      {database},
-    )
+    serve = await startServe(serveConfig({serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, origin_url: originServer.url}}), {database})
   })
 
   after(async () => {
@@ -176,20 +170,7 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
 
   it('names the .torrent in a Link header of the 302, and in the meta4 only with torrent.meta4_metaurl, after every URL', async () => {
     expect(await (await fetch(`${serve.url}/pub/big.bin.meta4`)).text()).not.to.include('<metaurl')
-    const withMetaurl = await startServe(
-      ConfigSchema.parse({
-        root,
-        serve: {listen: '127.0.0.1:0', poll_seconds: 0.2},
-        zsync: {min_size: ZSYNC_MIN},
-        torrent: {meta4_metaurl: true},
-        log_level: 'silent',
-        probe: {content_interval_seconds: 0},
-        // Every request here comes from 127.0.0.1: with retries on, each run's .torrent would
-        // rank the web seeds anew as a retry.
-        select: {retry_window_seconds: 0},
-      }),
-      {database},
-    )
+    const withMetaurl = await startServe(serveConfig({serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, torrent: {meta4_metaurl: true}}), {database})
     try {
       const meta4 = await (await fetch(`${withMetaurl.url}/pub/big.bin.meta4`)).text()
       const priorities = [...meta4.matchAll(/<url [^>]*priority="(\d+)"/g)].map((m) => Number(m[1]))

@@ -3,7 +3,7 @@ import {sql} from 'kysely'
 import type {Database} from '../../src/lib/db/index.js'
 import {MbError} from '../../src/lib/errors.js'
 import {upsertOriginFiles} from '../../src/lib/origin/index.js'
-import {planScope, reconcileListing, type ReconcileMirror, recordScanFailure} from '../../src/lib/scan/reconcile.js'
+import {planScope, reconcileListing, type ReconcileMirror, type ReconcileOptions, recordScanFailure} from '../../src/lib/scan/reconcile.js'
 import type {ListingEntry} from '../../src/lib/scan/types.js'
 import {createTestDatabase, type TestDatabase} from '../helpers/db.js'
 
@@ -99,42 +99,140 @@ describe('scan reconciler', function () {
     expect(row.needs_rescan).to.equal(false)
   })
 
-  it('matches a rounded index size by its range, and still records a copy outside it as stale', async () => {
-    const m = await addMirror('ranged')
-    const result = await reconcileListing(
-      database,
-      listing([
+  type Entries = Array<Partial<ListingEntry> & {path: string}>
+
+  // One mirror scanned once (after an optional full scan, `seed`); `holds` and `lacks` name the
+  // origin paths that must and must not list the mirror afterwards.
+  const scanCases: Array<{
+    title: string
+    identifier?: string
+    mirror?: Record<string, unknown>
+    seed?: Entries
+    entries: Entries
+    options?: (m: ReconcileMirror) => Partial<Omit<ReconcileOptions, 'mirror'>>
+    result?: Record<string, unknown>
+    holds: string[]
+    lacks: string[]
+    stale?: Array<{path: string; size: number; mtime: number}>
+    keepsMirrorRecord?: boolean
+  }> = [
+    {
+      title: 'matches a rounded index size by its range, and still records a copy outside it as stale',
+      identifier: 'ranged',
+      entries: [
         {path: 'a.iso', size: 102, sizeApproximate: true, sizeMin: 51, sizeMax: 153, mtime: T, mtimePrecision: 60}, // "0.1K" holds 100
         {path: 'b.iso', size: 102, sizeApproximate: true, sizeMin: 51, sizeMax: 153, mtime: T, mtimePrecision: 60}, // origin has 200
         {path: 'c.iso', size: 300, mtime: T},
-      ]),
-      {mirror: m, protocol: 'http'},
-    )
-    expect(result).to.deep.include({matched: 2, stale: 1})
-    const h = await holders()
-    expect(h['a.iso']).to.deep.equal([m.id])
-    expect(h['b.iso']).to.deep.equal([])
-    expect(h['c.iso']).to.deep.equal([m.id])
-    expect(await staleRows(m.id)).to.deep.equal([{path: 'b.iso', size: 102, mtime: T}])
-  })
-
-  it('honours the listing precision and accepts entries without mtime on size alone', async () => {
-    const m = await addMirror('m1')
-    const result = await reconcileListing(
-      database,
-      listing([
+      ],
+      options: () => ({protocol: 'http'}),
+      result: {matched: 2, stale: 1},
+      holds: ['a.iso', 'c.iso'],
+      lacks: ['b.iso'],
+      stale: [{path: 'b.iso', size: 102, mtime: T}],
+    },
+    {
+      title: 'honours the listing precision and accepts entries without mtime on size alone',
+      entries: [
         {path: 'a.iso', size: 100, mtime: T - (T % 60), mtimePrecision: 60}, // minute precision, truncated
         {path: 'b.iso', size: 200, mtime: undefined},
         {path: 'c.iso', size: 300, mtime: T - 120, mtimePrecision: 60}, // two minutes off: stale
-      ]),
-      {mirror: m, protocol: 'http'},
-    )
-    expect(result).to.deep.include({matched: 2, stale: 1})
-    const h = await holders()
-    expect(h['a.iso']).to.deep.equal([m.id])
-    expect(h['b.iso']).to.deep.equal([m.id])
-    expect(h['c.iso']).to.deep.equal([])
-  })
+      ],
+      options: () => ({protocol: 'http'}),
+      result: {matched: 2, stale: 1},
+      holds: ['a.iso', 'b.iso'],
+      lacks: ['c.iso'],
+    },
+    {
+      title: 'maps mirror paths through base_path',
+      identifier: 'sub-only',
+      mirror: {base_path: 'sub'},
+      entries: [
+        {path: 'd.txt', size: 4, mtime: T},
+        {path: 'deep/f.txt', size: 6, mtime: T},
+        {path: 'a.iso', size: 100, mtime: T},
+      ],
+      result: {matched: 2, missing: 1},
+      holds: ['sub/d.txt', 'sub/deep/f.txt'],
+      lacks: ['a.iso'], // mirror's a.iso would be origin sub/a.iso
+    },
+    {
+      title: 'applies global and per-mirror include/exclude globs on origin paths',
+      mirror: {exclude_patterns: ['**/*.txt']},
+      entries: [
+        {path: 'a.iso', size: 100, mtime: T},
+        {path: 'b.iso', size: 200, mtime: T},
+        {path: 'sub/d.txt', size: 4, mtime: T},
+        {path: 'other/g.txt', size: 7, mtime: T},
+      ],
+      options: () => ({include: ['*.iso', 'sub/**'], exclude: ['b.*']}),
+      result: {files: 4, considered: 1, matched: 1},
+      holds: ['a.iso'],
+      lacks: ['b.iso', 'sub/d.txt', 'other/g.txt'],
+    },
+    {
+      title: '--dir rescans one subtree and keeps records outside it',
+      seed: [
+        {path: 'a.iso', size: 100, mtime: T},
+        {path: 'sub/d.txt', size: 4, mtime: T},
+        {path: 'sub/e.txt', size: 5, mtime: T},
+        {path: 'other/g.txt', size: 7, mtime: T},
+      ],
+      entries: [
+        {path: 'sub/d.txt', size: 4, mtime: T},
+        {path: 'sub/deep/f.txt', size: 6, mtime: T},
+      ],
+      options: (m) => ({plan: planScope(m.base_path, 'sub'), minRatio: 0}),
+      result: {subdir: 'sub', previous: 2, matched: 2, added: 1, removed: 1},
+      holds: ['a.iso', 'other/g.txt', 'sub/d.txt', 'sub/deep/f.txt'],
+      lacks: ['sub/e.txt'],
+    },
+    {
+      title: 'a one-folder scan replaces only the files directly in the folder and leaves the mirror record alone',
+      seed: [
+        {path: 'a.iso', size: 100, mtime: T},
+        {path: 'sub/e.txt', size: 5, mtime: T},
+        {path: 'sub/deep/f.txt', size: 6, mtime: T},
+      ],
+      // A stray deeper entry (a lister that recursed anyway) is ignored, not taken as proof.
+      entries: [
+        {path: 'sub/d.txt', size: 4, mtime: T},
+        {path: 'sub/deep', type: 'dir'},
+        {path: 'sub/deep/x.txt', size: 1, mtime: T},
+      ],
+      options: (m) => ({plan: planScope(m.base_path, 'sub', false), minRatio: 0, enable: true}),
+      result: {subdir: 'sub', considered: 1, previous: 1, matched: 1, added: 1, removed: 1, missing: 1, enabled: false},
+      holds: ['a.iso', 'sub/d.txt', 'sub/deep/f.txt'], // sub/deep/f.txt is below the folder: untouched
+      lacks: ['sub/e.txt'],
+      keepsMirrorRecord: true,
+    },
+    {
+      title: 'a one-folder scan of the top folder touches only top-level files',
+      seed: [
+        {path: 'a.iso', size: 100, mtime: T},
+        {path: 'sub/d.txt', size: 4, mtime: T},
+      ],
+      entries: [{path: 'b.iso', size: 200, mtime: T}],
+      options: () => ({plan: planScope('', '', false), minRatio: 0}),
+      holds: ['b.iso', 'sub/d.txt'],
+      lacks: ['a.iso'],
+    },
+  ]
+
+  for (const c of scanCases) {
+    it(c.title, async () => {
+      const m = await addMirror(c.identifier ?? 'm1', c.mirror)
+      if (c.seed) await reconcileListing(database, listing(c.seed), {mirror: m, protocol: 'rsync'})
+      const mirrorRecord = () => database.db.selectFrom('mirror').select(['last_scan_at', 'last_scan_files']).where('id', '=', m.id).executeTakeFirstOrThrow()
+      const before = c.keepsMirrorRecord ? await mirrorRecord() : undefined
+      const result = await reconcileListing(database, listing(c.entries), {protocol: 'rsync', ...c.options?.(m), mirror: m})
+      if (c.result) expect(result).to.deep.include(c.result)
+      const h = await holders()
+      for (const path of c.holds) expect(h[path], path).to.deep.equal([m.id])
+      for (const path of c.lacks) expect(h[path], path).to.deep.equal([])
+      if (c.stale) expect(await staleRows(m.id)).to.deep.equal(c.stale)
+      if (c.keepsMirrorRecord) expect(await mirrorRecord()).to.deep.equal(before)
+    })
+  }
 
   it('a rescan replaces the set: files gone from the mirror leave it, other mirrors are untouched', async () => {
     const m1 = await addMirror('m1')
@@ -173,41 +271,6 @@ describe('scan reconciler', function () {
     expect(await staleRows(m1.id)).to.deep.equal([])
   })
 
-  it('maps mirror paths through base_path', async () => {
-    const m = await addMirror('sub-only', {base_path: 'sub'})
-    const result = await reconcileListing(
-      database,
-      listing([
-        {path: 'd.txt', size: 4, mtime: T},
-        {path: 'deep/f.txt', size: 6, mtime: T},
-        {path: 'a.iso', size: 100, mtime: T},
-      ]),
-      {mirror: m, protocol: 'rsync'},
-    )
-    expect(result).to.deep.include({matched: 2, missing: 1})
-    const h = await holders()
-    expect(h['sub/d.txt']).to.deep.equal([m.id])
-    expect(h['sub/deep/f.txt']).to.deep.equal([m.id])
-    expect(h['a.iso']).to.deep.equal([]) // mirror's a.iso would be origin sub/a.iso
-  })
-
-  it('applies global and per-mirror include/exclude globs on origin paths', async () => {
-    const m = await addMirror('m1', {exclude_patterns: ['**/*.txt']})
-    const all = [
-      {path: 'a.iso', size: 100, mtime: T},
-      {path: 'b.iso', size: 200, mtime: T},
-      {path: 'sub/d.txt', size: 4, mtime: T},
-      {path: 'other/g.txt', size: 7, mtime: T},
-    ]
-    const result = await reconcileListing(database, listing(all), {mirror: m, protocol: 'rsync', include: ['*.iso', 'sub/**'], exclude: ['b.*']})
-    expect(result).to.deep.include({files: 4, considered: 1, matched: 1})
-    const h = await holders()
-    expect(h['a.iso']).to.deep.equal([m.id])
-    expect(h['b.iso']).to.deep.equal([])
-    expect(h['sub/d.txt']).to.deep.equal([])
-    expect(h['other/g.txt']).to.deep.equal([])
-  })
-
   it('refuses a scan that finds fewer than min_ratio of before, changing nothing', async () => {
     const m = await addMirror('m1')
     const full = [
@@ -231,84 +294,6 @@ describe('scan reconciler', function () {
     // half is enough
     const ok = await reconcileListing(database, listing(full.slice(0, 2)), {mirror: m, protocol: 'rsync', minRatio: 0.5})
     expect(ok.matched).to.equal(2)
-  })
-
-  it('--dir rescans one subtree and keeps records outside it', async () => {
-    const m = await addMirror('m1')
-    await reconcileListing(
-      database,
-      listing([
-        {path: 'a.iso', size: 100, mtime: T},
-        {path: 'sub/d.txt', size: 4, mtime: T},
-        {path: 'sub/e.txt', size: 5, mtime: T},
-        {path: 'other/g.txt', size: 7, mtime: T},
-      ]),
-      {mirror: m, protocol: 'rsync'},
-    )
-    const result = await reconcileListing(
-      database,
-      listing([
-        {path: 'sub/d.txt', size: 4, mtime: T},
-        {path: 'sub/deep/f.txt', size: 6, mtime: T},
-      ]),
-      {mirror: m, protocol: 'rsync', plan: planScope(m.base_path, 'sub'), minRatio: 0},
-    )
-    expect(result).to.deep.include({subdir: 'sub', previous: 2, matched: 2, added: 1, removed: 1})
-    const h = await holders()
-    expect(h['a.iso']).to.deep.equal([m.id])
-    expect(h['other/g.txt']).to.deep.equal([m.id])
-    expect(h['sub/d.txt']).to.deep.equal([m.id])
-    expect(h['sub/e.txt']).to.deep.equal([])
-    expect(h['sub/deep/f.txt']).to.deep.equal([m.id])
-  })
-
-  it('a one-folder scan replaces only the files directly in the folder and leaves the mirror record alone', async () => {
-    const m = await addMirror('m1')
-    await reconcileListing(
-      database,
-      listing([
-        {path: 'a.iso', size: 100, mtime: T},
-        {path: 'sub/e.txt', size: 5, mtime: T},
-        {path: 'sub/deep/f.txt', size: 6, mtime: T},
-      ]),
-      {mirror: m, protocol: 'rsync'},
-    )
-    const before = await database.db.selectFrom('mirror').select(['last_scan_at', 'last_scan_files']).where('id', '=', m.id).executeTakeFirstOrThrow()
-    const result = await reconcileListing(
-      database,
-      // A stray deeper entry (a lister that recursed anyway) is ignored, not taken as proof.
-      listing([
-        {path: 'sub/d.txt', size: 4, mtime: T},
-        {path: 'sub/deep', type: 'dir'},
-        {path: 'sub/deep/x.txt', size: 1, mtime: T},
-      ]),
-      {mirror: m, protocol: 'rsync', plan: planScope(m.base_path, 'sub', false), minRatio: 0, enable: true},
-    )
-    expect(result).to.deep.include({subdir: 'sub', considered: 1, previous: 1, matched: 1, added: 1, removed: 1, missing: 1, enabled: false})
-    const h = await holders()
-    expect(h['a.iso']).to.deep.equal([m.id])
-    expect(h['sub/d.txt']).to.deep.equal([m.id])
-    expect(h['sub/e.txt']).to.deep.equal([])
-    expect(h['sub/deep/f.txt']).to.deep.equal([m.id]) // below the folder: untouched
-    const after = await database.db.selectFrom('mirror').select(['last_scan_at', 'last_scan_files']).where('id', '=', m.id).executeTakeFirstOrThrow()
-    expect(after).to.deep.equal(before)
-  })
-
-  it('a one-folder scan of the top folder touches only top-level files', async () => {
-    const m = await addMirror('m1')
-    await reconcileListing(
-      database,
-      listing([
-        {path: 'a.iso', size: 100, mtime: T},
-        {path: 'sub/d.txt', size: 4, mtime: T},
-      ]),
-      {mirror: m, protocol: 'rsync'},
-    )
-    await reconcileListing(database, listing([{path: 'b.iso', size: 200, mtime: T}]), {mirror: m, protocol: 'rsync', plan: planScope('', '', false), minRatio: 0})
-    const h = await holders()
-    expect(h['a.iso']).to.deep.equal([])
-    expect(h['b.iso']).to.deep.equal([m.id])
-    expect(h['sub/d.txt']).to.deep.equal([m.id])
   })
 
   it('plans listing subdirs against base_path', () => {
