@@ -127,20 +127,22 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
     ipv6 = hasIpv6Loopback()
     if (!ipv6) console.warn('    (::1 is not configured on lo here: the world is built without its IPv6-only mirror)')
     const mirrors = MIRRORS.filter((m) => ipv6 || m.address !== '[::1]')
-    let servers = ''
-    let first: {host: string; port: number} | undefined
     for (const m of mirrors) {
       const tree = join(work, `mirror-${m.name}`)
       cpSync(origin, tree, {recursive: true, preserveTimestamps: true})
       trees.set(m.name, tree)
-      const port = await freePort()
-      const host = m.address === '[::1]' ? '::1' : m.address
-      first ??= {host, port}
-      urls.set(m.name, `http://${m.address}:${port}/`)
-      servers += `server { listen ${m.address}:${port}; root ${JSON.stringify(tree)}; access_log ${join(work, `access-${m.name}.log`)}; location / { autoindex on; autoindex_format json; ${m.extra ?? ''} } }\n`
     }
     mkdirSync(join(work, 'nginx-mirrors'))
-    nginx.push(await startNginxWith(join(work, 'nginx-mirrors'), servers, first!))
+    const mirrorServers = async (port: () => Promise<number>) => {
+      let servers = ''
+      for (const m of mirrors) {
+        const p = await port()
+        urls.set(m.name, `http://${m.address}:${p}/`)
+        servers += `server { listen ${m.address}:${p}; root ${JSON.stringify(trees.get(m.name)!)}; access_log ${join(work, `access-${m.name}.log`)}; location / { autoindex on; autoindex_format json; ${m.extra ?? ''} } }\n`
+      }
+      return servers
+    }
+    nginx.push(await startNginxWith(join(work, 'nginx-mirrors'), mirrorServers))
 
     tdb = await createTestDatabase()
     const config = join(work, 'mb.yaml')
@@ -188,16 +190,18 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
     )
 
     // The clients' proxy: one port per client, each adding that client's X-Forwarded-For.
-    let proxies = ''
-    let firstProxy: {host: string; port: number} | undefined
-    for (const [name, ip] of Object.entries(SLOTS)) {
-      const port = await freePort()
-      firstProxy ??= {host: '127.0.0.1', port}
-      clients.set(name, {ip, url: `http://127.0.0.1:${port}`})
-      proxies += `server { listen 127.0.0.1:${port}; location / { proxy_pass http://127.0.0.1:${serve.port}; proxy_http_version 1.1; proxy_set_header Host $http_host; proxy_set_header X-Forwarded-For ${ip}; proxy_redirect off; proxy_buffering off; } }\n`
-    }
     mkdirSync(join(work, 'nginx-proxy'))
-    nginx.push(await startNginxWith(join(work, 'nginx-proxy'), proxies, firstProxy!))
+    const servePort = serve.port
+    const proxyServers = async (port: () => Promise<number>) => {
+      let proxies = ''
+      for (const [name, ip] of Object.entries(SLOTS)) {
+        const p = await port()
+        clients.set(name, {ip, url: `http://127.0.0.1:${p}`})
+        proxies += `server { listen 127.0.0.1:${p}; location / { proxy_pass http://127.0.0.1:${servePort}; proxy_http_version 1.1; proxy_set_header Host $http_host; proxy_set_header X-Forwarded-For ${ip}; proxy_redirect off; proxy_buffering off; } }\n`
+      }
+      return proxies
+    }
+    nginx.push(await startNginxWith(join(work, 'nginx-proxy'), proxyServers))
   })
 
   after(async () => {

@@ -14,6 +14,7 @@
  * Times are shown in UTC (TZ=UTC), so listings are comparable with fs mtimes.
  */
 import {spawn, spawnSync, type ChildProcess} from 'node:child_process'
+import {existsSync} from 'node:fs'
 import {mkdtemp, mkdir, readFile, rm, writeFile} from 'node:fs/promises'
 import {createServer, connect, type Server, type Socket} from 'node:net'
 import {tmpdir} from 'node:os'
@@ -65,6 +66,12 @@ interface Launch {
   args: string[]
   logFile: string
   scheme: 'http' | 'https' | 'ftp'
+  /**
+   * A file the server writes only once it has bound its port (nginx's pid file). Without it, a
+   * connection accepted on the port counts, which another process holding that port would also
+   * accept (ports are drawn by `freePort` and bound later, and files run in parallel).
+   */
+  readyFile?: string
 }
 
 async function launch(dir: string, port: number, spec: Launch): Promise<RunningServer> {
@@ -81,13 +88,14 @@ async function launch(dir: string, port: number, spec: Launch): Promise<RunningS
   )
   child.once('error', (e) => (output += String(e)))
   const log = async () => output + (await readFile(spec.logFile, 'utf8').catch(() => ''))
+  const ready = async () => (spec.readyFile === undefined || existsSync(spec.readyFile)) && (await canConnect(port))
   // Wait until it accepts connections (or dies).
   for (let i = 0; i < 200 && !exited; i++) {
-    if (await canConnect(port)) break
+    if (await ready()) break
     await new Promise((r) => setTimeout(r, 50))
   }
   if (exited || child.pid === undefined) throw new Error(`${spec.command} did not start on port ${port}: ${await log()}`)
-  if (!(await canConnect(port))) {
+  if (!(await ready())) {
     child.kill('SIGKILL')
     throw new Error(`${spec.command} did not listen on port ${port} within 10 s: ${await log()}`)
   }
@@ -218,7 +226,13 @@ export async function startNginx(options: NginxOptions): Promise<RunningServer> 
   }`,
     )
     await writeFile(join(dir, 'nginx.conf'), conf)
-    const server = await launch(dir, port, {command: 'nginx', args: ['-p', dir, '-c', join(dir, 'nginx.conf')], logFile: join(dir, 'error.log'), scheme: tls ? 'https' : 'http'}).catch(async (e) => {
+    const server = await launch(dir, port, {
+      command: 'nginx',
+      args: ['-p', dir, '-c', join(dir, 'nginx.conf')],
+      logFile: join(dir, 'error.log'),
+      readyFile: join(dir, 'nginx.pid'),
+      scheme: tls ? 'https' : 'http',
+    }).catch(async (e) => {
       await rm(dir, {recursive: true, force: true})
       throw e
     })
