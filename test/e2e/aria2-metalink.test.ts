@@ -71,7 +71,12 @@ describe(`aria2c through mb serve (${backend})`, function () {
     ;({database, root, out, mirrors} = world)
     const trees = world.trees
     // The defaults: the file has BitTorrent data, and the meta4 names no .torrent (torrent.meta4_metaurl).
-    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, log_level: 'silent', probe: {content_interval_seconds: 0}}), {database})
+    // Retries off: every request here comes from 127.0.0.1, and with them on, a fetch that waits
+    // for a change would count as a retry and move the next client's 302 along the ranking.
+    serve = await startServe(
+      ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, log_level: 'silent', probe: {content_interval_seconds: 0}, select: {retry_window_seconds: 0}}),
+      {database},
+    )
     // Corrupt one piece on the mirror that the selection ranks first for this client.
     const first = /<url[^>]*priority="1"[^>]*>([^<]+)</.exec(await (await fetch(`${serve.url}/pub/big.bin.meta4`)).text())![1]
     const index = mirrors.findIndex((m) => first.startsWith(m.url))
@@ -137,7 +142,13 @@ describe(`aria2c through mb serve (${backend})`, function () {
     // (serve.origin_url) is a host aria2c has no figures for, so the locations decide.
     const originServer = await startNginx({root, hostname: '127.0.0.4'})
     const withOrigin = await startServe(
-      ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, origin_url: originServer.url}, log_level: 'silent', probe: {content_interval_seconds: 0}}),
+      ConfigSchema.parse({
+        root,
+        serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, origin_url: originServer.url},
+        log_level: 'silent',
+        probe: {content_interval_seconds: 0},
+        select: {retry_window_seconds: 0},
+      }),
       {database},
     )
     try {
