@@ -92,6 +92,7 @@ export const ERRORS = {
   SCAN_BAD_URL: {exit: 1, hint: "The mirror's URL for this protocol is malformed; fix it with `mb mirror edit`."},
   SCAN_BAD_SUBDIR: {exit: 2, hint: 'The subdirectory to scan must be a path inside the mirror, without "..".'},
   SCAN_BUSY: {exit: 1, hint: 'Another process is scanning this mirror; wait for it to finish.'},
+  INDEX_TOO_FEW: {exit: 1, hint: 'The walk found far fewer files than the index holds (below index.min_ratio); nothing was changed. Check that the origin tree is mounted and the root is right.'},
   SCAN_TOO_FEW: {exit: 1, hint: 'The scan matched much less than before (below scan.min_ratio); nothing was changed.'},
   SCAN_ABORTED: {exit: 1, hint: 'The listing was interrupted or ran out of its time budget.'},
   SCAN_CONNECT: {exit: 1, hint: 'The mirror host cannot be reached (refused, not found, or reset).'},

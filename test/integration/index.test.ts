@@ -4,6 +4,7 @@ import {join} from 'node:path'
 import {expect} from 'chai'
 import {sql} from 'kysely'
 import type {Database} from '../../src/lib/db/index.js'
+import type {MbError} from '../../src/lib/errors.js'
 import {indexOrigin, walkOrigin} from '../../src/lib/origin/index.js'
 import type {OriginLink} from '../../src/lib/origin/walk.js'
 import {mb} from '../helpers/cli.js'
@@ -135,6 +136,57 @@ describe('origin index (mb index library)', function () {
     }
     expect(message).to.match(/is not a readable directory .*Pass --root DIR or set MB_ROOT/)
     expect(await rows()).to.deep.equal(before)
+  })
+
+  it('a walk keeping fewer than minRatio of the files indexed before (an empty mount point) is refused and changes nothing; 0 accepts it', async () => {
+    await indexOrigin(database.db, root)
+    const before = await rows()
+    const links = (await sql`SELECT path FROM file_link ORDER BY path`.execute(database.db)).rows
+    const empty = mkdtempSync(join(tmpdir(), 'mb-index-unmounted-'))
+    try {
+      /** The error a call threw, or undefined. */
+      const refusal = (run: Promise<unknown>) =>
+        run.then(
+          () => undefined,
+          (e: MbError) => e,
+        )
+      const error = await refusal(indexOrigin(database.db, empty, {minRatio: 0.5}))
+      expect(error?.code).to.equal('INDEX_TOO_FEW')
+      expect(error?.message).to.include(`The walk of ${empty} found 0 of the 3 files indexed there (less than index.min_ratio 0.5); nothing was changed.`)
+      expect(await rows()).to.deep.equal(before)
+      expect((await sql`SELECT path FROM file_link ORDER BY path`.execute(database.db)).rows).to.deep.equal(links)
+      // The share is of the scope walked: two of the three files are under `dir one`, and the walk keeps one of them.
+      unlinkSync(join(root, 'dir one', 'deep', 'c.txt'))
+      expect(await indexOrigin(database.db, root, {subdir: 'dir one', minRatio: 0.5})).to.deep.include({removed: 1})
+      unlinkSync(join(root, 'dir one', 'b #+%:ü.txt'))
+      write(root, 'dir one/other.txt', 'x') // a new file is no old file kept
+      const inSubdir = await refusal(indexOrigin(database.db, root, {subdir: 'dir one', minRatio: 0.5}))
+      expect(inSubdir?.message).to.include(`The walk of ${join(root, 'dir one')} found 0 of the 1 files indexed there`)
+      expect(await indexOrigin(database.db, empty, {minRatio: 0})).to.deep.include({files: 0, removed: 2})
+      expect(await rows()).to.deep.equal([])
+    } finally {
+      rmSync(empty, {recursive: true, force: true})
+    }
+  })
+
+  it('mb index refuses a walk of an empty tree over an index (exit 1, INDEX_TOO_FEW) unless --min-ratio 0; a ratio outside 0..1 is a usage error', async () => {
+    await database.close()
+    const empty = mkdtempSync(join(tmpdir(), 'mb-index-unmounted-'))
+    try {
+      expect((await mb(['index', '--root', root], {env: tdb.env})).code).to.equal(0)
+      const refused = await mb(['index', '--root', empty, '--json'], {env: tdb.env})
+      expect(refused.code, refused.stderr).to.equal(1)
+      expect(refused.json().error).to.include({code: 'INDEX_TOO_FEW'})
+      expect(refused.json().error.message).to.include('run again with --min-ratio 0')
+      const badRatio = await mb(['index', '--root', empty, '--min-ratio', '1.5', '--json'], {env: tdb.env})
+      expect(badRatio.code, badRatio.stderr).to.equal(2)
+      const accepted = await mb(['index', '--root', empty, '--min-ratio', '0', '--json'], {env: tdb.env})
+      expect(accepted.code, accepted.stderr).to.equal(0)
+      expect(accepted.json()).to.include({files: 0, removed: 3})
+    } finally {
+      rmSync(empty, {recursive: true, force: true})
+      database = await tdb.open()
+    }
   })
 
   it('mb index with a missing --root or --dir is a usage error (exit 2), like mb serve', async () => {

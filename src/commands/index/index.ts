@@ -16,6 +16,10 @@ next scans confirm the new version, and files that are gone are dropped. Symlink
 root are followed (recorded under the link's path); symlinks pointing outside it are skipped
 with a warning. Re-runs write only what changed.
 
+A walk that would keep fewer than index.min_ratio (default 0.5) of the files indexed before, as
+an unmounted tree or a wrong --root would, is refused (exit 1) and changes nothing; after a real
+mass deletion, --min-ratio 0 accepts it.
+
 With --hashes, MD5, SHA-1, SHA-256 and piece hashes (for metalinks, hash files and Digest
 headers), SHA-1 pieces (for .torrent and magnet links) and, for files of at least
 \`zsync.min_size\` bytes, zsync block sums (for .zsync) are computed afterwards for every file
@@ -35,11 +39,13 @@ threads (default: all cores), with a progress bar on a TTY.`
     dir: Flags.string({description: 'index only this subtree (relative to the root); the rest is left alone'}),
     hashes: Flags.boolean({description: 'also hash new and changed files (MD5, SHA-1, SHA-256, piece hashes, zsync sums)'}),
     jobs: Flags.integer({description: 'hashing threads (default: all cores)', min: 1, max: 256, dependsOn: ['hashes']}),
+    'min-ratio': Flags.string({description: 'refuse a walk keeping fewer than this share of the files indexed before (config index.min_ratio, 0..1)'}),
     'piece-hash': Flags.string({description: 'piece hash algorithm for metalinks', options: ['sha256', 'sha1'], dependsOn: ['hashes']}), // default sha256 (an oclif default would trip dependsOn)
   }
 
   protected override configFlags(): Record<string, unknown> {
-    return {root: this.flags.root}
+    const ratio = this.flags['min-ratio']
+    return {root: this.flags.root, 'index.min_ratio': ratio === undefined ? undefined : Number(ratio)}
   }
 
   public async run(): Promise<IndexResult & {hashes?: HashIndexResult}> {
@@ -50,6 +56,7 @@ threads (default: all cores), with a progress bar on a TTY.`
     const result = await indexOrigin(database.db, root, {
       subdir: this.flags.dir,
       tracePath: this.mbConfig.sync.trace_path,
+      minRatio: this.mbConfig.index.min_ratio,
       onWarning: (message) => {
         if (!this.flags.quiet && !this.jsonEnabled()) process.stderr.write(`warning: ${message}\n`)
       },

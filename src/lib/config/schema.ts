@@ -5,6 +5,7 @@
 import {z} from 'zod'
 import {SelectConfigSchema, unprobedPolicy} from '../select/config.js'
 import {ScanConfigSchema} from '../scan/config.js'
+import {IndexConfigSchema} from '../origin/config.js'
 import {ProbeConfigSchema} from '../probe/config.js'
 import {PushConfigSchema} from '../push/config.js'
 import {broadTrustedNetworks, ServeConfigSchema} from '../serve/config.js'
@@ -32,6 +33,7 @@ export const ConfigSchema = z
     trusted_proxies: listOf(cidrString).default([]).describe('Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed.'),
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Level of the JSON event log on stdout (debug adds a line per request in `mb serve`).'),
     select: SelectConfigSchema.default({}).describe('Choosing a mirror for a request (docs/selection.md).'),
+    index: IndexConfigSchema.default({}).describe('Walking the origin tree (`mb index`, and each round of `mb serve --push-after`).'),
     scan: ScanConfigSchema.default({}).describe('Listing the mirrors (`mb scan`).'),
     probe: ProbeConfigSchema.default({}).describe('Mirror health checks (`mb probe`, `mb serve --probe-interval`).'),
     push: PushConfigSchema.default({}).describe('Pushing the origin tree to mirrors that do not pull (`mb push`, `mb serve --push-after`; docs/push.md).'),

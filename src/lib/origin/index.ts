@@ -9,7 +9,9 @@
  * Writes are set-based (`unnest` batches), never one statement per file; the diff against the
  * existing rows happens in memory.
  */
+import {join} from 'node:path'
 import {type Kysely, sql} from 'kysely'
+import {MbError} from '../errors.js'
 import type {DB} from '../db/schema.js'
 import {type OriginFile, type OriginLink, walkOrigin} from './walk.js'
 import {writeOriginTrace} from '../sync/trace.js'
@@ -59,6 +61,11 @@ export interface IndexOptions {
    * is written it gets the current time (src/lib/sync/trace.ts, at most once a minute).
    */
   tracePath?: string
+  /**
+   * `index.min_ratio` (0..1): a walk that would keep fewer than this share of the files indexed
+   * before in its scope is refused (INDEX_TOO_FEW) and changes nothing. Unset or 0: no check.
+   */
+  minRatio?: number
 }
 
 /**
@@ -119,6 +126,9 @@ async function removeOriginFiles(db: Kysely<DB>, paths: string[]): Promise<numbe
  * Memory: one Map entry per existing row (about 150 bytes each).
  *
  * @throws UsageError ROOT_INVALID (exit 2) when the root or subdir is not a readable directory (nothing changes)
+ * @throws MbError INDEX_TOO_FEW (exit 1) when the walk would keep fewer than `minRatio` of the
+ *         files indexed before in its scope, as an empty mount point or a wrong root would
+ *         (the transaction rolls back: nothing changes)
  */
 export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOptions = {}): Promise<IndexResult> {
   const started = performance.now()
@@ -141,6 +151,7 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
     if (row.repomd_mirrors !== null) repomdMirrors.set(row.path, row.repomd_mirrors ? row.repomd_mirrors.split(',').map(Number) : [])
   }
   rows.rows.length = 0
+  const before = existing.size
   const repomdChanges: RepomdChange[] = []
 
   let files = 0
@@ -185,6 +196,7 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
       if (unreadable.some((dir) => dir === '' || path.startsWith(dir + '/'))) continue
       gone.push(path)
     }
+    refuseFewFiles(root, subdir, before, before - gone.length, options.minRatio ?? 0)
     removed = await removeOriginFiles(trx, gone)
     // The signature (./signatures.ts) of each row added, changed or removed, and of the files they sign.
     await updateSignatures(trx, gone.flatMap(signatureTargets))
@@ -192,6 +204,19 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
   })
   const trace = options.tracePath === undefined ? null : await writeTraceAfterIndex(root, options.tracePath, onWarning)
   return {root, subdir, files, added, changed, removed, unchanged, bytes, links: links.length, seconds: Math.round((performance.now() - started) / 10) / 100, warnings, trace}
+}
+
+/**
+ * The `index.min_ratio` check: throws when a walk keeps `kept` of the `before` files indexed
+ * in its scope and that is less than `minRatio` of them.
+ * @throws MbError INDEX_TOO_FEW
+ */
+function refuseFewFiles(root: string, subdir: string, before: number, kept: number, minRatio: number): void {
+  if (before === 0 || kept >= minRatio * before) return
+  throw new MbError(
+    `The walk of ${subdir ? join(root, subdir) : root} found ${kept} of the ${before} files indexed there (less than index.min_ratio ${minRatio}); nothing was changed. Check that the tree is mounted and the root is right; if the files really went, run again with --min-ratio 0.`,
+    {code: 'INDEX_TOO_FEW'},
+  )
 }
 
 /** Writes the origin's sync trace; a failure is a warning (the index is written), not an error. */

@@ -9,14 +9,17 @@ import type {Database} from '../db/index.js'
 import type {MirrorRow} from '../db/schema.js'
 import {UsageError} from '../errors.js'
 import type {PushOptions} from './push.js'
+import type {IndexConfig} from '../origin/config.js'
 
-/** The settings a push reads: the origin `root`, the `push:` section, and the scan's include and exclude patterns. */
+/** The settings a push reads: the origin `root`, the `push:` section, the scan's include and exclude patterns, and the `index:` section for `--push-after`'s index. */
 export interface PushSettings {
   root?: string
   push: PushConfig
   /** `sync.trace_path`: the round's index writes the origin's sync trace. */
   sync: Pick<SyncConfig, 'trace_path'>
   scan: Pick<ScanConfig, 'include' | 'exclude'>
+  /** `index.min_ratio`: the round's index refuses a walk that would drop most of the tree. */
+  index: IndexConfig
 }
 
 /**
