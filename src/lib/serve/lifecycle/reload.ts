@@ -84,6 +84,7 @@ export const RESTART_ONLY = [
   'stats',
   'probe',
   'push',
+  'index',
   'torrent',
   'zsync',
   'yum',
