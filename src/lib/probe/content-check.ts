@@ -17,7 +17,7 @@ import type {Database} from '../db/index.js'
 import {scanLock} from '../db/named-locks.js'
 import type {ProbeConfig} from './config.js'
 import {type ContentVerdict, contentVerdict, type PieceAnswer, parseContentRange, type PlannedCheck, planContentChecks} from './content.js'
-import {contentCandidates, type CopyVerdict, pieceDigests, recordContentVerdicts, removeMissingCopies, updateBadCopiesSuspect} from './content-store.js'
+import {contentCandidates, type CopyVerdict, pieceDigests, type RoundSample, recordContentVerdicts, removeMissingCopies, roundSample, updateBadCopiesSuspect} from './content-store.js'
 import {digestBody, type Family, getWithinOrigin, ProbeClient, type Resolver} from './http.js'
 import {requestUrl} from './probe.js'
 import {clientOptions} from './run.js'
@@ -94,7 +94,10 @@ export async function checkMirrorContents(database: Database, config: ProbeConfi
   const budget = options.budgetBytes ?? config.content_budget_bytes
   const mirrors = await chooseMirrors(database, options.names ?? [])
   const limit = pLimit(options.jobs ?? config.jobs)
-  const results = await Promise.all(mirrors.map((m) => limit(() => checkOneMirror(database, config, m, budget, options))))
+  // Read only when some mirror will be checked: a round of down mirrors costs no file read.
+  let sample: Promise<RoundSample> | undefined
+  const sampled = () => (sample ??= roundSample(database.db, budget))
+  const results = await Promise.all(mirrors.map((m) => limit(() => checkOneMirror(database, config, m, budget, sampled, options))))
   const checks = results.flatMap((r) => r.checks)
   return {
     at: at.toISOString(),
@@ -117,13 +120,13 @@ async function chooseMirrors(database: Database, names: string[]): Promise<Mirro
 }
 
 /** Plans, fetches and records one mirror's checks. */
-async function checkOneMirror(database: Database, config: ProbeConfig, m: MirrorRow, budget: number, options: ContentRoundOptions): Promise<MirrorContentResult> {
+async function checkOneMirror(database: Database, config: ProbeConfig, m: MirrorRow, budget: number, sample: () => Promise<RoundSample>, options: ContentRoundOptions): Promise<MirrorContentResult> {
   const result: MirrorContentResult = {id: m.id, identifier: m.identifier, bytes: 0, checks: [], marked_bad: 0, cleared: 0, removed_missing: 0}
   const baseUrl = m.https_url ?? m.http_url
   if (!baseUrl) return {...result, skipped: 'no HTTP or HTTPS URL'}
   if (!m.up) return {...result, skipped: 'down'}
   if (m.range_ok === false) return {...result, skipped: 'no range: probing found it answers a ranged request with the whole file'}
-  const plan = planContentChecks(await contentCandidates(database.db, m.id, budget), budget, options.random)
+  const plan = planContentChecks(await contentCandidates(database.db, m.id, budget, await sample()), budget, options.random)
   if (plan.length === 0) return {...result, skipped: 'no held file with SHA-1 pieces (`mb index --hashes`) fits the budget'}
   const digests = await pieceDigests(
     database.db,

@@ -23,29 +23,75 @@ const HASHED = sql<boolean>`f.sha1_pieces IS NOT NULL AND f.piece_size > 0 AND f
 
 type CandidateRow = {id: number; path: string; size: unknown; mtime: unknown; piece_size: unknown; piece?: number | null}
 
+/** A sampled file with the mirrors its set holds (`file.mirrors`). */
+type SampleRow = CandidateRow & {mirrors: number[]}
+
 function candidate(r: CandidateRow): ContentCandidate {
   const c: ContentCandidate = {fileId: Number(r.id), path: r.path, size: Number(r.size), mtime: Number(r.mtime), pieceSize: Number(r.piece_size)}
   if (r.piece !== undefined && r.piece !== null) c.badPiece = Number(r.piece)
   return c
 }
 
+/** Candidates of one list a mirror's round could need: `budgetBytes` in pieces of the smallest size, at most MAX_CANDIDATES. */
+function candidatesNeeded(budgetBytes: number): number {
+  return Math.min(MAX_CANDIDATES, Math.max(1, Math.ceil(budgetBytes / MIN_PIECE)))
+}
+
 /**
- * The candidate lists of mirror `mirrorId` for a round of `budgetBytes`: its corrupt copies
- * at the files' current versions, and the files its set holds that carry SHA-1 pieces, most
- * recently changed first and in random order (as many as the budget could need).
+ * The files with SHA-1 pieces a round draws every mirror's candidates from, read once per
+ * round rather than once per mirror: a query that filters the file table on one mirror's set
+ * reads the whole table (no index serves `M = ANY(mirrors)`), and two such reads per mirror
+ * kept PostgreSQL busy on every core for the length of a round, slowing the redirects served
+ * beside it (docs/benchmarks.md, "Content checks beside the redirects").
+ */
+export interface RoundSample {
+  /** The most recently changed files (by mtime, newest first). */
+  recent: SampleRow[]
+  /** Files drawn at random (by id), in random order. */
+  random: SampleRow[]
+}
+
+/** Files per list of a round's sample: enough for each mirror that holds a tenth of the tree. */
+const SAMPLE_FACTOR = 10
+/** The most rows a sample list holds. */
+const MAX_SAMPLE = 20_000
+
+/**
+ * Reads a round's sample for mirrors each given `budgetBytes`: two statements, the newest
+ * files (one pass over the table) and random ids looked up by primary key (ids left by
+ * removed files draw nothing, so a sample of a tree with gaps is smaller, never skewed).
  * @throws what the database driver throws
  */
-export async function contentCandidates(db: Kysely<DB>, mirrorId: number, budgetBytes: number): Promise<CandidateLists> {
+export async function roundSample(db: Kysely<DB>, budgetBytes: number): Promise<RoundSample> {
+  const k = Math.min(MAX_SAMPLE, candidatesNeeded(budgetBytes) * SAMPLE_FACTOR)
+  const recent = await sql<SampleRow>`
+    SELECT f.id, f.path, f.size, f.mtime, f.piece_size, f.mirrors FROM file f WHERE ${HASHED} ORDER BY f.mtime DESC, f.id LIMIT ${k}`.execute(db)
+  const random = await sql<SampleRow>`
+    WITH bounds AS (SELECT min(id) AS lo, max(id) AS hi FROM file),
+    ids AS (SELECT DISTINCT (bounds.lo + floor(random() * (bounds.hi - bounds.lo + 1)))::int AS id FROM bounds, generate_series(1, ${k}) WHERE bounds.lo IS NOT NULL)
+    SELECT f.id, f.path, f.size, f.mtime, f.piece_size, f.mirrors FROM ids JOIN file f ON f.id = ids.id WHERE ${HASHED} ORDER BY random()`.execute(db)
+  return {recent: recent.rows, random: random.rows}
+}
+
+/**
+ * The candidate lists of mirror `mirrorId` for a round of `budgetBytes`: its corrupt copies
+ * at the files' current versions, and the files of the round's `sample` its set holds, the
+ * most recently changed first and in random order (as many as the budget could need).
+ * @throws what the database driver throws
+ */
+export async function contentCandidates(db: Kysely<DB>, mirrorId: number, budgetBytes: number, sample: RoundSample): Promise<CandidateLists> {
   const M = mirrorId
-  const n = Math.min(MAX_CANDIDATES, Math.max(1, Math.ceil(budgetBytes / MIN_PIECE)))
+  const n = candidatesNeeded(budgetBytes)
   const bad = await sql<CandidateRow>`
     SELECT f.id, f.path, f.size, f.mtime, f.piece_size, b.piece FROM mirror_file_bad b JOIN file f ON f.id = b.file_id
     WHERE b.mirror_id = ${M}::smallint AND b.size = f.size AND b.mtime = f.mtime AND ${HASHED}
     ORDER BY b.found_at LIMIT ${MAX_CANDIDATES}`.execute(db)
-  const held = sql<boolean>`${M}::smallint = ANY(f.mirrors) AND ${HASHED}`
-  const recent = await sql<CandidateRow>`SELECT f.id, f.path, f.size, f.mtime, f.piece_size FROM file f WHERE ${held} ORDER BY f.mtime DESC, f.id LIMIT ${n}`.execute(db)
-  const random = await sql<CandidateRow>`SELECT f.id, f.path, f.size, f.mtime, f.piece_size FROM file f WHERE ${held} ORDER BY random() LIMIT ${n}`.execute(db)
-  return {bad: bad.rows.map(candidate), recent: recent.rows.map(candidate), random: random.rows.map(candidate)}
+  const held = (rows: SampleRow[]) =>
+    rows
+      .filter((r) => r.mirrors.includes(M))
+      .slice(0, n)
+      .map(candidate)
+  return {bad: bad.rows.map(candidate), recent: held(sample.recent), random: held(sample.random)}
 }
 
 /**
