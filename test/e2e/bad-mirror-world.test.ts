@@ -50,12 +50,12 @@ import {cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSy
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {expect} from 'chai'
-import {corruptInPlace, filesUnder, GB, GB6, hasIpv6Loopback, MIRRORS, SE, sha256, startNginxWith, US} from '../helpers/bad-world.js'
+import {corruptInPlace, filesUnder, GB, GB6, hasIpv6Loopback, MIRRORS, SE, sha256, US} from '../helpers/bad-world.js'
 import {aria2Plain, runClient as run} from '../helpers/clients.js'
 import {APT_DEB, APT_DEB_NAME, buildAptArchive, hermeticApt} from '../helpers/apt-archive.js'
 import {mb, requireBinary} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
-import {freePort} from '../helpers/servers.js'
+import {freePort, type RunningProcess, startNginxFrom} from '../helpers/servers.js'
 import {type ServeProcess, startServe} from '../helpers/serve-process.js'
 
 const GEOIP = new URL('../fixtures/geoip/GeoIP2-City-Test.mmdb', import.meta.url).pathname
@@ -75,7 +75,7 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
   let tdb: TestDatabase
   let env: Record<string, string>
   let serve: ServeProcess | undefined
-  const nginx: Array<{stop(): Promise<void>}> = []
+  const nginx: RunningProcess[] = []
   const trees = new Map<string, string>()
   const urls = new Map<string, string>()
   /** Client slots: name -> {ip, url of its proxy port}. */
@@ -132,9 +132,8 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
       cpSync(origin, tree, {recursive: true, preserveTimestamps: true})
       trees.set(m.name, tree)
     }
-    mkdirSync(join(work, 'nginx-mirrors'))
     const mirrorServers = async (port: () => Promise<number>) => {
-      let servers = ''
+      let servers = 'types { text/xml xml; }\n'
       for (const m of mirrors) {
         const p = await port()
         urls.set(m.name, `http://${m.address}:${p}/`)
@@ -142,7 +141,7 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
       }
       return servers
     }
-    nginx.push(await startNginxWith(join(work, 'nginx-mirrors'), mirrorServers))
+    nginx.push(await startNginxFrom(mirrorServers))
 
     tdb = await createTestDatabase()
     const config = join(work, 'mb.yaml')
@@ -190,7 +189,6 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
     )
 
     // The clients' proxy: one port per client, each adding that client's X-Forwarded-For.
-    mkdirSync(join(work, 'nginx-proxy'))
     const servePort = serve.port
     const proxyServers = async (port: () => Promise<number>) => {
       let proxies = ''
@@ -201,7 +199,7 @@ describe(`e2e: the bad mirror world: every client ends with the right bytes (${b
       }
       return proxies
     }
-    nginx.push(await startNginxWith(join(work, 'nginx-proxy'), proxyServers))
+    nginx.push(await startNginxFrom(proxyServers))
   })
 
   after(async () => {

@@ -20,20 +20,25 @@ import {createServer, connect, type Server, type Socket} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
-export interface RunningServer {
+/** A server process the tests started: stopped by its PID. */
+export interface RunningProcess {
   /** PID of the server's main process. */
   pid: number
-  /** Loopback address its URL names (127.0.0.1 unless another was asked for). */
-  host: string
-  port: number
-  /** Base URL, e.g. `http://127.0.0.1:40123/` or `ftp://127.0.0.1:40124/`. */
-  url: string
   /** The temp directory holding its config and logs (removed by stop()). */
   dir: string
   /** Its error log so far (for assertion messages). */
   log(): Promise<string>
   /** SIGTERM, wait for exit (SIGKILL after 5 s), remove the temp directory. Idempotent. */
   stop(): Promise<void>
+}
+
+/** A server on one port of loopback. */
+export interface RunningServer extends RunningProcess {
+  /** Loopback address its URL names (127.0.0.1 unless another was asked for). */
+  host: string
+  port: number
+  /** Base URL, e.g. `http://127.0.0.1:40123/` or `ftp://127.0.0.1:40124/`. */
+  url: string
 }
 
 /** A free TCP port on 127.0.0.1 (the OS picks it; it may be taken again before use, so callers retry). */
@@ -74,7 +79,11 @@ interface Launch {
   readyFile?: string
 }
 
-async function launch(dir: string, port: number, spec: Launch): Promise<RunningServer> {
+/**
+ * Spawns `spec.command` in `dir` and waits (10 s at most) until `ready()` says it serves.
+ * @throws when it exits first or is not ready in time (then it is killed), with its output and log
+ */
+async function spawnReady(dir: string, spec: Omit<Launch, 'scheme'>, ready: () => Promise<boolean>, where: string): Promise<RunningProcess> {
   const child: ChildProcess = spawn(spec.command, spec.args, {cwd: dir, env: {...process.env, TZ: 'UTC'}, stdio: ['ignore', 'pipe', 'pipe']})
   let output = ''
   child.stdout?.on('data', (d) => (output += d))
@@ -88,23 +97,19 @@ async function launch(dir: string, port: number, spec: Launch): Promise<RunningS
   )
   child.once('error', (e) => (output += String(e)))
   const log = async () => output + (await readFile(spec.logFile, 'utf8').catch(() => ''))
-  const ready = async () => (spec.readyFile === undefined || existsSync(spec.readyFile)) && (await canConnect(port))
-  // Wait until it accepts connections (or dies).
   for (let i = 0; i < 200 && !exited; i++) {
     if (await ready()) break
     await new Promise((r) => setTimeout(r, 50))
   }
-  if (exited || child.pid === undefined) throw new Error(`${spec.command} did not start on port ${port}: ${await log()}`)
+  if (exited || child.pid === undefined) throw new Error(`${spec.command} did not start ${where}: ${await log()}`)
   if (!(await ready())) {
     child.kill('SIGKILL')
-    throw new Error(`${spec.command} did not listen on port ${port} within 10 s: ${await log()}`)
+    await exitPromise
+    throw new Error(`${spec.command} did not listen ${where} within 10 s: ${await log()}`)
   }
   let stopped = false
   return {
     pid: child.pid,
-    host: '127.0.0.1',
-    port,
-    url: `${spec.scheme}://127.0.0.1:${port}/`,
     dir,
     log,
     async stop() {
@@ -119,6 +124,13 @@ async function launch(dir: string, port: number, spec: Launch): Promise<RunningS
       await rm(dir, {recursive: true, force: true})
     },
   }
+}
+
+/** {@link spawnReady} for a server on 127.0.0.1:`port`: ready once it accepts a connection there (and has written `spec.readyFile`). */
+async function launch(dir: string, port: number, spec: Launch): Promise<RunningServer> {
+  const ready = async () => (spec.readyFile === undefined || existsSync(spec.readyFile)) && (await canConnect(port))
+  const server = await spawnReady(dir, spec, ready, `on port ${port}`)
+  return {...server, host: '127.0.0.1', port, url: `${spec.scheme}://127.0.0.1:${port}/`}
 }
 
 function canConnect(port: number): Promise<boolean> {
@@ -141,17 +153,22 @@ export async function waitForPort(port: number, tries = 200): Promise<void> {
   throw new Error(`nothing listens on 127.0.0.1:${port}`)
 }
 
-/** Starts a server, retrying on another port when the chosen one was taken meanwhile. */
-async function withPortRetry(fixedPort: number | undefined, start: (port: number) => Promise<RunningServer>): Promise<RunningServer> {
+/** Runs `start` up to `attempts` times, until it does not throw; then throws its last error. */
+async function withRetries<T>(attempts: number, start: () => Promise<T>): Promise<T> {
   let lastError: unknown
-  for (let attempt = 0; attempt < (fixedPort ? 1 : 4); attempt++) {
+  for (let attempt = 0; attempt < attempts; attempt++) {
     try {
-      return await start(fixedPort ?? (await freePort()))
+      return await start()
     } catch (error) {
       lastError = error
     }
   }
   throw lastError
+}
+
+/** Starts a server, retrying on another port when the chosen one was taken meanwhile. */
+async function withPortRetry(fixedPort: number | undefined, start: (port: number) => Promise<RunningServer>): Promise<RunningServer> {
+  return fixedPort ? start(fixedPort) : withRetries(4, async () => start(await freePort()))
 }
 
 export interface NginxOptions {
@@ -180,7 +197,7 @@ export interface NginxOptions {
  * and temp files under `dir`, with `http` (types, servers) inside the `http { }` block. As
  * root the worker runs as root too, so it can read trees in 0700 temp directories.
  */
-export function nginxConf(dir: string, http: string): string {
+function nginxConf(dir: string, http: string): string {
   return `daemon off;
 master_process on;
 worker_processes 1;
@@ -226,17 +243,37 @@ export async function startNginx(options: NginxOptions): Promise<RunningServer> 
   }`,
     )
     await writeFile(join(dir, 'nginx.conf'), conf)
-    const server = await launch(dir, port, {
-      command: 'nginx',
-      args: ['-p', dir, '-c', join(dir, 'nginx.conf')],
-      logFile: join(dir, 'error.log'),
-      readyFile: join(dir, 'nginx.pid'),
-      scheme: tls ? 'https' : 'http',
-    }).catch(async (e) => {
+    const server = await launch(dir, port, {...nginxLaunch(dir), scheme: tls ? 'https' : 'http'}).catch(async (e) => {
       await rm(dir, {recursive: true, force: true})
       throw e
     })
     return options.hostname ? {...server, host: options.hostname, url: server.url.replace('127.0.0.1', options.hostname)} : server
+  })
+}
+
+/** nginx's command for the config in `dir`: foreground, up once its pid file exists (written after every `listen` is bound). */
+function nginxLaunch(dir: string): Omit<Launch, 'scheme'> {
+  return {command: 'nginx', args: ['-p', dir, '-c', join(dir, 'nginx.conf')], logFile: join(dir, 'error.log'), readyFile: join(dir, 'nginx.pid')}
+}
+
+/**
+ * Starts nginx from the `http { }` body that `render` writes, with as many servers and
+ * loopback addresses as it likes, on ports it draws with `port()`. nginx writes its pid file
+ * only once every `listen` is bound, so that file says it is up (a connection would not: a
+ * process holding a drawn port accepts one too). A port taken between its draw and nginx's
+ * bind makes nginx exit: `render` runs again on new ports, up to four times.
+ * @throws nginx's output and log, after the fourth failure
+ */
+export async function startNginxFrom(render: (port: () => Promise<number>) => Promise<string>): Promise<RunningProcess> {
+  return withRetries(4, async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'mb-nginx-'))
+    await mkdir(join(dir, 'tmp'))
+    await writeFile(join(dir, 'nginx.conf'), nginxConf(dir, await render(freePort)))
+    const spec = nginxLaunch(dir)
+    return spawnReady(dir, spec, async () => existsSync(spec.readyFile!), 'from its config').catch(async (e) => {
+      await rm(dir, {recursive: true, force: true})
+      throw e
+    })
   })
 }
 
