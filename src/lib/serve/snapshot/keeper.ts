@@ -4,8 +4,9 @@
  * notifications are delivered, every `pollSeconds` while they are not. A read-only standby
  * (`database_read_url`) delivers no NOTIFY, and its `listen` registers nothing: there
  * polling alone keeps the snapshot fresh. A poll that finds nothing changed is one statement
- * (./marks.ts); a refresh a notification asked for goes without it. A dropped LISTEN connection is met with a refresh at once, and one follows
- * every (re)connection, for the notifications that went nowhere meanwhile.
+ * (./marks.ts); a refresh a notification asked for goes without it. A dropped LISTEN
+ * connection is met with a refresh at once, and one follows every (re)connection, for the
+ * notifications that went nowhere meanwhile.
  * When the database goes away the last snapshot keeps serving; the outage is logged once,
  * refreshes retry with exponential backoff (1 s doubling up to 30 s), and recovery is logged.
  */
