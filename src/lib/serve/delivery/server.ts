@@ -375,6 +375,7 @@ export class MirrorServer implements RouteServices {
       return
     }
     const step = this.retries.enabled ? retryStep(this.retries, ctx, this.client(ctx).ip, file) : undefined
+    if (step !== undefined && step.retriedFrom !== 0) this.options.onRetryAway?.(file.path, step.retriedFrom)
     // Only the first `linkCount` candidates from the attempt's rank on are used (Location is the first): rank no more.
     const all = this.selectMirrors(ctx, client, file, false, step === undefined ? this.selectLimit : this.selectLimit + step.attempt - 1)
     if (step !== undefined && all.ranked.length > 0) {

@@ -41,6 +41,13 @@ export interface ServerOptions {
    * the scans on demand hear of it (src/lib/scan/demand.ts). Never on a redirect.
    */
   onNoMirror?: (path: string, ruleMirrors: readonly string[] | undefined) => void
+  /**
+   * Called when a client retries away from a mirror: a download of `path` starts again from
+   * the address that was last sent to mirror `mirrorId` for it, within the retry window
+   * (src/lib/select/retry.ts). At most once per client address, path and window. The content
+   * checks hear of it and check that copy (the signal of a bad copy a client met).
+   */
+  onRetryAway?: (path: string, mirrorId: number) => void
 }
 
 /** An indexed file whose size or mtime on disk differs from the index. */
