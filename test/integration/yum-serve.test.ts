@@ -12,7 +12,7 @@ import {expect} from 'chai'
 import {sql} from 'kysely'
 import {ConfigSchema} from '../../src/lib/config/schema.js'
 import {indexOrigin} from '../../src/lib/origin/index.js'
-import {type RunningServer, startServe} from '../../src/lib/serve/lifecycle/run.js'
+import {type RunningServer, startServe} from '../../src/lib/redirector/run.js'
 import {backend, useTestDatabase} from '../helpers/db.js'
 
 const DIR = 'f/42/x86_64/os'

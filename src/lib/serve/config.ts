@@ -95,13 +95,13 @@ export const ServeConfigSchema = z
       .describe(
         'Accept `trusted_proxies` and `serve.country_query_clients` networks shorter than /16 (IPv4) or /32 (IPv6), such as 0.0.0.0/0: every client in them could choose its own address or country.',
       ),
-    access_log: z.string().min(1).optional().describe("Access log (Apache combined format + mirror and realm): a file path, or '-' for stdout (src/lib/serve/operator/access-log.ts)."),
+    access_log: z.string().min(1).optional().describe("Access log (Apache combined format + mirror and realm): a file path, or '-' for stdout (src/lib/operator/access-log.ts)."),
     pid_file: z
       .string()
       .min(1)
       .optional()
-      .describe('File `mb serve` writes its process id to once it listens (removed on exit), for `mb serve reload|stop|upgrade` without systemd (src/lib/serve/lifecycle/pid-file.ts).'),
-    metrics_listen: z.string().min(1).optional().describe('HOST:PORT of the separate Prometheus listener (`GET /metrics`, src/lib/serve/operator/metrics.ts).'),
+      .describe('File `mb serve` writes its process id to once it listens (removed on exit), for `mb serve reload|stop|upgrade` without systemd (src/lib/redirector/pid-file.ts).'),
+    metrics_listen: z.string().min(1).optional().describe('HOST:PORT of the separate Prometheus listener (`GET /metrics`, src/lib/operator/metrics.ts).'),
     probe_interval: z.coerce.number().min(0).default(0).describe('Seconds between background probe rounds inside `mb serve` (src/lib/probe/background.ts); 0 = off.'),
     max_connections: z.coerce.number().int().min(1).optional().describe('Open client connections at most, per process (src/lib/serve/delivery/connections.ts); unset = half the open-file limit.'),
     max_connections_per_client: z.coerce.number().int().min(1).default(64).describe('Open connections per client address (TCP peer; IPv6 by /64) at most; trusted proxies are exempt.'),

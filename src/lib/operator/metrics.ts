@@ -50,12 +50,12 @@
  */
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
-import type {WatchReport} from '../../origin/watch.js'
+import type {WatchReport} from '../origin/watch.js'
 import {AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry} from 'prom-client'
-import {MbError} from '../../errors.js'
-import {httpUrl, listenOn, parseListen} from '../delivery/listen.js'
-import type {RequestObserver} from '../delivery/outcome.js'
-import type {DemandCounters} from '../../scan/demand.js'
+import {MbError} from '../errors.js'
+import {httpUrl, listenOn, parseListen} from '../serve/delivery/listen.js'
+import type {RequestObserver} from '../serve/delivery/outcome.js'
+import type {DemandCounters} from '../scan/demand.js'
 
 /** Callbacks read at scrape time; each may be absent (the metric then has no sample). */
 export interface MetricsSources {

@@ -4,11 +4,11 @@
  * with the `scan:` time budgets and credentials). `scan.demand: false` turns them off.
  */
 import type {Logger} from 'pino'
-import type {Config} from '../../config/index.js'
-import type {Database} from '../../db/index.js'
-import {DemandScanQueue} from '../../scan/demand.js'
-import {sqlDemandStore} from '../../scan/demand-store.js'
-import {scanMirror, scanSettings} from '../../scan/scan.js'
+import type {Config} from '../config/index.js'
+import type {Database} from '../db/index.js'
+import {DemandScanQueue} from '../scan/demand.js'
+import {sqlDemandStore} from '../scan/demand-store.js'
+import {scanMirror, scanSettings} from '../scan/scan.js'
 
 /** The queue of scans on demand, or undefined when `scan.demand` is off. Settings apply at start (a reload does not change them). */
 export function startDemandScans(database: Database, config: Pick<Config, 'scan' | 'sync'>, logger: Logger): DemandScanQueue | undefined {
