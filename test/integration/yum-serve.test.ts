@@ -176,6 +176,23 @@ describe(`MirrorManager-style dnf routes of mb serve (${backend})`, () => {
     expect([badPath.status, await badPath.text()]).to.deep.equal([404, 'error: invalid path'])
   })
 
+  it('never lets a query value write a line of the list: a newline or a URL in protocol= is dropped, in repo= or arch= refused', async () => {
+    const lines = async (query: string) => (await (await fetch(`${base}/mirrorlist?${query}`)).text()).trimEnd().split('\n')
+    const injected = await lines('repo=f-42&arch=x86_64&protocol=https%0Ahttp://evil.example/')
+    expect(injected).to.deep.equal(await lines('repo=f-42&arch=x86_64'))
+    expect(injected.join('\n')).to.not.contain('evil')
+    expect(await lines('repo=f-42&arch=x86_64&protocol=https%0Ahttp://evil.example/,https')).to.deep.equal(await lines('repo=f-42&arch=x86_64&protocol=https'))
+    for (const query of ['repo=f-41%0Ahttp://evil.example/&arch=x86_64', 'repo=f-42&arch=x86_64%0D%0Ahttp://evil.example/', 'repo=http://evil.example/&arch=x86_64']) {
+      for (const route of ['mirrorlist', 'metalink']) {
+        const res = await fetch(`${base}/${route}?${query}`)
+        const text = await res.text()
+        expect(res.status, `${route}?${query}`).to.equal(400)
+        expect(text, `${route}?${query}`).to.not.contain('evil')
+        expect(text, `${route}?${query}`).to.contain('invalid repo or arch')
+      }
+    }
+  })
+
   it('counts countme 1..4 by repo and ignores huge or odd values', async () => {
     for (const value of ['99999999999999999999', '0', '-1', '2.5', 'x', '7']) {
       const res = await fetch(`${base}/metalink?repo=f-42&arch=x86_64&countme=${value}`)

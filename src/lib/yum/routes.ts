@@ -34,7 +34,7 @@ import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} 
 import {type FileEntry, fileWith} from '../serve/snapshot/file-entry.js'
 import {BaseUrls} from '../serve/delivery/public-url.js'
 import {repoKey} from './config.js'
-import {METALINK_MEDIA_TYPE, metalinkFailure, REPO_PROTOCOLS, type RepoSource, renderRepoMetalink, renderRepoMirrorList, requestedProtocols, unknownRepoMessage} from './document.js'
+import {BAD_REPO_NAME, isRepoName, METALINK_MEDIA_TYPE, metalinkFailure, oneLine, REPO_PROTOCOLS, type RepoSource, renderRepoMetalink, renderRepoMirrorList, requestedProtocols, unknownRepoMessage} from './document.js'
 
 /** How long a repomd.xml version's details and alternates are reused before they are read again, ms. */
 const STATE_TTL_MS = 30_000
@@ -127,6 +127,7 @@ export class YumRoutes {
     const path = params.get('path')
     if (params.has('repo') && params.has('arch')) {
       const repo = params.get('repo')!
+      if (!isRepoName(repo) || !isRepoName(params.get('arch')!)) return {status: 400, message: BAD_REPO_NAME}
       // MirrorManager: a source repo is always arch=source.
       const arch = repo.includes('source') ? 'source' : params.get('arch')!
       const header = `# repo = ${repo} arch = ${arch} `
@@ -162,7 +163,7 @@ export class YumRoutes {
     if (protocols) header += `protocol = ${protocols.join(',')}`
     const file = ctx.snapshot.files.get(repomd)
     const state = file && (await this.state(file))
-    if (!file || !state) return this.fail(ctx, metalink, 404, `${repomd.slice(0, -'/repomd.xml'.length)}/repomd.xml not found or has not metalink`)
+    if (!file || !state) return this.fail(ctx, metalink, 404, `${oneLine(repomd.slice(0, -'/repomd.xml'.length))}/repomd.xml not found or has not metalink`)
     const client = this.server.clientInfo(ctx)
     if (client === undefined) return this.fail(ctx, metalink, 400, BAD_COUNTRY_QUERY)
     const selection = this.server.selectMirrors(ctx, client, this.repositoryFile(file, state), false)
