@@ -34,7 +34,19 @@ import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} 
 import {type FileEntry, fileWith} from '../serve/snapshot/file-entry.js'
 import {BaseUrls} from '../serve/delivery/public-url.js'
 import {repoKey} from './config.js'
-import {BAD_REPO_NAME, isRepoName, METALINK_MEDIA_TYPE, metalinkFailure, oneLine, REPO_PROTOCOLS, type RepoSource, renderRepoMetalink, renderRepoMirrorList, requestedProtocols, unknownRepoMessage} from './document.js'
+import {
+  BAD_REPO_NAME,
+  isRepoName,
+  METALINK_MEDIA_TYPE,
+  metalinkFailure,
+  oneLine,
+  REPO_PROTOCOLS,
+  type RepoSource,
+  renderRepoMetalink,
+  renderRepoMirrorList,
+  requestedProtocols,
+  unknownRepoMessage,
+} from './document.js'
 
 /** How long a repomd.xml version's details and alternates are reused before they are read again, ms. */
 const STATE_TTL_MS = 30_000
