@@ -106,6 +106,8 @@ export interface LookupOptions {
   now?: number
   /** Show where this retry attempt of the client would go (1-based; default 1). */
   attempt?: number
+  /** The client's country instead of GeoIP's (ISO 3166-1 alpha-2, as a trusted `?country=`); needs `clientIp`. */
+  country?: string
 }
 
 /**
@@ -246,7 +248,7 @@ export async function lookupFiles(database: Database, config: GeoSettings & {roo
   const pattern = trimLeadingSlashes(options.pattern)
   if (!pattern) throw new UsageError('Give an origin-relative path or a glob, e.g. `mb file lookup iso/distro.iso` or `mb file lookup "*.iso"`.')
   const https = options.https ?? false
-  const facts = options.clientIp === undefined ? undefined : clientFromFlag(options.clientIp, https)
+  const facts = options.clientIp === undefined ? undefined : clientFromFlag(options.clientIp, https, options.country)
   const limit = options.limit ?? 1000
 
   const {rows, viaLink} = await findFileRows(database, pattern, limit)
