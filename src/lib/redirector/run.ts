@@ -243,7 +243,7 @@ export async function startServe(config: Config, options: {database?: Database; 
       parts.metrics?.originIndexStale()
       parts.reindexer?.request(stale.path)
     }
-    const server = createServer(config, root, keeper, geo, reads, logger, options.version, {onIndexStale, onNoMirror: demand && ((path, mirrors) => demand.request(path, mirrors))})
+    const server = createServer(config, root, keeper, geo, reads, logger, options.version, {onIndexStale, onNoMirror: demand && ((path, mirrors, network) => demand.request(path, mirrors, network))})
     server.addRoute(networkRoute(server, network))
     parts.server = server
     await observe(parts, config, server, keeper, database, network)

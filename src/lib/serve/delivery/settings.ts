@@ -37,10 +37,11 @@ export interface ServerOptions {
   onIndexStale?: (stale: IndexStale) => void
   /**
    * Called when an indexed file has no eligible mirror (answered by the origin, reason
-   * `no_mirror`), with the mirrors a matching `mirrors` rule names (undefined: none matched):
-   * the scans on demand hear of it (src/lib/scan/demand.ts). Never on a redirect.
+   * `no_mirror`), with the mirrors a matching `mirrors` rule names (undefined: none matched)
+   * and the client's network (its sticky network key, `select.client_prefix_v4`/`_v6`, as
+   * text): the scans on demand hear of it (src/lib/scan/demand.ts). Never on a redirect.
    */
-  onNoMirror?: (path: string, ruleMirrors: readonly string[] | undefined) => void
+  onNoMirror?: (path: string, ruleMirrors: readonly string[] | undefined, network: string) => void
   /**
    * Called when a client retries away from a mirror: a download of `path` starts again from
    * the address that was last sent to mirror `mirrorId` for it, within the retry window
