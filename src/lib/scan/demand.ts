@@ -48,19 +48,19 @@ export const NO_CANDIDATE_RETRY_SECONDS = 60
 /** Folders remembered in the in-process cooldown before expired ones are swept. */
 const SWEEP_AT = 10_000
 /** A file indexed this recently (seconds) makes its folder wanted: a release, not an old file no mirror carries. */
-export const RECENT_SECONDS = 86_400
+const RECENT_SECONDS = 86_400
 /** Client networks asking for one folder that make it wanted, however old its files. */
-export const MANY_NETWORKS = 3
+const MANY_NETWORKS = 3
 /** Milliseconds between tries of a mirror whose scan lock another scan holds. */
-export const BUSY_WAIT_MS = 5_000
+const BUSY_WAIT_MS = 5_000
 /** Tries of a busy mirror before its folder scan gives up (about ten minutes at {@link BUSY_WAIT_MS}). */
-export const BUSY_TRIES = 120
+const BUSY_TRIES = 120
 
 /**
  * The share of `budget` (scans per mirror and hour) that folders no one especially wants may
  * spend: half, rounded down, at least one scan when the budget allows two.
  */
-export function junkBudget(budget: number): number {
+function junkBudget(budget: number): number {
   return budget >= 2 ? Math.floor(budget / 2) : budget
 }
 
