@@ -225,6 +225,18 @@ export class DemandScanQueue {
     this.pump()
   }
 
+  /**
+   * Whether a request for `path` now would be left out: its folder waits, or was scanned (or
+   * queued) within the cooldown here. One map lookup: callers on the redirect path ask this
+   * before they work out which mirrors to name.
+   */
+  cooling(path: string): boolean {
+    const folder = folderOf(path)
+    if (this.pending.has(folder)) return true
+    const until = this.notBefore.get(folder)
+    return until !== undefined && this.now() < until
+  }
+
   /** Folders waiting plus folder scans running. */
   get size(): number {
     return this.pending.size + this.runs.size
