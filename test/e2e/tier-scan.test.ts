@@ -55,7 +55,10 @@ describe(`scans on demand for the client's own tier (${backend})`, function () {
     mkdirSync(join(work, 'mirrors', 'us.test'), {recursive: true})
     writeFileSync(join(root, 'pub', '1.0', 'old.iso'), Buffer.alloc(100_000, 'o'))
     config = join(work, 'mb.yaml')
-    writeFileSync(config, `root: ${root}\ngeoip: [${GEOIP}]\ntrusted_proxies: [127.0.0.1/32]\nserve:\n  poll_seconds: 0.5\n  allow_broad_trusted_proxies: true\nprobe:\n  timeout: 3\n  connect_timeout: 2\n`)
+    writeFileSync(
+      config,
+      `root: ${root}\ngeoip: [${GEOIP}]\ntrusted_proxies: [127.0.0.1/32]\nserve:\n  poll_seconds: 0.5\n  allow_broad_trusted_proxies: true\nprobe:\n  timeout: 3\n  connect_timeout: 2\n`,
+    )
     tdb = await createTestDatabase()
     await run(['index'])
     // The US mirror holds the old tree; the DVD comes after its scan.
@@ -97,7 +100,12 @@ describe(`scans on demand for the client's own tier (${backend})`, function () {
     }
     expect(seen[seen.length - 1], seen.join(', ')).to.equal('us.test')
     const lookup = await run(['file', 'lookup', 'pub/1.0/dvd.iso', '--json'])
-    expect(lookup.json().files[0].mirrors.map((m: any) => m.identifier).sort()).to.deep.equal(['fr.test', 'us.test'])
+    expect(
+      lookup
+        .json()
+        .files[0].mirrors.map((m: any) => m.identifier)
+        .sort(),
+    ).to.deep.equal(['fr.test', 'us.test'])
     // A European client stays in Europe, on the French mirror.
     expect(await answer('pub/1.0/dvd.iso', SE_CLIENT)).to.equal('fr.test')
   })

@@ -128,7 +128,9 @@ describe('serve helpers', () => {
       ],
       (name) => name !== 'notes.txt',
     )
-    expect(html).to.include('<a href="a%20b.iso">a b.iso</a></td><td align="right">1234</td><td>2026-01-02 03:04</td><td><form class="details" method="get" action="a%20b.iso.mirrorlist" rel="nofollow"><button type="submit">details</button></form></td></tr>')
+    expect(html).to.include(
+      '<a href="a%20b.iso">a b.iso</a></td><td align="right">1234</td><td>2026-01-02 03:04</td><td><form class="details" method="get" action="a%20b.iso.mirrorlist" rel="nofollow"><button type="submit">details</button></form></td></tr>',
+    )
     expect(html).to.include('<a href="notes.txt">notes.txt</a></td><td align="right">5</td><td>2026-01-02 03:04</td><td></td></tr>')
     expect(html).to.include('<a href="inner/">inner/</a></td><td align="right">-</td><td>2026-01-02 03:04</td><td></td></tr>')
   })
