@@ -76,6 +76,7 @@ function render(f: FileLookup): string {
     ...(f.requested === null ? [] : [['via link', `${f.requested} -> ${f.path}`] as [string, unknown]]),
     ['size', `${f.size} bytes`],
     ['mtime', f.mtime_utc],
+    ...(f.mirror_only ? [['origin', 'mirror-only: pruned from the origin, redirected while mirrors hold it (serve.mirror_only)'] as [string, unknown]] : []),
   ]
   if (f.hashes) record.push(['md5', f.hashes.md5], ['sha1', f.hashes.sha1], ['sha256', f.hashes.sha256])
   record.push(['mirrors', `${f.mirrors.length} hold this version`])
