@@ -286,6 +286,7 @@ describe('mirror validation', () => {
 describe('mirror rendering', () => {
   const mirror: PublicMirror = {
     ...CLEARED_VALUES,
+    sign_ttl_seconds: 21600,
     id: 1,
     identifier: 'm',
     enabled: true,

@@ -10,6 +10,7 @@
  * `--dir` folder the mirror answers as absent (its base answers) is an empty folder, not a
  * failure: see {@link withAbsentFolder}.
  */
+import {compileSigner} from '../sign.js'
 import type {Database} from '../db/index.js'
 import type {MirrorRow} from '../db/schema.js'
 import {MbError, UsageError, errorMessage} from '../errors.js'
@@ -143,7 +144,11 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
       tried = protocol
       absent = false
       try {
-        const entries = withAbsentFolder(lister.list(url, listOptions(plan, controller.signal, options)), plan, () => (absent = true))
+        const entries = withAbsentFolder(
+          lister.list(url, {...listOptions(plan, controller.signal, options), sign: compileSigner(mirror.sign_scheme, mirror.sign_secret, mirror.sign_ttl_seconds) ?? undefined}),
+          plan,
+          () => (absent = true),
+        )
         const result = await listAndReconcile(database, mirror, plan, protocol, entries, options)
         attempts.push({protocol, url: display})
         return {...succeeded(mirror, protocol, result, attempts, seconds()), ...(absent ? {absent} : {})}

@@ -303,6 +303,8 @@ export class YumRoutes {
 
 /** The URLs of `path` on `mirror` for each of `schemes` it has and probing has not found refused (`http_up`, `https_up` false), in that order; none when the path lies outside its subtree. */
 function mirrorUrls(mirror: SelectMirror, path: string, schemes: readonly string[]): string[] {
+  // dnf fetches the repository's files relative to these URLs: a per-file token cannot follow (../sign.ts).
+  if (mirror.sign) return []
   const urls: string[] = []
   try {
     for (const scheme of schemes) {
