@@ -16,7 +16,13 @@ describe(`mb mirror show --files (${backend})`, () => {
     try {
       const db = database.db
       const add = async (identifier: string, extra: Record<string, unknown> = {}) =>
-        (await db.insertInto('mirror').values({identifier, http_url: `http://${identifier}/`, ...extra} as any).returning('id').executeTakeFirstOrThrow()).id
+        (
+          await db
+            .insertInto('mirror')
+            .values({identifier, http_url: `http://${identifier}/`, ...extra} as any)
+            .returning('id')
+            .executeTakeFirstOrThrow()
+        ).id
       const m = await add('m.test', {exclude_patterns: ['**/*.src.rpm']})
       const other = await add('other.test')
       const paths = ['pub/a.iso', 'pub/b.iso', 'pub/c.iso', 'pub/x.src.rpm', 'pub/sub/d.iso', 'pub/sub/e.iso', 'top.iso']
@@ -26,8 +32,14 @@ describe(`mb mirror show --files (${backend})`, () => {
         .returning(['id', 'path'])
         .execute()
       const id = (path: string) => Number(rows.find((r) => r.path === path)!.id)
-      await db.insertInto('mirror_file_stale').values({mirror_id: m, file_id: id('pub/b.iso'), size: 5, mtime: 1_600_000_000}).execute()
-      await db.insertInto('mirror_file_bad').values({mirror_id: m, file_id: id('pub/sub/d.iso'), size: 5000, mtime: 1_700_000_004, piece: 3}).execute()
+      await db
+        .insertInto('mirror_file_stale')
+        .values({mirror_id: m, file_id: id('pub/b.iso'), size: 5, mtime: 1_600_000_000})
+        .execute()
+      await db
+        .insertInto('mirror_file_bad')
+        .values({mirror_id: m, file_id: id('pub/sub/d.iso'), size: 5000, mtime: 1_700_000_004, piece: 3})
+        .execute()
     } finally {
       await database.close()
     }
