@@ -5,7 +5,7 @@
  */
 import {setTimeout as sleep} from 'node:timers/promises'
 import {MbError, UsageError} from '../errors.js'
-import {isServeProcess, processAlive, readPidFile} from './pid-file.js'
+import {pidFileProcess, processAlive, readPidFile} from './pid-file.js'
 
 /** What a control command sends, and what it means. */
 export const CONTROL_SIGNALS = {
@@ -19,14 +19,22 @@ export type ControlAction = keyof typeof CONTROL_SIGNALS
 /**
  * The pid of the `mb serve` named by `pidFile`.
  * @throws UsageError `USAGE` when no pid file is configured; MbError `SERVE_NOT_RUNNING` when
- *         the file is missing or names no live `mb serve` (stale)
+ *         the file is missing or names no live `mb serve` that started before it was written
+ *         (stale); `PID_FILE_INVALID` when it is malformed, a symlink or unreadable
  */
 function runningServe(pidFile: string | undefined): number {
   if (!pidFile) throw new UsageError('No pid file: pass --pid-file PATH (the one `mb serve --pid-file` writes) or set serve.pid_file.', 'USAGE')
-  const pid = readPidFile(pidFile)
-  if (pid === undefined) throw new MbError(`No mb serve is running: the pid file ${pidFile} does not exist or holds no pid.`, {code: 'SERVE_NOT_RUNNING'})
-  if (!isServeProcess(pid))
-    throw new MbError(`No mb serve is running: the pid file ${pidFile} is stale (pid ${pid} is ${processAlive(pid) ? 'another program' : 'gone'}).`, {code: 'SERVE_NOT_RUNNING'})
+  const record = readPidFile(pidFile)
+  if (record === undefined) throw new MbError(`No mb serve is running: the pid file ${pidFile} does not exist.`, {code: 'SERVE_NOT_RUNNING'})
+  const {pid} = record
+  const found = pidFileProcess(record)
+  if (found !== 'serve')
+    throw new MbError(
+      `No mb serve is running: the pid file ${pidFile} is stale (pid ${pid} is ${found === 'gone' ? 'gone' : 'another program, or a process started after the file was written'}); nothing was signalled.`,
+      {
+        code: 'SERVE_NOT_RUNNING',
+      },
+    )
   return pid
 }
 
