@@ -44,6 +44,7 @@ import {TurnBatch} from './turn-batch.js'
 import {rankOfAttempt} from '../../select/retry.js'
 import {Retries, attemptText, retryStep, selectionForAttempt} from './retry.js'
 import {answerRefusals} from './refusals.js'
+import {dropInvalidIfModifiedSince} from './conditional.js'
 
 /** A `302 Found` built and not written yet: its request, file, chosen mirror and header lines. */
 interface PendingRedirect {
@@ -306,6 +307,7 @@ export class MirrorServer implements RouteServices {
         this.plain(ctx, 405, 'bad_request', 'Method not allowed: use GET or HEAD.', {Allow: 'GET, HEAD'})
         return
       }
+      dropInvalidIfModifiedSince(req.headers, ctx.startedMs)
       if (!parsed.ok) {
         this.plain(ctx, parsed.status, 'bad_request', `Bad request: ${parsed.reason}.`)
         return
