@@ -12,6 +12,7 @@
 import {join} from 'node:path'
 import {type Kysely, sql} from 'kysely'
 import {MbError} from '../errors.js'
+import {pathFilter} from '../glob.js'
 import type {DB} from '../db/schema.js'
 import {type OriginFile, type OriginLink, walkOrigin} from './walk.js'
 import {writeOriginTrace} from '../sync/trace.js'
@@ -66,6 +67,12 @@ export interface IndexOptions {
    * before in its scope is refused (INDEX_TOO_FEW) and changes nothing. Unset or 0: no check.
    */
   minRatio?: number
+  /**
+   * `index.exclude`: picomatch globs (dotfiles matched) on root-relative paths left out of
+   * the index, files and symlinks alike; rows indexed before under them are removed.
+   * Unset: nothing is left out.
+   */
+  exclude?: readonly string[]
 }
 
 /**
@@ -173,8 +180,12 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
       )
       pending = []
     }
-    for await (const file of walkOrigin(root, {subdir, onWarning, onUnreadableDir: (p) => unreadable.push(p), onLink: (link) => links.push(link)})) {
-      if (file.path === options.tracePath) continue
+    const kept = pathFilter([], [...(options.exclude ?? [])])
+    const onLink = (link: OriginLink) => {
+      if (kept(link.path)) links.push(link)
+    }
+    for await (const file of walkOrigin(root, {subdir, onWarning, onUnreadableDir: (p) => unreadable.push(p), onLink})) {
+      if (file.path === options.tracePath || !kept(file.path)) continue
       files++
       bytes += file.size
       const old = existing.get(file.path)

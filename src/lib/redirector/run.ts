@@ -5,11 +5,10 @@
  *
  * Start: the database (opened and shared here unless one is given), with `database_read_url`
  * the standby the snapshot is read from (everything else, counts included, goes to the
- * primary), the snapshot keeper,
- * GeoIP, the metrics, the download statistics (collector, flusher, retention job) and the
- * access log, the HTTP server with its routes, redirect-header providers and observers, its
- * listener, the origin watch, the background probes. Every observer is registered before the
- * listener opens, so that no request goes uncounted.
+ * primary), the snapshot keeper, GeoIP, the metrics, the download statistics (collector,
+ * flusher, retention job) and the access log, the HTTP server with its routes, redirect-header
+ * providers and observers, its listener, the origin watch, the background probes. Every
+ * observer is registered before the listener opens, so that no request goes uncounted.
  *
  * Stop (SIGINT/SIGTERM, or a failed start, for whatever was started): the probes, the
  * listener (draining connections), the watch, the re-indexing of changed files (src/lib/origin/reindex.ts), the retention job, the last statistics flush,
@@ -299,14 +298,14 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
 }
 
 /**
- * The HTTP server with its routes (the origin form of ../delivery/origin-form.ts first) and
- * redirect-header providers: `Link: rel=duplicate` alternatives (the mirrors', then the
+ * The HTTP server with its routes (the origin form of ../serve/delivery/origin-form.ts first)
+ * and redirect-header providers: `Link: rel=duplicate` alternatives (the mirrors', then the
  * origin's direct URL), then the Metalink/HTTP `Link: rel=describedby` (the meta4, then the
  * .torrent), `Digest` and the signature's `Link` (src/lib/metalink/redirect-headers.ts;
- * src/lib/metalink/routes.ts answers metalinks, hash
- * files, mirror lists, the BitTorrent and zsync files of src/lib/metalink/formats.ts, and
- * by `Accept`: redirects say `Vary: Accept`); they only read `database`. `hooks.onIndexStale` hears of indexed files found
- * changed on disk (`serve.disk_check_seconds`), `hooks.onNoMirror` of files no mirror holds (the scans on demand).
+ * src/lib/metalink/routes.ts answers metalinks, hash files, mirror lists, the BitTorrent and
+ * zsync files of src/lib/metalink/formats.ts, and by `Accept`: redirects say `Vary: Accept`);
+ * they only read `database`. `hooks.onIndexStale` hears of indexed files found changed on disk
+ * (`serve.disk_check_seconds`), `hooks.onNoMirror` of files no mirror holds (scans on demand).
  */
 function createServer(
   config: Config,
@@ -319,7 +318,8 @@ function createServer(
   hooks: Pick<ServerOptions, 'onIndexStale' | 'onNoMirror'>,
 ): MirrorServer {
   const settings = serverSettings(config, geo)
-  const server = new MirrorServer({...settings, root, keeper, logger, version, diskCheckSeconds: config.serve.disk_check_seconds, diskCheckWatch: config.serve.disk_check_watch, ...hooks})
+  const disk = {indexExclude: config.index.exclude, diskCheckSeconds: config.serve.disk_check_seconds, diskCheckWatch: config.serve.disk_check_watch}
+  const server = new MirrorServer({...settings, root, keeper, logger, version, ...disk, ...hooks})
   const baseUrls = new BaseUrls(config.serve.public_url, config.serve.origin_url)
   // First: a path in the origin form is the origin's, whatever another route would make of it.
   server.addRoute(originRoute(server))

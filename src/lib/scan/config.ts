@@ -19,15 +19,7 @@
  * ```
  */
 import {z} from 'zod'
-import {listOf} from '../config-fields.js'
-import {globProblem} from '../glob.js'
-
-const globList = listOf(
-  z.string().superRefine((value, ctx) => {
-    const problem = globProblem(value)
-    if (problem) ctx.addIssue({code: z.ZodIssueCode.custom, message: `not a valid glob: ${problem}`})
-  }),
-)
+import {globList} from '../config-fields.js'
 
 export const ScanConfigSchema = z
   .object({

@@ -93,7 +93,7 @@ export class MirrorServer implements RouteServices {
     this.retries = new Retries(options.selectOptions)
     this.serverHeader = options.version === undefined ? undefined : `mb/${headerSafe(options.version)}`
     this.reporter = new RequestReporter(options.logger, (ctx) => this.client(ctx))
-    this.local = new LocalDelivery(options.keeper, this.serverHeader, this)
+    this.local = new LocalDelivery(options.keeper, this.serverHeader, this, options.indexExclude)
     const limits = options.connections ?? DEFAULT_CONNECTION_SETTINGS
     // Time limits are checked every second (node's default is every 30 s).
     this.http = http.createServer({maxHeaderSize: 16_384, connectionsCheckingInterval: 1000}, (req, res) => this.handle(req, res))
