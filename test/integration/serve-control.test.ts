@@ -65,6 +65,14 @@ describe(`mb serve --pid-file, reload, stop (${backend})`, function () {
     expect(second.code, second.stderr).to.equal(1)
     expect(second.stderr).to.include(`already running as pid ${pid}`)
 
+    // One process: SIGUSR2 would be ignored, so `mb serve upgrade` sends nothing and says what to do.
+    const upgrade = await mb(['serve', 'upgrade', '--pid-file', pidFile, '--json'], {env: tdb.env})
+    expect(upgrade.code, upgrade.stderr).to.equal(1)
+    expect(upgrade.json().error).to.include({code: 'SERVE_UPGRADE_UNSUPPORTED'})
+    expect(upgrade.json().error.message).to.include('nothing was sent').and.to.include('mb-serve.socket')
+    await sleep(200)
+    expect(serve.output()).to.not.include('SIGUSR2')
+
     const reload = await mb(['serve', 'reload', '--pid-file', pidFile], {env: tdb.env})
     expect(reload.code, reload.stderr).to.equal(0)
     expect(reload.stdout).to.include(`Sent SIGHUP to mb serve (pid ${pid}`)
