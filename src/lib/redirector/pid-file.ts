@@ -21,7 +21,8 @@ import {closeSync, constants, fstatSync, openSync, readFileSync, readSync, renam
 import {randomBytes} from 'node:crypto'
 import {basename, dirname} from 'node:path'
 import {processStartTime} from '../db/owner-lock.js'
-import {MbError} from '../errors.js'
+import type {Logger} from 'pino'
+import {errorMessage, MbError} from '../errors.js'
 
 /** The process title of a `mb serve` process: `mb serve`, `mb serve: primary`, `mb serve: worker 1`. */
 export const SERVE_TITLE = 'mb serve'
@@ -225,5 +226,19 @@ export function removePidFile(path: string): void {
     if (readPidFile(path)?.pid === process.pid) rmSync(path, {force: true})
   } catch {
     // Nothing to do: a pid file that cannot be read is not ours to remove.
+  }
+}
+
+/**
+ * The `--workers` primary writes its pid file once a worker listens. A failure there
+ * (another server took the file meanwhile) is logged: the workers already serve, and stopping
+ * them would drop requests; the operator is told the file is not this server's.
+ */
+export function writePidFileLogged(pidFile: string, logger: Logger): void {
+  try {
+    writePidFile(pidFile)
+    logger.info({pidFile, pid: process.pid}, 'pid file written')
+  } catch (error) {
+    logger.error({pidFile, err: errorMessage(error)}, 'the pid file cannot be written; `mb serve reload|stop|upgrade` will not find this server')
   }
 }

@@ -44,7 +44,7 @@ import {startDailyPrune} from '../stats/prune.js'
 import {reportLastFlush, type StatsFlusher, startStatsFlusher} from '../stats/flusher.js'
 import {type AccessLog, openAccessLog} from '../operator/access-log.js'
 import {isWorker, releaseWorker, runPrimary, untilStopSignal, workerId} from './cluster.js'
-import {checkPidFile, removePidFile, SERVE_TITLE, writePidFile} from './pid-file.js'
+import {checkPidFile, removePidFile, SERVE_TITLE, writePidFile, writePidFileLogged} from './pid-file.js'
 import {relayRetries, shareRetries} from './retry-share.js'
 import {SnapshotKeeper} from '../serve/snapshot/keeper.js'
 import {httpUrl, inheritedSocket, type ListenTarget, parseListen} from '../serve/delivery/listen.js'
@@ -133,20 +133,6 @@ export async function runServe(config: Config, runtime: ServeRuntime = {}): Prom
   if (pidFile) removePidFile(pidFile)
   releaseWorker()
   return {url: running.url, stopped: true}
-}
-
-/**
- * The primary writes its pid file once a worker listens. A failure there (another server
- * took the file meanwhile) is logged: the workers already serve, and stopping them would
- * drop requests; the operator is told the file is not this server's.
- */
-function writePidFileLogged(pidFile: string, logger: Logger): void {
-  try {
-    writePidFile(pidFile)
-    logger.info({pidFile, pid: process.pid}, 'pid file written')
-  } catch (error) {
-    logger.error({pidFile, err: errorMessage(error)}, 'the pid file cannot be written; `mb serve reload|stop|upgrade` will not find this server')
-  }
 }
 
 /** The primary's part of a SIGHUP: it serves nothing itself, so it only says which of its own settings changed. */
@@ -285,7 +271,9 @@ function recordRepomd(database: Database, root: string, change: RepomdChange, lo
  * process, so that its work never holds up the requests this thread answers.
  */
 async function openSharedDatabase(config: Config): Promise<Database> {
-  return openDatabase({url: config.database_url, dataDir: config.data_dir, socketGroup: config.socket_group, create: true, share: true, keepConnection: true})
+  // --quiet (log level error or above): a new store is created without the line that says so.
+  const quiet = ['error', 'fatal', 'silent'].includes(config.log_level)
+  return openDatabase({url: config.database_url, dataDir: config.data_dir, socketGroup: config.socket_group, create: true, share: true, keepConnection: true, quiet})
 }
 
 /** Loads the first snapshot and keeps it fresh. @throws MbError `SNAPSHOT_FAILED` */
