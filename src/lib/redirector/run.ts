@@ -47,7 +47,7 @@ import {isWorker, releaseWorker, runPrimary, untilStopSignal, workerId} from './
 import {checkPidFile, removePidFile, SERVE_TITLE, writePidFile, writePidFileLogged} from './pid-file.js'
 import {relayRetries, shareRetries} from './retry-share.js'
 import {SnapshotKeeper} from '../serve/snapshot/keeper.js'
-import {httpUrl, inheritedSocket, type ListenTarget, parseListen} from '../serve/delivery/listen.js'
+import {httpUrl, inheritedSocket, type ListenTarget, parseListen, primarySocket, primarySocketEnv} from '../serve/delivery/listen.js'
 import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type ServeMetrics, startMetricsServer} from '../operator/metrics.js'
 import {type ReloadResult, needsRestart, onReloadSignal, reloadServer, serverSettings, watchGeo} from './reload.js'
 import {NetworkView, mirrorSamples} from '../operator/network.js'
@@ -86,8 +86,8 @@ export async function runServe(config: Config, runtime: ServeRuntime = {}): Prom
     if (!config.database_url)
       throw new UsageError('--workers needs PostgreSQL (MB_DATABASE_URL or --database-url): the embedded store allows one process. Drop --workers or use PostgreSQL.', 'WORKERS_NEED_POSTGRES')
     parseListen(config.serve.listen)
-    if (inheritedSocket())
-      throw new UsageError('--workers cannot take a listening socket from systemd (mb-serve.socket): run one process with the socket unit, or --workers without it.', 'INVALID_LISTEN')
+    // A socket from systemd (mb-serve.socket) is held here and shared with the workers: restarts keep it open.
+    const socket = inheritedSocket()
     const pidFile = config.serve.pid_file
     if (pidFile) checkPidFile(pidFile)
     process.title = `${SERVE_TITLE}: primary`
@@ -100,7 +100,7 @@ export async function runServe(config: Config, runtime: ServeRuntime = {}): Prom
       metricsListen: config.serve.metrics_listen,
       onReload: () => primaryReload(config, runtime, logger),
       // The primary's address wins over a config file changed since (flags are the same).
-      workerEnv: {MB_LISTEN: config.serve.listen},
+      workerEnv: {MB_LISTEN: config.serve.listen, ...(socket && primarySocketEnv(socket))},
       onListening: pidFile ? () => writePidFileLogged(pidFile, logger) : undefined,
     })
     if (pidFile) removePidFile(pidFile)
@@ -204,7 +204,7 @@ export async function startServe(config: Config, options: {database?: Database; 
   if (config.serve.push_after > 0 && !config.serve.watch)
     throw new UsageError('--push-after (serve.push_after) needs --watch (serve.watch): the quiet time is measured from the changes the watch sees.', 'USAGE')
   // A socket systemd passed (mb-serve.socket) stays open while this process restarts.
-  const target: ListenTarget = inheritedSocket() ?? parseListen(config.serve.listen)
+  const target: ListenTarget = inheritedSocket() ?? primarySocket() ?? parseListen(config.serve.listen)
   const parts: Parts = {logger: options.logger ?? createLogger(config.log_level), ownsDatabase: options.database === undefined, listening: false}
   let closing: Promise<void> | undefined
   const close = () => (closing ??= stopParts(parts))
