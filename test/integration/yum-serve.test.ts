@@ -193,6 +193,34 @@ describe(`MirrorManager-style dnf routes of mb serve (${backend})`, () => {
     }
   })
 
+  it('leaves out the URLs of a scheme that probing found refused, and lists them again once it answers', async () => {
+    // The client here comes over HTTP, so the mirror stays eligible while its HTTPS is refused;
+    // an HTTPS client's list drops a refused HTTP URL the same way (mirrorUrls in src/lib/yum/routes.ts).
+    const urls = async () => [...(await (await fetch(`${base}/metalink?repo=f-42&arch=x86_64`)).text()).matchAll(/<url [^>]*>([^<]+)<\/url>/g)].map((m) => m[1])
+    const until = async (done: (list: string[]) => boolean) => {
+      let list: string[] = []
+      for (let i = 0; i < 50; i++) {
+        list = await urls()
+        if (done(list)) break
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      return list
+    }
+    const pubHttp = 'http://pub.mirror/pub/f/42/x86_64/os/repodata/repomd.xml'
+    const pubHttps = 'https://pub.mirror/pub/f/42/x86_64/os/repodata/repomd.xml'
+    expect(await urls()).to.include.members([pubHttp, pubHttps])
+    await store.database.db.updateTable('mirror').set({http_up: true, https_up: false}).where('id', '=', ids['pub.mirror']).execute()
+    try {
+      const list = await until((l) => !l.includes(pubHttps))
+      expect(list).to.include(pubHttp)
+      expect(list).to.not.include(pubHttps)
+    } finally {
+      await store.database.db.updateTable('mirror').set({http_up: null, https_up: null}).where('id', '=', ids['pub.mirror']).execute()
+    }
+    const back = await until((l) => l.includes(pubHttps))
+    expect(back, JSON.stringify(back)).to.include.members([pubHttp, pubHttps])
+  })
+
   it('counts countme 1..4 by repo and ignores huge or odd values', async () => {
     for (const value of ['99999999999999999999', '0', '-1', '2.5', 'x', '7']) {
       const res = await fetch(`${base}/metalink?repo=f-42&arch=x86_64&countme=${value}`)

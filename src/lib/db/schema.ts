@@ -109,6 +109,8 @@ export interface FileTable {
   /** `.asc` or `.sig`: the detached signature indexed beside the file, smaller than it (migration 0015); null when none. */
   signature: ColumnType<string | null, string | null | undefined, string | null>
   txid: Generated<string>
+  /** The origin no longer holds the file; kept under `serve.mirror_only` while a mirror holds it (migration 0033). */
+  mirror_only: Generated<boolean>
 }
 
 export interface MirrorFileStaleTable {

@@ -9,6 +9,8 @@ import type {Database} from '../db/index.js'
 import {DemandScanQueue} from '../scan/demand.js'
 import {sqlDemandStore} from '../scan/demand-store.js'
 import {scanMirror, scanSettings} from '../scan/scan.js'
+import type {ServerOptions} from '../serve/delivery/settings.js'
+import {tierScans} from './tier-scans.js'
 
 /** The queue of scans on demand, or undefined when `scan.demand` is off. Settings apply at start (a reload does not change them). */
 export function startDemandScans(database: Database, config: Pick<Config, 'scan' | 'sync'>, logger: Logger): DemandScanQueue | undefined {
@@ -28,4 +30,14 @@ export function startDemandScans(database: Database, config: Pick<Config, 'scan'
     },
     {logger},
   )
+}
+
+/**
+ * The server hooks that feed the scans on demand: a file no eligible mirror holds
+ * (`onNoMirror`), and a redirect that leaves the client's own tier (`onOutsideTier`,
+ * ./tier-scans.ts). None when the scans on demand are off.
+ */
+export function demandHooks(demand: DemandScanQueue | undefined): Pick<ServerOptions, 'onNoMirror' | 'onOutsideTier'> {
+  if (demand === undefined) return {}
+  return {onNoMirror: (path, mirrors, network) => demand.request(path, mirrors, network), onOutsideTier: tierScans(demand)}
 }

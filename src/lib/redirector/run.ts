@@ -55,7 +55,7 @@ import {networkRoute} from '../operator/network-page.js'
 import {duplicateLinks} from '../serve/delivery/duplicate-links.js'
 import {MirrorServer} from '../serve/delivery/server.js'
 import type {ServerOptions} from '../serve/delivery/settings.js'
-import {startDemandScans} from './demand.js'
+import {demandHooks, startDemandScans} from './demand.js'
 import {CACHE_BUDGETS} from './cache-budgets.js'
 import {checkRoot} from './preflight.js'
 import type {DemandScanQueue} from '../scan/demand.js'
@@ -228,7 +228,7 @@ export async function startServe(config: Config, options: {database?: Database; 
       parts.metrics?.originIndexStale()
       parts.reindexer?.request(stale.path)
     }
-    const server = createServer(config, root, keeper, geo, reads, logger, options.version, {onIndexStale, onNoMirror: demand && ((path, mirrors) => demand.request(path, mirrors))})
+    const server = createServer(config, root, keeper, geo, reads, logger, options.version, {onIndexStale, ...demandHooks(demand)})
     server.addRoute(networkRoute(server, network))
     parts.server = server
     await observe(parts, config, server, keeper, database, network)
@@ -293,7 +293,8 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
  * src/lib/metalink/routes.ts answers metalinks, hash files, mirror lists, the BitTorrent and
  * zsync files of src/lib/metalink/formats.ts, and by `Accept`: redirects say `Vary: Accept`);
  * they only read `database`. `hooks.onIndexStale` hears of indexed files found changed on disk
- * (`serve.disk_check_seconds`), `hooks.onNoMirror` of files no mirror holds (scans on demand).
+ * (`serve.disk_check_seconds`), `hooks.onNoMirror` of files no mirror holds and
+ * `hooks.onOutsideTier` of redirects that leave the client's tier (the scans on demand).
  */
 function createServer(
   config: Config,
@@ -303,7 +304,7 @@ function createServer(
   database: Database,
   logger: Logger,
   version: string | undefined,
-  hooks: Pick<ServerOptions, 'onIndexStale' | 'onNoMirror'>,
+  hooks: Pick<ServerOptions, 'onIndexStale' | 'onNoMirror' | 'onOutsideTier'>,
 ): MirrorServer {
   const settings = serverSettings(config, geo)
   const disk = {indexExclude: config.index.exclude, diskCheckSeconds: config.serve.disk_check_seconds, diskCheckWatch: config.serve.disk_check_watch}

@@ -85,6 +85,8 @@ export interface ScanMirrorResult extends Pick<ReconcileResult, 'mirror' | 'file
   attempts: ScanAttempt[]
   /** True when the `--dir` folder is not on the mirror (its base answers): reconciled as an empty folder. */
   absent?: boolean
+  /** True when another scan of the mirror held its scan lock (SCAN_BUSY): nothing was listed or recorded. */
+  busy?: boolean
 }
 
 /** The URLs a mirror can be listed through, in scan order. */
@@ -160,7 +162,7 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
     const reason = attempts.map((a) => `${a.protocol}: ${a.error}`).join('; ')
     // A refused concurrent scan leaves the running one to record its own outcome.
     if (!busy && plan.recursive) await recordScanFailure(database.db, mirror.id, reason, tried, refused)
-    return failed(mirror, reason, attempts, seconds())
+    return busy ? {...failed(mirror, reason, attempts, seconds()), busy} : failed(mirror, reason, attempts, seconds())
   } finally {
     clearTimeout(timer)
     options.signal?.removeEventListener('abort', onOuterAbort)

@@ -3,6 +3,7 @@
  */
 import {z} from 'zod'
 import {cidrString, listOf} from '../config-fields.js'
+import {originGlobProblem} from '../glob.js'
 import {isBroadPrefix, isLocalPrefix, SHORTEST_NARROW_PREFIX} from '../net.js'
 
 /** A setting of the whole configuration that {@link broadTrustedNetworks} found too broad, and why. */
@@ -121,6 +122,16 @@ export const ServeConfigSchema = z
       .optional()
       .describe(
         "Base URL of a plain HTTP server of the origin tree (never redirecting), e.g. `https://origin.example.org/pub/`: the last entry of every fallback list (metalinks, web seeds, `Link: rel=duplicate`, apt and dnf lists). Unset = this server's origin form, PUBLIC_URL/_origin/PATH (src/lib/serve/delivery/origin-form.ts).",
+      ),
+    mirror_only: listOf(
+      z.string().superRefine((value, ctx) => {
+        const problem = originGlobProblem(value)
+        if (problem) ctx.addIssue({code: z.ZodIssueCode.custom, message: `not a glob that can match an origin path: ${problem}`})
+      }),
+    )
+      .default([])
+      .describe(
+        'Globs (picomatch) on origin paths whose files stay indexed as mirror-only when the origin prunes them, while a mirror holds their last indexed version: they are redirected (hashes and metalinks kept) instead of 404 (read by `mb index`; `mb file forget PATH` ends one).',
       ),
     disk_check_seconds: z.coerce
       .number()

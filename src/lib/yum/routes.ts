@@ -301,11 +301,13 @@ export class YumRoutes {
   }
 }
 
-/** The URLs of `path` on `mirror` for each of `schemes` it has, in that order; none when the path lies outside its subtree. */
+/** The URLs of `path` on `mirror` for each of `schemes` it has and probing has not found refused (`http_up`, `https_up` false), in that order; none when the path lies outside its subtree. */
 function mirrorUrls(mirror: SelectMirror, path: string, schemes: readonly string[]): string[] {
   const urls: string[] = []
   try {
     for (const scheme of schemes) {
+      // A scheme that probing found refused is no source: dnf would spend a connection on it.
+      if ((scheme === 'http' && mirror.httpUp === false) || (scheme === 'https' && mirror.httpsUp === false)) continue
       const base = publicBase(mirror, scheme)
       if (base) urls.push(mirrorUrlOn(mirror, base, path))
     }

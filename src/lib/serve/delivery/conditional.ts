@@ -8,13 +8,16 @@
 import type {IncomingHttpHeaders} from 'node:http'
 
 /**
- * Removes `If-Modified-Since` from `headers` when it is not a date at or before `nowMs` (ms
- * since the epoch, compared in whole seconds as HTTP-dates are), so that every later step
- * (the redirect's 304, `send`'s, the retry step) sees a request without it.
+ * Removes `If-Modified-Since` from the request's headers when it is not a date at or before
+ * `nowMs` (ms since the epoch, default the clock; compared in whole seconds, as HTTP-dates
+ * are), so that every later step (the redirect's 304, `send`'s, the retry step) sees a request
+ * without it.
+ * @returns `req`, for use in the request handler's call
  */
-export function dropInvalidIfModifiedSince(headers: IncomingHttpHeaders, nowMs: number): void {
-  const since = headers['if-modified-since']
-  if (since === undefined) return
+export function dropInvalidIfModifiedSince<T extends {headers: IncomingHttpHeaders}>(req: T, nowMs = Date.now()): T {
+  const since = req.headers['if-modified-since']
+  if (since === undefined) return req
   const date = Date.parse(since)
-  if (Number.isNaN(date) || Math.floor(date / 1000) > Math.floor(nowMs / 1000)) delete headers['if-modified-since']
+  if (Number.isNaN(date) || Math.floor(date / 1000) > Math.floor(nowMs / 1000)) delete req.headers['if-modified-since']
+  return req
 }

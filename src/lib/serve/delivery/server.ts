@@ -24,7 +24,7 @@ import type {GeoResolver} from '../../geo/geoip.js'
 import {selectUnderRule} from '../../rules/apply.js'
 import type {RuleMatch} from '../../rules/rule.js'
 import {escalationHeader, Verifier} from '../../verify/verifier.js'
-import {clientInfo} from '../../select/index.js'
+import {clientInfo, clientNetwork, outsideOwnTier} from '../../select/index.js'
 import type {SelectOptions} from '../../select/options.js'
 import type {Candidate, ClientInfo, Selection} from '../../select/types.js'
 import {headerSafe} from '../../text.js'
@@ -96,7 +96,7 @@ export class MirrorServer implements RouteServices {
     this.local = new LocalDelivery(options.keeper, this.serverHeader, this, options.indexExclude)
     const limits = options.connections ?? DEFAULT_CONNECTION_SETTINGS
     // Time limits are checked every second (node's default is every 30 s).
-    this.http = http.createServer({maxHeaderSize: 16_384, connectionsCheckingInterval: 1000}, (req, res) => this.handle(req, res))
+    this.http = http.createServer({maxHeaderSize: 16_384, connectionsCheckingInterval: 1000}, (req, res) => this.handle(dropInvalidIfModifiedSince(req), res))
     this.applyTimeouts(limits)
     this.connections = new ConnectionGuard(this.http, limits, this.trusted)
     answerRefusals(this.http)
@@ -258,11 +258,10 @@ export class MirrorServer implements RouteServices {
 
   /**
    * Answers `304 Not Modified` instead of a redirect when the request's `If-Modified-Since`
-   * (RFC 9110 §13.1.3) is at or after the indexed version's mtime, as Mirrorbits does for
-   * redirected files: a caching proxy that holds the file then needs no round trip to a
-   * mirror. A newer version keeps the redirect. With `If-None-Match` the date is ignored
-   * (RFC 9110 §13.2.2) and the redirect stays: mb has no entity tag of its own for a version
-   * that mirrors serve (each mirror sends its own). False when it did not answer.
+   * (RFC 9110 §13.1.3; a future one was dropped by ./conditional.ts) is at or after the indexed
+   * version's mtime, as Mirrorbits does: a caching proxy that holds the file needs no round trip
+   * to a mirror. A newer version keeps the redirect. With `If-None-Match` the date is ignored
+   * (RFC 9110 §13.2.2): mb has no entity tag of its own for a version mirrors serve. False when it did not answer.
    */
   private notModified(ctx: RequestContext, file: FileEntry): boolean {
     const headers = ctx.req.headers
@@ -307,7 +306,6 @@ export class MirrorServer implements RouteServices {
         this.plain(ctx, 405, 'bad_request', 'Method not allowed: use GET or HEAD.', {Allow: 'GET, HEAD'})
         return
       }
-      dropInvalidIfModifiedSince(req.headers, ctx.startedMs)
       if (!parsed.ok) {
         this.plain(ctx, parsed.status, 'bad_request', `Bad request: ${parsed.reason}.`)
         return
@@ -396,7 +394,7 @@ export class MirrorServer implements RouteServices {
       // No mirror: the origin pays for the bytes anyway, so explaining why (which rule
       // excluded the holders) costs little next to it.
       const detail = reason === 'no_mirror' ? this.selectMirrors(ctx, client, file, true).origin?.detail : undefined
-      if (reason === 'no_mirror') this.options.onNoMirror?.(file.path, rule?.rule.record.mirrors)
+      if (reason === 'no_mirror') this.options.onNoMirror?.(file.path, rule?.rule.record.mirrors, clientNetwork(client, this.selectOptions))
       this.deliver(ctx, reason, undefined, detail).catch((error) => this.fail(ctx, error))
       return
     }
@@ -455,6 +453,8 @@ export class MirrorServer implements RouteServices {
     if (rule !== undefined) headers.push('X-MB-Rule', rule.name)
     if (escalated !== undefined) headers.push('X-MB-Escalated', escalated)
     if (ctx.attempt !== 0) headers.push('X-MB-Attempt', attemptText(ctx.attempt))
+    if (rule === undefined && this.options.onOutsideTier !== undefined && outsideOwnTier(best.realm))
+      this.options.onOutsideTier(file.path, client, ctx.snapshot.mirrors, clientNetwork(client, this.selectOptions))
     const providers = this.redirectHeaders
     for (let i = 0; i < providers.length; i++) providers[i](headers, ctx, file, client, selection)
     this.redirects.add({ctx, file, best, headers})
