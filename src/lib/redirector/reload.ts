@@ -73,6 +73,7 @@ export const RESTART_ONLY = [
   'serve.disk_check_seconds',
   'serve.disk_check_watch',
   'serve.push_after',
+  'serve.mirror_only',
   'sync.trace_path',
   'sync.margin_seconds',
   'sync.lag_warning_seconds',
