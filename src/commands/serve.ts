@@ -86,6 +86,7 @@ Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop
         flags: {database_url: f['database-url'], data_dir: f['data-dir'], ...(f.quiet ? {log_level: 'error'} : {}), ...this.configFlags()},
         flagNames: {database_url: 'database-url', data_dir: 'data-dir', ...this.configFlagNames()},
       }).config
+    this.debugStore()
     return runServe(this.mbConfig, {version: this.config.version, readConfig, configFile: configFileLabel(this.loadedConfig)})
   }
 }

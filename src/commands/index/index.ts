@@ -57,6 +57,7 @@ threads (default: all cores), with a progress bar on a TTY.`
       subdir: this.flags.dir,
       tracePath: this.mbConfig.sync.trace_path,
       minRatio: this.mbConfig.index.min_ratio,
+      exclude: this.mbConfig.index.exclude,
       mirrorOnly: this.mbConfig.serve.mirror_only,
       onWarning: (message) => {
         if (!this.flags.quiet && !this.jsonEnabled()) process.stderr.write(`warning: ${message}\n`)

@@ -5,7 +5,7 @@ import {renderTable} from '../../lib/output.js'
 import {nagiosUnknown, nagiosVerdict} from '../../lib/probe/nagios.js'
 import {mirrorLags} from '../../lib/probe/trace.js'
 import {readOriginTrace} from '../../lib/sync/trace.js'
-import {hookFailureMessage, runChangeHook, stateChanges, wentDown} from '../../lib/probe/notify.js'
+import {hookFailureMessage, runChangeHook, stateChanges, startedFailing, wentDown} from '../../lib/probe/notify.js'
 import {probeMirrors, type ProbeRound} from '../../lib/probe/run.js'
 import {checkMirrorContents, type ContentRound} from '../../lib/probe/content-check.js'
 
@@ -24,8 +24,9 @@ default: the check ends as redirect_offsite and the mirror is out of selection),
 (followed, not to private/loopback addresses; the note names the other host) or any. With
 probe.user_agents, each check is also made with those User-Agents and fails when one is
 refused. Exit 0 when the round ran, whatever it found; with --fail-on-down, exit 1 when a
-mirror went from up to down in this round, naming each on stderr (even with --quiet), so
-that cron mails it or a systemd unit fails.
+mirror went from up to down in this round, or was up and failed every check of it (so the
+first failed round alerts, not only the one that takes it out), naming each on stderr (even
+with --quiet), so that cron mails it or a systemd unit fails (contrib/systemd/mb-alert@.service).
 
 probe.on_change names a program run once per state transition of the round, with MB_MIRROR,
 MB_SCOPE (mirror, or a protocol/family such as https/ipv6), MB_PROTOCOL, MB_FAMILY,
@@ -70,7 +71,10 @@ until a scan sees another size or mtime there or a later check passes.
     insecure: Flags.boolean({description: 'accept self-signed or invalid HTTPS certificates (config probe.insecure_tls)'}),
     content: Flags.boolean({description: 'check the bytes of sampled copies against the SHA-1 pieces of the index, instead of health'}),
     budget: Flags.integer({description: 'with --content: bytes fetched per mirror at most (config probe.content_budget_bytes, default 64 MiB)', min: 0}),
-    'fail-on-down': Flags.boolean({description: 'exit 1 when a mirror went from up to down in this round, naming it on stderr even with --quiet (for cron)'}),
+    'fail-on-down': Flags.boolean({
+      description:
+        'exit 1 when a mirror went from up to down in this round, or was up and failed every check of it (the first failed round), naming it on stderr even with --quiet (for cron, systemd OnFailure=)',
+    }),
   }
 
   protected override configFlags(): Record<string, unknown> {
@@ -118,9 +122,11 @@ until a scan sees another size or mtime there or a later check passes.
     this.print(this.renderRound(round))
     if (this.flags['fail-on-down']) {
       const down = wentDown(round)
+      const failing = startedFailing(round)
       // Written whatever --quiet says: telling cron is what the flag is for.
       for (const change of down) process.stderr.write(`mb probe: mirror ${change.mirror} went down (${change.reason})\n`)
-      if (down.length > 0) process.exitCode = 1
+      for (const m of failing) process.stderr.write(`mb probe: mirror ${m.mirror} failed this round (${m.reason}); it goes down after probe.fail_threshold failed rounds in a row\n`)
+      if (down.length > 0 || failing.length > 0) process.exitCode = 1
     }
     return round
   }

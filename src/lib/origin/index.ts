@@ -12,6 +12,7 @@
 import {join} from 'node:path'
 import {type Kysely, sql} from 'kysely'
 import {MbError} from '../errors.js'
+import {pathFilter} from '../glob.js'
 import type {DB} from '../db/schema.js'
 import {type OriginFile, type OriginLink, walkOrigin} from './walk.js'
 import {writeOriginTrace} from '../sync/trace.js'
@@ -69,6 +70,12 @@ export interface IndexOptions {
    * before in its scope is refused (INDEX_TOO_FEW) and changes nothing. Unset or 0: no check.
    */
   minRatio?: number
+  /**
+   * `index.exclude`: picomatch globs (dotfiles matched) on root-relative paths left out of
+   * the index, files and symlinks alike; rows indexed before under them are removed.
+   * Unset: nothing is left out.
+   */
+  exclude?: readonly string[]
   /** `serve.mirror_only`: globs whose files, gone from the tree, stay indexed while a mirror holds them (./mirror-only.ts). */
   mirrorOnly?: readonly string[]
 }
@@ -184,8 +191,7 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
       )
       pending = []
     }
-    for await (const file of walkOrigin(root, {subdir, onWarning, onUnreadableDir: (p) => unreadable.push(p), onLink: (link) => links.push(link)})) {
-      if (file.path === options.tracePath) continue
+    for await (const file of keptFiles(root, subdir, options, {links, unreadable, onWarning})) {
       files++
       bytes += file.size
       const old = existing.get(file.path)
@@ -212,6 +218,26 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
   })
   const trace = options.tracePath === undefined ? null : await writeTraceAfterIndex(root, options.tracePath, onWarning)
   return {root, subdir, files, added, changed, removed, mirrorOnly, unchanged, bytes, links: links.length, seconds: Math.round((performance.now() - started) / 10) / 100, warnings, trace}
+}
+
+/**
+ * The walk of {@link indexOrigin}: the tree's files under `subdir` that the index keeps (not
+ * the sync trace, nothing `index.exclude` leaves out), and likewise its symlinks, into
+ * `into.links`; the directories that could not be read into `into.unreadable`.
+ */
+async function* keptFiles(
+  root: string,
+  subdir: string,
+  options: Pick<IndexOptions, 'tracePath' | 'exclude'>,
+  into: {links: OriginLink[]; unreadable: string[]; onWarning: (message: string) => void},
+): AsyncGenerator<OriginFile> {
+  const kept = pathFilter([], [...(options.exclude ?? [])])
+  const onLink = (link: OriginLink) => {
+    if (kept(link.path)) into.links.push(link)
+  }
+  for await (const file of walkOrigin(root, {subdir, onWarning: into.onWarning, onUnreadableDir: (p) => into.unreadable.push(p), onLink})) {
+    if (file.path !== options.tracePath && kept(file.path)) yield file
+  }
 }
 
 /**

@@ -43,11 +43,11 @@ export type RedirectPolicy = (typeof REDIRECT_POLICIES)[number]
 export const ProbeConfigSchema = z
   .object({
     sentinel: z.string().min(1).optional().describe("Path below every mirror's base URL to request instead of the smallest scanned file."),
-    connect_timeout: z.number().positive().default(5).describe('Seconds to establish the TCP connection and TLS handshake.'),
-    timeout: z.number().positive().default(15).describe('Seconds for a whole check (all redirect hops) before it counts as `timeout`.'),
+    connect_timeout: z.number().positive().max(300).default(5).describe('Seconds to establish the TCP connection and TLS handshake.'),
+    timeout: z.number().positive().max(3600).default(15).describe('Seconds for a whole check (all redirect hops) before it counts as `timeout`.'),
     fail_threshold: z.number().int().min(1).max(100).default(2).describe('Consecutive failures before a protocol/family (and the mirror) is marked down.'),
     ok_threshold: z.number().int().min(1).max(100).default(2).describe('Consecutive successes before a down protocol/family is marked up again.'),
-    rescan_after_seconds: z.number().int().min(0).default(86400).describe('A mirror down for longer than this (seconds) needs a fresh scan when it comes back.'),
+    rescan_after_seconds: z.number().int().min(0).max(31_536_000).default(86400).describe('A mirror down for longer than this (seconds) needs a fresh scan when it comes back.'),
     insecure_tls: z.boolean().default(false).describe('Accept self-signed or otherwise invalid HTTPS certificates (`--insecure`).'),
     redirects: z
       .enum(REDIRECT_POLICIES)
@@ -77,12 +77,14 @@ export const ProbeConfigSchema = z
       .number()
       .int()
       .min(0)
+      .max(2 ** 40)
       .default(64 * 1024 * 1024)
       .describe('Bytes `mb probe --content` fetches from each mirror per round at most (one SHA-1 piece per checked copy; `--budget`); for the background checks of `mb serve`, per mirror and hour.'),
     suspect_bad_copies: z
       .number()
       .int()
       .min(0)
+      .max(1_000_000)
       .default(10)
       .describe(
         'Corrupt copies (found by content checks) that make a mirror suspect, out of selection as after a refused scan, until a content round finds fewer or `mb mirror edit NAME --trust-scan`; 0 = never.',
@@ -90,6 +92,7 @@ export const ProbeConfigSchema = z
     content_interval_seconds: z
       .number()
       .min(0)
+      .max(2_592_000)
       .default(3600)
       .describe(
         'Seconds between the background content checks of `mb serve` (src/lib/probe/background-content.ts), each within its share of `content_budget_bytes` per mirror and hour; the first runs at start when the last round (of any replica) is that old; 0 = off (run `mb probe --content` from cron instead).',

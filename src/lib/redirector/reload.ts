@@ -73,6 +73,7 @@ export const RESTART_ONLY = [
   'serve.disk_check_seconds',
   'serve.disk_check_watch',
   'serve.push_after',
+  'serve.mirror_only',
   'sync.trace_path',
   'sync.margin_seconds',
   'sync.lag_warning_seconds',
@@ -201,10 +202,27 @@ async function reloadNow(target: Reloadable): Promise<ReloadResult> {
       applied = true
     }
   } catch (error) {
-    target.logger.error({err: errorMessage(error)}, 'reload: the new settings cannot be applied; the running settings stay in effect')
+    // reconfigure() may have applied part of the new settings before it threw: put the running ones back, so the log line is true.
+    const kept = restoreSettings(target)
+    target.logger.error(
+      {err: errorMessage(error)},
+      kept
+        ? 'reload: the new settings cannot be applied; the running settings stay in effect'
+        : 'reload: the new settings cannot be applied, and the running ones could not be restored: restart mb serve',
+    )
   }
   if (geo) geoFollowers.get(target)?.()
   return finishReload(target, {config: applied, geo: geo !== undefined, restart})
+}
+
+/** Applies the running configuration again (after a reconfigure that failed half-way). @returns false when that fails too */
+function restoreSettings(target: Reloadable): boolean {
+  try {
+    target.server.reconfigure(serverSettings(target.config, target.geo))
+    return true
+  } catch {
+    return false
+  }
 }
 
 /**

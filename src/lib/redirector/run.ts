@@ -5,11 +5,10 @@
  *
  * Start: the database (opened and shared here unless one is given), with `database_read_url`
  * the standby the snapshot is read from (everything else, counts included, goes to the
- * primary), the snapshot keeper,
- * GeoIP, the metrics, the download statistics (collector, flusher, retention job) and the
- * access log, the HTTP server with its routes, redirect-header providers and observers, its
- * listener, the origin watch, the background probes. Every observer is registered before the
- * listener opens, so that no request goes uncounted.
+ * primary), the snapshot keeper, GeoIP, the metrics, the download statistics (collector,
+ * flusher, retention job) and the access log, the HTTP server with its routes, redirect-header
+ * providers and observers, its listener, the origin watch, the background probes. Every
+ * observer is registered before the listener opens, so that no request goes uncounted.
  *
  * Stop (SIGINT/SIGTERM, or a failed start, for whatever was started): the probes, the
  * listener (draining connections), the watch, the re-indexing of changed files (src/lib/origin/reindex.ts), the retention job, the last statistics flush,
@@ -45,10 +44,10 @@ import {startDailyPrune} from '../stats/prune.js'
 import {reportLastFlush, type StatsFlusher, startStatsFlusher} from '../stats/flusher.js'
 import {type AccessLog, openAccessLog} from '../operator/access-log.js'
 import {isWorker, releaseWorker, runPrimary, untilStopSignal, workerId} from './cluster.js'
-import {checkPidFile, removePidFile, SERVE_TITLE, writePidFile} from './pid-file.js'
+import {checkPidFile, removePidFile, SERVE_TITLE, writePidFile, writePidFileLogged} from './pid-file.js'
 import {relayRetries, shareRetries} from './retry-share.js'
 import {SnapshotKeeper} from '../serve/snapshot/keeper.js'
-import {httpUrl, inheritedSocket, type ListenTarget, parseListen} from '../serve/delivery/listen.js'
+import {httpUrl, inheritedSocket, type ListenTarget, parseListen, primarySocket, primarySocketEnv} from '../serve/delivery/listen.js'
 import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type ServeMetrics, startMetricsServer} from '../operator/metrics.js'
 import {type ReloadResult, needsRestart, onReloadSignal, reloadServer, serverSettings, watchGeo} from './reload.js'
 import {NetworkView, mirrorSamples} from '../operator/network.js'
@@ -87,8 +86,8 @@ export async function runServe(config: Config, runtime: ServeRuntime = {}): Prom
     if (!config.database_url)
       throw new UsageError('--workers needs PostgreSQL (MB_DATABASE_URL or --database-url): the embedded store allows one process. Drop --workers or use PostgreSQL.', 'WORKERS_NEED_POSTGRES')
     parseListen(config.serve.listen)
-    if (inheritedSocket())
-      throw new UsageError('--workers cannot take a listening socket from systemd (mb-serve.socket): run one process with the socket unit, or --workers without it.', 'INVALID_LISTEN')
+    // A socket from systemd (mb-serve.socket) is held here and shared with the workers: restarts keep it open.
+    const socket = inheritedSocket()
     const pidFile = config.serve.pid_file
     if (pidFile) checkPidFile(pidFile)
     process.title = `${SERVE_TITLE}: primary`
@@ -101,7 +100,7 @@ export async function runServe(config: Config, runtime: ServeRuntime = {}): Prom
       metricsListen: config.serve.metrics_listen,
       onReload: () => primaryReload(config, runtime, logger),
       // The primary's address wins over a config file changed since (flags are the same).
-      workerEnv: {MB_LISTEN: config.serve.listen},
+      workerEnv: {MB_LISTEN: config.serve.listen, ...(socket && primarySocketEnv(socket))},
       onListening: pidFile ? () => writePidFileLogged(pidFile, logger) : undefined,
     })
     if (pidFile) removePidFile(pidFile)
@@ -134,20 +133,6 @@ export async function runServe(config: Config, runtime: ServeRuntime = {}): Prom
   if (pidFile) removePidFile(pidFile)
   releaseWorker()
   return {url: running.url, stopped: true}
-}
-
-/**
- * The primary writes its pid file once a worker listens. A failure there (another server
- * took the file meanwhile) is logged: the workers already serve, and stopping them would
- * drop requests; the operator is told the file is not this server's.
- */
-function writePidFileLogged(pidFile: string, logger: Logger): void {
-  try {
-    writePidFile(pidFile)
-    logger.info({pidFile, pid: process.pid}, 'pid file written')
-  } catch (error) {
-    logger.error({pidFile, err: errorMessage(error)}, 'the pid file cannot be written; `mb serve reload|stop|upgrade` will not find this server')
-  }
 }
 
 /** The primary's part of a SIGHUP: it serves nothing itself, so it only says which of its own settings changed. */
@@ -219,7 +204,7 @@ export async function startServe(config: Config, options: {database?: Database; 
   if (config.serve.push_after > 0 && !config.serve.watch)
     throw new UsageError('--push-after (serve.push_after) needs --watch (serve.watch): the quiet time is measured from the changes the watch sees.', 'USAGE')
   // A socket systemd passed (mb-serve.socket) stays open while this process restarts.
-  const target: ListenTarget = inheritedSocket() ?? parseListen(config.serve.listen)
+  const target: ListenTarget = inheritedSocket() ?? primarySocket() ?? parseListen(config.serve.listen)
   const parts: Parts = {logger: options.logger ?? createLogger(config.log_level), ownsDatabase: options.database === undefined, listening: false}
   let closing: Promise<void> | undefined
   const close = () => (closing ??= stopParts(parts))
@@ -286,7 +271,9 @@ function recordRepomd(database: Database, root: string, change: RepomdChange, lo
  * process, so that its work never holds up the requests this thread answers.
  */
 async function openSharedDatabase(config: Config): Promise<Database> {
-  return openDatabase({url: config.database_url, dataDir: config.data_dir, socketGroup: config.socket_group, create: true, share: true, keepConnection: true})
+  // --quiet (log level error or above): a new store is created without the line that says so.
+  const quiet = ['error', 'fatal', 'silent'].includes(config.log_level)
+  return openDatabase({url: config.database_url, dataDir: config.data_dir, socketGroup: config.socket_group, create: true, share: true, keepConnection: true, quiet})
 }
 
 /** Loads the first snapshot and keeps it fresh. @throws MbError `SNAPSHOT_FAILED` */
@@ -299,14 +286,15 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
 }
 
 /**
- * The HTTP server with its routes (the origin form of ../delivery/origin-form.ts first) and
- * redirect-header providers: `Link: rel=duplicate` alternatives (the mirrors', then the
+ * The HTTP server with its routes (the origin form of ../serve/delivery/origin-form.ts first)
+ * and redirect-header providers: `Link: rel=duplicate` alternatives (the mirrors', then the
  * origin's direct URL), then the Metalink/HTTP `Link: rel=describedby` (the meta4, then the
  * .torrent), `Digest` and the signature's `Link` (src/lib/metalink/redirect-headers.ts;
- * src/lib/metalink/routes.ts answers metalinks, hash
- * files, mirror lists, the BitTorrent and zsync files of src/lib/metalink/formats.ts, and
- * by `Accept`: redirects say `Vary: Accept`); they only read `database`. `hooks.onIndexStale` hears of indexed files found
- * changed on disk (`serve.disk_check_seconds`), `hooks.onNoMirror` of files no mirror holds and `hooks.onOutsideTier` of redirects that leave the client's tier (the scans on demand).
+ * src/lib/metalink/routes.ts answers metalinks, hash files, mirror lists, the BitTorrent and
+ * zsync files of src/lib/metalink/formats.ts, and by `Accept`: redirects say `Vary: Accept`);
+ * they only read `database`. `hooks.onIndexStale` hears of indexed files found changed on disk
+ * (`serve.disk_check_seconds`), `hooks.onNoMirror` of files no mirror holds and
+ * `hooks.onOutsideTier` of redirects that leave the client's tier (the scans on demand).
  */
 function createServer(
   config: Config,
@@ -319,7 +307,8 @@ function createServer(
   hooks: Pick<ServerOptions, 'onIndexStale' | 'onNoMirror' | 'onOutsideTier'>,
 ): MirrorServer {
   const settings = serverSettings(config, geo)
-  const server = new MirrorServer({...settings, root, keeper, logger, version, diskCheckSeconds: config.serve.disk_check_seconds, diskCheckWatch: config.serve.disk_check_watch, ...hooks})
+  const disk = {indexExclude: config.index.exclude, diskCheckSeconds: config.serve.disk_check_seconds, diskCheckWatch: config.serve.disk_check_watch}
+  const server = new MirrorServer({...settings, root, keeper, logger, version, ...disk, ...hooks})
   const baseUrls = new BaseUrls(config.serve.public_url, config.serve.origin_url)
   // First: a path in the origin form is the origin's, whatever another route would make of it.
   server.addRoute(originRoute(server))

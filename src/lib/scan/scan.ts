@@ -78,7 +78,7 @@ export interface ScanAttempt {
 }
 
 /** The outcome for one mirror, as `mb scan --json` prints it. */
-export interface ScanMirrorResult extends Pick<ReconcileResult, 'mirror' | 'files' | 'matched' | 'stale' | 'missing' | 'previous' | 'added' | 'removed' | 'enabled' | 'seconds'> {
+export interface ScanMirrorResult extends Pick<ReconcileResult, 'mirror' | 'files' | 'matched' | 'stale' | 'missing' | 'previous' | 'added' | 'removed' | 'enabled' | 'enabledByScan' | 'seconds'> {
   ok: boolean
   /** Protocol whose listing was used (null when all failed). */
   protocol: Protocol | null
@@ -219,10 +219,26 @@ function listAndReconcile(database: Database, mirror: MirrorRow, plan: ScanScope
 }
 
 function succeeded(mirror: MirrorRow, protocol: Protocol, result: ReconcileResult, attempts: ScanAttempt[], seconds: number): ScanMirrorResult {
-  const {files, matched, stale, missing, previous, added, removed, enabled} = result
-  return {mirror: mirror.identifier, ok: true, protocol, files, matched, stale, missing, previous, added, removed, enabled, seconds, error: null, attempts}
+  const {files, matched, stale, missing, previous, added, removed, enabled, enabledByScan} = result
+  return {mirror: mirror.identifier, ok: true, protocol, files, matched, stale, missing, previous, added, removed, enabled, enabledByScan, seconds, error: null, attempts}
 }
 
 function failed(mirror: MirrorRow, reason: string, attempts: ScanAttempt[], seconds: number): ScanMirrorResult {
-  return {mirror: mirror.identifier, ok: false, protocol: null, files: 0, matched: 0, stale: 0, missing: 0, previous: 0, added: 0, removed: 0, enabled: false, seconds, error: reason, attempts}
+  return {
+    mirror: mirror.identifier,
+    ok: false,
+    protocol: null,
+    files: 0,
+    matched: 0,
+    stale: 0,
+    missing: 0,
+    previous: 0,
+    added: 0,
+    removed: 0,
+    enabled: mirror.enabled,
+    enabledByScan: false,
+    seconds,
+    error: reason,
+    attempts,
+  }
 }

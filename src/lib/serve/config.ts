@@ -73,6 +73,7 @@ export const ServeConfigSchema = z
     push_after: z.coerce
       .number()
       .min(0)
+      .max(86_400)
       .default(0)
       .describe('With `watch`, push the origin to every push mirror once it has been quiet this many seconds after a change (src/lib/push/after.ts); 0 = off.'),
     workers: z.coerce.number().int().min(1).max(64).default(1).describe('Worker processes (node:cluster); 1 = a single process.'),
@@ -103,9 +104,15 @@ export const ServeConfigSchema = z
       .optional()
       .describe('File `mb serve` writes its process id to once it listens (removed on exit), for `mb serve reload|stop|upgrade` without systemd (src/lib/redirector/pid-file.ts).'),
     metrics_listen: z.string().min(1).optional().describe('HOST:PORT of the separate Prometheus listener (`GET /metrics`, src/lib/operator/metrics.ts).'),
-    probe_interval: z.coerce.number().min(0).default(0).describe('Seconds between background probe rounds inside `mb serve` (src/lib/probe/background.ts); 0 = off.'),
-    max_connections: z.coerce.number().int().min(1).optional().describe('Open client connections at most, per process (src/lib/serve/delivery/connections.ts); unset = half the open-file limit.'),
-    max_connections_per_client: z.coerce.number().int().min(1).default(64).describe('Open connections per client address (TCP peer; IPv6 by /64) at most; trusted proxies are exempt.'),
+    probe_interval: z.coerce.number().min(0).max(86_400).default(0).describe('Seconds between background probe rounds inside `mb serve` (src/lib/probe/background.ts); 0 = off.'),
+    max_connections: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(1_000_000)
+      .optional()
+      .describe('Open client connections at most, per process (src/lib/serve/delivery/connections.ts); unset = half the open-file limit.'),
+    max_connections_per_client: z.coerce.number().int().min(1).max(1_000_000).default(64).describe('Open connections per client address (TCP peer; IPv6 by /64) at most; trusted proxies are exempt.'),
     header_timeout: z.coerce.number().min(1).max(300).default(10).describe('Seconds a client has to send a complete request header.'),
     keep_alive_timeout: z.coerce.number().min(0.1).max(300).default(5).describe('Seconds an idle keep-alive connection stays open.'),
     public_url: publicUrl

@@ -44,6 +44,7 @@ import {TurnBatch} from './turn-batch.js'
 import {rankOfAttempt} from '../../select/retry.js'
 import {Retries, attemptText, retryStep, selectionForAttempt} from './retry.js'
 import {answerRefusals} from './refusals.js'
+import {dropInvalidIfModifiedSince} from './conditional.js'
 
 /** A `302 Found` built and not written yet: its request, file, chosen mirror and header lines. */
 interface PendingRedirect {
@@ -92,10 +93,10 @@ export class MirrorServer implements RouteServices {
     this.retries = new Retries(options.selectOptions)
     this.serverHeader = options.version === undefined ? undefined : `mb/${headerSafe(options.version)}`
     this.reporter = new RequestReporter(options.logger, (ctx) => this.client(ctx))
-    this.local = new LocalDelivery(options.keeper, this.serverHeader, this)
+    this.local = new LocalDelivery(options.keeper, this.serverHeader, this, options.indexExclude)
     const limits = options.connections ?? DEFAULT_CONNECTION_SETTINGS
     // Time limits are checked every second (node's default is every 30 s).
-    this.http = http.createServer({maxHeaderSize: 16_384, connectionsCheckingInterval: 1000}, (req, res) => this.handle(req, res))
+    this.http = http.createServer({maxHeaderSize: 16_384, connectionsCheckingInterval: 1000}, (req, res) => this.handle(dropInvalidIfModifiedSince(req), res))
     this.applyTimeouts(limits)
     this.connections = new ConnectionGuard(this.http, limits, this.trusted)
     answerRefusals(this.http)
@@ -257,11 +258,10 @@ export class MirrorServer implements RouteServices {
 
   /**
    * Answers `304 Not Modified` instead of a redirect when the request's `If-Modified-Since`
-   * (RFC 9110 §13.1.3) is at or after the indexed version's mtime, as Mirrorbits does for
-   * redirected files: a caching proxy that holds the file then needs no round trip to a
-   * mirror. A newer version keeps the redirect. With `If-None-Match` the date is ignored
-   * (RFC 9110 §13.2.2) and the redirect stays: mb has no entity tag of its own for a version
-   * that mirrors serve (each mirror sends its own). False when it did not answer.
+   * (RFC 9110 §13.1.3; a future one was dropped by ./conditional.ts) is at or after the indexed
+   * version's mtime, as Mirrorbits does: a caching proxy that holds the file needs no round trip
+   * to a mirror. A newer version keeps the redirect. With `If-None-Match` the date is ignored
+   * (RFC 9110 §13.2.2): mb has no entity tag of its own for a version mirrors serve. False when it did not answer.
    */
   private notModified(ctx: RequestContext, file: FileEntry): boolean {
     const headers = ctx.req.headers

@@ -26,6 +26,8 @@ export interface ServerOptions {
   countryQuery?: CountryQueryTrust
   /** Connection caps and time limits (default: {@link DEFAULT_CONNECTION_SETTINGS}). */
   connections?: ConnectionSettings
+  /** `index.exclude`: globs on root-relative paths never delivered from disk nor listed, as if absent (default none). */
+  indexExclude?: readonly string[]
   /** Sent as `Server: mb/VERSION` on every answer (RFC 9110 §10.2.4); none when absent. */
   version?: string
   /** Verified redirects (src/lib/verify); undefined = off. */
