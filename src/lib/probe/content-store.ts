@@ -73,10 +73,15 @@ export async function roundSample(db: Kysely<DB>, budgetBytes: number): Promise<
   return {recent: recent.rows, random: random.rows}
 }
 
+/** Days of `stats_daily` whose downloads order copies of one mtime. */
+const DOWNLOAD_DAYS = 7
+
 /**
  * The candidate lists of mirror `mirrorId` for a round of `budgetBytes`: its corrupt copies
- * at the files' current versions, and the files of the round's `sample` its set holds, the
- * most recently changed first and in random order (as many as the budget could need).
+ * at the files' current versions, and the files of the round's `sample` its set holds (as
+ * many of the newest and of the random ones as the budget could need), each with its check
+ * state at the current version (`mirror_file_check`) and its downloads from the mirror in
+ * the last {@link DOWNLOAD_DAYS} days (`stats_daily`).
  * @throws what the database driver throws
  */
 export async function contentCandidates(db: Kysely<DB>, mirrorId: number, budgetBytes: number, sample: RoundSample): Promise<CandidateLists> {
@@ -86,26 +91,113 @@ export async function contentCandidates(db: Kysely<DB>, mirrorId: number, budget
     SELECT f.id, f.path, f.size, f.mtime, f.piece_size, b.piece FROM mirror_file_bad b JOIN file f ON f.id = b.file_id
     WHERE b.mirror_id = ${M}::smallint AND b.size = f.size AND b.mtime = f.mtime AND ${HASHED}
     ORDER BY b.found_at LIMIT ${MAX_CANDIDATES}`.execute(db)
-  const held = (rows: SampleRow[]) =>
-    rows
-      .filter((r) => r.mirrors.includes(M))
-      .slice(0, n)
-      .map(candidate)
-  return {bad: bad.rows.map(candidate), recent: held(sample.recent), random: held(sample.random)}
+  const held = new Map<number, ContentCandidate>()
+  for (const rows of [sample.recent, sample.random]) {
+    for (const r of rows.filter((r) => r.mirrors.includes(M)).slice(0, n)) held.set(Number(r.id), candidate(r))
+  }
+  await addCheckState(db, M, [...held.values()])
+  return {bad: bad.rows.map(candidate), held: [...held.values()]}
+}
+
+/** Sets `nextPiece`, `wholeAt` and `downloads` of `candidates` on mirror `M` (two statements by primary key and index). */
+async function addCheckState(db: Kysely<DB>, M: number, candidates: ContentCandidate[]): Promise<void> {
+  if (candidates.length === 0) return
+  const byId = new Map(candidates.map((c) => [c.fileId, c]))
+  const checks = await sql<{file_id: number; next_piece: number; whole_at: Date | null}>`
+    SELECT c.file_id, c.next_piece, c.whole_at FROM mirror_file_check c JOIN file f ON f.id = c.file_id AND f.size = c.size AND f.mtime = c.mtime
+    WHERE c.mirror_id = ${M}::smallint AND c.file_id = ANY(${[...byId.keys()]}::int[])`.execute(db)
+  for (const r of checks.rows) {
+    const c = byId.get(Number(r.file_id))
+    if (!c) continue
+    c.nextPiece = Number(r.next_piece)
+    if (r.whole_at) c.wholeAt = new Date(r.whole_at).getTime()
+  }
+  const byPath = new Map(candidates.map((c) => [c.path, c]))
+  const downloads = await sql<{path: string; n: string | number}>`
+    SELECT path, sum(downloads) AS n FROM stats_daily
+    WHERE mirror_id = ${M}::smallint AND path = ANY(${[...byPath.keys()]}::text[]) AND day >= (now() AT TIME ZONE 'UTC')::date - ${DOWNLOAD_DAYS}::int
+    GROUP BY path`.execute(db)
+  for (const r of downloads.rows) {
+    const c = byPath.get(r.path)
+    if (c) c.downloads = Number(r.n)
+  }
+}
+
+/** One copy to check at once (a client retried away from it): its candidate with its check state, or undefined when the mirror does not hold the file's hashed current version. */
+export async function copyCandidate(db: Kysely<DB>, mirrorId: number, path: string): Promise<ContentCandidate | undefined> {
+  const M = mirrorId
+  const rows = await sql<CandidateRow>`
+    SELECT f.id, f.path, f.size, f.mtime, f.piece_size, b.piece FROM file f
+    LEFT JOIN mirror_file_bad b ON b.file_id = f.id AND b.mirror_id = ${M}::smallint AND b.size = f.size AND b.mtime = f.mtime
+    WHERE f.path = ${path} AND ${HASHED} AND (${M}::smallint = ANY(f.mirrors) OR b.file_id IS NOT NULL)`.execute(db)
+  const row = rows.rows[0]
+  if (row === undefined) return undefined
+  const c = candidate(row)
+  await addCheckState(db, M, [c])
+  return c
 }
 
 /**
- * The index's hex SHA-1 of each `(fileId, piece)`, keyed `fileId:piece`, for the files whose
- * version is still `size`/`mtime` as planned (a file the index changed since is left out).
+ * The index's hex SHA-1 of each piece of each planned span, keyed by file id, for the files
+ * whose version is still `size`/`mtime` as planned (a file the index changed since is left out).
  */
-export async function pieceDigests(db: Kysely<DB>, wanted: Array<{fileId: number; piece: number; size: number; mtime: number}>): Promise<Map<string, string>> {
+export async function pieceDigests(db: Kysely<DB>, wanted: Array<{fileId: number; piece: number; pieces: number; size: number; mtime: number}>): Promise<Map<number, string[]>> {
   if (wanted.length === 0) return new Map()
-  const rows = await sql<{id: number; piece: number; digest: string}>`
-    SELECT f.id, p.piece, substr(f.sha1_pieces, p.piece * 40 + 1, 40) AS digest
-    FROM unnest(${wanted.map((w) => w.fileId)}::int[], ${wanted.map((w) => w.piece)}::int[], ${wanted.map((w) => w.size)}::bigint[], ${wanted.map((w) => w.mtime)}::bigint[]) AS p(id, piece, size, mtime)
+  const rows = await sql<{id: number; pieces: number; digests: string}>`
+    SELECT f.id, p.pieces, substr(f.sha1_pieces, p.piece * 40 + 1, p.pieces * 40) AS digests
+    FROM unnest(${wanted.map((w) => w.fileId)}::int[], ${wanted.map((w) => w.piece)}::int[], ${wanted.map((w) => w.pieces)}::int[], ${wanted.map((w) => w.size)}::bigint[], ${wanted.map((w) => w.mtime)}::bigint[]) AS p(id, piece, pieces, size, mtime)
     JOIN file f ON f.id = p.id AND f.size = p.size AND f.mtime = p.mtime
     WHERE ${HASHED}`.execute(db)
-  return new Map(rows.rows.filter((r) => r.digest?.length === 40).map((r) => [`${r.id}:${r.piece}`, r.digest.toLowerCase()]))
+  const digests = new Map<number, string[]>()
+  for (const r of rows.rows) {
+    const text = (r.digests ?? '').toLowerCase()
+    if (text.length !== Number(r.pieces) * 40) continue
+    digests.set(Number(r.id), Array.from({length: Number(r.pieces)}, (_, i) => text.slice(i * 40, i * 40 + 40)))
+  }
+  return digests
+}
+
+/**
+ * What a check read of one copy, to record in `mirror_file_check` (migration 0032): the copy
+ * of `fileId` at version `size`/`mtime` (bytes, Unix seconds). `read` = pieces were judged
+ * (`nextPiece` is where the next check starts, `whole` = this check completed a pass with
+ * every piece matching, `corrupt` = a piece did not match); `unchecked` = the reason a check
+ * could not judge (part of) the copy.
+ */
+export interface CheckRecord {
+  fileId: number
+  size: number
+  mtime: number
+  read: boolean
+  nextPiece: number
+  whole: boolean
+  corrupt: boolean
+  unchecked?: string
+}
+
+/**
+ * Writes `records` of mirror `mirrorId` in the caller's transaction. A row of another version
+ * starts afresh; an unchecked record keeps the cursor and the last whole check; a corrupt one
+ * clears the last whole check (the copy is checked whole again once it passes).
+ */
+export async function recordChecks(trx: Kysely<DB>, mirrorId: number, records: CheckRecord[]): Promise<void> {
+  if (records.length === 0) return
+  const M = mirrorId
+  const same = sql`c.size = excluded.size AND c.mtime = excluded.mtime`
+  await sql`
+    INSERT INTO mirror_file_check AS c (mirror_id, file_id, size, mtime, next_piece, checked_at, whole_at, unchecked_at, unchecked_reason)
+    SELECT ${M}::smallint, p.id, p.size, p.mtime, p.next, CASE WHEN p.read THEN now() END, CASE WHEN p.whole THEN now() END, CASE WHEN p.reason IS NOT NULL THEN now() END, p.reason
+    FROM unnest(${records.map((r) => r.fileId)}::int[], ${records.map((r) => r.size)}::bigint[], ${records.map((r) => r.mtime)}::bigint[], ${records.map((r) => r.nextPiece)}::int[],
+      ${records.map((r) => r.read)}::bool[], ${records.map((r) => r.whole)}::bool[], ${records.map((r) => r.unchecked ?? null)}::text[]) AS p(id, size, mtime, next, read, whole, reason)
+    JOIN file f ON f.id = p.id AND f.size = p.size AND f.mtime = p.mtime
+    ON CONFLICT (mirror_id, file_id) DO UPDATE SET size = excluded.size, mtime = excluded.mtime,
+      next_piece = CASE WHEN excluded.checked_at IS NOT NULL THEN excluded.next_piece WHEN ${same} THEN c.next_piece ELSE 0 END,
+      checked_at = coalesce(excluded.checked_at, CASE WHEN ${same} THEN c.checked_at END),
+      whole_at = coalesce(excluded.whole_at, CASE WHEN ${same} THEN c.whole_at END),
+      unchecked_at = coalesce(excluded.unchecked_at, CASE WHEN ${same} THEN c.unchecked_at END),
+      unchecked_reason = CASE WHEN excluded.unchecked_at IS NOT NULL THEN excluded.unchecked_reason WHEN ${same} THEN c.unchecked_reason END`.execute(trx)
+  const corrupt = records.filter((r) => r.corrupt).map((r) => r.fileId)
+  if (corrupt.length > 0) await sql`UPDATE mirror_file_check SET whole_at = NULL WHERE mirror_id = ${M}::smallint AND file_id = ANY(${corrupt}::int[])`.execute(trx)
 }
 
 /** A verdict to record: the copy of `fileId` at version `size`/`mtime` (bytes, Unix seconds). */
