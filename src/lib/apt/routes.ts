@@ -56,9 +56,9 @@ function aptTarget(ctx: Pick<RequestContext, 'path' | 'slash' | 'file'>): AptTar
 
 /**
  * Ids of the mirrors holding the current `dists/*\/InRelease` or `dists/*\/Release` under
- * `dir`, less those with a copy under `dir` that content checks found corrupt: apt stops at
- * a hash mismatch instead of trying the next mirror, so one bad `.deb` makes the whole
- * mirror bad for the archive's apt clients.
+ * `dir`, less those with a copy under `dir` that content checks found corrupt
+ * ({@link Snapshot.withoutBadCopiesUnder}): apt stops at a hash mismatch instead of trying the
+ * next mirror, so one bad `.deb` makes the whole mirror bad for the archive's apt clients.
  */
 export function releaseHolders(snapshot: Snapshot, dir: string): Int16Array {
   const prefix = `${dir}dists/`
@@ -69,8 +69,7 @@ export function releaseHolders(snapshot: Snapshot, dir: string): Int16Array {
     if (path.indexOf('/', prefix.length) !== path.lastIndexOf('/')) continue
     for (const id of snapshot.files.get(path)?.mirrors ?? []) ids.add(id)
   }
-  for (const id of ids) if (snapshot.hasBadCopyUnder(id, dir)) ids.delete(id)
-  return Int16Array.from(ids)
+  return snapshot.withoutBadCopiesUnder(ids, dir)
 }
 
 /**
