@@ -96,6 +96,18 @@ function render(f: FileLookup): string {
       ]),
     )
   }
+  if (f.checks.length > 0) {
+    lines.push('content checks (pieces of the current pass read and matching; whole = the last pass that read every piece):')
+    lines.push(
+      renderTable(f.checks, [
+        {header: 'mirror', get: (c) => c.identifier},
+        {header: 'pieces read', get: (c) => `${c.pieces_read}/${c.pieces}`},
+        {header: 'checked (UTC)', get: (c) => c.checked_at},
+        {header: 'whole (UTC)', get: (c) => c.whole_at},
+        {header: 'unchecked', get: (c) => (c.unchecked_at === null ? null : `${c.unchecked_at}: ${c.unchecked_reason}`)},
+      ]),
+    )
+  }
   const e = f.explain
   if (e) {
     const located = e.client.country === null && e.client.continent === null ? ['location unknown'] : [e.client.country ?? 'country unknown', e.client.continent ?? 'continent unknown']

@@ -285,3 +285,78 @@ export async function recordContentVerdicts(trx: Kysely<DB>, mirrorId: number, c
   }
   return {marked, cleared}
 }
+
+/**
+ * What content checks recorded of one copy (`mirror_file_check`, at the file's current
+ * version), as `mb file lookup` shows it: times ISO 8601 UTC (null = never).
+ */
+export interface CopyCheck {
+  mirror_id: number
+  /** Pieces of the current pass read and matching (the next check starts at this piece), of `pieces`. */
+  pieces_read: number
+  pieces: number
+  /** The last check that read pieces; the last pass that read every piece and found them matching. */
+  checked_at: string | null
+  whole_at: string | null
+  /** The last check the mirror's answer could not judge, and why. */
+  unchecked_at: string | null
+  unchecked_reason: string | null
+}
+
+const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString())
+
+/** The check records of the files `fileIds` at their current versions: file id → records, by mirror id. */
+export async function copyChecks(db: Kysely<DB>, fileIds: number[]): Promise<Map<number, CopyCheck[]>> {
+  const byFile = new Map<number, CopyCheck[]>()
+  if (fileIds.length === 0) return byFile
+  const rows = await sql<{file_id: number; mirror_id: number; next_piece: number; pieces: number; checked_at: Date | null; whole_at: Date | null; unchecked_at: Date | null; unchecked_reason: string | null}>`
+    SELECT c.file_id, c.mirror_id, c.next_piece, CASE WHEN f.piece_size > 0 THEN ceil(f.size::float8 / f.piece_size)::int ELSE 0 END AS pieces,
+      c.checked_at, c.whole_at, c.unchecked_at, c.unchecked_reason
+    FROM mirror_file_check c JOIN file f ON f.id = c.file_id AND f.size = c.size AND f.mtime = c.mtime
+    WHERE c.file_id = ANY(${fileIds}::int[]) ORDER BY c.file_id, c.mirror_id`.execute(db)
+  for (const r of rows.rows) {
+    const list = byFile.get(Number(r.file_id)) ?? []
+    byFile.set(Number(r.file_id), list)
+    list.push({
+      mirror_id: Number(r.mirror_id),
+      pieces_read: Number(r.next_piece),
+      pieces: Number(r.pieces),
+      checked_at: iso(r.checked_at),
+      whole_at: iso(r.whole_at),
+      unchecked_at: iso(r.unchecked_at),
+      unchecked_reason: r.unchecked_reason,
+    })
+  }
+  return byFile
+}
+
+/** A mirror's content checks in numbers (`mb mirror show`): copies it holds with SHA-1 pieces, those checked whole at their current version, the last check, and the copies whose last check could not judge them. */
+export interface MirrorChecks {
+  held: number
+  checked_whole: number
+  last_checked_at: string | null
+  last_whole_at: string | null
+  unchecked: number
+  last_unchecked_reason: string | null
+}
+
+/** {@link MirrorChecks} of mirror `mirrorId` (one pass over the file table, as `mb mirror show` is run by hand). */
+export async function mirrorChecks(db: Kysely<DB>, mirrorId: number): Promise<MirrorChecks> {
+  const M = mirrorId
+  const held = await sql<{n: number}>`SELECT count(*)::int AS n FROM file f WHERE ${M}::smallint = ANY(f.mirrors) AND ${HASHED}`.execute(db)
+  const rows = await sql<{whole: number; checked: Date | null; last_whole: Date | null; unchecked: number; reason: string | null}>`
+    SELECT count(*) FILTER (WHERE c.whole_at IS NOT NULL)::int AS whole, max(c.checked_at) AS checked, max(c.whole_at) AS last_whole,
+      count(*) FILTER (WHERE c.unchecked_at IS NOT NULL AND (c.checked_at IS NULL OR c.unchecked_at > c.checked_at))::int AS unchecked,
+      (SELECT c2.unchecked_reason FROM mirror_file_check c2 WHERE c2.mirror_id = ${M}::smallint AND c2.unchecked_at IS NOT NULL ORDER BY c2.unchecked_at DESC LIMIT 1) AS reason
+    FROM mirror_file_check c JOIN file f ON f.id = c.file_id AND f.size = c.size AND f.mtime = c.mtime
+    WHERE c.mirror_id = ${M}::smallint`.execute(db)
+  const r = rows.rows[0]
+  return {
+    held: Number(held.rows[0]?.n ?? 0),
+    checked_whole: Number(r?.whole ?? 0),
+    last_checked_at: iso(r?.checked ?? null),
+    last_whole_at: iso(r?.last_whole ?? null),
+    unchecked: Number(r?.unchecked ?? 0),
+    last_unchecked_reason: r?.reason ?? null,
+  }
+}
