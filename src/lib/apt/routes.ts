@@ -82,7 +82,7 @@ function renderAptMirrorList(urls: readonly string[]): string {
 
 /** The route, bound to one server. */
 export class AptRoutes {
-  private readonly holders = new Map<string, {at: number; snapshot: Snapshot; ids: Int16Array}>()
+  private readonly holders = new Map<string, {at: number; snapshot: Snapshot; badCopies: Snapshot['badCopies']; ids: Int16Array}>()
 
   constructor(
     private readonly server: RouteServices,
@@ -118,13 +118,18 @@ export class AptRoutes {
     this.server.finish(ctx, 200, 'mirrorlist', {path: ctx.path, realm: selection.realm, bytesSent: ctx.req.method === 'HEAD' ? 0 : body.length})
   }
 
-  /** {@link releaseHolders}, kept per directory and snapshot for {@link HOLDERS_TTL_MS}. */
+  /**
+   * {@link releaseHolders}, kept per directory and snapshot for {@link HOLDERS_TTL_MS}, and
+   * only while the snapshot's corrupt copies are the ones it was computed with (the keeper
+   * replaces that map whole on every change): a copy found corrupt or cleared changes the list
+   * at the next refresh, not a minute later.
+   */
   private holdersOf(snapshot: Snapshot, dir: string, now = Date.now()): Int16Array {
     const known = this.holders.get(dir)
-    if (known && known.snapshot === snapshot && now - known.at < HOLDERS_TTL_MS) return known.ids
+    if (known && known.snapshot === snapshot && known.badCopies === snapshot.badCopies && now - known.at < HOLDERS_TTL_MS) return known.ids
     const ids = releaseHolders(snapshot, dir)
     if (this.holders.size >= 100) this.holders.clear()
-    this.holders.set(dir, {at: now, snapshot, ids})
+    this.holders.set(dir, {at: now, snapshot, badCopies: snapshot.badCopies, ids})
     return ids
   }
 }
