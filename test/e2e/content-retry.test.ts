@@ -64,7 +64,14 @@ describe(`a client's retry away from a mirror checks that copy at once (${backen
   const mirrors: Record<'a' | 'b', {tree: string; nginx: RunningServer; id: number}> = {} as never
 
   before(async function () {
-    for (const [bin, pkg] of [['apt-get', 'apt'], ['dpkg-scanpackages', 'dpkg-dev'], ['createrepo_c', 'createrepo-c'], ['wget2', 'wget2'], ['nginx', 'nginx-light']]) requireBinary(this, bin, pkg)
+    for (const [bin, pkg] of [
+      ['apt-get', 'apt'],
+      ['dpkg-scanpackages', 'dpkg-dev'],
+      ['createrepo_c', 'createrepo-c'],
+      ['wget2', 'wget2'],
+      ['nginx', 'nginx-light'],
+    ])
+      requireBinary(this, bin, pkg)
     test = await createTestDatabase()
     database = await test.open()
     work = mkdtempSync(join(tmpdir(), 'mb-retry-check-'))
@@ -98,8 +105,13 @@ describe(`a client's retry away from a mirror checks that copy at once (${backen
         .executeTakeFirstOrThrow()
       mirrors[name] = {tree, nginx, id: row.id}
     }
-    await database.db.updateTable('file').set({mirrors: [mirrors.a.id, mirrors.b.id]}).execute()
-    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0'}, log_level: 'silent', yum: {repos: [{repo: 'fedora-42', arch: 'x86_64', path: 'fedora/42/$arch/os'}]}}), {database})
+    await database.db
+      .updateTable('file')
+      .set({mirrors: [mirrors.a.id, mirrors.b.id]})
+      .execute()
+    serve = await startServe(ConfigSchema.parse({root, serve: {listen: '127.0.0.1:0'}, log_level: 'silent', yum: {repos: [{repo: 'fedora-42', arch: 'x86_64', path: 'fedora/42/$arch/os'}]}}), {
+      database,
+    })
     serveUrl = serve.url
   })
 

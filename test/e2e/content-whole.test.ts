@@ -133,7 +133,12 @@ describe(`e2e: whole-copy content checks (${backend})`, function () {
         await checks.stop()
       }
       const file = await database.db.selectFrom('file').select('id').where('path', '=', 'pub/big.iso').executeTakeFirstOrThrow()
-      const record = await database.db.selectFrom('mirror_file_check').innerJoin('mirror', 'mirror.id', 'mirror_file_check.mirror_id').select(['identifier', 'whole_at']).where('file_id', '=', file.id).execute()
+      const record = await database.db
+        .selectFrom('mirror_file_check')
+        .innerJoin('mirror', 'mirror.id', 'mirror_file_check.mirror_id')
+        .select(['identifier', 'whole_at'])
+        .where('file_id', '=', file.id)
+        .execute()
       expect(record.find((r) => r.identifier === 'good.test')?.whole_at, 'the rounds covered the good copy whole').to.not.equal(null)
     } finally {
       await database.close()

@@ -70,7 +70,10 @@ describe(`content checks: one sample per round, each mirror its own files (${bac
     await sql`INSERT INTO mirror_file_check (mirror_id, file_id, size, mtime, next_piece, whole_at) VALUES
       (${a}::smallint, ${f48}, ${MiB}, ${T + 48}, 2, now()), (${a}::smallint, ${f46}, ${MiB}, ${T + 1}, 3, now())`.execute(store.database.db)
     const again = await contentCandidates(store.database.db, a, 64 * MiB, sample)
-    expect(again.held.find((c) => c.fileId === f48)).to.include({nextPiece: 2}).and.to.have.property('wholeAt').that.is.a('number')
+    expect(again.held.find((c) => c.fileId === f48))
+      .to.include({nextPiece: 2})
+      .and.to.have.property('wholeAt')
+      .that.is.a('number')
     expect(again.held.find((c) => c.fileId === f46)).to.not.have.property('nextPiece')
   })
 

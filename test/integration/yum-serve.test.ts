@@ -130,7 +130,10 @@ describe(`MirrorManager-style dnf routes of mb serve (${backend})`, () => {
       return lists()
     }
     const file = await db.selectFrom('file').select(['id', 'size', 'mtime']).where('path', '=', `${DIR}/repodata/repomd.xml`).executeTakeFirstOrThrow()
-    await db.insertInto('mirror_file_bad').values({mirror_id: ids['pub.mirror'], file_id: file.id, size: file.size, mtime: Number(file.mtime), piece: 0}).execute()
+    await db
+      .insertInto('mirror_file_bad')
+      .values({mirror_id: ids['pub.mirror'], file_id: file.id, size: file.size, mtime: Number(file.mtime), piece: 0})
+      .execute()
     const out = await until((l) => !l.mirrorlist.includes('pub.mirror'))
     await db.deleteFrom('mirror_file_bad').execute()
     for (const list of [out.mirrorlist, out.metalink]) {

@@ -16,7 +16,9 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
     name: Args.string({description: 'mirror name, or an unambiguous prefix of it', required: true}),
   }
 
-  public async run(): Promise<PublicMirror & {bad_copies: number; suspect_bad_copies: number; content_checks: MirrorChecks; probe: ProbeSummaryJson & {transitions: Array<ReturnType<typeof transitionJson>>}}> {
+  public async run(): Promise<
+    PublicMirror & {bad_copies: number; suspect_bad_copies: number; content_checks: MirrorChecks; probe: ProbeSummaryJson & {transitions: Array<ReturnType<typeof transitionJson>>}}
+  > {
     const database = await this.openDb()
     const mirror = publicMirror(await resolveMirror(database.db, this.args.name), await readOriginTrace(this.mbConfig.root, this.mbConfig.sync.trace_path))
     const summary = probeSummaryJson((await probeSummaries(database.db, [mirror.id])).get(mirror.id), this.mbConfig.select.unprobed)

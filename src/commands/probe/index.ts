@@ -172,7 +172,13 @@ a short or long body) records the copy as unchecked, with the reason.
     const rows = round.mirrors.flatMap((m): Row[] => {
       if (m.checks.length === 0) return [{mirror: m.identifier, path: null, piece: null, verdict: 'skipped', detail: m.skipped ?? 'nothing checked'}]
       const note = m.not_recorded ? `; ${m.not_recorded}` : ''
-      return m.checks.map((c) => ({mirror: m.identifier, path: c.path, piece: c.pieces > 1 ? `${c.piece}-${c.piece + c.pieces - 1}` : String(c.piece), verdict: c.verdict === 'ok' && c.was_bad ? 'ok (was corrupt)' : c.verdict, detail: c.detail + note}))
+      return m.checks.map((c) => ({
+        mirror: m.identifier,
+        path: c.path,
+        piece: c.pieces > 1 ? `${c.piece}-${c.piece + c.pieces - 1}` : String(c.piece),
+        verdict: c.verdict === 'ok' && c.was_bad ? 'ok (was corrupt)' : c.verdict,
+        detail: c.detail + note,
+      }))
     })
     const table = renderTable(rows, [
       {header: 'mirror', get: (r) => r.mirror},

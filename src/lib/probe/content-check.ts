@@ -39,7 +39,7 @@ import {clientOptions} from './run.js'
 import {MbError} from '../errors.js'
 
 /** The most bytes one ranged request asks for; a longer span is read in several, one after another. */
-export const MAX_REQUEST_BYTES = 64 * 1024 * 1024
+const MAX_REQUEST_BYTES = 64 * 1024 * 1024
 /** The slowest rate a check's body may stream at (bytes per second): a request's time limit is `probe.timeout` plus its length at this rate. */
 const MIN_RATE = 1024 * 1024
 
@@ -177,13 +177,7 @@ interface Findings {
 }
 
 /** Plans, fetches and records one mirror's checks. */
-async function checkOneMirror(
-  database: Database,
-  config: ProbeConfig,
-  m: MirrorRow,
-  planFor: (m: MirrorRow) => Promise<PlannedCheck[]>,
-  options: {resolver?: Resolver},
-): Promise<MirrorContentResult> {
+async function checkOneMirror(database: Database, config: ProbeConfig, m: MirrorRow, planFor: (m: MirrorRow) => Promise<PlannedCheck[]>, options: {resolver?: Resolver}): Promise<MirrorContentResult> {
   const result: MirrorContentResult = {id: m.id, identifier: m.identifier, bytes: 0, checks: [], marked_bad: 0, cleared: 0, removed_missing: 0, unchecked: 0}
   const baseUrl = m.https_url ?? m.http_url
   if (!baseUrl) return {...result, skipped: 'no HTTP or HTTPS URL'}
@@ -285,8 +279,7 @@ async function checkSpan(client: ProbeClient, family: Family | undefined, url: s
     const pieces = Math.min(perRequest, check.pieces - done)
     const piece = check.piece + done
     const part = {piece, pieces, ...spanRange(c.size, c.pieceSize, piece, pieces)}
-    const answer: PieceAnswer =
-      family === undefined ? {status: null, bytes: 0, failure: 'dns'} : await fetchRange(client, family, url, part, c.pieceSize, timeout + part.length / MIN_RATE)
+    const answer: PieceAnswer = family === undefined ? {status: null, bytes: 0, failure: 'dns'} : await fetchRange(client, family, url, part, c.pieceSize, timeout + part.length / MIN_RATE)
     const verdict = contentVerdict({...part, size: c.size}, expected.slice(done, done + pieces), answer)
     read.bytes += answer.bytes
     read.status = answer.status

@@ -19,7 +19,7 @@
 import {errorMessage} from '../errors.js'
 
 /** Seconds before the same copy may be checked on demand again. */
-export const COOLDOWN_SECONDS = 600
+const COOLDOWN_SECONDS = 600
 /** Copies waiting at most; further retries are dropped (and counted) until the queue drains. */
 const MAX_PENDING = 1000
 /** Checks running at a time in one process. */
@@ -156,6 +156,10 @@ export class ContentDemandQueue {
     this.counters.corrupt += result.marked_bad
     const verdicts = result.checks.map((c) => c.verdict).join(', ') || 'nothing read'
     const log = result.marked_bad > 0 ? this.options.logger?.warn : this.options.logger?.info
-    log?.call(this.options.logger, {mirror_id: mirrorId, path, verdicts, marked_bad: result.marked_bad, cleared: result.cleared}, `content check on demand (a client retried away) of ${path}: ${verdicts}`)
+    log?.call(
+      this.options.logger,
+      {mirror_id: mirrorId, path, verdicts, marked_bad: result.marked_bad, cleared: result.cleared},
+      `content check on demand (a client retried away) of ${path}: ${verdicts}`,
+    )
   }
 }

@@ -152,7 +152,10 @@ export async function pieceDigests(db: Kysely<DB>, wanted: Array<{fileId: number
   for (const r of rows.rows) {
     const text = (r.digests ?? '').toLowerCase()
     if (text.length !== Number(r.pieces) * 40) continue
-    digests.set(Number(r.id), Array.from({length: Number(r.pieces)}, (_, i) => text.slice(i * 40, i * 40 + 40)))
+    digests.set(
+      Number(r.id),
+      Array.from({length: Number(r.pieces)}, (_, i) => text.slice(i * 40, i * 40 + 40)),
+    )
   }
   return digests
 }
@@ -309,7 +312,16 @@ const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOS
 export async function copyChecks(db: Kysely<DB>, fileIds: number[]): Promise<Map<number, CopyCheck[]>> {
   const byFile = new Map<number, CopyCheck[]>()
   if (fileIds.length === 0) return byFile
-  const rows = await sql<{file_id: number; mirror_id: number; next_piece: number; pieces: number; checked_at: Date | null; whole_at: Date | null; unchecked_at: Date | null; unchecked_reason: string | null}>`
+  const rows = await sql<{
+    file_id: number
+    mirror_id: number
+    next_piece: number
+    pieces: number
+    checked_at: Date | null
+    whole_at: Date | null
+    unchecked_at: Date | null
+    unchecked_reason: string | null
+  }>`
     SELECT c.file_id, c.mirror_id, c.next_piece, CASE WHEN f.piece_size > 0 THEN ceil(f.size::float8 / f.piece_size)::int ELSE 0 END AS pieces,
       c.checked_at, c.whole_at, c.unchecked_at, c.unchecked_reason
     FROM mirror_file_check c JOIN file f ON f.id = c.file_id AND f.size = c.size AND f.mtime = c.mtime

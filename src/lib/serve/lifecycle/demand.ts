@@ -17,7 +17,7 @@ import {sqlDemandStore} from '../../scan/demand-store.js'
 import {scanMirror, scanSettings} from '../../scan/scan.js'
 
 /** The queue of scans on demand, or undefined when `scan.demand` is off. Settings apply at start (a reload does not change them). */
-export function startDemandScans(database: Database, config: Pick<Config, 'scan' | 'sync'>, logger: Logger): DemandScanQueue | undefined {
+function startDemandScans(database: Database, config: Pick<Config, 'scan' | 'sync'>, logger: Logger): DemandScanQueue | undefined {
   const scan = config.scan
   if (!scan.demand) return undefined
   const settings = scanSettings(scan)
@@ -55,7 +55,7 @@ export function startOnDemand(database: Database, config: Pick<Config, 'scan' | 
 }
 
 /** The queue of content checks on demand, or undefined when `probe.content_demand_mirror_budget` is 0. Settings apply at start. */
-export function startContentDemand(database: Database, config: Pick<Config, 'probe'>, logger: Logger): ContentDemandQueue | undefined {
+function startContentDemand(database: Database, config: Pick<Config, 'probe'>, logger: Logger): ContentDemandQueue | undefined {
   const probe = config.probe
   if (probe.content_demand_mirror_budget === 0) return undefined
   return new ContentDemandQueue(sqlContentDemandStore(database.db), (mirrorId, path) => checkCopy(database, probe, mirrorId, path), {mirrorBudget: probe.content_demand_mirror_budget}, {logger})
