@@ -228,26 +228,36 @@ function noteFinding(found: Findings, check: PlannedCheck, url: string, read: Sp
   return {path: c.path, piece: check.piece, pieces: check.pieces, start: check.start, end: check.end, url, verdict: read.verdict, detail: read.detail, http_status: read.status, was_bad: wasBad, whole}
 }
 
-/** Writes one mirror's findings under its scan lock; the counts for its result. */
+/** Tries to take a mirror's scan lock this many times, {@link LOCK_RETRY_MS} apart, before a check's findings count as not recorded. */
+const LOCK_TRIES = 20
+const LOCK_RETRY_MS = 250
+
+/**
+ * Writes one mirror's findings under its scan lock; the counts for its result. Another check
+ * of the same mirror (a round, a check a retry asked for) holds the lock for a write of its
+ * own, so a busy lock is tried again for a few seconds; a scan holds it longer, and then the
+ * findings are reported as not recorded.
+ */
 async function record(database: Database, config: ProbeConfig, m: MirrorRow, found: Findings): Promise<Partial<MirrorContentResult>> {
   const {corrupt, passed, missing, records} = found
+  const write = () =>
+    database.db.transaction().execute(async (trx) => {
+      await recordChecks(trx, m.id, records)
+      return {
+        ...(await recordContentVerdicts(trx, m.id, corrupt, passed)),
+        removed: await removeMissingCopies(trx, m.id, missing),
+        suspect: (await updateBadCopiesSuspect(trx, m.id, config.suspect_bad_copies)).suspect,
+      }
+    })
   // Recorded even when nothing changed: the suspect mark follows the count of corrupt copies,
   // which scans change too.
-  const recorded = await database.withLock(
-    scanLock(m.id),
-    () =>
-      database.db.transaction().execute(async (trx) => {
-        await recordChecks(trx, m.id, records)
-        return {
-          ...(await recordContentVerdicts(trx, m.id, corrupt, passed)),
-          removed: await removeMissingCopies(trx, m.id, missing),
-          suspect: (await updateBadCopiesSuspect(trx, m.id, config.suspect_bad_copies)).suspect,
-        }
-      }),
-    () => undefined,
-  )
-  if (recorded === undefined) return corrupt.length + passed.length + missing.length === 0 ? {} : {not_recorded: 'a scan of this mirror was running; run the content check again'}
-  return {marked_bad: recorded.marked, cleared: recorded.cleared, removed_missing: recorded.removed, suspect: recorded.suspect}
+  for (let attempt = 1; ; attempt++) {
+    const recorded = await database.withLock(scanLock(m.id), write, () => undefined)
+    if (recorded !== undefined) return {marked_bad: recorded.marked, cleared: recorded.cleared, removed_missing: recorded.removed, suspect: recorded.suspect}
+    if (attempt >= LOCK_TRIES) break
+    await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS))
+  }
+  return corrupt.length + passed.length + missing.length === 0 ? {} : {not_recorded: 'a scan of this mirror was running; run the content check again'}
 }
 
 /** The address family to check over: IPv4 when the host has it, else IPv6; undefined when it does not resolve. */
