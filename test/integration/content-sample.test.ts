@@ -77,8 +77,16 @@ describe(`content checks: one sample per round, each mirror its own files (${bac
     expect(again.held.find((c) => c.fileId === f46)).to.not.have.property('nextPiece')
   })
 
+  it('takes a copy that just arrived on a mirror (its file row written last), however old the file', async () => {
+    await sql`UPDATE file SET mirrors = array_append(mirrors, ${b}::smallint) WHERE path = 'pub/f1.iso'`.execute(store.database.db)
+    const sample = await roundSample(store.database.db, 256 * 1024)
+    expect(sample.written.map((r) => index(r.path))[0]).to.equal(1)
+    const one = await contentCandidates(store.database.db, b, 256 * 1024, sample)
+    expect(one.held.map((c) => index(c.path))).to.include(1)
+  })
+
   it('an empty file table gives an empty sample', async () => {
     await sql`DELETE FROM file`.execute(store.database.db)
-    expect(await roundSample(store.database.db, 64 * MiB)).to.deep.equal({recent: [], random: []})
+    expect(await roundSample(store.database.db, 64 * MiB)).to.deep.equal({recent: [], written: [], random: []})
   })
 })

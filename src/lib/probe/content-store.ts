@@ -47,6 +47,12 @@ function candidatesNeeded(budgetBytes: number): number {
 export interface RoundSample {
   /** The most recently changed files (by mtime, newest first). */
   recent: SampleRow[]
+  /**
+   * The most recently written file rows (by `txid`, its index): a copy that arrives on a
+   * mirror (a scan or a trace adds the mirror to the file's set) writes the row, whatever the
+   * file's mtime, so new copies of old files are checked soon after they arrive too.
+   */
+  written: SampleRow[]
   /** Files drawn at random (by id), in random order. */
   random: SampleRow[]
 }
@@ -57,20 +63,23 @@ const SAMPLE_FACTOR = 10
 const MAX_SAMPLE = 20_000
 
 /**
- * Reads a round's sample for mirrors each given `budgetBytes`: two statements, the newest
- * files (one pass over the table) and random ids looked up by primary key (ids left by
- * removed files draw nothing, so a sample of a tree with gaps is smaller, never skewed).
+ * Reads a round's sample for mirrors each given `budgetBytes`: three statements, the newest
+ * files (one pass over the table), the most recently written rows (the txid index) and random
+ * ids looked up by primary key (ids left by removed files draw nothing, so a sample of a tree
+ * with gaps is smaller, never skewed).
  * @throws what the database driver throws
  */
 export async function roundSample(db: Kysely<DB>, budgetBytes: number): Promise<RoundSample> {
   const k = Math.min(MAX_SAMPLE, candidatesNeeded(budgetBytes) * SAMPLE_FACTOR)
   const recent = await sql<SampleRow>`
     SELECT f.id, f.path, f.size, f.mtime, f.piece_size, f.mirrors FROM file f WHERE ${HASHED} ORDER BY f.mtime DESC, f.id LIMIT ${k}`.execute(db)
+  const written = await sql<SampleRow>`
+    SELECT f.id, f.path, f.size, f.mtime, f.piece_size, f.mirrors FROM file f WHERE ${HASHED} ORDER BY f.txid DESC LIMIT ${k}`.execute(db)
   const random = await sql<SampleRow>`
     WITH bounds AS (SELECT min(id) AS lo, max(id) AS hi FROM file),
     ids AS (SELECT DISTINCT (bounds.lo + floor(random() * (bounds.hi - bounds.lo + 1)))::int AS id FROM bounds, generate_series(1, ${k}) WHERE bounds.lo IS NOT NULL)
     SELECT f.id, f.path, f.size, f.mtime, f.piece_size, f.mirrors FROM ids JOIN file f ON f.id = ids.id WHERE ${HASHED} ORDER BY random()`.execute(db)
-  return {recent: recent.rows, random: random.rows}
+  return {recent: recent.rows, written: written.rows, random: random.rows}
 }
 
 /** Days of `stats_daily` whose downloads order copies of one mtime. */
@@ -79,7 +88,7 @@ const DOWNLOAD_DAYS = 7
 /**
  * The candidate lists of mirror `mirrorId` for a round of `budgetBytes`: its corrupt copies
  * at the files' current versions, and the files of the round's `sample` its set holds (as
- * many of the newest and of the random ones as the budget could need), each with its check
+ * many of the newest, the most recently written and the random ones as the budget could need), each with its check
  * state at the current version (`mirror_file_check`) and its downloads from the mirror in
  * the last {@link DOWNLOAD_DAYS} days (`stats_daily`).
  * @throws what the database driver throws
@@ -92,7 +101,7 @@ export async function contentCandidates(db: Kysely<DB>, mirrorId: number, budget
     WHERE b.mirror_id = ${M}::smallint AND b.size = f.size AND b.mtime = f.mtime AND ${HASHED}
     ORDER BY b.found_at LIMIT ${MAX_CANDIDATES}`.execute(db)
   const held = new Map<number, ContentCandidate>()
-  for (const rows of [sample.recent, sample.random]) {
+  for (const rows of [sample.recent, sample.written, sample.random]) {
     for (const r of rows.filter((r) => r.mirrors.includes(M)).slice(0, n)) held.set(Number(r.id), candidate(r))
   }
   await addCheckState(db, M, [...held.values()])
