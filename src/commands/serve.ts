@@ -1,8 +1,8 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.js'
 import {configFileLabel, loadConfig} from '../lib/config/index.js'
-import {checkServePaths} from '../lib/serve/lifecycle/preflight.js'
-import {runServe} from '../lib/serve/lifecycle/run.js'
+import {checkServePaths} from '../lib/redirector/preflight.js'
+import {runServe} from '../lib/redirector/run.js'
 
 export default class Serve extends BaseCommand<typeof Serve> {
   static override description = `Run the redirector: answer downloads with a 302 to the best mirror, or deliver from the origin

@@ -4,7 +4,7 @@ import {expect} from 'chai'
 import {pino} from 'pino'
 import {type Config, loadConfig} from '../../src/lib/config/index.js'
 import {openGeo} from '../../src/lib/geo/geoip.js'
-import {RELOADABLE, RESTART_ONLY, needsRestart, reloadServer} from '../../src/lib/serve/lifecycle/reload.js'
+import {RELOADABLE, RESTART_ONLY, needsRestart, reloadServer} from '../../src/lib/redirector/reload.js'
 import type {MirrorServer} from '../../src/lib/serve/delivery/server.js'
 import {defaultMaxConnections} from '../../src/lib/serve/delivery/connections.js'
 

@@ -134,8 +134,13 @@ export class AptRoutes {
   }
 }
 
-/** The URL of directory `dir` ('' or ending in '/') on `mirror` for the client's scheme; undefined outside its subtree. */
+/**
+ * The URL of directory `dir` ('' or ending in '/') on `mirror` for the client's scheme;
+ * undefined outside its subtree, and for a mirror that signs its URLs (apt appends file names
+ * to a base URL, which no per-file token can follow: ../sign.ts).
+ */
 function baseOn(mirror: SelectMirror, dir: string, https: boolean): string | undefined {
+  if (mirror.sign) return undefined
   try {
     return mirrorUrl(mirror, dir, https)
   } catch {

@@ -34,6 +34,12 @@ export interface MirrorTable {
   file_maxsize: number | null
   /** Origin subtree this mirror carries at its base URL ('' = the whole tree). */
   base_path: ColumnType<string, string | undefined, string>
+  /** How URLs on this mirror are signed (src/lib/sign.ts); null = not signed (migration 0034). */
+  sign_scheme: ColumnType<string | null, string | null | undefined, string | null>
+  /** The signing secret; never shown by `mb mirror list|show` or the public views. */
+  sign_secret: ColumnType<string | null, string | null | undefined, string | null>
+  /** Seconds a signed URL stays valid. */
+  sign_ttl_seconds: ColumnType<number, number | undefined, number>
   include_patterns: ColumnType<string[], string[] | undefined, string[]>
   exclude_patterns: ColumnType<string[], string[] | undefined, string[]>
   admin: string | null
@@ -109,6 +115,8 @@ export interface FileTable {
   /** `.asc` or `.sig`: the detached signature indexed beside the file, smaller than it (migration 0015); null when none. */
   signature: ColumnType<string | null, string | null | undefined, string | null>
   txid: Generated<string>
+  /** The origin no longer holds the file; kept under `serve.mirror_only` while a mirror holds it (migration 0033). */
+  mirror_only: Generated<boolean>
 }
 
 export interface MirrorFileStaleTable {

@@ -88,6 +88,8 @@ export interface FileLookup {
   size: number
   mtime: number
   mtime_utc: string
+  /** The origin no longer holds the file: it is kept and redirected while mirrors hold it (`serve.mirror_only`, src/lib/origin/mirror-only.ts). */
+  mirror_only: boolean
   /** Digests when hashed for this exact size and mtime (`mb index --hashes`), else null. */
   hashes: {md5: string; sha1: string; sha256: string} | null
   mirrors: HoldingMirror[]
@@ -112,6 +114,8 @@ export interface LookupOptions {
   now?: number
   /** Show where this retry attempt of the client would go (1-based; default 1). */
   attempt?: number
+  /** The client's country instead of GeoIP's (ISO 3166-1 alpha-2, as a trusted `?country=`); needs `clientIp`. */
+  country?: string
 }
 
 /**
@@ -126,7 +130,7 @@ export function globToLike(glob: string): string {
   return `${escapeLike(prefix)}%${escapeLike(tail)}`
 }
 
-const FILE_COLUMNS = ['id', 'path', 'size', 'mtime', 'mirrors', 'md5', 'sha1', 'sha256', 'hashed_size', 'hashed_mtime'] as const
+const FILE_COLUMNS = ['id', 'path', 'size', 'mtime', 'mirrors', 'md5', 'sha1', 'sha256', 'hashed_size', 'hashed_mtime', 'mirror_only'] as const
 
 /**
  * The index rows for `pattern`: the path itself, or else (when it is a glob) up to `limit`
@@ -252,7 +256,7 @@ export async function lookupFiles(database: Database, config: GeoSettings & {roo
   const pattern = trimLeadingSlashes(options.pattern)
   if (!pattern) throw new UsageError('Give an origin-relative path or a glob, e.g. `mb file lookup iso/distro.iso` or `mb file lookup "*.iso"`.')
   const https = options.https ?? false
-  const facts = options.clientIp === undefined ? undefined : clientFromFlag(options.clientIp, https)
+  const facts = options.clientIp === undefined ? undefined : clientFromFlag(options.clientIp, https, options.country)
   const limit = options.limit ?? 1000
 
   const {rows, viaLink} = await findFileRows(database, pattern, limit)
@@ -296,6 +300,7 @@ export async function lookupFiles(database: Database, config: GeoSettings & {roo
       size,
       mtime,
       mtime_utc: unixIso(mtime),
+      mirror_only: r.mirror_only === true,
       hashes: fresh ? {md5: r.md5!, sha1: r.sha1!, sha256: r.sha256!} : null,
       mirrors: held,
       stale: [...stale].map(([id, copy]) => ({identifier: mirrors.get(id)?.identifier ?? String(id), size: copy.size, mtime: copy.mtime})),

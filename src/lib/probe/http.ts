@@ -228,20 +228,26 @@ export class ProbeClient {
    * Requests `url` over `family` with `GET` and `Range: bytes=0-0` (RFC 9110 §14.2) rather
    * than HEAD, which some mirrors reject; at most a byte of the body is read. Redirects are
    * walked by hand under the configured policy. With `userAgents`, the request is made once
-   * with `userAgent` and once with each of them, in turn: the first failure is the outcome
-   * (its detail names the User-Agent), so a mirror that refuses `Wget` or `curl` fails.
+   * with `userAgent` and once with each of them, in turn: the first failure is the outcome,
+   * and its detail names every User-Agent the mirror refused with why ("with User-Agent
+   * "Wget/1.21.4": HTTP 403; with User-Agent "curl/8.5.0": HTTP 403"), so the admin fixes
+   * them all at once rather than meeting the next one on the following probe.
    * Never throws: failures become reason codes.
    */
   async check(url: string, family: Family, baseUrl: string): Promise<CheckOutcome> {
     const first = await this.walk(url, family, baseUrl, this.options.userAgent)
     const more = this.options.userAgents ?? []
     if (!first.ok || more.length === 0) return first
+    let failed: CheckOutcome | undefined
+    const refusals: string[] = []
     for (const agent of more) {
       if (agent === this.options.userAgent) continue
       const outcome = await this.walk(url, family, baseUrl, agent)
-      if (!outcome.ok) return {...outcome, detail: `with User-Agent "${agent}": ${outcome.detail ?? outcome.reason}`}
+      if (outcome.ok) continue
+      failed ??= outcome
+      refusals.push(`with User-Agent "${agent}": ${outcome.detail ?? outcome.reason}`)
     }
-    return first
+    return failed === undefined ? first : {...failed, detail: refusals.join('; ')}
   }
 
   /** One request of {@link check} with `userAgent`, redirects walked. */

@@ -20,6 +20,8 @@ export interface PushSettings {
   scan: Pick<ScanConfig, 'include' | 'exclude'>
   /** `index.min_ratio`: the round's index refuses a walk that would drop most of the tree. */
   index: IndexConfig
+  /** `serve.mirror_only`: the round's index keeps pruned files that mirrors hold (src/lib/origin/mirror-only.ts). */
+  serve?: {mirror_only?: readonly string[]}
 }
 
 /**

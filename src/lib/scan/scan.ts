@@ -10,6 +10,7 @@
  * `--dir` folder the mirror answers as absent (its base answers) is an empty folder, not a
  * failure: see {@link withAbsentFolder}.
  */
+import {compileSigner} from '../sign.js'
 import type {Database} from '../db/index.js'
 import type {MirrorRow} from '../db/schema.js'
 import {MbError, UsageError, errorMessage} from '../errors.js'
@@ -85,6 +86,8 @@ export interface ScanMirrorResult extends Pick<ReconcileResult, 'mirror' | 'file
   attempts: ScanAttempt[]
   /** True when the `--dir` folder is not on the mirror (its base answers): reconciled as an empty folder. */
   absent?: boolean
+  /** True when another scan of the mirror held its scan lock (SCAN_BUSY): nothing was listed or recorded. */
+  busy?: boolean
 }
 
 /** The URLs a mirror can be listed through, in scan order. */
@@ -141,7 +144,11 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
       tried = protocol
       absent = false
       try {
-        const entries = withAbsentFolder(lister.list(url, listOptions(plan, controller.signal, options)), plan, () => (absent = true))
+        const entries = withAbsentFolder(
+          lister.list(url, {...listOptions(plan, controller.signal, options), sign: compileSigner(mirror.sign_scheme, mirror.sign_secret, mirror.sign_ttl_seconds) ?? undefined}),
+          plan,
+          () => (absent = true),
+        )
         const result = await listAndReconcile(database, mirror, plan, protocol, entries, options)
         attempts.push({protocol, url: display})
         return {...succeeded(mirror, protocol, result, attempts, seconds()), ...(absent ? {absent} : {})}
@@ -160,7 +167,7 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
     const reason = attempts.map((a) => `${a.protocol}: ${a.error}`).join('; ')
     // A refused concurrent scan leaves the running one to record its own outcome.
     if (!busy && plan.recursive) await recordScanFailure(database.db, mirror.id, reason, tried, refused)
-    return failed(mirror, reason, attempts, seconds())
+    return busy ? {...failed(mirror, reason, attempts, seconds()), busy} : failed(mirror, reason, attempts, seconds())
   } finally {
     clearTimeout(timer)
     options.signal?.removeEventListener('abort', onOuterAbort)

@@ -222,7 +222,7 @@ export class RetryMemory {
   }
 
   /**
-   * Records an answer another process gave (a `--workers` sibling; ../serve/lifecycle/retry-share.ts):
+   * Records an answer another process gave (a `--workers` sibling; ../redirector/retry-share.ts):
    * the same as {@link remember}, unless this memory already holds a later attempt for `key`.
    */
   merge(key: number, attempt: number, mirrorId: number): void {

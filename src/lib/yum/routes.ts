@@ -35,7 +35,19 @@ import {type FileEntry, fileWith} from '../serve/snapshot/file-entry.js'
 import type {Snapshot} from '../serve/snapshot/snapshot.js'
 import {BaseUrls} from '../serve/delivery/public-url.js'
 import {repoKey} from './config.js'
-import {METALINK_MEDIA_TYPE, metalinkFailure, REPO_PROTOCOLS, type RepoSource, renderRepoMetalink, renderRepoMirrorList, requestedProtocols, unknownRepoMessage} from './document.js'
+import {
+  BAD_REPO_NAME,
+  isRepoName,
+  METALINK_MEDIA_TYPE,
+  metalinkFailure,
+  oneLine,
+  REPO_PROTOCOLS,
+  type RepoSource,
+  renderRepoMetalink,
+  renderRepoMirrorList,
+  requestedProtocols,
+  unknownRepoMessage,
+} from './document.js'
 
 /** How long a repomd.xml version's details and alternates are reused before they are read again, ms. */
 const STATE_TTL_MS = 30_000
@@ -128,6 +140,7 @@ export class YumRoutes {
     const path = params.get('path')
     if (params.has('repo') && params.has('arch')) {
       const repo = params.get('repo')!
+      if (!isRepoName(repo) || !isRepoName(params.get('arch')!)) return {status: 400, message: BAD_REPO_NAME}
       // MirrorManager: a source repo is always arch=source.
       const arch = repo.includes('source') ? 'source' : params.get('arch')!
       const header = `# repo = ${repo} arch = ${arch} `
@@ -163,7 +176,7 @@ export class YumRoutes {
     if (protocols) header += `protocol = ${protocols.join(',')}`
     const file = ctx.snapshot.files.get(repomd)
     const state = file && (await this.state(file))
-    if (!file || !state) return this.fail(ctx, metalink, 404, `${repomd.slice(0, -'/repomd.xml'.length)}/repomd.xml not found or has not metalink`)
+    if (!file || !state) return this.fail(ctx, metalink, 404, `${oneLine(repomd.slice(0, -'/repomd.xml'.length))}/repomd.xml not found or has not metalink`)
     const client = this.server.clientInfo(ctx)
     if (client === undefined) return this.fail(ctx, metalink, 400, BAD_COUNTRY_QUERY)
     const selection = this.server.selectMirrors(ctx, client, this.repositoryFile(ctx.snapshot, file, state), false)
@@ -288,11 +301,15 @@ export class YumRoutes {
   }
 }
 
-/** The URLs of `path` on `mirror` for each of `schemes` it has, in that order; none when the path lies outside its subtree. */
+/** The URLs of `path` on `mirror` for each of `schemes` it has and probing has not found refused (`http_up`, `https_up` false), in that order; none when the path lies outside its subtree. */
 function mirrorUrls(mirror: SelectMirror, path: string, schemes: readonly string[]): string[] {
+  // dnf fetches the repository's files relative to these URLs: a per-file token cannot follow (../sign.ts).
+  if (mirror.sign) return []
   const urls: string[] = []
   try {
     for (const scheme of schemes) {
+      // A scheme that probing found refused is no source: dnf would spend a connection on it.
+      if ((scheme === 'http' && mirror.httpUp === false) || (scheme === 'https' && mirror.httpsUp === false)) continue
       const base = publicBase(mirror, scheme)
       if (base) urls.push(mirrorUrlOn(mirror, base, path))
     }

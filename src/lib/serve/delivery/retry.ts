@@ -4,7 +4,7 @@
  * gets. A thin layer over {@link RetryMemory} so that the server's hot path reads one call.
  *
  * With `--workers N` every worker's answers are shared with its siblings through the cluster
- * primary (../lifecycle/retry-share.ts), so a retry moves on whichever worker takes it.
+ * primary (../../redirector/retry-share.ts), so a retry moves on whichever worker takes it.
  */
 import {answerAttempt, answerMirror, MAX_ATTEMPT, RetryMemory, rankOfAttempt, retryKey, startsDownload} from '../../select/retry.js'
 import type {SelectOptions} from '../../select/options.js'

@@ -24,7 +24,7 @@ import type {GeoResolver} from '../../geo/geoip.js'
 import {selectUnderRule} from '../../rules/apply.js'
 import type {RuleMatch} from '../../rules/rule.js'
 import {escalationHeader, Verifier} from '../../verify/verifier.js'
-import {clientInfo} from '../../select/index.js'
+import {clientInfo, clientNetwork, outsideOwnTier} from '../../select/index.js'
 import type {SelectOptions} from '../../select/options.js'
 import type {Candidate, ClientInfo, Selection} from '../../select/types.js'
 import {headerSafe} from '../../text.js'
@@ -394,7 +394,7 @@ export class MirrorServer implements RouteServices {
       // No mirror: the origin pays for the bytes anyway, so explaining why (which rule
       // excluded the holders) costs little next to it.
       const detail = reason === 'no_mirror' ? this.selectMirrors(ctx, client, file, true).origin?.detail : undefined
-      if (reason === 'no_mirror') this.options.onNoMirror?.(file.path, rule?.rule.record.mirrors)
+      if (reason === 'no_mirror') this.options.onNoMirror?.(file.path, rule?.rule.record.mirrors, clientNetwork(client, this.selectOptions))
       this.deliver(ctx, reason, undefined, detail).catch((error) => this.fail(ctx, error))
       return
     }
@@ -453,6 +453,8 @@ export class MirrorServer implements RouteServices {
     if (rule !== undefined) headers.push('X-MB-Rule', rule.name)
     if (escalated !== undefined) headers.push('X-MB-Escalated', escalated)
     if (ctx.attempt !== 0) headers.push('X-MB-Attempt', attemptText(ctx.attempt))
+    if (rule === undefined && this.options.onOutsideTier !== undefined && outsideOwnTier(best.realm))
+      this.options.onOutsideTier(file.path, client, ctx.snapshot.mirrors, clientNetwork(client, this.selectOptions))
     const providers = this.redirectHeaders
     for (let i = 0; i < providers.length; i++) providers[i](headers, ctx, file, client, selection)
     this.redirects.add({ctx, file, best, headers})

@@ -4,7 +4,7 @@
  * drains and stops, SIGUSR2 replaces the workers of `--workers N`.
  */
 import {setTimeout as sleep} from 'node:timers/promises'
-import {MbError, UsageError} from '../../errors.js'
+import {MbError, UsageError} from '../errors.js'
 import {isServeProcess, processAlive, readPidFile} from './pid-file.js'
 
 /** What a control command sends, and what it means. */

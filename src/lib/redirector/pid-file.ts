@@ -10,7 +10,7 @@
  */
 import {existsSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs'
 import {dirname} from 'node:path'
-import {MbError} from '../../errors.js'
+import {MbError} from '../errors.js'
 
 /** The process title of a `mb serve` process: `mb serve`, `mb serve: primary`, `mb serve: worker 1`. */
 export const SERVE_TITLE = 'mb serve'

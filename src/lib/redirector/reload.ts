@@ -19,18 +19,18 @@
  * geoipupdate replaces one, step 2 runs on its own. Reloads of one server never overlap.
  */
 import type {Logger} from 'pino'
-import type {Config} from '../../config/index.js'
-import {errorMessage} from '../../errors.js'
-import {type GeoResolver, openGeo} from '../../geo/geoip.js'
-import {watchFiles} from '../../geo/watch.js'
-import {compileSelectOptions} from '../../select/options.js'
-import {syncSelectOptions} from '../../sync/trace.js'
-import {compileVerifyOptions} from '../../verify/verifier.js'
+import type {Config} from '../config/index.js'
+import {errorMessage} from '../errors.js'
+import {type GeoResolver, openGeo} from '../geo/geoip.js'
+import {watchFiles} from '../geo/watch.js'
+import {compileSelectOptions} from '../select/options.js'
+import {syncSelectOptions} from '../sync/trace.js'
+import {compileVerifyOptions} from '../verify/verifier.js'
 import type {AccessLog} from '../operator/access-log.js'
-import {CountryQueryTrust, TrustedProxies} from '../delivery/client-address.js'
-import {defaultMaxConnections, openFileLimit} from '../delivery/connections.js'
-import type {MirrorServer} from '../delivery/server.js'
-import type {ConnectionSettings, ServerSettings} from '../delivery/settings.js'
+import {CountryQueryTrust, TrustedProxies} from '../serve/delivery/client-address.js'
+import {defaultMaxConnections, openFileLimit} from '../serve/delivery/connections.js'
+import type {MirrorServer} from '../serve/delivery/server.js'
+import type {ConnectionSettings, ServerSettings} from '../serve/delivery/settings.js'
 
 /** Settings (dotted config keys, or a section) that a reload applies to a running server. */
 export const RELOADABLE = [

@@ -6,15 +6,16 @@
  * `probe.content_demand_mirror_budget: 0` turns them off).
  */
 import type {Logger} from 'pino'
-import type {Config} from '../../config/index.js'
-import type {Database} from '../../db/index.js'
-import {checkCopy} from '../../probe/content-check.js'
-import {ContentDemandQueue} from '../../probe/content-demand.js'
-import {sqlContentDemandStore} from '../../probe/content-demand-store.js'
-import {DemandScanQueue} from '../../scan/demand.js'
-import type {ServerOptions} from '../delivery/settings.js'
-import {sqlDemandStore} from '../../scan/demand-store.js'
-import {scanMirror, scanSettings} from '../../scan/scan.js'
+import type {Config} from '../config/index.js'
+import type {Database} from '../db/index.js'
+import {checkCopy} from '../probe/content-check.js'
+import {ContentDemandQueue} from '../probe/content-demand.js'
+import {sqlContentDemandStore} from '../probe/content-demand-store.js'
+import {DemandScanQueue} from '../scan/demand.js'
+import {sqlDemandStore} from '../scan/demand-store.js'
+import {scanMirror, scanSettings} from '../scan/scan.js'
+import type {ServerOptions} from '../serve/delivery/settings.js'
+import {tierScans} from './tier-scans.js'
 
 /** The queue of scans on demand, or undefined when `scan.demand` is off. Settings apply at start (a reload does not change them). */
 function startDemandScans(database: Database, config: Pick<Config, 'scan' | 'sync'>, logger: Logger): DemandScanQueue | undefined {
@@ -36,22 +37,28 @@ function startDemandScans(database: Database, config: Pick<Config, 'scan' | 'syn
   )
 }
 
+/**
+ * The server hooks that feed the scans on demand: a file no eligible mirror holds
+ * (`onNoMirror`), and a redirect that leaves the client's own tier (`onOutsideTier`,
+ * ./tier-scans.ts). None when the scans on demand are off.
+ */
+function demandHooks(demand: DemandScanQueue | undefined): Pick<ServerOptions, 'onNoMirror' | 'onOutsideTier'> {
+  if (demand === undefined) return {}
+  return {onNoMirror: (path, mirrors, network) => demand.request(path, mirrors, network), onOutsideTier: tierScans(demand)}
+}
+
 /** What {@link startOnDemand} starts, and the server hooks that feed it. */
 export interface OnDemand {
   demand?: DemandScanQueue
   contentDemand?: ContentDemandQueue
-  hooks: Pick<ServerOptions, 'onNoMirror' | 'onRetryAway'>
+  hooks: Pick<ServerOptions, 'onNoMirror' | 'onOutsideTier' | 'onRetryAway'>
 }
 
-/** Starts both queues; `hooks.onNoMirror` feeds the scans on demand, `hooks.onRetryAway` the content checks on demand. */
+/** Starts both queues; `onNoMirror` and `onOutsideTier` feed the scans on demand, `onRetryAway` the content checks on demand. */
 export function startOnDemand(database: Database, config: Pick<Config, 'scan' | 'sync' | 'probe'>, logger: Logger): OnDemand {
   const demand = startDemandScans(database, config, logger)
   const contentDemand = startContentDemand(database, config, logger)
-  return {
-    demand,
-    contentDemand,
-    hooks: {onNoMirror: demand && ((path, mirrors) => demand.request(path, mirrors)), onRetryAway: contentDemand && ((path, mirrorId) => contentDemand.request(path, mirrorId))},
-  }
+  return {demand, contentDemand, hooks: {...demandHooks(demand), ...(contentDemand && {onRetryAway: (path, mirrorId) => contentDemand.request(path, mirrorId)})}}
 }
 
 /** The queue of content checks on demand, or undefined when `probe.content_demand_mirror_budget` is 0. Settings apply at start. */

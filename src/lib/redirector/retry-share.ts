@@ -10,7 +10,7 @@
  * and asks again.
  */
 import cluster, {type Worker} from 'node:cluster'
-import type {Retries} from '../delivery/retry.js'
+import type {Retries} from '../serve/delivery/retry.js'
 
 /** The IPC message of a worker's answers: `answers` is [key, attempt, mirrorId, key, …], all numbers. */
 interface RetryMessage {

@@ -21,49 +21,49 @@
 import type {AddressInfo} from 'node:net'
 import type {Logger} from 'pino'
 import {createLogger} from './logger.js'
-import type {Config} from '../../config/index.js'
-import {type Database, openDatabase} from '../../db/index.js'
-import {openReadReplica, replicaLag} from '../../db/replica.js'
-import {MbError, UsageError, errorMessage} from '../../errors.js'
-import {type GeoResolver, openGeo} from '../../geo/geoip.js'
-import {MetalinkRoutes} from '../../metalink/routes.js'
-import {MetalinkRedirectHeaders} from '../../metalink/redirect-headers.js'
-import {repoTable} from '../../yum/config.js'
-import {type RepomdChange, recordRepomdChanges} from '../../origin/repomd.js'
-import {YumRoutes} from '../../yum/routes.js'
-import {AptRoutes} from '../../apt/routes.js'
-import {StaleReindexer} from '../../origin/reindex.js'
-import {FormatStore} from '../../metalink/formats.js'
-import {zsyncMinSize} from '../../metalink/formats-config.js'
-import {type BackgroundProbes, startBackgroundProbes} from '../../probe/background.js'
-import {type BackgroundContentChecks, startBackgroundContentChecks} from '../../probe/background-content.js'
-import {RuleHitCounter} from '../../rules/hits.js'
-import {StatsCollector} from '../../stats/collector.js'
-import {retentionPolicy} from '../../stats/config.js'
-import {startClusterCounting, startStatsForwarder} from '../../stats/cluster.js'
-import {startDailyPrune} from '../../stats/prune.js'
-import {reportLastFlush, type StatsFlusher, startStatsFlusher} from '../../stats/flusher.js'
+import type {Config} from '../config/index.js'
+import {type Database, openDatabase} from '../db/index.js'
+import {openReadReplica, replicaLag} from '../db/replica.js'
+import {MbError, UsageError, errorMessage} from '../errors.js'
+import {type GeoResolver, openGeo} from '../geo/geoip.js'
+import {MetalinkRoutes} from '../metalink/routes.js'
+import {MetalinkRedirectHeaders} from '../metalink/redirect-headers.js'
+import {repoTable} from '../yum/config.js'
+import {type RepomdChange, recordRepomdChanges} from '../origin/repomd.js'
+import {YumRoutes} from '../yum/routes.js'
+import {AptRoutes} from '../apt/routes.js'
+import {StaleReindexer} from '../origin/reindex.js'
+import {FormatStore} from '../metalink/formats.js'
+import {zsyncMinSize} from '../metalink/formats-config.js'
+import {type BackgroundProbes, startBackgroundProbes} from '../probe/background.js'
+import {type BackgroundContentChecks, startBackgroundContentChecks} from '../probe/background-content.js'
+import {RuleHitCounter} from '../rules/hits.js'
+import {StatsCollector} from '../stats/collector.js'
+import {retentionPolicy} from '../stats/config.js'
+import {startClusterCounting, startStatsForwarder} from '../stats/cluster.js'
+import {startDailyPrune} from '../stats/prune.js'
+import {reportLastFlush, type StatsFlusher, startStatsFlusher} from '../stats/flusher.js'
 import {type AccessLog, openAccessLog} from '../operator/access-log.js'
 import {isWorker, releaseWorker, runPrimary, untilStopSignal, workerId} from './cluster.js'
 import {checkPidFile, removePidFile, SERVE_TITLE, writePidFile} from './pid-file.js'
 import {relayRetries, shareRetries} from './retry-share.js'
-import {SnapshotKeeper} from '../snapshot/keeper.js'
-import {httpUrl, inheritedSocket, type ListenTarget, parseListen} from '../delivery/listen.js'
+import {SnapshotKeeper} from '../serve/snapshot/keeper.js'
+import {httpUrl, inheritedSocket, type ListenTarget, parseListen} from '../serve/delivery/listen.js'
 import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type ServeMetrics, startMetricsServer} from '../operator/metrics.js'
 import {type ReloadResult, needsRestart, onReloadSignal, reloadServer, serverSettings, watchGeo} from './reload.js'
 import {NetworkView, mirrorSamples} from '../operator/network.js'
 import {networkRoute} from '../operator/network-page.js'
-import {duplicateLinks} from '../delivery/duplicate-links.js'
-import {MirrorServer} from '../delivery/server.js'
-import type {ServerOptions} from '../delivery/settings.js'
+import {duplicateLinks} from '../serve/delivery/duplicate-links.js'
+import {MirrorServer} from '../serve/delivery/server.js'
+import type {ServerOptions} from '../serve/delivery/settings.js'
 import {type OnDemand, startOnDemand} from './demand.js'
 import {CACHE_BUDGETS} from './cache-budgets.js'
 import {checkRoot} from './preflight.js'
-import {originRoute} from '../delivery/origin-form.js'
-import {BaseUrls} from '../delivery/public-url.js'
-import {watchOrigin} from '../snapshot/watch.js'
-import {syncViewOptions} from '../../sync/trace.js'
-import {type PushAfter, startPushAfter} from '../../push/after.js'
+import {originRoute} from '../serve/delivery/origin-form.js'
+import {BaseUrls} from '../serve/delivery/public-url.js'
+import {watchOrigin} from '../serve/snapshot/watch.js'
+import {syncViewOptions} from '../sync/trace.js'
+import {type PushAfter, startPushAfter} from '../push/after.js'
 
 /** What `mb serve` knows of itself besides its configuration. */
 export interface ServeRuntime {
@@ -77,7 +77,7 @@ export interface ServeRuntime {
 
 /**
  * Runs `mb serve` until SIGINT/SIGTERM, reloading on SIGHUP. With `serve.workers` > 1 this
- * process is the node:cluster primary (src/lib/serve/lifecycle/cluster.ts) and each worker runs this
+ * process is the node:cluster primary (src/lib/redirector/cluster.ts) and each worker runs this
  * again; otherwise it serves itself.
  * @throws UsageError/MbError as {@link startServe}, and `WORKERS_NEED_POSTGRES`
  */
@@ -306,7 +306,7 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
  * src/lib/metalink/routes.ts answers metalinks, hash
  * files, mirror lists, the BitTorrent and zsync files of src/lib/metalink/formats.ts, and
  * by `Accept`: redirects say `Vary: Accept`); they only read `database`. `hooks.onIndexStale` hears of indexed files found
- * changed on disk (`serve.disk_check_seconds`), `onNoMirror` and `onRetryAway` feed the work on demand (./demand.ts).
+ * changed on disk (`serve.disk_check_seconds`); `onNoMirror`, `onOutsideTier` and `onRetryAway` feed the work on demand (./demand.ts).
  */
 function createServer(
   config: Config,
@@ -316,7 +316,7 @@ function createServer(
   database: Database,
   logger: Logger,
   version: string | undefined,
-  hooks: Pick<ServerOptions, 'onIndexStale' | 'onNoMirror' | 'onRetryAway'>,
+  hooks: Pick<ServerOptions, 'onIndexStale' | 'onNoMirror' | 'onOutsideTier' | 'onRetryAway'>,
 ): MirrorServer {
   const settings = serverSettings(config, geo)
   const server = new MirrorServer({...settings, root, keeper, logger, version, diskCheckSeconds: config.serve.disk_check_seconds, diskCheckWatch: config.serve.disk_check_watch, ...hooks})
