@@ -47,7 +47,7 @@ Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop
     stats: Flags.boolean({description: 'count downloads for `mb stats` (default on)', allowNo: true}),
     'probe-interval': Flags.integer({description: 'probe the mirrors every SECONDS in the background, as `mb probe --all` would (one replica at a time on PostgreSQL; default off)', min: 0}),
     'content-interval': Flags.integer({
-      description: "check pieces of the mirrors' copies every SECONDS in the background, as `mb probe --content --all` would (probe.content_interval_seconds; default 3600, 0 = off)",
+      description: "check the mirrors' copies whole, a budget's share every SECONDS in the background, as `mb probe --content --all` would (probe.content_interval_seconds; default 900, 0 = off)",
       min: 0,
     }),
   }

@@ -114,6 +114,37 @@ describe(`MirrorManager-style dnf routes of mb serve (${backend})`, () => {
     expect(await res.text()).to.equal(`# repo = f-42 arch = x86_64 \nhttps://campus.mirror/pub/f/42/x86_64/os/\nhttps://pub.mirror/pub/f/42/x86_64/os/\n${base}/_origin/f/42/x86_64/os/\n`)
   })
 
+  it('leaves a mirror with a known-bad copy under the repository out of its metalink and mirror list, as mirrors.txt does; a cleared copy brings it back', async () => {
+    const db = store.database.db
+    const lists = async () => ({
+      mirrorlist: await (await fetch(`${base}/mirrorlist?repo=f-42&arch=x86_64`)).text(),
+      metalink: await (await fetch(`${base}/metalink?repo=f-42&arch=x86_64`)).text(),
+      apt: await (await fetch(`${base}/debian/mirrors.txt`)).text(),
+    })
+    const until = async (ok: (l: Awaited<ReturnType<typeof lists>>) => boolean) => {
+      for (let i = 0; i < 50; i++) {
+        const l = await lists()
+        if (ok(l)) return l
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      return lists()
+    }
+    const file = await db.selectFrom('file').select(['id', 'size', 'mtime']).where('path', '=', `${DIR}/repodata/repomd.xml`).executeTakeFirstOrThrow()
+    await db
+      .insertInto('mirror_file_bad')
+      .values({mirror_id: ids['pub.mirror'], file_id: file.id, size: file.size, mtime: Number(file.mtime), piece: 0})
+      .execute()
+    const out = await until((l) => !l.mirrorlist.includes('pub.mirror'))
+    await db.deleteFrom('mirror_file_bad').execute()
+    for (const list of [out.mirrorlist, out.metalink]) {
+      expect(list).to.not.contain('pub.mirror')
+      expect(list).to.contain('campus.mirror')
+    }
+    const back = await until((l) => l.mirrorlist.includes('pub.mirror'))
+    expect(back.mirrorlist).to.contain('pub.mirror')
+    expect(back.metalink).to.contain('pub.mirror')
+  })
+
   it("filters by dnf's protocol= as MirrorManager does: comma-separated or repeated, the whole list when no mirror has it", async () => {
     const lines = async (query: string) => (await (await fetch(`${base}/mirrorlist?repo=f-42&arch=x86_64&${query}`)).text()).trimEnd().split('\n')
     expect(await lines('protocol=https')).to.deep.equal(['# repo = f-42 arch = x86_64 protocol = https', 'https://campus.mirror/pub/f/42/x86_64/os/', 'https://pub.mirror/pub/f/42/x86_64/os/'])

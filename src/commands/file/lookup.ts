@@ -102,6 +102,7 @@ function render(f: FileLookup): string {
       ]),
     )
   }
+  lines.push(...checkLines(f))
   const e = f.explain
   if (e) {
     const located = e.client.country === null && e.client.continent === null ? ['location unknown'] : [e.client.country ?? 'country unknown', e.client.continent ?? 'continent unknown']
@@ -141,4 +142,19 @@ function render(f: FileLookup): string {
     }
   }
   return lines.join('\n')
+}
+
+/** What content checks read of each copy, as lines (none when no check read one). */
+function checkLines(f: FileLookup): string[] {
+  if (f.checks.length === 0) return []
+  return [
+    'content checks (pieces of the current pass read and matching; whole = the last pass that read every piece):',
+    renderTable(f.checks, [
+      {header: 'mirror', get: (c) => c.identifier},
+      {header: 'pieces read', get: (c) => `${c.pieces_read}/${c.pieces}`},
+      {header: 'checked (UTC)', get: (c) => c.checked_at},
+      {header: 'whole (UTC)', get: (c) => c.whole_at},
+      {header: 'unchecked', get: (c) => (c.unchecked_at === null ? null : `${c.unchecked_at}: ${c.unchecked_reason}`)},
+    ]),
+  ]
 }

@@ -8,10 +8,11 @@ import {FILE_KINDS, type FileKind, type FolderCount, type MirrorFile, mirrorFile
 import {humanBytes} from '../../lib/stats/render.js'
 import {trimSlashes} from '../../lib/text.js'
 import {readOriginTrace} from '../../lib/sync/trace.js'
+import {type MirrorChecks, mirrorChecks} from '../../lib/probe/content-store.js'
 import {probeStateText, probeSummaries, probeSummaryJson, recentTransitions, renderTransitions, transitionJson, type ProbeSummaryJson} from '../../lib/probe/history.js'
 
 /** `mb mirror show NAME --json`. */
-type ShownMirror = PublicMirror & {bad_copies: number; suspect_bad_copies: number; probe: ProbeSummaryJson & {transitions: Array<ReturnType<typeof transitionJson>>}}
+type ShownMirror = PublicMirror & {bad_copies: number; suspect_bad_copies: number; content_checks: MirrorChecks; probe: ProbeSummaryJson & {transitions: Array<ReturnType<typeof transitionJson>>}}
 
 /** `mb mirror show NAME --files KIND --json`: the folders with counts, or one page of a folder's files. */
 type MirrorFiles = {mirror: string; kind: FileKind; folders: FolderCount[]} | {mirror: string; kind: FileKind; folder: string; page: number; pages: number; total: number; files: MirrorFile[]}
@@ -43,13 +44,14 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
     const summary = probeSummaryJson((await probeSummaries(database.db, [mirror.id])).get(mirror.id), this.mbConfig.select.unprobed)
     const transitions = await recentTransitions(database.db, mirror.id, 10)
     const badCopies = await badCopyCount(database.db, mirror.id)
+    const checks = await mirrorChecks(database.db, mirror.id)
     const threshold = this.mbConfig.probe.suspect_bad_copies
     const limit = threshold > 0 ? ` (the mirror is suspect from ${threshold}: probe.suspect_bad_copies)` : ' (probe.suspect_bad_copies is 0: never suspect for them)'
     const bad = `${badCopies === 0 ? '0' : `${badCopies}: content checks found these copies corrupt; they get no clients (\`mb file lookup\` names them per file)`}${limit}`
     this.print(
-      `${renderRecord([...mirrorRecord(mirror), ['bad_copies', bad], ['probe', probeStateText(summary)], ['last_probe', summary.last_probe_at], ['probe_reason', summary.reason]])}\n${renderTransitions(transitions)}`,
+      `${renderRecord([...mirrorRecord(mirror), ['bad_copies', bad], ['content_checks', checksText(checks)], ['probe', probeStateText(summary)], ['last_probe', summary.last_probe_at], ['probe_reason', summary.reason]])}\n${renderTransitions(transitions)}`,
     )
-    return {...mirror, bad_copies: badCopies, suspect_bad_copies: threshold, probe: {...summary, transitions: transitions.map(transitionJson)}}
+    return {...mirror, bad_copies: badCopies, suspect_bad_copies: threshold, content_checks: checks, probe: {...summary, transitions: transitions.map(transitionJson)}}
   }
 
   /** `--files KIND`: per folder with counts, or (with `--folder`) one page of that folder's files. */
@@ -85,4 +87,11 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
     )
     return {mirror: row.identifier, kind, folder, page: this.flags.page, pages, total, files}
   }
+}
+
+/** One line on what content checks read of the mirror's copies. */
+function checksText(c: MirrorChecks): string {
+  const last = c.last_checked_at === null ? 'never checked' : `last check ${c.last_checked_at}`
+  const unchecked = c.unchecked > 0 ? `; ${c.unchecked} unchecked at their last check (${c.last_unchecked_reason})` : ''
+  return `${c.checked_whole} of ${c.held} hashed copies checked whole (\`mb file lookup\` shows each); ${last}${unchecked}`
 }

@@ -20,6 +20,7 @@ import {hasDigests, hashesMatchVersion} from '../origin/freshness.js'
 import {readLinks, resolveLinks} from '../origin/links.js'
 import {trimLeadingSlashes} from '../text.js'
 import {unixIso} from '../time.js'
+import {type CopyCheck, copyChecks} from '../probe/content-store.js'
 
 /** A mirror holding the file, with the URL a client of the given scheme would get. */
 export interface HoldingMirror {
@@ -48,6 +49,9 @@ export interface CorruptCopy {
   /** When the mismatch was found, ISO 8601 UTC. */
   found_at: string
 }
+
+/** What content checks recorded of one mirror's copy of this version (`mirror_file_check`; src/lib/probe/content-store.ts). */
+export type CheckedCopy = Omit<CopyCheck, 'mirror_id'> & {identifier: string}
 
 /** The `--client-ip` explanation: the selection for that client. */
 export interface LookupExplain {
@@ -92,6 +96,8 @@ export interface FileLookup {
   stale: StaleCopy[]
   /** Copies found corrupt: out of the mirror set until a scan sees them change or a content check passes. */
   corrupt: CorruptCopy[]
+  /** What content checks read of each copy of this version: pieces of the current pass, the last whole check, the last check that could not judge. */
+  checks: CheckedCopy[]
   explain?: LookupExplain
 }
 
@@ -263,6 +269,10 @@ export async function lookupFiles(database: Database, config: GeoSettings & {roo
     database,
     rows.map((r) => r.id),
   )
+  const checksByFile = await copyChecks(
+    database.db,
+    rows.map((r) => r.id),
+  )
   const tracedByFile = await tracedCopies(
     database,
     rows.map((r) => r.id),
@@ -295,6 +305,7 @@ export async function lookupFiles(database: Database, config: GeoSettings & {roo
       mirrors: held,
       stale: [...stale].map(([id, copy]) => ({identifier: mirrors.get(id)?.identifier ?? String(id), size: copy.size, mtime: copy.mtime})),
       corrupt: [...corrupt].map(([id, bad]) => ({identifier: mirrors.get(id)?.identifier ?? String(id), piece: bad.piece, found_at: unixIso(bad.foundAt)})),
+      checks: (checksByFile.get(Number(r.id)) ?? []).map(({mirror_id, ...c}) => ({identifier: mirrors.get(mirror_id)?.identifier ?? String(mirror_id), ...c})),
     }
     if (facts !== undefined && geo !== undefined) {
       const file: SelectFile = {path: r.path, size, mtime, mirrors: r.mirrors.map(Number), stale, corrupt}

@@ -360,6 +360,7 @@ export type OriginAnswer = Awaited<ReturnType<Agent['request']>>
  * errors of a body left unread are swallowed.
  *
  * @param use  reads the final answer (any status but a followed redirect) and returns the result
+ * @param timeoutSeconds  the walk's time limit instead of `probe.timeout` (a long body's read)
  * @returns what `use` returns, or `{failure}` (`redirect_offsite: URL`, `redirect_loop`, or a
  *   reason code such as `timeout` or `refused`); never throws for network failures
  */
@@ -369,9 +370,10 @@ export async function getWithinOrigin<T>(
   url: string,
   headers: Record<string, string>,
   use: (answer: OriginAnswer, finalUrl: URL) => Promise<T>,
+  timeoutSeconds = client.options.timeout,
 ): Promise<T | {failure: string}> {
   const controller = new AbortController()
-  const timer = setTimeout(() => controller.abort(), client.options.timeout * 1000)
+  const timer = setTimeout(() => controller.abort(), timeoutSeconds * 1000)
   const origin = new URL(url).origin
   let current = new URL(url)
   try {
@@ -419,4 +421,37 @@ export async function digestBody(body: AsyncIterable<unknown>, algorithm: string
     if (received > length) break // longer than asked for: the caller's verdict says so
   }
   return {bytes: received, ...(received === length ? {digest: hash.digest('hex')} : {})}
+}
+
+/**
+ * Hashes the first `length` bytes of a response body with SHA-1 piece by piece (`pieceSize`
+ * bytes each, the last one shorter when `length` says so), as they stream: memory stays at one
+ * chunk whatever the length (a whole-copy content check of a 4 GB ISO holds no more). Reading
+ * stops once more than `length` bytes arrived.
+ * @returns the bytes received, and the hex SHA-1 of each piece read whole (every piece when exactly `length` arrived)
+ */
+export async function digestPieces(body: AsyncIterable<unknown>, pieceSize: number, length: number): Promise<{bytes: number; sha1s: string[]}> {
+  const sha1s: string[] = []
+  let hash = createHash('sha1')
+  let inPiece = 0
+  let received = 0
+  for await (const chunk of body) {
+    const buffer = chunk as Buffer
+    let usable = received < length ? buffer.subarray(0, length - received) : buffer.subarray(0, 0)
+    received += buffer.length
+    while (usable.length > 0) {
+      const take = Math.min(usable.length, pieceSize - inPiece)
+      hash.update(usable.subarray(0, take))
+      inPiece += take
+      usable = usable.subarray(take)
+      if (inPiece === pieceSize) {
+        sha1s.push(hash.digest('hex'))
+        hash = createHash('sha1')
+        inPiece = 0
+      }
+    }
+    if (received > length) break // longer than asked for: the caller's verdict says so
+  }
+  if (inPiece > 0 && received === length) sha1s.push(hash.digest('hex'))
+  return {bytes: received, sha1s}
 }

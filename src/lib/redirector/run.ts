@@ -55,10 +55,9 @@ import {networkRoute} from '../operator/network-page.js'
 import {duplicateLinks} from '../serve/delivery/duplicate-links.js'
 import {MirrorServer} from '../serve/delivery/server.js'
 import type {ServerOptions} from '../serve/delivery/settings.js'
-import {demandHooks, startDemandScans} from './demand.js'
+import {type OnDemand, startOnDemand} from './demand.js'
 import {CACHE_BUDGETS} from './cache-budgets.js'
 import {checkRoot} from './preflight.js'
-import type {DemandScanQueue} from '../scan/demand.js'
 import {originRoute} from '../serve/delivery/origin-form.js'
 import {BaseUrls} from '../serve/delivery/public-url.js'
 import {watchOrigin} from '../serve/snapshot/watch.js'
@@ -186,7 +185,8 @@ interface Parts {
   contentChecks?: BackgroundContentChecks
   metrics?: ServeMetrics
   reindexer?: StaleReindexer
-  demand?: DemandScanQueue
+  demand?: OnDemand['demand']
+  contentDemand?: OnDemand['contentDemand']
 }
 
 /**
@@ -222,13 +222,13 @@ export async function startServe(config: Config, options: {database?: Database; 
     const reads = parts.readDatabase ?? database
     const network = new NetworkView(reads, () => keeper.current, syncViewOptions(root, config.sync))
     parts.reindexer = new StaleReindexer(database, root, logger)
-    const demand = startDemandScans(database, config, logger)
-    parts.demand = demand
+    const onDemand = startOnDemand(database, config, logger)
+    ;({demand: parts.demand, contentDemand: parts.contentDemand} = onDemand)
     const onIndexStale: ServerOptions['onIndexStale'] = (stale) => {
       parts.metrics?.originIndexStale()
       parts.reindexer?.request(stale.path)
     }
-    const server = createServer(config, root, keeper, geo, reads, logger, options.version, {onIndexStale, ...demandHooks(demand)})
+    const server = createServer(config, root, keeper, geo, reads, logger, options.version, {onIndexStale, ...onDemand.hooks})
     server.addRoute(networkRoute(server, network))
     parts.server = server
     await observe(parts, config, server, keeper, database, network)
@@ -294,7 +294,8 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
  * zsync files of src/lib/metalink/formats.ts, and by `Accept`: redirects say `Vary: Accept`);
  * they only read `database`. `hooks.onIndexStale` hears of indexed files found changed on disk
  * (`serve.disk_check_seconds`), `hooks.onNoMirror` of files no mirror holds and
- * `hooks.onOutsideTier` of redirects that leave the client's tier (the scans on demand).
+ * `hooks.onOutsideTier` of redirects that leave the client's tier (the scans on demand), and
+ * `hooks.onRetryAway` of clients' retries (the content checks on demand; ./demand.ts).
  */
 function createServer(
   config: Config,
@@ -304,7 +305,7 @@ function createServer(
   database: Database,
   logger: Logger,
   version: string | undefined,
-  hooks: Pick<ServerOptions, 'onIndexStale' | 'onNoMirror' | 'onOutsideTier'>,
+  hooks: Pick<ServerOptions, 'onIndexStale' | 'onNoMirror' | 'onOutsideTier' | 'onRetryAway'>,
 ): MirrorServer {
   const settings = serverSettings(config, geo)
   const disk = {indexExclude: config.index.exclude, diskCheckSeconds: config.serve.disk_check_seconds, diskCheckWatch: config.serve.disk_check_watch}
@@ -370,7 +371,7 @@ async function observe(parts: Parts, config: Config, server: MirrorServer, keepe
 }
 
 /** The metrics of this process, read from the keeper, the statistics, the standby (`readDatabase`, its lag), the scans on demand and the origin's directory watch at scrape time. */
-function createMetrics(from: {keeper: SnapshotKeeper; network: NetworkView; statsPendingKeys: () => number; readDatabase?: Database; demand?: DemandScanQueue; server: MirrorServer}): ServeMetrics {
+function createMetrics(from: {keeper: SnapshotKeeper; network: NetworkView; statsPendingKeys: () => number; readDatabase?: Database; demand?: OnDemand['demand']; server: MirrorServer}): ServeMetrics {
   const {keeper, network, statsPendingKeys, readDatabase, demand, server} = from
   let refreshedAt = Date.now()
   keeper.onChange(() => {
@@ -454,7 +455,7 @@ function logListening(
  * the rest still run.
  */
 async function stopParts(parts: Parts): Promise<void> {
-  const {logger, probes, contentChecks, server, unwatch, reindexer, demand, pushAfter, stats, accessLog, metricsServer, keeper, database} = parts
+  const {logger, probes, contentChecks, contentDemand, server, unwatch, reindexer, demand, pushAfter, stats, accessLog, metricsServer, keeper, database} = parts
   const step = async (name: string, fn: (() => unknown) | undefined) => {
     try {
       await fn?.()
@@ -468,7 +469,7 @@ async function stopParts(parts: Parts): Promise<void> {
   await step('watch', unwatch)
   await step('GeoIP watch', parts.unwatchGeo)
   await step('re-index', reindexer && (() => reindexer.close()))
-  await step('scans on demand', demand && (() => demand.stop()))
+  await step('work on demand', () => Promise.all([demand?.stop(), contentDemand?.stop()]))
   await step('push-after', pushAfter && (() => pushAfter.stop()))
   await step('stats', stats && (() => stopCounting(stats, logger)))
   await step('access log', accessLog && (() => accessLog.close()))

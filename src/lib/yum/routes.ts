@@ -32,6 +32,7 @@ import type {Selection, SelectMirror} from '../select/types.js'
 import {hasQueryFlag} from '../serve/delivery/path.js'
 import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} from '../serve/delivery/route.js'
 import {type FileEntry, fileWith} from '../serve/snapshot/file-entry.js'
+import type {Snapshot} from '../serve/snapshot/snapshot.js'
 import {BaseUrls} from '../serve/delivery/public-url.js'
 import {repoKey} from './config.js'
 import {
@@ -178,7 +179,7 @@ export class YumRoutes {
     if (!file || !state) return this.fail(ctx, metalink, 404, `${oneLine(repomd.slice(0, -'/repomd.xml'.length))}/repomd.xml not found or has not metalink`)
     const client = this.server.clientInfo(ctx)
     if (client === undefined) return this.fail(ctx, metalink, 400, BAD_COUNTRY_QUERY)
-    const selection = this.server.selectMirrors(ctx, client, this.repositoryFile(file, state), false)
+    const selection = this.server.selectMirrors(ctx, client, this.repositoryFile(ctx.snapshot, file, state), false)
     const origin = (this.options.baseUrls ?? DEFAULT_BASE_URLS).origin(ctx.req, client.https)
     const dir = repomd.slice(0, -'repodata/repomd.xml'.length)
     const body = metalink
@@ -213,18 +214,17 @@ export class YumRoutes {
   /**
    * The repository as selection sees it: its directory (path ending in '/'), with the mirror
    * set of its repomd.xml plus the mirrors that held an alternate, at least `select.min_size`
-   * bytes large. `select.origin_only` patterns (`repomd.xml` by default) and `min_size` keep
-   * plain GETs of the metadata on the origin; a metalink carries the hashes that make
-   * mirrors safe, so they do not apply to the repository.
+   * bytes large, less the mirrors with a copy under the repository that content checks found
+   * corrupt (as `mirrors.txt` leaves them out: dnf would download the bad package first).
+   * `select.origin_only` patterns (`repomd.xml` by default) and `min_size` keep plain GETs of
+   * the metadata on the origin; a metalink carries the hashes that make mirrors safe, so they
+   * do not apply to the repository.
    */
-  private repositoryFile(file: FileEntry, state: RepoState): FileEntry {
-    let mirrors = file.mirrors
-    if (state.alternates.length > 0) {
-      const ids = new Set<number>(file.mirrors)
-      for (const alternate of state.alternates) for (const id of alternate.mirrors) ids.add(id)
-      mirrors = Int16Array.from(ids)
-    }
-    return fileWith(file, {path: file.path.slice(0, -'repodata/repomd.xml'.length), size: Math.max(file.size, this.options.minSize), mirrors})
+  private repositoryFile(snapshot: Snapshot, file: FileEntry, state: RepoState): FileEntry {
+    const ids = new Set<number>(file.mirrors)
+    for (const alternate of state.alternates) for (const id of alternate.mirrors) ids.add(id)
+    const dir = file.path.slice(0, -'repodata/repomd.xml'.length)
+    return fileWith(file, {path: dir, size: Math.max(file.size, this.options.minSize), mirrors: snapshot.withoutBadCopiesUnder(ids, dir)})
   }
 
   /**
