@@ -35,6 +35,7 @@ import {
 } from './content-store.js'
 import {digestPieces, type Family, getWithinOrigin, ProbeClient, type Resolver} from './http.js'
 import {requestUrl} from './probe.js'
+import {compileSigner} from '../sign.js'
 import {clientOptions} from './run.js'
 import {MbError} from '../errors.js'
 
@@ -107,8 +108,19 @@ export interface ContentRound {
   mirrors: MirrorContentResult[]
 }
 
-type MirrorRow = {id: number; identifier: string; http_url: string | null; https_url: string | null; base_path: string; up: boolean; range_ok: boolean | null}
-const MIRROR_COLUMNS = ['id', 'identifier', 'http_url', 'https_url', 'base_path', 'up', 'range_ok'] as const
+type MirrorRow = {
+  id: number
+  identifier: string
+  http_url: string | null
+  https_url: string | null
+  base_path: string
+  up: boolean
+  range_ok: boolean | null
+  sign_scheme: string | null
+  sign_secret: string | null
+  sign_ttl_seconds: number
+}
+const MIRROR_COLUMNS = ['id', 'identifier', 'http_url', 'https_url', 'base_path', 'up', 'range_ok', 'sign_scheme', 'sign_secret', 'sign_ttl_seconds'] as const
 
 /**
  * Runs one round of content checks and records its verdicts.
@@ -180,6 +192,7 @@ interface Findings {
 async function checkOneMirror(database: Database, config: ProbeConfig, m: MirrorRow, planFor: (m: MirrorRow) => Promise<PlannedCheck[]>, options: {resolver?: Resolver}): Promise<MirrorContentResult> {
   const result: MirrorContentResult = {id: m.id, identifier: m.identifier, bytes: 0, checks: [], marked_bad: 0, cleared: 0, removed_missing: 0, unchecked: 0}
   const baseUrl = m.https_url ?? m.http_url
+  const sign = compileSigner(m.sign_scheme, m.sign_secret, m.sign_ttl_seconds)
   if (!baseUrl) return {...result, skipped: 'no HTTP or HTTPS URL'}
   if (!m.up) return {...result, skipped: 'down'}
   if (m.range_ok === false) return {...result, skipped: 'no range: probing found it answers a ranged request with the whole file'}
@@ -196,7 +209,8 @@ async function checkOneMirror(database: Database, config: ProbeConfig, m: Mirror
     for (const check of plan) {
       const expected = digests.get(check.candidate.fileId)
       if (expected === undefined) continue // the index changed the file since the plan
-      const url = requestUrl(baseUrl, m.base_path ?? '', {kind: 'file', path: check.candidate.path})
+      const unsigned = requestUrl(baseUrl, m.base_path ?? '', {kind: 'file', path: check.candidate.path})
+      const url = sign ? sign(unsigned) : unsigned
       const read = await checkSpan(client, family, url, check, expected, config.timeout)
       result.bytes += read.bytes
       if (UNCHECKED.has(read.verdict)) result.unchecked++
