@@ -1,5 +1,7 @@
+import {createHash, randomBytes} from 'node:crypto'
 import {expect} from 'chai'
 import {type ContentCandidate, contentVerdict, parseContentRange, pieceCount, pieceDigest, pieceRange, planContentChecks} from '../../src/lib/probe/content.js'
+import {digestPieces} from '../../src/lib/probe/http.js'
 
 const KiB = 1024
 const MiB = 1024 * KiB
@@ -114,5 +116,34 @@ describe('probe --content: verdicts', () => {
     expect(parseContentRange('bytes 5-9/*')).to.deep.equal({start: 5, end: 9, total: null})
     expect(parseContentRange('items 0-9/100')).to.equal(undefined)
     expect(parseContentRange(undefined)).to.equal(undefined)
+  })
+})
+
+describe('probe --content: hashing pieces as they stream (digestPieces)', () => {
+  const data = randomBytes(5 * 1000 + 123)
+  const sha1 = (b: Buffer) => createHash('sha1').update(b).digest('hex')
+  /** `bytes` cut in chunks of the sizes given in turn, as a socket delivers them. */
+  async function* chunks(bytes: Buffer, sizes: number[]): AsyncGenerator<Buffer> {
+    for (let at = 0, i = 0; at < bytes.length; i++) {
+      const size = sizes[i % sizes.length]
+      yield bytes.subarray(at, at + size)
+      at += size
+    }
+  }
+  const expected = Array.from({length: 6}, (_, i) => sha1(data.subarray(i * 1000, (i + 1) * 1000)))
+
+  it('gives the SHA-1 of every piece, the shorter last one included, whatever the chunk boundaries', async () => {
+    for (const sizes of [[1], [999, 2], [4096], [333, 1000, 7]]) {
+      const got = await digestPieces(chunks(data, sizes), 1000, data.length)
+      expect(got, String(sizes)).to.deep.equal({bytes: data.length, sha1s: expected})
+    }
+  })
+
+  it('leaves out a piece cut short, and stops reading past the length', async () => {
+    const short = await digestPieces(chunks(data.subarray(0, 2500), [700]), 1000, data.length)
+    expect(short).to.deep.equal({bytes: 2500, sha1s: expected.slice(0, 2)})
+    const long = await digestPieces(chunks(Buffer.concat([data, randomBytes(5000)]), [4096]), 1000, data.length)
+    expect(long.bytes).to.be.above(data.length)
+    expect(long.sha1s).to.deep.equal(expected)
   })
 })

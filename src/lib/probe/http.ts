@@ -428,7 +428,7 @@ export async function digestBody(body: AsyncIterable<unknown>, algorithm: string
  * bytes each, the last one shorter when `length` says so), as they stream: memory stays at one
  * chunk whatever the length (a whole-copy content check of a 4 GB ISO holds no more). Reading
  * stops once more than `length` bytes arrived.
- * @returns the bytes received, and the hex SHA-1 of each piece read whole (every piece when exactly `length` arrived)
+ * @returns the bytes received, and the hex SHA-1 of each piece read whole (every piece once `length` bytes arrived)
  */
 export async function digestPieces(body: AsyncIterable<unknown>, pieceSize: number, length: number): Promise<{bytes: number; sha1s: string[]}> {
   const sha1s: string[] = []
@@ -452,6 +452,6 @@ export async function digestPieces(body: AsyncIterable<unknown>, pieceSize: numb
     }
     if (received > length) break // longer than asked for: the caller's verdict says so
   }
-  if (inPiece > 0 && received === length) sha1s.push(hash.digest('hex'))
+  if (inPiece > 0 && received >= length) sha1s.push(hash.digest('hex'))
   return {bytes: received, sha1s}
 }
