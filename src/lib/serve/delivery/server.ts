@@ -9,7 +9,7 @@
  * per-client answer, then the headers of the registered {@link RedirectHeaderProvider}s
  * (./duplicate-links.ts; Metalink/HTTP headers from src/lib/metalink). Nothing on this path
  * waits on the database. A client asking again for a file it was just answered for takes the
- * next rank, then the origin (./retry.ts), with `X-MB-Attempt: N`.
+ * next mirror of its tier, never the origin (./retry.ts), with `X-MB-Attempt: N`.
  *
  * The origin answers itself (./local.ts) for files the selection leaves to it and files not
  * (yet) indexed. Every answer is reported once (./reporter.ts). Connections are capped and
@@ -41,7 +41,6 @@ import {RequestReporter} from './reporter.js'
 import {BAD_COUNTRY_QUERY, type OnDisk, type RedirectHeaderProvider, type RequestContext, type Route, type RouteServices} from './route.js'
 import {type ConnectionSettings, DEFAULT_CONNECTION_SETTINGS, REQUEST_TIMEOUT_MS, type ServerOptions, type ServerSettings} from './settings.js'
 import {TurnBatch} from './turn-batch.js'
-import {rankOfAttempt} from '../../select/retry.js'
 import {Retries, attemptText, retryStep, selectionForAttempt} from './retry.js'
 import {answerRefusals} from './refusals.js'
 
@@ -89,7 +88,7 @@ export class MirrorServer implements RouteServices {
     this.selectLimit = Math.max(1, options.linkCount ?? options.selectOptions.maxAlternatives ?? 5)
     this.selectOptions = options.selectOptions
     this.geo = options.geo
-    this.retries = new Retries(options.selectOptions)
+    this.retries = new Retries(options.selectOptions, Date.now, options.retrySecret)
     this.serverHeader = options.version === undefined ? undefined : `mb/${headerSafe(options.version)}`
     this.reporter = new RequestReporter(options.logger, (ctx) => this.client(ctx))
     this.local = new LocalDelivery(options.keeper, this.serverHeader, this)
@@ -376,18 +375,10 @@ export class MirrorServer implements RouteServices {
     }
     const step = this.retries.enabled ? retryStep(this.retries, ctx, this.client(ctx).ip, file) : undefined
     if (step !== undefined && step.retriedFrom !== 0) this.options.onRetryAway?.(file.path, step.retriedFrom)
-    // Only the first `linkCount` candidates from the attempt's rank on are used (Location is the first): rank no more.
-    const all = this.selectMirrors(ctx, client, file, false, step === undefined ? this.selectLimit : this.selectLimit + step.attempt - 1)
-    if (step !== undefined && all.ranked.length > 0) {
-      const rank = rankOfAttempt(step.attempt, all.ranked.length)
-      this.retries.answered(step, rank < 0 ? 0 : all.ranked[rank].mirror.id)
-    }
+    // Only the first `linkCount` candidates are used (Location is the first, the tier is among them): rank no more.
+    const all = this.selectMirrors(ctx, client, file, false, this.selectLimit)
     const selection = step === undefined || all.ranked.length === 0 ? all : selectionForAttempt(all, step.attempt)
-    if (selection === undefined) {
-      ctx.res.setHeader('X-MB-Attempt', attemptText(step!.attempt))
-      this.deliver(ctx, 'retry', undefined, `retry ${step!.attempt}: the ${all.ranked.length} ranked mirror(s) were tried`).catch((error) => this.fail(ctx, error))
-      return
-    }
+    if (step !== undefined && selection.ranked.length > 0) this.retries.answered(step, selection.ranked[0].mirror.id)
     const ranked = selection.ranked
     if (ranked.length === 0) {
       const reason = selection.origin?.reason ?? 'no_mirror'

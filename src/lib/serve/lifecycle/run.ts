@@ -46,7 +46,7 @@ import {reportLastFlush, type StatsFlusher, startStatsFlusher} from '../../stats
 import {type AccessLog, openAccessLog} from '../operator/access-log.js'
 import {isWorker, releaseWorker, runPrimary, untilStopSignal, workerId} from './cluster.js'
 import {checkPidFile, removePidFile, SERVE_TITLE, writePidFile} from './pid-file.js'
-import {relayRetries, shareRetries} from './retry-share.js'
+import {relayRetries, retrySecretEnv, shareRetries, workerRetrySecret} from './retry-share.js'
 import {SnapshotKeeper} from '../snapshot/keeper.js'
 import {httpUrl, inheritedSocket, type ListenTarget, parseListen} from '../delivery/listen.js'
 import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type ServeMetrics, startMetricsServer} from '../operator/metrics.js'
@@ -101,7 +101,7 @@ export async function runServe(config: Config, runtime: ServeRuntime = {}): Prom
       metricsListen: config.serve.metrics_listen,
       onReload: () => primaryReload(config, runtime, logger),
       // The primary's address wins over a config file changed since (flags are the same).
-      workerEnv: {MB_LISTEN: config.serve.listen},
+      workerEnv: {MB_LISTEN: config.serve.listen, ...retrySecretEnv()},
       onListening: pidFile ? () => writePidFileLogged(pidFile, logger) : undefined,
     })
     if (pidFile) removePidFile(pidFile)
@@ -319,7 +319,17 @@ function createServer(
   hooks: Pick<ServerOptions, 'onIndexStale' | 'onNoMirror'>,
 ): MirrorServer {
   const settings = serverSettings(config, geo)
-  const server = new MirrorServer({...settings, root, keeper, logger, version, diskCheckSeconds: config.serve.disk_check_seconds, diskCheckWatch: config.serve.disk_check_watch, ...hooks})
+  const server = new MirrorServer({
+    ...settings,
+    root,
+    keeper,
+    logger,
+    version,
+    retrySecret: isWorker() ? workerRetrySecret() : undefined,
+    diskCheckSeconds: config.serve.disk_check_seconds,
+    diskCheckWatch: config.serve.disk_check_watch,
+    ...hooks,
+  })
   const baseUrls = new BaseUrls(config.serve.public_url, config.serve.origin_url)
   // First: a path in the origin form is the origin's, whatever another route would make of it.
   server.addRoute(originRoute(server))
