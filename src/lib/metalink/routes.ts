@@ -54,6 +54,8 @@ export interface MetalinkRouteOptions {
   maxUrls?: number | (() => number)
   /** This server's URLs (`serve.public_url`, `serve.origin_url`), shared with the other routes; default: from the request's Host, the origin form. */
   baseUrls?: BaseUrls
+  /** `serve.origin_fallback_mirrors`: the origin's URL ends a document only when it lists fewer mirrors (default 2; ./document.ts). */
+  originFallbackMirrors?: number
   /** File versions whose hash rows and document parts are kept, and the bytes they may take (./version-cache.ts). */
   cache: CacheBudget
   /** The BitTorrent and zsync data; without it those representations answer 404. */
@@ -263,6 +265,7 @@ export class MetalinkRoutes {
       selection,
       ...bases,
       maxUrls: this.maxUrls(),
+      originFallbackMirrors: this.options.originFallbackMirrors,
       formats,
     })
     if (target.kind === 'meta4') {
@@ -312,7 +315,17 @@ export class MetalinkRoutes {
    * file on disk no longer has the indexed version (`changed`, from `currentFile()`).
    */
   private async handleFormat(ctx: RequestContext, kind: FormatKind, file: FileEntry, selection: Selection, bases: {baseUrl: string; originBase: string}, changed: boolean): Promise<void> {
-    const doc = buildDocument({path: file.path, size: file.size, mtime: file.mtime, stored: null, hashesFresh: false, selection, ...bases, maxUrls: this.maxUrls()})
+    const doc = buildDocument({
+      path: file.path,
+      size: file.size,
+      mtime: file.mtime,
+      stored: null,
+      hashesFresh: false,
+      selection,
+      ...bases,
+      maxUrls: this.maxUrls(),
+      originFallbackMirrors: this.options.originFallbackMirrors,
+    })
     const formats = this.options.formats
     let stored: Awaited<ReturnType<FormatStore['torrent']>> | Awaited<ReturnType<FormatStore['zsync']>>
     if (!formats) stored = {status: 404, reason: 'This server does not serve BitTorrent or zsync files.'}

@@ -8,6 +8,9 @@
 import type {IncomingMessage} from 'node:http'
 import {isPlainHost, withTrailingSlash} from '../../text.js'
 
+/** The `X-MB-Origin-Reason` of a delivery in the origin form (./origin-form.ts). */
+export const ORIGIN_FALLBACK_REASON = 'origin_fallback'
+
 /** The reserved first path segment of the origin form (./origin-form.ts), with its slash. */
 export const ORIGIN_PREFIX = '_origin/'
 

@@ -43,6 +43,9 @@ import {type ConnectionSettings, DEFAULT_CONNECTION_SETTINGS, REQUEST_TIMEOUT_MS
 import {TurnBatch} from './turn-batch.js'
 import {Retries, attemptText, retryStep, selectionForAttempt} from './retry.js'
 import {answerRefusals} from './refusals.js'
+import {notModified} from './not-modified.js'
+import {DEFAULT_ORIGIN_BUDGET, OriginBudget} from './origin-budget.js'
+import {ORIGIN_FALLBACK_REASON} from './public-url.js'
 
 /** A `302 Found` built and not written yet: its request, file, chosen mirror and header lines. */
 interface PendingRedirect {
@@ -80,6 +83,8 @@ export class MirrorServer implements RouteServices {
   private vary = 'X-Forwarded-For, X-Forwarded-Proto'
   /** Recent answers, so that a client's retry reaches the next mirror (./retry.ts). */
   readonly retries: Retries
+  /** What the origin may deliver that a mirror could carry (./origin-budget.ts). */
+  private readonly budget: OriginBudget
 
   constructor(private readonly options: ServerOptions) {
     this.verifier = options.verify === undefined ? undefined : new Verifier(options.verify)
@@ -89,6 +94,7 @@ export class MirrorServer implements RouteServices {
     this.selectOptions = options.selectOptions
     this.geo = options.geo
     this.retries = new Retries(options.selectOptions, Date.now, options.retrySecret)
+    this.budget = new OriginBudget(options.originBudget ?? DEFAULT_ORIGIN_BUDGET, {v4: options.selectOptions.clientPrefixV4, v6: options.selectOptions.clientPrefixV6})
     this.serverHeader = options.version === undefined ? undefined : `mb/${headerSafe(options.version)}`
     this.reporter = new RequestReporter(options.logger, (ctx) => this.client(ctx))
     this.local = new LocalDelivery(options.keeper, this.serverHeader, this)
@@ -118,6 +124,7 @@ export class MirrorServer implements RouteServices {
   reconfigure(settings: ServerSettings): void {
     this.selectOptions = settings.selectOptions
     this.retries.configure(settings.selectOptions)
+    this.budget.configure(settings.originBudget, {v4: settings.selectOptions.clientPrefixV4, v6: settings.selectOptions.clientPrefixV6})
     this.trusted = settings.trustedProxies
     this.geo = settings.geo
     this.selectLimit = Math.max(1, settings.linkCount)
@@ -254,26 +261,6 @@ export class MirrorServer implements RouteServices {
     return this.serverHeader === undefined ? {} : {Server: this.serverHeader}
   }
 
-  /**
-   * Answers `304 Not Modified` instead of a redirect when the request's `If-Modified-Since`
-   * (RFC 9110 §13.1.3) is at or after the indexed version's mtime, as Mirrorbits does for
-   * redirected files: a caching proxy that holds the file then needs no round trip to a
-   * mirror. A newer version keeps the redirect. With `If-None-Match` the date is ignored
-   * (RFC 9110 §13.2.2) and the redirect stays: mb has no entity tag of its own for a version
-   * that mirrors serve (each mirror sends its own). False when it did not answer.
-   */
-  private notModified(ctx: RequestContext, file: FileEntry): boolean {
-    const headers = ctx.req.headers
-    const since = headers['if-modified-since']
-    if (since === undefined || headers['if-none-match'] !== undefined) return false
-    const date = Date.parse(since)
-    if (Number.isNaN(date) || Math.floor(date / 1000) < file.mtime) return false
-    ctx.res.writeHead(304, {'Last-Modified': new Date(file.mtime * 1000).toUTCString(), 'Cache-Control': 'private, no-store', Vary: 'X-Forwarded-For, X-Forwarded-Proto', ...this.serverHeaders()})
-    ctx.res.end()
-    this.finish(ctx, 304, 'not_modified', {fileSize: file.size})
-    return true
-  }
-
   /** Writes a short plain-text answer and reports it. */
   plain(ctx: RequestContext, status: number, outcome: Outcome, text: string, headers: Record<string, string> = {}): void {
     const body = `${text}\n`
@@ -354,6 +341,22 @@ export class MirrorServer implements RouteServices {
     return check === undefined ? file : check.current(ctx, file)
   }
 
+  /**
+   * {@link RouteServices.originFallback}: the origin form `/_origin/PATH` (./origin-form.ts)
+   * of an indexed file. The origin delivers it when no eligible mirror holds it, or within
+   * `serve.origin_budget` (./origin-budget.ts); over the budget, the request is answered as
+   * one for PATH itself: a `302` to the best mirror for the client, under the retry rule.
+   */
+  originFallback(ctx: RequestContext, file: FileEntry, real: string): Promise<void> | void {
+    const client = this.clientInfo(ctx)
+    if (client === undefined) return this.plain(ctx, 400, 'bad_request', BAD_COUNTRY_QUERY)
+    const held = this.currentFile(ctx, file) === file && this.selectMirrors(ctx, client, file, false, 1).ranked.length > 0
+    const bytes = ctx.req.method === 'GET' ? file.size : 0
+    if (!held || this.budget.take(client.address, bytes, ctx.startedMs)) return this.deliver(ctx, ORIGIN_FALLBACK_REASON, real)
+    ctx.res.setHeader('X-MB-Origin-Budget', 'over')
+    this.redirectOrDeliver(ctx, file)
+  }
+
   /** Indexed file: select a mirror and redirect, or deliver it from the origin. */
   private redirectOrDeliver(ctx: RequestContext, indexed: FileEntry): void {
     const file = this.currentFile(ctx, indexed)
@@ -389,7 +392,7 @@ export class MirrorServer implements RouteServices {
       this.deliver(ctx, reason, undefined, detail).catch((error) => this.fail(ctx, error))
       return
     }
-    if (this.notModified(ctx, file)) return
+    if (notModified(this, ctx, file)) return
     const verifier = this.verifier
     if (verifier?.applies(file)) {
       this.verifyThenRedirect(ctx, file, client, selection, verifier).catch((error) => this.fail(ctx, error))

@@ -11,6 +11,7 @@ import type {VerifyOptions} from '../../verify/verifier.js'
 import type {SnapshotKeeper} from '../snapshot/keeper.js'
 import type {CountryQueryTrust, TrustedProxies} from './client-address.js'
 import {type ConnectionLimits, defaultMaxConnections, openFileLimit} from './connections.js'
+import type {OriginBudgetSettings} from './origin-budget.js'
 
 export interface ServerOptions {
   /** The origin tree (absolute or relative; resolved with realpath at start). */
@@ -51,6 +52,8 @@ export interface ServerOptions {
   onRetryAway?: (path: string, mirrorId: number) => void
   /** The secret of the retry memory's keyed hash (src/lib/select/retry.ts): a `--workers` worker's comes from its primary; default: a fresh one. */
   retrySecret?: RetrySecret
+  /** `serve.origin_budget` (./origin-budget.ts; default: 100 MiB/s in all, 10 MiB/s per client network). */
+  originBudget?: OriginBudgetSettings
 }
 
 /** An indexed file whose size or mtime on disk differs from the index. */
@@ -94,4 +97,5 @@ export interface ServerSettings {
   countryQuery: CountryQueryTrust | undefined
   connections: ConnectionSettings
   verify: VerifyOptions | undefined
+  originBudget: OriginBudgetSettings
 }

@@ -343,7 +343,14 @@ function createServer(
     torrentCache: CACHE_BUDGETS.torrents,
     zsyncCache: CACHE_BUDGETS.zsync,
   })
-  const metalink = new MetalinkRoutes(server, {database, formats, maxUrls: () => server.metalinkMaxMirrors, baseUrls, cache: CACHE_BUDGETS.documents})
+  const metalink = new MetalinkRoutes(server, {
+    database,
+    formats,
+    maxUrls: () => server.metalinkMaxMirrors,
+    baseUrls,
+    cache: CACHE_BUDGETS.documents,
+    originFallbackMirrors: config.serve.origin_fallback_mirrors,
+  })
   server.addRoute(metalink.route)
   server.varyOn('Accept')
   // The count is read per redirect: a reload may change `select.max_alternatives`.

@@ -51,6 +51,7 @@
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
 import type {WatchReport} from '../../origin/watch.js'
+import {originCounters} from './origin-metrics.js'
 import {AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry} from 'prom-client'
 import {MbError} from '../../errors.js'
 import {httpUrl, listenOn, parseListen} from '../delivery/listen.js'
@@ -359,7 +360,9 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
     labelNames: ['mirror'] as const,
     registers: [registry],
   })
+  const origin = originCounters(registry)
   const observer: RequestObserver = (o) => {
+    if (o.originReason !== undefined) origin(o.originReason, o.bytesSent)
     const realm = o.realm ?? 'none'
     const key = `${o.outcome}|${realm}`
     let r = requestChildren.get(key)
