@@ -177,5 +177,8 @@ describe('retries: the steps of one client', () => {
     expect(parseRetrySecret(retrySecretText(SECRET))).to.deep.equal(SECRET)
     expect(parseRetrySecret('xyz')).to.equal(undefined)
     expect(new Retries(options).secret, 'a fresh secret by default').to.not.deep.equal(new Retries(options).secret)
+    const worker = new Retries(options)
+    worker.adoptSecret(SECRET)
+    expect([worker.secret, worker.enabled], 'a worker takes its primary’s').to.deep.equal([SECRET, true])
   })
 })

@@ -54,8 +54,6 @@ export interface MetalinkRouteOptions {
   maxUrls?: number | (() => number)
   /** This server's URLs (`serve.public_url`, `serve.origin_url`), shared with the other routes; default: from the request's Host, the origin form. */
   baseUrls?: BaseUrls
-  /** `serve.origin_fallback_mirrors`: the origin's URL ends a document only when it lists fewer mirrors (default 2; ./document.ts). */
-  originFallbackMirrors?: number
   /** File versions whose hash rows and document parts are kept, and the bytes they may take (./version-cache.ts). */
   cache: CacheBudget
   /** The BitTorrent and zsync data; without it those representations answer 404. */
@@ -265,7 +263,7 @@ export class MetalinkRoutes {
       selection,
       ...bases,
       maxUrls: this.maxUrls(),
-      originFallbackMirrors: this.options.originFallbackMirrors,
+      originFallbackMirrors: this.baseUrls.originFallbackMirrors,
       formats,
     })
     if (target.kind === 'meta4') {
@@ -324,7 +322,7 @@ export class MetalinkRoutes {
       selection,
       ...bases,
       maxUrls: this.maxUrls(),
-      originFallbackMirrors: this.options.originFallbackMirrors,
+      originFallbackMirrors: this.baseUrls.originFallbackMirrors,
     })
     const formats = this.options.formats
     let stored: Awaited<ReturnType<FormatStore['torrent']>> | Awaited<ReturnType<FormatStore['zsync']>>

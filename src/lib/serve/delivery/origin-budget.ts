@@ -31,7 +31,7 @@ export interface OriginBudgetSettings {
 export const DEFAULT_ORIGIN_BUDGET: OriginBudgetSettings = {totalBytesPerSecond: DEFAULT_ORIGIN_BUDGET_TOTAL, networkBytesPerSecond: DEFAULT_ORIGIN_BUDGET_NETWORK}
 
 /** Client networks whose buckets are tracked at most (about 50 bytes each). */
-export const MAX_NETWORKS = 65_536
+const MAX_NETWORKS = 65_536
 
 /** One bucket: bytes available (negative: debt) at `atMs`. */
 interface Bucket {

@@ -50,19 +50,35 @@ export type RetryListener = (key: number, attempt: number, mirrorId: number, sig
 export class Retries {
   private memory: RetryMemory | undefined
   private listener: RetryListener | undefined
-  readonly secret: RetrySecret
+  private key: RetrySecret
+  private options!: Pick<SelectOptions, 'retryWindowSeconds' | 'retryMemoryEntries'>
 
   constructor(
     options: Pick<SelectOptions, 'retryWindowSeconds' | 'retryMemoryEntries'>,
     private readonly now: () => number = Date.now,
     secret?: RetrySecret,
   ) {
-    this.secret = secret ?? newRetrySecret()
+    this.key = secret ?? newRetrySecret()
     this.configure(options)
+  }
+
+  /** The secret the keys are hashed under. */
+  get secret(): RetrySecret {
+    return this.key
+  }
+
+  /**
+   * Hashes keys under `secret` from now on (a `--workers` worker takes its primary's, before
+   * it answers: ../lifecycle/retry-share.ts); what was remembered under the old one is forgotten.
+   */
+  adoptSecret(secret: RetrySecret): void {
+    this.key = secret
+    if (this.memory !== undefined) this.memory = new RetryMemory(this.options.retryWindowSeconds, this.options.retryMemoryEntries, this.now)
   }
 
   /** Applies (re)loaded settings. */
   configure(options: Pick<SelectOptions, 'retryWindowSeconds' | 'retryMemoryEntries'>): void {
+    this.options = options
     if (options.retryWindowSeconds <= 0) this.memory = undefined
     else if (this.memory === undefined) this.memory = new RetryMemory(options.retryWindowSeconds, options.retryMemoryEntries, this.now)
     else this.memory.configure(options.retryWindowSeconds, options.retryMemoryEntries)
@@ -88,7 +104,7 @@ export class Retries {
   step(ip: string, path: string, method: string | undefined, range: string | undefined, nowMs?: number, conditional = false): RetryStep | undefined {
     const memory = this.memory
     if (memory === undefined) return undefined
-    const key = retryKey(ip, path, this.secret)
+    const key = retryKey(ip, path, this.key)
     const advance = method === 'GET' && !conditional && startsDownload(range)
     const last = memory.recall(key, nowMs)
     if (last < 0) return {key, attempt: 1, advance, retriedFrom: 0, nowMs}

@@ -93,7 +93,7 @@ export class MirrorServer implements RouteServices {
     this.selectLimit = Math.max(1, options.linkCount ?? options.selectOptions.maxAlternatives ?? 5)
     this.selectOptions = options.selectOptions
     this.geo = options.geo
-    this.retries = new Retries(options.selectOptions, Date.now, options.retrySecret)
+    this.retries = new Retries(options.selectOptions)
     this.budget = new OriginBudget(options.originBudget ?? DEFAULT_ORIGIN_BUDGET, {v4: options.selectOptions.clientPrefixV4, v6: options.selectOptions.clientPrefixV6})
     this.serverHeader = options.version === undefined ? undefined : `mb/${headerSafe(options.version)}`
     this.reporter = new RequestReporter(options.logger, (ctx) => this.client(ctx))

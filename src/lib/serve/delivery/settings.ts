@@ -6,7 +6,6 @@ import type {Logger} from 'pino'
 import type {GeoResolver} from '../../geo/geoip.js'
 import type {FileVersion} from '../../origin/freshness.js'
 import type {SelectOptions} from '../../select/options.js'
-import type {RetrySecret} from '../../select/retry.js'
 import type {VerifyOptions} from '../../verify/verifier.js'
 import type {SnapshotKeeper} from '../snapshot/keeper.js'
 import type {CountryQueryTrust, TrustedProxies} from './client-address.js'
@@ -50,8 +49,6 @@ export interface ServerOptions {
    * checks hear of it and check that copy (the signal of a bad copy a client met).
    */
   onRetryAway?: (path: string, mirrorId: number) => void
-  /** The secret of the retry memory's keyed hash (src/lib/select/retry.ts): a `--workers` worker's comes from its primary; default: a fresh one. */
-  retrySecret?: RetrySecret
   /** `serve.origin_budget` (./origin-budget.ts; default: 100 MiB/s in all, 10 MiB/s per client network). */
   originBudget?: OriginBudgetSettings
 }

@@ -26,9 +26,9 @@ export function retrySecretEnv(): Record<string, string> {
 
 /**
  * In a `--workers` worker: the secret its primary chose, taken out of the environment (so
- * that no child process inherits it); undefined elsewhere, or when absent (a fresh one is then used).
+ * that no child process inherits it); undefined when absent.
  */
-export function workerRetrySecret(): RetrySecret | undefined {
+function workerRetrySecret(): RetrySecret | undefined {
   const secret = parseRetrySecret(process.env[SECRET_ENV])
   delete process.env[SECRET_ENV]
   return secret
@@ -45,11 +45,14 @@ function isRetryMessage(message: unknown): message is RetryMessage {
 }
 
 /**
- * In a `--workers` worker: sends every answer `retries` remembers to the primary (batched per
- * event-loop turn) and merges the answers the primary relays from the siblings, for the life
- * of the worker (its IPC channel closes when it stops).
+ * In a `--workers` worker, before it answers: keys `retries` with the primary's secret, sends
+ * every answer it remembers to the primary (batched per event-loop turn) and merges the
+ * answers the primary relays from the siblings, for the life of the worker (its IPC channel
+ * closes when it stops).
  */
 export function shareRetries(retries: Retries): void {
+  const secret = workerRetrySecret()
+  if (secret !== undefined) retries.adoptSecret(secret)
   let batch: number[] = []
   let scheduled = false
   const send = () => {

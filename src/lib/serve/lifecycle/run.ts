@@ -46,7 +46,7 @@ import {reportLastFlush, type StatsFlusher, startStatsFlusher} from '../../stats
 import {type AccessLog, openAccessLog} from '../operator/access-log.js'
 import {isWorker, releaseWorker, runPrimary, untilStopSignal, workerId} from './cluster.js'
 import {checkPidFile, removePidFile, SERVE_TITLE, writePidFile} from './pid-file.js'
-import {relayRetries, retrySecretEnv, shareRetries, workerRetrySecret} from './retry-share.js'
+import {relayRetries, retrySecretEnv, shareRetries} from './retry-share.js'
 import {SnapshotKeeper} from '../snapshot/keeper.js'
 import {httpUrl, inheritedSocket, type ListenTarget, parseListen} from '../delivery/listen.js'
 import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type ServeMetrics, startMetricsServer} from '../operator/metrics.js'
@@ -319,18 +319,8 @@ function createServer(
   hooks: Pick<ServerOptions, 'onIndexStale' | 'onNoMirror'>,
 ): MirrorServer {
   const settings = serverSettings(config, geo)
-  const server = new MirrorServer({
-    ...settings,
-    root,
-    keeper,
-    logger,
-    version,
-    retrySecret: isWorker() ? workerRetrySecret() : undefined,
-    diskCheckSeconds: config.serve.disk_check_seconds,
-    diskCheckWatch: config.serve.disk_check_watch,
-    ...hooks,
-  })
-  const baseUrls = new BaseUrls(config.serve.public_url, config.serve.origin_url)
+  const server = new MirrorServer({...settings, root, keeper, logger, version, diskCheckSeconds: config.serve.disk_check_seconds, diskCheckWatch: config.serve.disk_check_watch, ...hooks})
+  const baseUrls = new BaseUrls(config.serve.public_url, config.serve.origin_url, config.serve.origin_fallback_mirrors)
   // First: a path in the origin form is the origin's, whatever another route would make of it.
   server.addRoute(originRoute(server))
   const yum = new YumRoutes(server, {database, repos: repoTable(config.yum), alternatesDays: config.yum.alternates_days, minSize: config.select.min_size, baseUrls})
@@ -343,20 +333,13 @@ function createServer(
     torrentCache: CACHE_BUDGETS.torrents,
     zsyncCache: CACHE_BUDGETS.zsync,
   })
-  const metalink = new MetalinkRoutes(server, {
-    database,
-    formats,
-    maxUrls: () => server.metalinkMaxMirrors,
-    baseUrls,
-    cache: CACHE_BUDGETS.documents,
-    originFallbackMirrors: config.serve.origin_fallback_mirrors,
-  })
+  const metalink = new MetalinkRoutes(server, {database, formats, maxUrls: () => server.metalinkMaxMirrors, baseUrls, cache: CACHE_BUDGETS.documents})
   server.addRoute(metalink.route)
   server.varyOn('Accept')
   // The count is read per redirect: a reload may change `select.max_alternatives`.
   server.addRedirectHeaders(duplicateLinks(() => server.linkCount))
   server.addRedirectHeaders(new MetalinkRedirectHeaders({baseUrls: metalink.baseUrls, torrents: metalink.servesTorrents, cache: CACHE_BUDGETS.redirectHeaders}).provider)
-  // A retry may reach any worker: each tells its siblings what it answered (./retry-share.ts).
+  // A retry may reach any worker: each keys with the primary's secret and tells its siblings what it answered (./retry-share.ts).
   if (isWorker()) shareRetries(server.retries)
   return server
 }

@@ -354,12 +354,7 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
   const latencyChildren = new Map<string, {observe(v: number): void}>()
   const redirects = new Counter({name: 'mb_mirror_redirects_total', help: 'Redirects sent to the mirror', labelNames: ['mirror'] as const, registers: [registry]})
   const redirectChildren = new Map<string, {inc(): void}>()
-  const retries = new Counter({
-    name: 'mb_mirror_retries_total',
-    help: 'Downloads retried away from the mirror: the client had been sent there and asked again for the same file',
-    labelNames: ['mirror'] as const,
-    registers: [registry],
-  })
+  const retries = retriesCounter(registry)
   const origin = originCounters(registry)
   const observer: RequestObserver = (o) => {
     if (o.originReason !== undefined) origin(o.originReason, o.bytesSent)
@@ -396,6 +391,16 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
     statsLost: (downloads) => lost.inc(downloads),
     originIndexStale: () => indexStale.inc(),
   }
+}
+
+/** `mb_mirror_retries_total{mirror}`: the retry signals, at most one per client address, path and retry window (src/lib/select/retry.ts). */
+function retriesCounter(registry: Registry): Counter<'mirror'> {
+  return new Counter({
+    name: 'mb_mirror_retries_total',
+    help: 'Downloads retried away from the mirror: the client had been sent there and asked again for the same file (once per client address, path and retry window)',
+    labelNames: ['mirror'] as const,
+    registers: [registry],
+  })
 }
 
 /** A running metrics listener. */
