@@ -65,7 +65,8 @@ describe(`mb serve: the origin's budget and meter (${backend})`, function () {
     await seed(database, root)
     config = join(root, '..', `${root.split('/').pop()}.yaml`)
     // One big.iso per network and about a minute; no limit in all (the per-network one is what this tests).
-    writeFileSync(config, `serve:\n  origin_budget:\n    bytes_per_second: 0\n    network_bytes_per_second: ${Math.floor(BIG / 60)}\n`)
+    // Counts flushed every second, for `mb stats origin` and the /mirrors overview.
+    writeFileSync(config, `serve:\n  origin_budget:\n    bytes_per_second: 0\n    network_bytes_per_second: ${Math.floor(BIG / 60)}\nstats:\n  flush_interval_seconds: 1\n`)
     serve = await startServe(['--config', config, '--root', root, '--geoip', GEOIP, '--trusted-proxy', '127.0.0.1/32', '--metrics-listen', '127.0.0.1:0'], database.env)
   })
 
@@ -134,6 +135,33 @@ describe(`mb serve: the origin's budget and meter (${backend})`, function () {
       'rule',
       'small_file',
     ])
+  })
+
+  it('shows the day’s origin share by reason on the /mirrors overview and in `mb stats origin`', async () => {
+    let origin: any = null
+    // The download counts (stats_daily) are written by age, the origin's with each flush: wait for both.
+    const settled = () => origin?.byReason?.fallback > 0 && origin?.byReason?.no_mirror > 0 && origin.downloadBytes >= origin.originBytes
+    for (let i = 0; i < 100 && !settled(); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 400))
+      origin = (await (await fetch(`${serve!.url}/mirrors`, {headers: {Accept: 'application/json'}})).json()).origin
+    }
+    expect(origin?.byReason?.fallback, `the /_origin/ deliveries so far: ${JSON.stringify(origin)}`).to.be.at.least(2 * BIG + 5 * FILES['lonely.iso'])
+    expect(origin.byReason.small_file).to.equal(100)
+    expect(origin.originBytes).to.be.above(0)
+    expect(origin.downloadBytes).to.be.at.least(origin.originBytes)
+    const html = await (await fetch(`${serve!.url}/mirrors`)).text()
+    expect(html).to.match(/<p id="origin">The origin today \(\d{4}-\d\d-\d\d, UTC\): [^<]+fallback [^<]+<\/p>/)
+    await serve!.stop()
+    serve = undefined
+    const stats = await mb(['stats', 'origin', '--since', '0d', '--json'], {env: database.env})
+    expect(stats.code, stats.stderr).to.equal(0)
+    const [today] = stats.json().rows
+    expect(today.byReason).to.deep.include({fallback: origin.byReason.fallback, small_file: 100})
+    expect(today.share).to.be.within(0, 1)
+    const table = await mb(['stats', 'origin'], {env: database.env})
+    expect(table.stdout)
+      .to.match(/share/)
+      .and.match(/fallback/)
   })
 
   it('refuses bad budget and retry values with the key and the accepted range', async () => {

@@ -12,8 +12,7 @@
  * Networks are keyed by `select.client_prefix_v4`/`_v6` (src/lib/select/hash.ts); at most
  * {@link MAX_NETWORKS} are tracked, and full buckets are forgotten first.
  *
- * The meter maps each `X-MB-Origin-Reason` onto a small fixed set ({@link ORIGIN_METER_REASONS})
- * for `mb_origin_bytes_total{reason}`, `mb_origin_requests_total{reason}` and `mb stats`.
+ * What the origin delivers is counted by reason in src/lib/stats/origin.ts (the meter).
  */
 import type {IpAddress} from '../../net.js'
 import {clientNetworkKey} from '../../select/hash.js'
@@ -108,35 +107,4 @@ export class OriginBudget {
       this.networks.delete(key)
     }
   }
-}
-
-/** The reasons the origin's deliveries are counted by (`mb_origin_bytes_total{reason}`, `mb stats`). */
-export const ORIGIN_METER_REASONS = ['no_mirror', 'origin_only', 'index_stale', 'small_file', 'fallback', 'rule', 'local_network', 'other'] as const
-
-export type OriginMeterReason = (typeof ORIGIN_METER_REASONS)[number]
-
-/** Each `X-MB-Origin-Reason` mb sends, by the meter reason it counts under. */
-const METER_REASON: Readonly<Record<string, OriginMeterReason>> = {
-  no_mirror: 'no_mirror',
-  verify_failed: 'no_mirror',
-  origin_only: 'origin_only',
-  index_stale: 'index_stale',
-  not_indexed: 'index_stale',
-  small_file: 'small_file',
-  origin_fallback: 'fallback',
-  rule: 'rule',
-  excluded_agent: 'rule',
-  excluded_mime: 'rule',
-  excluded_client: 'local_network',
-}
-
-/**
- * The meter reason of an `X-MB-Origin-Reason`: `no_mirror` (no eligible mirror holds the
- * file, or none passed a verified redirect's check), `origin_only`, `index_stale` (the disk
- * holds a version the index and so no mirror has yet, or a file not indexed yet),
- * `small_file`, `fallback` (the origin form `/_origin/PATH`), `rule` (a redirect rule, an
- * excluded User-Agent or MIME type), `local_network` (`select.exclude_clients`), else `other`.
- */
-export function originMeterReason(reason: string): OriginMeterReason {
-  return METER_REASON[reason] ?? 'other'
 }

@@ -3,11 +3,11 @@
  * (docs/operations.md, "The origin's share").
  */
 import {Counter, type Registry} from 'prom-client'
-import {ORIGIN_METER_REASONS, originMeterReason} from '../delivery/origin-budget.js'
+import {ORIGIN_METER_REASONS, originMeterReason} from '../../stats/origin.js'
 
 /**
  * `mb_origin_bytes_total{reason}` and `mb_origin_requests_total{reason}`: what the origin
- * delivered itself, by the meter's fixed reasons (src/lib/serve/delivery/origin-budget.ts),
+ * delivered itself, by the meter's fixed reasons (src/lib/stats/origin.ts),
  * each reason present from the start at 0. Returns the function that counts one delivery.
  */
 export function originCounters(registry: Registry): (originReason: string, bytes: number) => void {
