@@ -7,14 +7,16 @@
  * are answered for what they ask; another address of the same network keeps the sticky
  * mirror; the retry signal (`mb_mirror_retries_total`) counts an address once per path and
  * window. One address's 1,000 GETs over ten minutes of test clock: no origin delivery, all
- * in its country. With `--workers 2` (PostgreSQL only), the attempts move on whichever
- * worker takes them.
+ * in its country; six addresses hammering it with wrk: none from the origin. With
+ * `--workers 2` (PostgreSQL only), the attempts move on whichever worker takes them.
  */
 import {expect} from 'chai'
+import {spawnSync} from 'node:child_process'
 import http from 'node:http'
 import {mkdtempSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
+import {requireBinary} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 import {fastClockEnv, type ServeProcess, request, startServe} from '../helpers/serve-process.js'
 
@@ -161,6 +163,30 @@ describe(`mb serve: retries and repeats keep their locality (${backend})`, funct
     expect(inCountry, `where 1,000 GETs went: ${JSON.stringify([...counts])}`).to.equal(1000)
     for (const m of GB_MIRRORS) expect(counts.get(m), `${m}'s share`).to.equal(200)
     expect(await retriesCounted(serve), 'at most one retry signal per window').to.be.at.most(2)
+  })
+
+  it('6 addresses hammering one file with wrk: none from the origin, a retry counted once per address', async function () {
+    requireBinary(this, 'wrk', 'wrk')
+    serve = await startServe([...base(), '--metrics-listen', '127.0.0.1:0'], database.env)
+    const six = [GB, '89.160.20.112', '216.160.83.56', '10.1.2.3', '10.4.5.6', '192.168.7.8']
+    const script = join(root, '..', `${root.split('/').pop()}-six.lua`)
+    writeFileSync(
+      script,
+      `local ips = {${six.map((ip) => `"${ip}"`).join(', ')}}\nlocal n = 0\nfunction request()\n  n = n + 1\n  return wrk.format("GET", "/big.iso", {["X-Forwarded-For"] = ips[n % #ips + 1]})\nend\n`,
+    )
+    try {
+      const r = spawnSync('wrk', ['-t1', '-c8', '-d2s', '-s', script, serve.url], {encoding: 'utf8', timeout: 60_000})
+      expect(r.status, r.stderr).to.equal(0)
+      expect(Number(/(\d+) requests in/.exec(r.stdout)?.[1]), r.stdout).to.be.above(100)
+      expect(r.stdout, 'no error answers').to.not.match(/Non-2xx or 3xx responses/)
+      const metricsUrl = /"metrics":"(http:\/\/[^"]+)"/.exec(serve.output())![1]
+      const text = await (await fetch(`${metricsUrl}/metrics`)).text()
+      const origin = [...text.matchAll(/^mb_origin_requests_total\{[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0)
+      expect(origin, 'origin deliveries').to.equal(0)
+      expect(await retriesCounted(serve), 'at most one retry signal per address').to.be.at.most(six.length)
+    } finally {
+      rmSync(script, {force: true})
+    }
   })
 
   it('--retry-window 0 keeps every request on the sticky mirror', async () => {
