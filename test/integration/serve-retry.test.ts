@@ -140,6 +140,13 @@ describe(`mb serve: retries and repeats keep their locality (${backend})`, funct
     }
     expect([...seen].sort(), 'every mirror of the tier takes a share').to.deep.equal(GB_MIRRORS)
     expect(await retriesCounted(serve), 'one retry signal: the address, the path and the window').to.equal(1)
+
+    // An IPv6 host's temporary addresses (one /64) are one client: its second address goes on.
+    const v6 = await get('2a02:d3c0::1')
+    expect(v6.headers['x-mb-attempt']).to.equal('1')
+    const other = await get('2a02:d3c0::2:1')
+    expect([other.headers['x-mb-attempt'], where(other) !== where(v6)], 'another address of the /64').to.deep.equal(['2', true])
+    expect((await get('2a02:d3c0:0:1::1')).headers['x-mb-attempt'], 'another /64').to.equal('1')
   })
 
   it('one address, 1,000 GETs over ten minutes of test clock: no origin delivery, every one in its country', async function () {

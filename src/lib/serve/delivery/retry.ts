@@ -12,6 +12,8 @@ import {answerAttempt, answerMirror, MAX_ATTEMPT, newRetrySecret, RetryMemory, t
 import type {SelectOptions} from '../../select/options.js'
 import type {Selection} from '../../select/types.js'
 import type {FileEntry} from '../snapshot/file-entry.js'
+import type {ResolvedClient} from './client-address.js'
+import {clientKey} from './connections.js'
 import type {RequestContext} from './route.js'
 
 /** One request's place in its client's retries. */
@@ -144,14 +146,17 @@ export function selectionForAttempt(selection: Selection, attempt: number): Sele
 }
 
 /**
- * The retry step of a download of `file`, noted on `ctx` for the request's record: its
- * attempt, and the mirror it retries away from when it is its window's retry signal.
+ * The retry step of a download of `file` by `client`, noted on `ctx` for the request's
+ * record: its attempt, and the mirror it retries away from when it is its window's retry
+ * signal. The client is its IPv4 address, or its IPv6 /64 (./connections.ts, `clientKey`): the
+ * temporary addresses of one IPv6 host are one client, for its retries and its retry signal.
  */
-export function retryStep(retries: Retries, ctx: RequestContext, clientIp: string, file: FileEntry): RetryStep | undefined {
+export function retryStep(retries: Retries, ctx: RequestContext, client: ResolvedClient, file: FileEntry): RetryStep | undefined {
   const req = ctx.req
   const headers = req.headers
   const conditional = headers['if-modified-since'] !== undefined || headers['if-none-match'] !== undefined
-  const step = retries.step(clientIp, file.path, req.method, headers.range, ctx.startedMs, conditional)
+  const who = client.address !== undefined && client.address.kind() === 'ipv6' ? clientKey(client.address, client.ip) : client.ip
+  const step = retries.step(who, file.path, req.method, headers.range, ctx.startedMs, conditional)
   if (step === undefined) return undefined
   ctx.attempt = step.attempt
   if (step.retriedFrom !== 0) ctx.retriedFrom = ctx.snapshot.mirrors.byId[step.retriedFrom]?.identifier

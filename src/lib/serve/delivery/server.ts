@@ -376,7 +376,7 @@ export class MirrorServer implements RouteServices {
       answerRule(this, ctx, rule, file)
       return
     }
-    const step = this.retries.enabled ? retryStep(this.retries, ctx, this.client(ctx).ip, file) : undefined
+    const step = this.retries.enabled ? retryStep(this.retries, ctx, this.client(ctx), file) : undefined
     if (step !== undefined && step.retriedFrom !== 0) this.options.onRetryAway?.(file.path, step.retriedFrom)
     // Only the first `linkCount` candidates are used (Location is the first, the tier is among them): rank no more.
     const all = this.selectMirrors(ctx, client, file, false, this.selectLimit)
