@@ -125,7 +125,7 @@ export const ServeConfigSchema = z
     origin_url: publicUrl
       .optional()
       .describe(
-        "Base URL of a plain HTTP server of the origin tree (never redirecting), e.g. `https://origin.example.org/pub/`: the last entry of every fallback list (metalinks, web seeds, `Link: rel=duplicate`, apt and dnf lists). Unset = this server's origin form, PUBLIC_URL/_origin/PATH (src/lib/serve/delivery/origin-form.ts).",
+        "Base URL of a plain HTTP server of the origin tree (never redirecting), e.g. `https://origin.example.org/pub/`: the last entry of the fallback lists (apt and dnf lists; metalinks and web seeds below `origin_fallback_mirrors`). Unset = this server's origin form, PUBLIC_URL/_origin/PATH (src/lib/serve/delivery/origin-form.ts), delivered within `origin_budget`.",
       ),
     origin_budget: z
       .object({
