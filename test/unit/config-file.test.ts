@@ -142,7 +142,7 @@ describe('contrib/mb.yaml', () => {
       // Settings that are groups of settings inside a section (serve.origin_budget): their lines open a block too.
       const isGroup = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value)
       const groups = new Set(
-        sections.flatMap((section) => Object.entries((defaults.config as Record<string, Record<string, unknown>>)[section]).flatMap(([key, value]) => (isGroup(value) ? [key] : []))),
+        sections.flatMap((section) => Object.entries((defaults.config as unknown as Record<string, Record<string, unknown>>)[section]).flatMap(([key, value]) => (isGroup(value) ? [key] : []))),
       )
       // Switch on every setting that has a value, and every section and group line; unset ones stay commented.
       const on = readFileSync(SAMPLE_PATH, 'utf8').replace(/^( *)#([a-z0-9_]+):( .+)?$/gm, (line, indent: string, key: string, value?: string) =>
