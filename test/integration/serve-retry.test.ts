@@ -18,7 +18,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {requireBinary} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
-import {fastClockEnv, type ServeProcess, request, startServe} from '../helpers/serve-process.js'
+import {fastClockEnv, headerLines, type ServeProcess, request, startServe} from '../helpers/serve-process.js'
 
 const GEOIP = new URL('../fixtures/geoip/GeoIP2-City-Test.mmdb', import.meta.url).pathname
 const GB = '81.2.69.142'
@@ -193,6 +193,24 @@ describe(`mb serve: retries and repeats keep their locality (${backend})`, funct
       expect(await retriesCounted(serve), 'at most one retry signal per address').to.be.at.most(six.length)
     } finally {
       rmSync(script, {force: true})
+    }
+  })
+
+  it('a server that names no alternatives (select.max_alternatives: 0) still moves a retry on, within the tier', async () => {
+    const config = join(root, '..', `${root.split('/').pop()}-noalt.yaml`)
+    writeFileSync(config, 'select:\n  max_alternatives: 0\n')
+    try {
+      serve = await startServe([...base(), '--config', config], database.env)
+      const first = await get(GB)
+      expect(
+        headerLines(first, 'link').filter((l) => l.includes('rel=duplicate')),
+        'the Location alone',
+      ).to.have.length.at.most(1)
+      const second = await get(GB)
+      expect(GB_MIRRORS).to.include(where(second))
+      expect(where(second)).to.not.equal(where(first))
+    } finally {
+      rmSync(config, {force: true})
     }
   })
 

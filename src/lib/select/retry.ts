@@ -7,9 +7,9 @@
  * docs/selection.md ("Retries keep their locality"):
  *
  * - the tier is the leading candidates of the ranking that share the pool (realm) of the
- *   sticky choice, among the candidates a redirect names (Location and its
- *   `select.max_alternatives`); a tier of one mirror widens to the next pool's candidates
- *   among them ({@link tierSize});
+ *   sticky choice, among the candidates a redirect names (`select.max_alternatives`, at least
+ *   {@link TIER_CANDIDATES}); a tier of one mirror widens to the next pool's candidates among
+ *   them ({@link tierSize});
  * - attempt 1 is the sticky choice; attempt N goes to tier member (N - 1) mod size: the origin
  *   is not one more mirror, it delivers only when no mirror is eligible (a copy found bad by a
  *   probe, a scan or a content check is not eligible, so a tier whose copies are all bad falls
@@ -54,6 +54,13 @@ export const DEFAULT_RETRY_MEMORY_ENTRIES = 131_072
 
 /** The largest `select.retry_memory_entries`: 2^24 answers (384 MB allocated at start). */
 export const MAX_RETRY_MEMORY_ENTRIES = 2 ** 24
+
+/**
+ * The least number of ranked candidates the tier is taken from: the candidates a redirect
+ * names (`select.max_alternatives`), but at least these, so that a server sending few or no
+ * `Link` alternatives still moves a retry on.
+ */
+export const TIER_CANDIDATES = 5
 
 /** Attempts are counted up to this (a client that retries more starts over at attempt 1). */
 export const MAX_ATTEMPT = 255

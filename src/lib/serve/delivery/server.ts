@@ -42,6 +42,7 @@ import {BAD_COUNTRY_QUERY, type OnDisk, type RedirectHeaderProvider, type Reques
 import {type ConnectionSettings, DEFAULT_CONNECTION_SETTINGS, REQUEST_TIMEOUT_MS, type ServerOptions, type ServerSettings} from './settings.js'
 import {TurnBatch} from './turn-batch.js'
 import {Retries, attemptText, retryStep, selectionForAttempt} from './retry.js'
+import {TIER_CANDIDATES} from '../../select/retry.js'
 import {answerRefusals} from './refusals.js'
 import {notModified} from './not-modified.js'
 import {DEFAULT_ORIGIN_BUDGET, OriginBudget} from './origin-budget.js'
@@ -378,8 +379,8 @@ export class MirrorServer implements RouteServices {
     }
     const step = this.retries.enabled ? retryStep(this.retries, ctx, this.client(ctx), file) : undefined
     if (step !== undefined && step.retriedFrom !== 0) this.options.onRetryAway?.(file.path, step.retriedFrom)
-    // Only the first `linkCount` candidates are used (Location is the first, the tier is among them): rank no more.
-    const all = this.selectMirrors(ctx, client, file, false, this.selectLimit)
+    // Only the first `linkCount` candidates are used (Location is the first), the tier is among at least TIER_CANDIDATES: rank no more.
+    const all = this.selectMirrors(ctx, client, file, false, step === undefined ? this.selectLimit : Math.max(this.selectLimit, TIER_CANDIDATES))
     const selection = step === undefined || all.ranked.length === 0 ? all : selectionForAttempt(all, step.attempt)
     if (step !== undefined && selection.ranked.length > 0) this.retries.answered(step, selection.ranked[0].mirror.id)
     const ranked = selection.ranked
