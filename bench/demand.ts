@@ -34,6 +34,8 @@ const CLAIMED_ELSEWHERE: DemandStore = {
   release: async () => {},
   candidates: async () => [],
   spend: async () => undefined,
+  refund: async () => {},
+  changedSince: async () => false,
   finishRun: async () => {},
   finishFolder: async () => {},
 }

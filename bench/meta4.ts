@@ -41,7 +41,7 @@ import {meta4FilePart, meta4Head, meta4Tail} from '../src/lib/metalink/meta4.js'
 import {pieceSizeFor} from '../src/lib/origin/hash.js'
 import {zsyncParams} from '../src/lib/origin/zsync.js'
 import type {Candidate} from '../src/lib/select/types.js'
-import {startServe} from '../src/lib/serve/lifecycle/run.js'
+import {startServe} from '../src/lib/redirector/run.js'
 import {ADMIN_URL, dbUrl, median, verdict} from './lib.js'
 import {clientAddresses, luaScript} from './serve.js'
 

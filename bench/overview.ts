@@ -1,6 +1,6 @@
 /**
  * Overview benchmark (issue 35): how long the network overview (`GET /mirrors`,
- * src/lib/serve/operator/network.ts `buildOverview`) takes to build, uncached, for the root and
+ * src/lib/operator/network.ts `buildOverview`) takes to build, uncached, for the root and
  * for subtrees, at `--mirrors` mirrors (default 500) and `--files` files (default 1,000,000).
  * Target: at most 50 ms each, from the snapshot's per-directory counts.
  *
@@ -17,7 +17,7 @@
  */
 import {parseArgs} from 'node:util'
 import {compileMirror, MirrorTable} from '../src/lib/select/mirror.js'
-import {buildOverview, NetworkView} from '../src/lib/serve/operator/network.js'
+import {buildOverview, NetworkView} from '../src/lib/operator/network.js'
 import {DirectoryCounts} from '../src/lib/serve/snapshot/directory-counts.js'
 import {collectGarbage} from '../src/lib/serve/snapshot/heap.js'
 import {Snapshot} from '../src/lib/serve/snapshot/snapshot.js'

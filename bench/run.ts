@@ -18,6 +18,7 @@ const BENCHES: Record<string, string> = {
   embedded: './embedded.ts',
   overview: './overview.ts',
   'origin-share': './origin-share.ts',
+  content: './content.ts',
 }
 
 async function run(): Promise<void> {

@@ -8,7 +8,9 @@
  * names. A folder's subfolders are rooms of their own (`lib/serve/delivery` is not
  * `lib/serve`); a folder listed with `/**` takes its subfolders in (`commands/**`). Type-only
  * imports count: they couple the folders as much as any other. Cycles are looked for between
- * files, so that they are caught inside a folder too.
+ * files, so that they are caught inside a folder too, and between folders of lib/ taken with
+ * their subfolders (`lib/serve/**` against `lib/metalink/**`), so that a subfolder placed high
+ * cannot make its parent and a room above the parent import each other.
  *
  * Usage: node --import tsx scripts/layers.ts [DIR]   (default DIR: src)
  */
@@ -36,9 +38,9 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['lib/serve/delivery'],
   ['lib/metalink'],
   ['lib/yum', 'lib/apt'],
-  ['lib/serve/operator'],
+  ['lib/operator'],
   ['lib/config'],
-  ['lib/serve/lifecycle'],
+  ['lib/redirector'],
   ['.'],
   ['hooks/**', 'commands/**'],
 ]
@@ -79,6 +81,31 @@ function layerOf(folder: string, layers: readonly (readonly string[])[]): number
     }
   }
   return undefined
+}
+
+/** A folder together with its subfolders: `lib/NAME` for a folder under lib/, else its first segment. */
+function familyOf(folder: string): string {
+  const parts = folder.split('/')
+  return parts[0] === 'lib' && parts.length > 1 ? parts.slice(0, 2).join('/') : parts[0]
+}
+
+/** The cycles between families of folders (see {@link familyOf}), each with one import per step as its example. */
+function familyCycles(graph: Map<string, string[]>): Problem[] {
+  const edges = new Map<string, Map<string, string>>()
+  for (const [file, targets] of graph) {
+    const from = familyOf(folderOf(file))
+    for (const target of targets) {
+      const to = familyOf(folderOf(target))
+      if (from === to) continue
+      if (!edges.has(from)) edges.set(from, new Map())
+      if (!edges.get(from)!.has(to)) edges.get(from)!.set(to, `${file} imports ${target}`)
+    }
+  }
+  const families = new Map([...edges].map(([from, to]) => [from, [...to.keys()]]))
+  return cycles(families).map((cycle) => {
+    const examples = cycle.flatMap((from) => cycle.filter((to) => edges.get(from)?.has(to)).map((to) => edges.get(from)!.get(to)!))
+    return {file: cycle[0], message: `folders ${cycle.map((f) => `${f}/`).join(', ')} (with their subfolders) import each other: ${examples.join('; ')}`}
+  })
 }
 
 /** A file's folder relative to `root` ('.' for a file at the top). */
@@ -123,8 +150,8 @@ function cycles(graph: Map<string, string[]>): string[][] {
 
 /**
  * Checks the tree under `root` against `layers`: every import goes to the importer's own
- * folder or to a lower layer, every folder is in a layer, and no files import each other in
- * a cycle. Imports that leave `root` (migrations/, packages) are not checked.
+ * folder or to a lower layer, every folder is in a layer, and no files (nor folders of lib/
+ * with their subfolders) import each other in a cycle. Imports that leave `root` (migrations/, packages) are not checked.
  */
 export function checkLayers(root: string, layers: readonly (readonly string[])[] = LAYERS): Problem[] {
   const problems: Problem[] = []
@@ -148,6 +175,7 @@ export function checkLayers(root: string, layers: readonly (readonly string[])[]
     }
   }
   for (const cycle of cycles(graph)) problems.push({file: cycle[0], message: `import cycle among ${cycle.join(', ')}`})
+  problems.push(...familyCycles(graph))
   return problems
 }
 

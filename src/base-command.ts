@@ -9,7 +9,7 @@
  */
 import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
 import {configFileLabel, type Config as MbConfig, type LoadedConfig, loadConfig} from './lib/config/index.js'
-import {type Database, openDatabase, type OpenOptions} from './lib/db/index.js'
+import {type Database, describeStore, openDatabase, type OpenOptions} from './lib/db/index.js'
 import {ERRORS, type ErrorCode, MbError, errorMessage} from './lib/errors.js'
 import {setWideTables} from './lib/output.js'
 import {closest} from './lib/suggest.js'
@@ -98,11 +98,21 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   protected async openDb(options: Partial<OpenOptions> = {}): Promise<Database> {
     if (!this.database) {
       const config = this.mbConfig
-      this.database = await openDatabase({url: config.database_url, dataDir: config.data_dir, socketGroup: config.socket_group, ...options})
-      // Which file the settings came from, so that a run against the wrong store is explained.
-      if (process.env.MB_DEBUG) process.stderr.write(`mb: config ${configFileLabel(this.loadedConfig)}, store ${this.database.backend} ${this.database.location}\n`)
+      this.debugStore()
+      this.database = await openDatabase({url: config.database_url, dataDir: config.data_dir, socketGroup: config.socket_group, quiet: this.quiet, ...options})
     }
     return this.database
+  }
+
+  /**
+   * Under `MB_DEBUG`: which config file the settings came from and which store they name
+   * (`mb: config FILE|none, store BACKEND LOCATION` on stderr), before the store is opened, so
+   * that a run against the wrong store, or one that fails to open, is explained.
+   */
+  protected debugStore(): void {
+    if (!process.env.MB_DEBUG) return
+    const store = describeStore({url: this.mbConfig.database_url, dataDir: this.mbConfig.data_dir})
+    process.stderr.write(`mb: config ${configFileLabel(this.loadedConfig)}, store ${store.backend} ${store.location}\n`)
   }
 
   /** Prints human output unless `--json` or `--quiet` is set (oclif prints the returned value under `--json`). */

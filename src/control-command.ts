@@ -1,11 +1,11 @@
 /**
  * The base of `mb serve reload|stop|upgrade`: find the running `mb serve` through its pid
  * file (`--pid-file` or `serve.pid_file`) and send it the signal of the command
- * (src/lib/serve/lifecycle/control.ts).
+ * (src/lib/redirector/control.ts).
  */
 import {type Command, Flags} from '@oclif/core'
 import {BaseCommand} from './base-command.js'
-import {CONTROL_SIGNALS, type ControlAction, signalServe} from './lib/serve/lifecycle/control.js'
+import {CONTROL_SIGNALS, type ControlAction, signalServe} from './lib/redirector/control.js'
 
 /** What a control command reports (`--json`). */
 export interface ControlResult {

@@ -1,8 +1,8 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../base-command.js'
 import {configFileLabel, loadConfig} from '../lib/config/index.js'
-import {checkServePaths} from '../lib/serve/lifecycle/preflight.js'
-import {runServe} from '../lib/serve/lifecycle/run.js'
+import {checkServePaths} from '../lib/redirector/preflight.js'
+import {runServe} from '../lib/redirector/run.js'
 
 export default class Serve extends BaseCommand<typeof Serve> {
   static override description = `Run the redirector: answer downloads with a 302 to the best mirror, or deliver from the origin
@@ -47,7 +47,7 @@ Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop
     stats: Flags.boolean({description: 'count downloads for `mb stats` (default on)', allowNo: true}),
     'probe-interval': Flags.integer({description: 'probe the mirrors every SECONDS in the background, as `mb probe --all` would (one replica at a time on PostgreSQL; default off)', min: 0}),
     'content-interval': Flags.integer({
-      description: "check pieces of the mirrors' copies every SECONDS in the background, as `mb probe --content --all` would (probe.content_interval_seconds; default 3600, 0 = off)",
+      description: "check the mirrors' copies whole, a budget's share every SECONDS in the background, as `mb probe --content --all` would (probe.content_interval_seconds; default 900, 0 = off)",
       min: 0,
     }),
   }
@@ -86,6 +86,7 @@ Signals: SIGINT/SIGTERM drain the connections, write the pending counts and stop
         flags: {database_url: f['database-url'], data_dir: f['data-dir'], ...(f.quiet ? {log_level: 'error'} : {}), ...this.configFlags()},
         flagNames: {database_url: 'database-url', data_dir: 'data-dir', ...this.configFlagNames()},
       }).config
+    this.debugStore()
     return runServe(this.mbConfig, {version: this.config.version, readConfig, configFile: configFileLabel(this.loadedConfig)})
   }
 }

@@ -3,6 +3,7 @@
  * that the areas import, apart from the assembled schema in config/, which imports the areas.
  */
 import {z} from 'zod'
+import {globProblem} from './glob.js'
 import {normalizeCidr} from './net.js'
 import {splitList} from './text.js'
 
@@ -23,3 +24,11 @@ export const cidrString = z.string().transform((value, ctx) => {
 export function listOf<T extends z.ZodTypeAny>(item: T) {
   return z.union([z.string().transform(splitList), z.array(z.string())]).pipe(z.array(item))
 }
+
+/** A list of picomatch globs on origin paths (see {@link listOf}), each checked by {@link globProblem}. */
+export const globList = listOf(
+  z.string().superRefine((value, ctx) => {
+    const problem = globProblem(value)
+    if (problem) ctx.addIssue({code: z.ZodIssueCode.custom, message: `not a valid glob: ${problem}`})
+  }),
+)

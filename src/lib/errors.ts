@@ -85,6 +85,10 @@ export const ERRORS = {
   SERVE_RUNNING: {exit: 1, hint: 'The pid file names a running mb serve; stop it first (`mb serve stop`), or give this one another --pid-file.'},
   SERVE_NOT_RUNNING: {exit: 1, hint: 'No mb serve runs under that pid file (none, or a stale one); check --pid-file (serve.pid_file) and start the server.'},
   PID_FILE_INVALID: {exit: 2, hint: 'The pid file cannot be read or written; check its path and the permissions of its directory.'},
+  SERVE_UPGRADE_UNSUPPORTED: {
+    exit: 1,
+    hint: 'mb serve runs as one process, and SIGUSR2 replaces only the workers of --workers N; nothing was sent. Restart it through mb-serve.socket, or run it with --workers 2 (docs/operations.md, "Signals").',
+  },
   SERVE_STOP_TIMEOUT: {exit: 1, hint: 'mb serve did not exit within --timeout; it may still be draining. Wait, or raise --timeout.'},
   SOCKET_PATH_INVALID: {exit: 2, hint: "The embedded store's Unix socket path is too long; use a shorter --data-dir."},
 

@@ -61,6 +61,18 @@ export function globProblem(pattern: string): string | undefined {
 }
 
 /**
+ * Why `pattern` cannot match an origin path (origin-relative, '/'-separated, no leading slash,
+ * no `.` or `..` segment), or undefined: {@link globProblem}, or an empty pattern, a leading
+ * `/`, or a `.`/`..` segment.
+ */
+export function originGlobProblem(pattern: string): string | undefined {
+  if (pattern.trim() === '') return 'it is empty'
+  if (pattern.startsWith('/')) return `origin paths have no leading slash: write ${JSON.stringify(pattern.replace(/^\/+/, ''))}`
+  if (pattern.split('/').some((segment) => segment === '.' || segment === '..')) return 'origin paths have no "." or ".." segment'
+  return globProblem(pattern)
+}
+
+/**
  * Builds the include/exclude filter for origin paths: a path counts when it matches every
  * non-empty include list (global, then per mirror) and no exclude glob. Globs are picomatch
  * with `dot: true`.

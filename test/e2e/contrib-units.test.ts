@@ -30,7 +30,17 @@ describe('contrib/systemd units', () => {
       writeFileSync(stub, '#!/bin/sh\nexit 0\n')
       chmodSync(stub, 0o755)
       const names = readdirSync(UNITS).sort()
-      expect(names).to.deep.equal(['mb-index.service', 'mb-index.timer', 'mb-probe.service', 'mb-probe.timer', 'mb-scan.service', 'mb-scan.timer', 'mb-serve.service', 'mb-serve.socket'])
+      expect(names).to.deep.equal([
+        'mb-alert@.service',
+        'mb-index.service',
+        'mb-index.timer',
+        'mb-probe.service',
+        'mb-probe.timer',
+        'mb-scan.service',
+        'mb-scan.timer',
+        'mb-serve.service',
+        'mb-serve.socket',
+      ])
       for (const name of names) writeFileSync(join(dir, name), unit(name).replaceAll('/usr/bin/mb ', `${stub} `))
       const r = spawnSync('systemd-analyze', ['verify', '--man=no', '--generators=no', ...names.map((n) => join(dir, n))], {encoding: 'utf8', timeout: 60_000})
       expect(r.stderr + r.stdout).to.equal('')
@@ -65,14 +75,22 @@ describe('contrib/systemd units', () => {
     expect(serve.find((l) => l.startsWith('After='))).to.include('mb-serve.socket')
   })
 
+  it('alert on a failed probe round: mb-probe.service fails on it and names mb-alert@.service in OnFailure=, which logs', () => {
+    const probe = unit('mb-probe.service').split('\n')
+    expect(probe).to.include('OnFailure=mb-alert@%n.service')
+    const alert = unit('mb-alert@.service')
+    expect(alert).to.match(/^Type=oneshot$/m)
+    expect(alert).to.match(/^ExecStart=.*journalctl --unit=%i .*systemd-cat --identifier=mb-alert --priority=warning'$/m)
+  })
+
   it('start index, scan and probe from timers with randomized delays, quietly', () => {
     for (const [name, args] of [
       ['index', 'index --hashes'],
       ['scan', 'scan --all'],
-      ['probe', 'probe --all'],
+      ['probe', 'probe --all --quiet --fail-on-down'],
     ]) {
       const service = unit(`mb-${name}.service`).split('\n')
-      expect(service).to.include(`ExecStart=/usr/bin/mb ${args} --quiet`)
+      expect(service).to.include(`ExecStart=/usr/bin/mb ${args}${args.includes('--quiet') ? '' : ' --quiet'}`)
       expect(service).to.include('Type=oneshot')
       expect(service).to.include('User=mb')
       const timer = unit(`mb-${name}.timer`)

@@ -4,7 +4,7 @@
  * compiled CLI: a mirror that 302s every request to another host is recorded as such
  * (`redirect_offsite`, "no (redirects off-host)") and gets no redirects from `mb serve`
  * under the default `probe.redirects: same_origin`; a mirror that answers 403 to `Wget` and
- * `curl` fails once `probe.user_agents` names them.
+ * `curl` fails once `probe.user_agents` names them, and the report names every agent refused.
  */
 import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
@@ -25,6 +25,7 @@ describe(`mb probe: off-host redirects and user agents, against nginx (${backend
   let healthy: RunningServer
   let redirecting: RunningServer
   let blocking: RunningServer
+  let curlBlocking: RunningServer
   let serve: ServeProcess | undefined
 
   before(async function () {
@@ -37,7 +38,8 @@ describe(`mb probe: off-host redirects and user agents, against nginx (${backend
     // Every request to another host (another port is another origin, RFC 6454).
     redirecting = await startNginx({root, serverConfig: `return 302 http://127.0.0.1:${healthy.port}$request_uri;`})
     blocking = await startNginx({root, serverConfig: 'if ($http_user_agent ~* "^(wget|curl)/") { return 403; }'})
-    nginx.push(healthy, redirecting, blocking)
+    curlBlocking = await startNginx({root, serverConfig: 'if ($http_user_agent ~* "^curl/") { return 403; }'})
+    nginx.push(healthy, redirecting, blocking, curlBlocking)
     const base = 'probe:\n  timeout: 10\n  connect_timeout: 5\n  fail_threshold: 1\n  ok_threshold: 1\n'
     for (const [name, extra] of Object.entries({
       plain: '',
@@ -55,6 +57,7 @@ describe(`mb probe: off-host redirects and user agents, against nginx (${backend
         ['healthy.test', healthy],
         ['redirecting.test', redirecting],
         ['blocking.test', blocking],
+        ['curl-blocking.test', curlBlocking],
       ] as const) {
         const row = await database.db.insertInto('mirror').values({identifier, http_url: server.url, country: 'GB', continent: 'EU'}).returning('id').executeTakeFirstOrThrow()
         ids.push(row.id)
@@ -87,8 +90,9 @@ describe(`mb probe: off-host redirects and user agents, against nginx (${backend
       http_status: 302,
       detail: `redirects to another host: http://127.0.0.1:${healthy.port}/pub/small.txt (probe.redirects: same_origin takes it out of selection)`,
     })
-    // One User-Agent (mb's own): the blocking mirror passes.
+    // One User-Agent (mb's own): the blocking mirrors pass.
     expect(byName['blocking.test'].up).to.equal(true)
+    expect(byName['curl-blocking.test'].up).to.equal(true)
     expect(byName['healthy.test'].up).to.equal(true)
     const list = await mb(['mirror', 'list'], {env: tdb.env})
     expect(list.code, list.stderr).to.equal(0)
@@ -100,10 +104,18 @@ describe(`mb probe: off-host redirects and user agents, against nginx (${backend
     expect(human.stdout).to.include(`redirects to another host: http://127.0.0.1:${healthy.port}/pub/small.txt`)
   })
 
-  it('with probe.user_agents, a mirror refusing Wget or curl fails', async () => {
+  it('with probe.user_agents, a mirror refusing Wget and curl fails, and the report names both', async () => {
     const byName = await probe('agents')
     expect(byName['blocking.test'].up).to.equal(false)
-    expect(byName['blocking.test'].checks[0]).to.include({ok: false, reason: 'http_403', http_status: 403, detail: 'with User-Agent "Wget/1.21.4": HTTP 403'})
+    expect(byName['blocking.test'].checks[0]).to.include({
+      ok: false,
+      reason: 'http_403',
+      http_status: 403,
+      detail: 'with User-Agent "Wget/1.21.4": HTTP 403; with User-Agent "curl/8.5.0": HTTP 403',
+    })
+    // Refusing only one of them names only that one.
+    expect(byName['curl-blocking.test'].up).to.equal(false)
+    expect(byName['curl-blocking.test'].checks[0]).to.include({reason: 'http_403', detail: 'with User-Agent "curl/8.5.0": HTTP 403'})
     expect(byName['healthy.test'].checks[0]).to.include({ok: true, reason: 'ok', http_status: 206})
     expect(byName['healthy.test'].up).to.equal(true)
   })

@@ -166,7 +166,7 @@ describe(`e2e: mb probe --content finds corrupt copies (${backend})`, function (
     expect(r.json()).to.include({marked_bad: 0, cleared: 0})
     const human = await mb(['probe', '--content', 'bad.test'], {env})
     expect(human.code, human.stderr).to.equal(0)
-    expect(human.stdout).to.match(/bad\.test\s+pub\/a\.iso\s+\d\s+corrupt\s+SHA-1 [0-9a-f]{40}, index [0-9a-f]{40}/)
+    expect(human.stdout).to.match(/bad\.test\s+pub\/a\.iso\s+\d\s+corrupt\s+piece \d: SHA-1 [0-9a-f]{40}, index [0-9a-f]{40}/)
     expect(human.stdout).to.contain('copies checked, 2 corrupt (0 newly taken out of selection), 0 repaired')
   })
 

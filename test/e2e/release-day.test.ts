@@ -169,6 +169,39 @@ describe(`release day: a new file reaches the mirrors with no manual step (${bac
     expect(stats.json().demand_scans).to.deep.equal({folder_scans: 1, mirror_scans: 2, failed: 0, files_found: 2})
   })
 
+  it('200 requests of one client for old files no mirror holds cannot drain the budget: a release then reaches the synced mirrors within a minute', async () => {
+    const yaml = `${base()}serve:\n  poll_seconds: 0.5\nscan:\n  demand_mirror_budget: 10\n`
+    for (let i = 0; i < 200; i++) {
+      mkdirSync(join(root, 'junk', String(i)), {recursive: true})
+      writeFileSync(join(root, 'junk', String(i), 'old.iso'), Buffer.alloc(10_000, 'j'))
+    }
+    await run(['index'], base())
+    // Indexed two days ago, and on no mirror: what a client asking for a pruned tree meets.
+    const database = await tdb.open()
+    try {
+      await database.db
+        .updateTable('file')
+        .set({indexed_at: new Date(Date.now() - 2 * 86_400_000)})
+        .where('path', 'like', 'junk/%')
+        .execute()
+    } finally {
+      await database.close()
+    }
+    serve = await startServe(['--config', configFile(yaml), '--metrics-listen', '127.0.0.1:0'], tdb.env)
+    for (let i = 0; i < 200; i++) expect(await answer(`junk/${i}/old.iso`)).to.equal('origin no_mirror')
+    await new Promise((r) => setTimeout(r, 3000))
+    await publish('pub/17.0/release.iso')
+    for (const mirror of SYNCED) sync(mirror)
+    await run(['probe'], yaml)
+    const seen = await untilRedirected('pub/17.0/release.iso', 60)
+    expect(seen.filter((who) => !who.startsWith('origin')).length, seen.join(', ')).to.be.at.least(20)
+    expect(await holders('pub/17.0/release.iso', yaml)).to.deep.equal(['synced-a.test by scan', 'synced-b.test by scan'])
+    const metricsUrl = /"metrics":"(http:\/\/[^"]+)"/.exec(serve.output())![1]
+    const families = parsePrometheus(await (await fetch(`${metricsUrl}/metrics`)).text())
+    const overBudget = Number(families.find((f) => f.name === 'mb_demand_mirror_scans_total')?.metrics.find((m) => m.labels?.result === 'over_budget')?.value)
+    expect(overBudget, 'the junk share ran out').to.be.greaterThan(0)
+  })
+
   it('a mirror that has not synced the new folder yet scans as 0 files, not a failure; a broken base still fails', async () => {
     const folder = await run(['scan', 'lagging.test', '--dir', 'pub/16.0', '--no-recursive'], base())
     expect(folder.stdout).to.match(/^lagging\.test: ok via http, 0 files \(folder not on the mirror\), 0 matched, 0 stale, 1 missing/)

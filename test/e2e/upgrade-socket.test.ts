@@ -13,10 +13,11 @@
  *    (KillSignal=), and the command is started again, on the same socket, once it has exited.
  * The test first checks that the page's block holds these four steps. Then no request failed,
  * every answer was a redirect, answers came from both versions, and `mb stats` holds every
- * download the clients were answered.
+ * download the clients were answered. On PostgreSQL the same runs for a `--workers 2` primary
+ * on the socket (issue 46, items 1 and 2): the restart replaces the primary and its workers.
  */
 import {type ChildProcess, spawn} from 'node:child_process'
-import {cpSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
+import {cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {dirname, join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
@@ -32,7 +33,7 @@ import {freePort} from '../helpers/servers.js'
  * (this shell), each generation as its own process with LISTEN_PID set to its pid, the next
  * one once the previous has exited; two generations, the old release and the new.
  */
-const SERVICE = `for generation in 1 2; do sh -c 'LISTEN_PID=$$ exec "$@"' mb-serve "$NODE" "$CURRENT/bin/run.js" serve --root "$ROOT" --retry-window 0; done`
+const SERVICE = `for generation in 1 2; do sh -c 'LISTEN_PID=$$ exec "$@"' mb-serve "$NODE" "$CURRENT/bin/run.js" serve --root "$ROOT" --retry-window 0 --workers "$WORKERS"; done`
 
 /**
  * The commands of the shell block under "### Upgrade" in docs/operations.md, comments
@@ -57,14 +58,22 @@ function listeningPids(output: string): number[] {
     .map((line) => Number(JSON.parse(line).pid))
 }
 
-/** Milliseconds from the first process's `stopped` line to the second one's `listening` line. */
-function gapMs(output: string): number {
+/** The pids of the `--workers` primaries that started, in order. */
+function primaryPids(output: string): number[] {
+  return output
+    .split('\n')
+    .filter((line) => line.includes('"msg":"primary started workers"'))
+    .map((line) => Number(JSON.parse(line).pid))
+}
+
+/** Milliseconds from the first generation's last `stopped` line to the second one's first `listening` line (`perGeneration` processes listen in each). */
+function gapMs(output: string, perGeneration: number): number {
   const times = output
     .split('\n')
     .filter((line) => /"msg":"(stopped|listening)"/.test(line))
     .map((line) => JSON.parse(line) as {msg: string; time: string})
-  const stopped = times.find((t) => t.msg === 'stopped')
-  const listening = times.filter((t) => t.msg === 'listening')[1]
+  const stopped = times.filter((t) => t.msg === 'stopped')[perGeneration - 1]
+  const listening = times.filter((t) => t.msg === 'listening')[perGeneration]
   return stopped && listening ? Date.parse(listening.time) - Date.parse(stopped.time) : Number.NaN
 }
 
@@ -112,8 +121,16 @@ describe(`upgrade of mb serve on mb-serve.socket under load (${backend})`, funct
     }
   }
 
-  it('runs the documented steps: no connection refused, no request failed, no count lost', async function () {
-    requireBinary(this, 'systemd-socket-activate', 'systemd')
+  /**
+   * Plays the upgrade with `workers` processes behind the socket: 1 (one process), or a
+   * `--workers` primary with its workers, which the restart replaces all together.
+   */
+  async function upgradeUnderLoad(ctx: Mocha.Context, workers: number): Promise<void> {
+    requireBinary(ctx, 'systemd-socket-activate', 'systemd')
+    const run = join(dir, `workers-${workers}`)
+    mkdirSync(run)
+    output = ''
+    const countedBefore = (await mb(['stats', '--json'], {env: tdb.env})).json().total.downloads as number
     expect(documentedSteps()).to.deep.equal([
       'npm install -g --prefix /usr ./mb-NEW.tgz --omit=dev',
       'mb --version && runuser -u mb -- mb db status',
@@ -122,16 +139,16 @@ describe(`upgrade of mb serve on mb-serve.socket under load (${backend})`, funct
     ])
     const oldVersion = JSON.parse(readFileSync(join(dirname(BIN), '..', 'package.json'), 'utf8')).version as string
     const newVersion = '99.0.0-test'
-    copyInstall(join(dir, 'install-old'))
-    copyInstall(join(dir, 'install-new'), newVersion)
-    const current = join(dir, 'current')
-    symlinkSync(join(dir, 'install-old'), current)
-    const root = join(dir, 'root')
-    cpSync(join(dir, 'install-old', 'migrations'), root, {recursive: true}) // any directory: the file is only redirected
+    copyInstall(join(run, 'install-old'))
+    copyInstall(join(run, 'install-new'), newVersion)
+    const current = join(run, 'current')
+    symlinkSync(join(run, 'install-old'), current)
+    const root = join(run, 'root')
+    cpSync(join(run, 'install-old', 'migrations'), root, {recursive: true}) // any directory: the file is only redirected
     const port = await freePort()
-    const env = hermeticEnv({...tdb.env, NODE: process.execPath, CURRENT: current, ROOT: root})
+    const env = hermeticEnv({...tdb.env, NODE: process.execPath, CURRENT: current, ROOT: root, WORKERS: String(workers)})
     // Like systemd, systemd-socket-activate passes the service only the variables it is given (Environment=).
-    const passed = ['PATH', 'HOME', 'MB_CONFIG', 'XDG_CONFIG_HOME', 'NODE', 'CURRENT', 'ROOT', ...Object.keys(tdb.env)].flatMap((name) => ['-E', name])
+    const passed = ['PATH', 'HOME', 'MB_CONFIG', 'XDG_CONFIG_HOME', 'NODE', 'CURRENT', 'ROOT', 'WORKERS', ...Object.keys(tdb.env)].flatMap((name) => ['-E', name])
     holder = spawn('systemd-socket-activate', ['-l', `127.0.0.1:${port}`, ...passed, 'sh', '-c', SERVICE], {env, stdio: ['ignore', 'pipe', 'pipe'], detached: true})
     holder.stdout!.on('data', (d) => (output += d))
     holder.stderr!.on('data', (d) => (output += d))
@@ -144,13 +161,13 @@ describe(`upgrade of mb serve on mb-serve.socket under load (${backend})`, funct
     })
     expect(first.status, output).to.equal(302)
     expect(first.headers.server).to.equal(`mb/${oldVersion}`)
-    await waitFor('the listening line', () => listeningPids(output).length >= 1)
+    await waitFor('the listening lines', () => listeningPids(output).length >= workers)
     expect(output).to.match(/"socket":"systemd"/)
     const load = startLoad(port, '/a.iso', {concurrency: 4})
     await sleep(300)
 
     // 1. The new release in place of the old one.
-    symlinkSync(join(dir, 'install-new'), `${current}.new`)
+    symlinkSync(join(run, 'install-new'), `${current}.new`)
     renameSync(`${current}.new`, current)
     const bin = join(current, 'bin', 'run.js')
     // 2. What it expects, and what the store has (through the running server on the embedded store).
@@ -161,10 +178,10 @@ describe(`upgrade of mb serve on mb-serve.socket under load (${backend})`, funct
     // 3. The new migrations (none here: the same schema).
     const migrate = await mb(['db', 'migrate'], {bin, env: tdb.env})
     expect(migrate.code, migrate.stderr).to.equal(0)
-    // 4. `systemctl restart mb-serve.service`: SIGTERM to the old process; the next starts on the same socket.
-    const [oldPid] = listeningPids(output)
+    // 4. `systemctl restart mb-serve.service`: SIGTERM to the old process (the primary); the next starts on the same socket.
+    const [oldPid] = workers > 1 ? primaryPids(output) : listeningPids(output)
     process.kill(oldPid, 'SIGTERM')
-    await waitFor('the new process listening', () => listeningPids(output).length >= 2)
+    await waitFor('the new processes listening', () => listeningPids(output).length >= 2 * workers)
     const answeredBefore = load.result.total
     await waitFor('answers from the new process', () => load.result.total > answeredBefore + 100)
     const result = await load.stop()
@@ -174,14 +191,24 @@ describe(`upgrade of mb serve on mb-serve.socket under load (${backend})`, funct
     expect(Object.keys(result.statuses)).to.deep.equal(['302'])
     expect(result.servers[`mb/${oldVersion}`]).to.be.greaterThan(0)
     expect(result.servers[`mb/${newVersion}`]).to.be.greaterThan(0)
-    console.log(`      the port had no process accepting for ${gapMs(output)} ms (the old one's \`stopped\` to the new one's \`listening\`); the kernel queued those connections`)
-    const [, newPid] = listeningPids(output)
+    console.log(`      the port had no process accepting for ${gapMs(output, workers)} ms (the old ones' \`stopped\` to the new ones' \`listening\`); the kernel queued those connections`)
+    const [, newPid] = workers > 1 ? primaryPids(output) : [0, listeningPids(output)[workers]]
     expect(newPid).to.not.equal(oldPid)
     process.kill(newPid, 'SIGTERM')
     await exited
     expect(output).to.not.match(/these counts are lost|shutdown step failed/)
     const stats = await mb(['stats', '--json'], {env: tdb.env})
     expect(stats.code, stats.stderr).to.equal(0)
-    expect(stats.json().total.downloads).to.equal(result.statuses[302] + 1)
+    expect(stats.json().total.downloads - countedBefore).to.equal(result.statuses[302] + 1)
+  }
+
+  it('runs the documented steps: no connection refused, no request failed, no count lost', async function () {
+    await upgradeUnderLoad(this, 1)
   })
+
+  // --workers needs PostgreSQL.
+  if (backend === 'postgres')
+    it('runs them for a --workers 2 primary on the socket: the restart replaces the primary too, and still refuses nothing and loses no count', async function () {
+      await upgradeUnderLoad(this, 2)
+    })
 })

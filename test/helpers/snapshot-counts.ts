@@ -3,7 +3,7 @@
  * against a recount that walks every file.
  */
 import {expect} from 'chai'
-import {type Holding, holdingsOf} from '../../src/lib/serve/operator/network.js'
+import {type Holding, holdingsOf} from '../../src/lib/operator/network.js'
 import type {Snapshot} from '../../src/lib/serve/snapshot/snapshot.js'
 
 /** Holdings of `subtree` by walking every file: what the counts must equal. */

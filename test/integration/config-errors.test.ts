@@ -28,7 +28,19 @@ describe('config errors and warnings (mb CLI)', function () {
     expect(result.code).to.equal(2)
     expect(firstLine(result.stderr)).to.equal('Error: Invalid value for --stats-flush-interval (setting stats.flush_interval_seconds): expected a number, but received "abc".')
     const negative = await mb(['serve', '--root', dir, '--stats-flush-interval', '-3'])
-    expect(firstLine(negative.stderr)).to.equal('Error: Invalid value for --stats-flush-interval (setting stats.flush_interval_seconds): number must be greater than 0 (received "-3").')
+    expect(firstLine(negative.stderr)).to.equal('Error: Invalid value for --stats-flush-interval (setting stats.flush_interval_seconds): expected a number above 0, at most 3600, but received "-3".')
+  })
+
+  it('refuses a number out of its range alike in `mb config show` and at the start of `mb serve`: exit 2, the key and the range', async () => {
+    const file = join(dir, 'huge.yaml')
+    writeFileSync(file, 'serve:\n  max_connections_per_client: 1e12\n')
+    const expected = `Error: Invalid setting serve.max_connections_per_client in ${file}: expected an integer from 1 to 1000000, but received 1000000000000.`
+    const show = await mb(['config', 'show', '--config', file])
+    expect(show.code).to.equal(2)
+    expect(firstLine(show.stderr)).to.equal(expected)
+    const serve = await mb(['serve', '--config', file, '--root', dir, '--listen', '127.0.0.1:0'])
+    expect(serve.code).to.equal(2)
+    expect(firstLine(serve.stderr)).to.equal(expected)
   })
 
   it('puts what was wrong with an integer flag on the first line', async () => {

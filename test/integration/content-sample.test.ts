@@ -1,7 +1,7 @@
 /**
  * The candidates of a content round (src/lib/probe/content-store.ts): one sample of the
  * hashed files per round, read by mtime and by random ids, from which each mirror takes the
- * files its own set holds.
+ * files its own set holds, with what checks recorded of each copy (`mirror_file_check`).
  */
 import {expect} from 'chai'
 import {sql} from 'kysely'
@@ -52,23 +52,41 @@ describe(`content checks: one sample per round, each mirror its own files (${bac
     expect(sample.random.map((r) => index(r.path))).to.not.deep.equal(usable)
   })
 
-  it('gives each mirror only the files its set holds, newest first, at most what its budget could use', async () => {
+  it('gives each mirror only the files its set holds, at most what its budget could use, with their check state', async () => {
     const sample = await roundSample(store.database.db, 64 * MiB)
     const ofA = await contentCandidates(store.database.db, a, 64 * MiB, sample)
-    expect(ofA.recent.map((c) => index(c.path))).to.deep.equal([48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26, 24, 22, 20, 18, 16, 14, 8, 6, 4, 2, 0])
-    expect(ofA.recent[0]).to.include({path: 'pub/f48.iso', size: MiB, mtime: T + 48, pieceSize: 256 * 1024})
-    expect(ofA.random.map((c) => index(c.path)).sort((x, y) => x - y)).to.deep.equal([...ofA.recent.map((c) => index(c.path))].sort((x, y) => x - y))
+    const evens = [48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26, 24, 22, 20, 18, 16, 14, 8, 6, 4, 2, 0]
+    expect(ofA.held.map((c) => index(c.path)).sort((x, y) => y - x)).to.deep.equal(evens)
+    expect(ofA.held.find((c) => c.path === 'pub/f48.iso')).to.include({size: MiB, mtime: T + 48, pieceSize: 256 * 1024})
     const ofB = await contentCandidates(store.database.db, b, 64 * MiB, sample)
-    expect(ofB.random.every((c) => index(c.path) % 3 === 0)).to.equal(true)
-    expect(ofB.recent.map((c) => index(c.path))).to.deep.equal([48, 45, 42, 39, 36, 33, 30, 27, 24, 21, 18, 15, 9, 6, 3, 0])
-    // A budget of one smallest piece: one candidate per list.
+    expect(ofB.held.map((c) => index(c.path)).sort((x, y) => y - x)).to.deep.equal([48, 45, 42, 39, 36, 33, 30, 27, 24, 21, 18, 15, 9, 6, 3, 0])
+    // A budget of one smallest piece: one candidate per list (the newest, and one drawn at random).
     const one = await contentCandidates(store.database.db, a, 256 * 1024, sample)
-    expect(one.recent.map((c) => index(c.path))).to.deep.equal([48])
-    expect(one.random).to.have.length(1)
+    expect(one.held.map((c) => index(c.path))).to.include(48)
+    expect(one.held.length).to.be.within(1, 2)
+    // What a check recorded at the file's current version comes with the candidate; another version's record does not.
+    const f48 = ofA.held.find((c) => c.path === 'pub/f48.iso')!.fileId
+    const f46 = ofA.held.find((c) => c.path === 'pub/f46.iso')!.fileId
+    await sql`INSERT INTO mirror_file_check (mirror_id, file_id, size, mtime, next_piece, whole_at) VALUES
+      (${a}::smallint, ${f48}, ${MiB}, ${T + 48}, 2, now()), (${a}::smallint, ${f46}, ${MiB}, ${T + 1}, 3, now())`.execute(store.database.db)
+    const again = await contentCandidates(store.database.db, a, 64 * MiB, sample)
+    expect(again.held.find((c) => c.fileId === f48))
+      .to.include({nextPiece: 2})
+      .and.to.have.property('wholeAt')
+      .that.is.a('number')
+    expect(again.held.find((c) => c.fileId === f46)).to.not.have.property('nextPiece')
+  })
+
+  it('takes a copy that just arrived on a mirror (its file row written last), however old the file', async () => {
+    await sql`UPDATE file SET mirrors = array_append(mirrors, ${b}::smallint) WHERE path = 'pub/f1.iso'`.execute(store.database.db)
+    const sample = await roundSample(store.database.db, 256 * 1024)
+    expect(sample.written.map((r) => index(r.path))[0]).to.equal(1)
+    const one = await contentCandidates(store.database.db, b, 256 * 1024, sample)
+    expect(one.held.map((c) => index(c.path))).to.include(1)
   })
 
   it('an empty file table gives an empty sample', async () => {
     await sql`DELETE FROM file`.execute(store.database.db)
-    expect(await roundSample(store.database.db, 64 * MiB)).to.deep.equal({recent: [], random: []})
+    expect(await roundSample(store.database.db, 64 * MiB)).to.deep.equal({recent: [], written: [], random: []})
   })
 })

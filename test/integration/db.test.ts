@@ -52,6 +52,48 @@ describe(`database (${backend})`, () => {
     }
   })
 
+  it('db stats: every table with rows, sizes, dead rows and last vacuum/analyze; --exact counts; --json', async () => {
+    const database = await tdb.open()
+    let files: number
+    try {
+      await database.db
+        .insertInto('file')
+        .values([0, 1, 2].map((i) => ({path: `stats/${i}.iso`, size: 1000, mtime: 1_700_000_000, mirrors: []})))
+        .execute()
+      await database.db.deleteFrom('file').where('path', '=', 'stats/2.iso').execute()
+      await sql`ANALYZE file`.execute(database.db)
+      files = Number(
+        (
+          await database.db
+            .selectFrom('file')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      )
+    } finally {
+      await database.close()
+    }
+    const exact = await mb(['db', 'stats', '--exact', '--json'], {env: tdb.env})
+    expect(exact.code, exact.stderr).to.equal(0)
+    const stats = exact.json()
+    expect(stats.kind).to.equal(backend)
+    const tables = stats.tables as Array<Record<string, unknown>>
+    expect(tables.map((t) => t.table)).to.include.members(['file', 'mirror', 'stats_daily', 'kysely_migration'])
+    const file = tables.find((t) => t.table === 'file')!
+    expect(file).to.include({rows_exact: true, rows: files})
+    expect(file.total_bytes)
+      .to.be.a('number')
+      .and.at.least(file.table_bytes as number)
+    // The embedded store keeps PostgreSQL's cumulative statistics only while a process holds it.
+    if (backend === 'postgres') expect(file.last_analyze).to.match(/^\d{4}-\d\d-\d\dT/)
+    else expect(file.last_analyze === null || /^\d{4}-\d\d-\d\dT/.test(String(file.last_analyze))).to.equal(true)
+    for (const t of tables) expect(Object.keys(t).sort()).to.deep.equal(['dead_rows', 'last_analyze', 'last_vacuum', 'rows', 'rows_exact', 'table', 'table_bytes', 'total_bytes'])
+    const human = await mb(['db', 'stats'], {env: tdb.env})
+    expect(human.code, human.stderr).to.equal(0)
+    expect(human.stdout).to.match(/^table\trows \(est\.\)\tdead rows\tsize\twith indexes\tlast vacuum \(UTC\)\tlast analyze \(UTC\)$/m)
+    expect(human.stdout).to.match(/^file\t\d+\t\d+\t/m)
+  })
+
   it('exits 2 with a JSON error on an unknown flag', async () => {
     const result = await mb(['db', 'status', '--json', '--bogus'], {env: tdb.env})
     expect(result.code).to.equal(2)

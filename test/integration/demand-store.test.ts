@@ -56,6 +56,24 @@ describe(`scans on demand: the store (${backend})`, function () {
     expect(await demandTotals(db(), '2000-01-01', '2000-01-02')).to.deep.equal({folder_scans: 0, mirror_scans: 0, failed: 0, files_found: 0})
   })
 
+  it("a refunded slot is the budget's again; changedSince tells a folder of files indexed within the window", async () => {
+    const demand = sqlDemandStore(db())
+    const m = await mirror('a.test')
+    const first = await demand.spend(m, 'pub', 1)
+    expect(await demand.spend(m, 'pub', 1)).to.equal(undefined)
+    await demand.refund(first!)
+    expect(await demand.spend(m, 'pub', 1)).to.not.equal(undefined)
+    await db()
+      .insertInto('file')
+      .values([
+        {path: 'pub/new.iso', size: 1, mtime: 1, mirrors: []},
+        {path: 'old/old.iso', size: 1, mtime: 1, mirrors: [], indexed_at: new Date(Date.now() - 2 * 86_400_000)},
+      ] as any)
+      .execute()
+    expect(await demand.changedSince(['pub/new.iso'], 86_400)).to.equal(true)
+    expect(await demand.changedSince(['old/old.iso', 'old/missing.iso'], 86_400)).to.equal(false)
+  })
+
   it('candidates: enabled mirrors with a scan URL lacking the file; with traces, only those synced after the file appeared', async () => {
     const demand = sqlDemandStore(db())
     const holder = await mirror('holder.test')

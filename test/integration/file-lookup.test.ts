@@ -126,6 +126,19 @@ describe(`mb file lookup (${backend})`, () => {
     expect(text.stdout).to.contain('retry: attempt 3 goes to gb.example; the same client address asking again for this file within 600 s')
   })
 
+  it('--country forces the client country, and its continent follows the country (RU is Europe); a bad code is refused', async () => {
+    // 175.16.199.0 is CN (Asia) in the test database.
+    const r = await mb(['file', 'lookup', 'iso/distro-1.0.iso', '--client-ip', '175.16.199.0', '--country', 'ru', '--json'], {env})
+    expect(r.code, r.stderr).to.equal(0)
+    const e = r.json().files[0].explain
+    expect(e.client).to.include({country: 'RU', continent: 'EU'})
+    expect(e.realm).to.equal('continent')
+    expect(['gb.example', 'se.example']).to.include(e.ranked[0].mirror)
+    const bad = await mb(['file', 'lookup', 'iso/distro-1.0.iso', '--client-ip', '175.16.199.0', '--country', 'Russia'], {env})
+    expect(bad.code).to.equal(2)
+    expect(bad.stderr).to.contain('--country "Russia" is not an ISO 3166-1 alpha-2 country code')
+  })
+
   it('over HTTPS only mirrors with an https_url qualify, and URLs are https', async () => {
     const r = await mb(['file', 'lookup', 'iso/distro-1.0.iso', '--client-ip', '216.160.83.56', '--https', '--json'], {env})
     expect(r.code, r.stderr).to.equal(0)

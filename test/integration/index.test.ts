@@ -189,6 +189,36 @@ describe('origin index (mb index library)', function () {
     }
   })
 
+  it('mb index leaves out dotfiles, dot directories and rsync partials by default (index.exclude), keeps .treeinfo, and indexes them all with index.exclude: []', async () => {
+    await database.close()
+    write(root, '.git/config', '[core]')
+    write(root, '.htaccess', 'deny')
+    write(root, 'dir one/.b.txt.Xa81Qz', 'partial')
+    write(root, '.~tmp~/dir one/b.txt', 'delayed')
+    write(root, 'os/.treeinfo', '[general]')
+    write(root, 'os/.discinfo', '1')
+    symlinkSync('a.iso', join(root, '.latest.iso'))
+    const config = join(root, '..', `${root.split('/').at(-1)}.yaml`)
+    try {
+      const first = await mb(['index', '--root', root, '--json'], {env: tdb.env})
+      expect(first.code, first.stderr).to.equal(0)
+      database = await tdb.open()
+      expect((await rows()).map((r) => r.path)).to.deep.equal(['a.iso', 'dir one/b #+%:ü.txt', 'dir one/deep/c.txt', 'os/.discinfo', 'os/.treeinfo'])
+      expect((await sql<{path: string}>`SELECT path FROM file_link ORDER BY path`.execute(database.db)).rows.map((r) => r.path)).to.deep.equal(['latest.iso', 'linked-dir'])
+      await database.close()
+      writeFileSync(config, 'index:\n  exclude: []\n')
+      const all = await mb(['index', '--root', root, '--config', config, '--json'], {env: tdb.env})
+      expect(all.code, all.stderr).to.equal(0)
+      expect(all.json()).to.include({added: 4, links: 3})
+      // Back to the default: what it leaves out is removed from the index.
+      const again = await mb(['index', '--root', root, '--json'], {env: tdb.env})
+      expect(again.json()).to.include({removed: 4})
+    } finally {
+      rmSync(config, {force: true})
+      database = await tdb.open()
+    }
+  })
+
   it('mb index with a missing --root or --dir is a usage error (exit 2), like mb serve', async () => {
     await database.close()
     const missing = await mb(['index', '--root', join(root, 'nope'), '--json'], {env: tdb.env})

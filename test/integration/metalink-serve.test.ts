@@ -12,7 +12,7 @@ import {validateXML} from 'xmllint-wasm'
 import {ConfigSchema} from '../../src/lib/config/schema.js'
 import {hashIndex} from '../../src/lib/origin/hash.js'
 import {indexOrigin} from '../../src/lib/origin/index.js'
-import {type RunningServer, startServe} from '../../src/lib/serve/lifecycle/run.js'
+import {type RunningServer, startServe} from '../../src/lib/redirector/run.js'
 import {backend, useTestDatabase} from '../helpers/db.js'
 import {headerLines, request} from '../helpers/serve-process.js'
 

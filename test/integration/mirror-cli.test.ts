@@ -37,6 +37,8 @@ const KEYS = [
   'client_prefixes',
   'file_maxsize',
   'base_path',
+  'sign_scheme',
+  'sign_ttl_seconds',
   'include_patterns',
   'exclude_patterns',
   'push_url',

@@ -104,6 +104,29 @@ describe(`mb probe --fail-on-down and probe.on_change (${backend})`, function ()
     expect(back.json().up).to.equal(2)
   })
 
+  it('alerts on the first failed round under the default fail_threshold (2), then on the round that takes the mirror out, then no more', async () => {
+    const file = join(dir, 'threshold.yaml')
+    writeFileSync(file, 'probe:\n  fail_threshold: 2\n  ok_threshold: 1\n  timeout: 5\n')
+    flakyUp = true
+    try {
+      expect((await mb(['probe', 'flaky.test', '--quiet', '--fail-on-down', '--config', file], {env: tdb.env})).code).to.equal(0)
+      flakyUp = false
+      const first = await mb(['probe', 'flaky.test', '--quiet', '--fail-on-down', '--config', file], {env: tdb.env})
+      expect({code: first.code, stdout: first.stdout, stderr: first.stderr}).to.deep.equal({
+        code: 1,
+        stdout: '',
+        stderr: 'mb probe: mirror flaky.test failed this round (http_503); it goes down after probe.fail_threshold failed rounds in a row\n',
+      })
+      const second = await mb(['probe', 'flaky.test', '--quiet', '--fail-on-down', '--config', file], {env: tdb.env})
+      expect([second.code, second.stderr]).to.deep.equal([1, 'mb probe: mirror flaky.test went down (http_503)\n'])
+      const third = await mb(['probe', 'flaky.test', '--quiet', '--fail-on-down', '--config', file], {env: tdb.env})
+      expect([third.code, third.stderr]).to.deep.equal([0, ''])
+    } finally {
+      flakyUp = true
+      await mb(['probe', 'flaky.test', '--quiet', '--config', file], {env: tdb.env})
+    }
+  })
+
   it('with --json still prints the round, and exits 1 when a mirror went down', async () => {
     flakyUp = false
     try {

@@ -200,7 +200,7 @@ describe('scan reconciler', function () {
         {path: 'sub/deep/x.txt', size: 1, mtime: T},
       ],
       options: (m) => ({plan: planScope(m.base_path, 'sub', false), minRatio: 0, enable: true}),
-      result: {subdir: 'sub', considered: 1, previous: 1, matched: 1, added: 1, removed: 1, missing: 1, enabled: false},
+      result: {subdir: 'sub', considered: 1, previous: 1, matched: 1, added: 1, removed: 1, missing: 1, enabled: true, enabledByScan: false},
       holds: ['a.iso', 'sub/d.txt', 'sub/deep/f.txt'], // sub/deep/f.txt is below the folder: untouched
       lacks: ['sub/e.txt'],
       keepsMirrorRecord: true,
@@ -372,10 +372,31 @@ describe('scan reconciler', function () {
     expect((await reconcileListing(database, listing([{path: 'a.iso', size: 100, mtime: T}]), {mirror: m, protocol: 'rsync'})).matched).to.equal(1)
   })
 
+  it("counts a file listed again through a directory symlink of the origin once, and states the mirror's real enabled state", async () => {
+    await database.db.insertInto('file_link').values({path: 'latest', target: 'sub', directory: true}).execute()
+    const m = await addMirror('m1')
+    const result = await reconcileListing(
+      database,
+      listing([
+        {path: 'a.iso', size: 100, mtime: T},
+        {path: 'sub/d.txt', size: 4, mtime: T},
+        {path: 'sub/e.txt', size: 5, mtime: T},
+        // An HTTP or FTP listing follows `latest -> sub`: the same two files again.
+        {path: 'latest/d.txt', size: 4, mtime: T},
+        {path: 'latest/e.txt', size: 5, mtime: T},
+        {path: 'latestish/x.txt', size: 1, mtime: T},
+      ]),
+      {mirror: m, protocol: 'http'},
+    )
+    expect(result).to.include({files: 4, matched: 3, enabled: true, enabledByScan: false})
+    const off = await addMirror('m2', {enabled: false})
+    expect(await reconcileListing(database, listing([{path: 'a.iso', size: 100, mtime: T}]), {mirror: off, protocol: 'rsync'})).to.include({enabled: false, enabledByScan: false})
+  })
+
   it('--enable enables a mirror whose scan matched files', async () => {
     const m = await addMirror('m1', {enabled: false})
     const result = await reconcileListing(database, listing([{path: 'a.iso', size: 100, mtime: T}]), {mirror: m, protocol: 'rsync', enable: true})
-    expect(result.enabled).to.equal(true)
+    expect(result).to.include({enabled: true, enabledByScan: true})
     const row = await database.db.selectFrom('mirror').select('enabled').where('id', '=', m.id).executeTakeFirstOrThrow()
     expect(row.enabled).to.equal(true)
   })

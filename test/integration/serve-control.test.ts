@@ -5,7 +5,7 @@
  * until the process is gone; a stale pid file is reported by the control commands and taken
  * over by a new server; a live one refuses a second server.
  */
-import {spawnSync} from 'node:child_process'
+import {spawn, spawnSync} from 'node:child_process'
 import {existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -65,6 +65,14 @@ describe(`mb serve --pid-file, reload, stop (${backend})`, function () {
     expect(second.code, second.stderr).to.equal(1)
     expect(second.stderr).to.include(`already running as pid ${pid}`)
 
+    // One process: SIGUSR2 would be ignored, so `mb serve upgrade` sends nothing and says what to do.
+    const upgrade = await mb(['serve', 'upgrade', '--pid-file', pidFile, '--json'], {env: tdb.env})
+    expect(upgrade.code, upgrade.stderr).to.equal(1)
+    expect(upgrade.json().error).to.include({code: 'SERVE_UPGRADE_UNSUPPORTED'})
+    expect(upgrade.json().error.message).to.include('nothing was sent').and.to.include('mb-serve.socket')
+    await sleep(200)
+    expect(serve.output()).to.not.include('SIGUSR2')
+
     const reload = await mb(['serve', 'reload', '--pid-file', pidFile], {env: tdb.env})
     expect(reload.code, reload.stderr).to.equal(0)
     expect(reload.stdout).to.include(`Sent SIGHUP to mb serve (pid ${pid}`)
@@ -95,6 +103,27 @@ describe(`mb serve --pid-file, reload, stop (${backend})`, function () {
     const other = await mb(['serve', 'stop', '--pid-file', pidFile], {env: tdb.env})
     expect(other.code).to.equal(1)
     expect(other.stderr).to.include(`pid ${process.pid} is another program`)
+
+    // Only decimal digits name a pid (the attack run's 0x50b7, 1e3, 20663.0 were read as pids).
+    for (const text of ['0x50b7\n', '1e3\n', '20663.0\n']) {
+      writeFileSync(pidFile, text)
+      const malformed = await mb(['serve', 'stop', '--pid-file', pidFile, '--json'], {env: tdb.env})
+      expect(malformed.code, text).to.equal(2)
+      expect(malformed.json().error).to.include({code: 'PID_FILE_INVALID'})
+      expect(malformed.json().error.message).to.include('not a process id')
+    }
+
+    // Another program titled like mb serve (`python3 … run.js serve` in the attack run) is never signalled.
+    const impostor = spawn('sh', ['-c', 'while :; do sleep 0.2; done', '/opt/mb/bin/run.js', 'serve'], {stdio: 'ignore'})
+    try {
+      writeFileSync(pidFile, `${impostor.pid}\n`)
+      const alike = await mb(['serve', 'stop', '--pid-file', pidFile], {env: tdb.env})
+      expect(alike.code).to.equal(1)
+      expect(alike.stderr).to.include(`pid ${impostor.pid} is another program`)
+      expect(impostor.exitCode ?? impostor.signalCode).to.equal(null)
+    } finally {
+      impostor.kill('SIGKILL')
+    }
 
     const noDir = await mb(['serve', '--root', root, '--listen', '127.0.0.1:0', '--pid-file', join(dir, 'missing', 'serve.pid')], {env: tdb.env})
     expect(noDir.code).to.equal(2)

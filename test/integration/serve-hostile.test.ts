@@ -79,6 +79,12 @@ describe(`mb serve: hostile methods and header values (${backend})`, function ()
     } finally {
       await db.close()
     }
+    // Dotfiles on disk, never indexed (index.exclude): the server neither delivers nor lists them.
+    mkdirSync(join(root, '.git'))
+    writeFileSync(join(root, '.git', 'config'), '[remote "origin"]\n')
+    writeFileSync(join(root, '.htpasswd'), 'admin:x\n')
+    writeFileSync(join(root, 'dïr', '.ñame€.iso.Xa81Qz'), 'partial')
+    writeFileSync(join(root, '.treeinfo'), '[general]\n')
     serve = await startServe(['--root', root], database.env)
   })
 
@@ -133,6 +139,22 @@ describe(`mb serve: hostile methods and header values (${backend})`, function ()
       expect(values(answer, 'allow')).to.deep.equal(['GET, HEAD'])
     }
     expect((await get(serve.port, target, 'mb.example')).status).to.equal(302)
+  })
+
+  it('neither delivers nor lists dotfiles, dot directories and rsync partials (index.exclude), but .treeinfo', async () => {
+    for (const path of ['/.git/config', '/.git/', '/.git', '/.htpasswd', '/d%C3%AFr/.%C3%B1ame%E2%82%AC.iso.Xa81Qz', '/_origin/.git/config']) {
+      const answer = await get(serve.port, path, 'mb.example')
+      expect(answer.status, path).to.equal(404)
+    }
+    const treeinfo = await fetch(`http://127.0.0.1:${serve.port}/.treeinfo`)
+    expect([treeinfo.status, await treeinfo.text()]).to.deep.equal([200, '[general]\n'])
+    const listing = await fetch(`http://127.0.0.1:${serve.port}/`)
+    const html = await listing.text()
+    expect(listing.status).to.equal(200)
+    expect(html).to.contain('.treeinfo')
+    expect(html).to.not.contain('.git').and.to.not.contain('.htpasswd')
+    const dir = await (await fetch(`http://127.0.0.1:${serve.port}/d%C3%AFr/`)).text()
+    expect(dir).to.not.contain('Xa81Qz')
   })
 
   it('answers methods mb does not serve with 405 (known to HTTP) or 501 (unknown)', async () => {

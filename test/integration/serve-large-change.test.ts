@@ -13,7 +13,7 @@ import {monitorEventLoopDelay} from 'node:perf_hooks'
 import {sql} from 'kysely'
 import {ConfigSchema} from '../../src/lib/config/schema.js'
 import type {Database} from '../../src/lib/db/index.js'
-import {type RunningServer, startServe} from '../../src/lib/serve/lifecycle/run.js'
+import {type RunningServer, startServe} from '../../src/lib/redirector/run.js'
 import {loadSnapshot, refreshSnapshot} from '../../src/lib/serve/snapshot/snapshot.js'
 import {backend, useTestDatabase} from '../helpers/db.js'
 

@@ -158,6 +158,14 @@ describe(`mb serve: ranking (${backend})`, function () {
       for (let i = 0; i < 20; i++) expect(await mirrorOf('/big.iso?country=US', `10.${i >> 8}.${i & 255}.9`)).to.equal(await mirrorOf('/big.iso?country=US', `10.${i >> 8}.${i & 255}.1`))
     })
 
+    it('a forced ?country=RU is in Europe, as GeoIP has Russia: with no Russian mirror, the continent realm is Europe', async () => {
+      // Before, RU took countries-list's Asia, which has no mirror here: the realm was world.
+      const res = await get('/big.iso?country=ru', {'X-Forwarded-For': '10.7.7.7'})
+      expect(res.status).to.equal(302)
+      expect(res.headers['x-mb-realm']).to.equal('continent')
+      expect(['de-fra', 'de-ber', 'de-muc', 'cz', 'nl', 'be', 'ch', 'dk', 'at', 'fr', 'pl']).to.include(String(res.headers['x-mb-mirror']))
+    })
+
     it('sticky_key network: every file of one /24 goes to one mirror', async () => {
       const seen = new Set<string>()
       for (const f of FILES) seen.add(await mirrorOf(`/${f}?country=US`, '10.1.1.1'))

@@ -1,9 +1,10 @@
 import {expect} from 'chai'
-import {mkdtempSync, rmSync} from 'node:fs'
+import {mkdtempSync, rmSync, utimesSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
-import {mb} from '../helpers/cli.js'
+import {spawn} from 'node:child_process'
+import {BIN, hermeticEnv, mb, requireBinary} from '../helpers/cli.js'
 import {backend, createTestDatabase, seedOneMirror, type TestDatabase} from '../helpers/db.js'
 import {type ServeProcess, request, startServe} from '../helpers/serve-process.js'
 import {freePort} from '../helpers/servers.js'
@@ -35,6 +36,38 @@ describe(`mb serve --workers (${backend})`, () => {
       expect(serve.output()).to.include('primary started workers')
       expect(serve.output().match(/"msg":"listening"/g)).to.have.length(2)
       expect(serve.output()).to.include('primary stopped')
+    })
+
+    it('--workers 2 under socket activation: the primary takes the socket systemd passed and both workers serve on it', async function () {
+      requireBinary(this, 'systemd-socket-activate', 'systemd')
+      // The indexed version on disk, so that every worker's disk check agrees with the index; --retry-window 0: the
+      // 40 requests of one address for one file are not retries.
+      writeFileSync(join(root, 'a.iso'), Buffer.alloc(8000))
+      utimesSync(join(root, 'a.iso'), 0, 0)
+      const port = await freePort()
+      // Like systemd, systemd-socket-activate passes the service only the variables it is given (Environment=).
+      const passed = ['PATH', 'HOME', 'MB_CONFIG', 'XDG_CONFIG_HOME', ...Object.keys(tdb.env)].flatMap((name) => ['-E', name])
+      const args = ['-l', `127.0.0.1:${port}`, ...passed, process.execPath, BIN, 'serve', '--root', root, '--workers', '2', '--listen', '127.0.0.1:1', '--retry-window', '0']
+      const holder = spawn('systemd-socket-activate', args, {env: hermeticEnv(tdb.env), stdio: ['ignore', 'pipe', 'pipe'], detached: true})
+      let output = ''
+      holder.stdout!.on('data', (d) => (output += d))
+      holder.stderr!.on('data', (d) => (output += d))
+      const exited = new Promise<number | null>((resolve) => holder.once('exit', (code) => resolve(code)))
+      try {
+        for (let i = 0; i < 100 && !output.includes(`Listening on 127.0.0.1:${port}`); i++) await sleep(100)
+        // The first connection starts the service; it waits in the socket's queue meanwhile.
+        expect((await request(port, '/a.iso')).headers.location, output).to.equal('http://m.example/a.iso')
+        for (let i = 0; i < 600 && (output.match(/"msg":"listening"/g) ?? []).length < 2; i++) await sleep(100)
+        const listening = output.split('\n').filter((line) => line.includes('"msg":"listening"'))
+        expect(listening, output).to.have.length(2)
+        for (const line of listening) expect(JSON.parse(line)).to.include({socket: 'systemd', url: `http://127.0.0.1:${port}`})
+        const answers = await Promise.all(Array.from({length: 40}, () => request(port, '/a.iso')))
+        expect(answers.map((a) => a.status)).to.deep.equal(Array(40).fill(302))
+      } finally {
+        process.kill(holder.pid!, 'SIGTERM')
+      }
+      expect(await exited, output).to.equal(0)
+      expect(output).to.include('primary stopped')
     })
 
     it('--metrics-listen: the primary answers the sum over both workers', async () => {

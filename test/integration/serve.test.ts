@@ -110,8 +110,11 @@ describe(`mb serve (${backend})`, function () {
     const mtime = new Date(Math.floor(stat.mtimeMs / 1000) * 1000)
     const same = await get('/big.iso', {'X-Forwarded-For': US, 'If-Modified-Since': mtime.toUTCString()})
     expect([same.status, same.headers['last-modified'], same.headers.location, same.body.length]).to.deep.equal([304, mtime.toUTCString(), undefined, 0])
-    const later = await get('/big.iso', {'X-Forwarded-For': US, 'If-Modified-Since': new Date(mtime.getTime() + 86_400_000).toUTCString()})
+    const later = await get('/big.iso', {'X-Forwarded-For': US, 'If-Modified-Since': new Date().toUTCString()})
     expect(later.status).to.equal(304)
+    // A date later than the server's clock is invalid (RFC 9110 §13.1.3): ignored, so the redirect stays.
+    const future = await get('/big.iso', {'X-Forwarded-For': US, 'If-Modified-Since': new Date(Date.now() + 86_400_000).toUTCString()})
+    expect([future.status, future.headers['x-mb-mirror']]).to.deep.equal([302, 'us.example.org'])
     const older = await get('/big.iso', {'X-Forwarded-For': US, 'If-Modified-Since': new Date(mtime.getTime() - 1000).toUTCString()})
     expect([older.status, older.headers['x-mb-mirror']]).to.deep.equal([302, 'us.example.org'])
     // If-None-Match takes precedence (RFC 9110 §13.2.2), and mb has no tag of its own for a mirrored version.
@@ -197,6 +200,8 @@ describe(`mb serve (${backend})`, function () {
     const notModified = await get('/local-only.dat', {'If-Modified-Since': full.headers['last-modified']!})
     expect(notModified.status).to.equal(304)
     expect(notModified.body.length).to.equal(0)
+    const future = await get('/local-only.dat', {'If-Modified-Since': new Date(Date.now() + 86_400_000).toUTCString()})
+    expect([future.status, future.body.equals(seeded.localOnly)]).to.deep.equal([200, true])
     const head = await get('/local-only.dat', {}, 'HEAD')
     expect(head.status).to.equal(200)
     expect(head.headers['content-length']).to.equal(String(seeded.localOnly.length))

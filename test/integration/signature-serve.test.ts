@@ -13,7 +13,7 @@ import {expect} from 'chai'
 import {validateXML} from 'xmllint-wasm'
 import {ConfigSchema} from '../../src/lib/config/schema.js'
 import {indexOrigin} from '../../src/lib/origin/index.js'
-import {type RunningServer, startServe} from '../../src/lib/serve/lifecycle/run.js'
+import {type RunningServer, startServe} from '../../src/lib/redirector/run.js'
 import {backend, useTestDatabase} from '../helpers/db.js'
 
 const SCHEMA = readFileSync(new URL('../fixtures/metalink/metalink4.rng', import.meta.url), 'utf8')

@@ -206,6 +206,19 @@ describe('the embedded store on disk (item 6)', function () {
       const lookup = await mb(['file', 'lookup', 'a.iso', '--json'], {env: {...NO_STORE, MB_DATA_DIR: store}})
       expect(lookup.code, lookup.stderr).to.equal(0)
     })
+
+    it('--quiet creates a store without a word; MB_DEBUG names the config and the store before opening it, also when that fails', async () => {
+      const store = join(dir, 'quiet-store')
+      const quiet = await mb(['mirror', 'add', '--quiet', '--no-locate', 'q.example', '--http-url', 'http://q.example/'], {env: {...NO_STORE, MB_DATA_DIR: store}})
+      expect(quiet.code, quiet.stderr).to.equal(0)
+      expect([quiet.stdout, quiet.stderr]).to.deep.equal(['', ''])
+      expect(existsSync(join(store, 'PG_VERSION'))).to.equal(true)
+      const missing = join(dir, 'no-such-store')
+      const debug = await mb(['mirror', 'list'], {env: {...NO_STORE, MB_DATA_DIR: missing, MB_DEBUG: '1'}})
+      expect(debug.code).to.equal(1)
+      expect(debug.stderr.split('\n')[0]).to.equal(`mb: config none, store pglite ${missing}`)
+      expect(debug.stderr).to.contain('No embedded store in')
+    })
   })
 
   describe('`mb serve` on a new store', () => {

@@ -9,7 +9,7 @@ import {expect} from 'chai'
 import {execFileSync} from 'node:child_process'
 import {chmodSync, chownSync, lstatSync, mkdtempSync, readdirSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
-import {join} from 'node:path'
+import {dirname, join} from 'node:path'
 import {BIN, mb} from '../helpers/cli.js'
 import {backend} from '../helpers/db.js'
 
@@ -30,6 +30,25 @@ function owners(dir: string): string[] {
 }
 
 const suite = (backend === 'pglite' ? describe : () => undefined) as Mocha.SuiteFunction
+
+/** This checkout (the directory of bin/run.js). */
+const checkout = dirname(dirname(BIN))
+
+/**
+ * Runs `node CHECKOUT/bin/run.js ARGS…` as uid $3, in the private mount namespace `unshare
+ * --mount` made: the checkout is bind-mounted at $2, a directory that user can reach, since
+ * the checkout itself may lie where only root may enter (a clone in a 0700 `mktemp -d`, or
+ * root's home). A checkout whose files that user cannot read fails with a message saying so.
+ * Arguments: $1 checkout, $2 mount point, $3 uid, $4 node, then mb's arguments.
+ */
+const AS_NOBODY = `set -e
+checkout=$1 view=$2 uid=$3 node=$4; shift 4
+mkdir -p "$view" && mount --bind "$checkout" "$view"
+if ! setpriv --reuid "$uid" --regid "$uid" --clear-groups -- test -r "$view/bin/run.js" -a -r "$view/dist/src/commands/mirror/list.js"; then
+  echo "uid $uid cannot read this checkout's files (bin/run.js, dist/): make them readable by others (chmod -R o+rX $checkout) or clone under umask 022" >&2
+  exit 99
+fi
+exec setpriv --reuid "$uid" --regid "$uid" --clear-groups -- "$node" "$view/bin/run.js" "$@"`
 
 suite('the embedded store and its owner', function () {
   this.timeout(180_000)
@@ -75,7 +94,7 @@ suite('the embedded store and its owner', function () {
     chownSync(control, 0, 0)
     chmodSync(control, 0o600)
     try {
-      const r = execFileSync('setpriv', ['--reuid', String(NOBODY), '--regid', String(NOBODY), '--clear-groups', '--', process.execPath, BIN, 'mirror', 'list'], {
+      const r = execFileSync('unshare', ['--mount', 'sh', '-c', AS_NOBODY, 'sh', checkout, join(dir, 'checkout'), String(NOBODY), process.execPath, 'mirror', 'list'], {
         env: {PATH: process.env.PATH, MB_DATA_DIR: store, MB_CONFIG: 'none', HOME: dir},
         encoding: 'utf8',
         stdio: ['ignore', 'pipe', 'pipe'],

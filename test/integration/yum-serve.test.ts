@@ -12,7 +12,7 @@ import {expect} from 'chai'
 import {sql} from 'kysely'
 import {ConfigSchema} from '../../src/lib/config/schema.js'
 import {indexOrigin} from '../../src/lib/origin/index.js'
-import {type RunningServer, startServe} from '../../src/lib/serve/lifecycle/run.js'
+import {type RunningServer, startServe} from '../../src/lib/redirector/run.js'
 import {backend, useTestDatabase} from '../helpers/db.js'
 
 const DIR = 'f/42/x86_64/os'
@@ -114,6 +114,37 @@ describe(`MirrorManager-style dnf routes of mb serve (${backend})`, () => {
     expect(await res.text()).to.equal(`# repo = f-42 arch = x86_64 \nhttps://campus.mirror/pub/f/42/x86_64/os/\nhttps://pub.mirror/pub/f/42/x86_64/os/\n${base}/_origin/f/42/x86_64/os/\n`)
   })
 
+  it('leaves a mirror with a known-bad copy under the repository out of its metalink and mirror list, as mirrors.txt does; a cleared copy brings it back', async () => {
+    const db = store.database.db
+    const lists = async () => ({
+      mirrorlist: await (await fetch(`${base}/mirrorlist?repo=f-42&arch=x86_64`)).text(),
+      metalink: await (await fetch(`${base}/metalink?repo=f-42&arch=x86_64`)).text(),
+      apt: await (await fetch(`${base}/debian/mirrors.txt`)).text(),
+    })
+    const until = async (ok: (l: Awaited<ReturnType<typeof lists>>) => boolean) => {
+      for (let i = 0; i < 50; i++) {
+        const l = await lists()
+        if (ok(l)) return l
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      return lists()
+    }
+    const file = await db.selectFrom('file').select(['id', 'size', 'mtime']).where('path', '=', `${DIR}/repodata/repomd.xml`).executeTakeFirstOrThrow()
+    await db
+      .insertInto('mirror_file_bad')
+      .values({mirror_id: ids['pub.mirror'], file_id: file.id, size: file.size, mtime: Number(file.mtime), piece: 0})
+      .execute()
+    const out = await until((l) => !l.mirrorlist.includes('pub.mirror'))
+    await db.deleteFrom('mirror_file_bad').execute()
+    for (const list of [out.mirrorlist, out.metalink]) {
+      expect(list).to.not.contain('pub.mirror')
+      expect(list).to.contain('campus.mirror')
+    }
+    const back = await until((l) => l.mirrorlist.includes('pub.mirror'))
+    expect(back.mirrorlist).to.contain('pub.mirror')
+    expect(back.metalink).to.contain('pub.mirror')
+  })
+
   it("filters by dnf's protocol= as MirrorManager does: comma-separated or repeated, the whole list when no mirror has it", async () => {
     const lines = async (query: string) => (await (await fetch(`${base}/mirrorlist?repo=f-42&arch=x86_64&${query}`)).text()).trimEnd().split('\n')
     expect(await lines('protocol=https')).to.deep.equal(['# repo = f-42 arch = x86_64 protocol = https', 'https://campus.mirror/pub/f/42/x86_64/os/', 'https://pub.mirror/pub/f/42/x86_64/os/'])
@@ -174,6 +205,51 @@ describe(`MirrorManager-style dnf routes of mb serve (${backend})`, () => {
     expect([missing.status, await missing.text()]).to.deep.equal([200, '# either path=, or repo= and arch= must be specified'])
     const badPath = await fetch(`${base}/mirrorlist?path=nowhere/at/all`)
     expect([badPath.status, await badPath.text()]).to.deep.equal([404, 'error: invalid path'])
+  })
+
+  it('never lets a query value write a line of the list: a newline or a URL in protocol= is dropped, in repo= or arch= refused', async () => {
+    const lines = async (query: string) => (await (await fetch(`${base}/mirrorlist?${query}`)).text()).trimEnd().split('\n')
+    const injected = await lines('repo=f-42&arch=x86_64&protocol=https%0Ahttp://evil.example/')
+    expect(injected).to.deep.equal(await lines('repo=f-42&arch=x86_64'))
+    expect(injected.join('\n')).to.not.contain('evil')
+    expect(await lines('repo=f-42&arch=x86_64&protocol=https%0Ahttp://evil.example/,https')).to.deep.equal(await lines('repo=f-42&arch=x86_64&protocol=https'))
+    for (const query of ['repo=f-41%0Ahttp://evil.example/&arch=x86_64', 'repo=f-42&arch=x86_64%0D%0Ahttp://evil.example/', 'repo=http://evil.example/&arch=x86_64']) {
+      for (const route of ['mirrorlist', 'metalink']) {
+        const res = await fetch(`${base}/${route}?${query}`)
+        const text = await res.text()
+        expect(res.status, `${route}?${query}`).to.equal(400)
+        expect(text, `${route}?${query}`).to.not.contain('evil')
+        expect(text, `${route}?${query}`).to.contain('invalid repo or arch')
+      }
+    }
+  })
+
+  it('leaves out the URLs of a scheme that probing found refused, and lists them again once it answers', async () => {
+    // The client here comes over HTTP, so the mirror stays eligible while its HTTPS is refused;
+    // an HTTPS client's list drops a refused HTTP URL the same way (mirrorUrls in src/lib/yum/routes.ts).
+    const urls = async () => [...(await (await fetch(`${base}/metalink?repo=f-42&arch=x86_64`)).text()).matchAll(/<url [^>]*>([^<]+)<\/url>/g)].map((m) => m[1])
+    const until = async (done: (list: string[]) => boolean) => {
+      let list: string[] = []
+      for (let i = 0; i < 50; i++) {
+        list = await urls()
+        if (done(list)) break
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      return list
+    }
+    const pubHttp = 'http://pub.mirror/pub/f/42/x86_64/os/repodata/repomd.xml'
+    const pubHttps = 'https://pub.mirror/pub/f/42/x86_64/os/repodata/repomd.xml'
+    expect(await urls()).to.include.members([pubHttp, pubHttps])
+    await store.database.db.updateTable('mirror').set({http_up: true, https_up: false}).where('id', '=', ids['pub.mirror']).execute()
+    try {
+      const list = await until((l) => !l.includes(pubHttps))
+      expect(list).to.include(pubHttp)
+      expect(list).to.not.include(pubHttps)
+    } finally {
+      await store.database.db.updateTable('mirror').set({http_up: null, https_up: null}).where('id', '=', ids['pub.mirror']).execute()
+    }
+    const back = await until((l) => l.includes(pubHttps))
+    expect(back, JSON.stringify(back)).to.include.members([pubHttp, pubHttps])
   })
 
   it('counts countme 1..4 by repo and ignores huge or odd values', async () => {

@@ -7,7 +7,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {expect} from 'chai'
-import {apacheTime, escapeLogField, escapeWireField, formatAccessLine, openAccessLog} from '../../src/lib/serve/operator/access-log.js'
+import {apacheTime, escapeLogField, escapeWireField, formatAccessLine, openAccessLog} from '../../src/lib/operator/access-log.js'
 import type {RequestOutcome} from '../../src/lib/serve/delivery/outcome.js'
 
 /** Apache combined format (httpd's mod_log_config "combined") plus two quoted fields. */

@@ -15,7 +15,9 @@ const SETTINGS: DemandSettings = {cooldownSeconds: 300, jobs: 2, mirrorBudget: 6
 class FakeDatabase {
   now = 1_000_000
   claims = new Map<string, number>()
-  runs: Array<{mirrorId: number; at: number; folder: string; ok?: boolean; found?: number}> = []
+  runs: Array<{mirrorId: number; at: number; folder: string; ok?: boolean; found?: number; refunded?: boolean}> = []
+  /** What changedSince answers: the folders' files were indexed recently (a release). */
+  recent = true
   folders: Array<{folder: string; mirrors: number; failed: number; found: number}> = []
   mirrors: MirrorRow[] = [mirrorRow(1, {identifier: 'a.test'}), mirrorRow(2, {identifier: 'b.test'})]
 
@@ -32,11 +34,15 @@ class FakeDatabase {
       },
       candidates: async () => this.mirrors,
       spend: async (mirrorId, folder, budget) => {
-        const used = this.runs.filter((r) => r.mirrorId === mirrorId && r.at > this.now - 3_600_000).length
+        const used = this.runs.filter((r) => r.mirrorId === mirrorId && r.at > this.now - 3_600_000 && !r.refunded).length
         if (used >= budget) return undefined
         this.runs.push({mirrorId, at: this.now, folder})
         return {id: this.runs.length - 1, mirrorId}
       },
+      refund: async (ticket) => {
+        this.runs[ticket.id].refunded = true
+      },
+      changedSince: async () => this.recent,
       finishRun: async (ticket, ok, found) => {
         Object.assign(this.runs[ticket.id], {ok, found})
       },
@@ -99,7 +105,16 @@ describe('scans on demand: the queue', () => {
     await queue.idle()
     expect(queue.counters).to.include({mirrorScans: 3, mirrorScansFailed: 1, filesFound: 1})
     expect(db.folders).to.deep.equal([{folder: 'pub/16.0', mirrors: 3, failed: 1, found: 1}])
-    expect(db.runs.map((r) => r.ok)).to.deep.equal([true, true, false])
+    // The failed scan gave its slot back, and the folder may be asked for again within a minute.
+    expect(db.runs.map((r) => [r.ok, r.refunded === true])).to.deep.equal([
+      [true, false],
+      [true, false],
+      [undefined, true],
+    ])
+    db.now += (NO_CANDIDATE_RETRY_SECONDS + 1) * 1000
+    queue.request('pub/16.0/rel.iso')
+    await queue.idle()
+    expect(queue.counters.folderScans).to.equal(2)
   })
 
   it('runs at most demand_jobs folder scans at a time; the rest wait their turn', async () => {
@@ -133,6 +148,44 @@ describe('scans on demand: the queue', () => {
     queue.request('d/file.iso')
     await queue.idle()
     expect(scan.calls.map((c) => c.folder)).to.deep.equal(['a', 'b', 'd'])
+  })
+
+  it('waits behind a scan holding the mirror lock instead of failing, its budget slot given back meanwhile', async () => {
+    const db = new FakeDatabase()
+    db.mirrors = [db.mirrors[0]]
+    let busy = 2
+    const scan = (async () => (busy-- > 0 ? {ok: false, added: 0, busy: true, error: 'rsync: another scan of a.test is running'} : {ok: true, added: 3})) as unknown as FolderScanner
+    const queue = new DemandScanQueue(db.store(), scan, {...SETTINGS, mirrorBudget: 1}, {now: () => db.now, busyWaitMs: 5})
+    queue.request('pub/16.0/rel.iso')
+    await queue.idle()
+    expect(queue.counters).to.include({busyWaits: 2, mirrorScans: 1, mirrorScansFailed: 0, overBudget: 0, filesFound: 3})
+    expect(db.runs.filter((r) => !r.refunded)).to.have.length(1)
+    expect(db.folders).to.deep.equal([{folder: 'pub/16.0', mirrors: 1, failed: 0, found: 3}])
+  })
+
+  it('one client asking for old files spends half of a mirror budget at most: a release still gets the other half', async () => {
+    const db = new FakeDatabase()
+    db.mirrors = [db.mirrors[0]]
+    db.recent = false
+    const scan = scanner(0)
+    const queue = new DemandScanQueue(db.store(), scan, {...SETTINGS, mirrorBudget: 4}, {now: () => db.now})
+    for (let i = 0; i < 200; i++) queue.request(`junk/${i}/old.iso`, undefined, '198.51.100.0/24')
+    await queue.idle()
+    expect(scan.calls).to.have.length(2)
+    expect(queue.counters.overBudget).to.equal(198)
+    // An old folder left out by the junk share may be asked for again within a minute, not after the cooldown.
+    db.now += (NO_CANDIDATE_RETRY_SECONDS + 1) * 1000
+    queue.request('junk/199/old.iso', undefined, '198.51.100.0/24')
+    await queue.idle()
+    expect(queue.counters.overBudget).to.equal(199)
+    // Old files asked for by many networks are wanted too.
+    for (const network of ['192.0.2.0/24', '198.51.100.0/24', '203.0.113.0/24']) queue.request('popular/old.iso', undefined, network)
+    await queue.idle()
+    // A release: files indexed within the day.
+    db.recent = true
+    queue.request('pub/16.0/rel.iso', undefined, '198.51.100.0/24')
+    await queue.idle()
+    expect(scan.calls.slice(2).map((c) => c.folder)).to.deep.equal(['popular', 'pub/16.0'])
   })
 
   it('two replicas sharing the database scan a folder once: the second finds it claimed', async () => {

@@ -1,5 +1,5 @@
 import {expect} from 'chai'
-import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -147,5 +147,23 @@ describe('geo: distance and continents', () => {
     expect(continentOf('nz')).to.equal('OC')
     expect(continentOf('BR')).to.equal('SA')
     expect(continentOf('XX')).to.equal(undefined)
+  })
+
+  it("continent of a country as MaxMind's GeoIP2 data gives it, for every country in its test databases (RU is Europe)", () => {
+    expect(continentOf('ru')).to.equal('EU')
+    const expected = new Map<string, string>()
+    for (const name of ['GeoIP2-City-Test.json', 'GeoLite2-Country-Test.json']) {
+      const records = JSON.parse(readFileSync(fixture(name), 'utf8')) as Array<Record<string, {country?: {iso_code?: string}; continent?: {code?: string}}>>
+      for (const record of records) {
+        for (const value of Object.values(record)) {
+          const country = value.country?.iso_code
+          const continent = value.continent?.code
+          if (country !== undefined && continent !== undefined) expected.set(country, continent)
+        }
+      }
+    }
+    expect(expected.size).to.be.greaterThan(40)
+    const differing = [...expected].filter(([country, continent]) => continentOf(country) !== continent)
+    expect(differing).to.deep.equal([])
   })
 })

@@ -70,6 +70,19 @@ describe('the layer check (scripts/layers.ts)', () => {
     expect(problems.map((p) => p.message)).to.deep.equal(['import cycle among lib/low/a.ts, lib/low/b.ts, lib/low/c.ts'])
   })
 
+  it('reports two folders that import each other through a subfolder placed above the other', () => {
+    const layers = [['lib'], ['lib/low'], ['lib/high'], ['lib/low/top']]
+    tree({
+      'lib/low/a.ts': 'export const a = 1\n',
+      'lib/high/x.ts': "import {a} from '../low/a.js'\nexport const x = a\n",
+      'lib/low/top/run.ts': "import {x} from '../../high/x.js'\nexport const run = x\n",
+    })
+    const problems = checkLayers(root, layers)
+    expect(problems).to.have.length(1)
+    expect(problems[0].message).to.contain('folders lib/high/, lib/low/ (with their subfolders) import each other')
+    expect(problems[0].message).to.contain('lib/low/top/run.ts imports lib/high/x.ts')
+  })
+
   it('passes the source tree of mb itself', () => {
     expect(checkLayers(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src'))).to.deep.equal([])
   })

@@ -5,7 +5,7 @@
  */
 import {expect} from 'chai'
 import {parsePrometheus} from '../helpers/prometheus.js'
-import {createServeMetrics, startMetricsServer, type MetricsServer} from '../../src/lib/serve/operator/metrics.js'
+import {createServeMetrics, startMetricsServer, type MetricsServer} from '../../src/lib/operator/metrics.js'
 import type {RequestOutcome} from '../../src/lib/serve/delivery/outcome.js'
 
 const req = (over: Partial<RequestOutcome>): RequestOutcome => ({

@@ -1,6 +1,6 @@
 import {expect} from 'chai'
 import {compileMirror, MirrorTable} from '../../src/lib/select/mirror.js'
-import {holdingsOf} from '../../src/lib/serve/operator/network.js'
+import {holdingsOf} from '../../src/lib/operator/network.js'
 import {fileWith} from '../../src/lib/serve/snapshot/file-entry.js'
 import {Snapshot} from '../../src/lib/serve/snapshot/snapshot.js'
 import {rng} from '../../bench/lib.js'

@@ -4,7 +4,7 @@ import {expect} from 'chai'
 import {pino} from 'pino'
 import {type Config, loadConfig} from '../../src/lib/config/index.js'
 import {openGeo} from '../../src/lib/geo/geoip.js'
-import {RELOADABLE, RESTART_ONLY, needsRestart, reloadServer} from '../../src/lib/serve/lifecycle/reload.js'
+import {RELOADABLE, RESTART_ONLY, needsRestart, reloadServer} from '../../src/lib/redirector/reload.js'
 import type {MirrorServer} from '../../src/lib/serve/delivery/server.js'
 import {defaultMaxConnections} from '../../src/lib/serve/delivery/connections.js'
 
@@ -47,6 +47,28 @@ describe('serve reload (SIGHUP)', () => {
     file = configAt('127.0.0.1:8080')
     expect((await reloadServer(target)).restart).to.deep.equal([])
     expect(lines.filter((l) => l.includes('take effect only after a restart'))).to.have.length(1)
+  })
+
+  it('a reload whose settings fail half-way puts the running ones back, so that its log line is true', async () => {
+    const geoip = [fileURLToPath(new URL('../fixtures/geoip/GeoLite2-City-Test.mmdb', import.meta.url))]
+    const configWith = (minSize: number) => loadConfig({env: {MB_CONFIG: 'none'}, flags: {'select.min_size': minSize, geoip}}).config
+    const started = configWith(4096)
+    const lines: string[] = []
+    const logger = pino({level: 'info'}, new Writable({write: (chunk, _enc, done) => done(void lines.push(String(chunk)))}))
+    // A server that takes the selection options first, then fails on the rest (as a retry memory that cannot be allocated would).
+    let minSize = 4096
+    const server = {
+      reconfigure(settings: {selectOptions: {minSize: number}}) {
+        minSize = settings.selectOptions.minSize
+        if (minSize === 1) throw new Error('cannot allocate')
+      },
+    } as unknown as MirrorServer
+    const target = {server, logger, config: started, started, geo: await openGeo({geoip}), readConfig: (): Config => configWith(1)}
+    const result = await reloadServer(target)
+    expect(result.config).to.equal(false)
+    expect(minSize).to.equal(4096)
+    expect(target.config.select.min_size).to.equal(4096)
+    expect(lines.some((l) => l.includes('cannot allocate') && l.includes('the running settings stay in effect'))).to.equal(true)
   })
 
   it('the default connection cap is half the open-file limit, at least 64', () => {

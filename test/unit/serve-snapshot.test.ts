@@ -128,7 +128,9 @@ describe('serve helpers', () => {
       ],
       (name) => name !== 'notes.txt',
     )
-    expect(html).to.include('<a href="a%20b.iso">a b.iso</a></td><td align="right">1234</td><td>2026-01-02 03:04</td><td><a href="a%20b.iso.mirrorlist">details</a></td></tr>')
+    expect(html).to.include(
+      '<a href="a%20b.iso">a b.iso</a></td><td align="right">1234</td><td>2026-01-02 03:04</td><td><form class="details" method="get" action="a%20b.iso.mirrorlist" rel="nofollow"><button type="submit">details</button></form></td></tr>',
+    )
     expect(html).to.include('<a href="notes.txt">notes.txt</a></td><td align="right">5</td><td>2026-01-02 03:04</td><td></td></tr>')
     expect(html).to.include('<a href="inner/">inner/</a></td><td align="right">-</td><td>2026-01-02 03:04</td><td></td></tr>')
   })
@@ -137,7 +139,7 @@ describe('serve helpers', () => {
     const mtime = new Date(Date.UTC(2026, 0, 2, 3, 4))
     const html = renderIndex('repo', [{name: 'opensuse:leap.repo', directory: false, size: 7, mtime}], () => true)
     expect(html).to.include('<a href="./opensuse:leap.repo">opensuse:leap.repo</a>')
-    expect(html).to.include('<a href="./opensuse:leap.repo.mirrorlist">details</a>')
+    expect(html).to.include('action="./opensuse:leap.repo.mirrorlist" rel="nofollow">')
     for (const [, href] of html.matchAll(/href="(\.\/[^"]+)"/g)) expect(new URL(href, 'http://mb.example/repo/').pathname).to.match(/^\/repo\//)
   })
 })

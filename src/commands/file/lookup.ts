@@ -26,6 +26,10 @@ With --client-ip, also explain the choice \`mb serve\` would make for that clien
 
   static override flags = {
     'client-ip': Flags.string({description: 'explain the mirror choice for this client address (IPv4 or IPv6)'}),
+    country: Flags.string({
+      description: 'with --client-ip: the client is in this country (ISO 3166-1 alpha-2), as a trusted ?country= forces it on mb serve; its continent follows the country',
+      dependsOn: ['client-ip'],
+    }),
     https: Flags.boolean({description: 'the client uses HTTPS (only mirrors with an https_url qualify)', default: false}),
     attempt: Flags.integer({description: 'with --client-ip: show where retry attempt N of this client goes (1 = a first request; see the retry line)', min: 1, max: 255}),
     limit: Flags.integer({description: 'at most this many files for a glob', default: 1000, min: 1}),
@@ -45,6 +49,7 @@ With --client-ip, also explain the choice \`mb serve\` would make for that clien
       https: this.flags.https,
       limit: this.flags.limit,
       attempt: this.flags.attempt,
+      country: this.flags.country,
     })
     if (!this.jsonEnabled()) this.log(files.map((f) => render(f)).join('\n\n'))
     return {files}
@@ -71,6 +76,7 @@ function render(f: FileLookup): string {
     ...(f.requested === null ? [] : [['via link', `${f.requested} -> ${f.path}`] as [string, unknown]]),
     ['size', `${f.size} bytes`],
     ['mtime', f.mtime_utc],
+    ...(f.mirror_only ? [['origin', 'mirror-only: pruned from the origin, redirected while mirrors hold it (serve.mirror_only)'] as [string, unknown]] : []),
   ]
   if (f.hashes) record.push(['md5', f.hashes.md5], ['sha1', f.hashes.sha1], ['sha256', f.hashes.sha256])
   record.push(['mirrors', `${f.mirrors.length} hold this version`])
@@ -96,6 +102,7 @@ function render(f: FileLookup): string {
       ]),
     )
   }
+  lines.push(...checkLines(f))
   const e = f.explain
   if (e) {
     const located = e.client.country === null && e.client.continent === null ? ['location unknown'] : [e.client.country ?? 'country unknown', e.client.continent ?? 'continent unknown']
@@ -135,4 +142,19 @@ function render(f: FileLookup): string {
     }
   }
   return lines.join('\n')
+}
+
+/** What content checks read of each copy, as lines (none when no check read one). */
+function checkLines(f: FileLookup): string[] {
+  if (f.checks.length === 0) return []
+  return [
+    'content checks (pieces of the current pass read and matching; whole = the last pass that read every piece):',
+    renderTable(f.checks, [
+      {header: 'mirror', get: (c) => c.identifier},
+      {header: 'pieces read', get: (c) => `${c.pieces_read}/${c.pieces}`},
+      {header: 'checked (UTC)', get: (c) => c.checked_at},
+      {header: 'whole (UTC)', get: (c) => c.whole_at},
+      {header: 'unchecked', get: (c) => (c.unchecked_at === null ? null : `${c.unchecked_at}: ${c.unchecked_reason}`)},
+    ]),
+  ]
 }

@@ -57,6 +57,8 @@ threads (default: all cores), with a progress bar on a TTY.`
       subdir: this.flags.dir,
       tracePath: this.mbConfig.sync.trace_path,
       minRatio: this.mbConfig.index.min_ratio,
+      exclude: this.mbConfig.index.exclude,
+      mirrorOnly: this.mbConfig.serve.mirror_only,
       onWarning: (message) => {
         if (!this.flags.quiet && !this.jsonEnabled()) process.stderr.write(`warning: ${message}\n`)
       },
@@ -68,6 +70,7 @@ threads (default: all cores), with a progress bar on a TTY.`
         ['added', result.added],
         ['changed', result.changed],
         ['removed', result.removed],
+        ...(result.mirrorOnly > 0 ? [['mirror-only', `${result.mirrorOnly} (gone from the origin, kept while mirrors hold them: serve.mirror_only)`] as [string, unknown]] : []),
         ['unchanged', result.unchanged],
         ['links', result.links],
         ['warnings', result.warnings.length],

@@ -1,3 +1,4 @@
+import {readFileSync} from 'node:fs'
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
 import {addMirror, resolveMirror} from '../../lib/mirrors/registry.js'
@@ -7,7 +8,7 @@ import {mirrorRecord, mirrorSummary} from '../../lib/mirrors/render.js'
 import {renderRecord} from '../../lib/output.js'
 import {describeProbe, probeOnce, probeOnceJson} from '../../lib/probe/once.js'
 import {openGeo} from '../../lib/geo/geoip.js'
-import {MbError} from '../../lib/errors.js'
+import {MbError, UsageError, errorMessage} from '../../lib/errors.js'
 import type {MirrorInput} from '../../lib/mirrors/fields.js'
 import {describeLocation, type Location, locateHost, mirrorHost, severalCountries} from '../../lib/mirrors/locate.js'
 
@@ -48,6 +49,12 @@ export const mirrorFieldFlags = {
   fallback: Flags.boolean({description: 'a complete fallback mirror, used when no regular mirror is eligible', allowNo: true, helpGroup: 'SELECTION'}),
   'file-maxsize': Flags.string({description: 'largest file to send to this mirror, bytes or 4G/700M (powers of 1024)', helpGroup: 'SELECTION'}),
   'maintenance-until': Flags.string({description: 'in maintenance (never selected) until this ISO 8601 time, e.g. 2026-12-01T18:00:00Z; none ends the window', helpGroup: 'SELECTION'}),
+  sign: Flags.string({
+    description: 'sign every URL mb hands out for this mirror, as its nginx checks them: nginx_secure_link_md5 (secure_link_md5 "$secure_link_expires$uri SECRET"), or none',
+    helpGroup: 'SELECTION',
+  }),
+  'sign-secret-file': Flags.string({description: 'file holding the signing secret (at least 16 characters; a trailing newline is dropped)', helpGroup: 'SELECTION'}),
+  'sign-ttl': Flags.string({description: 'seconds a signed URL stays valid, 60 to 604800 (default 21600)', helpGroup: 'SELECTION'}),
   'base-path': Flags.string({description: 'origin subtree this mirror carries at its base URL, e.g. pub/iso (default: whole tree)', helpGroup: 'SCAN'}),
   include: Flags.string({description: 'glob of origin paths the mirror carries; repeatable (edit: replaces the list)', multiple: true, helpGroup: 'SCAN'}),
   exclude: Flags.string({description: 'glob of origin paths the mirror does not carry; repeatable (edit: replaces the list)', multiple: true, helpGroup: 'SCAN'}),
@@ -62,6 +69,19 @@ export const mirrorFieldFlags = {
 }
 
 type FieldFlags = {[K in keyof typeof mirrorFieldFlags]?: unknown}
+
+/**
+ * The signing secret held in `file` (`--sign-secret-file`): on the command line it would
+ * stay in the shell's history and in every process listing.
+ * @throws UsageError naming the file when it cannot be read
+ */
+function readSecretFile(file: string): string {
+  try {
+    return readFileSync(file, 'utf8')
+  } catch (error) {
+    throw new UsageError(`--sign-secret-file ${file} cannot be read: ${errorMessage(error)}`, 'INVALID_MIRROR_FIELD')
+  }
+}
 
 /** Maps parsed field flags to registry input (flags not given stay undefined). */
 export function mirrorInputFromFlags(flags: FieldFlags): MirrorInput {
@@ -89,6 +109,9 @@ export function mirrorInputFromFlags(flags: FieldFlags): MirrorInput {
     fallback: f.fallback,
     file_maxsize: f['file-maxsize'],
     maintenance_until: f['maintenance-until'],
+    sign_scheme: f.sign,
+    sign_secret: f['sign-secret-file'] === undefined ? undefined : readSecretFile(f['sign-secret-file']),
+    sign_ttl_seconds: f['sign-ttl'],
     base_path: f['base-path'],
     include_patterns: f.include,
     exclude_patterns: f.exclude,

@@ -5,7 +5,7 @@ import {renderTable} from '../../lib/output.js'
 import {nagiosUnknown, nagiosVerdict} from '../../lib/probe/nagios.js'
 import {mirrorLags} from '../../lib/probe/trace.js'
 import {readOriginTrace} from '../../lib/sync/trace.js'
-import {hookFailureMessage, runChangeHook, stateChanges, wentDown} from '../../lib/probe/notify.js'
+import {hookFailureMessage, runChangeHook, stateChanges, startedFailing, wentDown} from '../../lib/probe/notify.js'
 import {probeMirrors, type ProbeRound} from '../../lib/probe/run.js'
 import {checkMirrorContents, type ContentRound} from '../../lib/probe/content-check.js'
 
@@ -24,8 +24,9 @@ default: the check ends as redirect_offsite and the mirror is out of selection),
 (followed, not to private/loopback addresses; the note names the other host) or any. With
 probe.user_agents, each check is also made with those User-Agents and fails when one is
 refused. Exit 0 when the round ran, whatever it found; with --fail-on-down, exit 1 when a
-mirror went from up to down in this round, naming each on stderr (even with --quiet), so
-that cron mails it or a systemd unit fails.
+mirror went from up to down in this round, or was up and failed every check of it (so the
+first failed round alerts, not only the one that takes it out), naming each on stderr (even
+with --quiet), so that cron mails it or a systemd unit fails (contrib/systemd/mb-alert@.service).
 
 probe.on_change names a program run once per state transition of the round, with MB_MIRROR,
 MB_SCOPE (mirror, or a protocol/family such as https/ipv6), MB_PROTOCOL, MB_FAMILY,
@@ -34,11 +35,14 @@ its environment; each run may take probe.on_change_timeout seconds (10). A hook 
 is reported on stderr and changes nothing else.
 
 --content checks the bytes instead (docs/operations.md, "Content checks"): for each mirror,
-copies of files with SHA-1 pieces (\`mb index --hashes\`), those found corrupt before first,
-then the most recently changed, then at random, one random piece each, fetched with a
-ranged GET within --budget bytes (probe.content_budget_bytes, 64 MiB) and compared with the
-index. A copy whose piece differs is recorded as corrupt and leaves the file's mirror set
-until a scan sees another size or mtime there or a later check passes.
+copies of files with SHA-1 pieces (\`mb index --hashes\`), those found corrupt before first
+(the piece that failed), then those not yet checked whole (newest first, then the most
+downloaded), then those checked whole longest ago: each copy whole, every piece from where
+its last check stopped, fetched with ranged GETs within --budget bytes
+(probe.content_budget_bytes, 1 GiB) and compared with the index. A copy whose piece differs
+is recorded as corrupt and leaves the file's mirror set until a scan sees another size or
+mtime there or a later check passes. An answer that proves nothing (a 5xx, a redirect loop,
+a short or long body) records the copy as unchecked, with the reason.
 
 --format nagios prints one Nagios/Icinga plugin line and exits 0 OK, 1 WARNING, 2 CRITICAL,
 3 UNKNOWN, by the share of probed mirrors that are down (--warning / --critical, percent).`
@@ -68,9 +72,12 @@ until a scan sees another size or mtime there or a later check passes.
     warning: Flags.integer({description: 'nagios: WARNING when at least this percentage of mirrors is down (config probe.warning, default 10)', min: 0, max: 100}),
     critical: Flags.integer({description: 'nagios: CRITICAL when at least this percentage of mirrors is down (config probe.critical, default 30)', min: 0, max: 100}),
     insecure: Flags.boolean({description: 'accept self-signed or invalid HTTPS certificates (config probe.insecure_tls)'}),
-    content: Flags.boolean({description: 'check the bytes of sampled copies against the SHA-1 pieces of the index, instead of health'}),
-    budget: Flags.integer({description: 'with --content: bytes fetched per mirror at most (config probe.content_budget_bytes, default 64 MiB)', min: 0}),
-    'fail-on-down': Flags.boolean({description: 'exit 1 when a mirror went from up to down in this round, naming it on stderr even with --quiet (for cron)'}),
+    content: Flags.boolean({description: 'check the bytes of whole copies against the SHA-1 pieces of the index, instead of health'}),
+    budget: Flags.integer({description: 'with --content: bytes fetched per mirror at most (config probe.content_budget_bytes, default 1 GiB)', min: 0}),
+    'fail-on-down': Flags.boolean({
+      description:
+        'exit 1 when a mirror went from up to down in this round, or was up and failed every check of it (the first failed round), naming it on stderr even with --quiet (for cron, systemd OnFailure=)',
+    }),
   }
 
   protected override configFlags(): Record<string, unknown> {
@@ -118,9 +125,11 @@ until a scan sees another size or mtime there or a later check passes.
     this.print(this.renderRound(round))
     if (this.flags['fail-on-down']) {
       const down = wentDown(round)
+      const failing = startedFailing(round)
       // Written whatever --quiet says: telling cron is what the flag is for.
       for (const change of down) process.stderr.write(`mb probe: mirror ${change.mirror} went down (${change.reason})\n`)
-      if (down.length > 0) process.exitCode = 1
+      for (const m of failing) process.stderr.write(`mb probe: mirror ${m.mirror} failed this round (${m.reason}); it goes down after probe.fail_threshold failed rounds in a row\n`)
+      if (down.length > 0 || failing.length > 0) process.exitCode = 1
     }
     return round
   }
@@ -165,20 +174,27 @@ until a scan sees another size or mtime there or a later check passes.
 
   private renderContentRound(round: ContentRound): string {
     if (round.mirrors.length === 0) return 'No mirrors to check. Add one with `mb mirror add`.'
-    type Row = {mirror: string; path: string | null; piece: number | null; verdict: string; detail: string}
+    type Row = {mirror: string; path: string | null; piece: string | null; verdict: string; detail: string}
     const rows = round.mirrors.flatMap((m): Row[] => {
       if (m.checks.length === 0) return [{mirror: m.identifier, path: null, piece: null, verdict: 'skipped', detail: m.skipped ?? 'nothing checked'}]
       const note = m.not_recorded ? `; ${m.not_recorded}` : ''
-      return m.checks.map((c) => ({mirror: m.identifier, path: c.path, piece: c.piece, verdict: c.verdict === 'ok' && c.was_bad ? 'ok (was corrupt)' : c.verdict, detail: c.detail + note}))
+      return m.checks.map((c) => ({
+        mirror: m.identifier,
+        path: c.path,
+        piece: c.pieces > 1 ? `${c.piece}-${c.piece + c.pieces - 1}` : String(c.piece),
+        verdict: c.verdict === 'ok' && c.was_bad ? 'ok (was corrupt)' : c.verdict,
+        detail: c.detail + note,
+      }))
     })
     const table = renderTable(rows, [
       {header: 'mirror', get: (r) => r.mirror},
       {header: 'path', get: (r) => r.path},
-      {header: 'piece', get: (r) => r.piece},
+      {header: 'pieces', get: (r) => r.piece},
       {header: 'verdict', get: (r) => r.verdict},
       {header: 'detail', get: (r) => r.detail},
     ])
-    return `${table}\n${round.checked} copies checked, ${round.corrupt} corrupt (${round.marked_bad} newly taken out of selection), ${round.cleared} repaired`
+    const unchecked = round.unchecked > 0 ? `, ${round.unchecked} unchecked` : ''
+    return `${table}\n${round.checked} copies checked, ${round.corrupt} corrupt (${round.marked_bad} newly taken out of selection), ${round.cleared} repaired${unchecked}`
   }
 
   private renderRound(round: ProbeRound): string {

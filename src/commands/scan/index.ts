@@ -165,7 +165,7 @@ from RSYNC_PASSWORD or the file named by scan.rsync_password_file, and is never 
     })
     if (bar) multibar!.remove(bar)
     const line = result.ok
-      ? `${result.mirror}: ok via ${result.protocol}, ${result.files} files${result.absent ? ' (folder not on the mirror)' : ''}, ${result.matched} matched, ${result.stale} stale, ${result.missing} missing, ${result.seconds} s${result.enabled ? ', enabled' : ''}`
+      ? `${result.mirror}: ok via ${result.protocol}, ${result.files} files${result.absent ? ' (folder not on the mirror)' : ''}, ${result.matched} matched, ${result.stale} stale, ${result.missing} missing, ${result.seconds} s${result.enabledByScan ? ', enabled' : ''}`
       : `${result.mirror}: FAILED after ${result.seconds} s: ${result.error}`
     if (!this.jsonEnabled()) {
       if (multibar) multibar.log(line + '\n')

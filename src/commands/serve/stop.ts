@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {ControlCommand, type ControlResult} from '../../control-command.js'
-import {waitForExit} from '../../lib/serve/lifecycle/control.js'
+import {waitForExit} from '../../lib/redirector/control.js'
 
 export default class ServeStop extends ControlCommand<typeof ServeStop> {
   static override description = `Stop a running mb serve (SIGTERM) and wait until it has exited

@@ -56,9 +56,9 @@ function aptTarget(ctx: Pick<RequestContext, 'path' | 'slash' | 'file'>): AptTar
 
 /**
  * Ids of the mirrors holding the current `dists/*\/InRelease` or `dists/*\/Release` under
- * `dir`, less those with a copy under `dir` that content checks found corrupt: apt stops at
- * a hash mismatch instead of trying the next mirror, so one bad `.deb` makes the whole
- * mirror bad for the archive's apt clients.
+ * `dir`, less those with a copy under `dir` that content checks found corrupt
+ * ({@link Snapshot.withoutBadCopiesUnder}): apt stops at a hash mismatch instead of trying the
+ * next mirror, so one bad `.deb` makes the whole mirror bad for the archive's apt clients.
  */
 export function releaseHolders(snapshot: Snapshot, dir: string): Int16Array {
   const prefix = `${dir}dists/`
@@ -69,8 +69,7 @@ export function releaseHolders(snapshot: Snapshot, dir: string): Int16Array {
     if (path.indexOf('/', prefix.length) !== path.lastIndexOf('/')) continue
     for (const id of snapshot.files.get(path)?.mirrors ?? []) ids.add(id)
   }
-  for (const id of ids) if (snapshot.hasBadCopyUnder(id, dir)) ids.delete(id)
-  return Int16Array.from(ids)
+  return snapshot.withoutBadCopiesUnder(ids, dir)
 }
 
 /**
@@ -83,7 +82,7 @@ function renderAptMirrorList(urls: readonly string[]): string {
 
 /** The route, bound to one server. */
 export class AptRoutes {
-  private readonly holders = new Map<string, {at: number; snapshot: Snapshot; ids: Int16Array}>()
+  private readonly holders = new Map<string, {at: number; snapshot: Snapshot; badCopies: Snapshot['badCopies']; ids: Int16Array}>()
 
   constructor(
     private readonly server: RouteServices,
@@ -119,19 +118,29 @@ export class AptRoutes {
     this.server.finish(ctx, 200, 'mirrorlist', {path: ctx.path, realm: selection.realm, bytesSent: ctx.req.method === 'HEAD' ? 0 : body.length})
   }
 
-  /** {@link releaseHolders}, kept per directory and snapshot for {@link HOLDERS_TTL_MS}. */
+  /**
+   * {@link releaseHolders}, kept per directory and snapshot for {@link HOLDERS_TTL_MS}, and
+   * only while the snapshot's corrupt copies are the ones it was computed with (the keeper
+   * replaces that map whole on every change): a copy found corrupt or cleared changes the list
+   * at the next refresh, not a minute later.
+   */
   private holdersOf(snapshot: Snapshot, dir: string, now = Date.now()): Int16Array {
     const known = this.holders.get(dir)
-    if (known && known.snapshot === snapshot && now - known.at < HOLDERS_TTL_MS) return known.ids
+    if (known && known.snapshot === snapshot && known.badCopies === snapshot.badCopies && now - known.at < HOLDERS_TTL_MS) return known.ids
     const ids = releaseHolders(snapshot, dir)
     if (this.holders.size >= 100) this.holders.clear()
-    this.holders.set(dir, {at: now, snapshot, ids})
+    this.holders.set(dir, {at: now, snapshot, badCopies: snapshot.badCopies, ids})
     return ids
   }
 }
 
-/** The URL of directory `dir` ('' or ending in '/') on `mirror` for the client's scheme; undefined outside its subtree. */
+/**
+ * The URL of directory `dir` ('' or ending in '/') on `mirror` for the client's scheme;
+ * undefined outside its subtree, and for a mirror that signs its URLs (apt appends file names
+ * to a base URL, which no per-file token can follow: ../sign.ts).
+ */
 function baseOn(mirror: SelectMirror, dir: string, https: boolean): string | undefined {
+  if (mirror.sign) return undefined
   try {
     return mirrorUrl(mirror, dir, https)
   } catch {

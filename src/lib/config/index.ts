@@ -208,11 +208,14 @@ function invalidSetting(issue: z.ZodIssue, tree: Tree, sources: Record<string, C
         ? `Invalid setting ${key} in ${source.slice(5)}`
         : `Invalid setting ${key || '(top level)'}`
   const raw = valueAt(tree, issue.path)
-  const received = raw === undefined || Number.isNaN(raw) ? undefined : JSON.stringify(raw)
+  const received = raw === undefined || Number.isNaN(raw) ? undefined : typeof raw === 'number' && !Number.isFinite(raw) ? String(raw) : JSON.stringify(raw)
   let what = issue.message.charAt(0).toLowerCase() + issue.message.slice(1)
   if (issue.code === 'unrecognized_keys') return new UsageError(`${where}: ${unknownKeys(issue.keys, issue.path)}.`, 'CONFIG_INVALID')
   if (issue.code === 'invalid_type') {
     what = `expected ${issue.expected === 'number' ? 'a number' : issue.expected}`
+    if (received !== undefined) what += `, but received ${received}`
+  } else if ((issue.code === 'too_big' || issue.code === 'too_small' || issue.code === 'not_finite') && numberRange(issue.path) !== undefined) {
+    what = `expected ${numberRange(issue.path)}`
     if (received !== undefined) what += `, but received ${received}`
   } else if (received !== undefined && !what.includes(String(raw))) {
     what += ` (received ${received})`
@@ -220,23 +223,46 @@ function invalidSetting(issue: z.ZodIssue, tree: Tree, sources: Record<string, C
   return new UsageError(`${where}: ${what}.`, 'CONFIG_INVALID')
 }
 
+/** `schema` without its defaults, optionals, nullables and transforms. */
+function unwrap(schema: z.ZodTypeAny): z.ZodTypeAny {
+  for (;;) {
+    if (schema instanceof z.ZodDefault || schema instanceof z.ZodOptional || schema instanceof z.ZodNullable) schema = schema._def.innerType
+    else if (schema instanceof z.ZodEffects) schema = schema._def.schema
+    else return schema
+  }
+}
+
+/** The schema of the setting at `path` of {@link ConfigSchema} (unwrapped), or undefined. */
+function schemaAt(path: ReadonlyArray<string | number>): z.ZodTypeAny | undefined {
+  let schema = unwrap(ConfigSchema)
+  for (const part of path) {
+    if (!(schema instanceof z.ZodObject)) return undefined
+    const next = (schema.shape as Record<string, z.ZodTypeAny>)[String(part)]
+    if (!next) return undefined
+    schema = unwrap(next)
+  }
+  return schema
+}
+
 /** The keys of the section of {@link ConfigSchema} at `path` (empty when it is not a section). */
 function sectionKeys(path: Array<string | number>): string[] {
-  let schema: z.ZodTypeAny = ConfigSchema
-  for (const part of [...path, undefined]) {
-    // Down to the object under defaults, optionals and transforms.
-    for (;;) {
-      if (schema instanceof z.ZodDefault || schema instanceof z.ZodOptional || schema instanceof z.ZodNullable) schema = schema._def.innerType
-      else if (schema instanceof z.ZodEffects) schema = schema._def.schema
-      else break
-    }
-    if (!(schema instanceof z.ZodObject)) return []
-    if (part === undefined) return Object.keys(schema.shape)
-    const next = (schema.shape as Record<string, z.ZodTypeAny>)[String(part)]
-    if (!next) return []
-    schema = next
-  }
-  return []
+  const schema = schemaAt(path)
+  return schema instanceof z.ZodObject ? Object.keys(schema.shape) : []
+}
+
+/**
+ * The accepted range of the numeric setting at `path`, as `a number from 0 to 3600`, `an
+ * integer from 1 to 64` or `a number above 0, at most 300`, or undefined when it is not a number.
+ */
+function numberRange(path: ReadonlyArray<string | number>): string | undefined {
+  const schema = schemaAt(path)
+  if (!(schema instanceof z.ZodNumber)) return undefined
+  const {minValue, maxValue, isInt} = schema
+  const exclusive = schema._def.checks.some((c) => c.kind === 'min' && !c.inclusive)
+  const kind = isInt ? 'an integer' : 'a number'
+  if (exclusive) return `${kind} above ${minValue}${maxValue === null ? '' : `, at most ${maxValue}`}`
+  if (minValue !== null && maxValue !== null) return `${kind} from ${minValue} to ${maxValue}`
+  return `${kind}${minValue === null ? '' : ` of at least ${minValue}`}${maxValue === null ? '' : ` of at most ${maxValue}`}`
 }
 
 /**

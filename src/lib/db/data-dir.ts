@@ -157,10 +157,11 @@ export function storeNotFound(dataDir: string): MbError {
 
 /**
  * Creates the data directory `dataDir` (and missing parents) as 0700 for a new store, and says
- * where on stderr (always: a store in an unexpected place must not go unnoticed).
+ * where on stderr (a store in an unexpected place must not go unnoticed) unless `quiet`
+ * (`--quiet` asks for errors only).
  */
-export function createDataDir(dataDir: string): void {
-  process.stderr.write(`Creating a new embedded store in ${dataDir} (first use; takes a few seconds).\n`)
+export function createDataDir(dataDir: string, quiet = false): void {
+  if (!quiet) process.stderr.write(`Creating a new embedded store in ${dataDir} (first use; takes a few seconds).\n`)
   original.mkdirSync(dataDir, {recursive: true, mode: 0o700})
 }
 

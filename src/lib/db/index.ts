@@ -27,6 +27,8 @@ export interface OpenOptions {
    * an unset HOME never runs a command on a new, empty store. Ignored for PostgreSQL.
    */
   create?: boolean
+  /** Creates a missing store without saying so on stderr (`--quiet`: errors only). */
+  quiet?: boolean
   /** Group (name or gid) that may reach an embedded store's shared socket (`socket_group`). */
   socketGroup?: string
   /**
@@ -58,9 +60,17 @@ export interface OpenOptions {
  *         and another one sharing it: STORE_SERVED), or the schema
  *         is outdated and `schema` is `check`.
  */
+/**
+ * The store `options` name, as `openDatabase` will open it, for a line before it is opened:
+ * `postgres` and the URL without its password, or `pglite` and the data directory.
+ */
+export function describeStore(options: Pick<OpenOptions, 'url' | 'dataDir'>): {backend: 'postgres' | 'pglite'; location: string} {
+  return options.url ? {backend: 'postgres', location: redact(options.url)} : {backend: 'pglite', location: options.dataDir ? resolve(options.dataDir) : '(none configured)'}
+}
+
 export async function openDatabase(options: OpenOptions): Promise<Database> {
   const dataDir = options.dataDir ? resolve(options.dataDir) : ''
-  const pglite = {lockWaitSeconds: options.lockWaitSeconds ?? 30, create: options.create, socketGroup: options.socketGroup}
+  const pglite = {lockWaitSeconds: options.lockWaitSeconds ?? 30, create: options.create, quiet: options.quiet, socketGroup: options.socketGroup}
   const database = options.url
     ? await openPostgres(options.url, redact(options.url), options.poolSize ?? 10, {keepConnection: options.keepConnection})
     : options.share

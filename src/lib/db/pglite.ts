@@ -83,6 +83,8 @@ export interface PgliteOpenOptions {
   lockWaitSeconds: number
   /** Whether a missing store may be created (and said so on stderr); otherwise it is an error. */
   create?: boolean
+  /** Creates a missing store without the line on stderr (`--quiet`). */
+  quiet?: boolean
   /** Group (name or gid) that may reach the shared socket; unset: the owner only. */
   socketGroup?: string
 }
@@ -118,7 +120,7 @@ export async function ownPglite(dataDir: string, options: PgliteOpenOptions): Pr
   const fresh = !storeExists(dataDir)
   if (fresh && !options.create) throw storeNotFound(dataDir)
   const gid = options.socketGroup === undefined ? undefined : groupId(options.socketGroup)
-  if (fresh) createDataDir(dataDir)
+  if (fresh) createDataDir(dataDir, options.quiet)
   const lock = await lockDataDir(dataDir, options.lockWaitSeconds, (owner) => (existsSync(join(dataDir, SHARED_SOCKET_NAME)) ? {sharedBy: owner, gid} : undefined))
   if (typeof lock !== 'function') return lock
   let pglite: PGlite

@@ -34,6 +34,12 @@ export interface MirrorTable {
   file_maxsize: number | null
   /** Origin subtree this mirror carries at its base URL ('' = the whole tree). */
   base_path: ColumnType<string, string | undefined, string>
+  /** How URLs on this mirror are signed (src/lib/sign.ts); null = not signed (migration 0034). */
+  sign_scheme: ColumnType<string | null, string | null | undefined, string | null>
+  /** The signing secret; never shown by `mb mirror list|show` or the public views. */
+  sign_secret: ColumnType<string | null, string | null | undefined, string | null>
+  /** Seconds a signed URL stays valid. */
+  sign_ttl_seconds: ColumnType<number, number | undefined, number>
   include_patterns: ColumnType<string[], string[] | undefined, string[]>
   exclude_patterns: ColumnType<string[], string[] | undefined, string[]>
   admin: string | null
@@ -109,6 +115,8 @@ export interface FileTable {
   /** `.asc` or `.sig`: the detached signature indexed beside the file, smaller than it (migration 0015); null when none. */
   signature: ColumnType<string | null, string | null | undefined, string | null>
   txid: Generated<string>
+  /** The origin no longer holds the file; kept under `serve.mirror_only` while a mirror holds it (migration 0033). */
+  mirror_only: Generated<boolean>
 }
 
 export interface MirrorFileStaleTable {
@@ -294,6 +302,38 @@ export interface RemovedMirrorTable {
   removed_by: string
 }
 
+/** What content checks read of a mirror's copy at the origin version `size`/`mtime` (migration 0032). */
+export interface MirrorFileCheckTable {
+  mirror_id: number
+  file_id: number
+  size: number
+  mtime: number
+  /** 0-based piece the next check of the copy starts at. */
+  next_piece: Generated<number>
+  /** The last check that read pieces of the copy. */
+  checked_at: Date | null
+  /** When a pass last read every piece of the copy and found them all matching. */
+  whole_at: Date | null
+  /** The last check that could not judge the copy, and why. */
+  unchecked_at: Date | null
+  unchecked_reason: string | null
+}
+
+/** A check of one copy a client's retry asked for, claimed by one replica (migration 0032). */
+export interface ContentCheckDemandTable {
+  mirror_id: number
+  file_id: number
+  claimed_at: Date
+}
+
+/** One check run on demand, for the per-mirror hourly bound (migration 0032). */
+export interface ContentCheckDemandRunTable {
+  id: Generated<number>
+  mirror_id: number
+  file_id: number
+  started_at: Generated<Date>
+}
+
 /** When the last background round of a kind finished (`mb serve`'s timers; migration 0029). */
 export interface BackgroundRoundTable {
   /** The round's lock name (`content-check`). */
@@ -321,6 +361,9 @@ export interface DB {
   demand_scan_daily: DemandScanDailyTable
   removed_mirror: RemovedMirrorTable
   background_round: BackgroundRoundTable
+  mirror_file_check: MirrorFileCheckTable
+  content_check_demand: ContentCheckDemandTable
+  content_check_demand_run: ContentCheckDemandRunTable
 }
 
 import type {Selectable} from 'kysely'

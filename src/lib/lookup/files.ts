@@ -20,6 +20,7 @@ import {hasDigests, hashesMatchVersion} from '../origin/freshness.js'
 import {readLinks, resolveLinks} from '../origin/links.js'
 import {trimLeadingSlashes} from '../text.js'
 import {unixIso} from '../time.js'
+import {type CopyCheck, copyChecks} from '../probe/content-store.js'
 
 /** A mirror holding the file, with the URL a client of the given scheme would get. */
 export interface HoldingMirror {
@@ -48,6 +49,9 @@ export interface CorruptCopy {
   /** When the mismatch was found, ISO 8601 UTC. */
   found_at: string
 }
+
+/** What content checks recorded of one mirror's copy of this version (`mirror_file_check`; src/lib/probe/content-store.ts). */
+export type CheckedCopy = Omit<CopyCheck, 'mirror_id'> & {identifier: string}
 
 /** The `--client-ip` explanation: the selection for that client. */
 export interface LookupExplain {
@@ -84,12 +88,16 @@ export interface FileLookup {
   size: number
   mtime: number
   mtime_utc: string
+  /** The origin no longer holds the file: it is kept and redirected while mirrors hold it (`serve.mirror_only`, src/lib/origin/mirror-only.ts). */
+  mirror_only: boolean
   /** Digests when hashed for this exact size and mtime (`mb index --hashes`), else null. */
   hashes: {md5: string; sha1: string; sha256: string} | null
   mirrors: HoldingMirror[]
   stale: StaleCopy[]
   /** Copies found corrupt: out of the mirror set until a scan sees them change or a content check passes. */
   corrupt: CorruptCopy[]
+  /** What content checks read of each copy of this version: pieces of the current pass, the last whole check, the last check that could not judge. */
+  checks: CheckedCopy[]
   explain?: LookupExplain
 }
 
@@ -106,6 +114,8 @@ export interface LookupOptions {
   now?: number
   /** Show where this retry attempt of the client would go (1-based; default 1). */
   attempt?: number
+  /** The client's country instead of GeoIP's (ISO 3166-1 alpha-2, as a trusted `?country=`); needs `clientIp`. */
+  country?: string
 }
 
 /**
@@ -120,7 +130,7 @@ export function globToLike(glob: string): string {
   return `${escapeLike(prefix)}%${escapeLike(tail)}`
 }
 
-const FILE_COLUMNS = ['id', 'path', 'size', 'mtime', 'mirrors', 'md5', 'sha1', 'sha256', 'hashed_size', 'hashed_mtime'] as const
+const FILE_COLUMNS = ['id', 'path', 'size', 'mtime', 'mirrors', 'md5', 'sha1', 'sha256', 'hashed_size', 'hashed_mtime', 'mirror_only'] as const
 
 /**
  * The index rows for `pattern`: the path itself, or else (when it is a glob) up to `limit`
@@ -246,7 +256,7 @@ export async function lookupFiles(database: Database, config: GeoSettings & {roo
   const pattern = trimLeadingSlashes(options.pattern)
   if (!pattern) throw new UsageError('Give an origin-relative path or a glob, e.g. `mb file lookup iso/distro.iso` or `mb file lookup "*.iso"`.')
   const https = options.https ?? false
-  const facts = options.clientIp === undefined ? undefined : clientFromFlag(options.clientIp, https)
+  const facts = options.clientIp === undefined ? undefined : clientFromFlag(options.clientIp, https, options.country)
   const limit = options.limit ?? 1000
 
   const {rows, viaLink} = await findFileRows(database, pattern, limit)
@@ -257,6 +267,10 @@ export async function lookupFiles(database: Database, config: GeoSettings & {roo
   )
   const corruptByFile = await corruptCopies(
     database,
+    rows.map((r) => r.id),
+  )
+  const checksByFile = await copyChecks(
+    database.db,
     rows.map((r) => r.id),
   )
   const tracedByFile = await tracedCopies(
@@ -286,10 +300,12 @@ export async function lookupFiles(database: Database, config: GeoSettings & {roo
       size,
       mtime,
       mtime_utc: unixIso(mtime),
+      mirror_only: r.mirror_only === true,
       hashes: fresh ? {md5: r.md5!, sha1: r.sha1!, sha256: r.sha256!} : null,
       mirrors: held,
       stale: [...stale].map(([id, copy]) => ({identifier: mirrors.get(id)?.identifier ?? String(id), size: copy.size, mtime: copy.mtime})),
       corrupt: [...corrupt].map(([id, bad]) => ({identifier: mirrors.get(id)?.identifier ?? String(id), piece: bad.piece, found_at: unixIso(bad.foundAt)})),
+      checks: (checksByFile.get(Number(r.id)) ?? []).map(({mirror_id, ...c}) => ({identifier: mirrors.get(mirror_id)?.identifier ?? String(mirror_id), ...c})),
     }
     if (facts !== undefined && geo !== undefined) {
       const file: SelectFile = {path: r.path, size, mtime, mirrors: r.mirrors.map(Number), stale, corrupt}

@@ -8,6 +8,7 @@
  */
 import {hashesFresh} from '../origin/freshness.js'
 import {splitPieces, type StoredHashes} from '../origin/hash.js'
+import {rangeHonouringFirst} from '../select/segmented.js'
 import {encodePath} from '../select/url.js'
 import type {Selection} from '../select/types.js'
 import {withTrailingSlash} from '../text.js'
@@ -189,17 +190,17 @@ export function originUrlFor(baseUrl: string, path: string): string {
 
 /**
  * Builds the metalink document for one file and one client: the ranked mirrors of
- * `selection` (at most `maxUrls`, priority 1…N in selection order) then, when N is below
- * `originFallbackMirrors`, the origin's direct URL (priority N+1, under `originBase`). An
- * origin-delivered selection (origin-only files, small files) lists only the origin. Hashes
- * are included only when fresh.
+ * `selection` (at most `maxUrls`, priority 1…N in selection order, mirrors that ignore Range
+ * after the rest: ../select/segmented.ts) then, when N is below `originFallbackMirrors`, the
+ * origin's direct URL (priority N+1, under `originBase`). An origin-delivered selection
+ * (origin-only files, small files) lists only the origin. Hashes are included only when fresh.
  */
 export function buildDocument(options: BuildOptions): MetalinkDocument {
   const maxUrls = options.maxUrls ?? DEFAULT_MAX_URLS
   const originUrl = originUrlFor(options.baseUrl, options.path)
   const sources: Source[] = []
   if (!options.selection.origin) {
-    for (const candidate of options.selection.ranked) {
+    for (const candidate of rangeHonouringFirst(options.selection.ranked)) {
       if (sources.length >= maxUrls) break
       const country = candidate.mirror.country
       sources.push({url: candidate.url, priority: sources.length + 1, location: country ? country.toLowerCase() : undefined, mirror: candidate.mirror.identifier})

@@ -52,6 +52,7 @@ export const ZsyncConfigSchema = z
       .number()
       .int()
       .min(1)
+      .max(2 ** 40)
       .default(DEFAULT_ZSYNC_MIN_SIZE)
       .describe('Files of at least this many bytes get zsync block sums (about 8 bytes per 4 KiB block); smaller ones answer PATH.zsync with 404.'),
   })

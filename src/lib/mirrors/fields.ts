@@ -46,6 +46,12 @@ export interface MirrorInput {
   enabled?: boolean
   /** An ISO 8601 time with a UTC offset, or `none` (or '') to end the window. */
   maintenance_until?: string
+  /** How the mirror's URLs are signed (`nginx_secure_link_md5`), or `none` (or '') for unsigned URLs. */
+  sign_scheme?: string
+  /** The signing secret (the CLI reads it from `--sign-secret-file`). */
+  sign_secret?: string
+  /** Seconds a signed URL stays valid. */
+  sign_ttl_seconds?: string | number
 }
 
 /**
@@ -87,6 +93,9 @@ export const FIELD_FLAGS: Record<keyof MirrorInput, string> = {
   comment: '--comment',
   enabled: '--enabled/--disabled',
   maintenance_until: '--maintenance-until',
+  sign_scheme: '--sign',
+  sign_secret: '--sign-secret-file',
+  sign_ttl_seconds: '--sign-ttl',
 }
 
 /** Control characters (C0 and DEL), refused in every text field. */

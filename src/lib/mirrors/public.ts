@@ -37,8 +37,8 @@ type TimestampColumn =
   | 'created_at'
   | 'updated_at'
 
-/** Columns left out: the per-scheme probe summaries (`status` holds the checks), the change-tracking stamp and the trace's validator. */
-type InternalColumn = 'http_up' | 'https_up' | 'txid' | 'sync_validator'
+/** Columns left out: the per-scheme probe summaries (`status` holds the checks), the change-tracking stamp, the trace's validator and the signing secret. */
+type InternalColumn = 'http_up' | 'https_up' | 'txid' | 'sync_validator' | 'sign_secret'
 
 function iso(value: Date | string | null | undefined): string | null {
   if (value === null || value === undefined) return null
@@ -82,6 +82,8 @@ export function publicMirror(row: MirrorRow, originTrace: Date | null = null): P
     client_prefixes: textArray(row.client_prefixes),
     file_maxsize: row.file_maxsize === null ? null : Number(row.file_maxsize),
     base_path: row.base_path,
+    sign_scheme: row.sign_scheme ?? null,
+    sign_ttl_seconds: Number(row.sign_ttl_seconds ?? 21600),
     include_patterns: row.include_patterns,
     exclude_patterns: row.exclude_patterns,
     push_url: redacted(row.push_url),

@@ -6,6 +6,7 @@
  * or a failed check changes nothing. Names resolve as: exact identifier, then the same name
  * ignoring case, then an unambiguous case-insensitive prefix.
  */
+import {DEFAULT_SIGN_TTL_SECONDS} from '../sign.js'
 import {userInfo} from 'node:os'
 import {type Kysely, type Selectable, sql, type Transaction} from 'kysely'
 import type {DB, MirrorRow, RemovedMirrorTable} from '../db/schema.js'
@@ -50,6 +51,7 @@ const DEFAULTS = {
   as_only: false,
   prefix_only: false,
   fallback: false,
+  sign_ttl_seconds: DEFAULT_SIGN_TTL_SECONDS,
 } satisfies Required<Omit<MirrorValues, 'identifier'>>
 
 /**

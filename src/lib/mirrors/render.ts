@@ -114,6 +114,8 @@ export const MIRROR_SHOW_FIELDS: Array<[label: string, get: (m: PublicMirror) =>
   ['client_prefixes', (m) => m.client_prefixes],
   ['file_maxsize', (m) => m.file_maxsize],
   ['base_path', (m) => (m.base_path === '' ? '(whole tree)' : m.base_path)],
+  ['sign_scheme', (m) => m.sign_scheme ?? 'none (unsigned URLs)'],
+  ['sign_ttl_seconds', (m) => (m.sign_scheme ? m.sign_ttl_seconds : null)],
   ['include_patterns', (m) => m.include_patterns],
   ['exclude_patterns', (m) => m.exclude_patterns],
   ['push_url', (m) => m.push_url],

@@ -10,6 +10,7 @@
  */
 import {UsageError} from '../errors.js'
 import {globProblem} from '../glob.js'
+import {MIN_SECRET_LENGTH, SIGN_SCHEMES} from '../sign.js'
 import {CONTROL, describeChar, FIELD_FLAGS, invalidField, type MirrorInput, type MirrorValues} from './fields.js'
 import {normalizeCidrList, normalizeContinent, normalizeCountry, normalizeCountryList, parseLatitude, parseLongitude} from './location.js'
 import {normalizeMirrorUrl, normalizePushUrl} from './urls.js'
@@ -45,6 +46,8 @@ export const CLEARED_VALUES = {
   admin_email: null,
   comment: null,
   maintenance_until: null,
+  sign_scheme: null,
+  sign_secret: null,
 } satisfies Partial<Record<keyof MirrorValues, null | '' | never[]>>
 
 /**
@@ -262,9 +265,41 @@ function normalizeField(key: keyof MirrorInput, raw: unknown): unknown {
       return normalizeEmail(one)
     case 'maintenance_until':
       return parseMaintenanceUntil(one)
+    case 'sign_scheme':
+      return parseSignScheme(one)
+    case 'sign_secret':
+      return checkSignSecret(one)
+    case 'sign_ttl_seconds':
+      return parseInteger('sign_ttl_seconds', one, 60, 7 * 86_400, 'expected whole seconds from 60 to 604800 (a week), e.g. 21600')
     default:
       throw invalidField(key, raw, 'unexpected value')
   }
+}
+
+/**
+ * A URL signing scheme (../sign.ts): `nginx_secure_link_md5`, or null for `none`.
+ * @throws UsageError for another value
+ */
+function parseSignScheme(text: string): string | null {
+  const value = text.trim().toLowerCase()
+  if (value === 'none') return null
+  if (!(SIGN_SCHEMES as readonly string[]).includes(value))
+    throw invalidField('sign_scheme', text, `expected ${SIGN_SCHEMES.join(' or ')} (nginx's secure_link_md5; docs/operations.md "Mirrors behind signed URLs"), or none`)
+  return value
+}
+
+/**
+ * A signing secret: at least {@link MIN_SECRET_LENGTH} characters, no control character or
+ * whitespace at either end (a trailing newline of the file is dropped before).
+ * @throws UsageError, without echoing the secret
+ */
+function checkSignSecret(text: string): string {
+  const value = text.replace(/\r?\n$/, '')
+  if (value.length < MIN_SECRET_LENGTH)
+    throw new UsageError(`Invalid ${FIELD_FLAGS.sign_secret}: the secret has ${value.length} characters; use at least ${MIN_SECRET_LENGTH} (e.g. openssl rand -hex 24)`, 'INVALID_MIRROR_FIELD')
+  if (CONTROL.test(value) || value.trim() !== value)
+    throw new UsageError(`Invalid ${FIELD_FLAGS.sign_secret}: the secret holds a control character or starts or ends with whitespace`, 'INVALID_MIRROR_FIELD')
+  return value
 }
 
 /** The fields of a stored or about-to-be-stored row that {@link checkMirrorRow} looks at. */
@@ -278,6 +313,8 @@ export interface MirrorRowShape {
   region_only: boolean
   as_only: boolean
   prefix_only: boolean
+  sign_scheme?: string | null
+  sign_secret?: string | null
 }
 
 /**
@@ -293,6 +330,9 @@ export function checkMirrorRow(row: MirrorRowShape): void {
   }
   if ((row.latitude === null) !== (row.longitude === null)) {
     throw new UsageError(`Mirror ${row.identifier}: --lat and --lon go together; give both (or clear both with --lat '' --lon '')`, 'INVALID_MIRROR_FIELD')
+  }
+  if (row.sign_scheme && !row.sign_secret) {
+    throw new UsageError(`Mirror ${row.identifier}: --sign ${row.sign_scheme} needs the secret the mirror checks: give --sign-secret-file FILE`, 'INVALID_MIRROR_FIELD')
   }
   const only = ONLY_FLAGS.filter((f) => row[f])
   if (only.length > 1) {

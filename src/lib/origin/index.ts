@@ -12,6 +12,7 @@
 import {join} from 'node:path'
 import {type Kysely, sql} from 'kysely'
 import {MbError} from '../errors.js'
+import {pathFilter} from '../glob.js'
 import type {DB} from '../db/schema.js'
 import {type OriginFile, type OriginLink, walkOrigin} from './walk.js'
 import {writeOriginTrace} from '../sync/trace.js'
@@ -21,6 +22,7 @@ import {trimSlashes} from '../text.js'
 import {sameVersion} from './freshness.js'
 import {isRepomdPath, type RepomdChange, recordRepomdChanges} from './repomd.js'
 import {signatureTargets, updateSignatures} from './signatures.js'
+import {type IndexedRow, splitGone, stillHeldWarnings, updateMirrorOnly} from './mirror-only.js'
 
 export {type OriginFile, walkOrigin} from './walk.js'
 
@@ -39,6 +41,8 @@ export interface IndexResult {
   /** Files whose size or mtime changed (their mirror sets were emptied). */
   changed: number
   removed: number
+  /** Files gone from the tree kept as mirror-only (`serve.mirror_only`, ./mirror-only.ts). */
+  mirrorOnly: number
   unchanged: number
   /** Bytes in all files found. */
   bytes: number
@@ -66,6 +70,14 @@ export interface IndexOptions {
    * before in its scope is refused (INDEX_TOO_FEW) and changes nothing. Unset or 0: no check.
    */
   minRatio?: number
+  /**
+   * `index.exclude`: picomatch globs (dotfiles matched) on root-relative paths left out of
+   * the index, files and symlinks alike; rows indexed before under them are removed.
+   * Unset: nothing is left out.
+   */
+  exclude?: readonly string[]
+  /** `serve.mirror_only`: globs whose files, gone from the tree, stay indexed while a mirror holds them (./mirror-only.ts). */
+  mirrorOnly?: readonly string[]
 }
 
 /**
@@ -88,7 +100,7 @@ export async function upsertOriginFiles(db: Kysely<DB>, files: OriginFile[]): Pr
     const result = await sql<{inserted: boolean; id: number}>`
       INSERT INTO file (path, size, mtime)
       SELECT * FROM unnest(${paths}::text[], ${sizes}::bigint[], ${mtimes}::bigint[])
-      ON CONFLICT (path) DO UPDATE SET size = excluded.size, mtime = excluded.mtime, mirrors = '{}', indexed_at = now()
+      ON CONFLICT (path) DO UPDATE SET size = excluded.size, mtime = excluded.mtime, mirrors = '{}', indexed_at = now(), mirror_only = false
         WHERE file.size <> excluded.size OR file.mtime <> excluded.mtime
       RETURNING (xmax = 0) AS inserted, id`.execute(db)
     const changedIds = result.rows.filter((r) => !r.inserted).map((r) => r.id)
@@ -142,12 +154,17 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
   }
 
   const existing = new Map<string, {id: number; size: number; mtime: number}>()
+  const indexed = new Map<string, IndexedRow>()
+  /** Mirror-only rows found in the tree again. */
+  const back: number[] = []
   // The mirrors of repository indexes go with the version a change replaces (./repomd.ts).
   const repomdMirrors = new Map<string, number[]>()
-  const rows = await sql<{id: number; path: string; size: number; mtime: number; repomd_mirrors: string | null}>`
-    SELECT id, path, size, mtime, CASE WHEN path LIKE '%repodata/repomd.xml' THEN array_to_string(mirrors, ',') END AS repomd_mirrors FROM file WHERE ${inSubtree(subdir)}`.execute(db)
+  const rows = await sql<{id: number; path: string; size: number; mtime: number; repomd_mirrors: string | null; held: number; mirror_only: boolean}>`
+    SELECT id, path, size, mtime, CASE WHEN path LIKE '%repodata/repomd.xml' THEN array_to_string(mirrors, ',') END AS repomd_mirrors,
+      cardinality(mirrors) AS held, mirror_only FROM file WHERE ${inSubtree(subdir)}`.execute(db)
   for (const row of rows.rows) {
     existing.set(row.path, {id: row.id, size: Number(row.size), mtime: Number(row.mtime)})
+    indexed.set(row.path, {id: row.id, held: Number(row.held), mirrorOnly: row.mirror_only === true})
     if (row.repomd_mirrors !== null) repomdMirrors.set(row.path, row.repomd_mirrors ? row.repomd_mirrors.split(',').map(Number) : [])
   }
   rows.rows.length = 0
@@ -160,6 +177,7 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
   let changed = 0
   let unchanged = 0
   let removed = 0
+  let mirrorOnly = 0
   await db.transaction().execute(async (trx) => {
     let pending: OriginFile[] = []
     const flush = async () => {
@@ -173,13 +191,13 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
       )
       pending = []
     }
-    for await (const file of walkOrigin(root, {subdir, onWarning, onUnreadableDir: (p) => unreadable.push(p), onLink: (link) => links.push(link)})) {
-      if (file.path === options.tracePath) continue
+    for await (const file of keptFiles(root, subdir, options, {links, unreadable, onWarning})) {
       files++
       bytes += file.size
       const old = existing.get(file.path)
       if (old) {
         existing.delete(file.path)
+        if (indexed.get(file.path)?.mirrorOnly) back.push(old.id)
         if (sameVersion(old, file)) {
           unchanged++
           continue
@@ -191,19 +209,58 @@ export async function indexOrigin(db: Kysely<DB>, root: string, options: IndexOp
     }
     await flush()
     await recordRepomdChanges(trx, root, repomdChanges)
-    const gone: string[] = []
-    for (const path of existing.keys()) {
-      if (unreadable.some((dir) => dir === '' || path.startsWith(dir + '/'))) continue
-      gone.push(path)
-    }
+    const gone = [...existing.keys()].filter((path) => !unreadable.some((dir) => dir === '' || path.startsWith(dir + '/')))
     refuseFewFiles(root, subdir, before, before - gone.length, options.minRatio ?? 0)
-    removed = await removeOriginFiles(trx, gone)
-    // The signature (./signatures.ts) of each row added, changed or removed, and of the files they sign.
-    await updateSignatures(trx, gone.flatMap(signatureTargets))
+    const settled = await settleGone(trx, gone, indexed, back, options.mirrorOnly ?? [], onWarning)
+    removed = settled.removed
+    mirrorOnly = settled.mirrorOnly
     await replaceLinks(trx, subdir, links, unreadable)
   })
   const trace = options.tracePath === undefined ? null : await writeTraceAfterIndex(root, options.tracePath, onWarning)
-  return {root, subdir, files, added, changed, removed, unchanged, bytes, links: links.length, seconds: Math.round((performance.now() - started) / 10) / 100, warnings, trace}
+  return {root, subdir, files, added, changed, removed, mirrorOnly, unchanged, bytes, links: links.length, seconds: Math.round((performance.now() - started) / 10) / 100, warnings, trace}
+}
+
+/**
+ * The walk of {@link indexOrigin}: the tree's files under `subdir` that the index keeps (not
+ * the sync trace, nothing `index.exclude` leaves out), and likewise its symlinks, into
+ * `into.links`; the directories that could not be read into `into.unreadable`.
+ */
+async function* keptFiles(
+  root: string,
+  subdir: string,
+  options: Pick<IndexOptions, 'tracePath' | 'exclude'>,
+  into: {links: OriginLink[]; unreadable: string[]; onWarning: (message: string) => void},
+): AsyncGenerator<OriginFile> {
+  const kept = pathFilter([], [...(options.exclude ?? [])])
+  const onLink = (link: OriginLink) => {
+    if (kept(link.path)) into.links.push(link)
+  }
+  for await (const file of walkOrigin(root, {subdir, onWarning: into.onWarning, onUnreadableDir: (p) => into.unreadable.push(p), onLink})) {
+    if (file.path !== options.tracePath && kept(file.path)) yield file
+  }
+}
+
+/**
+ * Settles the files gone from the tree: those under `mirrorOnlyGlobs` that a mirror holds stay
+ * as mirror-only (./mirror-only.ts), the rest leave the index (a warning names the mirrors
+ * still holding each), and mirror-only rows found again (`back`) become ordinary files.
+ * @returns rows removed and rows kept as mirror-only
+ */
+async function settleGone(
+  trx: Kysely<DB>,
+  gone: string[],
+  indexed: ReadonlyMap<string, IndexedRow>,
+  back: number[],
+  mirrorOnlyGlobs: readonly string[],
+  onWarning: (message: string) => void,
+): Promise<{removed: number; mirrorOnly: number}> {
+  const {keep, remove} = splitGone(gone, indexed, mirrorOnlyGlobs)
+  for (const warning of await stillHeldWarnings(trx, remove)) onWarning(warning)
+  await updateMirrorOnly(trx, keep, back)
+  const removed = await removeOriginFiles(trx, remove)
+  // The signature (./signatures.ts) of each row added, changed or removed, and of the files they sign.
+  await updateSignatures(trx, remove.flatMap(signatureTargets))
+  return {removed, mirrorOnly: keep.length}
 }
 
 /**

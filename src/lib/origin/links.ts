@@ -80,6 +80,16 @@ export async function replaceLinks(db: Kysely<DB>, subdir: string, links: Origin
  * Every stored link (for a command resolving one path, such as `mb file lookup`).
  * @throws whatever the database driver throws
  */
+/**
+ * Whether root-relative `path` lies under a directory symlink of the origin (`latest/a.iso`
+ * with `latest -> 16.0`): a listing that follows links (HTTP, FTP) shows such a file a second
+ * time, under the link's path, though it is the target's file.
+ */
+export function underDirectoryLink(links: ReadonlyMap<string, LinkTarget>, path: string): boolean {
+  for (let i = path.indexOf('/'); i > 0; i = path.indexOf('/', i + 1)) if (links.get(path.slice(0, i))?.directory) return true
+  return false
+}
+
 export async function readLinks(db: Kysely<DB>): Promise<Map<string, LinkTarget>> {
   const rows = await db.selectFrom('file_link').select(['path', 'target', 'directory']).execute()
   return new Map(rows.map((r) => [r.path, {target: r.target, directory: r.directory}]))

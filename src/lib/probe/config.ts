@@ -21,7 +21,9 @@
  *   critical: 30                 # Nagios CRITICAL at this share (%) of mirrors down
  *   on_change: /usr/local/bin/mirror-changed   # run on each state transition (./notify.ts)
  *   on_change_timeout: 10        # seconds one run of it may take
- *   content_budget_bytes: 67108864   # `mb probe --content`: bytes fetched per mirror and round
+ *   content_budget_bytes: 1073741824  # content checks: bytes fetched per mirror and hour (and per `mb probe --content` round)
+ *   content_interval_seconds: 900     # `mb serve`'s background content checks: one round every this many seconds
+ *   content_demand_mirror_budget: 20  # checks a client's retry asks for, per mirror and hour
  * ```
  *
  * Redirect policy (`redirects`): a redirect within the mirror's own scheme, host and port is
@@ -37,17 +39,26 @@
  */
 import {z} from 'zod'
 
+/** The smallest `content_budget_bytes`: one piece of the smallest size `mb index --hashes` writes (256 KiB). */
+const MIN_CONTENT_BUDGET = 256 * 1024
+/** The largest `content_budget_bytes` (1 TiB). */
+const MAX_CONTENT_BUDGET = 1024 ** 4
+const BUDGET_RANGE = `expected a whole number of bytes from ${MIN_CONTENT_BUDGET} (256 KiB) to ${MAX_CONTENT_BUDGET} (1 TiB)`
+/** The longest `content_interval_seconds`: a day, so that a day's new copies are checked within a day. */
+const MAX_CONTENT_INTERVAL = 86400
+const INTERVAL_RANGE = `expected 0 (off) or seconds from 1 to ${MAX_CONTENT_INTERVAL} (a day)`
+
 export const REDIRECT_POLICIES = ['same_origin', 'public', 'any'] as const
 export type RedirectPolicy = (typeof REDIRECT_POLICIES)[number]
 
 export const ProbeConfigSchema = z
   .object({
     sentinel: z.string().min(1).optional().describe("Path below every mirror's base URL to request instead of the smallest scanned file."),
-    connect_timeout: z.number().positive().default(5).describe('Seconds to establish the TCP connection and TLS handshake.'),
-    timeout: z.number().positive().default(15).describe('Seconds for a whole check (all redirect hops) before it counts as `timeout`.'),
+    connect_timeout: z.number().positive().max(300).default(5).describe('Seconds to establish the TCP connection and TLS handshake.'),
+    timeout: z.number().positive().max(3600).default(15).describe('Seconds for a whole check (all redirect hops) before it counts as `timeout`.'),
     fail_threshold: z.number().int().min(1).max(100).default(2).describe('Consecutive failures before a protocol/family (and the mirror) is marked down.'),
     ok_threshold: z.number().int().min(1).max(100).default(2).describe('Consecutive successes before a down protocol/family is marked up again.'),
-    rescan_after_seconds: z.number().int().min(0).default(86400).describe('A mirror down for longer than this (seconds) needs a fresh scan when it comes back.'),
+    rescan_after_seconds: z.number().int().min(0).max(31_536_000).default(86400).describe('A mirror down for longer than this (seconds) needs a fresh scan when it comes back.'),
     insecure_tls: z.boolean().default(false).describe('Accept self-signed or otherwise invalid HTTPS certificates (`--insecure`).'),
     redirects: z
       .enum(REDIRECT_POLICIES)
@@ -75,24 +86,37 @@ export const ProbeConfigSchema = z
     on_change_timeout: z.number().positive().max(3600).default(10).describe('Seconds one run of `on_change` may take before it is killed.'),
     content_budget_bytes: z
       .number()
-      .int()
-      .min(0)
-      .default(64 * 1024 * 1024)
-      .describe('Bytes `mb probe --content` fetches from each mirror per round at most (one SHA-1 piece per checked copy; `--budget`); for the background checks of `mb serve`, per mirror and hour.'),
+      .int({message: BUDGET_RANGE})
+      .min(MIN_CONTENT_BUDGET, {message: BUDGET_RANGE})
+      .max(MAX_CONTENT_BUDGET, {message: BUDGET_RANGE})
+      .default(1024 * 1024 * 1024)
+      .describe(
+        'Bytes content checks fetch from each mirror per hour at most (`mb serve`, each round its share), and per `mb probe --content` round (`--budget`): whole copies, every piece (docs/operations.md, "Content checks").',
+      ),
     suspect_bad_copies: z
       .number()
       .int()
       .min(0)
+      .max(1_000_000)
       .default(10)
       .describe(
         'Corrupt copies (found by content checks) that make a mirror suspect, out of selection as after a refused scan, until a content round finds fewer or `mb mirror edit NAME --trust-scan`; 0 = never.',
       ),
     content_interval_seconds: z
       .number()
-      .min(0)
-      .default(3600)
+      .refine((v) => v === 0 || (v >= 1 && v <= MAX_CONTENT_INTERVAL), {message: INTERVAL_RANGE})
+      .default(900)
       .describe(
         'Seconds between the background content checks of `mb serve` (src/lib/probe/background-content.ts), each within its share of `content_budget_bytes` per mirror and hour; the first runs at start when the last round (of any replica) is that old; 0 = off (run `mb probe --content` from cron instead).',
+      ),
+    content_demand_mirror_budget: z
+      .number()
+      .int()
+      .min(0)
+      .max(1000)
+      .default(20)
+      .describe(
+        "Checks of one copy that clients' retries away from a mirror may ask for, per mirror and hour (each reads the copy whole, at most `content_budget_bytes`; src/lib/probe/content-demand.ts); 0 = retries ask for none.",
       ),
   })
   .strict()

@@ -18,6 +18,7 @@ import {MbError} from '../errors.js'
 import type {ProbeConfig} from './config.js'
 import {ProbeClient, type Family, type Resolver, classifyError, digestBody, getWithinOrigin} from './http.js'
 import {requestUrl} from './probe.js'
+import {compileSigner} from '../sign.js'
 import {clientOptions} from './run.js'
 import {trimLeadingSlashes} from '../text.js'
 
@@ -66,7 +67,16 @@ type IndexedRow = {
   hashed_size: number | null
   hashed_mtime: number | null
 }
-type MirrorRow = {id: number; identifier: string; http_url: string | null; https_url: string | null; base_path: string}
+type MirrorRow = {
+  id: number
+  identifier: string
+  http_url: string | null
+  https_url: string | null
+  base_path: string
+  sign_scheme: string | null
+  sign_secret: string | null
+  sign_ttl_seconds: number
+}
 /** A digest to compare copies with: node:crypto's name and the index's hex value. */
 type Digest = {algorithm: string; hex: string}
 
@@ -105,7 +115,12 @@ export async function probeFile(
   const mirrors =
     ids.length === 0
       ? []
-      : await db.selectFrom('mirror').select(['id', 'identifier', 'http_url', 'https_url', 'base_path']).where(sql<boolean>`id = ANY(${ids}::smallint[])`).orderBy('identifier').execute()
+      : await db
+          .selectFrom('mirror')
+          .select(['id', 'identifier', 'http_url', 'https_url', 'base_path', 'sign_scheme', 'sign_secret', 'sign_ttl_seconds'])
+          .where(sql<boolean>`id = ANY(${ids}::smallint[])`)
+          .orderBy('identifier')
+          .execute()
   const limit = pLimit(options.jobs ?? config.jobs)
   const rows = await Promise.all(mirrors.map((m) => limit(() => probeCopy(config, file, m, staleSize.get(m.id) ?? null, digest, options))))
   const counts: Record<FileVerdict, number> = {ok: 0, stale: 0, missing: 0, unknown_size: 0, corrupt: 0, error: 0}
@@ -138,7 +153,9 @@ async function probeCopy(
     hash: null,
   }
   if (!baseUrl) return row
-  const url = requestUrl(baseUrl, m.base_path, {kind: 'file', path: file.path})
+  const unsigned = requestUrl(baseUrl, m.base_path, {kind: 'file', path: file.path})
+  const sign = compileSigner(m.sign_scheme, m.sign_secret, m.sign_ttl_seconds)
+  const url = sign ? sign(unsigned) : unsigned
   row.url = url
   const client = new ProbeClient(clientOptions(config, options.resolver))
   try {

@@ -228,20 +228,26 @@ export class ProbeClient {
    * Requests `url` over `family` with `GET` and `Range: bytes=0-0` (RFC 9110 §14.2) rather
    * than HEAD, which some mirrors reject; at most a byte of the body is read. Redirects are
    * walked by hand under the configured policy. With `userAgents`, the request is made once
-   * with `userAgent` and once with each of them, in turn: the first failure is the outcome
-   * (its detail names the User-Agent), so a mirror that refuses `Wget` or `curl` fails.
+   * with `userAgent` and once with each of them, in turn: the first failure is the outcome,
+   * and its detail names every User-Agent the mirror refused with why ("with User-Agent
+   * "Wget/1.21.4": HTTP 403; with User-Agent "curl/8.5.0": HTTP 403"), so the admin fixes
+   * them all at once rather than meeting the next one on the following probe.
    * Never throws: failures become reason codes.
    */
   async check(url: string, family: Family, baseUrl: string): Promise<CheckOutcome> {
     const first = await this.walk(url, family, baseUrl, this.options.userAgent)
     const more = this.options.userAgents ?? []
     if (!first.ok || more.length === 0) return first
+    let failed: CheckOutcome | undefined
+    const refusals: string[] = []
     for (const agent of more) {
       if (agent === this.options.userAgent) continue
       const outcome = await this.walk(url, family, baseUrl, agent)
-      if (!outcome.ok) return {...outcome, detail: `with User-Agent "${agent}": ${outcome.detail ?? outcome.reason}`}
+      if (outcome.ok) continue
+      failed ??= outcome
+      refusals.push(`with User-Agent "${agent}": ${outcome.detail ?? outcome.reason}`)
     }
-    return first
+    return failed === undefined ? first : {...failed, detail: refusals.join('; ')}
   }
 
   /** One request of {@link check} with `userAgent`, redirects walked. */
@@ -354,6 +360,7 @@ export type OriginAnswer = Awaited<ReturnType<Agent['request']>>
  * errors of a body left unread are swallowed.
  *
  * @param use  reads the final answer (any status but a followed redirect) and returns the result
+ * @param timeoutSeconds  the walk's time limit instead of `probe.timeout` (a long body's read)
  * @returns what `use` returns, or `{failure}` (`redirect_offsite: URL`, `redirect_loop`, or a
  *   reason code such as `timeout` or `refused`); never throws for network failures
  */
@@ -363,9 +370,10 @@ export async function getWithinOrigin<T>(
   url: string,
   headers: Record<string, string>,
   use: (answer: OriginAnswer, finalUrl: URL) => Promise<T>,
+  timeoutSeconds = client.options.timeout,
 ): Promise<T | {failure: string}> {
   const controller = new AbortController()
-  const timer = setTimeout(() => controller.abort(), client.options.timeout * 1000)
+  const timer = setTimeout(() => controller.abort(), timeoutSeconds * 1000)
   const origin = new URL(url).origin
   let current = new URL(url)
   try {
@@ -413,4 +421,37 @@ export async function digestBody(body: AsyncIterable<unknown>, algorithm: string
     if (received > length) break // longer than asked for: the caller's verdict says so
   }
   return {bytes: received, ...(received === length ? {digest: hash.digest('hex')} : {})}
+}
+
+/**
+ * Hashes the first `length` bytes of a response body with SHA-1 piece by piece (`pieceSize`
+ * bytes each, the last one shorter when `length` says so), as they stream: memory stays at one
+ * chunk whatever the length (a whole-copy content check of a 4 GB ISO holds no more). Reading
+ * stops once more than `length` bytes arrived.
+ * @returns the bytes received, and the hex SHA-1 of each piece read whole (every piece when exactly `length` arrived)
+ */
+export async function digestPieces(body: AsyncIterable<unknown>, pieceSize: number, length: number): Promise<{bytes: number; sha1s: string[]}> {
+  const sha1s: string[] = []
+  let hash = createHash('sha1')
+  let inPiece = 0
+  let received = 0
+  for await (const chunk of body) {
+    const buffer = chunk as Buffer
+    let usable = received < length ? buffer.subarray(0, length - received) : buffer.subarray(0, 0)
+    received += buffer.length
+    while (usable.length > 0) {
+      const take = Math.min(usable.length, pieceSize - inPiece)
+      hash.update(usable.subarray(0, take))
+      inPiece += take
+      usable = usable.subarray(take)
+      if (inPiece === pieceSize) {
+        sha1s.push(hash.digest('hex'))
+        hash = createHash('sha1')
+        inPiece = 0
+      }
+    }
+    if (received > length) break // longer than asked for: the caller's verdict says so
+  }
+  if (inPiece > 0 && received === length) sha1s.push(hash.digest('hex'))
+  return {bytes: received, sha1s}
 }

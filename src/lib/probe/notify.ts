@@ -1,6 +1,6 @@
 /**
- * Telling someone what a probe round changed: the mirrors that went down (`mb probe
- * --fail-on-down`), and the `probe.on_change` hook, a program run once per state transition
+ * Telling someone what a probe round changed: the mirrors that went down or started failing
+ * (`mb probe --fail-on-down`), and the `probe.on_change` hook, a program run once per state transition
  * of the round (by `mb probe` and by `mb serve --probe-interval` alike).
  *
  * The hook gets the transition in its environment, no arguments and no stdin:
@@ -39,6 +39,16 @@ export function stateChanges(round: ProbeRound): StateChange[] {
 /** The mirrors (as a whole) that went from up to down in `round`. */
 export function wentDown(round: ProbeRound): StateChange[] {
   return stateChanges(round).filter((c) => c.scope === 'mirror' && c.from === 'up' && c.to === 'down')
+}
+
+/**
+ * The mirrors that were up and failed every check of `round`, but are not down yet (fewer
+ * failed rounds in a row than `probe.fail_threshold`): with {@link wentDown}, what lets
+ * `--fail-on-down` alert on the first failed round rather than the one that takes the mirror
+ * out. `reason` is the first failed check's.
+ */
+export function startedFailing(round: ProbeRound): Array<{mirror: string; reason: string}> {
+  return round.mirrors.filter((m) => m.was_up && m.up && m.checks.length > 0 && m.checks.every((c) => !c.ok)).map((m) => ({mirror: m.identifier, reason: m.checks[0].reason}))
 }
 
 /** The hook's environment for `change`, on top of `base`. */

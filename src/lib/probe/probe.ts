@@ -3,6 +3,7 @@
  * resolves to, each as a separate check. Network only; recording the results and the
  * hysteresis live in `state.ts`.
  */
+import {compileSigner} from '../sign.js'
 import type {CheckOutcome, Family, ProbeClient, ReasonCode} from './http.js'
 import {classifyError, mirrorFileUrl} from './http.js'
 
@@ -18,6 +19,10 @@ export interface ProbeTarget {
   https_url: string | null
   /** Origin subtree the base URLs carry ('' = the whole tree). */
   base_path: string
+  /** How the mirror's URLs are signed (../sign.ts): probes request what clients are sent, signed. */
+  sign_scheme?: string | null
+  sign_secret?: string | null
+  sign_ttl_seconds?: number | null
 }
 
 /** What to request on the mirror. */
@@ -100,10 +105,12 @@ export async function probeMirror(mirror: ProbeTarget, options: {client: ProbeCl
   const jobs: Array<Promise<CheckResult>> = []
   let resolvedAll = true
   let sawIpv6 = false
+  const sign = compileSigner(mirror.sign_scheme, mirror.sign_secret, mirror.sign_ttl_seconds)
   for (const protocol of PROBE_PROTOCOLS) {
     const baseUrl = protocol === 'http' ? mirror.http_url : mirror.https_url
     if (!baseUrl) continue
-    const url = requestUrl(baseUrl, mirror.base_path ?? '', options.request)
+    const unsigned = requestUrl(baseUrl, mirror.base_path ?? '', options.request)
+    const url = sign ? sign(unsigned) : unsigned
     let families: Map<Family, string>
     try {
       families = await options.client.families(new URL(baseUrl).hostname)

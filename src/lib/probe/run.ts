@@ -207,7 +207,10 @@ async function probeOne(db: Kysely<DB>, config: ProbeConfig, mirror: RoundMirror
  */
 export async function probeMirrors(db: Kysely<DB>, config: ProbeConfig, options: ProbeRoundOptions = {}): Promise<ProbeRound> {
   const at = new Date()
-  let query = db.selectFrom('mirror').select(['id', 'identifier', 'http_url', 'https_url', 'base_path', 'enabled', 'up', 'http_up', 'https_up', 'status', 'sync_validator']).orderBy('identifier')
+  let query = db
+    .selectFrom('mirror')
+    .select(['id', 'identifier', 'http_url', 'https_url', 'base_path', 'sign_scheme', 'sign_secret', 'sign_ttl_seconds', 'enabled', 'up', 'http_up', 'https_up', 'status', 'sync_validator'])
+    .orderBy('identifier')
   const names = options.names ?? []
   if (names.length > 0) query = query.where('identifier', 'in', names)
   else if (!options.enable) query = query.where('enabled', '=', true)

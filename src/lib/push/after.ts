@@ -80,7 +80,12 @@ export function startPushAfter(database: Database, config: PushSettings, quietSe
 /** One round: index the origin, then push to every push mirror. Logs, never throws. */
 async function round(database: Database, config: PushSettings, options: ReturnType<typeof pushOptions>, signal: AbortSignal, logger: Logger): Promise<void> {
   try {
-    const indexed = await indexOrigin(database.db, options.root, {tracePath: config.sync.trace_path, minRatio: config.index.min_ratio})
+    const indexed = await indexOrigin(database.db, options.root, {
+      tracePath: config.sync.trace_path,
+      minRatio: config.index.min_ratio,
+      exclude: config.index.exclude,
+      mirrorOnly: config.serve?.mirror_only,
+    })
     logger.info({added: indexed.added, changed: indexed.changed, removed: indexed.removed}, 'push-after: origin quiet; indexed it')
     const mirrors = await pushMirrorRows(database)
     logger.info({mirrors: mirrors.map((m) => m.identifier)}, 'push-after: push started')

@@ -21,17 +21,19 @@ export const PushConfigSchema = z
       .number()
       .int()
       .min(0)
+      .max(2 ** 50)
       .default(1024 * 1024)
       .describe('Pass 1 sends the files of at most this many bytes (the small ones), so most files start redirecting first.'),
     large_max: z
       .number()
       .int()
       .min(0)
+      .max(2 ** 50)
       .default(100 * 1024 * 1024)
       .describe('Pass 2 sends the files above push.small_max up to this many bytes; pass 3 sends the larger ones.'),
-    timeout: z.number().positive().default(21600).describe('Per-mirror time budget of one push in seconds (all passes and listings together).'),
-    connect_timeout: z.number().positive().default(20).describe('Connect timeout in seconds.'),
-    io_timeout: z.number().positive().default(300).describe('Seconds without data before a transfer or listing is abandoned.'),
+    timeout: z.number().positive().max(604_800).default(21600).describe('Per-mirror time budget of one push in seconds (all passes and listings together).'),
+    connect_timeout: z.number().positive().max(300).default(20).describe('Connect timeout in seconds.'),
+    io_timeout: z.number().positive().max(86_400).default(300).describe('Seconds without data before a transfer or listing is abandoned.'),
     jobs: z.number().int().min(1).max(64).default(2).describe('Mirrors pushed to in parallel by `mb push --all` and `mb serve --push-after`.'),
     rsync_password_file: z.string().optional().describe('File holding the rsync daemon password for pushes (else RSYNC_PASSWORD from the environment).'),
   })

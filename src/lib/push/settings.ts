@@ -18,8 +18,10 @@ export interface PushSettings {
   /** `sync.trace_path`: the round's index writes the origin's sync trace. */
   sync: Pick<SyncConfig, 'trace_path'>
   scan: Pick<ScanConfig, 'include' | 'exclude'>
-  /** `index.min_ratio`: the round's index refuses a walk that would drop most of the tree. */
+  /** `index.min_ratio` and `index.exclude`: the round's index refuses a walk that would drop most of the tree, and leaves out what the index does. */
   index: IndexConfig
+  /** `serve.mirror_only`: the round's index keeps pruned files that mirrors hold (src/lib/origin/mirror-only.ts). */
+  serve?: {mirror_only?: readonly string[]}
 }
 
 /**

@@ -44,6 +44,14 @@ export function sqlDemandStore(db: Kysely<DB>): DemandStore {
       const row = spent.rows[0]
       return row === undefined ? undefined : {id: Number(row.id), mirrorId}
     },
+    async refund(ticket: DemandTicket) {
+      await sql`DELETE FROM demand_scan_run WHERE id = ${ticket.id}::bigint`.execute(db)
+    },
+    async changedSince(paths, seconds) {
+      const {rows} = await sql<{recent: boolean}>`
+        SELECT EXISTS (SELECT 1 FROM file WHERE path = ANY(${[...paths]}::text[]) AND indexed_at > now() - make_interval(secs => ${seconds}::float8)) AS recent`.execute(db)
+      return rows[0]?.recent === true
+    },
     async finishRun(ticket: DemandTicket, ok, found) {
       await sql`UPDATE demand_scan_run SET ok = ${ok}, found = ${found}::int WHERE id = ${ticket.id}::bigint`.execute(db)
     },

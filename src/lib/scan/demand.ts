@@ -18,7 +18,19 @@
  * A folder for which no mirror qualifies (none has synced since the file appeared, by its
  * trace) is tried again after {@link NO_CANDIDATE_RETRY_SECONDS} rather than the whole
  * cooldown, so that the first mirror to sync is scanned soon.
+ *
+ * The budget cannot be drained by one client asking for old files no mirror holds:
+ * - a folder counts as wanted when a file asked for in it was indexed within
+ *   {@link RECENT_SECONDS} (a release), or when {@link MANY_NETWORKS} client networks asked
+ *   for it; any other folder may spend only the first half of a mirror's hourly budget
+ *   ({@link junkBudget}), so the other half is always there for a release;
+ * - a mirror scan refused because another scan of that mirror holds its lock waits behind it
+ *   (polled every {@link BUSY_WAIT_MS}, at most {@link BUSY_TRIES} times) instead of failing;
+ *   the slot it took from the budget is given back while it waits;
+ * - a scan that fails, or still finds the mirror busy, gives its slot back, and its folder may
+ *   be asked for again after {@link NO_CANDIDATE_RETRY_SECONDS} instead of the cooldown.
  */
+import {setTimeout as sleep} from 'node:timers/promises'
 import pLimit from 'p-limit'
 import type {MirrorRow} from '../db/schema.js'
 import {errorMessage} from '../errors.js'
@@ -35,6 +47,22 @@ const MIRRORS_AT_ONCE = 4
 export const NO_CANDIDATE_RETRY_SECONDS = 60
 /** Folders remembered in the in-process cooldown before expired ones are swept. */
 const SWEEP_AT = 10_000
+/** A file indexed this recently (seconds) makes its folder wanted: a release, not an old file no mirror carries. */
+const RECENT_SECONDS = 86_400
+/** Client networks asking for one folder that make it wanted, however old its files. */
+const MANY_NETWORKS = 3
+/** Milliseconds between tries of a mirror whose scan lock another scan holds. */
+const BUSY_WAIT_MS = 5_000
+/** Tries of a busy mirror before its folder scan gives up (about ten minutes at {@link BUSY_WAIT_MS}). */
+const BUSY_TRIES = 120
+
+/**
+ * The share of `budget` (scans per mirror and hour) that folders no one especially wants may
+ * spend: half, rounded down, at least one scan when the budget allows two.
+ */
+function junkBudget(budget: number): number {
+  return budget >= 2 ? Math.floor(budget / 2) : budget
+}
 
 /** One mirror scan taken from a mirror's hourly budget ({@link DemandStore.spend}). */
 export interface DemandTicket {
@@ -56,6 +84,10 @@ export interface DemandStore {
   candidates(folder: string, paths: readonly string[], useTraces: boolean): Promise<MirrorRow[]>
   /** Takes one scan of the mirror from its budget of `budget` per hour; undefined when spent. */
   spend(mirrorId: number, folder: string, budget: number): Promise<DemandTicket | undefined>
+  /** Gives a slot {@link spend} took back to the mirror's budget (a scan that failed or found the mirror busy). */
+  refund(ticket: DemandTicket): Promise<void>
+  /** Whether one of `paths` (origin paths) was indexed within the last `seconds`. */
+  changedSince(paths: readonly string[], seconds: number): Promise<boolean>
   /** Records a mirror scan's outcome: `found` copies added to mirror sets. */
   finishRun(ticket: DemandTicket, ok: boolean, found: number): Promise<void>
   /** Records a folder run: mirrors scanned, of them failed, copies found. */
@@ -93,6 +125,8 @@ export interface DemandCounters {
   mirrorScans: number
   mirrorScansFailed: number
   overBudget: number
+  /** Tries that found the mirror's scan lock held by another scan (each waited {@link BUSY_WAIT_MS}). */
+  busyWaits: number
   /** Copies added to mirror sets by the scans. */
   filesFound: number
 }
@@ -112,6 +146,15 @@ interface PendingFolder {
   mirrors: Set<string> | undefined
 }
 
+/** One folder run's outcome so far. */
+interface FolderRun {
+  mirrors: number
+  failed: number
+  found: number
+  /** A mirror scan failed or stayed busy: the folder may be asked for again soon. */
+  retry: boolean
+}
+
 /** The queue of folder scans on demand of one `mb serve` process (see the module doc). */
 export class DemandScanQueue {
   readonly counters: DemandCounters = {
@@ -124,24 +167,28 @@ export class DemandScanQueue {
     mirrorScans: 0,
     mirrorScansFailed: 0,
     overBudget: 0,
+    busyWaits: 0,
     filesFound: 0,
   }
   /** Folder → Unix ms before which a miss in it is not queued again. */
   private readonly notBefore = new Map<string, number>()
+  /** Folder → the client networks that asked for it while it was waiting, running or cooling down (up to {@link MANY_NETWORKS}). */
+  private readonly askedBy = new Map<string, Set<string>>()
   private readonly pending = new Map<string, PendingFolder>()
   private readonly runs = new Set<Promise<void>>()
   private readonly controller = new AbortController()
   private readonly now: () => number
 
   /**
-   * @param options.now    clock, Unix ms (tests)
-   * @param options.logger one line per folder run
+   * @param options.now        clock, Unix ms (tests)
+   * @param options.logger     one line per folder run
+   * @param options.busyWaitMs ms between tries of a busy mirror (default {@link BUSY_WAIT_MS}; tests)
    */
   constructor(
     private readonly store: DemandStore,
     private readonly scan: FolderScanner,
     private readonly settings: DemandSettings,
-    private readonly options: {now?: () => number; logger?: DemandLogger} = {},
+    private readonly options: {now?: () => number; logger?: DemandLogger; busyWaitMs?: number} = {},
   ) {
     this.now = options.now ?? Date.now
   }
@@ -150,10 +197,12 @@ export class DemandScanQueue {
    * Hears of a request for the indexed file `path` that no eligible mirror holds. Cheap and
    * synchronous: the scan runs later, and the request is answered as it would be without.
    * @param mirrors the identifiers a matching `mirrors` rule sends the request to (undefined: any mirror)
+   * @param network the client's network (its sticky key: a /24 or /48), counted towards {@link MANY_NETWORKS}
    */
-  request(path: string, mirrors?: readonly string[]): void {
+  request(path: string, mirrors?: readonly string[], network?: string): void {
     this.counters.requests++
     const folder = folderOf(path)
+    if (network !== undefined) this.askedFrom(folder, network)
     const waiting = this.pending.get(folder)
     if (waiting !== undefined) {
       waiting.paths.add(path)
@@ -174,6 +223,18 @@ export class DemandScanQueue {
     this.notBefore.set(folder, now + this.settings.cooldownSeconds * 1000)
     this.pending.set(folder, {paths: new Set([path]), mirrors: mirrors === undefined ? undefined : new Set(mirrors)})
     this.pump()
+  }
+
+  /**
+   * Whether a request for `path` now would be left out: its folder waits, or was scanned (or
+   * queued) within the cooldown here. One map lookup: callers on the redirect path ask this
+   * before they work out which mirrors to name.
+   */
+  cooling(path: string): boolean {
+    const folder = folderOf(path)
+    if (this.pending.has(folder)) return true
+    const until = this.notBefore.get(folder)
+    return until !== undefined && this.now() < until
   }
 
   /** Folders waiting plus folder scans running. */
@@ -220,36 +281,63 @@ export class DemandScanQueue {
     this.counters.folderScans++
     if (mirrors.length === 0) {
       this.counters.noCandidates++
-      const retry = Math.min(NO_CANDIDATE_RETRY_SECONDS, settings.cooldownSeconds)
-      await store.release(folder, settings.cooldownSeconds, retry)
-      this.notBefore.set(folder, this.now() + retry * 1000)
+      await this.retrySoon(folder)
       return
     }
-    const run = {mirrors: 0, failed: 0, found: 0}
+    const wanted = (this.askedBy.get(folder)?.size ?? 0) >= MANY_NETWORKS || (await store.changedSince(paths, RECENT_SECONDS))
+    const budget = wanted ? settings.mirrorBudget : junkBudget(settings.mirrorBudget)
+    const run: FolderRun = {mirrors: 0, failed: 0, found: 0, retry: false}
     const limit = pLimit(MIRRORS_AT_ONCE)
-    await Promise.all(mirrors.map((mirror) => limit(() => this.scanMirror(mirror, folder, run))))
-    await store.finishFolder(folder, run)
-    this.options.logger?.info({folder, ...run}, `scan on demand of ${folder || '/'}: ${run.mirrors} mirror(s), ${run.found} copies found`)
+    await Promise.all(mirrors.map((mirror) => limit(() => this.scanMirror(mirror, folder, budget, run))))
+    const counts = {mirrors: run.mirrors, failed: run.failed, found: run.found}
+    await store.finishFolder(folder, counts)
+    // A folder left unscanned (a failure, a busy mirror, or the junk share spent) may be asked for
+    // again soon: by then more networks may want it, or the hour have room.
+    if (run.retry || (run.mirrors === 0 && !wanted)) await this.retrySoon(folder)
+    this.options.logger?.info({folder, ...counts}, `scan on demand of ${folder || '/'}: ${run.mirrors} mirror(s), ${run.found} copies found`)
   }
 
-  /** Scans one mirror's folder when its budget allows, adding to `run`. */
-  private async scanMirror(mirror: MirrorRow, folder: string, run: {mirrors: number; failed: number; found: number}): Promise<void> {
-    if (this.controller.signal.aborted) return
-    const ticket = await this.store.spend(mirror.id, folder, this.settings.mirrorBudget)
-    if (ticket === undefined) {
-      this.counters.overBudget++
+  /** Lets `folder` be asked for again after {@link NO_CANDIDATE_RETRY_SECONDS} (or the cooldown, when shorter), here and across replicas. */
+  private async retrySoon(folder: string): Promise<void> {
+    const retry = Math.min(NO_CANDIDATE_RETRY_SECONDS, this.settings.cooldownSeconds)
+    await this.store.release(folder, this.settings.cooldownSeconds, retry)
+    this.notBefore.set(folder, this.now() + retry * 1000)
+  }
+
+  /**
+   * Scans one mirror's folder when `budget` (scans of the mirror per hour) allows, adding to
+   * `run`; waits behind another scan of the mirror, with its slot given back meanwhile.
+   */
+  private async scanMirror(mirror: MirrorRow, folder: string, budget: number, run: FolderRun): Promise<void> {
+    const signal = this.controller.signal
+    for (let tries = 0; tries < BUSY_TRIES && !signal.aborted; tries++) {
+      const ticket = await this.store.spend(mirror.id, folder, budget)
+      if (ticket === undefined) {
+        this.counters.overBudget++
+        return
+      }
+      const result = await this.scan(mirror, folder, signal).catch((error): Pick<ScanMirrorResult, 'ok' | 'added' | 'error' | 'busy'> => ({ok: false, added: 0, error: errorMessage(error)}))
+      if (result.busy) {
+        this.counters.busyWaits++
+        await this.store.refund(ticket)
+        await sleep(this.options.busyWaitMs ?? BUSY_WAIT_MS, undefined, {signal}).catch(() => undefined)
+        continue
+      }
+      run.mirrors++
+      this.counters.mirrorScans++
+      run.found += result.added
+      this.counters.filesFound += result.added
+      if (result.ok) {
+        await this.store.finishRun(ticket, true, result.added)
+        return
+      }
+      run.failed++
+      run.retry = true
+      this.counters.mirrorScansFailed++
+      await this.store.refund(ticket)
       return
     }
-    const result = await this.scan(mirror, folder, this.controller.signal).catch((error): Pick<ScanMirrorResult, 'ok' | 'added' | 'error'> => ({ok: false, added: 0, error: errorMessage(error)}))
-    run.mirrors++
-    this.counters.mirrorScans++
-    if (!result.ok) {
-      run.failed++
-      this.counters.mirrorScansFailed++
-    }
-    run.found += result.added
-    this.counters.filesFound += result.added
-    await this.store.finishRun(ticket, result.ok, result.added)
+    run.retry = true
   }
 
   /** Whether the mirror carries the folder's files directly (its base path) and one of `paths` (the include and exclude globs). */
@@ -263,8 +351,24 @@ export class DemandScanQueue {
     return paths.some(filter)
   }
 
-  /** Forgets the folders whose cooldown ended. */
+  /** Notes that a client of `network` asked for a file in `folder` (up to {@link MANY_NETWORKS} networks a folder). */
+  private askedFrom(folder: string, network: string): void {
+    let networks = this.askedBy.get(folder)
+    if (networks === undefined) {
+      if (this.askedBy.size >= SWEEP_AT) this.sweep(this.now())
+      networks = new Set()
+      this.askedBy.set(folder, networks)
+    }
+    if (networks.size < MANY_NETWORKS) networks.add(network)
+  }
+
+  /** Forgets the folders whose cooldown ended, and the networks that asked for them. */
   private sweep(now: number): void {
-    for (const [folder, until] of this.notBefore) if (until <= now) this.notBefore.delete(folder)
+    for (const [folder, until] of this.notBefore) {
+      if (until > now) continue
+      this.notBefore.delete(folder)
+      this.askedBy.delete(folder)
+    }
+    for (const folder of this.askedBy.keys()) if (!this.notBefore.has(folder) && !this.pending.has(folder)) this.askedBy.delete(folder)
   }
 }

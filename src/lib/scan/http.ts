@@ -24,6 +24,8 @@
  * - rsync's `.~tmp~` directories are skipped. Credentials in the URL are sent as HTTP Basic
  *   authentication (RFC 7617) and never appear in messages.
  */
+import {setTimeout as sleep} from 'node:timers/promises'
+import {signedUrl} from '../sign.js'
 import {createHash} from 'node:crypto'
 import pLimit from 'p-limit'
 import {Agent, request, type Dispatcher} from 'undici'
@@ -105,6 +107,17 @@ function parseBase(baseUrl: string): {url: URL; auth?: string; display: string} 
   return {url, auth, display: url.href}
 }
 
+/** The connection pool of one listing: `concurrency` directories at a time plus a HEAD, time limits in ms. */
+function listingAgent(concurrency: number, connectTimeout: number, ioTimeout: number, allowSelfSigned: boolean): Agent {
+  return new Agent({
+    connections: concurrency + 1,
+    connect: {timeout: connectTimeout, rejectUnauthorized: !allowSelfSigned},
+    headersTimeout: ioTimeout,
+    bodyTimeout: ioTimeout,
+    keepAliveTimeout: 10_000,
+  })
+}
+
 /** Walks the tree from the base URL (or `subdir` below it), fetching up to `concurrency` directories at a time. */
 async function* listHttp(baseUrl: string, listOptions: ListOptions, options: HttpListerOptions): AsyncGenerator<ListingEntry> {
   const base = parseBase(baseUrl)
@@ -116,13 +129,7 @@ async function* listHttp(baseUrl: string, listOptions: ListOptions, options: Htt
   const ioTimeout = (listOptions.ioTimeoutSeconds ?? HTTP_DEFAULT_IO_TIMEOUT) * 1000
   const subdir = (listOptions.subdir ?? '').split('/').filter((s) => s !== '' && s !== '.')
   if (subdir.includes('..')) throw new MbError(`Subdirectory "${listOptions.subdir}" must not contain ".."`, {code: 'SCAN_BAD_SUBDIR'})
-  const agent = new Agent({
-    connections: concurrency + 1,
-    connect: {timeout: connectTimeout, rejectUnauthorized: !options.allowSelfSigned},
-    headersTimeout: ioTimeout,
-    bodyTimeout: ioTimeout,
-    keepAliveTimeout: 10_000,
-  })
+  const agent = listingAgent(concurrency, connectTimeout, ioTimeout, options.allowSelfSigned === true)
   const controller = new AbortController()
   const outer = listOptions.signal
   const onAbort = () => controller.abort(outer?.reason)
@@ -140,6 +147,7 @@ async function* listHttp(baseUrl: string, listOptions: ListOptions, options: Htt
     display: base.display,
     outerSignal: outer,
     maxIndexBytes: listOptions.maxIndexBytes ?? DEFAULT_MAX_INDEX_BYTES,
+    sign: listOptions.sign,
   }
 
   // The base may redirect within its origin; the final URL is the tree's root from then on.
@@ -213,25 +221,11 @@ interface FetchContext {
   outerSignal?: AbortSignal
   ioTimeout: number
   connectTimeout: number
+  sign?: (url: string) => string
   warn: (m: string) => void
   display: string
   /** Largest index page read, bytes. */
   maxIndexBytes: number
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason)
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort)
-      resolve()
-    }, ms)
-    const onAbort = () => {
-      clearTimeout(timer)
-      reject(signal.reason)
-    }
-    signal.addEventListener('abort', onAbort, {once: true})
-  })
 }
 
 function sameOrigin(a: URL, b: URL): boolean {
@@ -252,7 +246,7 @@ async function fetchDirectory(task: DirTask, root: URL, ctx: FetchContext, optio
   for (let hop = 0; ; hop++) {
     let res: Dispatcher.ResponseData
     try {
-      res = await request(url, {method: 'GET', dispatcher: ctx.agent, headers: ctx.headers, signal: ctx.signal})
+      res = await request(signedUrl(ctx.sign, url), {method: 'GET', dispatcher: ctx.agent, headers: ctx.headers, signal: ctx.signal})
     } catch (error) {
       throw mapHttpError(error, ctx, url.href)
     }
@@ -292,7 +286,8 @@ async function fetchDirectory(task: DirTask, root: URL, ctx: FetchContext, optio
       const delay = Number.isFinite(retryAfter) && retryAfter >= 0 ? Math.min(retryAfter, 10) * 1000 : 100 * 2 ** busyRetries
       busyRetries++
       hop--
-      await sleep(delay, ctx.signal)
+      // An abort rejects with the signal's reason, as the requests do, for mapHttpError to name it.
+      await sleep(delay, undefined, {signal: ctx.signal}).catch(() => Promise.reject(ctx.signal.reason))
       continue
     }
     if (status !== 200) {
@@ -319,7 +314,7 @@ async function fetchDirectory(task: DirTask, root: URL, ctx: FetchContext, optio
 async function absentOrMissing(root: URL, url: URL, status: number, ctx: FetchContext): Promise<MbError> {
   let baseStatus: number | undefined
   try {
-    const res = await request(root, {method: 'GET', dispatcher: ctx.agent, headers: ctx.headers, signal: ctx.signal})
+    const res = await request(signedUrl(ctx.sign, root), {method: 'GET', dispatcher: ctx.agent, headers: ctx.headers, signal: ctx.signal})
     baseStatus = res.statusCode
     await res.body.dump().catch(() => {})
   } catch (error) {
@@ -444,7 +439,7 @@ async function resolveSizes(entries: IndexEntry[], dirUrl: URL, ctx: FetchContex
           const url = new URL(encodeURIComponent(e.name), dirUrl)
           let res: Dispatcher.ResponseData
           try {
-            res = await request(url, {method: 'HEAD', dispatcher: ctx.agent, headers: ctx.headers, signal: ctx.signal})
+            res = await request(signedUrl(ctx.sign, url), {method: 'HEAD', dispatcher: ctx.agent, headers: ctx.headers, signal: ctx.signal})
           } catch (error) {
             throw mapHttpError(error, ctx, url.href)
           }

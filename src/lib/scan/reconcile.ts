@@ -36,6 +36,7 @@ import {MbError, UsageError} from '../errors.js'
 import type {ListingEntry} from './types.js'
 import {inFolder, inSubtree} from '../db/sql.js'
 import {pathFilter} from '../glob.js'
+import {readLinks, underDirectoryLink} from '../origin/links.js'
 import {folderOf, trimLeadingSlashes, trimSlashes} from '../text.js'
 
 /** Rows per `unnest` insert into the temp table. */
@@ -90,7 +91,10 @@ export interface ReconcileResult {
   /** Files that joined / left the mirror's set. */
   added: number
   removed: number
+  /** Whether the mirror is enabled after the scan (as it was before, or enabled by it). */
   enabled: boolean
+  /** Whether this scan enabled it (`--enable`, and it matched files). */
+  enabledByScan: boolean
   seconds: number
 }
 
@@ -192,7 +196,8 @@ export async function reconcileListing(database: Database, entries: AsyncIterabl
       () =>
         withListingTable(session.db, mirror.id, async (table) => {
           const pass: Pass = {mirror, scope, recursive, table, phase: phaseClock(started)}
-          const listed = await loadListing(session.db, pass, entries, filter, options.onProgress)
+          const links = await readLinks(session.db)
+          const listed = await loadListing(session.db, pass, entries, filter, (path) => underDirectoryLink(links, path), options.onProgress)
           pass.phase('listing into temp table')
           await sql`ANALYZE ${sql.id(table)}`.execute(session.db)
           const applied = await session.transaction((trx) => applyListing(trx, pass, listed.files, options, started))
@@ -244,14 +249,17 @@ class ListingBatch {
 
 /**
  * Streams the listing's files that lie in the scope and pass `filter` into the pass's table,
- * mapped to origin paths. Nothing visible changes.
- * @returns files listed, and those of them considered (in scope, through the filter)
+ * mapped to origin paths. A file listed through one of the origin's directory symlinks
+ * (`linked`: `latest/…` of `latest -> 16.0`, which an HTTP or FTP listing follows) is the
+ * target's file seen again: it is neither counted nor compared. Nothing visible changes.
+ * @returns files listed (each once), and those of them considered (in scope, through the filter)
  */
 async function loadListing(
   db: Kysely<DB>,
   pass: Pass,
   entries: AsyncIterable<ListingEntry>,
   filter: (path: string) => boolean,
+  linked: (path: string) => boolean,
   onProgress?: (entries: number) => void,
 ): Promise<{files: number; considered: number}> {
   const {mirror} = pass
@@ -263,8 +271,9 @@ async function loadListing(
     seen++
     if (onProgress && seen % 5000 === 0) onProgress(seen)
     if (entry.type !== 'file') continue
-    files++
     const path = toOriginPath(mirror.base_path, entry.path)
+    if (path !== undefined && linked(path)) continue
+    files++
     if (path === undefined || !pathInPlan(pass, path) || !filter(path)) continue
     considered++
     batch.add(path, entry)
@@ -279,7 +288,7 @@ async function loadListing(
 }
 
 /** What the transaction of {@link applyListing} found and changed. */
-type Applied = Pick<ReconcileResult, 'previous' | 'matched' | 'stale' | 'missing' | 'added' | 'removed' | 'enabled'>
+type Applied = Pick<ReconcileResult, 'previous' | 'matched' | 'stale' | 'missing' | 'added' | 'removed' | 'enabled' | 'enabledByScan'>
 
 /**
  * In the caller's transaction: compares the listing with the origin index and, unless the
@@ -312,10 +321,12 @@ async function applyListing(trx: Kysely<DB>, pass: Pass, files: number, options:
   pass.phase('stale rows')
   const originInScope = await countInScope(trx, {scope: carriedScope(pass.mirror.base_path, pass.scope), recursive: pass.recursive})
   // Enabling a mirror takes a tree scan: one folder says little about the rest of it.
-  const enabled = Boolean(options.enable && matched > 0 && pass.recursive)
-  if (pass.recursive) await recordScan(trx, pass, files, matched, options.protocol, enabled, started)
+  const enabledByScan = Boolean(options.enable && matched > 0 && pass.recursive)
+  if (pass.recursive) await recordScan(trx, pass, files, matched, options.protocol, enabledByScan, started)
   pass.phase('counts')
-  return {previous, matched, stale, missing: Math.max(0, originInScope - matched - stale), added, removed, enabled}
+  // The mirror's real state, for `--json` and the caller (not only whether this scan enabled it).
+  const {enabled} = await trx.selectFrom('mirror').select('enabled').where('id', '=', M).executeTakeFirstOrThrow()
+  return {previous, matched, stale, missing: Math.max(0, originInScope - matched - stale), added, removed, enabled, enabledByScan}
 }
 
 /** Records a successful tree scan on the mirror (its time, protocol, counts), clearing the marks a scan settles. */

@@ -10,6 +10,7 @@
  * `--dir` folder the mirror answers as absent (its base answers) is an empty folder, not a
  * failure: see {@link withAbsentFolder}.
  */
+import {compileSigner} from '../sign.js'
 import type {Database} from '../db/index.js'
 import type {MirrorRow} from '../db/schema.js'
 import {MbError, UsageError, errorMessage} from '../errors.js'
@@ -77,7 +78,7 @@ export interface ScanAttempt {
 }
 
 /** The outcome for one mirror, as `mb scan --json` prints it. */
-export interface ScanMirrorResult extends Pick<ReconcileResult, 'mirror' | 'files' | 'matched' | 'stale' | 'missing' | 'previous' | 'added' | 'removed' | 'enabled' | 'seconds'> {
+export interface ScanMirrorResult extends Pick<ReconcileResult, 'mirror' | 'files' | 'matched' | 'stale' | 'missing' | 'previous' | 'added' | 'removed' | 'enabled' | 'enabledByScan' | 'seconds'> {
   ok: boolean
   /** Protocol whose listing was used (null when all failed). */
   protocol: Protocol | null
@@ -85,6 +86,8 @@ export interface ScanMirrorResult extends Pick<ReconcileResult, 'mirror' | 'file
   attempts: ScanAttempt[]
   /** True when the `--dir` folder is not on the mirror (its base answers): reconciled as an empty folder. */
   absent?: boolean
+  /** True when another scan of the mirror held its scan lock (SCAN_BUSY): nothing was listed or recorded. */
+  busy?: boolean
 }
 
 /** The URLs a mirror can be listed through, in scan order. */
@@ -141,7 +144,11 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
       tried = protocol
       absent = false
       try {
-        const entries = withAbsentFolder(lister.list(url, listOptions(plan, controller.signal, options)), plan, () => (absent = true))
+        const entries = withAbsentFolder(
+          lister.list(url, {...listOptions(plan, controller.signal, options), sign: compileSigner(mirror.sign_scheme, mirror.sign_secret, mirror.sign_ttl_seconds) ?? undefined}),
+          plan,
+          () => (absent = true),
+        )
         const result = await listAndReconcile(database, mirror, plan, protocol, entries, options)
         attempts.push({protocol, url: display})
         return {...succeeded(mirror, protocol, result, attempts, seconds()), ...(absent ? {absent} : {})}
@@ -160,7 +167,7 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
     const reason = attempts.map((a) => `${a.protocol}: ${a.error}`).join('; ')
     // A refused concurrent scan leaves the running one to record its own outcome.
     if (!busy && plan.recursive) await recordScanFailure(database.db, mirror.id, reason, tried, refused)
-    return failed(mirror, reason, attempts, seconds())
+    return busy ? {...failed(mirror, reason, attempts, seconds()), busy} : failed(mirror, reason, attempts, seconds())
   } finally {
     clearTimeout(timer)
     options.signal?.removeEventListener('abort', onOuterAbort)
@@ -212,10 +219,26 @@ function listAndReconcile(database: Database, mirror: MirrorRow, plan: ScanScope
 }
 
 function succeeded(mirror: MirrorRow, protocol: Protocol, result: ReconcileResult, attempts: ScanAttempt[], seconds: number): ScanMirrorResult {
-  const {files, matched, stale, missing, previous, added, removed, enabled} = result
-  return {mirror: mirror.identifier, ok: true, protocol, files, matched, stale, missing, previous, added, removed, enabled, seconds, error: null, attempts}
+  const {files, matched, stale, missing, previous, added, removed, enabled, enabledByScan} = result
+  return {mirror: mirror.identifier, ok: true, protocol, files, matched, stale, missing, previous, added, removed, enabled, enabledByScan, seconds, error: null, attempts}
 }
 
 function failed(mirror: MirrorRow, reason: string, attempts: ScanAttempt[], seconds: number): ScanMirrorResult {
-  return {mirror: mirror.identifier, ok: false, protocol: null, files: 0, matched: 0, stale: 0, missing: 0, previous: 0, added: 0, removed: 0, enabled: false, seconds, error: reason, attempts}
+  return {
+    mirror: mirror.identifier,
+    ok: false,
+    protocol: null,
+    files: 0,
+    matched: 0,
+    stale: 0,
+    missing: 0,
+    previous: 0,
+    added: 0,
+    removed: 0,
+    enabled: mirror.enabled,
+    enabledByScan: false,
+    seconds,
+    error: reason,
+    attempts,
+  }
 }

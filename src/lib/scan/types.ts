@@ -40,6 +40,8 @@ export interface ListOptions {
   ioTimeoutSeconds?: number
   /** Largest directory index page read, bytes (HTTP only; default 64 MiB). */
   maxIndexBytes?: number
+  /** HTTP only: signs each URL requested, for a mirror behind signed URLs (../sign.ts). */
+  sign?: (url: string) => string
 }
 
 /** A protocol lister. Errors are thrown as MbError with a reason an operator can act on. */

@@ -46,7 +46,13 @@ const regexString = z.string().superRefine((value, ctx) => {
 
 export const SelectConfigSchema = z
   .object({
-    min_size: z.number().int().min(0).default(4096).describe('Files smaller than this many bytes are delivered from the origin.'),
+    min_size: z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 40)
+      .default(4096)
+      .describe('Files smaller than this many bytes are delivered from the origin.'),
     origin_only: listOf(z.string().min(1)).default(DEFAULT_ORIGIN_ONLY).describe('Glob patterns (picomatch) of files always delivered from the origin; matched on the basename and on the full path.'),
     exclude_user_agents: listOf(regexString).default([]).describe('Regular expressions (case-insensitive) of User-Agents that get the file from the origin.'),
     exclude_clients: listOf(cidrString).default([]).describe('Client CIDRs that get files from the origin.'),
@@ -74,13 +80,30 @@ export const SelectConfigSchema = z
       .describe(
         "How eligible mirrors are ranked: `geo` (the pool cascade prefix > AS > country > continent > world, nearest first) or `score` (every eligible mirror shares a client's requests by its score alone, whatever its distance; stickiness kept). `score` keeps one well-scored but isolated mirror from taking a whole region (Mirrorbits issue 222).",
       ),
-    distance_factor: z.number().min(1).default(1.5).describe("Within a pool, mirrors farther than this factor x the nearest one's distance rank after the near ones (>= 1); they are not dropped."),
-    distance_floor_km: z.number().min(0).default(100).describe('Mirrors within this many km of the client always count as near for the distance rule (guards against a nearest distance of ~0).'),
+    distance_factor: z
+      .number()
+      .min(1)
+      .max(100)
+      .default(1.5)
+      .describe("Within a pool, mirrors farther than this factor x the nearest one's distance rank after the near ones (>= 1); they are not dropped."),
+    distance_floor_km: z
+      .number()
+      .min(0)
+      .max(20_040)
+      .default(100)
+      .describe('Mirrors within this many km of the client always count as near for the distance rule (guards against a nearest distance of ~0).'),
     ipv6: z
       .enum(IPV6_POLICIES)
       .default('prefer')
       .describe('IPv6 clients: `prefer` ranks mirrors that probing found without IPv6 after the others of their pool (still used); `require` passes them over (`no_ipv6`).'),
-    max_scan_age_seconds: z.number().int().positive().nullable().default(null).describe('A mirror whose last successful scan is older than this many seconds is not used; null = no limit.'),
+    max_scan_age_seconds: z
+      .number()
+      .int()
+      .positive()
+      .max(31_536_000)
+      .nullable()
+      .default(null)
+      .describe('A mirror whose last successful scan is older than this many seconds is not used; null = no limit.'),
     unprobed: z
       .enum(UNPROBED_POLICIES)
       .optional()

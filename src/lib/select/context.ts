@@ -6,6 +6,7 @@
 import type {GeoInfo} from '../geo/geoip.js'
 import {continentOf} from '../geo/countries.js'
 import type {IpAddress} from '../net.js'
+import {clientNetworkKey} from './hash.js'
 import type {SelectOptions} from './options.js'
 import type {ClientInfo, SelectFile, SelectMirror} from './types.js'
 
@@ -77,4 +78,13 @@ export function clientInfo(facts: ClientFacts, geo: GeoLookup): ClientInfo {
  */
 export function selectionContext(facts: ClientFacts, geo: GeoLookup, file: SelectFile, mirrors: ReadonlyMap<number, SelectMirror>, options: SelectOptions): SelectionContext {
   return {client: clientInfo(facts, geo), file, mirrors, options}
+}
+
+/**
+ * The client's network as text: its sticky network key (the /24 or /48 it sits in, by
+ * `select.client_prefix_v4` / `_v6`; ./hash.ts), or its address when it has none. What the
+ * scans on demand count as one asker (src/lib/scan/demand.ts).
+ */
+export function clientNetwork(client: Pick<ClientInfo, 'ip' | 'address'>, options: Pick<SelectOptions, 'clientPrefixV4' | 'clientPrefixV6'>): string {
+  return client.address === undefined ? client.ip : String(clientNetworkKey(client.address, options.clientPrefixV4, options.clientPrefixV6))
 }

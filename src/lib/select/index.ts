@@ -21,7 +21,8 @@ export {compileSelectOptions, type SelectOptions} from './options.js'
 export {compileMirror, compileMirrors, MirrorTable} from './mirror.js'
 export {encodePath, mirrorUrl} from './url.js'
 export {clientNetworkKey, uniform} from './hash.js'
-export {clientInfo, type SelectionContext, selectionContext} from './context.js'
+export {clientInfo, clientNetwork, type SelectionContext, selectionContext} from './context.js'
+export {outsideOwnTier} from './pools.js'
 
 /**
  * Chooses mirrors for one request.

@@ -3,6 +3,7 @@
  * parsed once, country lists as sets, base URLs ending in `/`, times as Unix seconds.
  * Built once per snapshot, never per request.
  */
+import {compileSigner} from '../sign.js'
 import type {MirrorRow} from '../db/schema.js'
 import {continentOf} from '../geo/countries.js'
 import {type Cidr, parseCidr} from '../net.js'
@@ -155,6 +156,7 @@ export function compileMirror(row: MirrorRow): SelectMirror {
     ipv6: optionalBoolean(row.ipv6),
     familyUp: familyChecks(row.status),
     rangeOk: optionalBoolean(row.range_ok),
+    sign: compileSigner(row.sign_scheme, row.sign_secret, num(row.sign_ttl_seconds)),
     urlChangedAt: unixSeconds(row.url_changed_at),
     syncedAt: unixSeconds(row.synced_at),
     countryOnly: Boolean(row.country_only),

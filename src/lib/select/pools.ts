@@ -26,6 +26,14 @@ const IS_FALLBACK = 4
 /** Pool names by number (the number is the index). */
 export const REALMS: readonly Realm[] = ['prefix', 'as', 'country', 'continent', 'world', 'fallback']
 
+/**
+ * True when a redirect from `realm` leaves the client's own tier: no mirror of its network,
+ * AS or country was eligible, so it is sent to its continent, the world or a fallback.
+ */
+export function outsideOwnTier(realm: Realm): boolean {
+  return realm === 'continent' || realm === 'world' || realm === 'fallback'
+}
+
 /** The most specific pool a mirror's `*_only` flags allow it in (WORLD when none is set). */
 export function maxRealm(m: SelectMirror): number {
   return m.prefixOnly ? PREFIX : m.asOnly ? AS : m.countryOnly ? COUNTRY : m.regionOnly ? CONTINENT : WORLD

@@ -163,7 +163,7 @@ export function rankPools(table: RankColumns, q: Query, eligible: readonly Selec
           if (encodedWhole === undefined) encodedWhole = encodePath(path)
           url = base + encodedWhole
         }
-        ranked.push({mirror: m, realm, rank: ranked.length + 1, url})
+        ranked.push({mirror: m, realm, rank: ranked.length + 1, url: m.sign ? m.sign(url) : url})
       }
       if (explain) {
         for (let k = 0; k < want; k++) {

@@ -344,7 +344,7 @@ export class RetryMemory {
   }
 
   /**
-   * Records an answer another process gave (a `--workers` sibling; ../serve/lifecycle/retry-share.ts):
+   * Records an answer another process gave (a `--workers` sibling; ../redirector/retry-share.ts):
    * the same as {@link remember}, unless this memory already holds a later attempt for `key`;
    * `signalled` notes the retry signal the sibling took, so that it counts once across them.
    */

@@ -2,6 +2,7 @@
  * The selection engine's contract, shared by `mb serve`, `mb file lookup`, metalinks and the
  * mirror list. `select()` in `./index.ts` is a pure function of these shapes.
  */
+import type {UrlSigner} from '../sign.js'
 import type {Cidr, IpAddress} from '../net.js'
 
 /** The pool a mirror was chosen from, most specific first (MirrorBrain's "realm"). */
@@ -97,6 +98,8 @@ export interface SelectMirror {
   familyUp: Readonly<Partial<Record<FamilyCheck, boolean>>>
   /** Probing found the mirror honours `Range` (206), or not (200 with the whole file); null = not known. */
   rangeOk: boolean | null
+  /** Signs the mirror's URLs (`sign_scheme`, ../sign.ts); null when it serves unsigned URLs. */
+  sign?: UrlSigner | null
   /** Unix seconds (UTC) when `mb mirror edit` changed a base URL, until the next successful scan; null = none waiting. */
   urlChangedAt: number | null
   /** Unix seconds (UTC) in the mirror's copy of the sync trace (`sync.trace_path`): when the origin state it last copied was written; null = not read. */

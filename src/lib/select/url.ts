@@ -102,7 +102,8 @@ export function mirrorUrl(mirror: SelectMirror, path: string, https: boolean): s
 
 /**
  * The full URL of origin path `path` under `base`, one of `mirror`'s base URLs (any scheme,
- * ending in `/`), with the mirror's subtree applied as {@link mirrorUrl} does.
+ * ending in `/`), with the mirror's subtree applied as {@link mirrorUrl} does, signed when
+ * the mirror signs its URLs (../sign.ts).
  *
  * @throws MbError when the path lies outside the mirror's subtree
  */
@@ -112,5 +113,6 @@ export function mirrorUrlOn(mirror: SelectMirror, base: string, path: string): s
     if (!relative.startsWith(mirror.basePath)) throw new MbError(`${path} lies outside the subtree ${mirror.basePath} that mirror ${mirror.identifier} carries.`, {code: 'NOT_IN_SUBTREE'})
     relative = relative.slice(mirror.basePath.length)
   }
-  return base + encodePath(relative)
+  const url = base + encodePath(relative)
+  return mirror.sign ? mirror.sign(url) : url
 }

@@ -3,6 +3,7 @@
  */
 import {z} from 'zod'
 import {cidrString, listOf} from '../config-fields.js'
+import {originGlobProblem} from '../glob.js'
 import {isBroadPrefix, isLocalPrefix, SHORTEST_NARROW_PREFIX} from '../net.js'
 
 /** A setting of the whole configuration that {@link broadTrustedNetworks} found too broad, and why. */
@@ -84,6 +85,7 @@ export const ServeConfigSchema = z
     push_after: z.coerce
       .number()
       .min(0)
+      .max(86_400)
       .default(0)
       .describe('With `watch`, push the origin to every push mirror once it has been quiet this many seconds after a change (src/lib/push/after.ts); 0 = off.'),
     workers: z.coerce.number().int().min(1).max(64).default(1).describe('Worker processes (node:cluster); 1 = a single process.'),
@@ -107,16 +109,22 @@ export const ServeConfigSchema = z
       .describe(
         'Accept `trusted_proxies` and `serve.country_query_clients` networks shorter than /16 (IPv4) or /32 (IPv6), such as 0.0.0.0/0: every client in them could choose its own address or country.',
       ),
-    access_log: z.string().min(1).optional().describe("Access log (Apache combined format + mirror and realm): a file path, or '-' for stdout (src/lib/serve/operator/access-log.ts)."),
+    access_log: z.string().min(1).optional().describe("Access log (Apache combined format + mirror and realm): a file path, or '-' for stdout (src/lib/operator/access-log.ts)."),
     pid_file: z
       .string()
       .min(1)
       .optional()
-      .describe('File `mb serve` writes its process id to once it listens (removed on exit), for `mb serve reload|stop|upgrade` without systemd (src/lib/serve/lifecycle/pid-file.ts).'),
-    metrics_listen: z.string().min(1).optional().describe('HOST:PORT of the separate Prometheus listener (`GET /metrics`, src/lib/serve/operator/metrics.ts).'),
-    probe_interval: z.coerce.number().min(0).default(0).describe('Seconds between background probe rounds inside `mb serve` (src/lib/probe/background.ts); 0 = off.'),
-    max_connections: z.coerce.number().int().min(1).optional().describe('Open client connections at most, per process (src/lib/serve/delivery/connections.ts); unset = half the open-file limit.'),
-    max_connections_per_client: z.coerce.number().int().min(1).default(64).describe('Open connections per client address (TCP peer; IPv6 by /64) at most; trusted proxies are exempt.'),
+      .describe('File `mb serve` writes its process id to once it listens (removed on exit), for `mb serve reload|stop|upgrade` without systemd (src/lib/redirector/pid-file.ts).'),
+    metrics_listen: z.string().min(1).optional().describe('HOST:PORT of the separate Prometheus listener (`GET /metrics`, src/lib/operator/metrics.ts).'),
+    probe_interval: z.coerce.number().min(0).max(86_400).default(0).describe('Seconds between background probe rounds inside `mb serve` (src/lib/probe/background.ts); 0 = off.'),
+    max_connections: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(1_000_000)
+      .optional()
+      .describe('Open client connections at most, per process (src/lib/serve/delivery/connections.ts); unset = half the open-file limit.'),
+    max_connections_per_client: z.coerce.number().int().min(1).max(1_000_000).default(64).describe('Open connections per client address (TCP peer; IPv6 by /64) at most; trusted proxies are exempt.'),
     header_timeout: z.coerce.number().min(1).max(300).default(10).describe('Seconds a client has to send a complete request header.'),
     keep_alive_timeout: z.coerce.number().min(0.1).max(300).default(5).describe('Seconds an idle keep-alive connection stays open.'),
     public_url: publicUrl
@@ -157,6 +165,16 @@ export const ServeConfigSchema = z
       .default(DEFAULT_ORIGIN_FALLBACK_MIRRORS)
       .describe(
         "Metalinks (4 and 3), a torrent's web seeds and a magnet's `ws=` end with the origin's direct URL only when they list fewer than this many mirrors: no client prefers the origin while mirrors are healthy. 0 or 1: only when no mirror is listed.",
+      ),
+    mirror_only: listOf(
+      z.string().superRefine((value, ctx) => {
+        const problem = originGlobProblem(value)
+        if (problem) ctx.addIssue({code: z.ZodIssueCode.custom, message: `not a glob that can match an origin path: ${problem}`})
+      }),
+    )
+      .default([])
+      .describe(
+        'Globs (picomatch) on origin paths whose files stay indexed as mirror-only when the origin prunes them, while a mirror holds their last indexed version: they are redirected (hashes and metalinks kept) instead of 404 (read by `mb index`; `mb file forget PATH` ends one).',
       ),
     disk_check_seconds: z.coerce
       .number()

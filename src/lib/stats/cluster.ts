@@ -1,5 +1,5 @@
 /**
- * Download counting under `mb serve --workers N` (src/lib/serve/lifecycle/cluster.ts): the workers
+ * Download counting under `mb serve --workers N` (src/lib/redirector/cluster.ts): the workers
  * count as a single process does, but hand their counts over the cluster IPC channel to the
  * primary instead of writing them; the primary sums them by key (the same pending counts,
  * ./pending.ts) and alone writes `stats_daily`, so each (day, path, mirror, country) is

@@ -16,9 +16,15 @@ export const StatsConfigSchema = z
   .object({
     enabled: z.boolean().default(true).describe('Count downloads in `mb serve` (the collector); false turns counting off.'),
     flush_interval_seconds: z.coerce.number().positive().max(3600).default(10).describe('Seconds between flushes of the in-memory counts to the database.'),
-    max_pending_keys: z.coerce.number().int().min(1000).default(200_000).describe('Most distinct unflushed keys kept in memory; beyond it the oldest are dropped (and counted as lost).'),
-    daily_retention_days: z.coerce.number().int().min(1).default(90).describe('Days of daily rows kept before `mb stats prune` rolls them into monthly rows.'),
-    monthly_retention_months: z.coerce.number().int().min(1).default(120).describe('Months of monthly rows kept; older ones are deleted.'),
+    max_pending_keys: z.coerce
+      .number()
+      .int()
+      .min(1000)
+      .max(100_000_000)
+      .default(200_000)
+      .describe('Most distinct unflushed keys kept in memory; beyond it the oldest are dropped (and counted as lost).'),
+    daily_retention_days: z.coerce.number().int().min(1).max(36_500).default(90).describe('Days of daily rows kept before `mb stats prune` rolls them into monthly rows.'),
+    monthly_retention_months: z.coerce.number().int().min(1).max(1200).default(120).describe('Months of monthly rows kept; older ones are deleted.'),
   })
   .strict()
 

@@ -2,7 +2,7 @@
  * The origin's meter: every response the origin delivers itself is counted by why, in a small
  * fixed set of reasons ({@link ORIGIN_METER_REASONS}, mapped from the `X-MB-Origin-Reason`
  * mb sends), for `mb_origin_bytes_total{reason}` and `mb_origin_requests_total{reason}`
- * (src/lib/serve/operator/origin-metrics.ts), the `/mirrors` overview, and `stats_origin`
+ * (src/lib/operator/origin-metrics.ts), the `/mirrors` overview, and `stats_origin`
  * (migration 0031) per UTC day, which `mb stats origin` sets against the day's downloads
  * (docs/operations.md, "The origin's share").
  */

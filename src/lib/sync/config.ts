@@ -25,10 +25,16 @@ export const SyncConfigSchema = z
       .describe(
         'Path (in the origin tree) of the sync trace file: `mb index` and `mb serve --watch` write the time (Unix seconds) there at most once a minute, the index leaves it out, and each probe round reads it from every mirror to learn when the mirror last completed a sync. Unset = no traces.',
       ),
-    margin_seconds: z.number().int().min(0).default(60).describe("`select.trust_trace`: a mirror whose trace is at least this many seconds newer than a file's indexing holds the file."),
-    max_lag_seconds: z.number().int().positive().optional().describe("A mirror whose trace is this many seconds behind the origin's leaves selection with the reason `sync_lag`; unset = no limit."),
-    lag_warning_seconds: z.number().int().positive().default(21_600).describe('`mb probe --nagios`: WARNING when some mirror is this many seconds behind the origin (by its trace).'),
-    lag_critical_seconds: z.number().int().positive().default(86_400).describe('`mb probe --nagios`: CRITICAL when some mirror is this many seconds behind the origin (by its trace).'),
+    margin_seconds: z.number().int().min(0).max(86_400).default(60).describe("`select.trust_trace`: a mirror whose trace is at least this many seconds newer than a file's indexing holds the file."),
+    max_lag_seconds: z
+      .number()
+      .int()
+      .positive()
+      .max(31_536_000)
+      .optional()
+      .describe("A mirror whose trace is this many seconds behind the origin's leaves selection with the reason `sync_lag`; unset = no limit."),
+    lag_warning_seconds: z.number().int().positive().max(31_536_000).default(21_600).describe('`mb probe --nagios`: WARNING when some mirror is this many seconds behind the origin (by its trace).'),
+    lag_critical_seconds: z.number().int().positive().max(31_536_000).default(86_400).describe('`mb probe --nagios`: CRITICAL when some mirror is this many seconds behind the origin (by its trace).'),
   })
   .strict()
 

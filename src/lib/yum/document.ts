@@ -57,19 +57,39 @@ export const REPO_PROTOCOLS = ['https', 'http', 'ftp', 'rsync'] as const
 /**
  * The protocols a `/metalink` or `/mirrorlist` request asks for with `protocol=`: values
  * separated by commas, as MirrorManager reads them (`protocol=https,http`), and also repeated
- * parameters (`protocol=https&protocol=http`); lower-cased, empty values dropped, each once.
- * Undefined when the request has no `protocol=` with a value.
+ * parameters (`protocol=https&protocol=http`); lower-cased, each once. Empty values and
+ * values that are not a URL scheme (RFC 3986 §3.1: a letter, then letters, digits, `+`, `-`,
+ * `.`) are dropped, so that a newline or a URL in the query never reaches the list's header
+ * line, where dnf would read it as a mirror. Undefined when no value is left.
  */
 export function requestedProtocols(params: URLSearchParams): string[] | undefined {
   const protocols = new Set<string>()
   for (const value of params.getAll('protocol')) {
     for (const part of value.split(',')) {
       const protocol = part.trim().toLowerCase()
-      if (protocol) protocols.add(protocol)
+      if (URI_SCHEME.test(protocol)) protocols.add(protocol)
     }
   }
   return protocols.size > 0 ? [...protocols] : undefined
 }
+
+/** A URL scheme (RFC 3986 §3.1), at most 32 characters. */
+const URI_SCHEME = /^[a-z][a-z0-9+.-]{0,31}$/
+
+/** What `repo=` and `arch=` may hold: MirrorManager's names (`fedora-42`, `epel-source-9`, `x86_64`), 1..128 characters. */
+const REPO_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$/
+
+/**
+ * Whether `repo=` and `arch=` are names that may be echoed in a list's header line (see
+ * {@link REPO_NAME}); a request with another value (a newline, a URL, a space) is refused
+ * with {@link BAD_REPO_NAME}, since its header would let the query write a line dnf reads.
+ */
+export function isRepoName(value: string): boolean {
+  return REPO_NAME.test(value)
+}
+
+/** The 400 answer to a `repo=` or `arch=` that is not a name. */
+export const BAD_REPO_NAME = "error: invalid repo or arch: repo= and arch= take names of letters, digits, '.', '_', '+' and '-'\n"
 
 /**
  * MirrorManager's protocol filter (`trim_to_preferred_protocols` in mirrorlist-server): each
@@ -149,11 +169,21 @@ export function renderRepoMetalink(options: {name: string; current: RepomdVersio
 }
 
 /**
+ * `text` with its control characters (C0 and DEL: newline, carriage return, …) percent-encoded,
+ * so that a value from the request or the tree (a path with a newline) stays on its line of a
+ * list dnf reads line by line.
+ */
+export function oneLine(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it replaces
+  return text.replace(/[\x00-\x1f\x7f]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`)
+}
+
+/**
  * MirrorManager's plain-text mirror list: the `header` line (`# repo = R arch = A `), then
  * every URL of each source, one per line (one per mirror unless `protocol=` asked for more).
  */
 export function renderRepoMirrorList(headerLine: string, sources: readonly RepoSource[]): string {
-  let text = `${headerLine}\n`
+  let text = `${oneLine(headerLine)}\n`
   for (const source of sources) for (const url of source.urls) text += `${url}\n`
   return text
 }
@@ -163,7 +193,7 @@ export function renderRepoMirrorList(headerLine: string, sources: readonly RepoS
  * invalid repo or arch`, and every configured pair, sorted, as `# repo=R&arch=A` lines.
  */
 export function unknownRepoMessage(headerLine: string, pairs: ReadonlyArray<readonly [string, string]>): string {
-  let text = `${headerLine}error: invalid repo or arch\n# following repositories are available:\n`
+  let text = `${oneLine(headerLine)}error: invalid repo or arch\n# following repositories are available:\n`
   for (const [repo, arch] of [...pairs].sort((a, b) => (`${a[0]}+${a[1]}` < `${b[0]}+${b[1]}` ? -1 : 1))) text += `# repo=${repo}&arch=${arch}\n`
   return text
 }

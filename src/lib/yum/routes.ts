@@ -32,9 +32,22 @@ import type {Selection, SelectMirror} from '../select/types.js'
 import {hasQueryFlag} from '../serve/delivery/path.js'
 import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} from '../serve/delivery/route.js'
 import {type FileEntry, fileWith} from '../serve/snapshot/file-entry.js'
+import type {Snapshot} from '../serve/snapshot/snapshot.js'
 import {BaseUrls} from '../serve/delivery/public-url.js'
 import {repoKey} from './config.js'
-import {METALINK_MEDIA_TYPE, metalinkFailure, REPO_PROTOCOLS, type RepoSource, renderRepoMetalink, renderRepoMirrorList, requestedProtocols, unknownRepoMessage} from './document.js'
+import {
+  BAD_REPO_NAME,
+  isRepoName,
+  METALINK_MEDIA_TYPE,
+  metalinkFailure,
+  oneLine,
+  REPO_PROTOCOLS,
+  type RepoSource,
+  renderRepoMetalink,
+  renderRepoMirrorList,
+  requestedProtocols,
+  unknownRepoMessage,
+} from './document.js'
 
 /** How long a repomd.xml version's details and alternates are reused before they are read again, ms. */
 const STATE_TTL_MS = 30_000
@@ -127,6 +140,7 @@ export class YumRoutes {
     const path = params.get('path')
     if (params.has('repo') && params.has('arch')) {
       const repo = params.get('repo')!
+      if (!isRepoName(repo) || !isRepoName(params.get('arch')!)) return {status: 400, message: BAD_REPO_NAME}
       // MirrorManager: a source repo is always arch=source.
       const arch = repo.includes('source') ? 'source' : params.get('arch')!
       const header = `# repo = ${repo} arch = ${arch} `
@@ -162,10 +176,10 @@ export class YumRoutes {
     if (protocols) header += `protocol = ${protocols.join(',')}`
     const file = ctx.snapshot.files.get(repomd)
     const state = file && (await this.state(file))
-    if (!file || !state) return this.fail(ctx, metalink, 404, `${repomd.slice(0, -'/repomd.xml'.length)}/repomd.xml not found or has not metalink`)
+    if (!file || !state) return this.fail(ctx, metalink, 404, `${oneLine(repomd.slice(0, -'/repomd.xml'.length))}/repomd.xml not found or has not metalink`)
     const client = this.server.clientInfo(ctx)
     if (client === undefined) return this.fail(ctx, metalink, 400, BAD_COUNTRY_QUERY)
-    const selection = this.server.selectMirrors(ctx, client, this.repositoryFile(file, state), false)
+    const selection = this.server.selectMirrors(ctx, client, this.repositoryFile(ctx.snapshot, file, state), false)
     const origin = (this.options.baseUrls ?? DEFAULT_BASE_URLS).origin(ctx.req, client.https)
     const dir = repomd.slice(0, -'repodata/repomd.xml'.length)
     const body = metalink
@@ -200,18 +214,17 @@ export class YumRoutes {
   /**
    * The repository as selection sees it: its directory (path ending in '/'), with the mirror
    * set of its repomd.xml plus the mirrors that held an alternate, at least `select.min_size`
-   * bytes large. `select.origin_only` patterns (`repomd.xml` by default) and `min_size` keep
-   * plain GETs of the metadata on the origin; a metalink carries the hashes that make
-   * mirrors safe, so they do not apply to the repository.
+   * bytes large, less the mirrors with a copy under the repository that content checks found
+   * corrupt (as `mirrors.txt` leaves them out: dnf would download the bad package first).
+   * `select.origin_only` patterns (`repomd.xml` by default) and `min_size` keep plain GETs of
+   * the metadata on the origin; a metalink carries the hashes that make mirrors safe, so they
+   * do not apply to the repository.
    */
-  private repositoryFile(file: FileEntry, state: RepoState): FileEntry {
-    let mirrors = file.mirrors
-    if (state.alternates.length > 0) {
-      const ids = new Set<number>(file.mirrors)
-      for (const alternate of state.alternates) for (const id of alternate.mirrors) ids.add(id)
-      mirrors = Int16Array.from(ids)
-    }
-    return fileWith(file, {path: file.path.slice(0, -'repodata/repomd.xml'.length), size: Math.max(file.size, this.options.minSize), mirrors})
+  private repositoryFile(snapshot: Snapshot, file: FileEntry, state: RepoState): FileEntry {
+    const ids = new Set<number>(file.mirrors)
+    for (const alternate of state.alternates) for (const id of alternate.mirrors) ids.add(id)
+    const dir = file.path.slice(0, -'repodata/repomd.xml'.length)
+    return fileWith(file, {path: dir, size: Math.max(file.size, this.options.minSize), mirrors: snapshot.withoutBadCopiesUnder(ids, dir)})
   }
 
   /**
@@ -288,11 +301,15 @@ export class YumRoutes {
   }
 }
 
-/** The URLs of `path` on `mirror` for each of `schemes` it has, in that order; none when the path lies outside its subtree. */
+/** The URLs of `path` on `mirror` for each of `schemes` it has and probing has not found refused (`http_up`, `https_up` false), in that order; none when the path lies outside its subtree. */
 function mirrorUrls(mirror: SelectMirror, path: string, schemes: readonly string[]): string[] {
+  // dnf fetches the repository's files relative to these URLs: a per-file token cannot follow (../sign.ts).
+  if (mirror.sign) return []
   const urls: string[] = []
   try {
     for (const scheme of schemes) {
+      // A scheme that probing found refused is no source: dnf would spend a connection on it.
+      if ((scheme === 'http' && mirror.httpUp === false) || (scheme === 'https' && mirror.httpsUp === false)) continue
       const base = publicBase(mirror, scheme)
       if (base) urls.push(mirrorUrlOn(mirror, base, path))
     }

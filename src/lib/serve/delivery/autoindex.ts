@@ -1,9 +1,14 @@
 /**
  * A plain HTML directory listing of the origin tree, like nginx's or Apache's autoindex:
  * name, size in bytes and modification time (UTC), and for each indexed file a "details"
- * link to its mirror list (`NAME.mirrorlist`, as MirrorBrain's autoindex has), which links
+ * button to its mirror list (`NAME.mirrorlist`, as MirrorBrain's autoindex has), which links
  * every format of the file. Names are HTML-escaped and links are percent-encoded
  * (RFC 3986), so any file name is shown and linked safely.
+ *
+ * The details are a one-button GET form (`rel="nofollow"`), not a link: mirroring tools
+ * (`wget -m`, lftp's `mirror`) follow every `<a href>` of a listing, and neither honours
+ * `rel="nofollow"` on a link, so they saved each mirror list as a junk file beside the real
+ * one; neither submits forms. A browser shows the button as a link and opens the same URL.
  */
 import {readdir, realpath, stat} from 'node:fs/promises'
 import {join, sep} from 'node:path'
@@ -54,6 +59,11 @@ function date(d: Date): string {
   return d.toISOString().slice(0, 16).replace('T', ' ')
 }
 
+/** The "details" button of a file: a GET form to `target` (a relative reference) that mirroring tools do not follow (see the module doc). */
+function detailsButton(target: string): string {
+  return `<form class="details" method="get" action="${escapeHtml(target)}" rel="nofollow"><button type="submit">details</button></form>`
+}
+
 /**
  * Renders the listing of origin directory `path` ('' = root, no slashes at either end).
  * Links are relative to the slashed directory URL. `indexed(name)` tells which files of the
@@ -66,11 +76,12 @@ export function renderIndex(path: string, entries: IndexEntry[], indexed: (name:
   for (const e of entries) {
     const href = relativeReference(e.name) + (e.directory ? '/' : '')
     const label = escapeHtml(e.name) + (e.directory ? '/' : '')
-    const details = !e.directory && indexed(e.name) ? `<a href="${escapeHtml(relativeReference(`${e.name}.mirrorlist`))}">details</a>` : ''
+    const details = !e.directory && indexed(e.name) ? detailsButton(relativeReference(`${e.name}.mirrorlist`)) : ''
     rows.push(`<tr><td><a href="${escapeHtml(href)}">${label}</a></td><td align="right">${e.size === null ? '-' : e.size}</td><td>${date(e.mtime)}</td><td>${details}</td></tr>`)
   }
   return `<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>${title}</title></head>
+<html><head><meta charset="utf-8"><title>${title}</title>
+<style>form.details{display:inline;margin:0}form.details button{border:0;padding:0;background:none;color:#00e;text-decoration:underline;cursor:pointer;font:inherit}</style></head>
 <body><h1>${title}</h1>
 <table><thead><tr><th align="left">Name</th><th align="right">Size (bytes)</th><th align="left">Last modified (UTC)</th><th align="left">Mirrors</th></tr></thead>
 <tbody>

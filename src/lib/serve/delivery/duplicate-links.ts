@@ -1,7 +1,9 @@
 /**
  * `Link: <url>; rel=duplicate; pri=K; geo=cc` on redirects (RFC 6249): the alternatives a
- * client may fall back to, the mirrors ranked after the Location.
+ * client may fall back to, the mirrors ranked after the Location (those that ignore Range
+ * last: ../../select/segmented.ts).
  */
+import {rangeHonouringFirst} from '../../select/segmented.js'
 import type {RedirectHeaderProvider} from './route.js'
 
 const geoParameters = new Map<string, string>()
@@ -24,7 +26,7 @@ function geoParameter(country: string): string {
 export function duplicateLinks(count: number | (() => number)): RedirectHeaderProvider {
   const limit = typeof count === 'number' ? () => count : count
   return (headers, _ctx, _file, _client, selection) => {
-    const ranked = selection.ranked
+    const ranked = rangeHonouringFirst(selection.ranked)
     const links = Math.min(ranked.length, limit())
     if (links <= 0) return
     const duplicates: string[] = new Array(links)

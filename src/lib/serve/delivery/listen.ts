@@ -42,6 +42,29 @@ export function inheritedSocket(env: NodeJS.ProcessEnv = process.env): {fd: numb
   return {fd: LISTEN_FDS_START}
 }
 
+/** The variable by which the `--workers` primary tells its workers to accept on the socket systemd passed it. */
+const PRIMARY_SOCKET_VARIABLE = 'MB_LISTEN_FD'
+
+/**
+ * For the `--workers` primary that took a socket from systemd ({@link inheritedSocket}): the
+ * variables its workers get, so that each listens on that descriptor ({@link primarySocket}).
+ */
+export function primarySocketEnv(socket: {fd: number}): Record<string, string> {
+  return {[PRIMARY_SOCKET_VARIABLE]: String(socket.fd)}
+}
+
+/**
+ * In a `--workers` worker: the descriptor of the listening socket its primary took from
+ * systemd, or undefined. node:cluster then listens on that descriptor in the primary (which
+ * holds it) and hands the connections to the workers in turn, as it does for a bound port;
+ * the variable is removed, so that no process the worker starts takes it.
+ */
+export function primarySocket(env: NodeJS.ProcessEnv = process.env): {fd: number} | undefined {
+  const fd = env[PRIMARY_SOCKET_VARIABLE]
+  delete env[PRIMARY_SOCKET_VARIABLE]
+  return fd !== undefined && /^\d+$/.test(fd) ? {fd: Number(fd)} : undefined
+}
+
 /**
  * Splits `HOST:PORT` / `[V6]:PORT` / `:PORT` (host 0.0.0.0); port 0 asks for a free one.
  * @param flag the option that gave `text`, for the message

@@ -10,6 +10,7 @@ import {sep} from 'node:path'
 import send from 'send'
 import {mtimeSeconds} from '../../origin/freshness.js'
 import {resolveLinks} from '../../origin/links.js'
+import {pathFilter} from '../../glob.js'
 import {encodePath} from '../../select/url.js'
 import {headerSafe} from '../../text.js'
 import type {SnapshotKeeper} from '../snapshot/keeper.js'
@@ -31,12 +32,20 @@ export class LocalDelivery {
    * @param keeper the snapshot in effect (for the origin's symlinks)
    * @param serverHeader `mb/VERSION` for the `Server` header, or undefined for none
    * @param answers the server's plain answers and reports
+   * @param exclude `index.exclude`: picomatch globs on root-relative paths never delivered nor listed (dotfiles, `.git/`), as if absent
    */
   constructor(
     private readonly keeper: Pick<SnapshotKeeper, 'current'>,
     private readonly serverHeader: string | undefined,
     private readonly answers: LocalAnswers,
-  ) {}
+    exclude: readonly string[] = [],
+  ) {
+    const shown = pathFilter([], [...exclude])
+    this.hidden = (path) => !shown(path)
+  }
+
+  /** Whether root-relative `path` is left out by `index.exclude`. */
+  private readonly hidden: (path: string) => boolean
 
   /** Resolves the root (absolute or relative) to its realpath. */
   async open(root: string): Promise<void> {
@@ -58,10 +67,12 @@ export class LocalDelivery {
   }
 
   /**
-   * Realpath of root-relative `path` when it exists inside the root, else undefined; a path
-   * with a symlink on it only when the index's links lead it there (`Snapshot.links`).
+   * Realpath of root-relative `path` when it exists inside the root and is not hidden, else
+   * undefined; a path with a symlink on it only when the index's links lead it there
+   * (`Snapshot.links`).
    */
   async resolveOnDisk(path: string): Promise<OnDisk | undefined> {
+    if (path && this.hidden(path)) return undefined
     let real: string
     try {
       real = await realpath(path ? `${this.rootReal}${sep}${path}` : this.rootReal)
@@ -97,7 +108,7 @@ export class LocalDelivery {
       this.answers.finish(ctx, 301, 'directory')
       return
     }
-    const entries = await listDirectory(real, this.rootReal)
+    const entries = (await listDirectory(real, this.rootReal)).filter((e) => !this.hidden(ctx.path ? `${ctx.path}/${e.name}` : e.name))
     const files = ctx.snapshot.files
     const body = Buffer.from(renderIndex(ctx.path, entries, (name) => files.has(ctx.path ? `${ctx.path}/${name}` : name)))
     ctx.res.writeHead(200, {'Content-Type': 'text/html; charset=utf-8', 'Content-Length': body.length, 'Cache-Control': 'public, max-age=60', ...this.serverHeaders()})

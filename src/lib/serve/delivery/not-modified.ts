@@ -7,9 +7,9 @@ import type {RequestContext, RouteServices} from './route.js'
 
 /**
  * Answers `304 Not Modified` instead of a redirect when the request's `If-Modified-Since`
- * (RFC 9110 §13.1.3) is at or after the indexed version's mtime, as Mirrorbits does for
- * redirected files: a caching proxy that holds the file then needs no round trip to a
- * mirror. A newer version keeps the redirect. With `If-None-Match` the date is ignored
+ * (RFC 9110 §13.1.3; a future one was dropped by ./conditional.ts) is at or after the indexed
+ * version's mtime, as Mirrorbits does: a caching proxy that holds the file needs no round trip
+ * to a mirror. A newer version keeps the redirect. With `If-None-Match` the date is ignored
  * (RFC 9110 §13.2.2) and the redirect stays: mb has no entity tag of its own for a version
  * that mirrors serve (each mirror sends its own). False when it did not answer.
  * @param server the server's `Server` header and report (`serverHeaders`, `finish`)

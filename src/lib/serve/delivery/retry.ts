@@ -5,7 +5,7 @@
  * over {@link RetryMemory} so that the server's hot path reads one call.
  *
  * With `--workers N` every worker's answers are shared with its siblings through the cluster
- * primary (../lifecycle/retry-share.ts), and the primary hands every worker its secret, so a
+ * primary (../../redirector/retry-share.ts), and the primary hands every worker its secret, so a
  * retry moves on whichever worker takes it and signals once across them.
  */
 import {answerAttempt, answerMirror, MAX_ATTEMPT, newRetrySecret, RetryMemory, type RetrySecret, retryKey, startsDownload, tierIndex, tierSize} from '../../select/retry.js'
@@ -71,7 +71,7 @@ export class Retries {
 
   /**
    * Hashes keys under `secret` from now on (a `--workers` worker takes its primary's, before
-   * it answers: ../lifecycle/retry-share.ts); what was remembered under the old one is forgotten.
+   * it answers: ../../redirector/retry-share.ts); what was remembered under the old one is forgotten.
    */
   adoptSecret(secret: RetrySecret): void {
     this.key = secret

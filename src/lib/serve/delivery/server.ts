@@ -24,7 +24,7 @@ import type {GeoResolver} from '../../geo/geoip.js'
 import {selectUnderRule} from '../../rules/apply.js'
 import type {RuleMatch} from '../../rules/rule.js'
 import {escalationHeader, Verifier} from '../../verify/verifier.js'
-import {clientInfo} from '../../select/index.js'
+import {clientInfo, clientNetwork, outsideOwnTier} from '../../select/index.js'
 import type {SelectOptions} from '../../select/options.js'
 import type {Candidate, ClientInfo, Selection} from '../../select/types.js'
 import {headerSafe} from '../../text.js'
@@ -47,6 +47,7 @@ import {answerRefusals} from './refusals.js'
 import {notModified} from './not-modified.js'
 import {DEFAULT_ORIGIN_BUDGET, OriginBudget} from './origin-budget.js'
 import {ORIGIN_FALLBACK_REASON} from './public-url.js'
+import {dropInvalidIfModifiedSince} from './conditional.js'
 
 /** A `302 Found` built and not written yet: its request, file, chosen mirror and header lines. */
 interface PendingRedirect {
@@ -98,10 +99,10 @@ export class MirrorServer implements RouteServices {
     this.budget = new OriginBudget(options.originBudget ?? DEFAULT_ORIGIN_BUDGET, {v4: options.selectOptions.clientPrefixV4, v6: options.selectOptions.clientPrefixV6})
     this.serverHeader = options.version === undefined ? undefined : `mb/${headerSafe(options.version)}`
     this.reporter = new RequestReporter(options.logger, (ctx) => this.client(ctx))
-    this.local = new LocalDelivery(options.keeper, this.serverHeader, this)
+    this.local = new LocalDelivery(options.keeper, this.serverHeader, this, options.indexExclude)
     const limits = options.connections ?? DEFAULT_CONNECTION_SETTINGS
     // Time limits are checked every second (node's default is every 30 s).
-    this.http = http.createServer({maxHeaderSize: 16_384, connectionsCheckingInterval: 1000}, (req, res) => this.handle(req, res))
+    this.http = http.createServer({maxHeaderSize: 16_384, connectionsCheckingInterval: 1000}, (req, res) => this.handle(dropInvalidIfModifiedSince(req), res))
     this.applyTimeouts(limits)
     this.connections = new ConnectionGuard(this.http, limits, this.trusted)
     answerRefusals(this.http)
@@ -389,7 +390,7 @@ export class MirrorServer implements RouteServices {
       // No mirror: the origin pays for the bytes anyway, so explaining why (which rule
       // excluded the holders) costs little next to it.
       const detail = reason === 'no_mirror' ? this.selectMirrors(ctx, client, file, true).origin?.detail : undefined
-      if (reason === 'no_mirror') this.options.onNoMirror?.(file.path, rule?.rule.record.mirrors)
+      if (reason === 'no_mirror') this.options.onNoMirror?.(file.path, rule?.rule.record.mirrors, clientNetwork(client, this.selectOptions))
       this.deliver(ctx, reason, undefined, detail).catch((error) => this.fail(ctx, error))
       return
     }
@@ -448,6 +449,8 @@ export class MirrorServer implements RouteServices {
     if (rule !== undefined) headers.push('X-MB-Rule', rule.name)
     if (escalated !== undefined) headers.push('X-MB-Escalated', escalated)
     if (ctx.attempt !== 0) headers.push('X-MB-Attempt', attemptText(ctx.attempt))
+    if (rule === undefined && this.options.onOutsideTier !== undefined && outsideOwnTier(best.realm))
+      this.options.onOutsideTier(file.path, client, ctx.snapshot.mirrors, clientNetwork(client, this.selectOptions))
     const providers = this.redirectHeaders
     for (let i = 0; i < providers.length; i++) providers[i](headers, ctx, file, client, selection)
     this.redirects.add({ctx, file, best, headers})

@@ -6,6 +6,7 @@ import type {Logger} from 'pino'
 import type {GeoResolver} from '../../geo/geoip.js'
 import type {FileVersion} from '../../origin/freshness.js'
 import type {SelectOptions} from '../../select/options.js'
+import type {ClientInfo, SelectMirror} from '../../select/types.js'
 import type {VerifyOptions} from '../../verify/verifier.js'
 import type {SnapshotKeeper} from '../snapshot/keeper.js'
 import type {CountryQueryTrust, TrustedProxies} from './client-address.js'
@@ -26,6 +27,8 @@ export interface ServerOptions {
   countryQuery?: CountryQueryTrust
   /** Connection caps and time limits (default: {@link DEFAULT_CONNECTION_SETTINGS}). */
   connections?: ConnectionSettings
+  /** `index.exclude`: globs on root-relative paths never delivered from disk nor listed, as if absent (default none). */
+  indexExclude?: readonly string[]
   /** Sent as `Server: mb/VERSION` on every answer (RFC 9110 §10.2.4); none when absent. */
   version?: string
   /** Verified redirects (src/lib/verify); undefined = off. */
@@ -38,10 +41,20 @@ export interface ServerOptions {
   onIndexStale?: (stale: IndexStale) => void
   /**
    * Called when an indexed file has no eligible mirror (answered by the origin, reason
-   * `no_mirror`), with the mirrors a matching `mirrors` rule names (undefined: none matched):
-   * the scans on demand hear of it (src/lib/scan/demand.ts). Never on a redirect.
+   * `no_mirror`), with the mirrors a matching `mirrors` rule names (undefined: none matched)
+   * and the client's network (its sticky network key, `select.client_prefix_v4`/`_v6`, as
+   * text): the scans on demand hear of it (src/lib/scan/demand.ts). Never on a redirect.
    */
-  onNoMirror?: (path: string, ruleMirrors: readonly string[] | undefined) => void
+  onNoMirror?: (path: string, ruleMirrors: readonly string[] | undefined, network: string) => void
+  /**
+   * Called on a redirect outside the client's own tier (the first mirror's realm is the
+   * continent, the world or the fallbacks: no mirror of the client's country or AS held the
+   * file), with the request's mirrors and the client's network, when no redirect rule
+   * matched: the scans on demand look at that tier's mirrors, which may have synced the file
+   * since their last scan (../../redirector/tier-scans.ts). Must be cheap: it runs on the
+   * redirect path.
+   */
+  onOutsideTier?: (path: string, client: ClientInfo, mirrors: ReadonlyMap<number, SelectMirror>, network: string) => void
   /**
    * Called when a client retries away from a mirror: a download of `path` starts again from
    * the address that was last sent to mirror `mirrorId` for it, within the retry window

@@ -1,7 +1,7 @@
 /**
  * Per-directory counts of the snapshot's files ({@link DirectoryCounts}), kept as files are
  * stored and dropped, so that what a subtree holds, and what each mirror holds of it, is a
- * lookup: the network overview (`GET /mirrors`, ../operator/network.ts) and the per-mirror
+ * lookup: the network overview (`GET /mirrors`, ../../operator/network.ts) and the per-mirror
  * metrics read them instead of walking millions of files.
  */
 import {resized} from './columns.js'

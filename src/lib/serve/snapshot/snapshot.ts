@@ -59,6 +59,19 @@ export class Snapshot {
   /** Paths of the copies content checks found corrupt, by mirror id (re-read with the mirrors on every change; {@link readBadCopies}). */
   badCopies: ReadonlyMap<number, readonly string[]> = new Map()
 
+  /**
+   * The mirrors of `ids` less those with a copy under `prefix` (a directory ending in '/', or
+   * '') that content checks found corrupt: the lists of a whole repository or archive (apt's
+   * `mirrors.txt`, dnf's repo metalinks and mirror lists) leave such a mirror out, since apt
+   * stops at a hash mismatch and dnf downloads the bad copy before it tries the next mirror. A
+   * copy cleared by a later check brings the mirror back at the next refresh.
+   */
+  withoutBadCopiesUnder(ids: Iterable<number>, prefix: string): Int16Array {
+    const kept: number[] = []
+    for (const id of ids) if (!this.hasBadCopyUnder(id, prefix)) kept.push(id)
+    return Int16Array.from(kept)
+  }
+
   /** True when content checks found a copy on mirror `id` corrupt at a path starting with `prefix`. */
   hasBadCopyUnder(id: number, prefix: string): boolean {
     const paths = this.badCopies.get(id)

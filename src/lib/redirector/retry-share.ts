@@ -1,6 +1,6 @@
 /**
  * Retries under `mb serve --workers N` (./cluster.ts): each worker decides on its own memory
- * (../delivery/retry.ts; nothing on the redirect path waits for another process), and tells its
+ * (../serve/delivery/retry.ts; nothing on the redirect path waits for another process), and tells its
  * siblings of every answer it remembers through the cluster primary, which relays it. A
  * client's retry, which the kernel may hand to any worker, so finds its last answer there.
  *
@@ -13,8 +13,8 @@
  * and asks again.
  */
 import cluster, {type Worker} from 'node:cluster'
-import {newRetrySecret, parseRetrySecret, type RetrySecret, retrySecretText} from '../../select/retry.js'
-import type {Retries} from '../delivery/retry.js'
+import {newRetrySecret, parseRetrySecret, type RetrySecret, retrySecretText} from '../select/retry.js'
+import type {Retries} from '../serve/delivery/retry.js'
 
 /** The environment variable that carries the primary's retry secret to its workers (never read from a user's environment otherwise). */
 const SECRET_ENV = 'MB_RETRY_SECRET_INTERNAL'

@@ -5,7 +5,7 @@
  * SIGINT/SIGTERM stops them all (each drains and flushes like a single process would).
  * SIGHUP is passed on to the workers; SIGUSR2 replaces them one at a time.
  * With `--metrics-listen` the primary owns the metrics listener and answers each scrape with
- * the aggregate of every worker's metrics (src/lib/serve/operator/metrics.ts). The workers hand their
+ * the aggregate of every worker's metrics (src/lib/operator/metrics.ts). The workers hand their
  * download counts to the primary, which sums and writes them (src/lib/stats/cluster.ts).
  * PostgreSQL only: the embedded store allows one process.
  */
@@ -34,7 +34,7 @@ const WORKER_STOP_MS = 15_000
 
 /**
  * Runs the primary until SIGINT/SIGTERM; resolves when every worker has exited.
- * SIGHUP is passed on to every worker (each reloads itself, src/lib/serve/lifecycle/reload.ts) after
+ * SIGHUP is passed on to every worker (each reloads itself, src/lib/redirector/reload.ts) after
  * `onReload` has run; SIGUSR2 replaces the workers one at a time ({@link replaceWorkers}).
  * @param count worker processes (>= 2)
  * @param options.metricsListen HOST:PORT of the aggregated metrics listener (none when absent)

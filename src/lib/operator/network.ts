@@ -11,16 +11,16 @@
  * (../snapshot/directory-counts.ts), kept as the snapshot loads and changes, so holdings cost
  * a few lookups per mirror, whatever the number of files.
  */
-import {publicBase} from '../../select/url.js'
-import {isoDay, unixIso} from '../../time.js'
-import {type OriginShareRow, queryOriginShare} from '../../stats/origin.js'
+import {publicBase} from '../select/url.js'
+import {isoDay, unixIso} from '../time.js'
+import {type OriginShareRow, queryOriginShare} from '../stats/origin.js'
 import {sql} from 'kysely'
-import type {Database} from '../../db/index.js'
-import {parseStatus} from '../../probe/state.js'
+import type {Database} from '../db/index.js'
+import {parseStatus} from '../probe/state.js'
 import type {MirrorSample} from './metrics.js'
-import type {SelectMirror} from '../../select/types.js'
-import type {Snapshot} from '../snapshot/snapshot.js'
-import {syncLagSeconds} from '../../sync/trace.js'
+import type {SelectMirror} from '../select/types.js'
+import type {Snapshot} from '../serve/snapshot/snapshot.js'
+import {syncLagSeconds} from '../sync/trace.js'
 
 /** What one mirror holds of (a subtree of) the origin, in files and bytes. */
 export interface Holding {

@@ -4,7 +4,7 @@
  * worker of `--workers` has its own). At the bounds below a server holds at most about
  * 224 MiB of cached documents, headers and block sums.
  */
-import type {CacheBudget} from '../../metalink/version-cache.js'
+import type {CacheBudget} from '../metalink/version-cache.js'
 
 const MiB = 1024 * 1024
 

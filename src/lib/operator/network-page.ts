@@ -21,13 +21,13 @@
  * segments, NUL, or a backslash is 400; one that is not a directory of the tree is 404; a
  * `?page=` or `?page_size=` that is not a whole number in range is 400.
  */
-import type {Route, RouteServices} from '../delivery/route.js'
-import {escapeHtml} from '../delivery/autoindex.js'
-import {acceptsJson} from '../../metalink/http.js'
+import type {Route, RouteServices} from '../serve/delivery/route.js'
+import {escapeHtml} from '../serve/delivery/autoindex.js'
+import {acceptsJson} from '../metalink/http.js'
 import {buildOverview, type NetworkView, type Overview, type OverviewRow, overviewPage} from './network.js'
-import {shortDuration} from '../../time.js'
-import type {OriginShareRow} from '../../stats/origin.js'
-import {humanBytes} from '../../stats/render.js'
+import {shortDuration} from '../time.js'
+import type {OriginShareRow} from '../stats/origin.js'
+import {humanBytes} from '../stats/render.js'
 
 /** How long a computed page is answered again (ms). */
 const PAGE_TTL_MS = 30_000

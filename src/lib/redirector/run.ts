@@ -5,11 +5,10 @@
  *
  * Start: the database (opened and shared here unless one is given), with `database_read_url`
  * the standby the snapshot is read from (everything else, counts included, goes to the
- * primary), the snapshot keeper,
- * GeoIP, the metrics, the download statistics (collector, flusher, retention job) and the
- * access log, the HTTP server with its routes, redirect-header providers and observers, its
- * listener, the origin watch, the background probes. Every observer is registered before the
- * listener opens, so that no request goes uncounted.
+ * primary), the snapshot keeper, GeoIP, the metrics, the download statistics (collector,
+ * flusher, retention job) and the access log, the HTTP server with its routes, redirect-header
+ * providers and observers, its listener, the origin watch, the background probes. Every
+ * observer is registered before the listener opens, so that no request goes uncounted.
  *
  * Stop (SIGINT/SIGTERM, or a failed start, for whatever was started): the probes, the
  * listener (draining connections), the watch, the re-indexing of changed files (src/lib/origin/reindex.ts), the retention job, the last statistics flush,
@@ -21,50 +20,49 @@
 import type {AddressInfo} from 'node:net'
 import type {Logger} from 'pino'
 import {createLogger} from './logger.js'
-import type {Config} from '../../config/index.js'
-import {type Database, openDatabase} from '../../db/index.js'
-import {openReadReplica, replicaLag} from '../../db/replica.js'
-import {MbError, UsageError, errorMessage} from '../../errors.js'
-import {type GeoResolver, openGeo} from '../../geo/geoip.js'
-import {MetalinkRoutes} from '../../metalink/routes.js'
-import {MetalinkRedirectHeaders} from '../../metalink/redirect-headers.js'
-import {repoTable} from '../../yum/config.js'
-import {type RepomdChange, recordRepomdChanges} from '../../origin/repomd.js'
-import {YumRoutes} from '../../yum/routes.js'
-import {AptRoutes} from '../../apt/routes.js'
-import {StaleReindexer} from '../../origin/reindex.js'
-import {FormatStore} from '../../metalink/formats.js'
-import {zsyncMinSize} from '../../metalink/formats-config.js'
-import {type BackgroundProbes, startBackgroundProbes} from '../../probe/background.js'
-import {type BackgroundContentChecks, startBackgroundContentChecks} from '../../probe/background-content.js'
-import {RuleHitCounter} from '../../rules/hits.js'
-import {StatsCollector} from '../../stats/collector.js'
-import {retentionPolicy} from '../../stats/config.js'
-import {startClusterCounting, startStatsForwarder} from '../../stats/cluster.js'
-import {startDailyPrune} from '../../stats/prune.js'
-import {reportLastFlush, type StatsFlusher, startStatsFlusher} from '../../stats/flusher.js'
+import type {Config} from '../config/index.js'
+import {type Database, openDatabase} from '../db/index.js'
+import {openReadReplica, replicaLag} from '../db/replica.js'
+import {MbError, UsageError, errorMessage} from '../errors.js'
+import {type GeoResolver, openGeo} from '../geo/geoip.js'
+import {MetalinkRoutes} from '../metalink/routes.js'
+import {MetalinkRedirectHeaders} from '../metalink/redirect-headers.js'
+import {repoTable} from '../yum/config.js'
+import {type RepomdChange, recordRepomdChanges} from '../origin/repomd.js'
+import {YumRoutes} from '../yum/routes.js'
+import {AptRoutes} from '../apt/routes.js'
+import {StaleReindexer} from '../origin/reindex.js'
+import {FormatStore} from '../metalink/formats.js'
+import {zsyncMinSize} from '../metalink/formats-config.js'
+import {type BackgroundProbes, startBackgroundProbes} from '../probe/background.js'
+import {type BackgroundContentChecks, startBackgroundContentChecks} from '../probe/background-content.js'
+import {RuleHitCounter} from '../rules/hits.js'
+import {StatsCollector} from '../stats/collector.js'
+import {retentionPolicy} from '../stats/config.js'
+import {startClusterCounting, startStatsForwarder} from '../stats/cluster.js'
+import {startDailyPrune} from '../stats/prune.js'
+import {reportLastFlush, type StatsFlusher, startStatsFlusher} from '../stats/flusher.js'
 import {type AccessLog, openAccessLog} from '../operator/access-log.js'
 import {isWorker, releaseWorker, runPrimary, untilStopSignal, workerId} from './cluster.js'
-import {checkPidFile, removePidFile, SERVE_TITLE, writePidFile} from './pid-file.js'
+import {checkPidFile, removePidFile, SERVE_TITLE, writePidFile, writePidFileLogged} from './pid-file.js'
 import {relayRetries, retrySecretEnv, shareRetries} from './retry-share.js'
-import {SnapshotKeeper} from '../snapshot/keeper.js'
-import {httpUrl, inheritedSocket, type ListenTarget, parseListen} from '../delivery/listen.js'
+import {SnapshotKeeper} from '../serve/snapshot/keeper.js'
+import {httpUrl, inheritedSocket, type ListenTarget, parseListen, primarySocket, primarySocketEnv} from '../serve/delivery/listen.js'
 import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type ServeMetrics, startMetricsServer} from '../operator/metrics.js'
 import {type ReloadResult, needsRestart, onReloadSignal, reloadServer, serverSettings, watchGeo} from './reload.js'
 import {NetworkView, mirrorSamples} from '../operator/network.js'
 import {networkRoute} from '../operator/network-page.js'
-import {duplicateLinks} from '../delivery/duplicate-links.js'
-import {MirrorServer} from '../delivery/server.js'
-import type {ServerOptions} from '../delivery/settings.js'
-import {startDemandScans} from './demand.js'
+import {duplicateLinks} from '../serve/delivery/duplicate-links.js'
+import {MirrorServer} from '../serve/delivery/server.js'
+import type {ServerOptions} from '../serve/delivery/settings.js'
+import {type OnDemand, startOnDemand} from './demand.js'
 import {CACHE_BUDGETS} from './cache-budgets.js'
 import {checkRoot} from './preflight.js'
-import type {DemandScanQueue} from '../../scan/demand.js'
-import {originRoute} from '../delivery/origin-form.js'
-import {BaseUrls} from '../delivery/public-url.js'
-import {watchOrigin} from '../snapshot/watch.js'
-import {syncViewOptions} from '../../sync/trace.js'
-import {type PushAfter, startPushAfter} from '../../push/after.js'
+import {originRoute} from '../serve/delivery/origin-form.js'
+import {BaseUrls} from '../serve/delivery/public-url.js'
+import {watchOrigin} from '../serve/snapshot/watch.js'
+import {syncViewOptions} from '../sync/trace.js'
+import {type PushAfter, startPushAfter} from '../push/after.js'
 
 /** What `mb serve` knows of itself besides its configuration. */
 export interface ServeRuntime {
@@ -78,7 +76,7 @@ export interface ServeRuntime {
 
 /**
  * Runs `mb serve` until SIGINT/SIGTERM, reloading on SIGHUP. With `serve.workers` > 1 this
- * process is the node:cluster primary (src/lib/serve/lifecycle/cluster.ts) and each worker runs this
+ * process is the node:cluster primary (src/lib/redirector/cluster.ts) and each worker runs this
  * again; otherwise it serves itself.
  * @throws UsageError/MbError as {@link startServe}, and `WORKERS_NEED_POSTGRES`
  */
@@ -87,8 +85,8 @@ export async function runServe(config: Config, runtime: ServeRuntime = {}): Prom
     if (!config.database_url)
       throw new UsageError('--workers needs PostgreSQL (MB_DATABASE_URL or --database-url): the embedded store allows one process. Drop --workers or use PostgreSQL.', 'WORKERS_NEED_POSTGRES')
     parseListen(config.serve.listen)
-    if (inheritedSocket())
-      throw new UsageError('--workers cannot take a listening socket from systemd (mb-serve.socket): run one process with the socket unit, or --workers without it.', 'INVALID_LISTEN')
+    // A socket from systemd (mb-serve.socket) is held here and shared with the workers: restarts keep it open.
+    const socket = inheritedSocket()
     const pidFile = config.serve.pid_file
     if (pidFile) checkPidFile(pidFile)
     process.title = `${SERVE_TITLE}: primary`
@@ -101,7 +99,7 @@ export async function runServe(config: Config, runtime: ServeRuntime = {}): Prom
       metricsListen: config.serve.metrics_listen,
       onReload: () => primaryReload(config, runtime, logger),
       // The primary's address wins over a config file changed since (flags are the same).
-      workerEnv: {MB_LISTEN: config.serve.listen, ...retrySecretEnv()},
+      workerEnv: {MB_LISTEN: config.serve.listen, ...retrySecretEnv(), ...(socket && primarySocketEnv(socket))},
       onListening: pidFile ? () => writePidFileLogged(pidFile, logger) : undefined,
     })
     if (pidFile) removePidFile(pidFile)
@@ -134,20 +132,6 @@ export async function runServe(config: Config, runtime: ServeRuntime = {}): Prom
   if (pidFile) removePidFile(pidFile)
   releaseWorker()
   return {url: running.url, stopped: true}
-}
-
-/**
- * The primary writes its pid file once a worker listens. A failure there (another server
- * took the file meanwhile) is logged: the workers already serve, and stopping them would
- * drop requests; the operator is told the file is not this server's.
- */
-function writePidFileLogged(pidFile: string, logger: Logger): void {
-  try {
-    writePidFile(pidFile)
-    logger.info({pidFile, pid: process.pid}, 'pid file written')
-  } catch (error) {
-    logger.error({pidFile, err: errorMessage(error)}, 'the pid file cannot be written; `mb serve reload|stop|upgrade` will not find this server')
-  }
 }
 
 /** The primary's part of a SIGHUP: it serves nothing itself, so it only says which of its own settings changed. */
@@ -201,7 +185,8 @@ interface Parts {
   contentChecks?: BackgroundContentChecks
   metrics?: ServeMetrics
   reindexer?: StaleReindexer
-  demand?: DemandScanQueue
+  demand?: OnDemand['demand']
+  contentDemand?: OnDemand['contentDemand']
 }
 
 /**
@@ -219,7 +204,7 @@ export async function startServe(config: Config, options: {database?: Database; 
   if (config.serve.push_after > 0 && !config.serve.watch)
     throw new UsageError('--push-after (serve.push_after) needs --watch (serve.watch): the quiet time is measured from the changes the watch sees.', 'USAGE')
   // A socket systemd passed (mb-serve.socket) stays open while this process restarts.
-  const target: ListenTarget = inheritedSocket() ?? parseListen(config.serve.listen)
+  const target: ListenTarget = inheritedSocket() ?? primarySocket() ?? parseListen(config.serve.listen)
   const parts: Parts = {logger: options.logger ?? createLogger(config.log_level), ownsDatabase: options.database === undefined, listening: false}
   let closing: Promise<void> | undefined
   const close = () => (closing ??= stopParts(parts))
@@ -237,13 +222,13 @@ export async function startServe(config: Config, options: {database?: Database; 
     const reads = parts.readDatabase ?? database
     const network = new NetworkView(reads, () => keeper.current, syncViewOptions(root, config.sync))
     parts.reindexer = new StaleReindexer(database, root, logger)
-    const demand = startDemandScans(database, config, logger)
-    parts.demand = demand
+    const onDemand = startOnDemand(database, config, logger)
+    ;({demand: parts.demand, contentDemand: parts.contentDemand} = onDemand)
     const onIndexStale: ServerOptions['onIndexStale'] = (stale) => {
       parts.metrics?.originIndexStale()
       parts.reindexer?.request(stale.path)
     }
-    const server = createServer(config, root, keeper, geo, reads, logger, options.version, {onIndexStale, onNoMirror: demand && ((path, mirrors) => demand.request(path, mirrors))})
+    const server = createServer(config, root, keeper, geo, reads, logger, options.version, {onIndexStale, ...onDemand.hooks})
     server.addRoute(networkRoute(server, network))
     parts.server = server
     await observe(parts, config, server, keeper, database, network)
@@ -286,7 +271,9 @@ function recordRepomd(database: Database, root: string, change: RepomdChange, lo
  * process, so that its work never holds up the requests this thread answers.
  */
 async function openSharedDatabase(config: Config): Promise<Database> {
-  return openDatabase({url: config.database_url, dataDir: config.data_dir, socketGroup: config.socket_group, create: true, share: true, keepConnection: true})
+  // --quiet (log level error or above): a new store is created without the line that says so.
+  const quiet = ['error', 'fatal', 'silent'].includes(config.log_level)
+  return openDatabase({url: config.database_url, dataDir: config.data_dir, socketGroup: config.socket_group, create: true, share: true, keepConnection: true, quiet})
 }
 
 /** Loads the first snapshot and keeps it fresh. @throws MbError `SNAPSHOT_FAILED` */
@@ -299,14 +286,16 @@ async function startKeeper(database: Database, config: Config, logger: Logger): 
 }
 
 /**
- * The HTTP server with its routes (the origin form of ../delivery/origin-form.ts first) and
- * redirect-header providers: `Link: rel=duplicate` alternatives (the mirrors', then the
+ * The HTTP server with its routes (the origin form of ../serve/delivery/origin-form.ts first)
+ * and redirect-header providers: `Link: rel=duplicate` alternatives (the mirrors', then the
  * origin's direct URL), then the Metalink/HTTP `Link: rel=describedby` (the meta4, then the
  * .torrent), `Digest` and the signature's `Link` (src/lib/metalink/redirect-headers.ts;
- * src/lib/metalink/routes.ts answers metalinks, hash
- * files, mirror lists, the BitTorrent and zsync files of src/lib/metalink/formats.ts, and
- * by `Accept`: redirects say `Vary: Accept`); they only read `database`. `hooks.onIndexStale` hears of indexed files found
- * changed on disk (`serve.disk_check_seconds`), `hooks.onNoMirror` of files no mirror holds (the scans on demand).
+ * src/lib/metalink/routes.ts answers metalinks, hash files, mirror lists, the BitTorrent and
+ * zsync files of src/lib/metalink/formats.ts, and by `Accept`: redirects say `Vary: Accept`);
+ * they only read `database`. `hooks.onIndexStale` hears of indexed files found changed on disk
+ * (`serve.disk_check_seconds`), `hooks.onNoMirror` of files no mirror holds and
+ * `hooks.onOutsideTier` of redirects that leave the client's tier (the scans on demand), and
+ * `hooks.onRetryAway` of clients' retries (the content checks on demand; ./demand.ts).
  */
 function createServer(
   config: Config,
@@ -316,10 +305,11 @@ function createServer(
   database: Database,
   logger: Logger,
   version: string | undefined,
-  hooks: Pick<ServerOptions, 'onIndexStale' | 'onNoMirror'>,
+  hooks: Pick<ServerOptions, 'onIndexStale' | 'onNoMirror' | 'onOutsideTier' | 'onRetryAway'>,
 ): MirrorServer {
   const settings = serverSettings(config, geo)
-  const server = new MirrorServer({...settings, root, keeper, logger, version, diskCheckSeconds: config.serve.disk_check_seconds, diskCheckWatch: config.serve.disk_check_watch, ...hooks})
+  const disk = {indexExclude: config.index.exclude, diskCheckSeconds: config.serve.disk_check_seconds, diskCheckWatch: config.serve.disk_check_watch}
+  const server = new MirrorServer({...settings, root, keeper, logger, version, ...disk, ...hooks})
   const baseUrls = new BaseUrls(config.serve.public_url, config.serve.origin_url, config.serve.origin_fallback_mirrors)
   // First: a path in the origin form is the origin's, whatever another route would make of it.
   server.addRoute(originRoute(server))
@@ -381,7 +371,7 @@ async function observe(parts: Parts, config: Config, server: MirrorServer, keepe
 }
 
 /** The metrics of this process, read from the keeper, the statistics, the standby (`readDatabase`, its lag), the scans on demand and the origin's directory watch at scrape time. */
-function createMetrics(from: {keeper: SnapshotKeeper; network: NetworkView; statsPendingKeys: () => number; readDatabase?: Database; demand?: DemandScanQueue; server: MirrorServer}): ServeMetrics {
+function createMetrics(from: {keeper: SnapshotKeeper; network: NetworkView; statsPendingKeys: () => number; readDatabase?: Database; demand?: OnDemand['demand']; server: MirrorServer}): ServeMetrics {
   const {keeper, network, statsPendingKeys, readDatabase, demand, server} = from
   let refreshedAt = Date.now()
   keeper.onChange(() => {
@@ -465,7 +455,7 @@ function logListening(
  * the rest still run.
  */
 async function stopParts(parts: Parts): Promise<void> {
-  const {logger, probes, contentChecks, server, unwatch, reindexer, demand, pushAfter, stats, accessLog, metricsServer, keeper, database} = parts
+  const {logger, probes, contentChecks, contentDemand, server, unwatch, reindexer, demand, pushAfter, stats, accessLog, metricsServer, keeper, database} = parts
   const step = async (name: string, fn: (() => unknown) | undefined) => {
     try {
       await fn?.()
@@ -479,7 +469,7 @@ async function stopParts(parts: Parts): Promise<void> {
   await step('watch', unwatch)
   await step('GeoIP watch', parts.unwatchGeo)
   await step('re-index', reindexer && (() => reindexer.close()))
-  await step('scans on demand', demand && (() => demand.stop()))
+  await step('work on demand', () => Promise.all([demand?.stop(), contentDemand?.stop()]))
   await step('push-after', pushAfter && (() => pushAfter.stop()))
   await step('stats', stats && (() => stopCounting(stats, logger)))
   await step('access log', accessLog && (() => accessLog.close()))

@@ -14,7 +14,7 @@
  */
 import {createWriteStream, existsSync, fchmodSync, fstatSync, openSync, statSync, type WriteStream} from 'node:fs'
 import type {Writable} from 'node:stream'
-import type {RequestObserver, RequestOutcome} from '../delivery/outcome.js'
+import type {RequestObserver, RequestOutcome} from '../serve/delivery/outcome.js'
 
 /** How often the log's path is compared with the file it has open (ms): one stat a second. */
 const ROTATION_CHECK_MS = 1000

@@ -19,18 +19,18 @@
  * geoipupdate replaces one, step 2 runs on its own. Reloads of one server never overlap.
  */
 import type {Logger} from 'pino'
-import type {Config} from '../../config/index.js'
-import {errorMessage} from '../../errors.js'
-import {type GeoResolver, openGeo} from '../../geo/geoip.js'
-import {watchFiles} from '../../geo/watch.js'
-import {compileSelectOptions} from '../../select/options.js'
-import {syncSelectOptions} from '../../sync/trace.js'
-import {compileVerifyOptions} from '../../verify/verifier.js'
+import type {Config} from '../config/index.js'
+import {errorMessage} from '../errors.js'
+import {type GeoResolver, openGeo} from '../geo/geoip.js'
+import {watchFiles} from '../geo/watch.js'
+import {compileSelectOptions} from '../select/options.js'
+import {syncSelectOptions} from '../sync/trace.js'
+import {compileVerifyOptions} from '../verify/verifier.js'
 import type {AccessLog} from '../operator/access-log.js'
-import {CountryQueryTrust, TrustedProxies} from '../delivery/client-address.js'
-import {defaultMaxConnections, openFileLimit} from '../delivery/connections.js'
-import type {MirrorServer} from '../delivery/server.js'
-import type {ConnectionSettings, ServerSettings} from '../delivery/settings.js'
+import {CountryQueryTrust, TrustedProxies} from '../serve/delivery/client-address.js'
+import {defaultMaxConnections, openFileLimit} from '../serve/delivery/connections.js'
+import type {MirrorServer} from '../serve/delivery/server.js'
+import type {ConnectionSettings, ServerSettings} from '../serve/delivery/settings.js'
 
 /** Settings (dotted config keys, or a section) that a reload applies to a running server. */
 export const RELOADABLE = [
@@ -75,6 +75,7 @@ export const RESTART_ONLY = [
   'serve.disk_check_seconds',
   'serve.disk_check_watch',
   'serve.push_after',
+  'serve.mirror_only',
   'sync.trace_path',
   'sync.margin_seconds',
   'sync.lag_warning_seconds',
@@ -203,10 +204,27 @@ async function reloadNow(target: Reloadable): Promise<ReloadResult> {
       applied = true
     }
   } catch (error) {
-    target.logger.error({err: errorMessage(error)}, 'reload: the new settings cannot be applied; the running settings stay in effect')
+    // reconfigure() may have applied part of the new settings before it threw: put the running ones back, so the log line is true.
+    const kept = restoreSettings(target)
+    target.logger.error(
+      {err: errorMessage(error)},
+      kept
+        ? 'reload: the new settings cannot be applied; the running settings stay in effect'
+        : 'reload: the new settings cannot be applied, and the running ones could not be restored: restart mb serve',
+    )
   }
   if (geo) geoFollowers.get(target)?.()
   return finishReload(target, {config: applied, geo: geo !== undefined, restart})
+}
+
+/** Applies the running configuration again (after a reconfigure that failed half-way). @returns false when that fails too */
+function restoreSettings(target: Reloadable): boolean {
+  try {
+    target.server.reconfigure(serverSettings(target.config, target.geo))
+    return true
+  } catch {
+    return false
+  }
 }
 
 /**

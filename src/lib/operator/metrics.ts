@@ -32,7 +32,7 @@
  * - scans on demand (src/lib/scan/demand.ts), counted since the process started:
  *   `mb_demand_requests_total` counter (requests for a file no eligible mirror holds),
  *   `mb_demand_folder_scans_total` counter (folder runs; `mb_demand_deduplicated_total` those
- *   another replica had claimed), `mb_demand_mirror_scans_total{result="ok"|"failed"|"over_budget"}`
+ *   another replica had claimed), `mb_demand_mirror_scans_total{result="ok"|"failed"|"over_budget"|"busy"}`
  *   counter, `mb_demand_files_found_total` counter (copies added to mirror sets) and
  *   `mb_demand_queue` gauge (folders waiting or being scanned);
  * - `mb_serve_processes` gauge: serving processes in this answer (1, or the workers that
@@ -50,13 +50,13 @@
  */
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
-import type {WatchReport} from '../../origin/watch.js'
+import type {WatchReport} from '../origin/watch.js'
 import {originCounters} from './origin-metrics.js'
 import {AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry} from 'prom-client'
-import {MbError} from '../../errors.js'
-import {httpUrl, listenOn, parseListen} from '../delivery/listen.js'
-import type {RequestObserver} from '../delivery/outcome.js'
-import type {DemandCounters} from '../../scan/demand.js'
+import {MbError} from '../errors.js'
+import {httpUrl, listenOn, parseListen} from '../serve/delivery/listen.js'
+import type {RequestObserver} from '../serve/delivery/outcome.js'
+import type {DemandCounters} from '../scan/demand.js'
 
 /** Callbacks read at scrape time; each may be absent (the metric then has no sample). */
 export interface MetricsSources {
@@ -215,7 +215,7 @@ function registerDemandSeries(registry: Registry, read: () => DemandCounters & {
   counter('mb_demand_files_found_total', 'Copies the scans on demand added to mirror sets', (c) => c.filesFound)
   new Counter({
     name: 'mb_demand_mirror_scans_total',
-    help: 'Mirror scans on demand by result: ok, failed, or over_budget (left out by scan.demand_mirror_budget)',
+    help: 'Mirror scans on demand by result: ok, failed, over_budget (left out by scan.demand_mirror_budget), or busy (a try that waited behind another scan of the mirror)',
     labelNames: ['result'] as const,
     registers: [registry],
     collect() {
@@ -224,6 +224,7 @@ function registerDemandSeries(registry: Registry, read: () => DemandCounters & {
       this.inc({result: 'ok'}, c.mirrorScans - c.mirrorScansFailed)
       this.inc({result: 'failed'}, c.mirrorScansFailed)
       this.inc({result: 'over_budget'}, c.overBudget)
+      this.inc({result: 'busy'}, c.busyWaits)
     },
   })
   new Gauge({

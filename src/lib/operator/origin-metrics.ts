@@ -3,7 +3,7 @@
  * (docs/operations.md, "The origin's share").
  */
 import {Counter, type Registry} from 'prom-client'
-import {ORIGIN_METER_REASONS, originMeterReason} from '../../stats/origin.js'
+import {ORIGIN_METER_REASONS, originMeterReason} from '../stats/origin.js'
 
 /**
  * `mb_origin_bytes_total{reason}` and `mb_origin_requests_total{reason}`: what the origin

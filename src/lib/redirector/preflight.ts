@@ -5,9 +5,9 @@
  */
 import {accessSync, closeSync, constants, existsSync, openSync, statSync} from 'node:fs'
 import {dirname, join, resolve} from 'node:path'
-import type {Config} from '../../config/index.js'
-import {SHARED_SOCKET_NAME} from '../../db/pglite.js'
-import {UsageError} from '../../errors.js'
+import type {Config} from '../config/index.js'
+import {SHARED_SOCKET_NAME} from '../db/pglite.js'
+import {UsageError} from '../errors.js'
 
 /** Longest Unix socket path Linux accepts: `sun_path` is 108 bytes with the trailing NUL (unix(7)). */
 const MAX_SOCKET_PATH_BYTES = 107

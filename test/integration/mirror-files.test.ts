@@ -1,0 +1,80 @@
+/**
+ * `mb mirror show NAME --files missing|stale|bad`: what one mirror lacks, holds stale or holds
+ * corrupt, per folder with counts and, for one folder, paged; its globs and base path decide
+ * what it is meant to carry.
+ */
+import {expect} from 'chai'
+import {mb} from '../helpers/cli.js'
+import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+
+describe(`mb mirror show --files (${backend})`, () => {
+  let tdb: TestDatabase
+
+  before(async () => {
+    tdb = await createTestDatabase()
+    const database = await tdb.open()
+    try {
+      const db = database.db
+      const add = async (identifier: string, extra: Record<string, unknown> = {}) =>
+        (
+          await db
+            .insertInto('mirror')
+            .values({identifier, http_url: `http://${identifier}/`, ...extra} as any)
+            .returning('id')
+            .executeTakeFirstOrThrow()
+        ).id
+      const m = await add('m.test', {exclude_patterns: ['**/*.src.rpm']})
+      const other = await add('other.test')
+      const paths = ['pub/a.iso', 'pub/b.iso', 'pub/c.iso', 'pub/x.src.rpm', 'pub/sub/d.iso', 'pub/sub/e.iso', 'top.iso']
+      const rows = await db
+        .insertInto('file')
+        .values(paths.map((path, i) => ({path, size: 1000 * (i + 1), mtime: 1_700_000_000 + i, mirrors: path === 'pub/a.iso' || path === 'pub/sub/e.iso' ? [m, other] : [other]})))
+        .returning(['id', 'path'])
+        .execute()
+      const id = (path: string) => Number(rows.find((r) => r.path === path)!.id)
+      await db
+        .insertInto('mirror_file_stale')
+        .values({mirror_id: m, file_id: id('pub/b.iso'), size: 5, mtime: 1_600_000_000})
+        .execute()
+      await db
+        .insertInto('mirror_file_bad')
+        .values({mirror_id: m, file_id: id('pub/sub/d.iso'), size: 5000, mtime: 1_700_000_004, piece: 3})
+        .execute()
+    } finally {
+      await database.close()
+    }
+  })
+  after(async () => tdb?.drop())
+
+  const show = async (...args: string[]) => {
+    const r = await mb(['mirror', 'show', 'm.test', '--json', ...args], {env: tdb.env})
+    expect(r.code, r.stderr).to.equal(0)
+    return r.json()
+  }
+
+  it('missing: per folder with counts, leaving out what its globs exclude and what it holds stale or corrupt', async () => {
+    expect((await show('--files', 'missing')).folders).to.deep.equal([
+      {folder: '', files: 1, bytes: 7000},
+      {folder: 'pub', files: 1, bytes: 3000},
+    ])
+  })
+
+  it('stale and bad: per folder, and the files of a folder with what the mirror has', async () => {
+    expect((await show('--files', 'stale')).folders).to.deep.equal([{folder: 'pub', files: 1, bytes: 2000}])
+    const stale = await show('--files', 'stale', '--folder', 'pub')
+    expect(stale).to.deep.include({mirror: 'm.test', kind: 'stale', folder: 'pub', page: 1, pages: 1, total: 1})
+    expect(stale.files).to.deep.equal([{path: 'pub/b.iso', size: 2000, mtime: '2023-11-14T22:13:21Z', mirror_size: 5, mirror_mtime: '2020-09-13T12:26:40Z'}])
+    const bad = await show('--files', 'bad', '--folder', '/pub/sub/')
+    expect(bad.files.map((f: any) => [f.path, f.piece])).to.deep.equal([['pub/sub/d.iso', 3]])
+  })
+
+  it('pages a folder, and prints a table for people', async () => {
+    const page = await show('--files', 'missing', '--folder', 'pub', '--page-size', '1', '--page', '1')
+    expect(page).to.deep.include({total: 1, pages: 1})
+    const text = await mb(['mirror', 'show', 'm.test', '--files', 'missing'], {env: tdb.env})
+    expect(text.stdout).to.contain('m.test: 2 missing file(s) in 2 folder(s)')
+    expect(text.stdout).to.match(/^pub\t1\t2\.9 KiB$/m)
+    const bad = await mb(['mirror', 'show', 'm.test', '--files', 'lost'], {env: tdb.env})
+    expect(bad.code).to.equal(2)
+  })
+})
