@@ -33,6 +33,7 @@ import * as m0024 from './0024_mirror_bad_copies_suspect.js'
 import * as m0025 from './0025_demand_scan.js'
 import * as m0029 from './0029_background_round.js'
 import * as m0030 from './0030_txid_rules_bad_copies.js'
+import * as m0031 from './0031_stats_origin.js'
 import * as m0032 from './0032_content_check.js'
 import * as m0033 from './0033_file_mirror_only.js'
 import * as m0034 from './0034_mirror_signing.js'
@@ -60,6 +61,7 @@ export const migrations: Record<string, Migration> = {
   '0025_demand_scan': m0025,
   '0029_background_round': m0029,
   '0030_txid_rules_bad_copies': m0030,
+  '0031_stats_origin': m0031,
   '0032_content_check': m0032,
   '0033_file_mirror_only': m0033,
   '0034_mirror_signing': m0034,

@@ -115,8 +115,7 @@ describe(`mb probe against nginx, and mb serve afterwards (${backend})`, functio
     const links = headerLines(res, 'link')
       .filter((l) => l.includes('rel=duplicate'))
       .map((l) => /^<([^>]+)>/.exec(l)![1])
-    // The last alternative is the origin's direct URL, which delivers whatever the mirrors do.
-    expect(links.pop()).to.match(/\/_origin\/pub\/big\.iso$/)
+    // Mirrors only: a redirect never names the origin.
     expect(links.sort()).to.deep.equal(up.sort())
   })
 })

@@ -90,7 +90,8 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
     originServer = await startNginx({root, hostname: '127.0.0.4', serverConfig: 'limit_rate 2m;'})
     const zsync = await database.db.selectFrom('file_zsync').select('file_id').execute()
     expect(zsync.length, 'the index wrote zsync sums').to.equal(1)
-    serve = await startServe(serveConfig({serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, origin_url: originServer.url}}), {database})
+    // Two mirrors: the web seeds end with the origin only below three (serve.origin_fallback_mirrors, default 2).
+    serve = await startServe(serveConfig({serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, origin_url: originServer.url, origin_fallback_mirrors: 3}}), {database})
   })
 
   after(async () => {
@@ -173,7 +174,7 @@ describe(`BitTorrent web seeds and zsync through mb serve (${backend})`, functio
 
   it('names the .torrent in a Link header of the 302, and in the meta4 only with torrent.meta4_metaurl, after every URL', async () => {
     expect(await (await fetch(`${serve.url}/pub/big.bin.meta4`)).text()).not.to.include('<metaurl')
-    const withMetaurl = await startServe(serveConfig({serve: {listen: '127.0.0.1:0', poll_seconds: 0.2}, torrent: {meta4_metaurl: true}}), {database})
+    const withMetaurl = await startServe(serveConfig({serve: {listen: '127.0.0.1:0', poll_seconds: 0.2, origin_fallback_mirrors: 3}, torrent: {meta4_metaurl: true}}), {database})
     try {
       const meta4 = await (await fetch(`${withMetaurl.url}/pub/big.bin.meta4`)).text()
       const priorities = [...meta4.matchAll(/<url [^>]*priority="(\d+)"/g)].map((m) => Number(m[1]))

@@ -72,6 +72,14 @@ export async function startServe(args: string[], env: Record<string, string | un
   }
 }
 
+/**
+ * The environment that runs a child process's `Date.now()` `speed` times as fast as real time
+ * (./fast-clock.mjs): a test clock for windows of minutes.
+ */
+export function fastClockEnv(speed: number): Record<string, string> {
+  return {NODE_OPTIONS: `--import=${new URL('./fast-clock.mjs', import.meta.url).pathname}`, MB_TEST_CLOCK_SPEED: String(speed)}
+}
+
 export interface RawResponse {
   status: number
   headers: http.IncomingHttpHeaders

@@ -115,14 +115,15 @@ describe(`mb file lookup (${backend})`, () => {
     expect(text.stdout).to.contain('stale.example\tstale\toutdated copy: 60000 bytes, origin 65536')
   })
 
-  it('states the retry rule, and --attempt N shows where the N-th try of the client goes', async () => {
+  it('states the retry rule, and --attempt N shows where the N-th try of the client goes: its tier, cycling', async () => {
     const first = (await mb(['file', 'lookup', 'iso/distro-1.0.iso', '--client-ip', '81.2.69.142', '--json'], {env})).json().files[0].explain
     expect(first.retry).to.include({window_seconds: 600, attempt: 1, goes_to: 'gb.example'})
-    expect(first.retry.rule).to.contain('goes to the next mirror in rank order')
+    expect(first.retry.rule).to.contain('goes to the next mirror of its tier')
     const goes = async (n: number) => (await mb(['file', 'lookup', 'iso/distro-1.0.iso', '--client-ip', '81.2.69.142', '--attempt', String(n), '--json'], {env})).json().files[0].explain.retry.goes_to
-    expect([await goes(2), await goes(4), await goes(5)]).to.deep.equal(['se.example', 'origin', 'gb.example'])
+    // gb.example is alone in the client's country: its tier widens to the continent's se.example, never the origin.
+    expect([await goes(2), await goes(4), await goes(5)]).to.deep.equal(['se.example', 'se.example', 'gb.example'])
     const text = await mb(['file', 'lookup', 'iso/distro-1.0.iso', '--client-ip', '81.2.69.142', '--attempt', '3'], {env})
-    expect(text.stdout).to.contain('retry: attempt 3 goes to us.example; the same client address asking again for this file within 600 s')
+    expect(text.stdout).to.contain('retry: attempt 3 goes to gb.example; the same client address asking again for this file within 600 s')
   })
 
   it('--country forces the client country, and its continent follows the country (RU is Europe); a bad code is refused', async () => {

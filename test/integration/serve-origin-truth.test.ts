@@ -126,7 +126,6 @@ describe(`mb serve: URLs as clients write them, the origin's truth (${backend})`
       expect(res.headers.location).to.equal(`http://gb.example.org/pub/${encoded}`)
       expect(headerLines(res, 'link')).to.deep.equal([
         `<http://gb.example.org/pub/${encoded}>; rel=duplicate; pri=1; geo=gb`,
-        `<${PUBLIC}_origin/${encoded}>; rel=duplicate; pri=999999`,
         `<${PUBLIC}${encoded}.meta4>; rel=describedby; type="application/metalink4+xml"`,
       ])
     })

@@ -139,9 +139,14 @@ describe('contrib/mb.yaml', () => {
       const sections = Object.entries(defaults.config)
         .filter(([, value]) => typeof value === 'object' && value !== null && !Array.isArray(value))
         .map(([key]) => key)
-      // Switch on every setting that has a value, and every section line; unset ones stay commented.
+      // Settings that are groups of settings inside a section (serve.origin_budget): their lines open a block too.
+      const isGroup = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value)
+      const groups = new Set(
+        sections.flatMap((section) => Object.entries((defaults.config as unknown as Record<string, Record<string, unknown>>)[section]).flatMap(([key, value]) => (isGroup(value) ? [key] : []))),
+      )
+      // Switch on every setting that has a value, and every section and group line; unset ones stay commented.
       const on = readFileSync(SAMPLE_PATH, 'utf8').replace(/^( *)#([a-z0-9_]+):( .+)?$/gm, (line, indent: string, key: string, value?: string) =>
-        value !== undefined || (indent === '' && sections.includes(key)) ? `${indent}${key}:${value ?? ''}` : line,
+        value !== undefined || (indent === '' && sections.includes(key)) || (indent === '  ' && groups.has(key)) ? `${indent}${key}:${value ?? ''}` : line,
       )
       expect(on).to.match(/^serve:$/m)
       expect(on).to.match(/^ {2}listen: 127\.0\.0\.1:8080$/m)

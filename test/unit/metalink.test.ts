@@ -85,6 +85,8 @@ function options(extra: Partial<BuildOptions> = {}): BuildOptions {
     selection: {realm: 'country', ranked: candidates(3), excluded: []},
     baseUrl: 'https://dl.example.org/',
     now: new Date('2026-11-29T12:00:00.123Z'),
+    // The origin listed after any number of mirrors here (the rule is tested on its own).
+    originFallbackMirrors: 1000,
     ...extra,
   }
 }
@@ -103,6 +105,16 @@ describe('metalink documents', () => {
     expect(doc.sources[20]).to.deep.equal({url: 'https://dl.example.org/dir/file.iso', priority: 21})
     expect(buildDocument(options({maxUrls: 2})).sources.map((s) => s.priority)).to.deep.equal([1, 2, 3])
     expect(doc.meta4Url).to.equal('https://dl.example.org/dir/file.iso.meta4')
+  })
+
+  it('lists the origin only below serve.origin_fallback_mirrors mirrors (default 2), and always when none is', () => {
+    const urls = (n: number, originFallbackMirrors?: number) =>
+      buildDocument(options({selection: {realm: 'country', ranked: candidates(n), excluded: []}, originFallbackMirrors})).sources.map((s) => s.mirror ?? 'origin')
+    expect(urls(1, undefined)).to.deep.equal(['m1.example.net', 'origin'])
+    expect(urls(2, undefined)).to.deep.equal(['m1.example.net', 'm2.example.net'])
+    expect(urls(2, 3)).to.deep.equal(['m1.example.net', 'm2.example.net', 'origin'])
+    expect(urls(0, 0)).to.deep.equal(['origin'])
+    expect(urls(1, 0)).to.deep.equal(['m1.example.net'])
   })
 
   it('lists only the origin when the selection leaves the file to the origin', () => {

@@ -24,8 +24,6 @@ function entry(content: string | null, extra: Partial<FileEntry> = {}): FileEntr
 }
 
 const META4 = '<https://dl.example.org/dir/file%201.iso.meta4>; rel=describedby; type="application/metalink4+xml"'
-/** The origin's direct URL, the last rel=duplicate, then the meta4 link. */
-const ORIGIN = '<https://dl.example.org/_origin/dir/file%201.iso>; rel=duplicate; pri=999999'
 const digestOf = (content: string) => `SHA-256=${b64('sha256', content)}, MD5=${b64('md5', content)}, SHA=${b64('sha1', content)}`
 
 /** Redirect headers under the configured base URL `base` (torrents not served unless asked). */
@@ -45,19 +43,19 @@ describe('Metalink/HTTP redirect headers', () => {
 
   it('sends Link rel=describedby always, and Digest only with all three hashes', () => {
     const headers = headersFor('https://dl.example.org')
-    expect(redirect(headers, entry('one'))).to.deep.equal(['Link', ORIGIN, 'Link', META4, 'Digest', digestOf('one')])
-    expect(redirect(headers, entry(null))).to.deep.equal(['Link', ORIGIN, 'Link', META4])
-    expect(redirect(headers, entry('one', {sha1: null}))).to.deep.equal(['Link', ORIGIN, 'Link', META4])
+    expect(redirect(headers, entry('one'))).to.deep.equal(['Link', META4, 'Digest', digestOf('one')])
+    expect(redirect(headers, entry(null))).to.deep.equal(['Link', META4])
+    expect(redirect(headers, entry('one', {sha1: null}))).to.deep.equal(['Link', META4])
   })
 
   it('adds the torrent Link only with torrent data on a server that serves torrents, and the signature Link last', () => {
     const torrent = '<https://dl.example.org/dir/file%201.iso.torrent>; rel=describedby; type="application/x-bittorrent"'
     const signature = '<https://dl.example.org/dir/file%201.iso.asc>; rel=describedby; type="application/pgp-signature"'
     const headers = headersFor('https://dl.example.org/', {torrents: true})
-    expect(redirect(headers, entry('one', {formats: FORMAT_TORRENT, signature: '.asc'}))).to.deep.equal(['Link', ORIGIN, 'Link', META4, 'Link', torrent, 'Digest', digestOf('one'), 'Link', signature])
-    expect(redirect(headers, entry('one', {formats: 0, signature: '.asc'}))).to.deep.equal(['Link', ORIGIN, 'Link', META4, 'Digest', digestOf('one'), 'Link', signature])
+    expect(redirect(headers, entry('one', {formats: FORMAT_TORRENT, signature: '.asc'}))).to.deep.equal(['Link', META4, 'Link', torrent, 'Digest', digestOf('one'), 'Link', signature])
+    expect(redirect(headers, entry('one', {formats: 0, signature: '.asc'}))).to.deep.equal(['Link', META4, 'Digest', digestOf('one'), 'Link', signature])
     const noTorrents = headersFor('https://dl.example.org/')
-    expect(redirect(noTorrents, entry('one', {formats: FORMAT_TORRENT}))).to.deep.equal(['Link', ORIGIN, 'Link', META4, 'Digest', digestOf('one')])
+    expect(redirect(noTorrents, entry('one', {formats: FORMAT_TORRENT}))).to.deep.equal(['Link', META4, 'Digest', digestOf('one')])
   })
 
   it('builds the lines once per file version and base URL, and anew for a new version', () => {
@@ -65,22 +63,21 @@ describe('Metalink/HTTP redirect headers', () => {
     const first = headers.lines(entry('one'), 'https://dl.example.org/')
     expect(headers.lines(entry('one'), 'https://dl.example.org/')).to.equal(first)
     // Rehashed after a rewrite: new size, mtime and hashes.
-    expect(headers.lines(entry('two', {size: 20, mtime: 1_700_000_100}), 'https://dl.example.org/')).to.deep.equal(['Link', ORIGIN, 'Link', META4, 'Digest', digestOf('two')])
+    expect(headers.lines(entry('two', {size: 20, mtime: 1_700_000_100}), 'https://dl.example.org/')).to.deep.equal(['Link', META4, 'Digest', digestOf('two')])
     // Same size and mtime, other hashes (a rehash of a file rewritten within its mtime second).
-    expect(headers.lines(entry('three', {size: 20, mtime: 1_700_000_100}), 'https://dl.example.org/')).to.deep.equal(['Link', ORIGIN, 'Link', META4, 'Digest', digestOf('three')])
+    expect(headers.lines(entry('three', {size: 20, mtime: 1_700_000_100}), 'https://dl.example.org/')).to.deep.equal(['Link', META4, 'Digest', digestOf('three')])
     // The hashes went stale: no Digest any more.
-    expect(headers.lines(entry(null, {size: 20, mtime: 1_700_000_100}), 'https://dl.example.org/')).to.deep.equal(['Link', ORIGIN, 'Link', META4])
+    expect(headers.lines(entry(null, {size: 20, mtime: 1_700_000_100}), 'https://dl.example.org/')).to.deep.equal(['Link', META4])
     expect(headers.lines(entry(null, {size: 20, mtime: 1_700_000_100}), 'http://other.example:8080/')).to.deep.equal([
-      'Link',
-      '<http://other.example:8080/_origin/dir/file%201.iso>; rel=duplicate; pri=999999',
       'Link',
       '<http://other.example:8080/dir/file%201.iso.meta4>; rel=describedby; type="application/metalink4+xml"',
     ])
-    // serve.origin_url: the plain origin server's URL instead of the origin form.
-    expect(headers.lines(entry(null, {size: 20, mtime: 1_700_000_100}), 'https://dl.example.org/', 'https://origin.example.org/pub/').slice(0, 2)).to.deep.equal([
-      'Link',
-      '<https://origin.example.org/pub/dir/file%201.iso>; rel=duplicate; pri=999999',
-    ])
+  })
+
+  it('names no origin among the duplicates: a redirect names mirrors only', () => {
+    const lines = headersFor('https://dl.example.org/').lines(entry('one'), 'https://dl.example.org/')
+    expect(lines.join('\n')).to.not.include('rel=duplicate')
+    expect(lines.join('\n')).to.not.include('_origin')
   })
 
   it('builds the lines of a snapshot entry once per version: a reload with the same digests keeps them, a rehash does not', () => {
@@ -90,7 +87,7 @@ describe('Metalink/HTTP redirect headers', () => {
     const digests = (content: string) => [hex('md5', content), hex('sha1', content), hex('sha256', content)] as const
     const loaded = new DigestArena().entry(fields, ...digests('one'))
     const first = headers.lines(loaded, base)
-    expect(first).to.deep.equal(['Link', ORIGIN, 'Link', META4, 'Digest', digestOf('one')])
+    expect(first).to.deep.equal(['Link', META4, 'Digest', digestOf('one')])
     expect(headers.lines(loaded, base)).to.equal(first)
     // A full reload: a new arena, new digest ids, the same digests.
     const reloaded = new DigestArena().entry(fields, ...digests('one'))
@@ -100,8 +97,8 @@ describe('Metalink/HTTP redirect headers', () => {
     const arena = new DigestArena()
     arena.entry(fields, ...digests('one'))
     const rehashed = arena.entry(fields, ...digests('two'))
-    expect(headers.lines(rehashed, base)).to.deep.equal(['Link', ORIGIN, 'Link', META4, 'Digest', digestOf('two')])
-    expect(headers.lines(arena.entry(fields, null, null, null), base)).to.deep.equal(['Link', ORIGIN, 'Link', META4])
+    expect(headers.lines(rehashed, base)).to.deep.equal(['Link', META4, 'Digest', digestOf('two')])
+    expect(headers.lines(arena.entry(fields, null, null, null), base)).to.deep.equal(['Link', META4])
   })
 
   it('keeps at most its budget of file versions, the least recently used going first', () => {

@@ -12,7 +12,7 @@ import {listRules} from '../rules/registry.js'
 import {compileRules, type RuleSet} from '../rules/rule.js'
 import {type Candidate, compileMirrors, compileSelectOptions, mirrorUrl, selectionContext, type SelectFile, type SelectionContext, type SelectMirror} from '../select/index.js'
 import {syncSelectOptions} from '../sync/trace.js'
-import {rankOfAttempt, retryRule} from '../select/retry.js'
+import {retryRule, TIER_CANDIDATES, tierIndex, tierSize} from '../select/retry.js'
 import type {SelectConfig} from '../select/config.js'
 import {clientFromFlag, configuredGeo, type GeoSettings} from './client.js'
 import {escapeLike} from '../db/sql.js'
@@ -344,15 +344,21 @@ function explain(context: SelectionContext, rules: RuleSet | undefined, attempt:
       note: c.note ?? null,
     })),
     excluded: s.excluded.map((e) => ({mirror: e.mirror.identifier, reason: e.reason, detail: e.detail})).sort((a, b) => a.mirror.localeCompare(b.mirror)),
-    retry: retryExplained(options.retryWindowSeconds, attempt, s.ranked),
+    retry: retryExplained(options.retryWindowSeconds, attempt, s.ranked, options.maxAlternatives),
   }
 }
 
-/** Where `attempt` goes among `ranked` under the retry rule (src/lib/select/retry.ts); null when retries are off. */
-function retryExplained(windowSeconds: number, attempt: number, ranked: readonly Candidate[]): LookupExplain['retry'] {
+/**
+ * Where `attempt` goes among `ranked` under the retry rule (src/lib/select/retry.ts): the
+ * attempt's member of the client's tier, among the first `linkCount` candidates (those a
+ * redirect names), at least `TIER_CANDIDATES`; the origin only when no mirror is eligible.
+ * Null when retries are off.
+ */
+function retryExplained(windowSeconds: number, attempt: number, ranked: readonly Candidate[], linkCount: number): LookupExplain['retry'] {
   if (windowSeconds <= 0) return null
-  const rank = ranked.length === 0 ? -1 : rankOfAttempt(attempt, ranked.length)
-  return {window_seconds: windowSeconds, attempt, goes_to: rank < 0 ? 'origin' : ranked[rank].mirror.identifier, rule: retryRule(windowSeconds)}
+  const named = ranked.slice(0, Math.max(TIER_CANDIDATES, linkCount))
+  const size = tierSize(named)
+  return {window_seconds: windowSeconds, attempt, goes_to: size === 0 ? 'origin' : named[tierIndex(attempt, size)].mirror.identifier, rule: retryRule(windowSeconds)}
 }
 
 function safeUrl(m: SelectMirror, path: string, https: boolean): string | null {

@@ -12,6 +12,7 @@ import {rangeHonouringFirst} from '../select/segmented.js'
 import {encodePath} from '../select/url.js'
 import type {Selection} from '../select/types.js'
 import {withTrailingSlash} from '../text.js'
+import {DEFAULT_ORIGIN_FALLBACK_MIRRORS} from '../serve/config.js'
 
 /** Default cap on mirror URLs in a metalink (config `metalink.max_urls`). */
 export const DEFAULT_MAX_URLS = 20
@@ -75,7 +76,7 @@ export interface MetalinkDocument {
   mtime: number
   /** Null when no fresh hashes are known. */
   hashes: DocumentHashes | null
-  /** Mirrors in selection order (capped), then the origin's direct URL ({@link BuildOptions.originBase}). */
+  /** Mirrors in selection order (capped), then the origin's direct URL ({@link BuildOptions.originBase}) when fewer than {@link BuildOptions.originFallbackMirrors} mirrors are. */
   sources: Source[]
   /** The URL of the file on this server (which may redirect; the base of `.meta4`, `.torrent` and the other representations). */
   originUrl: string
@@ -151,6 +152,12 @@ export interface BuildOptions {
   /** Cap on mirror URLs (default 20). */
   maxUrls?: number
   /**
+   * The origin's direct URL ends the sources only when fewer mirrors than this are listed
+   * (`serve.origin_fallback_mirrors`, default 2; always when none is): no client prefers the
+   * origin while mirrors are healthy.
+   */
+  originFallbackMirrors?: number
+  /**
    * The client formats with current data, `torrent` and `zsync` (the snapshot's `formats`
    * bits, read by the caller), and whether the meta4 names the torrent (`metaurl`).
    */
@@ -184,9 +191,9 @@ export function originUrlFor(baseUrl: string, path: string): string {
 /**
  * Builds the metalink document for one file and one client: the ranked mirrors of
  * `selection` (at most `maxUrls`, priority 1…N in selection order, mirrors that ignore Range
- * after the rest: ../select/segmented.ts) then the origin's direct
- * URL (priority N+1, under `originBase`). An origin-delivered selection (origin-only files, small files) lists
- * only the origin. Hashes are included only when fresh.
+ * after the rest: ../select/segmented.ts) then, when N is below `originFallbackMirrors`, the
+ * origin's direct URL (priority N+1, under `originBase`). An origin-delivered selection
+ * (origin-only files, small files) lists only the origin. Hashes are included only when fresh.
  */
 export function buildDocument(options: BuildOptions): MetalinkDocument {
   const maxUrls = options.maxUrls ?? DEFAULT_MAX_URLS
@@ -199,7 +206,9 @@ export function buildDocument(options: BuildOptions): MetalinkDocument {
       sources.push({url: candidate.url, priority: sources.length + 1, location: country ? country.toLowerCase() : undefined, mirror: candidate.mirror.identifier})
     }
   }
-  sources.push({url: options.originBase === undefined ? originUrl : originUrlFor(options.originBase, options.path), priority: sources.length + 1})
+  if (sources.length < Math.max(1, options.originFallbackMirrors ?? DEFAULT_ORIGIN_FALLBACK_MIRRORS)) {
+    sources.push({url: options.originBase === undefined ? originUrl : originUrlFor(options.originBase, options.path), priority: sources.length + 1})
+  }
   const fresh = options.hashesFresh ?? hashesFresh(options.stored)
   const slash = options.path.lastIndexOf('/')
   return {

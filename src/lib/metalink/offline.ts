@@ -50,7 +50,7 @@ export interface OfflineSettings extends GeoSettings {
   root?: string
   select: SelectConfig
   sync: SyncConfig
-  serve: Pick<ServeConfig, 'listen' | 'origin_url' | 'public_url'>
+  serve: Pick<ServeConfig, 'listen' | 'origin_url' | 'public_url' | 'origin_fallback_mirrors'>
   torrent: TorrentConfig
   zsync: ZsyncConfig
 }
@@ -94,6 +94,7 @@ export async function offlineMetalink(database: Database, config: OfflineSetting
     baseUrl,
     originBase: new BaseUrls(baseUrl, config.serve.origin_url).originOf(baseUrl),
     maxUrls: options.maxUrls ?? context.options.metalinkMaxMirrors,
+    originFallbackMirrors: config.serve.origin_fallback_mirrors,
     formats: fresh ? {torrent: present?.torrent === true, zsync: present?.zsync_block_size != null, metaurl: config.torrent.meta4_metaurl} : undefined,
     now: options.now,
   })

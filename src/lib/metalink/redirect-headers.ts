@@ -1,9 +1,9 @@
 /**
  * The Metalink/HTTP header lines of a `302` redirect (RFC 6249 §6, RFC 3230 §4.3.2), for
- * `MirrorServer.addRedirectHeaders`, in this order:
- *   `Link: <ORIGIN/PATH>; rel=duplicate; pri=999999` always: the origin's direct URL
- *   (`BaseUrls.origin()`, src/lib/serve/delivery/origin-form.ts), the last resort after the mirrors'
- *   `rel=duplicate` lines (RFC 6249: `pri` 1…999999, lowest first);
+ * `MirrorServer.addRedirectHeaders`, in this order (no `rel=duplicate` to the origin: a
+ * redirect names at least one mirror, and Metalink/HTTP clients may use every duplicate like
+ * any other source, so the origin would carry what mirrors can; docs/selection.md, "No
+ * client prefers the origin"):
  *   `Link: <BASE/PATH.meta4>; rel=describedby; type="application/metalink4+xml"` always;
  *   `Link: <BASE/PATH.torrent>; rel=describedby; type="application/x-bittorrent"` while the
  *   file has current BitTorrent data (and the server serves it);
@@ -17,7 +17,7 @@
  * has confirmed the disk's version before any redirect, and a changed file reaches them as
  * an entry without hashes.
  */
-import {type BaseUrls, ORIGIN_PREFIX} from '../serve/delivery/public-url.js'
+import type {BaseUrls} from '../serve/delivery/public-url.js'
 import type {RedirectHeaderProvider} from '../serve/delivery/route.js'
 import {FORMAT_TORRENT, type FileEntry} from '../serve/snapshot/file-entry.js'
 import {originUrlFor} from './document.js'
@@ -26,15 +26,11 @@ import {signatureLink} from './signature.js'
 import {TORRENT_MEDIA_TYPE} from './torrent.js'
 import {type CacheBudget, VersionCache} from './version-cache.js'
 
-/** The `pri` of the origin's `rel=duplicate` link: the largest RFC 6249 allows, after every mirror. */
-const LAST_PRIORITY = 999999
-
 /** The header lines of one file version under one base URL, and what else they were built from. */
 interface CachedLines {
   signature: string | null | undefined
   torrent: boolean
   base: string
-  originBase: string
   /** Flat name, value, name, value… as `writeHead` takes them. */
   lines: string[]
 }
@@ -65,31 +61,30 @@ export class MetalinkRedirectHeaders {
 
   /** Pushes the lines for `file` (its indexed version, confirmed on disk by the server) onto `headers`. */
   readonly provider: RedirectHeaderProvider = (headers, ctx, file, client) => {
-    const lines = this.lines(file, this.baseUrls.of(ctx.req, client.https), this.baseUrls.origin(ctx.req, client.https))
+    const lines = this.lines(file, this.baseUrls.of(ctx.req, client.https))
     for (let i = 0; i < lines.length; i++) headers.push(lines[i])
   }
 
   /**
-   * The flat header lines of `file` under `base`, the origin's direct URL under `originBase`
-   * (default: the origin form under `base`): kept per file version ({@link VersionCache}: size,
-   * mtime, hashes, formats), valid while the signature, torrent data and base URLs are the
+   * The flat header lines of `file` under `base`: kept per file version ({@link VersionCache}:
+   * size, mtime, hashes, formats), valid while the signature, torrent data and base URL are the
    * ones they were built from (a new file version, a rehash or another Host builds them anew).
    */
-  lines(file: FileEntry, base: string, originBase = base + ORIGIN_PREFIX): string[] {
+  lines(file: FileEntry, base: string): string[] {
     const signature = file.signature
     const torrent = this.torrents && ((file.formats ?? 0) & FORMAT_TORRENT) !== 0
     const cached = this.cache.get(file)
-    if (cached !== undefined && cached.signature === signature && cached.torrent === torrent && cached.base === base && cached.originBase === originBase) return cached.lines
+    if (cached !== undefined && cached.signature === signature && cached.torrent === torrent && cached.base === base) return cached.lines
     const path = file.path
     const url = originUrlFor(base, path)
-    const lines = ['Link', `<${originUrlFor(originBase, path)}>; rel=duplicate; pri=${LAST_PRIORITY}`, 'Link', describedByLink(`${url}.meta4`)]
+    const lines = ['Link', describedByLink(`${url}.meta4`)]
     if (torrent) lines.push('Link', `<${url}.torrent>; rel=describedby; type="${TORRENT_MEDIA_TYPE}"`)
     const {md5, sha1, sha256} = file
     if (md5 !== null && sha1 !== null && sha256 !== null) lines.push('Digest', digestHeader({md5, sha1, sha256}))
     if (signature) lines.push('Link', signatureLink(originUrlFor(base, path + signature)))
     let bytes = 64
     for (let i = 0; i < lines.length; i++) bytes += lines[i].length
-    this.cache.set(file, {signature, torrent, base, originBase, lines}, bytes)
+    this.cache.set(file, {signature, torrent, base, lines}, bytes)
     return lines
   }
 }

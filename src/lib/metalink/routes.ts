@@ -263,6 +263,7 @@ export class MetalinkRoutes {
       selection,
       ...bases,
       maxUrls: this.maxUrls(),
+      originFallbackMirrors: this.baseUrls.originFallbackMirrors,
       formats,
     })
     if (target.kind === 'meta4') {
@@ -312,7 +313,17 @@ export class MetalinkRoutes {
    * file on disk no longer has the indexed version (`changed`, from `currentFile()`).
    */
   private async handleFormat(ctx: RequestContext, kind: FormatKind, file: FileEntry, selection: Selection, bases: {baseUrl: string; originBase: string}, changed: boolean): Promise<void> {
-    const doc = buildDocument({path: file.path, size: file.size, mtime: file.mtime, stored: null, hashesFresh: false, selection, ...bases, maxUrls: this.maxUrls()})
+    const doc = buildDocument({
+      path: file.path,
+      size: file.size,
+      mtime: file.mtime,
+      stored: null,
+      hashesFresh: false,
+      selection,
+      ...bases,
+      maxUrls: this.maxUrls(),
+      originFallbackMirrors: this.baseUrls.originFallbackMirrors,
+    })
     const formats = this.options.formats
     let stored: Awaited<ReturnType<FormatStore['torrent']>> | Awaited<ReturnType<FormatStore['zsync']>>
     if (!formats) stored = {status: 404, reason: 'This server does not serve BitTorrent or zsync files.'}

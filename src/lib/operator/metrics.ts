@@ -51,6 +51,7 @@
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
 import type {WatchReport} from '../origin/watch.js'
+import {originCounters} from './origin-metrics.js'
 import {AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry} from 'prom-client'
 import {MbError} from '../errors.js'
 import {httpUrl, listenOn, parseListen} from '../serve/delivery/listen.js'
@@ -354,13 +355,10 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
   const latencyChildren = new Map<string, {observe(v: number): void}>()
   const redirects = new Counter({name: 'mb_mirror_redirects_total', help: 'Redirects sent to the mirror', labelNames: ['mirror'] as const, registers: [registry]})
   const redirectChildren = new Map<string, {inc(): void}>()
-  const retries = new Counter({
-    name: 'mb_mirror_retries_total',
-    help: 'Downloads retried away from the mirror: the client had been sent there and asked again for the same file',
-    labelNames: ['mirror'] as const,
-    registers: [registry],
-  })
+  const retries = retriesCounter(registry)
+  const origin = originCounters(registry)
   const observer: RequestObserver = (o) => {
+    if (o.originReason !== undefined) origin(o.originReason, o.bytesSent)
     const realm = o.realm ?? 'none'
     const key = `${o.outcome}|${realm}`
     let r = requestChildren.get(key)
@@ -394,6 +392,16 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
     statsLost: (downloads) => lost.inc(downloads),
     originIndexStale: () => indexStale.inc(),
   }
+}
+
+/** `mb_mirror_retries_total{mirror}`: the retry signals, at most one per client address, path and retry window (src/lib/select/retry.ts). */
+function retriesCounter(registry: Registry): Counter<'mirror'> {
+  return new Counter({
+    name: 'mb_mirror_retries_total',
+    help: 'Downloads retried away from the mirror: the client had been sent there and asked again for the same file (once per client address, path and retry window)',
+    labelNames: ['mirror'] as const,
+    registers: [registry],
+  })
 }
 
 /** A running metrics listener. */

@@ -26,6 +26,8 @@ import {escapeHtml} from '../serve/delivery/autoindex.js'
 import {acceptsJson} from '../metalink/http.js'
 import {buildOverview, type NetworkView, type Overview, type OverviewRow, overviewPage} from './network.js'
 import {shortDuration} from '../time.js'
+import type {OriginShareRow} from '../stats/origin.js'
+import {humanBytes} from '../stats/render.js'
 
 /** How long a computed page is answered again (ms). */
 const PAGE_TTL_MS = 30_000
@@ -349,6 +351,16 @@ function syncCell(r: OverviewRow): string {
 }
 
 /** The overview as a self-contained HTML page (see the module doc). */
+/** Today's origin share as one line: what the origin delivered itself and why (src/lib/stats/origin.ts). */
+function renderOrigin(origin: OriginShareRow | null): string {
+  if (origin === null) return ''
+  const reasons = Object.entries(origin.byReason)
+    .filter(([, bytes]) => bytes > 0)
+    .map(([reason, bytes]) => `${escapeHtml(reason)} ${escapeHtml(humanBytes(bytes))}`)
+  const why = reasons.length > 0 ? `: ${reasons.join(', ')}` : ''
+  return `<p id="origin">The origin today (${origin.day}, UTC): ${escapeHtml(humanBytes(origin.originBytes))} of ${escapeHtml(humanBytes(origin.downloadBytes))} downloaded, ${(origin.share * 100).toFixed(1)}%${why}.</p>\n`
+}
+
 function renderOverviewHtml(overview: Overview): string {
   const title = overview.path ? `Mirrors of /${overview.path}` : 'Mirrors'
   const rows = overview.mirrors
@@ -372,7 +384,7 @@ td.up{color:${HEALTH_COLOURS.up}}td.down{color:${HEALTH_COLOURS.down}}td.lagging
 <body>
 <h1>${escapeHtml(title)}</h1>
 <p>${overview.total} mirror${overview.total === 1 ? '' : 's'}${overview.page === undefined ? `, ${up} up` : ''}.<span class="legend"><span style="background:${HEALTH_COLOURS.up}"></span>up<span style="background:${HEALTH_COLOURS.down}"></span>down<span style="background:${HEALTH_COLOURS.unprobed}"></span>not probed yet</span></p>
-${renderMap(rows)}
+${renderOrigin(overview.origin)}${renderMap(rows)}
 <table id="mirrors">
 <thead><tr><th>Mirror</th><th>Country</th><th>Continent</th><th>Protocols</th><th>HTTP</th><th>HTTPS</th><th>Range</th><th>Behind</th><th>Last scan (UTC)</th><th>Share of the tree</th><th>Score</th></tr></thead>
 <tbody>

@@ -12,7 +12,8 @@
  * a few lookups per mirror, whatever the number of files.
  */
 import {publicBase} from '../select/url.js'
-import {unixIso} from '../time.js'
+import {isoDay, unixIso} from '../time.js'
+import {type OriginShareRow, queryOriginShare} from '../stats/origin.js'
 import {sql} from 'kysely'
 import type {Database} from '../db/index.js'
 import {parseStatus} from '../probe/state.js'
@@ -131,6 +132,8 @@ export class NetworkView {
   /** Probe failures counted so far (monotonic), by mirror id and reason, and the last probe row id read. */
   private readonly probeFailures = new Map<number, Map<string, number>>()
   private probeIdSeen = 0
+  /** Today's origin share (src/lib/stats/origin.ts), read at most every {@link RECORD_TTL_MS}. */
+  private originToday: {at: number; value: Promise<OriginShareRow | null>} | undefined
   /** Scan failures counted so far, by mirror id and reason, and the last scan time seen per mirror. */
   private readonly scanFailures = new Map<number, Map<string, number>>()
   private readonly scanSeen = new Map<number, number | null>()
@@ -163,6 +166,23 @@ export class NetworkView {
     this.record = {at: now, value}
     value.catch(() => {
       this.record = undefined
+    })
+    return value
+  }
+
+  /**
+   * Today's (UTC) origin share as the statistics have it (`stats_origin` beside `stats_daily`,
+   * as flushed so far), read at most every {@link RECORD_TTL_MS}; null when nothing was counted.
+   * @throws what the database driver throws
+   */
+  originShare(): Promise<OriginShareRow | null> {
+    const now = Date.now()
+    if (this.originToday && now - this.originToday.at < RECORD_TTL_MS) return this.originToday.value
+    const day = isoDay(now)
+    const value = queryOriginShare(this.database, {since: day, until: day}).then((rows) => rows[0] ?? null)
+    this.originToday = {at: now, value}
+    value.catch(() => {
+      this.originToday = undefined
     })
     return value
   }
@@ -307,6 +327,8 @@ export interface Overview {
   page?: number
   page_size?: number
   pages?: number
+  /** Today's (UTC) origin share: what the origin delivered itself, by reason, beside the day's downloads; null when nothing was counted yet. */
+  origin: OriginShareRow | null
   mirrors: OverviewRow[]
 }
 
@@ -316,7 +338,15 @@ export interface Overview {
  */
 export function overviewPage(overview: Overview, page: number, pageSize: number): Overview {
   const start = (page - 1) * pageSize
-  return {path: overview.path, total: overview.total, page, page_size: pageSize, pages: Math.ceil(overview.total / pageSize), mirrors: overview.mirrors.slice(start, start + pageSize)}
+  return {
+    path: overview.path,
+    total: overview.total,
+    page,
+    page_size: pageSize,
+    pages: Math.ceil(overview.total / pageSize),
+    origin: overview.origin,
+    mirrors: overview.mirrors.slice(start, start + pageSize),
+  }
 }
 
 /** A mirror's public base URLs by protocol (see {@link OverviewRow.urls}). */
@@ -374,5 +404,5 @@ export async function buildOverview(view: NetworkView, snapshot: Snapshot, subtr
     })
   }
   rows.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-  return {path: subtree, total: rows.length, mirrors: rows}
+  return {path: subtree, total: rows.length, origin: await view.originShare(), mirrors: rows}
 }

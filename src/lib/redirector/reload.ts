@@ -47,6 +47,7 @@ export const RELOADABLE = [
   'serve.max_connections_per_client',
   'serve.header_timeout',
   'serve.keep_alive_timeout',
+  'serve.origin_budget',
 ] as const
 
 /**
@@ -70,6 +71,7 @@ export const RESTART_ONLY = [
   'serve.probe_interval',
   'serve.public_url',
   'serve.origin_url',
+  'serve.origin_fallback_mirrors',
   'serve.disk_check_seconds',
   'serve.disk_check_watch',
   'serve.push_after',
@@ -290,6 +292,7 @@ export function serverSettings(config: Config, geo: GeoResolver): ServerSettings
     countryQuery: config.serve.country_query === 'trusted' ? new CountryQueryTrust(trustedProxies, config.serve.country_query_clients) : undefined,
     connections: connectionSettings(config),
     verify: compileVerifyOptions(config.select),
+    originBudget: {totalBytesPerSecond: config.serve.origin_budget.bytes_per_second, networkBytesPerSecond: config.serve.origin_budget.network_bytes_per_second},
   }
 }
 

@@ -45,7 +45,7 @@ import {reportLastFlush, type StatsFlusher, startStatsFlusher} from '../stats/fl
 import {type AccessLog, openAccessLog} from '../operator/access-log.js'
 import {isWorker, releaseWorker, runPrimary, untilStopSignal, workerId} from './cluster.js'
 import {checkPidFile, removePidFile, SERVE_TITLE, writePidFile, writePidFileLogged} from './pid-file.js'
-import {relayRetries, shareRetries} from './retry-share.js'
+import {relayRetries, retrySecretEnv, shareRetries} from './retry-share.js'
 import {SnapshotKeeper} from '../serve/snapshot/keeper.js'
 import {httpUrl, inheritedSocket, type ListenTarget, parseListen, primarySocket, primarySocketEnv} from '../serve/delivery/listen.js'
 import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type ServeMetrics, startMetricsServer} from '../operator/metrics.js'
@@ -99,7 +99,7 @@ export async function runServe(config: Config, runtime: ServeRuntime = {}): Prom
       metricsListen: config.serve.metrics_listen,
       onReload: () => primaryReload(config, runtime, logger),
       // The primary's address wins over a config file changed since (flags are the same).
-      workerEnv: {MB_LISTEN: config.serve.listen, ...(socket && primarySocketEnv(socket))},
+      workerEnv: {MB_LISTEN: config.serve.listen, ...retrySecretEnv(), ...(socket && primarySocketEnv(socket))},
       onListening: pidFile ? () => writePidFileLogged(pidFile, logger) : undefined,
     })
     if (pidFile) removePidFile(pidFile)
@@ -310,7 +310,7 @@ function createServer(
   const settings = serverSettings(config, geo)
   const disk = {indexExclude: config.index.exclude, diskCheckSeconds: config.serve.disk_check_seconds, diskCheckWatch: config.serve.disk_check_watch}
   const server = new MirrorServer({...settings, root, keeper, logger, version, ...disk, ...hooks})
-  const baseUrls = new BaseUrls(config.serve.public_url, config.serve.origin_url)
+  const baseUrls = new BaseUrls(config.serve.public_url, config.serve.origin_url, config.serve.origin_fallback_mirrors)
   // First: a path in the origin form is the origin's, whatever another route would make of it.
   server.addRoute(originRoute(server))
   const yum = new YumRoutes(server, {database, repos: repoTable(config.yum), alternatesDays: config.yum.alternates_days, minSize: config.select.min_size, baseUrls})
@@ -329,7 +329,7 @@ function createServer(
   // The count is read per redirect: a reload may change `select.max_alternatives`.
   server.addRedirectHeaders(duplicateLinks(() => server.linkCount))
   server.addRedirectHeaders(new MetalinkRedirectHeaders({baseUrls: metalink.baseUrls, torrents: metalink.servesTorrents, cache: CACHE_BUDGETS.redirectHeaders}).provider)
-  // A retry may reach any worker: each tells its siblings what it answered (./retry-share.ts).
+  // A retry may reach any worker: each keys with the primary's secret and tells its siblings what it answered (./retry-share.ts).
   if (isWorker()) shareRetries(server.retries)
   return server
 }

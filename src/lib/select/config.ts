@@ -8,7 +8,7 @@ import {z} from 'zod'
 import {isCountryCode} from '../geo/countries.js'
 import {cidrString, listOf} from '../config-fields.js'
 import {VERIFY_CONFIG} from './verify-config.js'
-import {DEFAULT_RETRY_MEMORY_ENTRIES, DEFAULT_RETRY_WINDOW_SECONDS} from './retry.js'
+import {DEFAULT_RETRY_MEMORY_ENTRIES, DEFAULT_RETRY_WINDOW_SECONDS, MAX_RETRY_MEMORY_ENTRIES, MAX_RETRY_WINDOW_SECONDS} from './retry.js'
 
 /** Default origin-only patterns: repository metadata and signatures (matched on basename and full path). */
 export const DEFAULT_ORIGIN_ONLY = ['repomd.xml', 'Release', 'Release.gpg', 'InRelease', 'Packages*', 'Sources*', '*.asc', '*.sig', '*.sha256']
@@ -122,17 +122,19 @@ export const SelectConfigSchema = z
       .number()
       .int()
       .min(0)
+      .max(MAX_RETRY_WINDOW_SECONDS)
       .default(DEFAULT_RETRY_WINDOW_SECONDS)
       .describe(
-        'A client address asking again for the same file within this many seconds (no Range, or a Range from byte 0) is sent to the next mirror in rank order, after the last to the origin, then from rank 1 again (docs/selection.md, "Retries reach another mirror"); 0 turns retries off (every request gets the sticky choice).',
+        'A client address asking again for the same file within this many seconds (no Range, or a Range from byte 0, not conditional) is sent to the next mirror of its tier (the sticky choice\'s pool), cycling, never to the origin (docs/selection.md, "Retries keep their locality"); 0 turns retries off (every request gets the sticky choice).',
       ),
     retry_memory_entries: z
       .number()
       .int()
       .min(2)
+      .max(MAX_RETRY_MEMORY_ENTRIES)
       .default(DEFAULT_RETRY_MEMORY_ENTRIES)
       .describe(
-        'Recent answers (client address, path) each `mb serve` process remembers for retries at most, rounded up to a power of two; the oldest are forgotten first (16 bytes each, allocated at start).',
+        'Recent answers (client address, path) each `mb serve` process remembers for retries at most, rounded up to a power of two; the oldest are forgotten first (24 bytes each, allocated at start).',
       ),
     trust_trace: z
       .boolean()

@@ -59,6 +59,18 @@ const countryQuery = z.preprocess(
   }),
 )
 
+/** The largest `serve.origin_budget` rate: 1 TB/s. */
+const MAX_BUDGET = 10 ** 12
+
+/** The default `serve.origin_budget.bytes_per_second`: 100 MiB/s. */
+export const DEFAULT_ORIGIN_BUDGET_TOTAL = 100 * 2 ** 20
+
+/** The default `serve.origin_budget.network_bytes_per_second`: 10 MiB/s. */
+export const DEFAULT_ORIGIN_BUDGET_NETWORK = 10 * 2 ** 20
+
+/** The default `serve.origin_fallback_mirrors`: a list of two mirrors or more names no origin. */
+export const DEFAULT_ORIGIN_FALLBACK_MIRRORS = 2
+
 /** An absolute http(s) URL without query or fragment, kept with a trailing slash. */
 const publicUrl = z
   .string()
@@ -121,7 +133,38 @@ export const ServeConfigSchema = z
     origin_url: publicUrl
       .optional()
       .describe(
-        "Base URL of a plain HTTP server of the origin tree (never redirecting), e.g. `https://origin.example.org/pub/`: the last entry of every fallback list (metalinks, web seeds, `Link: rel=duplicate`, apt and dnf lists). Unset = this server's origin form, PUBLIC_URL/_origin/PATH (src/lib/serve/delivery/origin-form.ts).",
+        "Base URL of a plain HTTP server of the origin tree (never redirecting), e.g. `https://origin.example.org/pub/`: the last entry of the fallback lists (apt and dnf lists; metalinks and web seeds below `origin_fallback_mirrors`). Unset = this server's origin form, PUBLIC_URL/_origin/PATH (src/lib/serve/delivery/origin-form.ts), delivered within `origin_budget`.",
+      ),
+    origin_budget: z
+      .object({
+        bytes_per_second: z.coerce
+          .number()
+          .int()
+          .min(0)
+          .max(MAX_BUDGET)
+          .default(DEFAULT_ORIGIN_BUDGET_TOTAL)
+          .describe(
+            'Bytes per second, in all, the origin may deliver of files a mirror could carry (the origin form `/_origin/PATH`, files under `select.min_size`); over it such a request gets a 302 to the best mirror. 0 = no limit.',
+          ),
+        network_bytes_per_second: z.coerce
+          .number()
+          .int()
+          .min(0)
+          .max(MAX_BUDGET)
+          .default(DEFAULT_ORIGIN_BUDGET_NETWORK)
+          .describe('The same budget per client network (`select.client_prefix_v4`/`_v6`), bytes per second. 0 = no limit.'),
+      })
+      .strict()
+      .default({})
+      .describe("The origin's budget for what a mirror could carry (src/lib/serve/delivery/origin-budget.ts); files no eligible mirror holds are always delivered."),
+    origin_fallback_mirrors: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(1000)
+      .default(DEFAULT_ORIGIN_FALLBACK_MIRRORS)
+      .describe(
+        "Metalinks (4 and 3), a torrent's web seeds and a magnet's `ws=` end with the origin's direct URL only when they list fewer than this many mirrors: no client prefers the origin while mirrors are healthy. 0 or 1: only when no mirror is listed.",
       ),
     mirror_only: listOf(
       z.string().superRefine((value, ctx) => {

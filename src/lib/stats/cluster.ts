@@ -50,7 +50,7 @@ function sendToPrimary(groups: PathCounts[]): Promise<void> {
  * closed. The same interface as the single process's {@link startStatsFlusher}.
  * @param options.send how a batch travels (default: the cluster IPC channel; tests pass their own)
  * @param options.logger told at `stop()` how many keys this worker handed over in all
- * @param options.database where the worker writes its countme counts itself, once per interval
+ * @param options.database where the worker writes its countme and origin counts itself, once per interval
  *        and at `stop()` (few keys per day: summing them in the primary would save nothing)
  */
 export function startStatsForwarder(
@@ -66,17 +66,17 @@ export function startStatsForwarder(
   }, tickSeconds * 1000)
   timer.unref()
   const {database} = options
-  const countmeTimer = database && setInterval(() => void collector.flushCountme(database), intervalSeconds * 1000)
-  countmeTimer?.unref()
+  const dayCountsTimer = database && setInterval(() => void collector.flushDayCounts(database), intervalSeconds * 1000)
+  dayCountsTimer?.unref()
   const all = () => collector.handOff(send)
   return {
     collector,
     flush: all,
     stop: async () => {
       clearInterval(timer)
-      clearInterval(countmeTimer)
+      clearInterval(dayCountsTimer)
       const last = await all()
-      if (database) await collector.flushCountme(database)
+      if (database) await collector.flushDayCounts(database)
       options.logger?.info?.({keysHandedOff: collector.status.keysHandedOff, handOffs: collector.status.flushes}, 'stats: handed the counts to the cluster primary')
       return last
     },

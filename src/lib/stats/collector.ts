@@ -19,6 +19,7 @@ import {errorMessage} from '../errors.js'
 import {isoDay} from '../time.js'
 import {addCounts, classifyRequest, type CountedRequest, countedCountry, countedMirror, countRequest, type StatsCounts} from './count.js'
 import {CountmeCounts} from './countme.js'
+import {OriginCounts} from './origin.js'
 import {writeBatches} from './flush.js'
 import {Pacer} from './pacing.js'
 import {type Entry, inPathOrder, type Lost, type PathCounts, PendingCounts, type Taken} from './pending.js'
@@ -84,6 +85,7 @@ const DAY_MS = 86_400_000
 export class StatsCollector {
   private readonly pending = new PendingCounts()
   private readonly countme = new CountmeCounts()
+  private readonly origin = new OriginCounts()
   private readonly pacer = new Pacer()
   private flushing?: Promise<FlushResult>
   private dayStart = 0
@@ -111,6 +113,7 @@ export class StatsCollector {
   /** Counts one answered request (see ./count.ts for what counts). */
   record(o: CountedRequest): void {
     if (o.countme !== undefined) this.countme.add(o.time, o.countme)
+    if (o.originReason !== undefined) this.origin.add(o.time, o.originReason, o.bytesSent)
     const kind = classifyRequest(o)
     if (kind === undefined) return
     const time = o.time
@@ -184,15 +187,19 @@ export class StatsCollector {
     this.pacer.start(options.paced === true)
     return this.exclusive(
       this.doFlush(database, options).then(async (result) => {
-        await this.flushCountme(database)
+        await this.flushDayCounts(database)
         return result
       }),
     )
   }
 
-  /** Writes the countme counts (./countme.ts) to `database`; on failure they are kept for the next call. Never throws. */
-  flushCountme(database: Pick<Database, 'db'>): Promise<void> {
-    return this.countme.flush(database, (error) => this.options.logger?.error({err: errorMessage(error)}, 'stats: writing the countme counts failed; kept for the next flush'))
+  /**
+   * Writes the few-keys-a-day counts to `database`: dnf's countme (./countme.ts) and the
+   * origin's meter (./origin.ts); on failure they are kept for the next call. Never throws.
+   */
+  async flushDayCounts(database: Pick<Database, 'db'>): Promise<void> {
+    await this.countme.flush(database, (error) => this.options.logger?.error({err: errorMessage(error)}, 'stats: writing the countme counts failed; kept for the next flush'))
+    await this.origin.flush(database, (error) => this.options.logger?.error({err: errorMessage(error)}, 'stats: writing the origin counts failed; kept for the next flush'))
   }
 
   /**

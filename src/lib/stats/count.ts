@@ -33,6 +33,8 @@ export interface CountedRequest {
   rangeStart?: number
   /** dnf's `countme` bucket (1..4) of a repository metadata request, with its configured repo and arch. */
   countme?: {repo: string; arch: string; bucket: number}
+  /** Why the origin delivered the file itself (`X-MB-Origin-Reason`), when it did (./origin.ts). */
+  originReason?: string
 }
 
 /** Counts for one (day, path, mirror, country) key. */

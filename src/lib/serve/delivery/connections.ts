@@ -72,8 +72,12 @@ interface Tracked {
   busy: number
 }
 
-/** The per-client key of a peer: IPv4 text, or the /64 prefix of an IPv6 address. */
-function clientKey(address: ipaddr.IPv4 | ipaddr.IPv6 | undefined, text: string): string {
+/**
+ * The per-client key of a peer: IPv4 text, or the /64 prefix of an IPv6 address (one
+ * subscriber, whatever temporary addresses it takes, RFC 8981). Also the retry memory's
+ * client (./retry.ts).
+ */
+export function clientKey(address: ipaddr.IPv4 | ipaddr.IPv6 | undefined, text: string): string {
   if (address === undefined) return text
   if (address.kind() === 'ipv4') return address.toString()
   const parts = (address as ipaddr.IPv6).parts

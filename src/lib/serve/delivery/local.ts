@@ -152,6 +152,7 @@ export class LocalDelivery {
         bytesSent: req.method === 'HEAD' || status === 304 ? 0 : length,
         fileSize: ctx.file?.size,
         rangeStart: range ? Number(range[1]) : undefined,
+        originReason: reason,
       })
     })
     stream.pipe(res)

@@ -1,11 +1,13 @@
 /**
- * The origin form of a path: `BASE/_origin/PATH` is always delivered by the origin itself,
- * never redirected, whatever the selection would do with `BASE/PATH`. Every fallback list mb
- * writes (Metalink 4 and 3, a torrent's `url-list`, a magnet's `ws=`, apt's `mirrors.txt`,
- * dnf's metalink and mirror list, the `Link: rel=duplicate` alternatives) ends with it, so a
- * client that has tried every mirror lands on bytes, not on another redirect to the same bad
- * mirror. With `serve.origin_url` set (a plain HTTP server of the origin tree) the lists end
- * with that URL instead.
+ * The origin form of a path: `BASE/_origin/PATH` is delivered by the origin itself when no
+ * eligible mirror holds the file, or within the origin's budget (`serve.origin_budget`,
+ * ./origin-budget.ts); over it, a file a mirror holds gets the `302` a request for `BASE/PATH`
+ * would get, so the form is no bypass that takes the tree from the origin at scale. apt's
+ * `mirrors.txt` and dnf's metalink and mirror list end with it, and Metalink 4 and 3, a
+ * torrent's `url-list` and a magnet's `ws=` do when they list fewer than
+ * `serve.origin_fallback_mirrors` mirrors: a client that has tried the mirrors lands on bytes.
+ * With `serve.origin_url` set (a plain HTTP server of the origin tree) the lists end with
+ * that URL instead (mb does not meter or budget it).
  *
  * A path prefix rather than a query marker, because apt and dnf append file names to the
  * base URLs of their lists. The form serves what a plain origin HTTP server would (as
@@ -13,14 +15,11 @@
  * the index recorded them, Range and conditional requests; no directory index and no
  * metalink representations. Ordinary requests are not affected: `select.min_size`, the
  * origin exceptions and the redirect rules keep deciding them. Deliveries in this form are
- * counted like any other (`X-MB-Origin-Reason: origin_fallback`). The URLs are built by
+ * counted like any other (`X-MB-Origin-Reason: origin_fallback`, meter reason `fallback`). The URLs are built by
  * `BaseUrls.origin()` (./public-url.ts).
  */
-import {ORIGIN_PREFIX} from './public-url.js'
+import {ORIGIN_FALLBACK_REASON, ORIGIN_PREFIX} from './public-url.js'
 import type {RequestContext, Route, RouteServices} from './route.js'
-
-/** The `X-MB-Origin-Reason` of a delivery in the origin form. */
-const REASON = 'origin_fallback'
 
 /** The origin-relative path a request in the origin form names ('' for the prefix alone), or undefined. */
 function originTarget(ctx: Pick<RequestContext, 'path'>): string | undefined {
@@ -45,7 +44,8 @@ export function originRoute(server: RouteServices): Route<string> {
       if (onDisk === undefined || onDisk.directory) {
         return server.plain(ctx, 404, 'not_found', `Not found: /${ORIGIN_PREFIX}${path}${ctx.slash ? '/' : ''} (the origin form serves files only)`)
       }
-      return server.deliver(ctx, REASON, onDisk.real)
+      if (file !== undefined) return server.originFallback(ctx, file, onDisk.real)
+      return server.deliver(ctx, ORIGIN_FALLBACK_REASON, onDisk.real)
     },
   }
 }

@@ -47,6 +47,8 @@ export interface RequestOutcome {
   country?: string
   /** Response body bytes sent by the origin itself (0 for redirects). */
   bytesSent: number
+  /** Why the origin delivered a file itself (`X-MB-Origin-Reason`; src/lib/stats/origin.ts maps it onto the meter's reasons), for `local` and its `not_modified`. */
+  originReason?: string
   /** File size in bytes, when the request was for a known file. */
   fileSize?: number
   /** First byte of a Range request, when there was one. */

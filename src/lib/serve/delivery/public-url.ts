@@ -2,11 +2,16 @@
  * This server's own URLs, as the documents it writes name them: its public base URL
  * (`serve.public_url`, else the request's Host), and the base under which the origin itself
  * delivers the tree (`serve.origin_url`, else this server's origin form `BASE/_origin/`,
- * ./origin-form.ts). Metalinks, redirect headers and the dnf and apt lists all build their
- * absolute URLs here.
+ * ./origin-form.ts), and below how many listed mirrors a metalink, a torrent's web seeds and
+ * a magnet's `ws=` end with it. Metalinks, redirect headers and the dnf and apt lists all
+ * build their absolute URLs here.
  */
 import type {IncomingMessage} from 'node:http'
 import {isPlainHost, withTrailingSlash} from '../../text.js'
+import {DEFAULT_ORIGIN_FALLBACK_MIRRORS} from '../config.js'
+
+/** The `X-MB-Origin-Reason` of a delivery in the origin form (./origin-form.ts). */
+export const ORIGIN_FALLBACK_REASON = 'origin_fallback'
 
 /** The reserved first path segment of the origin form (./origin-form.ts), with its slash. */
 export const ORIGIN_PREFIX = '_origin/'
@@ -36,8 +41,13 @@ export class BaseUrls {
   /**
    * @param configured `serve.public_url`, e.g. `https://download.example.org/` (a trailing `/` is added)
    * @param originUrl `serve.origin_url`: a plain HTTP server of the origin tree, e.g. `https://origin.example.org/pub/`
+   * @param originFallbackMirrors `serve.origin_fallback_mirrors`: metalinks, web seeds and `ws=` end with the origin's URL only below this many mirrors
    */
-  constructor(configured?: string, originUrl?: string) {
+  constructor(
+    configured?: string,
+    originUrl?: string,
+    readonly originFallbackMirrors = DEFAULT_ORIGIN_FALLBACK_MIRRORS,
+  ) {
     this.configured = configured ? withTrailingSlash(configured) : undefined
     this.originUrl = originUrl ? withTrailingSlash(originUrl) : undefined
   }

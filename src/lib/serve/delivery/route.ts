@@ -68,6 +68,12 @@ export interface RouteServices {
   serveDefault(ctx: RequestContext): Promise<void>
   /** Delivers the file at `ctx.path` (or `knownReal`) from the origin, `reason` in `X-MB-Origin-Reason`. */
   deliver(ctx: RequestContext, reason: string, knownReal?: string): Promise<void>
+  /**
+   * Answers the origin form of indexed `file` (realpath `real`): delivered by the origin when
+   * no eligible mirror holds it or within the origin's budget, else redirected as a request
+   * for the file itself (`MirrorServer.originFallback`, ./server.ts).
+   */
+  originFallback(ctx: RequestContext, file: FileEntry, real: string): Promise<void> | void
   /** Writes a short plain-text answer and reports it. */
   plain(ctx: RequestContext, status: number, outcome: Outcome, text: string, headers?: Record<string, string>): void
   /** Reports a request the route answered itself (status, outcome, and fields such as bytesSent). */

@@ -9,7 +9,7 @@
  * per-client answer, then the headers of the registered {@link RedirectHeaderProvider}s
  * (./duplicate-links.ts; Metalink/HTTP headers from src/lib/metalink). Nothing on this path
  * waits on the database. A client asking again for a file it was just answered for takes the
- * next rank, then the origin (./retry.ts), with `X-MB-Attempt: N`.
+ * next mirror of its tier, never the origin (./retry.ts), with `X-MB-Attempt: N`.
  *
  * The origin answers itself (./local.ts) for files the selection leaves to it and files not
  * (yet) indexed. Every answer is reported once (./reporter.ts). Connections are capped and
@@ -41,9 +41,12 @@ import {RequestReporter} from './reporter.js'
 import {BAD_COUNTRY_QUERY, type OnDisk, type RedirectHeaderProvider, type RequestContext, type Route, type RouteServices} from './route.js'
 import {type ConnectionSettings, DEFAULT_CONNECTION_SETTINGS, REQUEST_TIMEOUT_MS, type ServerOptions, type ServerSettings} from './settings.js'
 import {TurnBatch} from './turn-batch.js'
-import {rankOfAttempt} from '../../select/retry.js'
 import {Retries, attemptText, retryStep, selectionForAttempt} from './retry.js'
+import {TIER_CANDIDATES} from '../../select/retry.js'
 import {answerRefusals} from './refusals.js'
+import {notModified} from './not-modified.js'
+import {DEFAULT_ORIGIN_BUDGET, OriginBudget} from './origin-budget.js'
+import {ORIGIN_FALLBACK_REASON} from './public-url.js'
 import {dropInvalidIfModifiedSince} from './conditional.js'
 
 /** A `302 Found` built and not written yet: its request, file, chosen mirror and header lines. */
@@ -82,6 +85,8 @@ export class MirrorServer implements RouteServices {
   private vary = 'X-Forwarded-For, X-Forwarded-Proto'
   /** Recent answers, so that a client's retry reaches the next mirror (./retry.ts). */
   readonly retries: Retries
+  /** What the origin may deliver that a mirror could carry (./origin-budget.ts). */
+  private readonly budget: OriginBudget
 
   constructor(private readonly options: ServerOptions) {
     this.verifier = options.verify === undefined ? undefined : new Verifier(options.verify)
@@ -91,6 +96,7 @@ export class MirrorServer implements RouteServices {
     this.selectOptions = options.selectOptions
     this.geo = options.geo
     this.retries = new Retries(options.selectOptions)
+    this.budget = new OriginBudget(options.originBudget ?? DEFAULT_ORIGIN_BUDGET, {v4: options.selectOptions.clientPrefixV4, v6: options.selectOptions.clientPrefixV6})
     this.serverHeader = options.version === undefined ? undefined : `mb/${headerSafe(options.version)}`
     this.reporter = new RequestReporter(options.logger, (ctx) => this.client(ctx))
     this.local = new LocalDelivery(options.keeper, this.serverHeader, this, options.indexExclude)
@@ -120,6 +126,7 @@ export class MirrorServer implements RouteServices {
   reconfigure(settings: ServerSettings): void {
     this.selectOptions = settings.selectOptions
     this.retries.configure(settings.selectOptions)
+    this.budget.configure(settings.originBudget, {v4: settings.selectOptions.clientPrefixV4, v6: settings.selectOptions.clientPrefixV6})
     this.trusted = settings.trustedProxies
     this.geo = settings.geo
     this.selectLimit = Math.max(1, settings.linkCount)
@@ -256,25 +263,6 @@ export class MirrorServer implements RouteServices {
     return this.serverHeader === undefined ? {} : {Server: this.serverHeader}
   }
 
-  /**
-   * Answers `304 Not Modified` instead of a redirect when the request's `If-Modified-Since`
-   * (RFC 9110 §13.1.3; a future one was dropped by ./conditional.ts) is at or after the indexed
-   * version's mtime, as Mirrorbits does: a caching proxy that holds the file needs no round trip
-   * to a mirror. A newer version keeps the redirect. With `If-None-Match` the date is ignored
-   * (RFC 9110 §13.2.2): mb has no entity tag of its own for a version mirrors serve. False when it did not answer.
-   */
-  private notModified(ctx: RequestContext, file: FileEntry): boolean {
-    const headers = ctx.req.headers
-    const since = headers['if-modified-since']
-    if (since === undefined || headers['if-none-match'] !== undefined) return false
-    const date = Date.parse(since)
-    if (Number.isNaN(date) || Math.floor(date / 1000) < file.mtime) return false
-    ctx.res.writeHead(304, {'Last-Modified': new Date(file.mtime * 1000).toUTCString(), 'Cache-Control': 'private, no-store', Vary: 'X-Forwarded-For, X-Forwarded-Proto', ...this.serverHeaders()})
-    ctx.res.end()
-    this.finish(ctx, 304, 'not_modified', {fileSize: file.size})
-    return true
-  }
-
   /** Writes a short plain-text answer and reports it. */
   plain(ctx: RequestContext, status: number, outcome: Outcome, text: string, headers: Record<string, string> = {}): void {
     const body = `${text}\n`
@@ -355,6 +343,22 @@ export class MirrorServer implements RouteServices {
     return check === undefined ? file : check.current(ctx, file)
   }
 
+  /**
+   * {@link RouteServices.originFallback}: the origin form `/_origin/PATH` (./origin-form.ts)
+   * of an indexed file. The origin delivers it when no eligible mirror holds it, or within
+   * `serve.origin_budget` (./origin-budget.ts); over the budget, the request is answered as
+   * one for PATH itself: a `302` to the best mirror for the client, under the retry rule.
+   */
+  originFallback(ctx: RequestContext, file: FileEntry, real: string): Promise<void> | void {
+    const client = this.clientInfo(ctx)
+    if (client === undefined) return this.plain(ctx, 400, 'bad_request', BAD_COUNTRY_QUERY)
+    const held = this.currentFile(ctx, file) === file && this.selectMirrors(ctx, client, file, false, 1).ranked.length > 0
+    const bytes = ctx.req.method === 'GET' ? file.size : 0
+    if (!held || this.budget.take(client.address, bytes, ctx.startedMs)) return this.deliver(ctx, ORIGIN_FALLBACK_REASON, real)
+    ctx.res.setHeader('X-MB-Origin-Budget', 'over')
+    this.redirectOrDeliver(ctx, file)
+  }
+
   /** Indexed file: select a mirror and redirect, or deliver it from the origin. */
   private redirectOrDeliver(ctx: RequestContext, indexed: FileEntry): void {
     const file = this.currentFile(ctx, indexed)
@@ -374,20 +378,12 @@ export class MirrorServer implements RouteServices {
       answerRule(this, ctx, rule, file)
       return
     }
-    const step = this.retries.enabled ? retryStep(this.retries, ctx, this.client(ctx).ip, file) : undefined
+    const step = this.retries.enabled ? retryStep(this.retries, ctx, this.client(ctx), file) : undefined
     if (step !== undefined && step.retriedFrom !== 0) this.options.onRetryAway?.(file.path, step.retriedFrom)
-    // Only the first `linkCount` candidates from the attempt's rank on are used (Location is the first): rank no more.
-    const all = this.selectMirrors(ctx, client, file, false, step === undefined ? this.selectLimit : this.selectLimit + step.attempt - 1)
-    if (step !== undefined && all.ranked.length > 0) {
-      const rank = rankOfAttempt(step.attempt, all.ranked.length)
-      this.retries.answered(step, rank < 0 ? 0 : all.ranked[rank].mirror.id)
-    }
+    // Only the first `linkCount` candidates are used (Location is the first), the tier is among at least TIER_CANDIDATES: rank no more.
+    const all = this.selectMirrors(ctx, client, file, false, step === undefined ? this.selectLimit : Math.max(this.selectLimit, TIER_CANDIDATES))
     const selection = step === undefined || all.ranked.length === 0 ? all : selectionForAttempt(all, step.attempt)
-    if (selection === undefined) {
-      ctx.res.setHeader('X-MB-Attempt', attemptText(step!.attempt))
-      this.deliver(ctx, 'retry', undefined, `retry ${step!.attempt}: the ${all.ranked.length} ranked mirror(s) were tried`).catch((error) => this.fail(ctx, error))
-      return
-    }
+    if (step !== undefined && selection.ranked.length > 0) this.retries.answered(step, selection.ranked[0].mirror.id)
     const ranked = selection.ranked
     if (ranked.length === 0) {
       const reason = selection.origin?.reason ?? 'no_mirror'
@@ -398,7 +394,7 @@ export class MirrorServer implements RouteServices {
       this.deliver(ctx, reason, undefined, detail).catch((error) => this.fail(ctx, error))
       return
     }
-    if (this.notModified(ctx, file)) return
+    if (notModified(this, ctx, file)) return
     const verifier = this.verifier
     if (verifier?.applies(file)) {
       this.verifyThenRedirect(ctx, file, client, selection, verifier).catch((error) => this.fail(ctx, error))

@@ -11,6 +11,7 @@ import type {VerifyOptions} from '../../verify/verifier.js'
 import type {SnapshotKeeper} from '../snapshot/keeper.js'
 import type {CountryQueryTrust, TrustedProxies} from './client-address.js'
 import {type ConnectionLimits, defaultMaxConnections, openFileLimit} from './connections.js'
+import type {OriginBudgetSettings} from './origin-budget.js'
 
 export interface ServerOptions {
   /** The origin tree (absolute or relative; resolved with realpath at start). */
@@ -61,6 +62,8 @@ export interface ServerOptions {
    * checks hear of it and check that copy (the signal of a bad copy a client met).
    */
   onRetryAway?: (path: string, mirrorId: number) => void
+  /** `serve.origin_budget` (./origin-budget.ts; default: 100 MiB/s in all, 10 MiB/s per client network). */
+  originBudget?: OriginBudgetSettings
 }
 
 /** An indexed file whose size or mtime on disk differs from the index. */
@@ -104,4 +107,5 @@ export interface ServerSettings {
   countryQuery: CountryQueryTrust | undefined
   connections: ConnectionSettings
   verify: VerifyOptions | undefined
+  originBudget: OriginBudgetSettings
 }
