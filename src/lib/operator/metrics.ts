@@ -26,6 +26,8 @@
  *   `mb_mirror_retries_total` counter (downloads retried away from it: a client that had
  *   been sent there asked again for the same file, src/lib/serve/delivery/retry.ts; a mirror that
  *   draws many is failing its clients),
+ *   `mb_redirect_loops_total` counter (clients it redirected straight back to mb, a redirect
+ *   loop, ../serve/delivery/retry.ts: each went on to the next mirror of its tier),
  *   `mb_mirror_probe_failures_total{mirror,reason}` and
  *   `mb_mirror_scan_failures_total{mirror,reason}` counters (failed probe checks and scans
  *   seen since this process started; its first read counts the failures still recorded);
@@ -45,13 +47,14 @@
  * `AggregatorRegistry`): counters and histograms are summed, `mb_snapshot_age_seconds` takes
  * the oldest worker, `mb_database_up` the worst, `mb_mirrors` the largest count. The
  * per-mirror series read the shared database and snapshot: each worker sees the same values,
- * so they take the largest (`max`), except `mb_mirror_redirects_total` and
- * `mb_mirror_retries_total`, which are summed.
+ * so they take the largest (`max`), except `mb_mirror_redirects_total`,
+ * `mb_mirror_retries_total` and `mb_redirect_loops_total`, which are summed.
  */
 import http from 'node:http'
 import type {AddressInfo} from 'node:net'
 import type {WatchReport} from '../origin/watch.js'
 import {originCounters} from './origin-metrics.js'
+import {loopsCounter, retriesCounter} from './retry-metrics.js'
 import {AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry} from 'prom-client'
 import {MbError} from '../errors.js'
 import {httpUrl, listenOn, parseListen} from '../serve/delivery/listen.js'
@@ -356,6 +359,7 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
   const redirects = new Counter({name: 'mb_mirror_redirects_total', help: 'Redirects sent to the mirror', labelNames: ['mirror'] as const, registers: [registry]})
   const redirectChildren = new Map<string, {inc(): void}>()
   const retries = retriesCounter(registry)
+  const loops = loopsCounter(registry)
   const origin = originCounters(registry)
   const observer: RequestObserver = (o) => {
     if (o.originReason !== undefined) origin(o.originReason, o.bytesSent)
@@ -384,6 +388,7 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
     }
     // Rare (a retry): no cache of label children needed.
     if (o.retriedFrom !== undefined) retries.labels(o.retriedFrom).inc()
+    if (o.bouncedFrom !== undefined) loops.labels(o.bouncedFrom).inc()
   }
   return {
     registry,
@@ -392,16 +397,6 @@ export function createServeMetrics(sources: MetricsSources = {}, options: {defau
     statsLost: (downloads) => lost.inc(downloads),
     originIndexStale: () => indexStale.inc(),
   }
-}
-
-/** `mb_mirror_retries_total{mirror}`: the retry signals, at most one per client address, path and retry window (src/lib/select/retry.ts). */
-function retriesCounter(registry: Registry): Counter<'mirror'> {
-  return new Counter({
-    name: 'mb_mirror_retries_total',
-    help: 'Downloads retried away from the mirror: the client had been sent there and asked again for the same file (once per client address, path and retry window)',
-    labelNames: ['mirror'] as const,
-    registers: [registry],
-  })
 }
 
 /** A running metrics listener. */

@@ -39,6 +39,14 @@
  */
 import {randomBytes} from 'node:crypto'
 
+/**
+ * A new attempt that comes at most this many whole seconds after the answer that sent the
+ * address to a mirror is a bounce: the mirror redirected the client straight back to mb (a
+ * redirect loop), since a download that started, and even a connection refused that a client
+ * retries through mb, takes longer than the same or the next second to come back.
+ */
+export const BOUNCE_SECONDS = 1
+
 /** The default `select.retry_window_seconds`: 10 minutes, longer than dnf's and apt's retries take. */
 export const DEFAULT_RETRY_WINDOW_SECONDS = 600
 
@@ -269,6 +277,11 @@ export class RetryMemory {
     let n = 0
     for (let i = 0; i < this.keys.length; i++) if (this.keys[i] !== 0 && t - Math.floor(this.values[i] / TIME_UNIT) < this.windowSeconds) n++
     return n
+  }
+
+  /** Whole seconds since answer `value` ({@link recall}) was given, at `nowMs` (ms since the epoch; default the clock). */
+  age(value: number, nowMs?: number): number {
+    return this.seconds(nowMs) - Math.floor(value / TIME_UNIT)
   }
 
   private seconds(nowMs: number = this.now()): number {

@@ -59,6 +59,8 @@ export interface RequestOutcome {
   attempt?: number
   /** The mirror (identifier) a retry moved away from: the client had been sent there for this file. */
   retriedFrom?: string
+  /** The mirror that redirected this client straight back to mb (a redirect loop). */
+  bouncedFrom?: string
   /** Time to produce the response, in seconds. */
   durationSeconds: number
   /** dnf's `countme` bucket (1..4) of a `/metalink` or `/mirrorlist` request, with its repo and arch (src/lib/yum/routes.ts). */

@@ -60,7 +60,27 @@ export class RequestReporter {
       rangeStart: undefined,
       attempt: ctx.attempt === 0 ? undefined : ctx.attempt,
       retriedFrom: ctx.retriedFrom,
+      bouncedFrom: ctx.bouncedFrom,
     }
+  }
+
+  /** When each mirror's redirect loop was last logged, ms since the epoch. */
+  private readonly loopsLogged = new Map<string, number>()
+
+  /**
+   * Logs a redirect loop (a mirror that sent the client straight back to mb), with the mirror's
+   * name: at most once a minute per mirror, so that a looping mirror cannot flood the log.
+   */
+  private loopLogged(record: RequestOutcome): void {
+    const mirror = record.bouncedFrom!
+    const now = Date.now()
+    if (now - (this.loopsLogged.get(mirror) ?? 0) < 60_000) return
+    if (this.loopsLogged.size >= 1000) this.loopsLogged.clear()
+    this.loopsLogged.set(mirror, now)
+    this.logger?.warn(
+      {mirror, url: record.target, client: record.clientIp},
+      `redirect loop: mirror ${mirror} sent a client straight back for ${record.target}; the client goes to the next mirror of its tier (mb_redirect_loops_total; the mirror may redirect to mb)`,
+    )
   }
 
   /** Hands a finished record to the debug log and every observer. */
@@ -81,6 +101,7 @@ export class RequestReporter {
         ms: Math.round(record.durationSeconds * 1e5) / 100,
       })
     }
+    if (record.bouncedFrom !== undefined) this.loopLogged(record)
     for (let i = 0; i < observers.length; i++) {
       try {
         observers[i](record)

@@ -8,7 +8,7 @@
  * primary (../../redirector/retry-share.ts), and the primary hands every worker its secret, so a
  * retry moves on whichever worker takes it and signals once across them.
  */
-import {answerAttempt, answerMirror, MAX_ATTEMPT, newRetrySecret, RetryMemory, type RetrySecret, retryKey, startsDownload, tierIndex, tierSize} from '../../select/retry.js'
+import {answerAttempt, answerMirror, BOUNCE_SECONDS, MAX_ATTEMPT, newRetrySecret, RetryMemory, type RetrySecret, retryKey, startsDownload, tierIndex, tierSize} from '../../select/retry.js'
 import type {SelectOptions} from '../../select/options.js'
 import type {Selection} from '../../select/types.js'
 import type {FileEntry} from '../snapshot/file-entry.js'
@@ -29,6 +29,8 @@ export interface RetryStep {
    * path, window): the first new attempt after an answer that went to a mirror; 0 otherwise.
    */
   retriedFrom: number
+  /** The mirror that sent the client straight back (a new attempt within {@link BOUNCE_SECONDS} of the answer that went there: a redirect loop); 0 otherwise. */
+  bouncedFrom: number
   /** When the request came, ms since the epoch (undefined: the memory reads its clock). */
   nowMs: number | undefined
 }
@@ -109,12 +111,13 @@ export class Retries {
     const key = retryKey(ip, path, this.key)
     const advance = method === 'GET' && !conditional && startsDownload(range)
     const last = memory.recall(key, nowMs)
-    if (last < 0) return {key, attempt: 1, advance, retriedFrom: 0, nowMs}
+    if (last < 0) return {key, attempt: 1, advance, retriedFrom: 0, bouncedFrom: 0, nowMs}
     const previous = answerAttempt(last)
-    if (!advance) return {key, attempt: previous, advance, retriedFrom: 0, nowMs}
+    if (!advance) return {key, attempt: previous, advance, retriedFrom: 0, bouncedFrom: 0, nowMs}
     const from = answerMirror(last)
     const retriedFrom = from !== 0 && memory.signal(key, nowMs) ? from : 0
-    return {key, attempt: previous >= MAX_ATTEMPT ? 1 : previous + 1, advance, retriedFrom, nowMs}
+    const bouncedFrom = from !== 0 && memory.age(last, nowMs) <= BOUNCE_SECONDS ? from : 0
+    return {key, attempt: previous >= MAX_ATTEMPT ? 1 : previous + 1, advance, retriedFrom, bouncedFrom, nowMs}
   }
 
   /** Records the answer of a step that advances: the attempt and the mirror it went to. */
@@ -147,8 +150,9 @@ export function selectionForAttempt(selection: Selection, attempt: number): Sele
 
 /**
  * The retry step of a download of `file` by `client`, noted on `ctx` for the request's
- * record: its attempt, and the mirror it retries away from when it is its window's retry
- * signal. The client is its IPv4 address, or its IPv6 /64 (./connections.ts, `clientKey`): the
+ * record: its attempt, the mirror it retries away from when it is its window's retry
+ * signal, and the mirror that bounced it straight back (a redirect loop, answered like any
+ * retry by the next mirror of the tier, and counted and logged by the server). The client is its IPv4 address, or its IPv6 /64 (./connections.ts, `clientKey`): the
  * temporary addresses of one IPv6 host are one client, for its retries and its retry signal.
  */
 export function retryStep(retries: Retries, ctx: RequestContext, client: ResolvedClient, file: FileEntry): RetryStep | undefined {
@@ -160,5 +164,6 @@ export function retryStep(retries: Retries, ctx: RequestContext, client: Resolve
   if (step === undefined) return undefined
   ctx.attempt = step.attempt
   if (step.retriedFrom !== 0) ctx.retriedFrom = ctx.snapshot.mirrors.byId[step.retriedFrom]?.identifier
+  if (step.bouncedFrom !== 0) ctx.bouncedFrom = ctx.snapshot.mirrors.byId[step.bouncedFrom]?.identifier
   return step
 }

@@ -42,6 +42,8 @@ export interface RequestContext {
   attempt: number
   /** The mirror this request retries away from (a new attempt after a redirect there), for `mb_mirror_retries_total`. */
   retriedFrom: string | undefined
+  /** The mirror that redirected the client straight back to mb (a redirect loop, ./retry.ts), for `mb_redirect_loops_total`. */
+  bouncedFrom?: string
 }
 
 /**

@@ -252,7 +252,7 @@ export class MirrorServer implements RouteServices {
    */
   finish(ctx: RequestContext, status: number, outcome: Outcome, extra?: Partial<RequestOutcome>): void {
     const reporter = this.reporter
-    if (!reporter.active) return
+    if (!reporter.active && ctx.bouncedFrom === undefined) return
     const record = reporter.record(ctx, status, outcome)
     if (extra !== undefined) Object.assign(record, extra)
     reporter.report(record)
@@ -461,7 +461,8 @@ export class MirrorServer implements RouteServices {
     ctx.res.writeHead(302, headers)
     ctx.res.end()
     const reporter = this.reporter
-    if (!reporter.active) return
+    // A redirect loop is reported even with no observer: the reporter logs it.
+    if (!reporter.active && ctx.bouncedFrom === undefined) return
     // The record's fields set in place (one object shape, no merge of an extra object).
     const record = reporter.record(ctx, 302, 'redirect')
     record.mirrorId = best.mirror.id
