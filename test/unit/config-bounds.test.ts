@@ -21,12 +21,8 @@ function numbers(schema: z.ZodTypeAny, path = ''): Array<[string, z.ZodNumber]> 
   return []
 }
 
-/**
- * Numbers checked by other means: HTTP statuses (a pattern of three digits); and the retry
- * memory's two keys, whose bounds come with the retry memory's own change on the origin branch
- * (drop them from this list once that change is merged).
- */
-const CHECKED_OTHERWISE = new Set(['select.verify_fail_statuses[]', 'select.retry_window_seconds', 'select.retry_memory_entries'])
+/** Numbers checked by other means: HTTP statuses (a pattern of three digits). */
+const CHECKED_OTHERWISE = new Set(['select.verify_fail_statuses[]'])
 
 describe('the bounds of numeric settings', () => {
   it('every numeric setting has a finite minimum and maximum', () => {

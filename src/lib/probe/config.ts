@@ -104,7 +104,9 @@ export const ProbeConfigSchema = z
       ),
     content_interval_seconds: z
       .number()
-      .refine((v) => v === 0 || (v >= 1 && v <= MAX_CONTENT_INTERVAL), {message: INTERVAL_RANGE})
+      .min(0, {message: INTERVAL_RANGE})
+      .max(MAX_CONTENT_INTERVAL, {message: INTERVAL_RANGE})
+      .refine((v) => v === 0 || v >= 1, {message: INTERVAL_RANGE})
       .default(900)
       .describe(
         'Seconds between the background content checks of `mb serve` (src/lib/probe/background-content.ts), each within its share of `content_budget_bytes` per mirror and hour; the first runs at start when the last round (of any replica) is that old; 0 = off (run `mb probe --content` from cron instead).',
