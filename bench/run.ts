@@ -17,6 +17,7 @@ const BENCHES: Record<string, string> = {
   curves: './curves.ts',
   embedded: './embedded.ts',
   overview: './overview.ts',
+  'mirror-page': './mirror-page.ts',
   content: './content.ts',
 }
 

@@ -95,7 +95,9 @@ function pager(p: MirrorPage): string {
 /** The list part of the page: the folders with counts, or one folder's files. */
 function renderList(p: MirrorPage): string {
   if (p.entries === undefined) {
-    const rows = (p.folders ?? []).map((f) => `<tr><td><a href="${href(p.files, f.folder)}">/${escapeHtml(f.folder)}</a></td><td class="num">${f.files}</td><td class="num">${humanBytes(f.bytes)}</td></tr>`)
+    const rows = (p.folders ?? []).map(
+      (f) => `<tr><td><a href="${href(p.files, f.folder)}">/${escapeHtml(f.folder)}</a></td><td class="num">${f.files}</td><td class="num">${humanBytes(f.bytes)}</td></tr>`,
+    )
     return `<table id="folders"><thead><tr><th>Folder</th><th>Files</th><th>Size</th></tr></thead><tbody>\n${rows.join('\n')}\n</tbody></table>`
   }
   const stale = p.files === 'stale'

@@ -142,7 +142,10 @@ export class FileMap {
     const test = (slot: number): boolean => {
       const set = setOf(slot)
       let verdict = verdicts.get(set)
-      if (verdict === undefined) verdicts.set(set, (verdict = lacks(set)))
+      if (verdict === undefined) {
+        verdict = lacks(set)
+        verdicts.set(set, verdict)
+      }
       return verdict
     }
     const found: Array<[string, number]> = []
