@@ -45,6 +45,7 @@ describe(`the page per mirror, GET /mirrors/NAME (${backend})`, function () {
       await add('campus.test', {client_prefixes: ['10.0.0.0/8']})
       await add('off.test', {enabled: false})
       await add('pfx.test', {prefix_only: true})
+      await add('plain.test', {base_path: 'pub/'})
       const paths = ['pub/a.iso', 'pub/b.iso', 'pub/c.iso', 'pub/x.src.rpm', 'pub/sub/d.iso', 'pub/sub/e.iso', 'top.iso']
       for (let i = 0; i < MANY; i++) paths.push(`pub/many/f${String(i).padStart(2, '0')}.iso`)
       const rows = await db
@@ -98,6 +99,17 @@ describe(`the page per mirror, GET /mirrors/NAME (${backend})`, function () {
       const shown = await mb(['mirror', 'show', 'm.test', '--files', kind, '--json'], {env: t.env})
       expect((await json(`?files=${kind}`)).folders, kind).to.deep.equal(shown.json().folders)
     }
+    // Without globs, under a base path: counted per directory without path strings.
+    const plain = await json('', 'plain.test')
+    const shown = await mb(['mirror', 'show', 'plain.test', '--files', 'missing', '--json'], {env: t.env})
+    expect(plain.folders).to.deep.equal(shown.json().folders)
+    expect(plain.folders.map((f: any) => [f.folder, f.files])).to.deep.equal([
+      ['pub', 4],
+      ['pub/many', MANY],
+      ['pub/sub', 2],
+    ])
+    expect((await json('?folder=pub', 'plain.test')).entries.map((f: any) => f.path)).to.deep.equal(['pub/a.iso', 'pub/b.iso', 'pub/c.iso', 'pub/x.src.rpm'])
+    expect((await json('?folder=/', 'plain.test')).entries).to.deep.equal([])
     const body = JSON.stringify(page)
     expect(body).to.not.match(/admin|secret|campus|off\.test|pfx\.test|prefix/)
   })

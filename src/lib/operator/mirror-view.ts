@@ -5,9 +5,11 @@
  * (../lookup/mirror-files.ts, the SQL listing of the same question):
  *
  * - `missing`: files under the mirror's base path, through `scan.include`/`exclude` and its
- *   own globs, whose mirror set lacks it, and that it holds neither stale nor corrupt. The
- *   file map tests membership once per distinct mirror set (sets are interned and shared by
- *   files with the same holders: ../serve/snapshot/file-map.ts `lacking`);
+ *   own globs, whose mirror set lacks it, and that it holds neither stale nor corrupt. One
+ *   pass over the file map's slots (../serve/snapshot/file-map.ts `forEachSlot`) tests
+ *   membership once per distinct mirror set (sets are interned and shared by files with the
+ *   same holders) and counts per directory by index, making no path string unless globs
+ *   apply; a folder's files are found when it is first listed;
  * - `stale`: copies its last scan saw with another size or mtime: not in the snapshot, so read
  *   from `mirror_file_stale` for that mirror, with its globs, in one database read kept for
  *   {@link EXTRA_TTL_MS};
@@ -55,8 +57,8 @@ export interface MirrorFileIndex {
   bytes: number
   /** Folders in path order, with their counts. */
   folders: FolderCount[]
-  /** Path and size of each file, by folder; each folder's list is put in path order when first paged. */
-  byFolder: Map<string, Array<[string, number]>>
+  /** Path and size of each file of a folder, in path order (made when the folder is first listed, and kept). */
+  list: (folder: string) => ReadonlyArray<readonly [string, number]>
   /** `stale`: the mirror's copies by path. */
   copies: Map<string, Copy>
 }
@@ -67,7 +69,29 @@ export interface FolderPage {
   files: MirrorFile[]
 }
 
-/** Groups `files` (path, size) per folder into an index of `kind`. */
+/** Sorts path-and-size pairs by path. */
+function byPath(files: Array<[string, number]>): Array<[string, number]> {
+  return files.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+}
+
+/** Folders most recently listed whose sorted files an index keeps. */
+const MAX_FOLDER_LISTS = 64
+
+/** `make(folder)`, kept for the last {@link MAX_FOLDER_LISTS} folders asked. */
+function folderFiles(make: (folder: string) => Array<[string, number]>): (folder: string) => Array<[string, number]> {
+  const kept = new Map<string, Array<[string, number]>>()
+  return (folder) => {
+    let list = kept.get(folder)
+    if (list === undefined) {
+      if (kept.size >= MAX_FOLDER_LISTS) kept.delete(kept.keys().next().value!)
+      list = make(folder)
+      kept.set(folder, list)
+    }
+    return list
+  }
+}
+
+/** Groups `files` (path, size) per folder into an index of `kind` (the few stale and corrupt copies). */
 function grouped(kind: FileKind, files: Iterable<[string, number]>, copies: Map<string, Copy>): MirrorFileIndex {
   const byFolder = new Map<string, Array<[string, number]>>()
   const counts = new Map<string, FolderCount>()
@@ -89,27 +113,79 @@ function grouped(kind: FileKind, files: Iterable<[string, number]>, copies: Map<
     bytes += file[1]
   }
   const folders = [...counts.values()].sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0))
-  return {kind, files: total, bytes, folders, byFolder, copies}
+  return {kind, files: total, bytes, folders, list: folderFiles((folder) => byPath(byFolder.get(folder) ?? [])), copies}
 }
 
-/** The files of `kind` that `m` lacks or holds badly in `snapshot` (see the module doc), path and origin size. */
-function filesOf(snapshot: Snapshot, m: SelectMirror, kind: FileKind, extra: MirrorExtra, scanGlobs: {include: string[]; exclude: string[]}): Array<[string, number]> {
+/** The copies at `paths` that `snapshot` still indexes, path and origin size. */
+function copiesOf(snapshot: Snapshot, paths: Iterable<string>): Array<[string, number]> {
   const found: Array<[string, number]> = []
-  const bad = snapshot.badCopies.get(m.id) ?? []
-  if (kind === 'missing') {
-    const corrupt = new Set(bad)
-    const carried = pathFilter([scanGlobs.include, extra.include], [...scanGlobs.exclude, ...extra.exclude])
-    const id = m.id
-    for (const file of snapshot.files.lacking(m.basePath, (set) => !set.includes(id))) {
-      if (!extra.stale.has(file[0]) && !corrupt.has(file[0]) && carried(file[0])) found.push(file)
-    }
-    return found
-  }
-  for (const path of kind === 'stale' ? extra.stale.keys() : bad) {
+  for (const path of paths) {
     const entry = snapshot.files.get(path)
     if (entry !== undefined) found.push([path, entry.size])
   }
   return found
+}
+
+/**
+ * The files `m` lacks in `snapshot` (see the module doc), counted per folder in one pass over
+ * the file map's slots: a mirror set is tested once, the stale and corrupt copies are
+ * excluded by slot, and no path string is made unless globs must be matched. A folder's
+ * files are found when it is first listed, by a pass over the paths under it.
+ */
+function missingOf(snapshot: Snapshot, m: SelectMirror, extra: MirrorExtra, scanGlobs: {include: string[]; exclude: string[]}): MirrorFileIndex {
+  const files = snapshot.files
+  const counts = files.counts
+  const excluded = new Set<number>()
+  for (const path of [...extra.stale.keys(), ...(snapshot.badCopies.get(m.id) ?? [])]) {
+    const slot = files.slotOf(path)
+    if (slot !== undefined) excluded.add(slot)
+  }
+  const verdicts = new Map<Int16Array, boolean>()
+  const id = m.id
+  const lacks = (slot: number): boolean => {
+    const set = files.mirrorsAt(slot)
+    let verdict = verdicts.get(set)
+    if (verdict === undefined) {
+      verdict = !set.includes(id)
+      verdicts.set(set, verdict)
+    }
+    return verdict && !excluded.has(slot)
+  }
+  const globbed = scanGlobs.include.length + scanGlobs.exclude.length + extra.include.length + extra.exclude.length > 0
+  const carried = globbed ? pathFilter([scanGlobs.include, extra.include], [...scanGlobs.exclude, ...extra.exclude]) : () => true
+  const perFolder = new Int32Array(counts.size)
+  const bytesPerFolder = new Float64Array(counts.size)
+  const count = (slot: number): void => {
+    const d = files.directoryAt(slot)
+    perFolder[d]++
+    bytesPerFolder[d] += files.sizeAt(slot)
+  }
+  if (globbed) {
+    for (const [path, slot] of files.pathsWhere(m.basePath, lacks)) if (carried(path)) count(slot)
+  } else {
+    files.forEachSlot(m.basePath, (slot) => {
+      if (lacks(slot)) count(slot)
+    })
+  }
+  const folders: FolderCount[] = []
+  let total = 0
+  let bytes = 0
+  for (let d = 0; d < perFolder.length; d++) {
+    if (perFolder[d] === 0) continue
+    folders.push({folder: counts.nameOf(d).slice(0, -1), files: perFolder[d], bytes: bytesPerFolder[d]})
+    total += perFolder[d]
+    bytes += bytesPerFolder[d]
+  }
+  folders.sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0))
+  const list = folderFiles((folder) => {
+    const prefix = folder === '' ? '' : `${folder}/`
+    const d = counts.indexOf(prefix)
+    if (d === undefined || !prefix.startsWith(m.basePath)) return []
+    const found: Array<[string, number]> = []
+    for (const [path, slot] of files.pathsWhere(prefix, (slot) => files.directoryAt(slot) === d && lacks(slot))) if (carried(path)) found.push([path, files.sizeAt(slot)])
+    return byPath(found)
+  })
+  return {kind: 'missing', files: total, bytes, folders, list, copies: new Map()}
 }
 
 /**
@@ -138,7 +214,11 @@ export class MirrorFilesView {
     if (cached && cached.snapshot === snapshot && cached.mirrors === snapshot.mirrors && now - cached.at < INDEX_TTL_MS) return cached.value
     this.indexes.delete(key)
     if (this.indexes.size >= MAX_INDEXES) this.indexes.delete(this.indexes.keys().next().value!)
-    const value = this.extra(m.id).then((extra) => grouped(kind, filesOf(snapshot, m, kind, extra, this.scanGlobs), kind === 'stale' ? extra.stale : new Map()))
+    const value = this.extra(m.id).then((extra) => {
+      if (kind === 'missing') return missingOf(snapshot, m, extra, this.scanGlobs)
+      if (kind === 'stale') return grouped(kind, copiesOf(snapshot, extra.stale.keys()), extra.stale)
+      return grouped(kind, copiesOf(snapshot, snapshot.badCopies.get(m.id) ?? []), new Map())
+    })
     this.indexes.set(key, {at: now, snapshot, mirrors: snapshot.mirrors, value})
     value.catch(() => this.indexes.delete(key))
     return value
@@ -149,9 +229,7 @@ export class MirrorFilesView {
    * the origin's version of each (and, for `stale`, the mirror's copy) as `snapshot` has it.
    */
   folderPage(snapshot: Snapshot, index: MirrorFileIndex, folder: string, page: number, size: number): FolderPage {
-    const list = index.byFolder.get(folder)
-    if (list === undefined) return {total: 0, files: []}
-    if (!Object.isFrozen(list)) Object.freeze(list.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)))
+    const list = index.list(folder)
     const files: MirrorFile[] = []
     for (const [path] of list.slice((page - 1) * size, page * size)) {
       const entry = snapshot.files.get(path)
