@@ -6,9 +6,10 @@
  * files missing from 1-3 of them). Target: at most 50 ms a page.
  *
  * For each of `--sample` mirrors it times the first page of `missing` (the folders with
- * counts), which groups what the mirror lacks (src/lib/operator/mirror-view.ts, one pass over
- * the file map testing each distinct mirror set once), then pages of the folder list and of
- * the largest folder's files, which the grouping kept serves. The database read of the
+ * counts), which counts what the mirror lacks per directory (src/lib/operator/mirror-view.ts:
+ * one pass over the file map's slots, each distinct mirror set tested once, no path strings),
+ * then the second page of the folder list, and pages 1 and 2 of the largest folder's files
+ * (page 1 finds them: a pass over the paths under the folder; page 2 is a slice). The database read of the
  * page (the mirror's globs and stale copies, the overview's records: a few rows, cached) is
  * left empty: its cost does not grow with the files.
  *
