@@ -65,6 +65,6 @@ export async function main(argv: string[]): Promise<void> {
     cached.push(...times)
     console.log(`  ${m.identifier}: ${page.total} missing in ${page.count} folders; first page ${first.at(-1)!.toFixed(1)} ms, then ${times.map((t) => t.toFixed(2)).join(', ')} ms`)
   }
-  verdict(`mirror page, first (groups), ${mirrors} x ${files}`, median(first), TARGET_MS, 'ms', 'lower')
+  verdict(`mirror page, first (counts), ${mirrors} x ${files}`, median(first), TARGET_MS, 'ms', 'lower')
   verdict(`mirror page, next pages, ${mirrors} x ${files}`, median(cached), TARGET_MS, 'ms', 'lower')
 }
