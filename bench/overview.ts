@@ -31,7 +31,7 @@ const TARGET_MS = 50
 const SUBTREES = ['pub/', 'pub/dir7/', 'pub/dir7/sub3/']
 
 /** The snapshot of `files` files on `mirrors` mirrors (see the module doc). */
-function buildSnapshot(files: number, mirrors: number): Snapshot {
+export function buildSnapshot(files: number, mirrors: number): Snapshot {
   const random = rng(files * 7919 + mirrors)
   const snapshot = new Snapshot()
   const rows = Array.from({length: mirrors}, (_, i) => mirrorRow(i + 1))

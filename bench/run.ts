@@ -18,6 +18,7 @@ const BENCHES: Record<string, string> = {
   embedded: './embedded.ts',
   overview: './overview.ts',
   'origin-share': './origin-share.ts',
+  'mirror-page': './mirror-page.ts',
   content: './content.ts',
 }
 

@@ -84,4 +84,25 @@ describe('the snapshot file map (src/lib/serve/snapshot.ts FileMap)', () => {
     for (const [path, entry] of files) if (entry.path === path) count++
     expect({bytes, count}).to.deep.equal({bytes: [...Array(5_000).keys()].filter((i) => i % 5 !== 0).reduce((sum, i) => sum + i * 1_000_000, 0), count: 4_000})
   })
+
+  it('reads slots without entries: mirror set, size, directory, and the paths under a prefix that pass a test', () => {
+    const snapshot = new Snapshot()
+    const files = snapshot.files
+    const both = snapshot.mirrorSets.fromText('1,2')
+    const one = snapshot.mirrorSets.fromText('2')
+    files.set('pub/a.iso', snapshot.digests.entry({path: 'pub/a.iso', size: 10, mtime: 1, mirrors: both}, null, null, null))
+    files.set('pub/sub/b.iso', snapshot.digests.entry({path: 'pub/sub/b.iso', size: 20, mtime: 1, mirrors: one}, null, null, null))
+    files.set('pub/\u00e9\u20ac.iso', fileWith(files.get('pub/a.iso')!, {path: 'pub/\u00e9\u20ac.iso', mirrors: one}))
+    files.set('top.iso', snapshot.digests.entry({path: 'top.iso', size: 30, mtime: 1, mirrors: one}, null, null, null))
+    const slot = files.slotOf('pub/sub/b.iso')!
+    expect([files.mirrorsAt(slot), files.sizeAt(slot), files.counts.nameOf(files.directoryAt(slot))]).to.deep.equal([one, 20, 'pub/sub/'])
+    expect(files.counts.indexOf('pub/sub/')).to.equal(files.directoryAt(slot))
+    expect(files.counts.nameOf(files.directoryAt(files.slotOf('top.iso')!))).to.equal('')
+    const seen: number[] = []
+    files.forEachSlot('pub/', (s) => seen.push(files.sizeAt(s)))
+    expect(seen.sort()).to.deep.equal([10, 10, 20])
+    const lacking1 = [...files.pathsWhere('pub/', (s) => !files.mirrorsAt(s).includes(1))].map(([path]) => path)
+    expect(lacking1.sort()).to.deep.equal(['pub/sub/b.iso', 'pub/\u00e9\u20ac.iso'])
+    expect(files.slotOf('none.iso')).to.equal(undefined)
+  })
 })

@@ -15,7 +15,7 @@
  *
  * `?page=N&page_size=M` gives one page of the rows (JSON: `total`, `page`, `page_size`,
  * `pages`; HTML: links to the pages around it). Each row carries the mirror's public base
- * URLs by protocol.
+ * URLs by protocol, and its name links to its own page (`/mirrors/NAME`, ./mirror-page.ts).
  *
  * Bad input: a `?path=` longer than {@link MAX_PATH_BYTES}, with `..`, `.` or empty
  * segments, NUL, or a backslash is 400; one that is not a directory of the tree is 404; a
@@ -350,6 +350,24 @@ function syncCell(r: OverviewRow): string {
   return `<td class="${r.lagging ? 'lagging' : 'up'}">${text}</td>`
 }
 
+/** The CSS the overview and the mirror pages (./mirror-page.ts) share. */
+export const PAGE_STYLE = `body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
+#map{max-width:100%;height:auto;border:1px solid #9fb6cc}
+table{border-collapse:collapse;margin-top:1em}
+th,td{padding:.25em .7em;border-bottom:1px solid #ddd;text-align:left}
+td.num{text-align:right}
+td.up{color:${HEALTH_COLOURS.up}}td.down{color:${HEALTH_COLOURS.down}}td.lagging{color:#b35806}td.unprobed,td.na{color:#777}`
+
+/** The header row of the overview table. */
+export const OVERVIEW_HEADER =
+  '<tr><th>Mirror</th><th>Country</th><th>Continent</th><th>Protocols</th><th>HTTP</th><th>HTTPS</th><th>Range</th><th>Behind</th><th>Last scan (UTC)</th><th>Share of the tree</th><th>Score</th></tr>'
+
+/** One mirror's row of the overview table, its name linked to `href` when given. */
+export function overviewRowHtml(r: OverviewRow, href?: string): string {
+  const name = href === undefined ? escapeHtml(r.name) : `<a href="${escapeHtml(href)}">${escapeHtml(r.name)}</a>`
+  return `<tr><td>${name}</td><td>${escapeHtml(r.country ?? '-')}</td><td>${escapeHtml(r.continent ?? '-')}</td><td>${protocolLinks(r)}</td>${scheme(r.http)}${scheme(r.https)}${rangeCell(r.range)}${syncCell(r)}<td>${escapeHtml(r.last_scan ?? 'never')}</td><td class="num">${percent(r.share)}</td><td class="num">${r.score}</td></tr>`
+}
+
 /** The overview as a self-contained HTML page (see the module doc). */
 /** Today's origin share as one line: what the origin delivered itself and why (src/lib/stats/origin.ts). */
 function renderOrigin(origin: OriginShareRow | null): string {
@@ -365,20 +383,12 @@ function renderOverviewHtml(overview: Overview): string {
   const title = overview.path ? `Mirrors of /${overview.path}` : 'Mirrors'
   const rows = overview.mirrors
   const up = rows.filter((r) => r.health === 'up').length
-  const body = rows.map(
-    (r) =>
-      `<tr><td>${escapeHtml(r.name)}</td><td>${escapeHtml(r.country ?? '-')}</td><td>${escapeHtml(r.continent ?? '-')}</td><td>${protocolLinks(r)}</td>${scheme(r.http)}${scheme(r.https)}${rangeCell(r.range)}${syncCell(r)}<td>${escapeHtml(r.last_scan ?? 'never')}</td><td class="num">${percent(r.share)}</td><td class="num">${r.score}</td></tr>`,
-  )
+  const body = rows.map((r) => overviewRowHtml(r, `mirrors/${encodeURIComponent(r.name)}`))
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
 <title>${escapeHtml(title)}</title>
 <style>
-body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
-#map{max-width:100%;height:auto;border:1px solid #9fb6cc}
-table{border-collapse:collapse;margin-top:1em}
-th,td{padding:.25em .7em;border-bottom:1px solid #ddd;text-align:left}
-td.num{text-align:right}
-td.up{color:${HEALTH_COLOURS.up}}td.down{color:${HEALTH_COLOURS.down}}td.lagging{color:#b35806}td.unprobed,td.na{color:#777}
+${PAGE_STYLE}
 .legend span{display:inline-block;width:.8em;height:.8em;border-radius:50%;margin:0 .3em 0 1em;vertical-align:middle}
 </style></head>
 <body>
@@ -386,7 +396,7 @@ td.up{color:${HEALTH_COLOURS.up}}td.down{color:${HEALTH_COLOURS.down}}td.lagging
 <p>${overview.total} mirror${overview.total === 1 ? '' : 's'}${overview.page === undefined ? `, ${up} up` : ''}.<span class="legend"><span style="background:${HEALTH_COLOURS.up}"></span>up<span style="background:${HEALTH_COLOURS.down}"></span>down<span style="background:${HEALTH_COLOURS.unprobed}"></span>not probed yet</span></p>
 ${renderOrigin(overview.origin)}${renderMap(rows)}
 <table id="mirrors">
-<thead><tr><th>Mirror</th><th>Country</th><th>Continent</th><th>Protocols</th><th>HTTP</th><th>HTTPS</th><th>Range</th><th>Behind</th><th>Last scan (UTC)</th><th>Share of the tree</th><th>Score</th></tr></thead>
+<thead>${OVERVIEW_HEADER}</thead>
 <tbody>
 ${body.join('\n')}
 </tbody></table>
@@ -418,7 +428,7 @@ export type Paging = {page: number; size: number} | undefined
  * alone pages by {@link DEFAULT_PAGE_SIZE}, `page_size` alone gives page 1.
  * @returns an error message (answer 400) for a value that is not a whole number in range
  */
-function parsePaging(page: string | undefined, size: string | undefined): {paging: Paging} | {error: string} {
+export function parsePaging(page: string | undefined, size: string | undefined): {paging: Paging} | {error: string} {
   if (page === undefined && size === undefined) return {paging: undefined}
   const n = page === undefined ? 1 : /^[1-9]\d{0,5}$/.test(page) ? Number(page) : Number.NaN
   if (Number.isNaN(n)) return {error: '?page= must be a whole number from 1 to 999999'}
@@ -473,7 +483,7 @@ export function networkRoute(services: RouteServices, view: NetworkView): Route<
 }
 
 /** Parameter `name` of a query, percent-decoded (the first); undefined when absent, NUL when badly encoded. */
-function queryValue(query: string, name: string): string | undefined {
+export function queryValue(query: string, name: string): string | undefined {
   const prefix = `${name}=`
   for (const part of query.split('&')) {
     if (!part.startsWith(prefix)) continue

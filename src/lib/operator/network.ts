@@ -365,43 +365,56 @@ function schemeHealth(url: string | null, up: boolean | null): SchemeHealth {
 }
 
 /**
- * The overview of `subtree` ('' or ending in '/'): every mirror a client could be sent to
- * (enabled, not limited to client networks, `prefix_only` or `as_only`) that carries part of
- * the subtree, by name. Only public fields are copied (see {@link OverviewRow}); prefixes,
- * client networks, AS numbers, admin names, e-mail addresses and comments never are.
+ * Whether the overview lists mirror `m`: a mirror any client could be sent to (enabled, not
+ * limited to client networks, `prefix_only` or `as_only`). The others are never named on a
+ * public page.
+ */
+export function listedMirror(m: SelectMirror): boolean {
+  return m.enabled && !m.prefixOnly && !m.asOnly && m.clientPrefixes.length === 0
+}
+
+/** The overview row of mirror `m` (public fields only, see {@link OverviewRow}) from its record and holding. */
+export function overviewRow(view: NetworkView, m: SelectMirror, record: MirrorRecord | undefined, h: Holding): OverviewRow {
+  const protocols = [m.httpUrl && 'http', m.httpsUrl && 'https', record?.rsync && 'rsync', record?.ftp && 'ftp'].filter((p): p is string => typeof p === 'string')
+  const probed = m.httpUp !== null || m.httpsUp !== null
+  return {
+    name: m.identifier,
+    country: m.country,
+    continent: m.continent,
+    latitude: m.latitude,
+    longitude: m.longitude,
+    protocols,
+    urls: publicUrls(m),
+    http: schemeHealth(m.httpUrl, m.httpUp),
+    https: schemeHealth(m.httpsUrl, m.httpsUp),
+    health: probed ? (m.up ? 'up' : 'down') : 'unprobed',
+    range: m.rangeOk,
+    last_scan: m.lastScanOkAt === null ? null : unixIso(m.lastScanOkAt),
+    files: h.files,
+    origin_files: h.originFiles,
+    share: h.originFiles > 0 ? Math.round((h.files / h.originFiles) * 10000) / 10000 : null,
+    bad_copies: record?.badCopies ?? 0,
+    sync_lag: record?.syncLagSeconds ?? null,
+    lagging: view.lagging(record?.syncLagSeconds ?? null),
+    score: m.score,
+  }
+}
+
+/**
+ * The overview of `subtree` ('' or ending in '/'): every listed mirror ({@link listedMirror})
+ * that carries part of the subtree, by name. Only public fields are copied (see
+ * {@link OverviewRow}); prefixes, client networks, AS numbers, admin names, e-mail addresses
+ * and comments never are.
  */
 export async function buildOverview(view: NetworkView, snapshot: Snapshot, subtree: string): Promise<Overview> {
   const records = await view.records()
   const holdings = holdingsOf(snapshot, subtree)
   const rows: OverviewRow[] = []
   for (const m of snapshot.mirrors.values()) {
-    if (!m.enabled || m.prefixOnly || m.asOnly || m.clientPrefixes.length > 0) continue
+    if (!listedMirror(m)) continue
     const h = holdings.get(m.id)
     if (h === undefined) continue
-    const record = records.get(m.id)
-    const protocols = [m.httpUrl && 'http', m.httpsUrl && 'https', record?.rsync && 'rsync', record?.ftp && 'ftp'].filter((p): p is string => typeof p === 'string')
-    const probed = m.httpUp !== null || m.httpsUp !== null
-    rows.push({
-      name: m.identifier,
-      country: m.country,
-      continent: m.continent,
-      latitude: m.latitude,
-      longitude: m.longitude,
-      protocols,
-      urls: publicUrls(m),
-      http: schemeHealth(m.httpUrl, m.httpUp),
-      https: schemeHealth(m.httpsUrl, m.httpsUp),
-      health: probed ? (m.up ? 'up' : 'down') : 'unprobed',
-      range: m.rangeOk,
-      last_scan: m.lastScanOkAt === null ? null : unixIso(m.lastScanOkAt),
-      files: h.files,
-      origin_files: h.originFiles,
-      share: h.originFiles > 0 ? Math.round((h.files / h.originFiles) * 10000) / 10000 : null,
-      bad_copies: record?.badCopies ?? 0,
-      sync_lag: record?.syncLagSeconds ?? null,
-      lagging: view.lagging(record?.syncLagSeconds ?? null),
-      score: m.score,
-    })
+    rows.push(overviewRow(view, m, records.get(m.id), h))
   }
   rows.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   return {path: subtree, total: rows.length, origin: await view.originShare(), mirrors: rows}

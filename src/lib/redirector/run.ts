@@ -52,6 +52,8 @@ import {createServeMetrics, exposeToClusterPrimary, type MetricsServer, type Ser
 import {type ReloadResult, needsRestart, onReloadSignal, reloadServer, serverSettings, watchGeo} from './reload.js'
 import {NetworkView, mirrorSamples} from '../operator/network.js'
 import {networkRoute} from '../operator/network-page.js'
+import {mirrorPageRoute} from '../operator/mirror-page.js'
+import {MirrorFilesView} from '../operator/mirror-view.js'
 import {duplicateLinks} from '../serve/delivery/duplicate-links.js'
 import {MirrorServer} from '../serve/delivery/server.js'
 import type {ServerOptions} from '../serve/delivery/settings.js'
@@ -230,6 +232,7 @@ export async function startServe(config: Config, options: {database?: Database; 
     }
     const server = createServer(config, root, keeper, geo, reads, logger, options.version, {onIndexStale, ...onDemand.hooks})
     server.addRoute(networkRoute(server, network))
+    server.addRoute(mirrorPageRoute(server, network, new MirrorFilesView(reads, {include: config.scan.include, exclude: config.scan.exclude})))
     parts.server = server
     await observe(parts, config, server, keeper, database, network)
     let address: AddressInfo

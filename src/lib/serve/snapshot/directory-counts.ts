@@ -38,6 +38,8 @@ interface Group {
  */
 export class DirectoryCounts {
   private readonly indexes = new Map<string, number>([['', 0]])
+  /** By directory index: its path. */
+  private readonly names: string[] = ['']
   /** By directory: the parent directory's index (-1 for the root), files and bytes below it, held files by mirror id. */
   private parents = new Int32Array(INITIAL_DIRECTORIES).fill(-1, 0, 1)
   private files = new Float64Array(INITIAL_DIRECTORIES)
@@ -53,9 +55,9 @@ export class DirectoryCounts {
   private lastDirectory = ''
   private lastIndex = 0
 
-  /** Counts a file at `path` (root-relative) of `size` bytes held by the mirror ids `mirrors`. */
-  add(path: string, size: number, mirrors: Int16Array): void {
-    this.change(path, size, mirrors, 1)
+  /** Counts a file at `path` (root-relative) of `size` bytes held by the mirror ids `mirrors`; the index of its directory ({@link nameOf}). */
+  add(path: string, size: number, mirrors: Int16Array): number {
+    return this.change(path, size, mirrors, 1)
   }
 
   /** Uncounts a file that {@link add} counted with the same values. */
@@ -83,6 +85,16 @@ export class DirectoryCounts {
     return this.heldBytes[id] ?? 0
   }
 
+  /** The index of `directory` ('' or ending in '/'), or undefined when no file was ever counted under it. */
+  indexOf(directory: string): number | undefined {
+    return this.indexes.get(directory)
+  }
+
+  /** The directory of index `d` ('' or ending in '/'), as {@link add} numbered it. */
+  nameOf(d: number): string {
+    return this.names[d]
+  }
+
   /** Directories known (those emptied since included). */
   get size(): number {
     return this.directories
@@ -100,7 +112,7 @@ export class DirectoryCounts {
     this.pendingGroups = 0
   }
 
-  private change(path: string, size: number, mirrors: Int16Array, sign: number): void {
+  private change(path: string, size: number, mirrors: Int16Array, sign: number): number {
     const d = this.directoryOf(path)
     let byDirectory = this.pending.get(mirrors)
     if (byDirectory === undefined) {
@@ -111,10 +123,11 @@ export class DirectoryCounts {
     if (group !== undefined) {
       group.files += sign
       group.bytes += sign * size
-      return
+      return d
     }
     byDirectory.set(d, {files: sign, bytes: sign * size})
     if (++this.pendingGroups >= MAX_PENDING_GROUPS) this.flush()
+    return d
   }
 
   /** Adds `group` (files of set `mirrors`, whose highest id is `top`, in directory `d`) to `d` and every directory above it. */
@@ -160,6 +173,7 @@ export class DirectoryCounts {
     }
     this.parents[d] = parent
     this.held.push(NONE)
+    this.names.push(directory)
     this.indexes.set(directory, d)
     return d
   }

@@ -15,8 +15,8 @@ const INITIAL_SLOTS = 1024
 
 /**
  * Origin path -> file, stored by columns: a {@link PathTable} maps the path to a slot (a
- * small integer), and each slot's size, mtime, packed bits and the indexes of its mirror set
- * and digest chunk sit in typed arrays (28 bytes a slot), so no file is a heap object. That
+ * small integer), and each slot's size, mtime, packed bits and the indexes of its mirror set,
+ * digest chunk and directory sit in typed arrays (32 bytes a slot), so no file is a heap object. That
  * keeps the old space small, and with it the time and the memory of every full garbage
  * collection: at 1,000,000 files x 100 mirrors the live heap after the load went from 120
  * MB (a Map of entry objects with boxed sizes and mtimes) to 33 MB.
@@ -45,6 +45,8 @@ export class FileMap {
   private setRefs = new Int32Array(INITIAL_SLOTS)
   /** By slot: the digest chunk, as its index in `chunks`; {@link WHOLE} where the entry is kept whole in `whole`. */
   private chunkRefs = new Int32Array(INITIAL_SLOTS)
+  /** By slot: the index of its directory in {@link counts}. */
+  private directories = new Int32Array(INITIAL_SLOTS)
   /** The distinct mirror sets and digest chunks that slots refer to, and their indexes. */
   private readonly sets = new RefTable<Int16Array>(EMPTY)
   private readonly chunks = new RefTable<Buffer>(EMPTY_DIGESTS)
@@ -131,6 +133,40 @@ export class FileMap {
   }
 
   /**
+   * The slot of merged file `path`, or undefined. A slot names one version of a file until
+   * the next full load (a replaced entry takes a new slot); the accessors below read it
+   * without making an entry, for passes over many files ({@link forEachSlot}).
+   */
+  slotOf(path: string): number | undefined {
+    return this.slots.get(path)
+  }
+
+  /** The mirror set of the file at `slot` (interned: files with the same holders share one array, so it can be compared by identity). */
+  mirrorsAt(slot: number): Int16Array {
+    return this.chunkRefs[slot] === WHOLE ? this.whole.get(slot)!.mirrors : this.sets.items[this.setRefs[slot]]
+  }
+
+  /** The size in bytes of the file at `slot`. */
+  sizeAt(slot: number): number {
+    return this.chunkRefs[slot] === WHOLE ? this.whole.get(slot)!.size : this.sizes[slot]
+  }
+
+  /** The index in {@link counts} of the directory holding the file at `slot` ({@link DirectoryCounts.nameOf}). */
+  directoryAt(slot: number): number {
+    return this.directories[slot]
+  }
+
+  /** Calls `visit` with the slot of every merged file under `prefix`, making no path string: about 10 ns a file. */
+  forEachSlot(prefix: string, visit: (slot: number) => void): void {
+    this.slots.forEachValue(prefix, visit)
+  }
+
+  /** The merged files under `prefix` whose slot passes `test`, path and slot; only those are made into path strings. */
+  pathsWhere(prefix: string, test: (slot: number) => boolean): IterableIterator<[string, number]> {
+    return this.slots.matching(prefix, test)
+  }
+
+  /**
    * Applies a change set: `deleted` paths are dropped, then `entries` replace or add theirs.
    * The set is built aside and published in one step (`publish` runs at that moment, for
    * the changes that go with it, such as the mirror table), then merged into the map
@@ -186,7 +222,7 @@ export class FileMap {
       this.chunkRefs[slot] = WHOLE
       this.whole.set(slot, entry)
     }
-    this.counts.add(path, entry.size, entry.mirrors)
+    this.directories[slot] = this.counts.add(path, entry.size, entry.mirrors)
     const old = this.slots.set(path, slot)
     if (old !== undefined) this.release(path, old)
   }
@@ -225,6 +261,7 @@ export class FileMap {
     this.packed = resized(this.packed, slots)
     this.setRefs = resized(this.setRefs, slots)
     this.chunkRefs = resized(this.chunkRefs, slots)
+    this.directories = resized(this.directories, slots)
   }
 
   private grow(): void {

@@ -143,6 +143,31 @@ export class PathTable {
     for (const path of this.others.keys()) if (path.startsWith(prefix)) yield path
   }
 
+  /** Calls `visit` with the value of every path that starts with `prefix`, making no string of a stored path. */
+  forEachValue(prefix: string, visit: (value: number) => void): void {
+    if (storedHash(prefix) >= 0) {
+      for (let entry = 0; entry < this.entries; entry++) {
+        const value = this.values[entry]
+        if (value >= 0 && this.startsWith(entry, prefix)) visit(value)
+      }
+    }
+    for (const [path, value] of this.others) if (path.startsWith(prefix)) visit(value)
+  }
+
+  /**
+   * The paths that start with `prefix` and whose value passes `test`, with their values, in
+   * the order of the iterator: only those that pass are made into strings.
+   */
+  *matching(prefix: string, test: (value: number) => boolean): IterableIterator<[string, number]> {
+    if (storedHash(prefix) >= 0) {
+      for (let entry = 0; entry < this.entries; entry++) {
+        const value = this.values[entry]
+        if (value >= 0 && this.startsWith(entry, prefix) && test(value)) yield [this.pathOf(entry), value]
+      }
+    }
+    for (const [path, value] of this.others) if (path.startsWith(prefix) && test(value)) yield [path, value]
+  }
+
   /** The cell holding `path` (of hash `hash`), or -1. */
   private find(path: string, hash: number): number {
     const cells = this.cells

@@ -1,0 +1,270 @@
+/**
+ * What one mirror lacks, holds stale or holds corrupt, for its page on `mb serve`
+ * (`GET /mirrors/NAME`, ./mirror-page.ts), computed from the in-memory snapshot rather than
+ * by SQL per request. The kinds mean what `mb mirror show NAME --files KIND` says
+ * (../lookup/mirror-files.ts, the SQL listing of the same question):
+ *
+ * - `missing`: files under the mirror's base path, through `scan.include`/`exclude` and its
+ *   own globs, whose mirror set lacks it, and that it holds neither stale nor corrupt. One
+ *   pass over the file map's slots (../serve/snapshot/file-map.ts `forEachSlot`) tests
+ *   membership once per distinct mirror set (sets are interned and shared by files with the
+ *   same holders) and counts per directory by index, making no path string unless globs
+ *   apply; a folder's files are found when it is first listed;
+ * - `stale`: copies its last scan saw with another size or mtime: not in the snapshot, so read
+ *   from `mirror_file_stale` for that mirror, with its globs, in one database read kept for
+ *   {@link EXTRA_TTL_MS};
+ * - `bad`: copies content checks found corrupt at the files' current versions (the snapshot's
+ *   bad copies).
+ *
+ * A mirror's files of one kind are grouped per folder once ({@link MirrorFileIndex}) and kept
+ * per mirror and kind while the snapshot's mirror table is the same one (a refresh that
+ * changed anything replaces it) and at most {@link INDEX_TTL_MS}; a page is then a slice.
+ */
+import {sql} from 'kysely'
+import type {Database} from '../db/index.js'
+import {pathFilter} from '../glob.js'
+import type {FileKind, FolderCount, MirrorFile} from '../lookup/mirror-files.js'
+import type {SelectMirror} from '../select/types.js'
+import type {Snapshot} from '../serve/snapshot/snapshot.js'
+import {folderOf} from '../text.js'
+import {unixIso} from '../time.js'
+
+/** How long a mirror's globs and stale copies are kept (ms), as the overview's database record is. */
+const EXTRA_TTL_MS = 10_000
+/** How long a mirror's grouped files are kept at most (ms), as the overview's pages are. */
+const INDEX_TTL_MS = 30_000
+/** Mirror-and-kind indexes kept at once (the oldest goes first). */
+const MAX_INDEXES = 16
+
+/** A mirror's copy as its last scan saw it: size in bytes, mtime in Unix seconds (null when the listing had none). */
+interface Copy {
+  size: number
+  mtime: number | null
+}
+
+/** What the page needs of a mirror from the database: its own globs and its stale copies by origin path. */
+interface MirrorExtra {
+  include: string[]
+  exclude: string[]
+  stale: Map<string, Copy>
+}
+
+/** One mirror's files of one kind, grouped per folder ('' = the top of the tree). */
+export interface MirrorFileIndex {
+  kind: FileKind
+  /** Files and their bytes (the origin's sizes) in all folders. */
+  files: number
+  bytes: number
+  /** Folders in path order, with their counts. */
+  folders: FolderCount[]
+  /** Path and size of each file of a folder, in path order (made when the folder is first listed, and kept). */
+  list: (folder: string) => ReadonlyArray<readonly [string, number]>
+  /** `stale`: the mirror's copies by path. */
+  copies: Map<string, Copy>
+}
+
+/** One page of a folder's files, and how many the folder has. */
+export interface FolderPage {
+  total: number
+  files: MirrorFile[]
+}
+
+/** Sorts path-and-size pairs by path. */
+function byPath(files: Array<[string, number]>): Array<[string, number]> {
+  return files.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+}
+
+/** Folders most recently listed whose sorted files an index keeps. */
+const MAX_FOLDER_LISTS = 64
+
+/** `make(folder)`, kept for the last {@link MAX_FOLDER_LISTS} folders asked. */
+function folderFiles(make: (folder: string) => Array<[string, number]>): (folder: string) => Array<[string, number]> {
+  const kept = new Map<string, Array<[string, number]>>()
+  return (folder) => {
+    let list = kept.get(folder)
+    if (list === undefined) {
+      if (kept.size >= MAX_FOLDER_LISTS) kept.delete(kept.keys().next().value!)
+      list = make(folder)
+      kept.set(folder, list)
+    }
+    return list
+  }
+}
+
+/** Groups `files` (path, size) per folder into an index of `kind` (the few stale and corrupt copies). */
+function grouped(kind: FileKind, files: Iterable<[string, number]>, copies: Map<string, Copy>): MirrorFileIndex {
+  const byFolder = new Map<string, Array<[string, number]>>()
+  const counts = new Map<string, FolderCount>()
+  let total = 0
+  let bytes = 0
+  for (const file of files) {
+    const folder = folderOf(file[0])
+    let list = byFolder.get(folder)
+    if (list === undefined) {
+      list = []
+      byFolder.set(folder, list)
+      counts.set(folder, {folder, files: 0, bytes: 0})
+    }
+    list.push(file)
+    const count = counts.get(folder)!
+    count.files++
+    count.bytes += file[1]
+    total++
+    bytes += file[1]
+  }
+  const folders = [...counts.values()].sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0))
+  return {kind, files: total, bytes, folders, list: folderFiles((folder) => byPath(byFolder.get(folder) ?? [])), copies}
+}
+
+/** The copies at `paths` that `snapshot` still indexes, path and origin size. */
+function copiesOf(snapshot: Snapshot, paths: Iterable<string>): Array<[string, number]> {
+  const found: Array<[string, number]> = []
+  for (const path of paths) {
+    const entry = snapshot.files.get(path)
+    if (entry !== undefined) found.push([path, entry.size])
+  }
+  return found
+}
+
+/**
+ * The files `m` lacks in `snapshot` (see the module doc), counted per folder in one pass over
+ * the file map's slots: a mirror set is tested once, the stale and corrupt copies are
+ * excluded by slot, and no path string is made unless globs must be matched. A folder's
+ * files are found when it is first listed, by a pass over the paths under it.
+ */
+function missingOf(snapshot: Snapshot, m: SelectMirror, extra: MirrorExtra, scanGlobs: {include: string[]; exclude: string[]}): MirrorFileIndex {
+  const files = snapshot.files
+  const counts = files.counts
+  const excluded = new Set<number>()
+  for (const path of [...extra.stale.keys(), ...(snapshot.badCopies.get(m.id) ?? [])]) {
+    const slot = files.slotOf(path)
+    if (slot !== undefined) excluded.add(slot)
+  }
+  const verdicts = new Map<Int16Array, boolean>()
+  const id = m.id
+  const lacks = (slot: number): boolean => {
+    const set = files.mirrorsAt(slot)
+    let verdict = verdicts.get(set)
+    if (verdict === undefined) {
+      verdict = !set.includes(id)
+      verdicts.set(set, verdict)
+    }
+    return verdict && !excluded.has(slot)
+  }
+  const globbed = scanGlobs.include.length + scanGlobs.exclude.length + extra.include.length + extra.exclude.length > 0
+  const carried = globbed ? pathFilter([scanGlobs.include, extra.include], [...scanGlobs.exclude, ...extra.exclude]) : () => true
+  const perFolder = new Int32Array(counts.size)
+  const bytesPerFolder = new Float64Array(counts.size)
+  const count = (slot: number): void => {
+    const d = files.directoryAt(slot)
+    perFolder[d]++
+    bytesPerFolder[d] += files.sizeAt(slot)
+  }
+  if (globbed) {
+    for (const [path, slot] of files.pathsWhere(m.basePath, lacks)) if (carried(path)) count(slot)
+  } else {
+    files.forEachSlot(m.basePath, (slot) => {
+      if (lacks(slot)) count(slot)
+    })
+  }
+  const folders: FolderCount[] = []
+  let total = 0
+  let bytes = 0
+  for (let d = 0; d < perFolder.length; d++) {
+    if (perFolder[d] === 0) continue
+    folders.push({folder: counts.nameOf(d).slice(0, -1), files: perFolder[d], bytes: bytesPerFolder[d]})
+    total += perFolder[d]
+    bytes += bytesPerFolder[d]
+  }
+  folders.sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0))
+  const list = folderFiles((folder) => {
+    const prefix = folder === '' ? '' : `${folder}/`
+    const d = counts.indexOf(prefix)
+    if (d === undefined || !prefix.startsWith(m.basePath)) return []
+    const found: Array<[string, number]> = []
+    for (const [path, slot] of files.pathsWhere(prefix, (slot) => files.directoryAt(slot) === d && lacks(slot))) if (carried(path)) found.push([path, files.sizeAt(slot)])
+    return byPath(found)
+  })
+  return {kind: 'missing', files: total, bytes, folders, list, copies: new Map()}
+}
+
+/**
+ * One `mb serve` process's view of what each mirror lacks, holds stale or corrupt (see the
+ * module doc), over the current snapshot and the database (a read replica when there is one).
+ */
+export class MirrorFilesView {
+  private readonly extras = new Map<number, {at: number; value: Promise<MirrorExtra>}>()
+  private readonly indexes = new Map<string, {at: number; snapshot: Snapshot; mirrors: Snapshot['mirrors']; value: Promise<MirrorFileIndex>}>()
+
+  /** @param scanGlobs  `scan.include` and `scan.exclude`, which bound what a mirror is meant to carry */
+  constructor(
+    private readonly database: Pick<Database, 'db'>,
+    private readonly scanGlobs: {include: string[]; exclude: string[]},
+  ) {}
+
+  /**
+   * Mirror `m`'s files of `kind` in `snapshot`, grouped per folder; computed once per
+   * snapshot change, mirror and kind (see the module doc).
+   * @throws what the database driver throws (nothing is kept then)
+   */
+  index(snapshot: Snapshot, m: SelectMirror, kind: FileKind): Promise<MirrorFileIndex> {
+    const key = `${m.id}:${kind}`
+    const now = Date.now()
+    const cached = this.indexes.get(key)
+    if (cached && cached.snapshot === snapshot && cached.mirrors === snapshot.mirrors && now - cached.at < INDEX_TTL_MS) return cached.value
+    this.indexes.delete(key)
+    if (this.indexes.size >= MAX_INDEXES) this.indexes.delete(this.indexes.keys().next().value!)
+    const value = this.extra(m.id).then((extra) => {
+      if (kind === 'missing') return missingOf(snapshot, m, extra, this.scanGlobs)
+      if (kind === 'stale') return grouped(kind, copiesOf(snapshot, extra.stale.keys()), extra.stale)
+      return grouped(kind, copiesOf(snapshot, snapshot.badCopies.get(m.id) ?? []), new Map())
+    })
+    this.indexes.set(key, {at: now, snapshot, mirrors: snapshot.mirrors, value})
+    value.catch(() => this.indexes.delete(key))
+    return value
+  }
+
+  /**
+   * Page `page` (1-based) of `size` files of `index` directly in `folder`, in path order, with
+   * the origin's version of each (and, for `stale`, the mirror's copy) as `snapshot` has it.
+   */
+  folderPage(snapshot: Snapshot, index: MirrorFileIndex, folder: string, page: number, size: number): FolderPage {
+    const list = index.list(folder)
+    const files: MirrorFile[] = []
+    for (const [path] of list.slice((page - 1) * size, page * size)) {
+      const entry = snapshot.files.get(path)
+      if (entry === undefined) continue // gone since the index was made
+      const file: MirrorFile = {path, size: entry.size, mtime: unixIso(entry.mtime)}
+      const copy = index.copies.get(path)
+      if (copy !== undefined) {
+        file.mirror_size = copy.size
+        file.mirror_mtime = copy.mtime === null ? null : unixIso(copy.mtime)
+      }
+      files.push(file)
+    }
+    return {total: list.length, files}
+  }
+
+  /** Mirror `id`'s globs and stale copies, read at most every {@link EXTRA_TTL_MS}. */
+  private extra(id: number): Promise<MirrorExtra> {
+    const now = Date.now()
+    const cached = this.extras.get(id)
+    if (cached && now - cached.at < EXTRA_TTL_MS) return cached.value
+    if (this.extras.size >= MAX_INDEXES * 4) this.extras.clear()
+    const value = this.readExtra(id)
+    this.extras.set(id, {at: now, value})
+    value.catch(() => this.extras.delete(id))
+    return value
+  }
+
+  private async readExtra(id: number): Promise<MirrorExtra> {
+    const db = this.database.db
+    const globs = await sql<{include_patterns: string[] | null; exclude_patterns: string[] | null}>`SELECT include_patterns, exclude_patterns FROM mirror WHERE id = ${id}`.execute(db)
+    const rows = await sql<{path: string; size: string | number; mtime: string | number | null}>`SELECT f.path, s.size, s.mtime
+      FROM mirror_file_stale s JOIN file f ON f.id = s.file_id WHERE s.mirror_id = ${id}::smallint`.execute(db)
+    const stale = new Map<string, Copy>()
+    for (const r of rows.rows) stale.set(r.path, {size: Number(r.size), mtime: r.mtime === null ? null : Number(r.mtime)})
+    const row = globs.rows[0]
+    return {include: row?.include_patterns ?? [], exclude: row?.exclude_patterns ?? [], stale}
+  }
+}
