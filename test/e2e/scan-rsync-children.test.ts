@@ -50,7 +50,7 @@ describe('e2e: a killed `mb scan` leaves no rsync child behind', function () {
     requireBinary(this, 'rsync', 'rsync')
     silent = await startSilentServer()
     dir = mkdtempSync(join(tmpdir(), 'mb-rsync-kill-'))
-    writeFileSync(join(dir, 'mb.yaml'), 'scan:\n  connect_timeout: 600\n  io_timeout: 600\n')
+    writeFileSync(join(dir, 'mb.yaml'), 'scan:\n  connect_timeout: 300\n  io_timeout: 600\n')
     tdb = await createTestDatabase()
     env = {...tdb.env, MB_CONFIG: join(dir, 'mb.yaml'), MB_ROOT: dir}
     const database = await tdb.open()
