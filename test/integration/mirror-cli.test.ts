@@ -258,7 +258,7 @@ describe(`mb mirror (${backend})`, () => {
     const show = await mb(['mirror', 'show', 'MIRROR.EXAMPLE.G', '--json'], {env})
     expect(show.code, show.stderr).to.equal(0)
     const m = show.json()
-    expect(Object.keys(m)).to.deep.equal([...KEYS, 'bad_copies', 'suspect_bad_copies', 'probe'])
+    expect(Object.keys(m)).to.deep.equal([...KEYS, 'bad_copies', 'suspect_bad_copies', 'content_checks', 'probe'])
     expect(m.bad_copies).to.equal(0)
     expect(m).to.deep.include({
       identifier: 'mirror.example.gb',
