@@ -59,7 +59,12 @@ describe('geo: MaxMind DB reader with the search tree on disk', () => {
     const ips = addresses(20_000)
     const [v4, v6] = defaultGeoipFiles()
     // 20,000 random addresses touch far more than the 1,024 cached pages of the IPv4 tree.
-    expect(await sameAnswers(v4, ips.filter((ip) => !ip.includes(':')))).to.be.greaterThan(10_000)
+    expect(
+      await sameAnswers(
+        v4,
+        ips.filter((ip) => !ip.includes(':')),
+      ),
+    ).to.be.greaterThan(10_000)
     expect(await sameAnswers(v6, ips)).to.be.greaterThan(1000)
   })
 

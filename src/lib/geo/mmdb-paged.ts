@@ -101,9 +101,11 @@ export function openPagedMmdb<T extends Response>(path: string, cacheMax: number
     readFully(fd, image, size - tail, tail, size - tail)
     const cache = new Map<number, unknown>()
     // The Reader parses the metadata from the tail; its own walker meanwhile sees a zero tree.
-    const reader = new Reader<T>(image, {
-      cache: {get: (key: number) => cache.get(key), set: (key: number, value: unknown) => (cache.size >= cacheMax && cache.clear(), cache.set(key, value))},
-    })
+    const set = (key: number, value: unknown) => {
+      if (cache.size >= cacheMax) cache.clear()
+      cache.set(key, value)
+    }
+    const reader = new Reader<T>(image, {cache: {get: (key: number) => cache.get(key), set}})
     const {searchTreeSize, nodeByteSize, recordSize} = (reader as unknown as ReaderInternals).metadata
     if (![24, 28, 32].includes(recordSize)) throw new Error(`unsupported record size ${recordSize}`)
     const dataStart = searchTreeSize + DATA_SECTION_SEPARATOR
