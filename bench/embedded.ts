@@ -1,6 +1,6 @@
 /**
  * Embedded-store benchmark: what a small site pays for the embedded PGlite store, the default
- * when no database is configured. Three figures, each the median of `--rounds` runs of the
+ * when no database is configured. These figures, each the median of `--rounds` runs of the
  * built CLI (`npm run build` first), every run on a new temporary data directory:
  * - the first `mb db migrate` (creating the store and applying every migration), wall time;
  * - the resident memory of `mb serve` on that store with a 4-file origin tree and the default
@@ -9,7 +9,10 @@
  *   trusted 127.0.0.1, so that every request walks the GeoIP files anew); the verdict is on
  *   the larger. `mb serve` runs as the shipped unit runs it: with the unit's `NODE_OPTIONS`
  *   (`contrib/systemd/mb-serve.service`, V8's young generation);
- * - the same `mb serve`'s start, from spawn to its `listening` line.
+ * - the same `mb serve`'s start, from spawn to its `listening` line;
+ * - `mb serve` started without a store (it creates one, in a child process), from spawn to its
+ *   `listening` line against the same 10 s as the first migrate, and its resident memory as
+ *   above.
  *
  *   npm run bench -- embedded               # 3 rounds
  *   npm run bench -- embedded --rounds 5 --requests 10000
@@ -61,15 +64,44 @@ async function requests(port: number, count: number): Promise<void> {
   await Promise.all(Array.from({length: 8}, loop))
 }
 
-interface Round {
-  migrateSeconds: number
-  /** RSS after the first request, and after `--requests` more. */
+/** What one `mb serve` run measured: seconds from spawn to its `listening` line, RSS in MB. */
+interface Served {
+  startSeconds: number
+  /** RSS after the first request, and the larger of that and the RSS after `count` more. */
   startRssMB: number
   serveRssMB: number
-  startSeconds: number
 }
 
-/** One round: a new store, its first migrate, then `mb serve` on it. */
+/** Runs `mb serve` on `dataDir` (created by it when missing), as the shipped unit runs it. */
+async function serveOnce(dataDir: string, root: string, count: number): Promise<Served> {
+  const port = await freePort()
+  const t1 = performance.now()
+  let child: ChildProcess | undefined
+  try {
+    child = spawn(process.execPath, [BIN, 'serve', '--root', root, '--listen', `127.0.0.1:${port}`], {
+      env: {...benchEnv(dataDir), NODE_OPTIONS: unitNodeOptions()},
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    await waitForLines(child, /"msg":"listening"/, 1, 120_000)
+    const startSeconds = (performance.now() - t1) / 1000
+    const answer = await fetch(`http://127.0.0.1:${port}/file-1.txt`, {redirect: 'manual'})
+    if (answer.status >= 500) throw new Error(`GET /file-1.txt answered ${answer.status}`)
+    await answer.arrayBuffer()
+    const startRssMB = rssMB(child.pid!)
+    await requests(port, count)
+    return {startSeconds, startRssMB, serveRssMB: Math.max(startRssMB, rssMB(child.pid!))}
+  } finally {
+    await stop(child)
+  }
+}
+
+interface Round extends Served {
+  migrateSeconds: number
+  /** `mb serve` started without a store: it creates the store, then serves. */
+  fresh: Served
+}
+
+/** One round: a new store, its first migrate, then `mb serve` on it; then `mb serve` creating a store. */
 async function round(work: string, count: number): Promise<Round> {
   const dataDir = join(work, 'store')
   const root = join(work, 'root')
@@ -81,25 +113,10 @@ async function round(work: string, count: number): Promise<Round> {
   if (migrate.status !== 0) throw new Error(`mb db migrate failed: ${migrate.stderr}`)
   const index = spawnSync(process.execPath, [BIN, 'index', '--root', root], {env: benchEnv(dataDir), encoding: 'utf8'})
   if (index.status !== 0) throw new Error(`mb index failed: ${index.stderr}`)
-  const port = await freePort()
-  const t1 = performance.now()
-  let child: ChildProcess | undefined
-  try {
-    child = spawn(process.execPath, [BIN, 'serve', '--root', root, '--listen', `127.0.0.1:${port}`], {
-      env: {...benchEnv(dataDir), NODE_OPTIONS: unitNodeOptions()},
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    await waitForLines(child, /"msg":"listening"/, 1, 120_000)
-    const startSeconds = (performance.now() - t1) / 1000
-    const answer = await fetch(`http://127.0.0.1:${port}/file-1.txt`)
-    if (answer.status !== 200) throw new Error(`GET /file-1.txt answered ${answer.status}`)
-    await answer.arrayBuffer()
-    const startRssMB = rssMB(child.pid!)
-    await requests(port, count)
-    return {migrateSeconds, startRssMB, serveRssMB: Math.max(startRssMB, rssMB(child.pid!)), startSeconds}
-  } finally {
-    await stop(child)
-  }
+  const served = await serveOnce(dataDir, root, count)
+  // A store never indexed: the first request is the origin's redirect, RSS all the same.
+  const fresh = await serveOnce(join(work, 'fresh-store'), root, count)
+  return {migrateSeconds, ...served, fresh}
 }
 
 /** Entry point (bench/run.ts). */
@@ -117,11 +134,13 @@ export async function main(args: string[]): Promise<void> {
     }
     const r = results.at(-1)!
     console.log(
-      `round ${i + 1}: first migrate ${r.migrateSeconds.toFixed(2)} s, serve RSS ${r.startRssMB.toFixed(0)} MB after start, ${r.serveRssMB.toFixed(0)} MB after ${count} requests, serve start ${r.startSeconds.toFixed(2)} s`,
+      `round ${i + 1}: first migrate ${r.migrateSeconds.toFixed(2)} s, serve RSS ${r.startRssMB.toFixed(0)} MB after start, ${r.serveRssMB.toFixed(0)} MB after ${count} requests, serve start ${r.startSeconds.toFixed(2)} s; on a new store: start ${r.fresh.startSeconds.toFixed(2)} s, RSS ${r.fresh.startRssMB.toFixed(0)} / ${r.fresh.serveRssMB.toFixed(0)} MB`,
     )
   }
   console.log(`embedded store, small site (medians of ${rounds} rounds; mb serve with NODE_OPTIONS=${unitNodeOptions() || '(none)'} as in mb-serve.service):`)
   verdict('first mb db migrate, new store', median(results.map((r) => r.migrateSeconds)), TARGETS.migrateSeconds, 's', 'lower')
   verdict(`mb serve RSS, default GeoIP, ${count} req`, median(results.map((r) => r.serveRssMB)), TARGETS.serveRssMB, 'MB', 'lower')
+  verdict('mb serve creating its store, to listening', median(results.map((r) => r.fresh.startSeconds)), TARGETS.migrateSeconds, 's', 'lower')
+  verdict(`same, RSS after ${count} req`, median(results.map((r) => r.fresh.serveRssMB)), TARGETS.serveRssMB, 'MB', 'lower')
   console.log(`  mb serve start (spawn to listening): ${median(results.map((r) => r.startSeconds)).toFixed(2)} s`)
 }
