@@ -10,7 +10,7 @@ import {fork} from 'node:child_process'
 import {createRequire} from 'node:module'
 import {fileURLToPath, pathToFileURL} from 'node:url'
 import {Worker} from 'node:worker_threads'
-import {type ErrorCode, MbError} from '../errors.js'
+import {ERRORS, type ErrorCode, MbError} from '../errors.js'
 import {groupId, storeExists} from './data-dir.js'
 import type {PgliteOpenOptions} from './pglite.js'
 import {openSharedPglite} from './postgres.js'
@@ -18,9 +18,9 @@ import type {Database} from './store.js'
 import type {StoreCreateData} from './store-create.js'
 import type {StoreWorkerData} from './store-worker.js'
 
-type CreateMessage = {type: 'created'} | {type: 'shared'; owner: number} | {type: 'failed'; message: string; code?: ErrorCode}
+type CreateMessage = {type: 'created'} | {type: 'shared'; owner: number} | {type: 'failed'; message: string; code?: string}
 
-type WorkerMessage = {type: 'ready'} | {type: 'shared'; owner: number} | {type: 'failed'; message: string; code?: ErrorCode} | {type: 'error'; message: string} | {type: 'stopped'}
+type WorkerMessage = {type: 'ready'} | {type: 'shared'; owner: number} | {type: 'failed'; message: string; code?: string} | {type: 'error'; message: string} | {type: 'stopped'}
 
 /** Connections this process keeps to its own store: a probe round holds one as its session. */
 const OWN_POOL_SIZE = 4
@@ -42,6 +42,15 @@ function startWorker(workerData: StoreWorkerData): Worker {
   const tsx = JSON.stringify(pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href)
   const url = JSON.stringify(new URL('./store-worker.ts', import.meta.url).href)
   return new Worker(`import(${tsx}).then((tsx) => { tsx.register(); return import(${url}) })`, {eval: true, workerData, resourceLimits: STORE_THREAD_LIMITS})
+}
+
+/**
+ * The error a thread or child process reported, as this process's MbError. A system error's
+ * code (`ENOTDIR`, `EACCES`) is no code of mb's catalogue: it becomes a plain failure (exit 1)
+ * whose message keeps it.
+ */
+function reported(message: string, code: string | undefined): MbError {
+  return new MbError(message, {code: code !== undefined && code in ERRORS ? (code as ErrorCode) : undefined})
 }
 
 /** The worker's first message; a worker that dies first rejects. */
@@ -102,7 +111,7 @@ async function createInChildProcess(data: StoreCreateData): Promise<void> {
     child.once('exit', (exitCode) => resolve(exitCode))
   })
   if (answer === undefined) throw new MbError(`The process creating the embedded store at ${data.dataDir} stopped without creating it (exit code ${code}).`, {code: 'DB_OPEN_FAILED'})
-  if (answer.type === 'failed') throw new MbError(answer.message, {code: answer.code})
+  if (answer.type === 'failed') throw reported(answer.message, answer.code)
 }
 
 /**
@@ -121,7 +130,7 @@ export async function hostPglite(dataDir: string, options: PgliteOpenOptions, sc
   if (options.create && !storeExists(dataDir)) await createInChildProcess({dataDir, options, schema})
   const worker = startWorker({dataDir, options, schema})
   const first = await firstMessage(worker)
-  if (first.type === 'failed') throw new MbError(first.message, {code: first.code})
+  if (first.type === 'failed') throw reported(first.message, first.code)
   if (first.type === 'shared') {
     await worker.terminate()
     // A socket file left by a server that died, beside a live holder that shares nothing,
