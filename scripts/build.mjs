@@ -1,8 +1,8 @@
 /**
- * Compiles `src/` into `dist/src/` as bundles: each command, the `init` hook and the embedded
- * store's worker thread is an entry, and the code they share (mb's own and its pure-JavaScript
+ * Compiles `src/` into `dist/src/` as bundles: each command, the `init` hook, the embedded
+ * store's worker thread and its store-creating child process are entries, and the code they share (mb's own and its pure-JavaScript
  * dependencies) goes into chunks beside the worker, in `dist/src/lib/db/` (the store's host
- * finds its worker as `./store-worker.js` next to itself). An `mb` command then loads a few
+ * finds `./store-worker.js` and `./store-create.js` next to itself). An `mb` command then loads a few
  * files instead of about 800: about 0.3 s less CPU per run (docs/architecture.md, "Build").
  *
  * Left outside the bundles: oclif (it loads the commands, which must share its classes),
@@ -25,7 +25,7 @@ function files(dir, suffix) {
 // build that this one did not write removed: an `mb` that runs during a build (a test run
 // beside it) finds every file it loads. Chunk names carry a hash of their content.
 const result = await build({
-  entryPoints: [...files('src/commands', '.ts'), 'src/hooks/init/version.ts', 'src/lib/db/store-worker.ts'],
+  entryPoints: [...files('src/commands', '.ts'), 'src/hooks/init/version.ts', 'src/lib/db/store-worker.ts', 'src/lib/db/store-create.ts'],
   outdir: 'dist/src',
   outbase: 'src',
   bundle: true,

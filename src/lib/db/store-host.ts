@@ -6,17 +6,21 @@
  * `mb serve`), and this process's own queries queue with everybody else's, each transaction
  * whole (`session-server.ts`).
  */
+import {fork} from 'node:child_process'
 import {createRequire} from 'node:module'
-import {pathToFileURL} from 'node:url'
+import {fileURLToPath, pathToFileURL} from 'node:url'
 import {Worker} from 'node:worker_threads'
-import {type ErrorCode, MbError} from '../errors.js'
+import {ERRORS, type ErrorCode, MbError} from '../errors.js'
 import {groupId, storeExists} from './data-dir.js'
 import type {PgliteOpenOptions} from './pglite.js'
 import {openSharedPglite} from './postgres.js'
 import type {Database} from './store.js'
+import type {StoreCreateData} from './store-create.js'
 import type {StoreWorkerData} from './store-worker.js'
 
-type WorkerMessage = {type: 'ready'} | {type: 'created'} | {type: 'shared'; owner: number} | {type: 'failed'; message: string; code?: ErrorCode} | {type: 'error'; message: string} | {type: 'stopped'}
+type CreateMessage = {type: 'created'} | {type: 'shared'; owner: number} | {type: 'failed'; message: string; code?: string}
+
+type WorkerMessage = {type: 'ready'} | {type: 'shared'; owner: number} | {type: 'failed'; message: string; code?: string} | {type: 'error'; message: string} | {type: 'stopped'}
 
 /** Connections this process keeps to its own store: a probe round holds one as its session. */
 const OWN_POOL_SIZE = 4
@@ -38,6 +42,15 @@ function startWorker(workerData: StoreWorkerData): Worker {
   const tsx = JSON.stringify(pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href)
   const url = JSON.stringify(new URL('./store-worker.ts', import.meta.url).href)
   return new Worker(`import(${tsx}).then((tsx) => { tsx.register(); return import(${url}) })`, {eval: true, workerData, resourceLimits: STORE_THREAD_LIMITS})
+}
+
+/**
+ * The error a thread or child process reported, as this process's MbError. A system error's
+ * code (`ENOTDIR`, `EACCES`) is no code of mb's catalogue: it becomes a plain failure (exit 1)
+ * whose message keeps it.
+ */
+function reported(message: string, code: string | undefined): MbError {
+  return new MbError(message, {code: code !== undefined && code in ERRORS ? (code as ErrorCode) : undefined})
 }
 
 /** The worker's first message; a worker that dies first rejects. */
@@ -76,17 +89,29 @@ function servedBy(dataDir: string, owner: number): MbError {
 }
 
 /**
- * Creates and migrates a new store on a thread of its own that then ends, so that the memory
- * PGlite's creation of a store takes (about 500 MB of WebAssembly heap) goes with it rather
- * than staying in a serving process for its whole life (`npm run bench -- embedded`).
- * @throws MbError as the worker reports it (DB_LOCK, DB_OPEN_FAILED, migration errors)
+ * Creates and migrates a new store in a child process that then exits (`store-create.ts`), so
+ * that the memory PGlite's creation of a store takes (about 500 MB of WebAssembly heap, and
+ * about 40 MB of C heap that a thread's end would not give back) never stays in a serving
+ * process (`npm run bench -- embedded`). The child runs the WebAssembly on V8's baseline
+ * compiler, as `bin/run.js` does for every command.
+ * @throws MbError as the child reports it (DB_LOCK, DB_OPEN_FAILED, migration errors), and
+ *         DB_OPEN_FAILED when the child ends without a word
  */
-async function createOnThrowawayThread(workerData: StoreWorkerData): Promise<void> {
-  const worker = startWorker({...workerData, createOnly: true})
-  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()))
-  const first = await firstMessage(worker)
-  await exited
-  if (first.type === 'failed') throw new MbError(first.message, {code: first.code})
+async function createInChildProcess(data: StoreCreateData): Promise<void> {
+  const fromSource = import.meta.url.endsWith('.ts')
+  const module = new URL(fromSource ? './store-create.ts' : './store-create.js', import.meta.url)
+  const execArgv = ['--liftoff-only', ...(fromSource ? ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm')).href] : [])]
+  const child = fork(fileURLToPath(module), [JSON.stringify(data)], {execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc']})
+  let answer: CreateMessage | undefined
+  child.on('message', (message: CreateMessage) => {
+    answer ??= message
+  })
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject)
+    child.once('exit', (exitCode) => resolve(exitCode))
+  })
+  if (answer === undefined) throw new MbError(`The process creating the embedded store at ${data.dataDir} stopped without creating it (exit code ${code}).`, {code: 'DB_OPEN_FAILED'})
+  if (answer.type === 'failed') throw reported(answer.message, answer.code)
 }
 
 /**
@@ -102,10 +127,10 @@ async function createOnThrowawayThread(workerData: StoreWorkerData): Promise<voi
 export async function hostPglite(dataDir: string, options: PgliteOpenOptions, schema: StoreWorkerData['schema']): Promise<Database> {
   // Resolved here too, so that an unknown group is this thread's usage error (exit 2).
   const gid = options.socketGroup === undefined ? undefined : groupId(options.socketGroup)
-  if (options.create && !storeExists(dataDir)) await createOnThrowawayThread({dataDir, options, schema})
+  if (options.create && !storeExists(dataDir)) await createInChildProcess({dataDir, options, schema})
   const worker = startWorker({dataDir, options, schema})
   const first = await firstMessage(worker)
-  if (first.type === 'failed') throw new MbError(first.message, {code: first.code})
+  if (first.type === 'failed') throw reported(first.message, first.code)
   if (first.type === 'shared') {
     await worker.terminate()
     // A socket file left by a server that died, beside a live holder that shares nothing,

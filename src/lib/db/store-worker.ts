@@ -7,9 +7,7 @@
  * shares the store already; this thread then ends), `{type: 'failed', message, code}`,
  * `{type: 'error', message}` (a client's query broke PGlite; the client was disconnected).
  * From the host: `{type: 'stop'}`, answered by `{type: 'stopped'}` once the store is closed.
- * With `createOnly` the thread creates the store, migrates it, closes it and says
- * `{type: 'created'}`: PGlite's creation of a store (initdb) leaves hundreds of MB in the
- * thread's WebAssembly memory, which only the end of the thread gives back.
+ * A new store is created before this thread starts, in a process of its own (`store-create.ts`).
  */
 import {join} from 'node:path'
 import {parentPort, workerData} from 'node:worker_threads'
@@ -23,24 +21,15 @@ export interface StoreWorkerData {
   dataDir: string
   options: PgliteOpenOptions
   schema: SchemaMode
-  /** Create the store, bring its schema up to date and close it (`{type: 'created'}`); share nothing. */
-  createOnly?: boolean
 }
 
 const port = parentPort!
-const {dataDir, options, schema, createOnly} = workerData as StoreWorkerData
+const {dataDir, options, schema} = workerData as StoreWorkerData
 
 try {
   const opened = await ownPglite(dataDir, options)
   if ('sharedBy' in opened) {
     port.postMessage({type: 'shared', owner: opened.sharedBy})
-  } else if (createOnly) {
-    try {
-      await prepareSchema(opened.database, schema)
-    } finally {
-      await opened.database.close()
-    }
-    port.postMessage({type: 'created'})
   } else {
     const {database, pglite} = opened
     const server = new SessionServer(pglite, join(dataDir, SHARED_SOCKET_NAME), {onError: (error) => port.postMessage({type: 'error', message: error.message})})

