@@ -94,7 +94,7 @@ describe(`mirrors that ignore Range, and a changed mirror URL (${backend})`, fun
     expect(Object.fromEntries(rows.map((r: {name: string; range: boolean | null}) => [r.name, r.range]))).to.deep.equal({'ranged.test': true, 'whole.test': false})
     const html = (await request(serve.port, '/mirrors')).body.toString()
     expect(html).to.include('<th>Range</th>')
-    expect(html).to.match(/whole\.test<\/td>.*<td class="down"[^>]*>no<\/td>/)
+    expect(html).to.match(/whole\.test<\/a><\/td>.*<td class="down"[^>]*>no<\/td>/)
     await serve.stop()
     serve = undefined
   })
