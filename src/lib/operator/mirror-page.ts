@@ -30,6 +30,7 @@ import {FILE_KINDS, type FileKind, type FolderCount, type MirrorFile} from '../l
 import {humanBytes} from '../stats/render.js'
 import {listedMirror, type NetworkView, type OverviewRow, overviewRow} from './network.js'
 import {OVERVIEW_HEADER, PAGE_STYLE, type Paging, overviewRowHtml, parsePaging, parseSubtree, queryValue} from './network-page.js'
+import {sendNetworkPage} from './page-response.js'
 import type {MirrorFilesView} from './mirror-view.js'
 
 /** Rows per page when no `?page_size=` is given. */
@@ -184,17 +185,7 @@ export function mirrorPageRoute(services: RouteServices, view: NetworkView, file
       const json = acceptsJson(ctx.req.headers.accept)
       const page = await buildMirrorPage(view, files, ctx.snapshot, m, request)
       const body = Buffer.from(json ? `${JSON.stringify(page, null, 2)}\n` : renderHtml(page))
-      const head = ctx.req.method === 'HEAD'
-      ctx.res.writeHead(200, {
-        'Content-Type': json ? 'application/json; charset=utf-8' : 'text/html; charset=utf-8',
-        'Content-Length': body.length,
-        'Cache-Control': 'public, max-age=60',
-        Vary: 'Accept',
-        'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
-      })
-      ctx.res.end(head ? undefined : body)
-      // A page about the network, not about a file: not counted in the statistics as one.
-      services.finish(ctx, 200, 'other', {bytesSent: head ? 0 : body.length})
+      sendNetworkPage(services, ctx, body, json)
     },
   }
 }

@@ -22,6 +22,7 @@
  * `?page=` or `?page_size=` that is not a whole number in range is 400.
  */
 import type {Route, RouteServices} from '../serve/delivery/route.js'
+import {sendNetworkPage} from './page-response.js'
 import {escapeHtml} from '../serve/delivery/autoindex.js'
 import {acceptsJson} from '../metalink/http.js'
 import {buildOverview, type NetworkView, type Overview, type OverviewRow, overviewPage} from './network.js'
@@ -467,17 +468,7 @@ export function networkRoute(services: RouteServices, view: NetworkView): Route<
       }
       const json = acceptsJson(ctx.req.headers.accept)
       const body = await page(ctx, parsed.subtree, json, paged.paging)
-      const head = ctx.req.method === 'HEAD'
-      ctx.res.writeHead(200, {
-        'Content-Type': json ? 'application/json; charset=utf-8' : 'text/html; charset=utf-8',
-        'Content-Length': body.length,
-        'Cache-Control': 'public, max-age=60',
-        Vary: 'Accept',
-        'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
-      })
-      ctx.res.end(head ? undefined : body)
-      // A page about the network, not about a file: not counted in the statistics as one.
-      services.finish(ctx, 200, 'other', {bytesSent: head ? 0 : body.length})
+      sendNetworkPage(services, ctx, body, json)
     },
   }
 }
