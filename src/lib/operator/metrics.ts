@@ -26,8 +26,9 @@
  *   `mb_mirror_retries_total` counter (downloads retried away from it: a client that had
  *   been sent there asked again for the same file, src/lib/serve/delivery/retry.ts; a mirror that
  *   draws many is failing its clients),
- *   `mb_redirect_loops_total` counter (clients it redirected straight back to mb, a redirect
- *   loop, ../serve/delivery/retry.ts: each went on to the next mirror of its tier),
+ *   `mb_redirect_loops_total` counter (clients back at mb within a second of a redirect there:
+ *   a redirect loop, or a client repeating fast, ../serve/delivery/retry.ts; each went on to
+ *   the next mirror of its tier),
  *   `mb_mirror_probe_failures_total{mirror,reason}` and
  *   `mb_mirror_scan_failures_total{mirror,reason}` counters (failed probe checks and scans
  *   seen since this process started; its first read counts the failures still recorded);

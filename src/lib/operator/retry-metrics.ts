@@ -19,7 +19,7 @@ export function retriesCounter(registry: Registry): Counter<'mirror'> {
 export function loopsCounter(registry: Registry): Counter<'mirror'> {
   return new Counter({
     name: 'mb_redirect_loops_total',
-    help: 'Clients the mirror redirected straight back to mb (a new attempt within a second of the redirect there): each was sent to the next mirror of its tier',
+    help: 'Clients back at mb within a second of a redirect to the mirror (a redirect loop, or a client repeating fast): each was sent to the next mirror of its tier',
     labelNames: ['mirror'] as const,
     registers: [registry],
   })

@@ -43,7 +43,10 @@ import {randomBytes} from 'node:crypto'
  * A new attempt that comes at most this many whole seconds after the answer that sent the
  * address to a mirror is a bounce: the mirror redirected the client straight back to mb (a
  * redirect loop), since a download that started, and even a connection refused that a client
- * retries through mb, takes longer than the same or the next second to come back.
+ * retries through mb, takes longer than the same or the next second to come back. A client
+ * that repeats a download within a second (a busy NAT, wrk) looks the same and is counted too:
+ * the bounce is a hint for operators (`mb_redirect_loops_total`), never a verdict on a mirror;
+ * the answer is the next mirror of the tier either way.
  */
 export const BOUNCE_SECONDS = 1
 

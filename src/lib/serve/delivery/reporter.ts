@@ -68,8 +68,10 @@ export class RequestReporter {
   private readonly loopsLogged = new Map<string, number>()
 
   /**
-   * Logs a redirect loop (a mirror that sent the client straight back to mb), with the mirror's
-   * name: at most once a minute per mirror, so that a looping mirror cannot flood the log.
+   * Logs a possible redirect loop (a mirror that sent the client straight back to mb, or a
+   * client that asked again within a second: the two look alike, ../../select/retry.ts
+   * `BOUNCE_SECONDS`), with the mirror's name: at most once a minute per mirror, so that neither
+   * a looping mirror nor a busy NAT floods the log.
    */
   private loopLogged(record: RequestOutcome): void {
     const mirror = record.bouncedFrom!
@@ -79,7 +81,7 @@ export class RequestReporter {
     this.loopsLogged.set(mirror, now)
     this.logger?.warn(
       {mirror, url: record.target, client: record.clientIp},
-      `redirect loop: mirror ${mirror} sent a client straight back for ${record.target}; the client goes to the next mirror of its tier (mb_redirect_loops_total; the mirror may redirect to mb)`,
+      `possible redirect loop: mirror ${mirror} sent a client straight back for ${record.target}, or the client asked again within a second (a busy NAT does); it goes to the next mirror of its tier (mb_redirect_loops_total: a mirror that draws most of its redirects back redirects to mb)`,
     )
   }
 
