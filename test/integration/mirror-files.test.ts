@@ -6,6 +6,7 @@
 import {expect} from 'chai'
 import {mb} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {seedHoldings} from '../helpers/mirror-holdings.js'
 
 describe(`mb mirror show --files (${backend})`, () => {
   let tdb: TestDatabase
@@ -25,21 +26,7 @@ describe(`mb mirror show --files (${backend})`, () => {
         ).id
       const m = await add('m.test', {exclude_patterns: ['**/*.src.rpm']})
       const other = await add('other.test')
-      const paths = ['pub/a.iso', 'pub/b.iso', 'pub/c.iso', 'pub/x.src.rpm', 'pub/sub/d.iso', 'pub/sub/e.iso', 'top.iso']
-      const rows = await db
-        .insertInto('file')
-        .values(paths.map((path, i) => ({path, size: 1000 * (i + 1), mtime: 1_700_000_000 + i, mirrors: path === 'pub/a.iso' || path === 'pub/sub/e.iso' ? [m, other] : [other]})))
-        .returning(['id', 'path'])
-        .execute()
-      const id = (path: string) => Number(rows.find((r) => r.path === path)!.id)
-      await db
-        .insertInto('mirror_file_stale')
-        .values({mirror_id: m, file_id: id('pub/b.iso'), size: 5, mtime: 1_600_000_000})
-        .execute()
-      await db
-        .insertInto('mirror_file_bad')
-        .values({mirror_id: m, file_id: id('pub/sub/d.iso'), size: 5000, mtime: 1_700_000_004, piece: 3})
-        .execute()
+      await seedHoldings(db, m, other)
     } finally {
       await database.close()
     }

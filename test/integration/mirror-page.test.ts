@@ -11,6 +11,7 @@ import {join} from 'node:path'
 import {expect} from 'chai'
 import {mb, requireBinary} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
+import {seedHoldings} from '../helpers/mirror-holdings.js'
 import {request, type ServeProcess, startServe} from '../helpers/serve-process.js'
 
 /** Files lacking on m.test in pub/many/, for the paging. */
@@ -46,22 +47,12 @@ describe(`the page per mirror, GET /mirrors/NAME (${backend})`, function () {
       await add('off.test', {enabled: false})
       await add('pfx.test', {prefix_only: true})
       await add('plain.test', {base_path: 'pub/'})
-      const paths = ['pub/a.iso', 'pub/b.iso', 'pub/c.iso', 'pub/x.src.rpm', 'pub/sub/d.iso', 'pub/sub/e.iso', 'top.iso']
-      for (let i = 0; i < MANY; i++) paths.push(`pub/many/f${String(i).padStart(2, '0')}.iso`)
-      const rows = await db
-        .insertInto('file')
-        .values(paths.map((path, i) => ({path, size: 1000 * (i + 1), mtime: 1_700_000_000 + i, mirrors: path === 'pub/a.iso' || path === 'pub/sub/e.iso' ? [m, other] : [other]})))
-        .returning(['id', 'path'])
-        .execute()
-      const id = (path: string) => Number(rows.find((r) => r.path === path)!.id)
-      await db
-        .insertInto('mirror_file_stale')
-        .values({mirror_id: m, file_id: id('pub/b.iso'), size: 5, mtime: 1_600_000_000})
-        .execute()
-      await db
-        .insertInto('mirror_file_bad')
-        .values({mirror_id: m, file_id: id('pub/sub/d.iso'), size: 5000, mtime: 1_700_000_004, piece: 3})
-        .execute()
+      await seedHoldings(
+        db,
+        m,
+        other,
+        Array.from({length: MANY}, (_, i) => `pub/many/f${String(i).padStart(2, '0')}.iso`),
+      )
     } finally {
       await database.close()
     }
