@@ -17,16 +17,17 @@
  * on the socket (issue 46, items 1 and 2): the restart replaces the primary and its workers.
  */
 import {type ChildProcess, spawn} from 'node:child_process'
-import {cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
+import {cpSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync} from 'node:fs'
 import {tmpdir} from 'node:os'
-import {dirname, join} from 'node:path'
+import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {expect} from 'chai'
-import {BIN, hermeticEnv, mb, requireBinary} from '../helpers/cli.js'
+import {hermeticEnv, mb, requireBinary} from '../helpers/cli.js'
 import {backend, createTestDatabase, seedOneMirror, type TestDatabase} from '../helpers/db.js'
 import {startLoad} from '../helpers/load.js'
 import {request} from '../helpers/serve-process.js'
 import {freePort} from '../helpers/servers.js'
+import {copyInstall, documentedCommands, gapMs, installedVersion, listeningPids, primaryPids} from '../helpers/upgrade.js'
 
 /**
  * systemd's part: start the service's command on the socket held by `systemd-socket-activate`
@@ -34,60 +35,6 @@ import {freePort} from '../helpers/servers.js'
  * one once the previous has exited; two generations, the old release and the new.
  */
 const SERVICE = `for generation in 1 2; do sh -c 'LISTEN_PID=$$ exec "$@"' mb-serve "$NODE" "$CURRENT/bin/run.js" serve --root "$ROOT" --retry-window 0 --workers "$WORKERS"; done`
-
-/**
- * The commands of the shell block under "### Upgrade" in docs/operations.md, comments
- * dropped: the steps this test plays, which it checks first so that the page and the test
- * cannot part.
- */
-function documentedSteps(): string[] {
-  const page = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8')
-  const section = page.slice(page.indexOf('\n### Upgrade\n'))
-  const block = /^```sh\n([\s\S]*?)^```$/m.exec(section)?.[1] ?? ''
-  return block
-    .split('\n')
-    .map((line) => line.replace(/#.*/, '').trim())
-    .filter((line) => line !== '')
-}
-
-/** The pids of the processes that logged `listening`, in order. */
-function listeningPids(output: string): number[] {
-  return output
-    .split('\n')
-    .filter((line) => line.includes('"msg":"listening"'))
-    .map((line) => Number(JSON.parse(line).pid))
-}
-
-/** The pids of the `--workers` primaries that started, in order. */
-function primaryPids(output: string): number[] {
-  return output
-    .split('\n')
-    .filter((line) => line.includes('"msg":"primary started workers"'))
-    .map((line) => Number(JSON.parse(line).pid))
-}
-
-/** Milliseconds from the first generation's last `stopped` line to the second one's first `listening` line (`perGeneration` processes listen in each). */
-function gapMs(output: string, perGeneration: number): number {
-  const times = output
-    .split('\n')
-    .filter((line) => /"msg":"(stopped|listening)"/.test(line))
-    .map((line) => JSON.parse(line) as {msg: string; time: string})
-  const stopped = times.filter((t) => t.msg === 'stopped')[perGeneration - 1]
-  const listening = times.filter((t) => t.msg === 'listening')[perGeneration]
-  return stopped && listening ? Date.parse(listening.time) - Date.parse(stopped.time) : Number.NaN
-}
-
-/** A copy of this tree's install (node_modules linked) in `dir`, with `version` in its package.json. */
-function copyInstall(dir: string, version?: string): void {
-  const home = join(dirname(BIN), '..')
-  for (const part of ['bin', 'dist', 'migrations', 'package.json', 'oclif.manifest.json']) if (existsSync(join(home, part))) cpSync(join(home, part), join(dir, part), {recursive: true})
-  symlinkSync(join(home, 'node_modules'), join(dir, 'node_modules'))
-  if (version === undefined) return
-  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({...pkg, version}, null, 2))
-  const manifest = join(dir, 'oclif.manifest.json')
-  if (existsSync(manifest)) writeFileSync(manifest, JSON.stringify({...JSON.parse(readFileSync(manifest, 'utf8')), version}))
-}
 
 describe(`upgrade of mb serve on mb-serve.socket under load (${backend})`, function () {
   this.timeout(300_000)
@@ -131,13 +78,13 @@ describe(`upgrade of mb serve on mb-serve.socket under load (${backend})`, funct
     mkdirSync(run)
     output = ''
     const countedBefore = (await mb(['stats', '--json'], {env: tdb.env})).json().total.downloads as number
-    expect(documentedSteps()).to.deep.equal([
+    expect(documentedCommands('### Upgrade')).to.deep.equal([
       'npm install -g --prefix /usr ./mb-NEW.tgz --omit=dev',
       'mb --version && runuser -u mb -- mb db status',
       'runuser -u mb -- mb db migrate',
       'systemctl restart mb-serve.service',
     ])
-    const oldVersion = JSON.parse(readFileSync(join(dirname(BIN), '..', 'package.json'), 'utf8')).version as string
+    const oldVersion = installedVersion()
     const newVersion = '99.0.0-test'
     copyInstall(join(run, 'install-old'))
     copyInstall(join(run, 'install-new'), newVersion)

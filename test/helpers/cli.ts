@@ -84,3 +84,14 @@ export function requireBinary(ctx: Mocha.Context, name: string, debianPackage: s
   console.warn(`    (skipped: ${name} not found; install it with: apt-get install ${debianPackage})`)
   ctx.skip()
 }
+
+/**
+ * Skips the current test or suite when it does not run as root (`why`: what root is needed
+ * for), except under CI=true, where `.ci/run` runs as root and this is a failure.
+ */
+export function requireRoot(ctx: Mocha.Context, why: string): void {
+  if (process.getuid?.() === 0) return
+  if (process.env.CI === 'true') throw new Error(`this test runs as root under CI (${why})`)
+  console.warn(`    (skipped: needs root, ${why})`)
+  ctx.skip()
+}

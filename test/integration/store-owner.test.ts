@@ -10,7 +10,7 @@ import {execFileSync} from 'node:child_process'
 import {chmodSync, chownSync, lstatSync, mkdtempSync, readdirSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {dirname, join} from 'node:path'
-import {BIN, mb} from '../helpers/cli.js'
+import {BIN, mb, requireRoot} from '../helpers/cli.js'
 import {backend} from '../helpers/db.js'
 
 /** uid and gid of `nobody`, the stand-in for a service account. */
@@ -56,11 +56,7 @@ suite('the embedded store and its owner', function () {
   let store: string
 
   before(async function () {
-    if (process.getuid?.() !== 0) {
-      if (process.env.CI === 'true') throw new Error('this test runs as root under CI')
-      console.warn('    (skipped: needs root, to act as another user than the store owner)')
-      this.skip()
-    }
+    requireRoot(this, 'to act as another user than the store owner')
     dir = mkdtempSync(join(tmpdir(), 'mb-owner-'))
     chmodSync(dir, 0o755)
     store = join(dir, 'store')
