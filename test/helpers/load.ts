@@ -18,6 +18,8 @@ export interface LoadResult {
   total: number
   /** Per loop, in order: the values of the `Server` header it saw, with counts. */
   loops: Record<string, number>[]
+  /** The longest a request took, from its start to the end of its answer or its error (ms). */
+  slowestMs: number
 }
 
 export interface Load {
@@ -37,10 +39,15 @@ export interface LoadOptions {
 /** Starts `concurrency` loops of `GET target` against 127.0.0.1:`port` with `headers`. */
 export function startLoad(port: number, target: string, options: LoadOptions = {}): Load {
   const concurrency = options.concurrency ?? 4
-  const result: LoadResult = {statuses: {}, errors: [], servers: {}, total: 0, loops: Array.from({length: concurrency}, () => ({}))}
+  const result: LoadResult = {statuses: {}, errors: [], servers: {}, total: 0, loops: Array.from({length: concurrency}, () => ({})), slowestMs: 0}
   let running = true
   const one = (agent: http.Agent | false, loop: Record<string, number>) =>
     new Promise<void>((resolve) => {
+      const started = performance.now()
+      const done = () => {
+        result.slowestMs = Math.max(result.slowestMs, performance.now() - started)
+        resolve()
+      }
       const req = http.request({host: '127.0.0.1', port, path: target, headers: options.headers, agent, timeout: options.timeoutMs ?? 10_000}, (res) => {
         res.resume()
         res.on('end', () => {
@@ -49,18 +56,18 @@ export function startLoad(port: number, target: string, options: LoadOptions = {
           const server = String(res.headers.server)
           result.servers[server] = (result.servers[server] ?? 0) + 1
           loop[server] = (loop[server] ?? 0) + 1
-          resolve()
+          done()
         })
         res.on('error', (error) => {
           result.errors.push(error.message)
-          resolve()
+          done()
         })
       })
       req.on('timeout', () => req.destroy(new Error('timeout')))
       req.on('error', (error) => {
         result.total += 1
         result.errors.push(error.message)
-        resolve()
+        done()
       })
       req.end()
     })
@@ -89,7 +96,7 @@ export function startLoadIn(command: string[], port: number, target: string, opt
   const script = fileURLToPath(new URL('load-process.ts', import.meta.url))
   const [file, ...args] = [...command, process.execPath, '--import', 'tsx', script, String(port), target, JSON.stringify(options)]
   const child = spawn(file, args, {cwd: fileURLToPath(new URL('../..', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe']})
-  let result: LoadResult = {statuses: {}, errors: [], servers: {}, total: 0, loops: []}
+  let result: LoadResult = {statuses: {}, errors: [], servers: {}, total: 0, loops: [], slowestMs: 0}
   let pending = ''
   let stderr = ''
   child.stderr!.on('data', (d) => (stderr += d))
