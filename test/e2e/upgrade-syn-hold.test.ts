@@ -25,7 +25,7 @@ import {expect} from 'chai'
 import {BIN, hermeticEnv, mb, requireBinary, requireRoot} from '../helpers/cli.js'
 import {backend, createTestDatabase, seedOneMirror, type TestDatabase} from '../helpers/db.js'
 import {type LoadResult, startLoadIn} from '../helpers/load.js'
-import {copyInstall, documentedCommands, installedVersion, listeningPids} from '../helpers/upgrade.js'
+import {copyInstall, documentedCommands, gapMs, installedVersion, listeningPids} from '../helpers/upgrade.js'
 
 /** The namespace of this test file's run. */
 const NS = `mb-syn-hold-${process.pid}`
@@ -136,6 +136,7 @@ describe(`first upgrade to mb-serve.socket with new connections held by an nft r
     await waitFor('answers from the old release in every loop', () => everyLoopAnswered(load.result, installedVersion(), 20), log)
 
     if (hold) for (const line of steps.filter((s) => s.startsWith('nft add'))) inNamespace(line)
+    const held = performance.now()
     // systemctl stop mb-serve.service: SIGTERM (KillSignal=), then the wait for the exit.
     process.kill(listeningPids(log.text)[0], 'SIGTERM')
     await oldExited
@@ -146,12 +147,13 @@ describe(`first upgrade to mb-serve.socket with new connections held by an nft r
     const newExited = new Promise<void>((resolve) => holder.once('exit', () => resolve()))
     await waitFor('the socket', () => log.text.includes(`Listening on 127.0.0.1:${PORT}`), log)
     if (hold) inNamespace(steps.at(-1)!)
+    const heldMs = Math.round(performance.now() - held)
     await waitFor('answers from the new release in every loop', () => everyLoopAnswered(load.result, NEW_VERSION), log)
     await sleep(2000)
     const result = await load.stop()
     process.kill(listeningPids(log.text)[1], 'SIGTERM')
     await newExited
-    console.log(`      ${result.total} requests, slowest ${Math.round(result.slowestMs)} ms, ${result.errors.length} failed; by loop: ${JSON.stringify(result.loops)}`)
+    console.log(`      ${result.total} requests, ${result.errors.length} failed, the slowest took ${Math.round(result.slowestMs)} ms; ${hold ? 'SYNs dropped' : 'the port closed'} for ${heldMs} ms (SIGTERM to the socket bound), no process accepting for ${gapMs(log.text, 1)} ms (\`stopped\` to \`listening\`)`)
     expect(log.text).to.not.match(/these counts are lost|shutdown step failed/)
     const stats = await mb(['stats', '--json'], {env: tdb.env})
     expect(stats.code, stats.stderr).to.equal(0)
