@@ -153,7 +153,9 @@ describe(`first upgrade to mb-serve.socket with new connections held by an nft r
     const result = await load.stop()
     process.kill(listeningPids(log.text)[1], 'SIGTERM')
     await newExited
-    console.log(`      ${result.total} requests, ${result.errors.length} failed, the slowest took ${Math.round(result.slowestMs)} ms; ${hold ? 'SYNs dropped' : 'the port closed'} for ${heldMs} ms (SIGTERM to the socket bound), no process accepting for ${gapMs(log.text, 1)} ms (\`stopped\` to \`listening\`)`)
+    console.log(
+      `      ${result.total} requests, ${result.errors.length} failed, the slowest took ${Math.round(result.slowestMs)} ms; ${hold ? 'SYNs dropped' : 'the port closed'} for ${heldMs} ms (SIGTERM to the socket bound), no process accepting for ${gapMs(log.text, 1)} ms (\`stopped\` to \`listening\`)`,
+    )
     expect(log.text).to.not.match(/these counts are lost|shutdown step failed/)
     const stats = await mb(['stats', '--json'], {env: tdb.env})
     expect(stats.code, stats.stderr).to.equal(0)
