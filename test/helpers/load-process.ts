@@ -3,7 +3,8 @@
  * reach (one inside a network namespace): `node --import tsx load-process.ts PORT TARGET
  * OPTIONS_JSON` ({@link LoadOptions}). It prints the counts so far ({@link LoadResult}) as
  * one JSON line every 100 ms and, on SIGTERM, stops the loops (each after its current
- * request), prints the final counts and exits. Started by {@link startLoadIn}.
+ * request), prints the final counts and exits. It also exits when its stdin closes: the test
+ * that started it has ended, failed or not. Started by {@link startLoadIn}.
  */
 import {type LoadOptions, type LoadResult, startLoad} from './load.js'
 
@@ -16,3 +17,5 @@ process.once('SIGTERM', async () => {
   print(await load.stop())
   process.exit(0)
 })
+process.stdin.on('end', () => process.exit(2))
+process.stdin.resume()

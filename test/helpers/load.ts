@@ -89,13 +89,14 @@ export function startLoad(port: number, target: string, options: LoadOptions = {
 /**
  * {@link startLoad} run by `command` (e.g. `['ip', 'netns', 'exec', NAME]`, for a server in a
  * network namespace) in a child process (./load-process.ts): the same counts, a tenth of a
- * second late; `stop()` ends the child (SIGTERM) and resolves with its final counts.
+ * second late; `stop()` ends the child (SIGTERM) and resolves with its final counts. The child
+ * ends with this process too (its stdin closes), so a failed test leaves no loop running.
  * @throws Error (from `stop()`) when the child exits without printing them
  */
 export function startLoadIn(command: string[], port: number, target: string, options: LoadOptions = {}): Load {
   const script = fileURLToPath(new URL('load-process.ts', import.meta.url))
   const [file, ...args] = [...command, process.execPath, '--import', 'tsx', script, String(port), target, JSON.stringify(options)]
-  const child = spawn(file, args, {cwd: fileURLToPath(new URL('../..', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe']})
+  const child = spawn(file, args, {cwd: fileURLToPath(new URL('../..', import.meta.url)), stdio: ['pipe', 'pipe', 'pipe']})
   let result: LoadResult = {statuses: {}, errors: [], servers: {}, total: 0, loops: [], slowestMs: 0}
   let pending = ''
   let stderr = ''
