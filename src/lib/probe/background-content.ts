@@ -54,8 +54,8 @@ export function startBackgroundContentChecks(
   const budgetBytes = roundBudget(config.probe.content_budget_bytes, intervalSeconds)
   const logger = options.logger
 
-  async function round(): Promise<ContentRound> {
-    const result = await checkMirrorContents(database, config.probe, {budgetBytes, resolver: options.resolver})
+  async function round(signal: AbortSignal): Promise<ContentRound> {
+    const result = await checkMirrorContents(database, config.probe, {budgetBytes, resolver: options.resolver, signal})
     for (const m of result.mirrors) {
       if (m.marked_bad > 0)
         logger?.warn({mirror: m.identifier, corrupt: m.marked_bad}, `content check: ${m.marked_bad} corrupt cop${m.marked_bad === 1 ? 'y' : 'ies'} on ${m.identifier} taken out of selection`)

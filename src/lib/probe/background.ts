@@ -18,7 +18,7 @@ import {type ProbeLogger, startLockedRounds} from './rounds.js'
 
 /** A running background prober. */
 export interface BackgroundProbes {
-  /** Stops the timer, waits for a running round, and closes the pooled connections. */
+  /** Stops the timer, ends a running round (its mirrors not probed to the end keep their state), and closes the pooled connections. */
   stop(): Promise<void>
   /** Runs one round now (also used by tests); resolves to the round, or null when skipped. */
   runOnce(): Promise<ProbeRound | null>
@@ -43,8 +43,9 @@ export function startBackgroundProbes(
   const clients = new Map<number, ProbeClient>()
   const logger = options.logger
 
-  async function round(): Promise<ProbeRound> {
+  async function round(signal: AbortSignal): Promise<ProbeRound> {
     const result = await probeMirrors(database.db, config.probe, {
+      signal,
       clients,
       resolver: options.resolver,
       tracePath: config.sync.trace_path,

@@ -54,6 +54,8 @@ export interface ContentRoundOptions {
   jobs?: number
   /** Host name resolver (tests); default `dns.lookup`. */
   resolver?: Resolver
+  /** Ends the round when aborted (`mb serve` stopping): a mirror whose checks it cut short records none of them. */
+  signal?: AbortSignal
 }
 
 /** One check (a span of pieces of one copy), as `--json` shows it. Bytes; times UTC. */
@@ -188,25 +190,36 @@ interface Findings {
   records: CheckRecord[]
 }
 
+/** Why a mirror's checks were not recorded when `mb serve` stopped during them. */
+const STOPPED = 'the round was stopped'
+
 /** Plans, fetches and records one mirror's checks. */
-async function checkOneMirror(database: Database, config: ProbeConfig, m: MirrorRow, planFor: (m: MirrorRow) => Promise<PlannedCheck[]>, options: {resolver?: Resolver}): Promise<MirrorContentResult> {
+async function checkOneMirror(
+  database: Database,
+  config: ProbeConfig,
+  m: MirrorRow,
+  planFor: (m: MirrorRow) => Promise<PlannedCheck[]>,
+  options: {resolver?: Resolver; signal?: AbortSignal},
+): Promise<MirrorContentResult> {
   const result: MirrorContentResult = {id: m.id, identifier: m.identifier, bytes: 0, checks: [], marked_bad: 0, cleared: 0, removed_missing: 0, unchecked: 0}
   const baseUrl = m.https_url ?? m.http_url
   const sign = compileSigner(m.sign_scheme, m.sign_secret, m.sign_ttl_seconds)
   if (!baseUrl) return {...result, skipped: 'no HTTP or HTTPS URL'}
   if (!m.up) return {...result, skipped: 'down'}
   if (m.range_ok === false) return {...result, skipped: 'no range: probing found it answers a ranged request with the whole file'}
+  if (options.signal?.aborted) return {...result, skipped: STOPPED}
   const plan = await planFor(m)
   if (plan.length === 0) return {...result, skipped: 'no held file with SHA-1 pieces (`mb index --hashes`) fits the budget'}
   const digests = await pieceDigests(
     database.db,
     plan.map((p) => ({fileId: p.candidate.fileId, piece: p.piece, pieces: p.pieces, size: p.candidate.size, mtime: p.candidate.mtime})),
   )
-  const client = new ProbeClient(clientOptions(config, options.resolver))
+  const client = new ProbeClient(clientOptions(config, options.resolver, options.signal))
   const found: Findings = {corrupt: [], passed: [], missing: [], records: []}
   try {
     const family = await familyOf(client, baseUrl)
     for (const check of plan) {
+      if (client.stopped) break
       const expected = digests.get(check.candidate.fileId)
       if (expected === undefined) continue // the index changed the file since the plan
       const unsigned = requestUrl(baseUrl, m.base_path ?? '', {kind: 'file', path: check.candidate.path})
@@ -219,6 +232,8 @@ async function checkOneMirror(database: Database, config: ProbeConfig, m: Mirror
   } finally {
     await client.close()
   }
+  // Reads cut short by the stop say nothing about the copies; the next round checks them.
+  if (client.stopped) return {...result, skipped: STOPPED}
   return {...result, ...(await record(database, config, m, found))}
 }
 

@@ -66,6 +66,12 @@ export interface ProbeClientOptions {
   redirects: RedirectPolicy
   maxRedirects: number
   resolver?: Resolver
+  /**
+   * Ends the client's work when aborted (`mb serve` stopping): the requests under way fail at
+   * once and later ones fail without a connection, so a round under way ends in moments
+   * rather than after its timeouts; {@link ProbeClient.stopped} tells its caller not to record them.
+   */
+  signal?: AbortSignal
 }
 
 /** One HTTP answer (or failure) after the redirect walk. */
@@ -162,12 +168,24 @@ export class ProbeClient {
   private readonly checkedAddresses = new Map<string, LookupAddress[]>()
   readonly resolver: Resolver
 
+  private readonly onStop = () => void this.close()
+
   constructor(readonly options: ProbeClientOptions) {
     this.resolver = options.resolver ?? systemResolver
+    options.signal?.addEventListener('abort', this.onStop, {once: true})
   }
 
-  /** The Agent that connects over `family` only (created on first use). */
+  /** Whether `options.signal` was aborted: what the client answered since is no finding about the mirror. */
+  get stopped(): boolean {
+    return this.options.signal?.aborted ?? false
+  }
+
+  /**
+   * The Agent that connects over `family` only (created on first use).
+   * @throws Error once {@link stopped}: every request fails, as a network failure would
+   */
   agent(family: Family): Agent {
+    if (this.stopped) throw new Error('mb is stopping: check not made')
     let agent = this.agents.get(family)
     if (!agent) {
       const want = family === 'ipv4' ? 4 : 6
@@ -326,8 +344,9 @@ export class ProbeClient {
     }
   }
 
-  /** Closes every pooled connection. */
+  /** Closes every pooled connection; the requests under way fail. */
   async close(): Promise<void> {
+    this.options.signal?.removeEventListener('abort', this.onStop)
     const agents = [...this.agents.values()]
     this.agents.clear()
     await Promise.all(agents.map((a) => a.destroy().catch(() => {})))

@@ -4,6 +4,7 @@
  * a time: a replica that finds the lock held skips its round. Rounds never overlap, the timer
  * does not keep the process alive, and a failed round is logged, never thrown.
  */
+import {setMaxListeners} from 'node:events'
 import type {Database} from '../db/index.js'
 import type {Lock} from '../db/named-locks.js'
 
@@ -18,7 +19,7 @@ export interface ProbeLogger {
 export interface LockedRounds<T> {
   /** Runs one round now (or joins the one under way); resolves to its result, or null when skipped or failed. */
   runOnce(): Promise<T | null>
-  /** Stops the timer and waits for a round under way. */
+  /** Stops the timer, aborts the signal a round under way was given, and waits for that round to end. */
   stop(): Promise<void>
 }
 
@@ -66,24 +67,30 @@ async function recordFinished(database: Pick<Database, 'db'>, name: string): Pro
 export function startLockedRounds<T>(
   database: Pick<Database, 'withLock' | 'db'>,
   lock: Lock,
-  round: () => Promise<T>,
+  round: (signal: AbortSignal) => Promise<T>,
   options: {intervalSeconds: number; what: string; first: FirstRound; counts?: (result: T) => boolean; logger?: ProbeLogger},
 ): LockedRounds<T> {
   const {logger, what} = options
   let timer: NodeJS.Timeout | undefined
   let running: Promise<T | null> | undefined
   let stopped = false
+  // Aborted at stop: a round's network work ends at once instead of after its timeouts, so
+  // that `mb serve` stops (and lets its port go) in moments. Every client of a round listens.
+  const stopping = new AbortController()
+  setMaxListeners(0, stopping.signal)
 
   function runOnce(): Promise<T | null> {
     if (running) return running
+    const {signal} = stopping
     const work =
       options.first === 'due'
         ? async () => {
-            const result = await round()
-            if (options.counts?.(result) ?? true) await recordFinished(database, lock.name)
+            const result = await round(signal)
+            // A round cut short by the stop is not the last one: the next start runs one.
+            if (!signal.aborted && (options.counts?.(result) ?? true)) await recordFinished(database, lock.name)
             return result
           }
-        : round
+        : () => round(signal)
     running = database
       .withLock(lock, work, () => {
         logger?.info({lock: lock.name}, `${what} round skipped: another replica holds the lock`)
@@ -122,6 +129,7 @@ export function startLockedRounds<T>(
     async stop() {
       stopped = true
       if (timer) clearTimeout(timer)
+      stopping.abort()
       await running
     },
   }

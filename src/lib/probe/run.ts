@@ -7,7 +7,7 @@ import type {Kysely} from 'kysely'
 import type {DB} from '../db/schema.js'
 import {MbError} from '../errors.js'
 import type {ProbeConfig} from './config.js'
-import {ProbeClient, type Resolver} from './http.js'
+import {ProbeClient, type ProbeClientOptions, type Resolver} from './http.js'
 import {probeMirror, type CheckResult, type ProbeRequest} from './probe.js'
 import {chooseRequest, recordProbe, type Transition} from './state.js'
 import {readMirrorTrace, recordTrace, type TraceRead, type TraceTarget, traceUrl} from './trace.js'
@@ -29,6 +29,8 @@ export interface ProbeRoundOptions {
   tracePath?: string
   /** `sync.margin_seconds` under `select.trust_trace`: a trace that moved vouches for new files (./trust.ts). */
   trustMarginSeconds?: number
+  /** Ends the round when aborted (`mb serve` stopping): the mirrors not probed to the end are skipped, their state untouched. */
+  signal?: AbortSignal
 }
 
 /** One mirror's outcome in a round (the `--json` shape of `mb probe`, per mirror). */
@@ -81,8 +83,9 @@ export interface ProbeRound {
 }
 
 /** Client options from the probe configuration. */
-export function clientOptions(config: ProbeConfig, resolver?: Resolver) {
+export function clientOptions(config: ProbeConfig, resolver?: Resolver, signal?: AbortSignal): ProbeClientOptions {
   return {
+    signal,
     connectTimeout: config.connect_timeout,
     timeout: config.timeout,
     insecureTls: config.insecure_tls,
@@ -173,14 +176,18 @@ async function probeOne(db: Kysely<DB>, config: ProbeConfig, mirror: RoundMirror
   if (!mirror.http_url && !mirror.https_url) return {...base, skipped: 'no HTTP or HTTPS URL to probe'}
   let client = clients.get(mirror.id)
   if (!client) {
-    client = new ProbeClient(clientOptions(config, options.resolver))
+    client = new ProbeClient(clientOptions(config, options.resolver, options.signal))
     clients.set(mirror.id, client)
   }
+  const stopped = {...base, skipped: 'the round was stopped'}
+  if (client.stopped) return stopped
   const request = await chooseRequest(db, mirror, config)
   const result = await probeMirror(mirror, {client, request})
+  // Checks cut short by the stop say nothing about the mirror.
+  if (client.stopped) return {...stopped, request}
   const recorded = await recordProbe(db, result, config, {enable: options.enable})
   if (!recorded) return {...base, request, checks: result.checks.map(checkJson), skipped: 'mirror was deleted while probing'}
-  const trace = options.tracePath && recorded.up ? await readTrace(db, client, mirror, result.checks, {tracePath: options.tracePath, trustMarginSeconds: options.trustMarginSeconds}) : undefined
+  const trace = options.tracePath && recorded.up && !client.stopped ? await readTrace(db, client, mirror, result.checks, {tracePath: options.tracePath, trustMarginSeconds: options.trustMarginSeconds}) : undefined
   return {
     id: mirror.id,
     identifier: mirror.identifier,
