@@ -118,4 +118,24 @@ describe(`mb serve's background content checks (${backend})`, function () {
     await restarted.stop()
     expect(requests().length, 'no round after the restart: the last one is not an hour old').to.equal(afterFirst)
   })
+
+  it('ends a round under way at stop, at once, recording nothing of the checks it cut short', async () => {
+    // A mirror that takes each request and never answers: its check would wait for probe.timeout.
+    const stalled = await httpServer(() => {})
+    try {
+      const id = await seedMirrorHoldingAll(database, 'stalled.test', `http://127.0.0.1:${stalled.port}/`)
+      const lastRounds = await database.db.selectFrom('background_round').selectAll().execute()
+      const checks = startBackgroundContentChecks(database, ConfigSchema.parse({probe: {content_interval_seconds: 3600, content_budget_bytes: 1024 * 1024 * KiB, timeout: 60}}))
+      const round = checks.runOnce()
+      for (const deadline = Date.now() + 20_000; stalled.requests.length === 0 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 50))
+      const started = performance.now()
+      await checks.stop()
+      expect(performance.now() - started, 'the stop took the check timeout').to.be.below(2000)
+      expect(stalled.requests.length).to.be.above(0)
+      expect((await round)?.mirrors.find((m) => m.id === id)?.skipped).to.equal('the round was stopped')
+      expect(await database.db.selectFrom('background_round').selectAll().execute(), 'a round cut short is not the last round').to.deep.equal(lastRounds)
+    } finally {
+      await stalled.close()
+    }
+  })
 })

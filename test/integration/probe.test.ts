@@ -403,4 +403,18 @@ describe(`probe (${backend})`, function () {
       await background.stop()
     }
   })
+
+  it('ends a background round under way at stop, at once, and the mirror it was probing keeps its state', async () => {
+    const s = await serve(httpServer(() => {})) // takes each request and never answers
+    const m = await addMirror({http_url: `http://127.0.0.1:${s.port}/`})
+    const before = await mirrorRow(m.id)
+    const background = startBackgroundProbes(store.database, ConfigSchema.parse({probe: {timeout: 60, connect_timeout: 5}}), {intervalSeconds: 3600})
+    // The first round starts at once; it is under way once the mirror has the request.
+    for (const deadline = Date.now() + 20_000; s.requests.length === 0 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 50))
+    const started = performance.now()
+    await background.stop()
+    expect(performance.now() - started, 'the stop took the probe timeout').to.be.below(2000)
+    expect(s.requests.length).to.be.above(0)
+    expect(await mirrorRow(m.id)).to.deep.equal(before)
+  })
 })
