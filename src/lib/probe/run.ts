@@ -187,7 +187,8 @@ async function probeOne(db: Kysely<DB>, config: ProbeConfig, mirror: RoundMirror
   if (client.stopped) return {...stopped, request}
   const recorded = await recordProbe(db, result, config, {enable: options.enable})
   if (!recorded) return {...base, request, checks: result.checks.map(checkJson), skipped: 'mirror was deleted while probing'}
-  const trace = options.tracePath && recorded.up && !client.stopped ? await readTrace(db, client, mirror, result.checks, {tracePath: options.tracePath, trustMarginSeconds: options.trustMarginSeconds}) : undefined
+  const trace =
+    options.tracePath && recorded.up && !client.stopped ? await readTrace(db, client, mirror, result.checks, {tracePath: options.tracePath, trustMarginSeconds: options.trustMarginSeconds}) : undefined
   return {
     id: mirror.id,
     identifier: mirror.identifier,
