@@ -26,7 +26,7 @@ const HOUR = 3600
 
 /** A running background checker. */
 export interface BackgroundContentChecks {
-  /** Stops the timer and waits for a running round. */
+  /** Stops the timer and ends a running round at once (the mirrors whose checks it cut short record none of them). */
   stop(): Promise<void>
   /** Runs one round now (tests); resolves to the round, or null when skipped or failed. */
   runOnce(): Promise<ContentRound | null>

@@ -10,7 +10,7 @@
  * providers and observers, its listener, the origin watch, the background probes. Every
  * observer is registered before the listener opens, so that no request goes uncounted.
  *
- * Stop (SIGINT/SIGTERM, or a failed start, for whatever was started): the probes, the
+ * Stop (SIGINT/SIGTERM, or a failed start, for whatever was started): the probes and content checks (a round under way ends at once), the
  * listener (draining connections), the watch, the re-indexing of changed files (src/lib/origin/reindex.ts), the retention job, the last statistics flush,
  * the access log, the metrics listener, the snapshot keeper, the log, the standby, the database.
  *
