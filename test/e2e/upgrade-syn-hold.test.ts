@@ -142,7 +142,8 @@ describe(`first upgrade to mb-serve.socket with new connections held by an nft r
     await oldExited
     // systemctl enable --now mb-serve.socket mb-serve.service: the socket binds the port, the service starts on it.
     const passed = ['PATH', 'HOME', 'MB_CONFIG', 'XDG_CONFIG_HOME', ...Object.keys(store)].flatMap((name) => ['-E', name])
-    const service = ['sh', '-c', 'LISTEN_PID=$$ exec "$@"', 'mb-serve', process.execPath, join(dir, 'install-new', 'bin', 'run.js'), ...serve]
+    // It binds, then on the first connection execs the command with LISTEN_FDS and LISTEN_PID (its own pid, kept by exec).
+    const service = [process.execPath, join(dir, 'install-new', 'bin', 'run.js'), ...serve]
     const holder = start(['systemd-socket-activate', '-l', `127.0.0.1:${PORT}`, ...passed, ...service], hermeticEnv(store), log)
     const newExited = new Promise<void>((resolve) => holder.once('exit', () => resolve()))
     await waitFor('the socket', () => log.text.includes(`Listening on 127.0.0.1:${PORT}`), log)
@@ -157,6 +158,7 @@ describe(`first upgrade to mb-serve.socket with new connections held by an nft r
       `      ${result.total} requests, ${result.errors.length} failed, the slowest took ${Math.round(result.slowestMs)} ms; ${hold ? 'SYNs dropped' : 'the port closed'} for ${heldMs} ms (SIGTERM to the socket bound), no process accepting for ${gapMs(log.text, 1)} ms (\`stopped\` to \`listening\`)`,
     )
     expect(log.text).to.not.match(/these counts are lost|shutdown step failed/)
+    expect(log.text, 'the new release took the socket of systemd-socket-activate').to.match(/"socket":"systemd"/)
     const stats = await mb(['stats', '--json'], {env: tdb.env})
     expect(stats.code, stats.stderr).to.equal(0)
     expect(stats.json().total.downloads - countedBefore).to.equal(result.statuses[302])
