@@ -170,7 +170,7 @@ describe(`first upgrade to mb-serve.socket with new connections held by an nft r
     expect(result.errors, result.errors.slice(0, 5).join('; ')).to.deep.equal([])
     expect(Object.keys(result.statuses)).to.deep.equal(['302'])
     expect(everyLoopAnswered(result, installedVersion()) && everyLoopAnswered(result, NEW_VERSION), JSON.stringify(result.loops)).to.equal(true)
-    // The held SYNs were sent again (after 1 s, then 3 s): some connection opened late.
+    // A held SYN is sent again 1 s later at the earliest: some connection opened late.
     expect(result.slowestMs).to.be.greaterThan(900)
   })
 
