@@ -146,4 +146,25 @@ describe(`content checks: unchecked answers, config ranges, checks on demand (${
     expect(one.counters.overBudget).to.equal(1)
     await Promise.all([one.stop(), two.stop()])
   })
+
+  it('ends a check on demand under way at stop, counting and logging nothing of it', async () => {
+    await database.db.deleteFrom('content_check_demand').execute()
+    await database.db.deleteFrom('content_check_demand_run').execute()
+    let started = false
+    // A check that reads until it is stopped, as a whole copy from a slow mirror would.
+    const checker = (_id: number, _path: string, signal: AbortSignal) =>
+      new Promise<{marked_bad: number; cleared: number; checks: {verdict: string}[]}>((resolve) => {
+        started = true
+        signal.addEventListener('abort', () => resolve({marked_bad: 0, cleared: 0, checks: [{verdict: 'error'}]}))
+      })
+    const lines: string[] = []
+    const logger = {info: (_: object, msg: string) => lines.push(msg), warn: (_: object, msg: string) => lines.push(msg)}
+    const queue = new ContentDemandQueue(sqlContentDemandStore(database.db), checker, {mirrorBudget: 2}, {logger})
+    queue.request('pub/good.iso', mirrorId)
+    for (const deadline = Date.now() + 10_000; !started && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20))
+    expect(started).to.equal(true)
+    await queue.stop()
+    expect(queue.counters.checks).to.equal(0)
+    expect(lines).to.deep.equal([])
+  })
 })

@@ -155,7 +155,7 @@ export async function checkMirrorContents(database: Database, config: ProbeConfi
  * Checks one copy at once: the copy of `path` on mirror `mirrorId`, its piece found corrupt
  * before when there is one, else the whole copy from piece 0 (at most `maxBytes`, default
  * `probe.content_budget_bytes`; a longer copy's check goes on in the rounds). The verdicts are
- * recorded as a round's are.
+ * recorded as a round's are, unless `signal` aborted the check (`mb serve` stopping).
  * @returns the mirror's result, or undefined when the mirror does not exist or does not hold a hashed current copy of `path`
  */
 export async function checkCopy(
@@ -163,7 +163,7 @@ export async function checkCopy(
   config: ProbeConfig,
   mirrorId: number,
   path: string,
-  options: {maxBytes?: number; resolver?: Resolver} = {},
+  options: {maxBytes?: number; resolver?: Resolver; signal?: AbortSignal} = {},
 ): Promise<MirrorContentResult | undefined> {
   const m = await database.db.selectFrom('mirror').select(MIRROR_COLUMNS).where('id', '=', mirrorId).executeTakeFirst()
   const copy = m && (await copyCandidate(database.db, mirrorId, path))

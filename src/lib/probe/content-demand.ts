@@ -42,8 +42,11 @@ export interface DemandCheckResult {
   checks: Array<{verdict: string}>
 }
 
-/** Checks the copy of `path` on mirror `mirrorId` and records the verdict; undefined when there was nothing to check. */
-export type CopyChecker = (mirrorId: number, path: string) => Promise<DemandCheckResult | undefined>
+/**
+ * Checks the copy of `path` on mirror `mirrorId` and records the verdict; undefined when there
+ * was nothing to check. `signal` aborts at stop: a check it cuts short records nothing.
+ */
+export type CopyChecker = (mirrorId: number, path: string, signal: AbortSignal) => Promise<DemandCheckResult | undefined>
 
 /** Logs one line per check (pino-like). */
 export interface ContentDemandLogger {
@@ -69,6 +72,8 @@ export class ContentDemandQueue {
   private readonly notBefore = new Map<string, number>()
   private readonly runs = new Set<Promise<void>>()
   private stopped = false
+  // Aborted at stop: a check under way (a whole copy, minutes of reading) ends at once.
+  private readonly stopping = new AbortController()
   private readonly now: () => number
 
   /**
@@ -118,10 +123,11 @@ export class ContentDemandQueue {
     while (this.runs.size > 0) await Promise.allSettled([...this.runs])
   }
 
-  /** Drops the waiting copies and waits for the checks under way. */
+  /** Drops the waiting copies, ends the checks under way (recording nothing of them) and waits for them. */
   async stop(): Promise<void> {
     this.stopped = true
     this.pending.clear()
+    this.stopping.abort()
     await this.idle()
   }
 
@@ -150,8 +156,8 @@ export class ContentDemandQueue {
       this.counters.overBudget++
       return
     }
-    const result = await this.check(mirrorId, path)
-    if (result === undefined) return
+    const result = await this.check(mirrorId, path, this.stopping.signal)
+    if (result === undefined || this.stopping.signal.aborted) return
     this.counters.checks++
     this.counters.corrupt += result.marked_bad
     const verdicts = result.checks.map((c) => c.verdict).join(', ') || 'nothing read'

@@ -65,5 +65,10 @@ export function startOnDemand(database: Database, config: Pick<Config, 'scan' | 
 function startContentDemand(database: Database, config: Pick<Config, 'probe'>, logger: Logger): ContentDemandQueue | undefined {
   const probe = config.probe
   if (probe.content_demand_mirror_budget === 0) return undefined
-  return new ContentDemandQueue(sqlContentDemandStore(database.db), (mirrorId, path) => checkCopy(database, probe, mirrorId, path), {mirrorBudget: probe.content_demand_mirror_budget}, {logger})
+  return new ContentDemandQueue(
+    sqlContentDemandStore(database.db),
+    (mirrorId, path, signal) => checkCopy(database, probe, mirrorId, path, {signal}),
+    {mirrorBudget: probe.content_demand_mirror_budget},
+    {logger},
+  )
 }
