@@ -168,6 +168,21 @@ export class PathTable {
     for (const [path, value] of this.others) if (path.startsWith(prefix) && test(value)) yield [path, value]
   }
 
+  /**
+   * The paths whose value `v` has `marked[v]` equal to 1, with their values, in the order of
+   * the iterator: one pass over the stored values, making only those paths into strings.
+   */
+  withValues(marked: Uint8Array): Array<[string, number]> {
+    const found: Array<[string, number]> = []
+    const values = this.values
+    for (let entry = 0; entry < this.entries; entry++) {
+      const value = values[entry]
+      if (value >= 0 && marked[value] === 1) found.push([this.pathOf(entry), value])
+    }
+    for (const [path, value] of this.others) if (marked[value] === 1) found.push([path, value])
+    return found
+  }
+
   /** The cell holding `path` (of hash `hash`), or -1. */
   private find(path: string, hash: number): number {
     const cells = this.cells
