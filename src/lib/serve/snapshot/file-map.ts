@@ -138,7 +138,7 @@ export class FileMap {
   /**
    * The slot of merged file `path`, or undefined. A slot names one version of a file until
    * the next full load (a replaced entry takes a new slot); the accessors below read it
-   * without making an entry, for passes over many files ({@link forEachSlot}).
+   * without making an entry, for passes over many files ({@link pathsWhere}, {@link tallyLacking}).
    */
   slotOf(path: string): number | undefined {
     return this.slots.get(path)
@@ -157,11 +157,6 @@ export class FileMap {
   /** The index in {@link counts} of the directory holding the file at `slot` ({@link DirectoryCounts.nameOf}). */
   directoryAt(slot: number): number {
     return this.directories[slot]
-  }
-
-  /** Calls `visit` with the slot of every merged file under `prefix`, making no path string: about 10 ns a file. */
-  forEachSlot(prefix: string, visit: (slot: number) => void): void {
-    this.slots.forEachValue(prefix, visit)
   }
 
   /** The merged files under `prefix` whose slot passes `test`, path and slot; only those are made into path strings. */
@@ -291,8 +286,9 @@ export class FileMap {
       this.mtimes[slot] = entry.mtime
       this.packed[slot] = entry.packed
       const sets = this.sets.items.length
-      const ref = (this.setRefs[slot] = this.sets.ref(entry.mirrors))
+      const ref = this.sets.ref(entry.mirrors)
       if (ref === sets) this.members.add(ref, entry.mirrors)
+      this.setRefs[slot] = ref
       this.chunkRefs[slot] = this.chunks.ref(entry.digests)
     } else {
       this.chunkRefs[slot] = WHOLE

@@ -143,17 +143,6 @@ export class PathTable {
     for (const path of this.others.keys()) if (path.startsWith(prefix)) yield path
   }
 
-  /** Calls `visit` with the value of every path that starts with `prefix`, making no string of a stored path. */
-  forEachValue(prefix: string, visit: (value: number) => void): void {
-    if (storedHash(prefix) >= 0) {
-      for (let entry = 0; entry < this.entries; entry++) {
-        const value = this.values[entry]
-        if (value >= 0 && this.startsWith(entry, prefix)) visit(value)
-      }
-    }
-    for (const [path, value] of this.others) if (path.startsWith(prefix)) visit(value)
-  }
-
   /**
    * The paths that start with `prefix` and whose value passes `test`, with their values, in
    * the order of the iterator: only those that pass are made into strings.
