@@ -10,6 +10,7 @@ import {expect} from 'chai'
 import {pathFilter} from '../../src/lib/glob.js'
 import type {FileKind} from '../../src/lib/lookup/mirror-files.js'
 import {type MirrorFileIndex, MirrorFilesView} from '../../src/lib/operator/mirror-view.js'
+import {MirrorTable} from '../../src/lib/select/mirror.js'
 import type {SelectMirror} from '../../src/lib/select/types.js'
 import {fileWith} from '../../src/lib/serve/snapshot/file-entry.js'
 import {Snapshot} from '../../src/lib/serve/snapshot/snapshot.js'
@@ -103,18 +104,26 @@ describe("a mirror's missing files from the snapshot's columns (src/lib/operator
     })
   }
 
-  it('sees files, folders and mirror sets added after an earlier page', async () => {
+  it('sees files, folders and mirror sets added after an earlier page, with and without globs', async () => {
     const random = rng(9)
     const {snapshot} = world(random)
     const m = {id: 5, basePath: ''} as SelectMirror
     const none = {include: [], exclude: [], stale: new Map()}
-    await viewWith({include: [], exclude: []}, none).index(snapshot, m, 'missing')
+    const scan = {include: [], exclude: ['**/*.src.rpm', 'new/3/**']}
+    const plain = viewWith({include: [], exclude: []}, none)
+    const globbed = viewWith(scan, none)
+    await plain.index(snapshot, m, 'missing')
+    await globbed.index(snapshot, m, 'missing')
     for (let i = 0; i < 3_000; i++) {
-      const path = `new/${i % 7}/g${i}.iso`
+      const path = `new/${i % 7}/g${i}${i % 3 === 0 ? '.src.rpm' : '.iso'}`
       snapshot.files.set(path, snapshot.digests.entry({path, size: i, mtime: 1, mirrors: snapshot.mirrorSets.fromArray(IDS.filter(() => random() < 0.5))}, null, null, null))
     }
-    const index = await viewWith({include: [], exclude: []}, none).index(snapshot, m, 'missing')
+    for (const path of [...snapshot.files.keys('a/')].slice(0, 50)) snapshot.files.delete(path)
+    snapshot.mirrors = new MirrorTable() // as a refresh that changed anything does
+    const index = await plain.index(snapshot, m, 'missing')
     expect(read(index)).to.deep.equal(expected(snapshot, m, new Set(), () => true))
     expect(index.folders.map((f) => f.folder)).to.include.members(['new/0', 'new/6'])
+    const carried = pathFilter([[]], scan.exclude)
+    expect(read(await globbed.index(snapshot, m, 'missing'))).to.deep.equal(expected(snapshot, m, new Set(), carried))
   })
 })

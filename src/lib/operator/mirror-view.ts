@@ -8,8 +8,10 @@
  *   own globs, whose mirror set lacks it, and that it holds neither stale nor corrupt. One
  *   pass over the file map's columns (../serve/snapshot/file-map.ts `tallyLacking`)
  *   tests each file's mirror set with one read of the snapshot's set membership table
- *   (../serve/snapshot/set-members.ts) and counts per directory by index, making no path string unless globs
- *   apply; a folder's files are found when it is first listed, by a pass over the same columns;
+ *   (../serve/snapshot/set-members.ts) and counts per directory by index, making no path
+ *   string; globs are read from a bitset by slot made once per glob set and full load
+ *   (./carried-slots.ts); a folder's files are found when it is first listed, by a pass over
+ *   the same columns;
  * - `stale`: copies its last scan saw with another size or mtime: not in the snapshot, so read
  *   from `mirror_file_stale` for that mirror, with its globs, in one database read kept for
  *   {@link EXTRA_TTL_MS};
@@ -22,12 +24,12 @@
  */
 import {sql} from 'kysely'
 import type {Database} from '../db/index.js'
-import {pathFilter} from '../glob.js'
 import type {FileKind, FolderCount, MirrorFile} from '../lookup/mirror-files.js'
 import type {SelectMirror} from '../select/types.js'
 import type {Snapshot} from '../serve/snapshot/snapshot.js'
 import {folderOf} from '../text.js'
 import {unixIso} from '../time.js'
+import {CarriedSlots} from './carried-slots.js'
 
 /** How long a mirror's globs and stale copies are kept (ms), as the overview's database record is. */
 const EXTRA_TTL_MS = 10_000
@@ -129,40 +131,30 @@ function copiesOf(snapshot: Snapshot, paths: Iterable<string>): Array<[string, n
 /**
  * The files `m` lacks in `snapshot` (see the module doc), counted per folder in one pass over
  * the file map's columns (../serve/snapshot/file-map.ts `tallyLacking`): a file's mirror set
- * is tested with one read of the set membership table, folders outside the base path are skipped by index, the stale and corrupt
- * copies are taken off afterwards, and no path string is made unless globs must be matched.
- * A folder's files are found when it is first listed, by a pass over the same columns.
+ * is tested with one read of the set membership table, folders outside the base path are
+ * skipped by index, globs by the bitset of the slots they keep (./carried-slots.ts), and the
+ * stale and corrupt copies are taken off afterwards. A folder's files are found when it is
+ * first listed, by a pass over the same columns.
  */
-function missingOf(snapshot: Snapshot, m: SelectMirror, extra: MirrorExtra, scanGlobs: {include: string[]; exclude: string[]}): MirrorFileIndex {
+function missingOf(snapshot: Snapshot, m: SelectMirror, extra: MirrorExtra, scanGlobs: {include: string[]; exclude: string[]}, carriedSlots: CarriedSlots): MirrorFileIndex {
   const files = snapshot.files
   const counts = files.counts
-  const lacksSlot = files.lacking(m.id)
+  const lacks = files.lacking(m.id)
+  const globbed = scanGlobs.include.length + scanGlobs.exclude.length + extra.include.length + extra.exclude.length > 0
+  const bits = globbed ? carriedSlots.of(files, [scanGlobs.include, extra.include], [...scanGlobs.exclude, ...extra.exclude]) : undefined
+  const carried = (slot: number): boolean => bits === undefined || ((bits[slot >>> 5] >>> slot) & 1) === 1
+  const within = new Uint8Array(counts.size)
+  for (let d = 0; d < within.length; d++) if (counts.nameOf(d).startsWith(m.basePath)) within[d] = 1
+  const tally = files.tallyLacking(m.id, within, bits)
   const excluded = new Set<number>()
   for (const path of [...extra.stale.keys(), ...(snapshot.badCopies.get(m.id) ?? [])]) {
     const slot = files.slotOf(path)
-    if (slot !== undefined && lacksSlot(slot)) excluded.add(slot)
-  }
-  const lacks = (slot: number): boolean => lacksSlot(slot) && !excluded.has(slot)
-  const globbed = scanGlobs.include.length + scanGlobs.exclude.length + extra.include.length + extra.exclude.length > 0
-  const carried = globbed ? pathFilter([scanGlobs.include, extra.include], [...scanGlobs.exclude, ...extra.exclude]) : () => true
-  const within = new Uint8Array(counts.size)
-  for (let d = 0; d < within.length; d++) if (counts.nameOf(d).startsWith(m.basePath)) within[d] = 1
-  let tally: {files: Int32Array; bytes: Float64Array}
-  if (globbed) {
-    tally = {files: new Int32Array(counts.size), bytes: new Float64Array(counts.size)}
-    for (const [path, slot] of files.pathsWhere(m.basePath, lacks)) {
-      if (!carried(path)) continue
-      tally.files[files.directoryAt(slot)]++
-      tally.bytes[files.directoryAt(slot)] += files.sizeAt(slot)
-    }
-  } else {
-    tally = files.tallyLacking(m.id, within)
-    for (const slot of excluded) {
-      const d = files.directoryAt(slot)
-      if (within[d] === 0) continue
-      tally.files[d]--
-      tally.bytes[d] -= files.sizeAt(slot)
-    }
+    if (slot === undefined || excluded.has(slot) || !lacks(slot) || !carried(slot)) continue
+    excluded.add(slot)
+    const d = files.directoryAt(slot)
+    if (within[d] === 0) continue
+    tally.files[d]--
+    tally.bytes[d] -= files.sizeAt(slot)
   }
   const {folders, total, bytes} = foldersOf(snapshot, tally)
   const list = folderFiles((folder) => {
@@ -170,7 +162,7 @@ function missingOf(snapshot: Snapshot, m: SelectMirror, extra: MirrorExtra, scan
     const d = counts.indexOf(prefix)
     if (d === undefined || within[d] === 0) return []
     const found: Array<[string, number]> = []
-    for (const [path, slot] of files.filesLacking(d, m.id)) if (!excluded.has(slot) && carried(path)) found.push([path, files.sizeAt(slot)])
+    for (const [path, slot] of files.filesLacking(d, m.id)) if (!excluded.has(slot) && carried(slot)) found.push([path, files.sizeAt(slot)])
     return byPath(found)
   })
   return {kind: 'missing', files: total, bytes, folders, list, copies: new Map()}
@@ -198,6 +190,7 @@ function foldersOf(snapshot: Snapshot, tally: {files: Int32Array; bytes: Float64
 export class MirrorFilesView {
   private readonly extras = new Map<number, {at: number; value: Promise<MirrorExtra>}>()
   private readonly indexes = new Map<string, {at: number; snapshot: Snapshot; mirrors: Snapshot['mirrors']; value: Promise<MirrorFileIndex>}>()
+  private readonly carriedSlots = new CarriedSlots()
 
   /** @param scanGlobs  `scan.include` and `scan.exclude`, which bound what a mirror is meant to carry */
   constructor(
@@ -218,7 +211,7 @@ export class MirrorFilesView {
     this.indexes.delete(key)
     if (this.indexes.size >= MAX_INDEXES) this.indexes.delete(this.indexes.keys().next().value!)
     const value = this.extra(m.id).then((extra) => {
-      if (kind === 'missing') return missingOf(snapshot, m, extra, this.scanGlobs)
+      if (kind === 'missing') return missingOf(snapshot, m, extra, this.scanGlobs, this.carriedSlots)
       if (kind === 'stale') return grouped(kind, copiesOf(snapshot, extra.stale.keys()), extra.stale)
       return grouped(kind, copiesOf(snapshot, snapshot.badCopies.get(m.id) ?? []), new Map())
     })

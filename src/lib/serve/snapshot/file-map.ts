@@ -66,6 +66,11 @@ export class FileMap {
     return this.slots.size
   }
 
+  /** Slots taken so far, live or not: every slot is below it. */
+  get slotCount(): number {
+    return this.used
+  }
+
   /** The entry at origin path `path` (root-relative, no leading slash), or undefined. */
   get(path: string): FileEntry | undefined {
     const pending = this.pending
@@ -178,16 +183,18 @@ export class FileMap {
 
   /**
    * Files and bytes per directory of the merged files that lack mirror `id` (their mirror set
-   * does not hold it) and whose directory's index `d` has `within[d]` set: one pass over the
-   * slot columns, without a branch per file, that makes no entry and no path string (a few ms
-   * for 1,000,000 files).
+   * does not hold it), whose directory's index `d` has `within[d]` set, and, when `carried` is
+   * given, whose slot's bit is set in it: one pass over the slot columns, without a branch per
+   * file, that makes no entry and no path string (a few ms for 1,000,000 files).
    * @param within by directory index ({@link DirectoryCounts.indexOf}), 1 where files count and 0 where not; `counts.size` long
+   * @param carried a bitset by slot (bit `s` is `(carried[s >>> 5] >>> s) & 1`), {@link slotCount} bits long at least; all files count without it
    * @returns files, and their bytes (sizes), by directory index: arrays `counts.size` long, each directory's own files only (not those below it)
    */
-  tallyLacking(id: number, within: Uint8Array): {files: Int32Array; bytes: Float64Array} {
+  tallyLacking(id: number, within: Uint8Array, carried?: Uint32Array): {files: Int32Array; bytes: Float64Array} {
     const files = new Int32Array(this.counts.size)
     const bytes = new Float64Array(this.counts.size)
     const held = this.members.row(id)
+    const mask = carried ?? new Uint32Array((this.used + 31) >>> 5).fill(0xffffffff)
     const refs = this.setRefs
     const directories = this.directories
     const sizes = this.sizes
@@ -196,13 +203,13 @@ export class FileMap {
       const ref = refs[slot]
       if (ref < 0) continue // dead, or kept whole (below)
       const d = directories[slot]
-      const counted = (1 ^ ((held[ref >>> 5] >>> ref) & 1)) & within[d]
+      const counted = (1 ^ ((held[ref >>> 5] >>> ref) & 1)) & within[d] & (mask[slot >>> 5] >>> slot)
       files[d] += counted
       bytes[d] += counted * sizes[slot]
     }
     for (const [slot, entry] of this.whole) {
       const d = directories[slot]
-      if (within[d] === 0 || entry.mirrors.includes(id)) continue
+      if (within[d] === 0 || ((mask[slot >>> 5] >>> slot) & 1) === 0 || entry.mirrors.includes(id)) continue
       files[d]++
       bytes[d] += entry.size
     }
