@@ -28,6 +28,10 @@ const INITIAL_SLOTS = 1024
  * before stays what it was. The slots of replaced and deleted entries are not reused until
  * the next full load ({@link Snapshot.churn}).
  *
+ * Beside the columns, a table of which interned mirror sets hold which mirror
+ * ({@link SetMembers}) lets a pass over every file ask whether its set holds a mirror with one
+ * array read ({@link tallyLacking}, for the mirror pages).
+ *
  * Change sets become visible all at once but are merged in slices. While a set is being
  * merged it sits in front of the map as `pending` (path -> entry, or null for a deleted
  * path), and `get`/`has` answer from it first, so a reader sees the whole set from the
