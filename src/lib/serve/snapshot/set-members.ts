@@ -12,9 +12,10 @@ const INITIAL_WORDS = 64
  * references): bit `s` of mirror M's row is set when set `s` holds M. Sets are interned and
  * never change once made, so a row is written only when a set is first referenced, for each
  * id in it: the cost of the whole table is one bit write per id of each distinct set, paid
- * while the snapshot loads (about 12,000,000 writes for the 60,000 sets of 1,000,000 files on
- * 500 mirrors, `npm run bench -- mirror-page`), and its size is mirrors x sets / 8 bytes (3.7
- * MB there; a few KB for a small network). A mirror's page (../../operator/mirror-view.ts)
+ * while the snapshot loads (12,000,000 writes, about 0.1 s of a 5 s load, for the 60,000 sets
+ * of 1,000,000 files on 500 mirrors, `npm run bench -- mirror-page`), and its size is mirrors
+ * x sets / 8 bytes, and up to half again while rows wait to grow (4.7 MB there; a few KB for a
+ * small network). A mirror's page (../../operator/mirror-view.ts)
  * then tests each file's set with one read of its row instead of a search of the set.
  */
 export class SetMembers {
@@ -34,7 +35,7 @@ export class SetMembers {
       const id = set[i]
       if (id < 0) continue // not a mirror id (ids are a serial from 1)
       let row = this.rows[id]
-      if (row === undefined) row = this.rows[id] = new Uint32Array(this.words)
+      if (row === undefined) row = this.newRow(id)
       row[word] |= bit
     }
   }
@@ -46,6 +47,14 @@ export class SetMembers {
    */
   row(id: number): Uint32Array {
     return this.rows[id] ?? this.none
+  }
+
+  /** A row for `id`, the list filled up to it first (an element far past the end would turn the list into a slow dictionary). */
+  private newRow(id: number): Uint32Array {
+    while (this.rows.length <= id) this.rows.push(undefined)
+    const row = new Uint32Array(this.words)
+    this.rows[id] = row
+    return row
   }
 
   private grow(words: number): void {
