@@ -17,8 +17,13 @@
  * with the files. Verdicts take medians: the first pages, the folders' first pages, and the
  * slices (the second pages).
  *
+ * With `--exclude GLOB` (a `scan.exclude` glob; repeatable) the pages read the bitset of the
+ * files the globs keep (src/lib/operator/carried-slots.ts): the first mirror's first page
+ * makes it (a path string and a glob test per file), the others share it.
+ *
  *   npm run bench -- mirror-page
  *   npm run bench -- mirror-page --files 2000 --mirrors 10 --sample 2
+ *   npm run bench -- mirror-page --exclude 'pub/dir1?/**'
  */
 import {parseArgs} from 'node:util'
 import {NetworkView} from '../src/lib/operator/network.js'
@@ -34,17 +39,17 @@ const PAGE_SIZE = 100
 
 /** `npm run bench -- mirror-page [--files N] [--mirrors M] [--sample S]`. */
 export async function main(argv: string[]): Promise<void> {
-  const {values} = parseArgs({args: argv, options: {files: {type: 'string', default: '1000000'}, mirrors: {type: 'string', default: '500'}, sample: {type: 'string', default: '5'}}})
+  const {values} = parseArgs({args: argv, options: {files: {type: 'string', default: '1000000'}, mirrors: {type: 'string', default: '500'}, sample: {type: 'string', default: '5'}, exclude: {type: 'string', multiple: true, default: []}}})
   const files = Number(values.files)
   const mirrors = Number(values.mirrors)
   const sample = Math.min(Number(values.sample), mirrors)
-  console.log(`mirror page benchmark: ${files} files x ${mirrors} mirrors, in process`)
+  console.log(`mirror page benchmark: ${files} files x ${mirrors} mirrors, in process${values.exclude.length > 0 ? `, scan.exclude ${values.exclude.join(' ')}` : ''}`)
   let started = performance.now()
   const snapshot = buildSnapshot(files, mirrors)
   console.log(`  snapshot built in ${((performance.now() - started) / 1000).toFixed(1)} s`)
   const view = new NetworkView({db: undefined as never}, () => snapshot)
   view.records = async () => new Map()
-  const filesView = new MirrorFilesView({db: undefined as never}, {include: [], exclude: []})
+  const filesView = new MirrorFilesView({db: undefined as never}, {include: [], exclude: values.exclude})
   Object.assign(filesView, {readExtra: async () => ({include: [], exclude: [], stale: new Map()})})
   const first: number[] = []
   const folderFirst: number[] = []
