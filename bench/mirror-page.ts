@@ -37,9 +37,12 @@ const TARGET_MS = 50
 /** Rows per page, as the page gives without `?page_size=`. */
 const PAGE_SIZE = 100
 
-/** `npm run bench -- mirror-page [--files N] [--mirrors M] [--sample S]`. */
+/** `npm run bench -- mirror-page [--files N] [--mirrors M] [--sample S] [--exclude GLOB]...`. */
 export async function main(argv: string[]): Promise<void> {
-  const {values} = parseArgs({args: argv, options: {files: {type: 'string', default: '1000000'}, mirrors: {type: 'string', default: '500'}, sample: {type: 'string', default: '5'}, exclude: {type: 'string', multiple: true, default: []}}})
+  const {values} = parseArgs({
+    args: argv,
+    options: {files: {type: 'string', default: '1000000'}, mirrors: {type: 'string', default: '500'}, sample: {type: 'string', default: '5'}, exclude: {type: 'string', multiple: true, default: []}},
+  })
   const files = Number(values.files)
   const mirrors = Number(values.mirrors)
   const sample = Math.min(Number(values.sample), mirrors)
