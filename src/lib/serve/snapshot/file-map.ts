@@ -211,13 +211,22 @@ export class FileMap {
       files[d] += counted
       bytes[d] += counted * sizes[slot]
     }
+    if (this.whole.size > 0) this.tallyWhole(id, within, mask, files, bytes)
+    return {files, bytes}
+  }
+
+  /**
+   * {@link tallyLacking} of the entries kept whole, apart, so that the pass above keeps its
+   * optimized code (a loop it never enters has no type feedback, and leaving it deoptimized
+   * the function on every call).
+   */
+  private tallyWhole(id: number, within: Uint8Array, mask: Uint32Array, files: Int32Array, bytes: Float64Array): void {
     for (const [slot, entry] of this.whole) {
-      const d = directories[slot]
+      const d = this.directories[slot]
       if (within[d] === 0 || ((mask[slot >>> 5] >>> slot) & 1) === 0 || entry.mirrors.includes(id)) continue
       files[d]++
       bytes[d] += entry.size
     }
-    return {files, bytes}
   }
 
   /**
@@ -238,10 +247,12 @@ export class FileMap {
       marked[slot] = 1
       found++
     }
-    for (const [slot, entry] of this.whole) {
-      if (directories[slot] !== d || entry.mirrors.includes(id)) continue
-      marked[slot] = 1
-      found++
+    if (this.whole.size > 0) {
+      for (const [slot, entry] of this.whole) {
+        if (directories[slot] !== d || entry.mirrors.includes(id)) continue
+        marked[slot] = 1
+        found++
+      }
     }
     return found === 0 ? [] : this.slots.withValues(marked)
   }
