@@ -203,6 +203,8 @@ export class FileMap {
     const directories = this.directories
     const sizes = this.sizes
     const used = this.used
+    // Read before the loop: code after a loop that V8 optimizes mid-run has no type feedback yet.
+    const whole = this.whole.size > 0
     for (let slot = 0; slot < used; slot++) {
       const ref = refs[slot]
       if (ref < 0) continue // dead, or kept whole (below)
@@ -211,7 +213,7 @@ export class FileMap {
       files[d] += counted
       bytes[d] += counted * sizes[slot]
     }
-    if (this.whole.size > 0) this.tallyWhole(id, within, mask, files, bytes)
+    if (whole) this.tallyWhole(id, within, mask, files, bytes)
     return {files, bytes}
   }
 
@@ -235,26 +237,32 @@ export class FileMap {
    * stored paths that makes only those into strings (a few ms for 1,000,000 files).
    */
   filesLacking(d: number, id: number): Array<[string, number]> {
-    const held = this.members.row(id)
     const marked = new Uint8Array(this.used)
+    let found = this.markLacking(d, this.members.row(id), marked)
+    if (this.whole.size > 0) {
+      for (const [slot, entry] of this.whole) {
+        if (this.directories[slot] !== d || entry.mirrors.includes(id)) continue
+        marked[slot] = 1
+        found++
+      }
+    }
+    return found === 0 ? [] : this.slots.withValues(marked)
+  }
+
+  /** Sets `marked[slot]` for the slots (not kept whole) in directory `d` whose set's bit in `held` is clear; how many. */
+  private markLacking(d: number, held: Uint32Array, marked: Uint8Array): number {
     const refs = this.setRefs
     const directories = this.directories
+    const used = this.used
     let found = 0
-    for (let slot = 0; slot < this.used; slot++) {
+    for (let slot = 0; slot < used; slot++) {
       if (directories[slot] !== d) continue
       const ref = refs[slot]
       if (ref < 0 || ((held[ref >>> 5] >>> ref) & 1) === 1) continue
       marked[slot] = 1
       found++
     }
-    if (this.whole.size > 0) {
-      for (const [slot, entry] of this.whole) {
-        if (directories[slot] !== d || entry.mirrors.includes(id)) continue
-        marked[slot] = 1
-        found++
-      }
-    }
-    return found === 0 ? [] : this.slots.withValues(marked)
+    return found
   }
 
   /**
