@@ -46,7 +46,7 @@ export function buildSnapshot(files: number, mirrors: number): Snapshot {
     const mirrorSet = snapshot.mirrorSets.fromArray(fileMirrorSet(directorySets[directoryOf(i)], random))
     snapshot.files.set(path, snapshot.digests.entry({path, size: 8192 + Math.floor(random() * 4e9), mtime: 1_764_000_000, mirrors: mirrorSet}, null, null, null))
   }
-  snapshot.files.counts.flush()
+  snapshot.files.counts.settle() // as a full load ends
   return snapshot
 }
 

@@ -85,7 +85,7 @@ describe('the snapshot file map (src/lib/serve/snapshot.ts FileMap)', () => {
     expect({bytes, count}).to.deep.equal({bytes: [...Array(5_000).keys()].filter((i) => i % 5 !== 0).reduce((sum, i) => sum + i * 1_000_000, 0), count: 4_000})
   })
 
-  it('reads slots without entries: mirror set, size, directory, and the paths under a prefix that pass a test', () => {
+  it('reads slots without entries: mirror set, size, directory, what lacks a mirror per directory, and the paths under a prefix that pass a test', () => {
     const snapshot = new Snapshot()
     const files = snapshot.files
     const both = snapshot.mirrorSets.fromText('1,2')
@@ -98,9 +98,19 @@ describe('the snapshot file map (src/lib/serve/snapshot.ts FileMap)', () => {
     expect([files.mirrorsAt(slot), files.sizeAt(slot), files.counts.nameOf(files.directoryAt(slot))]).to.deep.equal([one, 20, 'pub/sub/'])
     expect(files.counts.indexOf('pub/sub/')).to.equal(files.directoryAt(slot))
     expect(files.counts.nameOf(files.directoryAt(files.slotOf('top.iso')!))).to.equal('')
-    const seen: number[] = []
-    files.forEachSlot('pub/', (s) => seen.push(files.sizeAt(s)))
-    expect(seen.sort()).to.deep.equal([10, 10, 20])
+    const pub = files.counts.indexOf('pub/')!
+    const sub = files.counts.indexOf('pub/sub/')!
+    const within = new Uint8Array(files.counts.size).fill(1)
+    within[files.counts.indexOf('')!] = 0
+    const tally = files.tallyLacking(1, within)
+    expect([[...tally.files], [...tally.bytes]].map((column) => [column[pub], column[sub], column[0]])).to.deep.equal([
+      [1, 1, 0],
+      [10, 20, 0],
+    ])
+    expect(files.filesLacking(pub, 1)).to.deep.equal([['pub/\u00e9\u20ac.iso', files.slotOf('pub/\u00e9\u20ac.iso')]])
+    expect(files.filesLacking(0, 1).map(([path]) => path)).to.deep.equal(['top.iso'])
+    expect(files.filesLacking(0, 2)).to.deep.equal([])
+    expect(['pub/a.iso', 'pub/sub/b.iso', 'top.iso'].map((path) => files.lacking(1)(files.slotOf(path)!))).to.deep.equal([false, true, true])
     const lacking1 = [...files.pathsWhere('pub/', (s) => !files.mirrorsAt(s).includes(1))].map(([path]) => path)
     expect(lacking1.sort()).to.deep.equal(['pub/sub/b.iso', 'pub/\u00e9\u20ac.iso'])
     expect(files.slotOf('none.iso')).to.equal(undefined)

@@ -6,10 +6,12 @@
  *
  * - `missing`: files under the mirror's base path, through `scan.include`/`exclude` and its
  *   own globs, whose mirror set lacks it, and that it holds neither stale nor corrupt. One
- *   pass over the file map's slots (../serve/snapshot/file-map.ts `forEachSlot`) tests
- *   membership once per distinct mirror set (sets are interned and shared by files with the
- *   same holders) and counts per directory by index, making no path string unless globs
- *   apply; a folder's files are found when it is first listed;
+ *   pass over the file map's columns (../serve/snapshot/file-map.ts `tallyLacking`)
+ *   tests each file's mirror set with one read of the snapshot's set membership table
+ *   (../serve/snapshot/set-members.ts) and counts per directory by index, making no path
+ *   string; globs are read from a bitset by slot made once per glob set and full load
+ *   (./carried-slots.ts); a folder's files are found when it is first listed, by a pass over
+ *   the same columns;
  * - `stale`: copies its last scan saw with another size or mtime: not in the snapshot, so read
  *   from `mirror_file_stale` for that mirror, with its globs, in one database read kept for
  *   {@link EXTRA_TTL_MS};
@@ -22,12 +24,12 @@
  */
 import {sql} from 'kysely'
 import type {Database} from '../db/index.js'
-import {pathFilter} from '../glob.js'
 import type {FileKind, FolderCount, MirrorFile} from '../lookup/mirror-files.js'
 import type {SelectMirror} from '../select/types.js'
 import type {Snapshot} from '../serve/snapshot/snapshot.js'
 import {folderOf} from '../text.js'
 import {unixIso} from '../time.js'
+import {CarriedSlots} from './carried-slots.js'
 
 /** How long a mirror's globs and stale copies are kept (ms), as the overview's database record is. */
 const EXTRA_TTL_MS = 10_000
@@ -128,64 +130,57 @@ function copiesOf(snapshot: Snapshot, paths: Iterable<string>): Array<[string, n
 
 /**
  * The files `m` lacks in `snapshot` (see the module doc), counted per folder in one pass over
- * the file map's slots: a mirror set is tested once, the stale and corrupt copies are
- * excluded by slot, and no path string is made unless globs must be matched. A folder's
- * files are found when it is first listed, by a pass over the paths under it.
+ * the file map's columns (../serve/snapshot/file-map.ts `tallyLacking`): a file's mirror set
+ * is tested with one read of the set membership table, folders outside the base path are
+ * skipped by index, globs by the bitset of the slots they keep (./carried-slots.ts), and the
+ * stale and corrupt copies are taken off afterwards. A folder's files are found when it is
+ * first listed, by a pass over the same columns.
  */
-function missingOf(snapshot: Snapshot, m: SelectMirror, extra: MirrorExtra, scanGlobs: {include: string[]; exclude: string[]}): MirrorFileIndex {
+function missingOf(snapshot: Snapshot, m: SelectMirror, extra: MirrorExtra, scanGlobs: {include: string[]; exclude: string[]}, carriedSlots: CarriedSlots): MirrorFileIndex {
   const files = snapshot.files
   const counts = files.counts
+  const lacks = files.lacking(m.id)
+  const globbed = scanGlobs.include.length + scanGlobs.exclude.length + extra.include.length + extra.exclude.length > 0
+  const bits = globbed ? carriedSlots.of(files, [scanGlobs.include, extra.include], [...scanGlobs.exclude, ...extra.exclude]) : undefined
+  const carried = (slot: number): boolean => bits === undefined || ((bits[slot >>> 5] >>> slot) & 1) === 1
+  const within = new Uint8Array(counts.size)
+  for (let d = 0; d < within.length; d++) if (counts.nameOf(d).startsWith(m.basePath)) within[d] = 1
+  const tally = files.tallyLacking(m.id, within, bits)
   const excluded = new Set<number>()
   for (const path of [...extra.stale.keys(), ...(snapshot.badCopies.get(m.id) ?? [])]) {
     const slot = files.slotOf(path)
-    if (slot !== undefined) excluded.add(slot)
-  }
-  const verdicts = new Map<Int16Array, boolean>()
-  const id = m.id
-  const lacks = (slot: number): boolean => {
-    const set = files.mirrorsAt(slot)
-    let verdict = verdicts.get(set)
-    if (verdict === undefined) {
-      verdict = !set.includes(id)
-      verdicts.set(set, verdict)
-    }
-    return verdict && !excluded.has(slot)
-  }
-  const globbed = scanGlobs.include.length + scanGlobs.exclude.length + extra.include.length + extra.exclude.length > 0
-  const carried = globbed ? pathFilter([scanGlobs.include, extra.include], [...scanGlobs.exclude, ...extra.exclude]) : () => true
-  const perFolder = new Int32Array(counts.size)
-  const bytesPerFolder = new Float64Array(counts.size)
-  const count = (slot: number): void => {
+    if (slot === undefined || excluded.has(slot) || !lacks(slot) || !carried(slot)) continue
+    excluded.add(slot)
     const d = files.directoryAt(slot)
-    perFolder[d]++
-    bytesPerFolder[d] += files.sizeAt(slot)
+    if (within[d] === 0) continue
+    tally.files[d]--
+    tally.bytes[d] -= files.sizeAt(slot)
   }
-  if (globbed) {
-    for (const [path, slot] of files.pathsWhere(m.basePath, lacks)) if (carried(path)) count(slot)
-  } else {
-    files.forEachSlot(m.basePath, (slot) => {
-      if (lacks(slot)) count(slot)
-    })
-  }
-  const folders: FolderCount[] = []
-  let total = 0
-  let bytes = 0
-  for (let d = 0; d < perFolder.length; d++) {
-    if (perFolder[d] === 0) continue
-    folders.push({folder: counts.nameOf(d).slice(0, -1), files: perFolder[d], bytes: bytesPerFolder[d]})
-    total += perFolder[d]
-    bytes += bytesPerFolder[d]
-  }
-  folders.sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0))
+  const {folders, total, bytes} = foldersOf(snapshot, tally)
   const list = folderFiles((folder) => {
     const prefix = folder === '' ? '' : `${folder}/`
     const d = counts.indexOf(prefix)
-    if (d === undefined || !prefix.startsWith(m.basePath)) return []
+    if (d === undefined || within[d] === 0) return []
     const found: Array<[string, number]> = []
-    for (const [path, slot] of files.pathsWhere(prefix, (slot) => files.directoryAt(slot) === d && lacks(slot))) if (carried(path)) found.push([path, files.sizeAt(slot)])
+    for (const [path, slot] of files.filesLacking(d, m.id)) if (!excluded.has(slot) && carried(slot)) found.push([path, files.sizeAt(slot)])
     return byPath(found)
   })
   return {kind: 'missing', files: total, bytes, folders, list, copies: new Map()}
+}
+
+/** The folders with files in `tally` (by directory index), in path order, and the totals. */
+function foldersOf(snapshot: Snapshot, tally: {files: Int32Array; bytes: Float64Array}): {folders: FolderCount[]; total: number; bytes: number} {
+  const counts = snapshot.files.counts
+  const folders: FolderCount[] = []
+  let total = 0
+  let bytes = 0
+  for (const d of counts.inPathOrder()) {
+    if (tally.files[d] === 0) continue
+    folders.push({folder: counts.nameOf(d).slice(0, -1), files: tally.files[d], bytes: tally.bytes[d]})
+    total += tally.files[d]
+    bytes += tally.bytes[d]
+  }
+  return {folders, total, bytes}
 }
 
 /**
@@ -195,6 +190,7 @@ function missingOf(snapshot: Snapshot, m: SelectMirror, extra: MirrorExtra, scan
 export class MirrorFilesView {
   private readonly extras = new Map<number, {at: number; value: Promise<MirrorExtra>}>()
   private readonly indexes = new Map<string, {at: number; snapshot: Snapshot; mirrors: Snapshot['mirrors']; value: Promise<MirrorFileIndex>}>()
+  private readonly carriedSlots = new CarriedSlots()
 
   /** @param scanGlobs  `scan.include` and `scan.exclude`, which bound what a mirror is meant to carry */
   constructor(
@@ -215,7 +211,7 @@ export class MirrorFilesView {
     this.indexes.delete(key)
     if (this.indexes.size >= MAX_INDEXES) this.indexes.delete(this.indexes.keys().next().value!)
     const value = this.extra(m.id).then((extra) => {
-      if (kind === 'missing') return missingOf(snapshot, m, extra, this.scanGlobs)
+      if (kind === 'missing') return missingOf(snapshot, m, extra, this.scanGlobs, this.carriedSlots)
       if (kind === 'stale') return grouped(kind, copiesOf(snapshot, extra.stale.keys()), extra.stale)
       return grouped(kind, copiesOf(snapshot, snapshot.badCopies.get(m.id) ?? []), new Map())
     })

@@ -54,6 +54,8 @@ export class DirectoryCounts {
   /** The directory of the last path counted and its index (consecutive files often share one). */
   private lastDirectory = ''
   private lastIndex = 0
+  /** {@link inPathOrder}, as last sorted. */
+  private order = new Int32Array(0)
 
   /** Counts a file at `path` (root-relative) of `size` bytes held by the mirror ids `mirrors`; the index of its directory ({@link nameOf}). */
   add(path: string, size: number, mirrors: Int16Array): number {
@@ -93,6 +95,30 @@ export class DirectoryCounts {
   /** The directory of index `d` ('' or ending in '/'), as {@link add} numbered it. */
   nameOf(d: number): string {
     return this.names[d]
+  }
+
+  /**
+   * Every directory's index, in the order of their paths without the trailing '/' (the order
+   * in which folders are listed: 'a' < 'a-b' < 'a/b'). Sorted when first asked after a
+   * directory was added (a few ms for 10,000 directories) and kept until the next one is.
+   */
+  inPathOrder(): Int32Array {
+    if (this.order.length === this.directories) return this.order
+    // The default sort compares strings by UTF-16 code units, as `<` does, and is several
+    // times faster than a sort of indexes by a comparator; the names are unique.
+    const index = new Map<string, number>()
+    for (let d = 0; d < this.directories; d++) index.set(this.names[d].slice(0, -1), d)
+    this.order = Int32Array.from([...index.keys()].sort(), (folder) => index.get(folder)!)
+    return this.order
+  }
+
+  /**
+   * What a full load does at its end, so that the first reads after it are lookups: adds the
+   * pending changes ({@link flush}) and sorts the directories ({@link inPathOrder}).
+   */
+  settle(): void {
+    this.flush()
+    this.inPathOrder()
   }
 
   /** Directories known (those emptied since included). */

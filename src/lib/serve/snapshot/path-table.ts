@@ -143,17 +143,6 @@ export class PathTable {
     for (const path of this.others.keys()) if (path.startsWith(prefix)) yield path
   }
 
-  /** Calls `visit` with the value of every path that starts with `prefix`, making no string of a stored path. */
-  forEachValue(prefix: string, visit: (value: number) => void): void {
-    if (storedHash(prefix) >= 0) {
-      for (let entry = 0; entry < this.entries; entry++) {
-        const value = this.values[entry]
-        if (value >= 0 && this.startsWith(entry, prefix)) visit(value)
-      }
-    }
-    for (const [path, value] of this.others) if (path.startsWith(prefix)) visit(value)
-  }
-
   /**
    * The paths that start with `prefix` and whose value passes `test`, with their values, in
    * the order of the iterator: only those that pass are made into strings.
@@ -166,6 +155,21 @@ export class PathTable {
       }
     }
     for (const [path, value] of this.others) if (path.startsWith(prefix) && test(value)) yield [path, value]
+  }
+
+  /**
+   * The paths whose value `v` has `marked[v]` equal to 1, with their values, in the order of
+   * the iterator: one pass over the stored values, making only those paths into strings.
+   */
+  withValues(marked: Uint8Array): Array<[string, number]> {
+    const found: Array<[string, number]> = []
+    const values = this.values
+    for (let entry = 0; entry < this.entries; entry++) {
+      const value = values[entry]
+      if (value >= 0 && marked[value] === 1) found.push([this.pathOf(entry), value])
+    }
+    for (const [path, value] of this.others) if (marked[value] === 1) found.push([path, value])
+    return found
   }
 
   /** The cell holding `path` (of hash `hash`), or -1. */

@@ -260,7 +260,7 @@ export async function loadSnapshot(database: Database, onProgress?: (files: numb
     const mid = Math.floor((lo + hi) / 2)
     await view.parallel([(half) => readFileRange(half, snapshot, lo, mid, onProgress), (half) => readFileRange(half, snapshot, mid, hi, onProgress)])
   })
-  snapshot.files.counts.flush() // so that the first overview of the tree is a lookup too
+  snapshot.files.counts.settle() // so that the first overview of the tree, and the first mirror page's folder order, are lookups too
   snapshot.refreshedAt = Date.now()
   return snapshot
 }
