@@ -81,6 +81,7 @@ export async function main(argv: string[]): Promise<void> {
 
   const view = new NetworkView({db: undefined as never}, () => snapshot)
   view.records = async () => new Map()
+  view.originShare = async () => null
   const times = new Map<string, number[]>()
   for (let r = 0; r < rounds; r++) {
     for (const subtree of ['', ...SUBTREES]) {
