@@ -22,7 +22,9 @@
  * N times interleaved (302, then every case, N times) and the verdicts are judged on the
  * medians. Also prints the in-process rate of building + rendering each meta4 with its cached
  * file part. `--json FILE` writes `{case: {rate, p99_ms, cpu_us, bytes}}` (medians; `cpu_us`: this process's
- * CPU time per response, the figure that holds on a loaded machine). Everything started is stopped.
+ * CPU time per response, the figure that holds on a loaded machine). `--cpu-prof DIR` writes a V8
+ * CPU profile of each measured run alone (not the setup, the cold requests or the warm-up) to
+ * DIR/CASE-ROUND.cpuprofile (for Chrome DevTools or any `.cpuprofile` reader). Everything started is stopped.
  *
  *   npm run bench -- meta4
  *   npm run bench -- meta4 --rounds 3 --seconds 5 --json /tmp/meta4.json
@@ -32,6 +34,7 @@ import {randomBytes} from 'node:crypto'
 import {closeSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, utimesSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
+import {Session} from 'node:inspector/promises'
 import {parseArgs} from 'node:util'
 import pg from 'pg'
 import {ConfigSchema} from '../src/lib/config/schema.js'
@@ -248,6 +251,22 @@ async function measure(url: string, connections: string, seconds: string, bytes:
   }
 }
 
+/** Starts V8's CPU profiler on this process (the server runs in it), for `--cpu-prof`. */
+async function startProfile(): Promise<Session> {
+  const session = new Session()
+  session.connect()
+  await session.post('Profiler.enable')
+  await session.post('Profiler.start')
+  return session
+}
+
+/** Stops the profiler of {@link startProfile} and writes its profile (Chrome's `.cpuprofile` JSON) to `file`. */
+async function stopProfile(session: Session, file: string): Promise<void> {
+  const {profile} = await session.post('Profiler.stop')
+  writeFileSync(file, JSON.stringify(profile))
+  session.disconnect()
+}
+
 /** Runs the benchmark; `args` are the command-line flags after `meta4`. */
 export async function main(args: string[]): Promise<void> {
   const {values} = parseArgs({
@@ -263,6 +282,7 @@ export async function main(args: string[]): Promise<void> {
       cases: {type: 'string'},
       'mixed-files': {type: 'string', default: '5000'},
       clients: {type: 'string', default: '2000'},
+      'cpu-prof': {type: 'string'},
     },
   })
   const size = Number(values.size)
@@ -328,8 +348,13 @@ export async function main(args: string[]): Promise<void> {
     const script = (c: Case) => (c.script ? join(root, c.script) : undefined)
     for (const c of cases) await measure(`${base}/${c.path}`, values.connections, '1', 0, script(c)) // warm-up, not counted
     const results = new Map<string, Measured[]>(cases.map((c) => [c.name, []]))
+    const profileDir = values['cpu-prof']
     for (let round = 0; round < rounds; round++) {
-      for (const c of cases) results.get(c.name)!.push(await measure(`${base}/${c.path}`, values.connections, values.seconds, bytes.get(c.name)!, script(c)))
+      for (const c of cases) {
+        const profiler = profileDir === undefined ? undefined : await startProfile()
+        results.get(c.name)!.push(await measure(`${base}/${c.path}`, values.connections, values.seconds, bytes.get(c.name)!, script(c)))
+        if (profiler) await stopProfile(profiler, join(profileDir!, `${c.name}-${round + 1}.cpuprofile`))
+      }
     }
     report(cases, results, {
       size,

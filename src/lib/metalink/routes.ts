@@ -132,6 +132,23 @@ function partsBytes(stored: StoredHashes | null): number {
   return 1024 + 3 * (stored?.pieces?.length ?? 0)
 }
 
+/** The representations ./http.ts answers from a built document. */
+type DocumentKind = 'meta4' | 'metalink' | 'mirrorlist' | HashKind
+
+/** Writes the answer of `kind` for `mctx` (the file parts of `parts` made for meta4 and metalink). */
+function send(ctx: RequestContext, kind: DocumentKind, mctx: MetalinkContext, parts: VersionParts): Sent {
+  switch (kind) {
+    case 'meta4':
+      return sendMeta4(ctx.req, ctx.res, mctx, parts.meta4)
+    case 'metalink':
+      return sendMetalink3(ctx.req, ctx.res, mctx, parts.metalink3)
+    case 'mirrorlist':
+      return sendMirrorList(ctx.req, ctx.res, mctx)
+    default:
+      return sendHashFile(ctx.req, ctx.res, mctx, kind)
+  }
+}
+
 /** The metalink route, bound to one server. */
 export class MetalinkRoutes {
   private readonly versions: VersionCache<VersionParts>
@@ -274,23 +291,12 @@ export class MetalinkRoutes {
     const mctx: MetalinkContext = {doc, selection, client}
     if (target.kind === 'mirrorlist')
       mctx.outdated = outdatedCopies(file, selection, (holding) => server.selectMirrors(ctx, client, fileWith(file, {mirrors: Int16Array.from(holding.mirrors)}), false))
-    let sent: Sent
-    switch (target.kind) {
-      case 'meta4':
-        parts.meta4 ??= Buffer.from(meta4FilePart(doc))
-        sent = sendMeta4(ctx.req, ctx.res, mctx, parts.meta4)
-        break
-      case 'metalink':
-        parts.metalink3 ??= Buffer.from(metalink3FilePart(doc))
-        sent = sendMetalink3(ctx.req, ctx.res, mctx, parts.metalink3)
-        break
-      case 'mirrorlist':
-        sent = sendMirrorList(ctx.req, ctx.res, mctx)
-        break
-      default:
-        sent = sendHashFile(ctx.req, ctx.res, mctx, target.kind as HashKind)
-    }
-    server.finish(ctx, sent.status, sent.outcome, {bytesSent: sent.bytesSent, fileSize: file.size, realm: selection.realm})
+    if (target.kind === 'meta4') parts.meta4 ??= Buffer.from(meta4FilePart(doc))
+    else if (target.kind === 'metalink') parts.metalink3 ??= Buffer.from(metalink3FilePart(doc))
+    server.answerLater(ctx, () => {
+      const sent = send(ctx, target.kind as DocumentKind, mctx, parts)
+      server.finish(ctx, sent.status, sent.outcome, {bytesSent: sent.bytesSent, fileSize: file.size, realm: selection.realm})
+    })
   }
 
   /**

@@ -74,6 +74,8 @@ export class MirrorServer implements RouteServices {
     (pending) => this.writeRedirect(pending),
     (pending, error) => this.fail(pending.ctx, error),
   )
+  /** The answers routes write at the end of the turn ({@link RouteServices.answerLater}): each request and what writes it. */
+  private readonly answers = new TurnBatch<{ctx: RequestContext; write: () => void}>((p) => p.write(), (p, error) => this.fail(p.ctx, error))
   /** The checks of verified redirects; undefined when verification is off (nothing is checked). */
   private verifier: Verifier | undefined
   /** The check of indexed files against the disk (./index-check.ts), with its directory watch; undefined when off or before `listen()`. */
@@ -258,6 +260,11 @@ export class MirrorServer implements RouteServices {
     reporter.report(record)
   }
 
+  /** {@link RouteServices.answerLater}. */
+  answerLater(ctx: RequestContext, write: () => void): void {
+    this.answers.add({ctx, write})
+  }
+
   /** `{Server: 'mb/VERSION'}`, or nothing when no version was given. */
   serverHeaders(): Record<string, string> {
     return this.serverHeader === undefined ? {} : {Server: this.serverHeader}
@@ -369,15 +376,9 @@ export class MirrorServer implements RouteServices {
       return
     }
     const client = this.clientInfo(ctx)
-    if (client === undefined) {
-      this.plain(ctx, 400, 'bad_request', BAD_COUNTRY_QUERY)
-      return
-    }
+    if (client === undefined) return this.plain(ctx, 400, 'bad_request', BAD_COUNTRY_QUERY)
     const rule = this.matchRule(ctx, client, file.path)
-    if (rule !== undefined && rule.target !== 'mirrors') {
-      answerRule(this, ctx, rule, file)
-      return
-    }
+    if (rule !== undefined && rule.target !== 'mirrors') return answerRule(this, ctx, rule, file)
     const step = this.retries.enabled ? retryStep(this.retries, ctx, this.client(ctx), file) : undefined
     if (step !== undefined && step.retriedFrom !== 0) this.options.onRetryAway?.(file.path, step.retriedFrom)
     // Only the first `linkCount` candidates are used (Location is the first), the tier is among at least TIER_CANDIDATES: rank no more.
