@@ -24,7 +24,9 @@
  * file part. `--json FILE` writes `{case: {rate, p99_ms, cpu_us, bytes}}` (medians; `cpu_us`: this process's
  * CPU time per response, the figure that holds on a loaded machine). `--cpu-prof DIR` writes a V8
  * CPU profile of each measured run alone (not the setup, the cold requests or the warm-up) to
- * DIR/CASE-ROUND.cpuprofile (for Chrome DevTools or any `.cpuprofile` reader). Everything started is stopped.
+ * DIR/CASE-ROUND.cpuprofile (for Chrome DevTools or any `.cpuprofile` reader). `--dump FILE` writes the
+ * answers (status, headers, body) to 300 fixed (path, client) pairs of the mixed cases to FILE, the
+ * same pairs and the same synthetic digests in every run: two checkouts' files must be equal. Everything started is stopped.
  *
  *   npm run bench -- meta4
  *   npm run bench -- meta4 --rounds 3 --seconds 5 --json /tmp/meta4.json
@@ -45,7 +47,7 @@ import {pieceSizeFor} from '../src/lib/origin/hash.js'
 import {zsyncParams} from '../src/lib/origin/zsync.js'
 import type {Candidate} from '../src/lib/select/types.js'
 import {startServe} from '../src/lib/redirector/run.js'
-import {ADMIN_URL, dbUrl, median, verdict} from './lib.js'
+import {ADMIN_URL, dbUrl, median, rng, verdict} from './lib.js'
 import {clientAddresses, luaScript} from './serve.js'
 
 const COUNTRIES: Array<[string, string]> = [
@@ -93,7 +95,9 @@ function run(command: string, args: string[]): Promise<{status: number; stdout: 
   })
 }
 
-const hex = (bytes: number) => randomBytes(bytes).toString('hex')
+/** Synthetic digests: the same in every run (seeded), so that `--dump` files of two checkouts compare. */
+const digestBytes = rng(7)
+const hex = (bytes: number) => Buffer.from(Array.from({length: bytes}, () => Math.floor(digestBytes() * 256))).toString('hex')
 
 /** wrk's latency figure (`812.00us`, `9.10ms`, `1.02s`) in milliseconds. */
 function latencyMs(text: string | undefined): number {
@@ -251,6 +255,39 @@ async function measure(url: string, connections: string, seconds: string, bytes:
   }
 }
 
+/** What {@link sampleAnswers} keeps of one answer. */
+interface Sample {
+  url: string
+  client: string
+  status: number
+  headers: Array<[string, string]>
+  body: string
+}
+
+/**
+ * The answers to 300 (path, client) pairs of the mixed world, the same pairs in every run
+ * (seeded): 200 `.meta4`, 50 `.metalink`, 50 redirects, each with its status, its headers
+ * (not `Date`, `Connection`, `Keep-Alive`) and its body (`<published>` and `pubdate` blanked,
+ * they are the time of the request; this server's base URL as `BASE`), for `--dump`: two checkouts' files must be equal.
+ */
+async function sampleAnswers(base: string, paths: string[], clients: string[]): Promise<Sample[]> {
+  const random = rng(11)
+  const out: Sample[] = []
+  for (let i = 0; i < 300; i++) {
+    const suffix = i < 200 ? '.meta4' : i < 250 ? '.metalink' : ''
+    const url = `/${paths[Math.floor(random() * paths.length)]}${suffix}`
+    const client = clients[Math.floor(random() * clients.length)]
+    const res = await fetch(`${base}${url}`, {headers: {'x-forwarded-for': client}, redirect: 'manual'})
+    const headers = [...res.headers].filter(([name]) => !['date', 'connection', 'keep-alive'].includes(name)).map(([name, value]): [string, string] => [name, value.replaceAll(base, 'BASE')])
+    const body = (await res.text())
+      .replaceAll(base, 'BASE')
+      .replace(/<published>[^<]*<\/published>/, '<published/>')
+      .replace(/pubdate="[^"]*"/, 'pubdate=""')
+    out.push({url, client, status: res.status, headers, body})
+  }
+  return out
+}
+
 /** Starts V8's CPU profiler on this process (the server runs in it), for `--cpu-prof`. */
 async function startProfile(): Promise<Session> {
   const session = new Session()
@@ -283,6 +320,7 @@ export async function main(args: string[]): Promise<void> {
       'mixed-files': {type: 'string', default: '5000'},
       clients: {type: 'string', default: '2000'},
       'cpu-prof': {type: 'string'},
+      dump: {type: 'string'},
     },
   })
   const size = Number(values.size)
@@ -345,6 +383,7 @@ export async function main(args: string[]): Promise<void> {
       console.log(`  ${c.name}: the first request of each of ${mixedPaths.length} files (caches cold, 16 at a time): ${Math.round(rate)}/s`)
     }
     const urls = ((await (await fetch(`${base}/pub/file.iso.meta4`)).text()).match(/<url /g) ?? []).length
+    if (values.dump) writeFileSync(values.dump, `${JSON.stringify(await sampleAnswers(base, mixedPaths, clientAddresses(Number(values.clients))), null, 1)}\n`)
     const script = (c: Case) => (c.script ? join(root, c.script) : undefined)
     for (const c of cases) await measure(`${base}/${c.path}`, values.connections, '1', 0, script(c)) // warm-up, not counted
     const results = new Map<string, Measured[]>(cases.map((c) => [c.name, []]))
