@@ -11,7 +11,8 @@
  *   `PATH.mirrorlist`, `PATH?mirrorlist` → mirror list (HTML, or JSON on request);
  *   `PATH.torrent`, `.magnet`, `.btih`, `.zsync` → BitTorrent and zsync (formats.ts).
  * A file on disk named like the representation (`X.meta4`, `X.sha256`, …) always wins: it
- * is delivered as itself, indexed or not. A file on disk that is not indexed (yet) gets the
+ * is delivered as itself, indexed or not (seen as the disk check sees files: within
+ * `serve.disk_check_seconds`, at once in a watched directory; {@link RouteServices.fileOnDisk}). A file on disk that is not indexed (yet) gets the
  * same representations, with the origin as its only source (reason `not_indexed`); one that
  * changed since it was indexed is described as the disk has it
  * ({@link RouteServices.currentFile}).
@@ -24,9 +25,7 @@
  * (./version-cache.ts), so a request builds only its ranked `<url>` list. When the database
  * is unreachable the documents carry the whole-file hashes without pieces.
  */
-import {sep} from 'node:path'
 import type {Database} from '../db/index.js'
-import {statIfPresent} from '../origin/disk.js'
 import {hashesMatchVersion} from '../origin/freshness.js'
 import {readStoredHashes, type StoredHashes} from '../origin/hash.js'
 import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} from '../serve/delivery/route.js'
@@ -245,8 +244,8 @@ export class MetalinkRoutes {
   private async handle(ctx: RequestContext, target: MetalinkTarget): Promise<void> {
     const server = this.server
     // A real file with the representation's name wins (only reached when it is not indexed).
-    // A synchronous stat (no thread-pool round trip) rules the common case out cheaply.
-    if (!ctx.file && target.path !== ctx.path && statIfPresent(server.root + sep + ctx.path) !== undefined) {
+    // A cached stat (the disk check's) rules the common case out without a system call.
+    if (!ctx.file && target.path !== ctx.path && server.fileOnDisk(ctx, ctx.path)) {
       const own = await server.resolveOnDisk(ctx.path)
       if (own && !own.directory) return server.deliver(ctx, 'not_indexed', own.real)
     }

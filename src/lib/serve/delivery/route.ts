@@ -66,6 +66,12 @@ export interface RouteServices {
    * hashes, which the origin serves until the index and a scan catch up.
    */
   currentFile(ctx: RequestContext, file: FileEntry): FileEntry
+  /**
+   * Whether root-relative `path` is a regular file on disk (or a link to one), from a stat at
+   * most `serve.disk_check_seconds` old as in {@link currentFile} (a fresh one each time when
+   * the check is off); inside the root or not is for {@link resolveOnDisk} to say.
+   */
+  fileOnDisk(ctx: RequestContext, path: string): boolean
   /** Answers as if no route matched: a directory (301 or index), a file on disk, or 404. */
   serveDefault(ctx: RequestContext): Promise<void>
   /** Delivers the file at `ctx.path` (or `knownReal`) from the origin, `reason` in `X-MB-Origin-Reason`. */

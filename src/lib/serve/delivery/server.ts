@@ -31,7 +31,7 @@ import {headerSafe} from '../../text.js'
 import {type CountryQueryTrust, type ResolvedClient, TrustedProxies, resolveClient} from './client-address.js'
 import {ConnectionGuard} from './connections.js'
 import {type ListenTarget, listenOn} from './listen.js'
-import {type IndexCheck, openIndexCheck} from './index-check.js'
+import {fileOnDisk, type IndexCheck, openIndexCheck} from './index-check.js'
 import {LocalDelivery} from './local.js'
 import {parseTarget, queryParam} from './path.js'
 import type {FileEntry} from '../snapshot/file-entry.js'
@@ -297,14 +297,8 @@ export class MirrorServer implements RouteServices {
       retriedFrom: undefined,
     }
     try {
-      if (method !== 'GET' && method !== 'HEAD') {
-        this.plain(ctx, 405, 'bad_request', 'Method not allowed: use GET or HEAD.', {Allow: 'GET, HEAD'})
-        return
-      }
-      if (!parsed.ok) {
-        this.plain(ctx, parsed.status, 'bad_request', `Bad request: ${parsed.reason}.`)
-        return
-      }
+      if (method !== 'GET' && method !== 'HEAD') return this.plain(ctx, 405, 'bad_request', 'Method not allowed: use GET or HEAD.', {Allow: 'GET, HEAD'})
+      if (!parsed.ok) return this.plain(ctx, parsed.status, 'bad_request', `Bad request: ${parsed.reason}.`)
       if (!ctx.slash) {
         ctx.file = snapshot.files.get(ctx.path)
         // Only on a miss: a path through a symlink is served as its canonical path.
@@ -346,8 +340,12 @@ export class MirrorServer implements RouteServices {
 
   /** {@link RouteServices.currentFile} (./index-check.ts). */
   currentFile(ctx: RequestContext, file: FileEntry): FileEntry {
-    const check = this.indexCheck
-    return check === undefined ? file : check.current(ctx, file)
+    return this.indexCheck === undefined ? file : this.indexCheck.current(ctx, file)
+  }
+
+  /** {@link RouteServices.fileOnDisk} (./index-check.ts). */
+  fileOnDisk(ctx: RequestContext, path: string): boolean {
+    return fileOnDisk(this.indexCheck, this.root, ctx, path)
   }
 
   /**
