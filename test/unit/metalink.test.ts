@@ -151,7 +151,9 @@ describe('metalink documents', () => {
     const odd = (i: number, c: Candidate): Candidate => (i === 7 ? {...c, url: `${c.url}?a=1&b="2"<3>`} : i === 9 ? {...c, mirror: {...c.mirror, country: 'X"Y'}} : c)
     for (const ranked of [candidates(40), candidates(40).map((c, i) => odd(i, c)), candidates(0)]) {
       for (const i of [0, 1, 2]) {
-        const doc = buildDocument(options({path: `dir/file-${i}.iso`, selection: {realm: 'country', ranked: ranked.map((c) => ({...c, url: c.url.replace('file.iso', `file-${i}.iso`)})), excluded: []}, maxUrls: 100}))
+        const doc = buildDocument(
+          options({path: `dir/file-${i}.iso`, selection: {realm: 'country', ranked: ranked.map((c) => ({...c, url: c.url.replace('file.iso', `file-${i}.iso`)})), excluded: []}, maxUrls: 100}),
+        )
         expect(meta4Tail(doc)).to.equal(plainTail(doc))
       }
     }

@@ -40,7 +40,7 @@ import {answerRule, ruleOffIndex} from './rule-answer.js'
 import {RequestReporter} from './reporter.js'
 import {BAD_COUNTRY_QUERY, type OnDisk, type RedirectHeaderProvider, type RequestContext, type Route, type RouteServices} from './route.js'
 import {type ConnectionSettings, DEFAULT_CONNECTION_SETTINGS, REQUEST_TIMEOUT_MS, type ServerOptions, type ServerSettings} from './settings.js'
-import {TurnBatch} from './turn-batch.js'
+import {type LaterAnswer, TurnBatch, writeLater} from './turn-batch.js'
 import {Retries, attemptText, retryStep, selectionForAttempt} from './retry.js'
 import {TIER_CANDIDATES} from '../../select/retry.js'
 import {answerRefusals} from './refusals.js'
@@ -75,7 +75,9 @@ export class MirrorServer implements RouteServices {
     (pending, error) => this.fail(pending.ctx, error),
   )
   /** The answers routes write at the end of the turn ({@link RouteServices.answerLater}): each request and what writes it. */
-  private readonly answers = new TurnBatch<{ctx: RequestContext; write: () => void}>((p) => p.write(), (p, error) => this.fail(p.ctx, error))
+  private readonly answers = new TurnBatch<LaterAnswer<RequestContext>>(writeLater, (p, error) => this.fail(p.ctx, error))
+  /** {@link RouteServices.answerLater}. */
+  readonly answerLater = (ctx: RequestContext, write: () => void): void => this.answers.add({ctx, write})
   /** The checks of verified redirects; undefined when verification is off (nothing is checked). */
   private verifier: Verifier | undefined
   /** The check of indexed files against the disk (./index-check.ts), with its directory watch; undefined when off or before `listen()`. */
@@ -260,11 +262,6 @@ export class MirrorServer implements RouteServices {
     reporter.report(record)
   }
 
-  /** {@link RouteServices.answerLater}. */
-  answerLater(ctx: RequestContext, write: () => void): void {
-    this.answers.add({ctx, write})
-  }
-
   /** `{Server: 'mb/VERSION'}`, or nothing when no version was given. */
   serverHeaders(): Record<string, string> {
     return this.serverHeader === undefined ? {} : {Server: this.serverHeader}
@@ -297,8 +294,14 @@ export class MirrorServer implements RouteServices {
       retriedFrom: undefined,
     }
     try {
-      if (method !== 'GET' && method !== 'HEAD') return this.plain(ctx, 405, 'bad_request', 'Method not allowed: use GET or HEAD.', {Allow: 'GET, HEAD'})
-      if (!parsed.ok) return this.plain(ctx, parsed.status, 'bad_request', `Bad request: ${parsed.reason}.`)
+      if (method !== 'GET' && method !== 'HEAD') {
+        this.plain(ctx, 405, 'bad_request', 'Method not allowed: use GET or HEAD.', {Allow: 'GET, HEAD'})
+        return
+      }
+      if (!parsed.ok) {
+        this.plain(ctx, parsed.status, 'bad_request', `Bad request: ${parsed.reason}.`)
+        return
+      }
       if (!ctx.slash) {
         ctx.file = snapshot.files.get(ctx.path)
         // Only on a miss: a path through a symlink is served as its canonical path.
@@ -339,14 +342,9 @@ export class MirrorServer implements RouteServices {
   }
 
   /** {@link RouteServices.currentFile} (./index-check.ts). */
-  currentFile(ctx: RequestContext, file: FileEntry): FileEntry {
-    return this.indexCheck === undefined ? file : this.indexCheck.current(ctx, file)
-  }
-
+  readonly currentFile = (ctx: RequestContext, file: FileEntry): FileEntry => (this.indexCheck === undefined ? file : this.indexCheck.current(ctx, file))
   /** {@link RouteServices.fileOnDisk} (./index-check.ts). */
-  fileOnDisk(ctx: RequestContext, path: string): boolean {
-    return fileOnDisk(this.indexCheck, this.root, ctx, path)
-  }
+  readonly fileOnDisk = (ctx: RequestContext, path: string): boolean => fileOnDisk(this.indexCheck, this.root, ctx, path)
 
   /**
    * {@link RouteServices.originFallback}: the origin form `/_origin/PATH` (./origin-form.ts)
@@ -374,9 +372,15 @@ export class MirrorServer implements RouteServices {
       return
     }
     const client = this.clientInfo(ctx)
-    if (client === undefined) return this.plain(ctx, 400, 'bad_request', BAD_COUNTRY_QUERY)
+    if (client === undefined) {
+      this.plain(ctx, 400, 'bad_request', BAD_COUNTRY_QUERY)
+      return
+    }
     const rule = this.matchRule(ctx, client, file.path)
-    if (rule !== undefined && rule.target !== 'mirrors') return answerRule(this, ctx, rule, file)
+    if (rule !== undefined && rule.target !== 'mirrors') {
+      answerRule(this, ctx, rule, file)
+      return
+    }
     const step = this.retries.enabled ? retryStep(this.retries, ctx, this.client(ctx), file) : undefined
     if (step !== undefined && step.retriedFrom !== 0) this.options.onRetryAway?.(file.path, step.retriedFrom)
     // Only the first `linkCount` candidates are used (Location is the first), the tier is among at least TIER_CANDIDATES: rank no more.
