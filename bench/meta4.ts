@@ -21,8 +21,8 @@
  * drives each URL with wrk for `--seconds` at `--connections`. With `--rounds N` the cases run
  * N times interleaved (302, then every case, N times) and the verdicts are judged on the
  * medians. Also prints the in-process rate of building + rendering each meta4 with its cached
- * file part. `--json FILE` writes `{case: {rate, p99_ms, cpu_us, bytes}}` (medians; `cpu_us`: this process's
- * CPU time per response, the figure that holds on a loaded machine). `--cpu-prof DIR` writes a V8
+ * file part. `--json FILE` writes `{case: {rate, p99_ms, cpu_us, sys_us, bytes}}` (medians; `cpu_us`: this process's
+ * CPU time per response, the figure that holds on a loaded machine; `sys_us`: its system time). `--cpu-prof DIR` writes a V8
  * CPU profile of each measured run alone (not the setup, the cold requests or the warm-up) to
  * DIR/CASE-ROUND.cpuprofile (for Chrome DevTools or any `.cpuprofile` reader). `--dump FILE` writes the
  * answers (status, headers, body) to 300 fixed (path, client) pairs of the mixed cases to FILE, the
@@ -78,6 +78,8 @@ interface Case {
 interface Measured {
   rate: number
   cpu_us: number
+  /** The system-time share of `cpu_us` (the kernel's work for this process: socket writes, wake-ups), µs. */
+  sys_us: number
   p99_ms: number
   bytes: number
   non2xx: number
@@ -248,6 +250,7 @@ async function measure(url: string, connections: string, seconds: string, bytes:
   const requests = Number(/(\d+) requests in/.exec(wrk.stdout)?.[1] ?? Number.NaN)
   return {
     cpu_us: (used.user + used.system) / requests,
+    sys_us: used.system / requests,
     rate: Number(/Requests\/sec:\s+([\d.]+)/.exec(wrk.stdout)?.[1] ?? Number.NaN),
     p99_ms: latencyMs(/^\s+99%\s+(\S+)/m.exec(wrk.stdout)?.[1]),
     bytes,
@@ -415,6 +418,7 @@ export async function main(args: string[]): Promise<void> {
             rate: Math.round(median(results.get(c.name)!.map((m) => m.rate))),
             p99_ms: median(results.get(c.name)!.map((m) => m.p99_ms)),
             cpu_us: Math.round(median(results.get(c.name)!.map((m) => m.cpu_us)) * 10) / 10,
+            sys_us: Math.round(median(results.get(c.name)!.map((m) => m.sys_us)) * 10) / 10,
             bytes: bytes.get(c.name),
           },
         ]),
@@ -452,7 +456,7 @@ function report(
     const share = c.name === 'redirect' ? 'the ceiling' : `${((rate(c.name) / rate(against)) * 100).toFixed(0)}% of the ${against === 'redirect' ? '302' : 'mixed 302'}`
     const each = run.rounds > 1 ? ` [${m.map((x) => Math.round(x.rate)).join(', ')}]` : ''
     console.log(
-      `  ${c.name.padEnd(14)} ${String(Math.round(rate(c.name))).padStart(6)}/s${each}, p99 ${p99.toFixed(1)} ms, ${median(m.map((x) => x.cpu_us)).toFixed(1)} µs CPU, ${m[0].bytes} bytes, ${share}${non2xx ? `, NON-2XX ${non2xx}` : ''}  (/${c.path}${mixed ? ` and the rest of ${run.mixedFiles} paths from ${run.clients} clients` : ''})`,
+      `  ${c.name.padEnd(14)} ${String(Math.round(rate(c.name))).padStart(6)}/s${each}, p99 ${p99.toFixed(1)} ms, ${median(m.map((x) => x.cpu_us)).toFixed(1)} µs CPU (${median(m.map((x) => x.sys_us)).toFixed(1)} system), ${m[0].bytes} bytes, ${share}${non2xx ? `, NON-2XX ${non2xx}` : ''}  (/${c.path}${mixed ? ` and the rest of ${run.mixedFiles} paths from ${run.clients} clients` : ''})`,
     )
   }
   // As users arrive: each mixed figure beside the hot file's (one path, one client).
