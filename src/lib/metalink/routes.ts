@@ -11,11 +11,11 @@
  *   `PATH.mirrorlist`, `PATH?mirrorlist` → mirror list (HTML, or JSON on request);
  *   `PATH.torrent`, `.magnet`, `.btih`, `.zsync` → BitTorrent and zsync (formats.ts).
  * A file on disk named like the representation (`X.meta4`, `X.sha256`, …) always wins: it
- * is delivered as itself, indexed or not (seen as the disk check sees files: within
- * `serve.disk_check_seconds`, at once in a watched directory; {@link RouteServices.fileOnDisk}). A file on disk that is not indexed (yet) gets the
- * same representations, with the origin as its only source (reason `not_indexed`); one that
- * changed since it was indexed is described as the disk has it
- * ({@link RouteServices.currentFile}).
+ * is delivered as itself, indexed or not, once the disk check sees it (within
+ * `serve.disk_check_seconds`, at once in a watched directory: {@link RouteServices.fileOnDisk}).
+ * A file on disk that is not indexed (yet) gets the same representations, with the origin as
+ * its only source (reason `not_indexed`); one that changed since it was indexed is described
+ * as the disk has it ({@link RouteServices.currentFile}).
  *
  * Freshness: the snapshot holds md5/sha1/sha256 only while the row's hashed size/mtime match
  * its size/mtime; on top of that the file on disk must still have that size and mtime, which
