@@ -8,7 +8,7 @@ import {describedByLink, digestHeader, hashFileBody} from '../../src/lib/metalin
 import {acceptsJson, contentDisposition, negotiatedMetalink} from '../../src/lib/metalink/http.js'
 import {meta4Tail, renderMeta4, xmlEscape} from '../../src/lib/metalink/meta4.js'
 import {isoSeconds} from '../../src/lib/time.js'
-import {preferenceAt, renderMetalink3} from '../../src/lib/metalink/metalink3.js'
+import {metalink3Tail, preferenceAt, renderMetalink3} from '../../src/lib/metalink/metalink3.js'
 import {buildMirrorList, escapeHtml, renderMirrorListHtml} from '../../src/lib/metalink/mirrorlist.js'
 import type {Candidate, Exclusion, Selection, SelectMirror} from '../../src/lib/select/types.js'
 
@@ -144,10 +144,13 @@ describe('metalink documents', () => {
     expect(xmlEscape('a<b>&"c"')).to.equal('a&lt;b&gt;&amp;&quot;c&quot;')
   })
 
-  it('writes the <url> lines as escaping each URL and location alone would, whether any of them needs it or none', () => {
+  it('writes the <url> lines of both formats as escaping each URL and location alone would, whether any of them needs it or none', () => {
     // The straightforward rendering, one escape per value: the tail must equal it byte for byte.
     const plainTail = (doc: ReturnType<typeof buildDocument>) =>
       `${doc.sources.map((s) => `    <url ${s.location ? `location="${xmlEscape(s.location)}" ` : ''}priority="${s.priority}">${xmlEscape(s.url)}</url>\n`).join('')}  </file>\n</metalink>\n`
+    const type = (url: string) => xmlEscape(url.slice(0, url.indexOf(':')))
+    const plainTail3 = (doc: ReturnType<typeof buildDocument>) =>
+      `      <resources>\n${doc.sources.map((s, i) => `        <url type="${type(s.url)}"${s.location ? ` location="${xmlEscape(s.location)}"` : ''} preference="${preferenceAt(i)}">${xmlEscape(s.url)}</url>\n`).join('')}      </resources>\n    </file>\n  </files>\n</metalink>\n`
     const odd = (i: number, c: Candidate): Candidate => (i === 7 ? {...c, url: `${c.url}?a=1&b="2"<3>`} : i === 9 ? {...c, mirror: {...c.mirror, country: 'X"Y'}} : c)
     for (const ranked of [candidates(40), candidates(40).map((c, i) => odd(i, c)), candidates(0)]) {
       for (const i of [0, 1, 2]) {
@@ -155,6 +158,7 @@ describe('metalink documents', () => {
           options({path: `dir/file-${i}.iso`, selection: {realm: 'country', ranked: ranked.map((c) => ({...c, url: c.url.replace('file.iso', `file-${i}.iso`)})), excluded: []}, maxUrls: 100}),
         )
         expect(meta4Tail(doc)).to.equal(plainTail(doc))
+        expect(metalink3Tail(doc)).to.equal(plainTail3(doc))
       }
     }
     const times = ['2026-11-29T12:00:00.999Z', '2026-11-29T12:00:01.000Z', '2026-11-29T12:00:00.000Z', '1969-12-31T23:59:59.500Z']

@@ -82,6 +82,17 @@ export function meta4Head(doc: MetalinkDocument): string {
 `
 }
 
+/**
+ * Whether no URL of `sources` holds a character {@link xmlEscape} replaces, by one test of
+ * them all together: most lists need no escape, and a test per URL would flatten and scan
+ * each apart (the mirror's base and the path are joined lazily).
+ */
+export function plainUrls(sources: ReadonlyArray<{url: string}>): boolean {
+  let urls = ''
+  for (let i = 0; i < sources.length; i++) urls += sources[i].url
+  return !XML_SPECIAL.test(urls)
+}
+
 /** `    <url location="LOCATION" priority="` by location (the countries of the mirrors: a few hundred at most; cleared past 1,000). */
 const URL_OPENINGS = new Map<string, string>()
 
@@ -101,11 +112,7 @@ function urlOpening(location: string | undefined): string {
 export function meta4Tail(doc: MetalinkDocument): string {
   let out = doc.signature ? `    <signature mediatype="application/pgp-signature">${xmlEscape(doc.signature)}</signature>\n` : ''
   const sources = doc.sources
-  // One test of all the URLs together: most lists need no escape, and a test per URL flattens
-  // and scans each of them apart (the mirror's base and the path are joined lazily).
-  let urls = ''
-  for (let i = 0; i < sources.length; i++) urls += sources[i].url
-  const plain = !XML_SPECIAL.test(urls)
+  const plain = plainUrls(sources)
   for (let i = 0; i < sources.length; i++) {
     const source = sources[i]
     out += `${urlOpening(source.location)}${source.priority}">${plain ? source.url : xmlEscape(source.url)}</url>\n`
