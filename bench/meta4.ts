@@ -21,8 +21,12 @@
  * drives each URL with wrk for `--seconds` at `--connections`. With `--rounds N` the cases run
  * N times interleaved (302, then every case, N times) and the verdicts are judged on the
  * medians. Also prints the in-process rate of building + rendering each meta4 with its cached
- * file part. `--json FILE` writes `{case: {rate, p99_ms, cpu_us, bytes}}` (medians; `cpu_us`: this process's
- * CPU time per response, the figure that holds on a loaded machine). Everything started is stopped.
+ * file part. `--json FILE` writes `{case: {rate, p99_ms, cpu_us, sys_us, bytes}}` (medians; `cpu_us`: this process's
+ * CPU time per response, the figure that holds on a loaded machine; `sys_us`: its system time). `--cpu-prof DIR` writes a V8
+ * CPU profile of each measured run alone (not the setup, the cold requests or the warm-up) to
+ * DIR/CASE-ROUND.cpuprofile (for Chrome DevTools or any `.cpuprofile` reader). `--dump FILE` writes the
+ * answers (status, headers, body) to 300 fixed (path, client) pairs of the mixed cases to FILE, the
+ * same pairs and the same synthetic digests in every run: two checkouts' files must be equal. Everything started is stopped.
  *
  *   npm run bench -- meta4
  *   npm run bench -- meta4 --rounds 3 --seconds 5 --json /tmp/meta4.json
@@ -32,6 +36,7 @@ import {randomBytes} from 'node:crypto'
 import {closeSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, utimesSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
+import {Session} from 'node:inspector/promises'
 import {parseArgs} from 'node:util'
 import pg from 'pg'
 import {ConfigSchema} from '../src/lib/config/schema.js'
@@ -42,7 +47,7 @@ import {pieceSizeFor} from '../src/lib/origin/hash.js'
 import {zsyncParams} from '../src/lib/origin/zsync.js'
 import type {Candidate} from '../src/lib/select/types.js'
 import {startServe} from '../src/lib/redirector/run.js'
-import {ADMIN_URL, dbUrl, median, verdict} from './lib.js'
+import {ADMIN_URL, dbUrl, median, rng, verdict} from './lib.js'
 import {clientAddresses, luaScript} from './serve.js'
 
 const COUNTRIES: Array<[string, string]> = [
@@ -73,6 +78,8 @@ interface Case {
 interface Measured {
   rate: number
   cpu_us: number
+  /** The system-time share of `cpu_us` (the kernel's work for this process: socket writes, wake-ups), µs. */
+  sys_us: number
   p99_ms: number
   bytes: number
   non2xx: number
@@ -90,7 +97,9 @@ function run(command: string, args: string[]): Promise<{status: number; stdout: 
   })
 }
 
-const hex = (bytes: number) => randomBytes(bytes).toString('hex')
+/** Synthetic digests: the same in every run (seeded), so that `--dump` files of two checkouts compare. */
+const digestBytes = rng(7)
+const hex = (bytes: number) => Buffer.from(Array.from({length: bytes}, () => Math.floor(digestBytes() * 256))).toString('hex')
 
 /** wrk's latency figure (`812.00us`, `9.10ms`, `1.02s`) in milliseconds. */
 function latencyMs(text: string | undefined): number {
@@ -241,11 +250,61 @@ async function measure(url: string, connections: string, seconds: string, bytes:
   const requests = Number(/(\d+) requests in/.exec(wrk.stdout)?.[1] ?? Number.NaN)
   return {
     cpu_us: (used.user + used.system) / requests,
+    sys_us: used.system / requests,
     rate: Number(/Requests\/sec:\s+([\d.]+)/.exec(wrk.stdout)?.[1] ?? Number.NaN),
     p99_ms: latencyMs(/^\s+99%\s+(\S+)/m.exec(wrk.stdout)?.[1]),
     bytes,
     non2xx: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(wrk.stdout)?.[1] ?? '0'),
   }
+}
+
+/** What {@link sampleAnswers} keeps of one answer. */
+interface Sample {
+  url: string
+  client: string
+  status: number
+  headers: Array<[string, string]>
+  body: string
+}
+
+/**
+ * The answers to 300 (path, client) pairs of the mixed world, the same pairs in every run
+ * (seeded): 200 `.meta4`, 50 `.metalink`, 50 redirects, each with its status, its headers
+ * (not `Date`, `Connection`, `Keep-Alive`) and its body (`<published>` and `pubdate` blanked,
+ * they are the time of the request; this server's base URL as `BASE`), for `--dump`: two checkouts' files must be equal.
+ */
+async function sampleAnswers(base: string, paths: string[], clients: string[]): Promise<Sample[]> {
+  const random = rng(11)
+  const out: Sample[] = []
+  for (let i = 0; i < 300; i++) {
+    const suffix = i < 200 ? '.meta4' : i < 250 ? '.metalink' : ''
+    const url = `/${paths[Math.floor(random() * paths.length)]}${suffix}`
+    const client = clients[Math.floor(random() * clients.length)]
+    const res = await fetch(`${base}${url}`, {headers: {'x-forwarded-for': client}, redirect: 'manual'})
+    const headers = [...res.headers].filter(([name]) => !['date', 'connection', 'keep-alive'].includes(name)).map(([name, value]): [string, string] => [name, value.replaceAll(base, 'BASE')])
+    const body = (await res.text())
+      .replaceAll(base, 'BASE')
+      .replace(/<published>[^<]*<\/published>/, '<published/>')
+      .replace(/pubdate="[^"]*"/, 'pubdate=""')
+    out.push({url, client, status: res.status, headers, body})
+  }
+  return out
+}
+
+/** Starts V8's CPU profiler on this process (the server runs in it), for `--cpu-prof`. */
+async function startProfile(): Promise<Session> {
+  const session = new Session()
+  session.connect()
+  await session.post('Profiler.enable')
+  await session.post('Profiler.start')
+  return session
+}
+
+/** Stops the profiler of {@link startProfile} and writes its profile (Chrome's `.cpuprofile` JSON) to `file`. */
+async function stopProfile(session: Session, file: string): Promise<void> {
+  const {profile} = await session.post('Profiler.stop')
+  writeFileSync(file, JSON.stringify(profile))
+  session.disconnect()
 }
 
 /** Runs the benchmark; `args` are the command-line flags after `meta4`. */
@@ -263,6 +322,8 @@ export async function main(args: string[]): Promise<void> {
       cases: {type: 'string'},
       'mixed-files': {type: 'string', default: '5000'},
       clients: {type: 'string', default: '2000'},
+      'cpu-prof': {type: 'string'},
+      dump: {type: 'string'},
     },
   })
   const size = Number(values.size)
@@ -325,11 +386,17 @@ export async function main(args: string[]): Promise<void> {
       console.log(`  ${c.name}: the first request of each of ${mixedPaths.length} files (caches cold, 16 at a time): ${Math.round(rate)}/s`)
     }
     const urls = ((await (await fetch(`${base}/pub/file.iso.meta4`)).text()).match(/<url /g) ?? []).length
+    if (values.dump) writeFileSync(values.dump, `${JSON.stringify(await sampleAnswers(base, mixedPaths, clientAddresses(Number(values.clients))), null, 1)}\n`)
     const script = (c: Case) => (c.script ? join(root, c.script) : undefined)
     for (const c of cases) await measure(`${base}/${c.path}`, values.connections, '1', 0, script(c)) // warm-up, not counted
     const results = new Map<string, Measured[]>(cases.map((c) => [c.name, []]))
+    const profileDir = values['cpu-prof']
     for (let round = 0; round < rounds; round++) {
-      for (const c of cases) results.get(c.name)!.push(await measure(`${base}/${c.path}`, values.connections, values.seconds, bytes.get(c.name)!, script(c)))
+      for (const c of cases) {
+        const profiler = profileDir === undefined ? undefined : await startProfile()
+        results.get(c.name)!.push(await measure(`${base}/${c.path}`, values.connections, values.seconds, bytes.get(c.name)!, script(c)))
+        if (profiler) await stopProfile(profiler, join(profileDir!, `${c.name}-${round + 1}.cpuprofile`))
+      }
     }
     report(cases, results, {
       size,
@@ -351,6 +418,7 @@ export async function main(args: string[]): Promise<void> {
             rate: Math.round(median(results.get(c.name)!.map((m) => m.rate))),
             p99_ms: median(results.get(c.name)!.map((m) => m.p99_ms)),
             cpu_us: Math.round(median(results.get(c.name)!.map((m) => m.cpu_us)) * 10) / 10,
+            sys_us: Math.round(median(results.get(c.name)!.map((m) => m.sys_us)) * 10) / 10,
             bytes: bytes.get(c.name),
           },
         ]),
@@ -388,7 +456,7 @@ function report(
     const share = c.name === 'redirect' ? 'the ceiling' : `${((rate(c.name) / rate(against)) * 100).toFixed(0)}% of the ${against === 'redirect' ? '302' : 'mixed 302'}`
     const each = run.rounds > 1 ? ` [${m.map((x) => Math.round(x.rate)).join(', ')}]` : ''
     console.log(
-      `  ${c.name.padEnd(14)} ${String(Math.round(rate(c.name))).padStart(6)}/s${each}, p99 ${p99.toFixed(1)} ms, ${median(m.map((x) => x.cpu_us)).toFixed(1)} µs CPU, ${m[0].bytes} bytes, ${share}${non2xx ? `, NON-2XX ${non2xx}` : ''}  (/${c.path}${mixed ? ` and the rest of ${run.mixedFiles} paths from ${run.clients} clients` : ''})`,
+      `  ${c.name.padEnd(14)} ${String(Math.round(rate(c.name))).padStart(6)}/s${each}, p99 ${p99.toFixed(1)} ms, ${median(m.map((x) => x.cpu_us)).toFixed(1)} µs CPU (${median(m.map((x) => x.sys_us)).toFixed(1)} system), ${m[0].bytes} bytes, ${share}${non2xx ? `, NON-2XX ${non2xx}` : ''}  (/${c.path}${mixed ? ` and the rest of ${run.mixedFiles} paths from ${run.clients} clients` : ''})`,
     )
   }
   // As users arrive: each mixed figure beside the hot file's (one path, one client).

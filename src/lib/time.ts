@@ -2,12 +2,23 @@
  * Timestamps as mb prints and stores them: UTC, ISO 8601 / RFC 3339.
  */
 
+/** The second {@link isoSeconds} formatted last (Unix seconds), and its text. */
+let lastSecond = Number.NaN
+let lastSecondText = ''
+
 /**
  * RFC 3339 UTC timestamp with whole seconds, e.g. `2026-11-29T16:00:00Z` (fractional seconds
  * are dropped). `time` is a Date or milliseconds since the Unix epoch.
  */
 export function isoSeconds(time: Date | number): string {
-  return (time instanceof Date ? time : new Date(time)).toISOString().replace(/\.\d{3}Z$/, 'Z')
+  const ms = time instanceof Date ? time.getTime() : time
+  const second = Math.floor(ms / 1000)
+  // The last second formatted, again: every document and page made within it asks for it.
+  if (second === lastSecond) return lastSecondText
+  const text = new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')
+  lastSecond = second
+  lastSecondText = text
+  return text
 }
 
 /** {@link isoSeconds} of a Unix time in seconds (the unit of `file.mtime`). */

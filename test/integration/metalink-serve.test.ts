@@ -218,6 +218,27 @@ describe(`metalink routes of mb serve (${backend})`, () => {
     expect(await meta4.text()).to.equal('<from-disk/>\n')
   })
 
+  it('delivers a file named like a representation once the disk check sees it written, and the document again once it is gone', async () => {
+    const target = `${base}/pub/big.iso.md5`
+    const text = async () => (await fetch(target)).text()
+    const document = await text()
+    expect(document).to.match(/^[0-9a-f]{32} {2}big\.iso\n$/)
+    const path = join(root, 'pub', 'big.iso.md5')
+    // Within serve.disk_check_seconds (1 s), at once where inotify watches the directory.
+    const until = async (want: string) => {
+      let got = await text()
+      for (let i = 0; i < 40 && got !== want; i++) {
+        await sleep(100)
+        got = await text()
+      }
+      return got
+    }
+    writeFileSync(path, 'written on disk\n')
+    expect(await until('written on disk\n')).to.equal('written on disk\n')
+    rmSync(path)
+    expect(await until(document)).to.equal(document)
+  })
+
   it('answers 404 for a representation asked below a file (file.iso/x.meta4), not 500', async () => {
     for (const target of ['/pub/big.iso/*.meta4', '/pub/big.iso/x.iso.meta4', '/pub/real.iso/x.sha256', '/pub/big.iso/x.mirrorlist']) {
       for (const method of ['GET', 'HEAD']) {

@@ -6,8 +6,9 @@ import {readFileSync} from 'node:fs'
 import {buildDocument, type BuildOptions} from '../../src/lib/metalink/document.js'
 import {describedByLink, digestHeader, hashFileBody} from '../../src/lib/metalink/headers.js'
 import {acceptsJson, contentDisposition, negotiatedMetalink} from '../../src/lib/metalink/http.js'
-import {renderMeta4, xmlEscape} from '../../src/lib/metalink/meta4.js'
-import {preferenceAt, renderMetalink3} from '../../src/lib/metalink/metalink3.js'
+import {meta4Tail, renderMeta4, xmlEscape} from '../../src/lib/metalink/meta4.js'
+import {isoSeconds} from '../../src/lib/time.js'
+import {metalink3Tail, preferenceAt, renderMetalink3} from '../../src/lib/metalink/metalink3.js'
 import {buildMirrorList, escapeHtml, renderMirrorListHtml} from '../../src/lib/metalink/mirrorlist.js'
 import type {Candidate, Exclusion, Selection, SelectMirror} from '../../src/lib/select/types.js'
 
@@ -141,6 +142,27 @@ describe('metalink documents', () => {
     expect(await valid(bare)).to.equal(true)
     expect(parser.parse(bare).metalink.file.hash).to.equal(undefined)
     expect(xmlEscape('a<b>&"c"')).to.equal('a&lt;b&gt;&amp;&quot;c&quot;')
+  })
+
+  it('writes the <url> lines of both formats as escaping each URL and location alone would, whether any of them needs it or none', () => {
+    // The straightforward rendering, one escape per value: the tail must equal it byte for byte.
+    const plainTail = (doc: ReturnType<typeof buildDocument>) =>
+      `${doc.sources.map((s) => `    <url ${s.location ? `location="${xmlEscape(s.location)}" ` : ''}priority="${s.priority}">${xmlEscape(s.url)}</url>\n`).join('')}  </file>\n</metalink>\n`
+    const type = (url: string) => xmlEscape(url.slice(0, url.indexOf(':')))
+    const plainTail3 = (doc: ReturnType<typeof buildDocument>) =>
+      `      <resources>\n${doc.sources.map((s, i) => `        <url type="${type(s.url)}"${s.location ? ` location="${xmlEscape(s.location)}"` : ''} preference="${preferenceAt(i)}">${xmlEscape(s.url)}</url>\n`).join('')}      </resources>\n    </file>\n  </files>\n</metalink>\n`
+    const odd = (i: number, c: Candidate): Candidate => (i === 7 ? {...c, url: `${c.url}?a=1&b="2"<3>`} : i === 9 ? {...c, mirror: {...c.mirror, country: 'X"Y'}} : c)
+    for (const ranked of [candidates(40), candidates(40).map((c, i) => odd(i, c)), candidates(0)]) {
+      for (const i of [0, 1, 2]) {
+        const doc = buildDocument(
+          options({path: `dir/file-${i}.iso`, selection: {realm: 'country', ranked: ranked.map((c) => ({...c, url: c.url.replace('file.iso', `file-${i}.iso`)})), excluded: []}, maxUrls: 100}),
+        )
+        expect(meta4Tail(doc)).to.equal(plainTail(doc))
+        expect(metalink3Tail(doc)).to.equal(plainTail3(doc))
+      }
+    }
+    const times = ['2026-11-29T12:00:00.999Z', '2026-11-29T12:00:01.000Z', '2026-11-29T12:00:00.000Z', '1969-12-31T23:59:59.500Z']
+    for (const t of [...times, ...times]) expect(isoSeconds(new Date(t))).to.equal(t.replace(/\.\d{3}Z$/, 'Z'))
   })
 
   it('names SHA-1 pieces sha-1 (meta4) and sha1 (Metalink 3), one list when the index made SHA-1 pieces', () => {

@@ -82,12 +82,40 @@ export function meta4Head(doc: MetalinkDocument): string {
 `
 }
 
+/**
+ * Whether no URL of `sources` holds a character {@link xmlEscape} replaces, by one test of
+ * them all together: most lists need no escape, and a test per URL would flatten and scan
+ * each apart (the mirror's base and the path are joined lazily).
+ */
+export function plainUrls(sources: ReadonlyArray<{url: string}>): boolean {
+  let urls = ''
+  for (let i = 0; i < sources.length; i++) urls += sources[i].url
+  return !XML_SPECIAL.test(urls)
+}
+
+/** `    <url location="LOCATION" priority="` by location (the countries of the mirrors: a few hundred at most; cleared past 1,000). */
+const URL_OPENINGS = new Map<string, string>()
+
+/** The start of a `<url>` line up to its priority's digits, for a source in `location` (or none). */
+function urlOpening(location: string | undefined): string {
+  if (!location) return '    <url priority="'
+  let opening = URL_OPENINGS.get(location)
+  if (opening === undefined) {
+    if (URL_OPENINGS.size >= 1000) URL_OPENINGS.clear()
+    opening = `    <url location="${xmlEscape(location)}" priority="`
+    URL_OPENINGS.set(location, opening)
+  }
+  return opening
+}
+
 /** What comes after {@link meta4FilePart}: the signature, this client's ranked `<url>`s, the `<metaurl>`, the closing tags. */
 export function meta4Tail(doc: MetalinkDocument): string {
   let out = doc.signature ? `    <signature mediatype="application/pgp-signature">${xmlEscape(doc.signature)}</signature>\n` : ''
-  for (const source of doc.sources) {
-    out += source.location ? `    <url location="${xmlEscape(source.location)}" priority="${source.priority}">` : `    <url priority="${source.priority}">`
-    out += `${xmlEscape(source.url)}</url>\n`
+  const sources = doc.sources
+  const plain = plainUrls(sources)
+  for (let i = 0; i < sources.length; i++) {
+    const source = sources[i]
+    out += `${urlOpening(source.location)}${source.priority}">${plain ? source.url : xmlEscape(source.url)}</url>\n`
   }
   // RFC 5854 §4.2.8: a metainfo file describing the same file (here the BitTorrent one),
   // ranked after every URL (§4.2.8.3: lower priority numbers go first).

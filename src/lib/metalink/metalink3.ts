@@ -6,7 +6,7 @@
  * `preference` from 100 down (the origin lowest).
  */
 import {clientPieces, type MetalinkDocument} from './document.js'
-import {xmlEscape} from './meta4.js'
+import {plainUrls, xmlEscape} from './meta4.js'
 
 export const METALINK3_MEDIA_TYPE = 'application/metalink+xml'
 const METALINK3_NAMESPACE = 'http://www.metalinker.org/'
@@ -56,9 +56,12 @@ export function metalink3Head(doc: MetalinkDocument): string {
 /** What comes after {@link metalink3FilePart}: this client's `<resources>` (`preference` 100 down, the origin last) and the closing tags. */
 export function metalink3Tail(doc: MetalinkDocument): string {
   let out = '      <resources>\n'
+  // A URL free of escapes has a type (its scheme) free of them too.
+  const plain = plainUrls(doc.sources)
   doc.sources.forEach((source, i) => {
     const location = source.location ? ` location="${xmlEscape(source.location)}"` : ''
-    out += `        <url type="${xmlEscape(urlType(source.url))}"${location} preference="${preferenceAt(i)}">${xmlEscape(source.url)}</url>\n`
+    const type = urlType(source.url)
+    out += `        <url type="${plain ? type : xmlEscape(type)}"${location} preference="${preferenceAt(i)}">${plain ? source.url : xmlEscape(source.url)}</url>\n`
   })
   return `${out}      </resources>\n    </file>\n  </files>\n</metalink>\n`
 }

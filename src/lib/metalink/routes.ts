@@ -11,10 +11,11 @@
  *   `PATH.mirrorlist`, `PATH?mirrorlist` → mirror list (HTML, or JSON on request);
  *   `PATH.torrent`, `.magnet`, `.btih`, `.zsync` → BitTorrent and zsync (formats.ts).
  * A file on disk named like the representation (`X.meta4`, `X.sha256`, …) always wins: it
- * is delivered as itself, indexed or not. A file on disk that is not indexed (yet) gets the
- * same representations, with the origin as its only source (reason `not_indexed`); one that
- * changed since it was indexed is described as the disk has it
- * ({@link RouteServices.currentFile}).
+ * is delivered as itself, indexed or not, once the disk check sees it (within
+ * `serve.disk_check_seconds`, at once in a watched directory: {@link RouteServices.fileOnDisk}).
+ * A file on disk that is not indexed (yet) gets the same representations, with the origin as
+ * its only source (reason `not_indexed`); one that changed since it was indexed is described
+ * as the disk has it ({@link RouteServices.currentFile}).
  *
  * Freshness: the snapshot holds md5/sha1/sha256 only while the row's hashed size/mtime match
  * its size/mtime; on top of that the file on disk must still have that size and mtime, which
@@ -24,9 +25,7 @@
  * (./version-cache.ts), so a request builds only its ranked `<url>` list. When the database
  * is unreachable the documents carry the whole-file hashes without pieces.
  */
-import {sep} from 'node:path'
 import type {Database} from '../db/index.js'
-import {statIfPresent} from '../origin/disk.js'
 import {hashesMatchVersion} from '../origin/freshness.js'
 import {readStoredHashes, type StoredHashes} from '../origin/hash.js'
 import {BAD_COUNTRY_QUERY, type RequestContext, type Route, type RouteServices} from '../serve/delivery/route.js'
@@ -132,6 +131,23 @@ function partsBytes(stored: StoredHashes | null): number {
   return 1024 + 3 * (stored?.pieces?.length ?? 0)
 }
 
+/** The representations ./http.ts answers from a built document. */
+type DocumentKind = 'meta4' | 'metalink' | 'mirrorlist' | HashKind
+
+/** Writes the answer of `kind` for `mctx` (the file parts of `parts` made for meta4 and metalink). */
+function send(ctx: RequestContext, kind: DocumentKind, mctx: MetalinkContext, parts: VersionParts): Sent {
+  switch (kind) {
+    case 'meta4':
+      return sendMeta4(ctx.req, ctx.res, mctx, parts.meta4)
+    case 'metalink':
+      return sendMetalink3(ctx.req, ctx.res, mctx, parts.metalink3)
+    case 'mirrorlist':
+      return sendMirrorList(ctx.req, ctx.res, mctx)
+    default:
+      return sendHashFile(ctx.req, ctx.res, mctx, kind)
+  }
+}
+
 /** The metalink route, bound to one server. */
 export class MetalinkRoutes {
   private readonly versions: VersionCache<VersionParts>
@@ -228,8 +244,8 @@ export class MetalinkRoutes {
   private async handle(ctx: RequestContext, target: MetalinkTarget): Promise<void> {
     const server = this.server
     // A real file with the representation's name wins (only reached when it is not indexed).
-    // A synchronous stat (no thread-pool round trip) rules the common case out cheaply.
-    if (!ctx.file && target.path !== ctx.path && statIfPresent(server.root + sep + ctx.path) !== undefined) {
+    // A cached stat (the disk check's) rules the common case out without a system call.
+    if (!ctx.file && target.path !== ctx.path && server.fileOnDisk(ctx, ctx.path)) {
       const own = await server.resolveOnDisk(ctx.path)
       if (own && !own.directory) return server.deliver(ctx, 'not_indexed', own.real)
     }
@@ -274,23 +290,12 @@ export class MetalinkRoutes {
     const mctx: MetalinkContext = {doc, selection, client}
     if (target.kind === 'mirrorlist')
       mctx.outdated = outdatedCopies(file, selection, (holding) => server.selectMirrors(ctx, client, fileWith(file, {mirrors: Int16Array.from(holding.mirrors)}), false))
-    let sent: Sent
-    switch (target.kind) {
-      case 'meta4':
-        parts.meta4 ??= Buffer.from(meta4FilePart(doc))
-        sent = sendMeta4(ctx.req, ctx.res, mctx, parts.meta4)
-        break
-      case 'metalink':
-        parts.metalink3 ??= Buffer.from(metalink3FilePart(doc))
-        sent = sendMetalink3(ctx.req, ctx.res, mctx, parts.metalink3)
-        break
-      case 'mirrorlist':
-        sent = sendMirrorList(ctx.req, ctx.res, mctx)
-        break
-      default:
-        sent = sendHashFile(ctx.req, ctx.res, mctx, target.kind as HashKind)
-    }
-    server.finish(ctx, sent.status, sent.outcome, {bytesSent: sent.bytesSent, fileSize: file.size, realm: selection.realm})
+    if (target.kind === 'meta4') parts.meta4 ??= Buffer.from(meta4FilePart(doc))
+    else if (target.kind === 'metalink') parts.metalink3 ??= Buffer.from(metalink3FilePart(doc))
+    server.answerLater(ctx, () => {
+      const sent = send(ctx, target.kind as DocumentKind, mctx, parts)
+      server.finish(ctx, sent.status, sent.outcome, {bytesSent: sent.bytesSent, fileSize: file.size, realm: selection.realm})
+    })
   }
 
   /**

@@ -4,7 +4,8 @@
  * the origin at once and reported, so that the index and a scan catch up.
  */
 import type {Logger} from 'pino'
-import {DiskVersions} from '../../origin/disk.js'
+import {sep} from 'node:path'
+import {DiskVersions, statIfPresent} from '../../origin/disk.js'
 import type {FileVersion} from '../../origin/freshness.js'
 import {OriginWatch} from '../../origin/watch.js'
 import {type FileEntry, unindexedVersion} from '../snapshot/file-entry.js'
@@ -21,6 +22,14 @@ export function openIndexCheck(rootReal: string, options: Pick<ServerOptions, 'd
   if (seconds <= 0) return undefined
   const watch = options.diskCheckWatch === false ? undefined : new OriginWatch(rootReal, {logger: options.logger})
   return new IndexCheck(new DiskVersions(rootReal, seconds, watch), options.logger, options.onIndexStale, watch)
+}
+
+/**
+ * {@link RouteServices.fileOnDisk} of the origin root `root` (its realpath): from `check`'s
+ * cached stats, or a stat of its own when the check is off (undefined).
+ */
+export function fileOnDisk(check: IndexCheck | undefined, root: string, ctx: RequestContext, path: string): boolean {
+  return check === undefined ? statIfPresent(root + sep + path)?.isFile() === true : check.fileOnDisk(ctx, path)
 }
 
 /** The check of indexed files against the disk, for one origin root. */
@@ -58,6 +67,11 @@ export class IndexCheck {
     const disk = versions.version(file.path, ctx.startedMs)
     if (disk === null || (disk.size === file.size && disk.mtime === file.mtime)) return file
     return this.stale(ctx, file, {size: disk.size, mtime: disk.mtime})
+  }
+
+  /** Whether root-relative `path` is a regular file on disk (a link to one counts), from a stat at most `diskCheckSeconds` old as in {@link current}. */
+  fileOnDisk(ctx: RequestContext, path: string): boolean {
+    return this.disk.version(path, ctx.startedMs) !== null
   }
 
   /**

@@ -66,6 +66,12 @@ export interface RouteServices {
    * hashes, which the origin serves until the index and a scan catch up.
    */
   currentFile(ctx: RequestContext, file: FileEntry): FileEntry
+  /**
+   * Whether root-relative `path` is a regular file on disk (or a link to one), from a stat at
+   * most `serve.disk_check_seconds` old as in {@link currentFile} (a fresh one each time when
+   * the check is off); inside the root or not is for {@link resolveOnDisk} to say.
+   */
+  fileOnDisk(ctx: RequestContext, path: string): boolean
   /** Answers as if no route matched: a directory (301 or index), a file on disk, or 404. */
   serveDefault(ctx: RequestContext): Promise<void>
   /** Delivers the file at `ctx.path` (or `knownReal`) from the origin, `reason` in `X-MB-Origin-Reason`. */
@@ -80,6 +86,13 @@ export interface RouteServices {
   plain(ctx: RequestContext, status: number, outcome: Outcome, text: string, headers?: Record<string, string>): void
   /** Reports a request the route answered itself (status, outcome, and fields such as bytesSent). */
   finish(ctx: RequestContext, status: number, outcome: Outcome, extra?: Partial<RequestOutcome>): void
+  /**
+   * Runs `write`, which writes the whole answer to `ctx` and reports it, at the end of this
+   * event-loop turn together with the turn's other answers, as the redirects are
+   * (./turn-batch.ts: back-to-back writes find the client awake, which costs less system
+   * time than one write per request). A `write` that throws answers 500.
+   */
+  answerLater(ctx: RequestContext, write: () => void): void
 }
 
 /** A path inside the origin root as `MirrorServer.resolveOnDisk` (./server.ts) found it on disk. */

@@ -31,7 +31,7 @@ import {headerSafe} from '../../text.js'
 import {type CountryQueryTrust, type ResolvedClient, TrustedProxies, resolveClient} from './client-address.js'
 import {ConnectionGuard} from './connections.js'
 import {type ListenTarget, listenOn} from './listen.js'
-import {type IndexCheck, openIndexCheck} from './index-check.js'
+import {fileOnDisk, type IndexCheck, openIndexCheck} from './index-check.js'
 import {LocalDelivery} from './local.js'
 import {parseTarget, queryParam} from './path.js'
 import type {FileEntry} from '../snapshot/file-entry.js'
@@ -40,7 +40,7 @@ import {answerRule, ruleOffIndex} from './rule-answer.js'
 import {RequestReporter} from './reporter.js'
 import {BAD_COUNTRY_QUERY, type OnDisk, type RedirectHeaderProvider, type RequestContext, type Route, type RouteServices} from './route.js'
 import {type ConnectionSettings, DEFAULT_CONNECTION_SETTINGS, REQUEST_TIMEOUT_MS, type ServerOptions, type ServerSettings} from './settings.js'
-import {TurnBatch} from './turn-batch.js'
+import {type LaterAnswer, TurnBatch, writeLater} from './turn-batch.js'
 import {Retries, attemptText, retryStep, selectionForAttempt} from './retry.js'
 import {TIER_CANDIDATES} from '../../select/retry.js'
 import {answerRefusals} from './refusals.js'
@@ -74,6 +74,10 @@ export class MirrorServer implements RouteServices {
     (pending) => this.writeRedirect(pending),
     (pending, error) => this.fail(pending.ctx, error),
   )
+  /** The answers routes write at the end of the turn ({@link RouteServices.answerLater}): each request and what writes it. */
+  private readonly answers = new TurnBatch<LaterAnswer<RequestContext>>(writeLater, (p, error) => this.fail(p.ctx, error))
+  /** {@link RouteServices.answerLater}. */
+  readonly answerLater = (ctx: RequestContext, write: () => void): void => this.answers.add({ctx, write})
   /** The checks of verified redirects; undefined when verification is off (nothing is checked). */
   private verifier: Verifier | undefined
   /** The check of indexed files against the disk (./index-check.ts), with its directory watch; undefined when off or before `listen()`. */
@@ -338,10 +342,9 @@ export class MirrorServer implements RouteServices {
   }
 
   /** {@link RouteServices.currentFile} (./index-check.ts). */
-  currentFile(ctx: RequestContext, file: FileEntry): FileEntry {
-    const check = this.indexCheck
-    return check === undefined ? file : check.current(ctx, file)
-  }
+  readonly currentFile = (ctx: RequestContext, file: FileEntry): FileEntry => (this.indexCheck === undefined ? file : this.indexCheck.current(ctx, file))
+  /** {@link RouteServices.fileOnDisk} (./index-check.ts). */
+  readonly fileOnDisk = (ctx: RequestContext, path: string): boolean => fileOnDisk(this.indexCheck, this.root, ctx, path)
 
   /**
    * {@link RouteServices.originFallback}: the origin form `/_origin/PATH` (./origin-form.ts)

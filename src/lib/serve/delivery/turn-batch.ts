@@ -65,3 +65,14 @@ export class TurnBatch<T> {
     }
   }
 }
+
+/** An answer queued in a {@link TurnBatch} by a route: its request, and what writes the answer and reports it. */
+export interface LaterAnswer<C> {
+  ctx: C
+  write: () => void
+}
+
+/** Writes a {@link LaterAnswer} (the `write` of a batch of them). */
+export function writeLater<C>(answer: LaterAnswer<C>): void {
+  answer.write()
+}
