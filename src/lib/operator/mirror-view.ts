@@ -235,18 +235,19 @@ export class MirrorFilesView {
    * the pages of mirrors without globs of their own share ({@link CarriedSlots.warm}), for
    * `keeper`'s snapshot now and after each full load (a new file map); without scan globs,
    * nothing.
+   * @returns resolves when the bitset of the current snapshot is made (or its warm dropped); never rejects
    */
-  warmAfterLoads(keeper: {current: Snapshot; onChange(fn: (snapshot: Snapshot) => void): void}): void {
+  warmAfterLoads(keeper: {current: Snapshot; onChange(fn: (snapshot: Snapshot) => void): void}): Promise<void> {
     const globs = globSet(this.scanGlobs, {include: [], exclude: []})
-    if (globs === undefined) return
+    if (globs === undefined) return Promise.resolve()
     let warmed: Snapshot['files'] | undefined
     const warm = (snapshot: Snapshot) => {
-      if (snapshot.files === warmed) return // a refresh: its new slots are tested when a page asks
+      if (snapshot.files === warmed) return Promise.resolve() // a refresh: its new slots are tested when a page asks
       warmed = snapshot.files
-      void this.carriedSlots.warm(snapshot.files, globs.include, globs.exclude)
+      return this.carriedSlots.warm(snapshot.files, globs.include, globs.exclude)
     }
-    warm(keeper.current)
-    keeper.onChange(warm)
+    keeper.onChange((snapshot) => void warm(snapshot))
+    return warm(keeper.current)
   }
 
   /**
