@@ -2,7 +2,8 @@
  * A page per mirror on `mb serve`, `GET /mirrors/NAME`: its public facts, then the files it
  * lacks, holds stale or holds corrupt per folder with counts (the same folders as `mb mirror
  * show --files`), one folder's files paged, the 404s that do not reveal a mirror the
- * overview leaves out, the 400s of bad input, and the page in headless Chromium.
+ * overview leaves out, the 400s of bad input, the page in headless Chromium, and the folders
+ * under `scan.exclude` (the bitset `mb serve` makes after its load) as `mb mirror show` counts them.
  */
 import {spawnSync} from 'node:child_process'
 import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
@@ -156,5 +157,64 @@ describe(`the page per mirror, GET /mirrors/NAME (${backend})`, function () {
     expect(dom.stdout.match(/<tr><td>pub\/many\/f\d\d\.iso<\/td>/g)).to.have.length(10)
     expect(dom.stdout).to.contain('Page 2 of 3 · <a rel="prev" href="?files=missing&amp;folder=pub%2Fmany&amp;page=1&amp;page_size=10">previous</a>')
     expect(dom.stdout).to.not.match(/admin|secret|campus/)
+  })
+})
+
+describe(`the page per mirror under scan.exclude (${backend})`, function () {
+  this.timeout(180_000)
+  let t: TestDatabase
+  let dir: string
+  let serve: ServeProcess
+  let config: string
+
+  before(async () => {
+    t = await createTestDatabase()
+    dir = mkdtempSync(join(tmpdir(), 'mb-mirror-page-globs-'))
+    mkdirSync(join(dir, 'root'))
+    config = join(dir, 'mb.yaml')
+    writeFileSync(config, "scan:\n  exclude: ['pub/many/f1*']\n")
+    const database = await t.open()
+    try {
+      const add = async (identifier: string, extra: Record<string, unknown> = {}) =>
+        (
+          await database.db
+            .insertInto('mirror')
+            .values({identifier, http_url: `http://${identifier}/`, ...extra} as any)
+            .returning('id')
+            .executeTakeFirstOrThrow()
+        ).id
+      const m = await add('m.test')
+      const other = await add('other.test')
+      await add('plain.test', {base_path: 'pub/'})
+      await seedHoldings(
+        database.db,
+        m,
+        other,
+        Array.from({length: MANY}, (_, i) => `pub/many/f${String(i).padStart(2, '0')}.iso`),
+      )
+    } finally {
+      await database.close()
+    }
+    serve = await startServe(['--root', join(dir, 'root'), '--config', config], t.env)
+  })
+
+  after(async () => {
+    await serve?.stop()
+    await t?.drop()
+    if (dir) rmSync(dir, {recursive: true, force: true})
+  })
+
+  it('reads the globs from the bitset made after the load, as mb mirror show reads them', async () => {
+    const res = await request(serve.port, '/mirrors/plain.test', {headers: {accept: 'application/json'}})
+    expect(res.status, res.body.toString()).to.equal(200)
+    const shown = await mb(['mirror', 'show', 'plain.test', '--files', 'missing', '--json', '--config', config], {env: t.env})
+    expect(shown.code, shown.stderr).to.equal(0)
+    const folders = JSON.parse(res.body.toString()).folders
+    expect(folders).to.deep.equal(shown.json().folders)
+    expect(folders.map((f: any) => [f.folder, f.files])).to.deep.equal([
+      ['pub', 4],
+      ['pub/many', MANY - 10],
+      ['pub/sub', 2],
+    ])
   })
 })

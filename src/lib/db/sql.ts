@@ -29,6 +29,15 @@ export function inFolder(folder: string, column = 'path'): RawBuilder<boolean> {
 }
 
 /**
+ * SQL text expression: the folder of the path in `column`, as `folderOf` (../text.ts) computes
+ * it: everything before its last `/`, or `top` (a literal) for a path with no `/`.
+ */
+export function folderSql(column: string, top = ''): RawBuilder<string> {
+  const ref = sql.ref(column)
+  return sql<string>`CASE WHEN strpos(${ref}, '/') = 0 THEN ${sql.lit(top)} ELSE regexp_replace(${ref}, '/[^/]*$', '') END`
+}
+
+/**
  * The items of a PostgreSQL array column, which arrives as a JS array, or as its text form
  * `{a,b,"c"}` when no array parser is registered for its type (e.g. `cidr[]`). Anything else
  * reads as no items. Items are strings; double quotes around an item are dropped.

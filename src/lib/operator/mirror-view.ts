@@ -10,7 +10,8 @@
  *   tests each file's mirror set with one read of the snapshot's set membership table
  *   (../serve/snapshot/set-members.ts) and counts per directory by index, making no path
  *   string; globs are read from a bitset by slot made once per glob set and full load
- *   (./carried-slots.ts); a folder's files are found when it is first listed, by a pass over
+ *   (./carried-slots.ts; the one of `scan.include`/`exclude` alone is made in idle time
+ *   after each full load, {@link MirrorFilesView.warmAfterLoads}); a folder's files are found when it is first listed, by a pass over
  *   the same columns;
  * - `stale`: copies its last scan saw with another size or mtime: not in the snapshot, so read
  *   from `mirror_file_stale` for that mirror, with its globs, in one database read kept for
@@ -140,8 +141,8 @@ function missingOf(snapshot: Snapshot, m: SelectMirror, extra: MirrorExtra, scan
   const files = snapshot.files
   const counts = files.counts
   const lacks = files.lacking(m.id)
-  const globbed = scanGlobs.include.length + scanGlobs.exclude.length + extra.include.length + extra.exclude.length > 0
-  const bits = globbed ? carriedSlots.of(files, [scanGlobs.include, extra.include], [...scanGlobs.exclude, ...extra.exclude]) : undefined
+  const globs = globSet(scanGlobs, extra)
+  const bits = globs === undefined ? undefined : carriedSlots.of(files, globs.include, globs.exclude)
   const carried = (slot: number): boolean => bits === undefined || ((bits[slot >>> 5] >>> slot) & 1) === 1
   const within = new Uint8Array(counts.size)
   for (let d = 0; d < within.length; d++) if (counts.nameOf(d).startsWith(m.basePath)) within[d] = 1
@@ -166,6 +167,15 @@ function missingOf(snapshot: Snapshot, m: SelectMirror, extra: MirrorExtra, scan
     return byPath(found)
   })
   return {kind: 'missing', files: total, bytes, folders, list, copies: new Map()}
+}
+
+/**
+ * The glob set of a mirror with its own globs `own` ({@link CarriedSlots}: the include lists,
+ * the exclude globs), or undefined when no glob applies.
+ */
+function globSet(scanGlobs: {include: string[]; exclude: string[]}, own: {include: string[]; exclude: string[]}): {include: string[][]; exclude: string[]} | undefined {
+  if (scanGlobs.include.length + scanGlobs.exclude.length + own.include.length + own.exclude.length === 0) return undefined
+  return {include: [scanGlobs.include, own.include], exclude: [...scanGlobs.exclude, ...own.exclude]}
 }
 
 /** The folders with files in `tally` (by directory index), in path order, and the totals. */
@@ -218,6 +228,26 @@ export class MirrorFilesView {
     this.indexes.set(key, {at: now, snapshot, mirrors: snapshot.mirrors, value})
     value.catch(() => this.indexes.delete(key))
     return value
+  }
+
+  /**
+   * Makes, in idle time, the bitset of the files that `scan.include`/`exclude` keep, which
+   * the pages of mirrors without globs of their own share ({@link CarriedSlots.warm}), for
+   * `keeper`'s snapshot now and after each full load (a new file map); without scan globs,
+   * nothing.
+   * @returns resolves when the bitset of the current snapshot is made (or its warm dropped); never rejects
+   */
+  warmAfterLoads(keeper: {current: Snapshot; onChange(fn: (snapshot: Snapshot) => void): void}): Promise<void> {
+    const globs = globSet(this.scanGlobs, {include: [], exclude: []})
+    if (globs === undefined) return Promise.resolve()
+    let warmed: Snapshot['files'] | undefined
+    const warm = (snapshot: Snapshot) => {
+      if (snapshot.files === warmed) return Promise.resolve() // a refresh: its new slots are tested when a page asks
+      warmed = snapshot.files
+      return this.carriedSlots.warm(snapshot.files, globs.include, globs.exclude)
+    }
+    keeper.onChange((snapshot) => void warm(snapshot))
+    return warm(keeper.current)
   }
 
   /**

@@ -232,7 +232,9 @@ export async function startServe(config: Config, options: {database?: Database; 
     }
     const server = createServer(config, root, keeper, geo, reads, logger, options.version, {onIndexStale, ...onDemand.hooks})
     server.addRoute(networkRoute(server, network))
-    server.addRoute(mirrorPageRoute(server, network, new MirrorFilesView(reads, {include: config.scan.include, exclude: config.scan.exclude})))
+    const mirrorFiles = new MirrorFilesView(reads, {include: config.scan.include, exclude: config.scan.exclude})
+    void mirrorFiles.warmAfterLoads(keeper)
+    server.addRoute(mirrorPageRoute(server, network, mirrorFiles))
     parts.server = server
     await observe(parts, config, server, keeper, database, network)
     let address: AddressInfo

@@ -14,7 +14,7 @@ import {sql, type RawBuilder} from 'kysely'
 import type {Database} from '../db/index.js'
 import {UsageError} from '../errors.js'
 import {resolveMirror} from '../mirrors/registry.js'
-import {escapeLike} from '../db/sql.js'
+import {escapeLike, folderSql} from '../db/sql.js'
 import {trimLeadingSlashes} from '../text.js'
 import {isoDay} from '../time.js'
 
@@ -103,7 +103,7 @@ function keyExpr(by: Grouping, period: 'day' | 'month'): RawBuilder<string> {
     case 'file':
       return sql<string>`s.path`
     case 'dir':
-      return sql<string>`CASE WHEN strpos(s.path, '/') = 0 THEN '/' ELSE regexp_replace(s.path, '/[^/]*$', '') END`
+      return folderSql('s.path', '/')
     case 'mirror':
       // A count of an id no mirror holds now is the last mirror removed with that id; a
       // retired id (-id) holds the counts of every mirror removed with it (migration 0020).
