@@ -2,6 +2,7 @@ import {Flags} from '@oclif/core'
 import cliProgress from 'cli-progress'
 import {BaseCommand} from '../../base-command.js'
 import {UsageError} from '../../lib/errors.js'
+import {requireRoot} from '../../lib/origin/root.js'
 import {type IndexResult, indexOrigin} from '../../lib/origin/index.js'
 import {type HashIndexResult, hashIndex} from '../../lib/origin/hash.js'
 import {zsyncMinSize} from '../../lib/metalink/formats-config.js'
@@ -49,8 +50,7 @@ threads (default: all cores), with a progress bar on a TTY.`
   }
 
   public async run(): Promise<IndexResult & {hashes?: HashIndexResult}> {
-    const root = this.mbConfig.root
-    if (!root) throw new UsageError('No origin root given. Pass --root DIR, set MB_ROOT, or set `root` in the config file.', 'ROOT_INVALID')
+    const root = requireRoot(this.mbConfig.root)
     if (this.flags.dir !== undefined && /(^|\/)\.\.(\/|$)/.test(this.flags.dir)) throw new UsageError(`--dir ${this.flags.dir} must be a path inside the root without '..'.`)
     const database = await this.openDb({create: true})
     const result = await indexOrigin(database.db, root, {
