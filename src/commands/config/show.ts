@@ -18,10 +18,7 @@ function shownValue(key: string, value: unknown): unknown {
 export default class ConfigShow extends BaseCommand<typeof ConfigShow> {
   static override description = `Print the effective settings and where each came from (default, file, env, flag)
 
-The first line names the config file read: --config, else MB_CONFIG, else
-$XDG_CONFIG_HOME/mb/mb.yaml (~/.config/mb/mb.yaml), else /etc/mb/mb.yaml, the first that
-exists; "none, defaults" when there is none (or with --config none / MB_CONFIG=none, which
-read no file). contrib/mb.yaml lists every setting.`
+The first line names the config file read: --config, else MB_CONFIG, else $XDG_CONFIG_HOME/mb/mb.yaml (~/.config/mb/mb.yaml), else /etc/mb/mb.yaml, the first that exists; "none, defaults" when there is none (or with --config none / MB_CONFIG=none, which read no file). contrib/mb.yaml lists every setting.`
   static override examples = ['<%= config.bin %> config show', '<%= config.bin %> config show --config /etc/mb/mb.yaml --json']
 
   public async run(): Promise<{file: string | null; settings: Array<{key: string; value: unknown; source: string}>}> {
