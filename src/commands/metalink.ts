@@ -6,13 +6,7 @@ import {type OfflineFormat, offlineMetalink} from '../lib/metalink/offline.js'
 export default class Metalink extends BaseCommand<typeof Metalink> {
   static override description = `Print the metalink, .torrent, magnet link or .zsync that \`mb serve\` would send for a file
 
-Builds the Metalink 4 (RFC 5854, default) or Metalink 3.0 document of an indexed file for a
-client address: its size, fresh hashes and piece hashes, and the mirrors in the order the
-selection engine ranks them for that client (at most 20), the origin last. --format torrent
-writes the BitTorrent metainfo file (web seeds: those mirrors, then the origin), magnet the
-magnet link, zsync the zsync control file (URL lines: those mirrors); they need the data of
-\`mb index --hashes\` (and zsync.min_size for zsync). With --json, the document model
-(sources, hashes) is printed instead.`
+Builds the Metalink 4 (RFC 5854, default) or Metalink 3.0 document of an indexed file for a client address: its size, fresh hashes and piece hashes, and the mirrors in the order the selection engine ranks them for that client (at most --max-urls, by default select.metalink_max_mirrors: 100), the origin last. --format torrent writes the BitTorrent metainfo file (web seeds: those mirrors, then the origin), magnet the magnet link, zsync the zsync control file (URL lines: those mirrors); they need the data of \`mb index --hashes\` (and zsync.min_size for zsync). With --json, the document model (sources, hashes) is printed instead.`
 
   static override examples = [
     '<%= config.bin %> metalink distribution/15.6/iso/openSUSE-15.6-DVD-x86_64.iso',

@@ -13,19 +13,11 @@ import {pushMirrorRows, pushOptions} from '../lib/push/settings.js'
 export default class Push extends BaseCommand<typeof Push> {
   static override description = `Push the origin tree to mirrors that do not pull (their --push-url), in three passes by size
 
-Pass 1 sends the files up to push.small_max bytes (default 1 MiB), pass 2 those up to
-push.large_max (default 100 MiB), pass 3 the rest. After each pass the mirror is listed and the
-listing reconciled as \`mb scan\` does, so redirects to the files of a pass start when that pass
-ends. A mirror receives the indexed files under its --base-path that pass its --include,
---exclude and --push-include globs.
+Pass 1 sends the files up to push.small_max bytes (default 1 MiB), pass 2 those up to push.large_max (default 100 MiB), pass 3 the rest. After each pass the mirror is listed and the listing reconciled as \`mb scan\` does, so redirects to the files of a pass start when that pass ends. A mirror receives the indexed files under its --base-path that pass its --include, --exclude and --push-include globs.
 
-A pass that fails (upload refused, timeout, full disk, interrupted) ends the push to that mirror
-and records why (see \`mb mirror show\`); the mirror keeps serving the files it confirmed, and
-only those. Exit 1 when any push failed. One push per mirror runs at a time, across processes.
+A pass that fails (upload refused, timeout, full disk, interrupted) ends the push to that mirror and records why (see \`mb mirror show\`); the mirror keeps serving the files it confirmed, and only those. Exit 1 when any push failed. One push per mirror runs at a time, across processes.
 
-rsync credentials: the user goes in the URL; the password comes from RSYNC_PASSWORD or the
-file named by push.rsync_password_file, and is never printed. Over ssh (user@host:path), ssh
-runs with BatchMode (keys only).`
+rsync credentials: the user goes in the URL; the password comes from RSYNC_PASSWORD or the file named by push.rsync_password_file, and is never printed. Over ssh (user@host:path), ssh runs with BatchMode (keys only).`
 
   static override examples = [
     '<%= config.bin %> push mirror.example.org',

@@ -218,3 +218,9 @@ export function isLocalPrefix(cidr: string): boolean {
   const ranges = cidrRanges(parseCidr(cidr))
   return ranges.length === 1 && LOCAL_RANGES.has(ranges[0])
 }
+
+/** True when `text` is an address in a range not routed on the Internet (see {@link isLocalPrefix}); false for anything else, a non-address included. */
+export function isLocalAddress(text: string): boolean {
+  const address = parseIp(text)
+  return address !== undefined && LOCAL_RANGES.has(address.range())
+}

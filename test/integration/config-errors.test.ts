@@ -71,7 +71,11 @@ describe('config errors and warnings (mb CLI)', function () {
     writeFileSync(file, 'serve:\n  listne: 127.0.0.1:8080\n')
     const result = await mb(['config', 'show', '--config', file])
     expect(result.code).to.equal(2)
-    expect(firstLine(result.stderr)).to.equal('Error: Invalid setting serve: unknown key "listne" (did you mean listen?).')
+    expect(firstLine(result.stderr)).to.equal(`Error: Invalid setting serve in ${file}: unknown key "listne" (did you mean listen?).`)
+    writeFileSync(file, 'roots: /srv/pub\n')
+    const top = await mb(['config', 'show', '--config', file])
+    expect(top.code).to.equal(2)
+    expect(firstLine(top.stderr)).to.equal(`Error: Invalid setting (top level) in ${file}: unknown key "roots" (did you mean root?).`)
   })
 
   it('names the file for a bad value in a config file', async () => {

@@ -134,7 +134,7 @@ describe('origin index (mb index library)', function () {
     } catch (error) {
       message = (error as Error).message
     }
-    expect(message).to.match(/is not a readable directory .*Pass --root DIR or set MB_ROOT/)
+    expect(message).to.match(/is not a readable directory \(.*\): pass --root DIR, set MB_ROOT, or set `root:` in the config file\.$/)
     expect(await rows()).to.deep.equal(before)
   })
 
@@ -224,6 +224,12 @@ describe('origin index (mb index library)', function () {
     const missing = await mb(['index', '--root', join(root, 'nope'), '--json'], {env: tdb.env})
     expect(missing.code, missing.stderr).to.equal(2)
     expect(missing.json().error.code).to.equal('ROOT_INVALID')
+    // No root at all: the wording mb serve and mb push use too (src/lib/origin/root.ts).
+    for (const command of [['index'], ['serve']]) {
+      const none = await mb([...command, '--json'], {env: {...tdb.env, MB_ROOT: undefined}})
+      expect(none.code, none.stderr).to.equal(2)
+      expect(none.json().error.message).to.equal('No origin root given: pass --root DIR, set MB_ROOT, or set `root:` in the config file.')
+    }
     const outsideDir = await mb(['index', '--root', root, '--dir', 'escape-dir', '--json'], {env: tdb.env})
     expect(outsideDir.code, outsideDir.stderr).to.equal(2)
     expect(outsideDir.json().error.code).to.equal('ROOT_INVALID')

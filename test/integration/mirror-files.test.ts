@@ -59,7 +59,7 @@ describe(`mb mirror show --files (${backend})`, () => {
     const page = await show('--files', 'missing', '--folder', 'pub', '--page-size', '1', '--page', '1')
     expect(page).to.deep.include({total: 1, pages: 1})
     const text = await mb(['mirror', 'show', 'm.test', '--files', 'missing'], {env: tdb.env})
-    expect(text.stdout).to.contain('m.test: 2 missing file(s) in 2 folder(s)')
+    expect(text.stdout).to.contain("m.test: 2 missing file(s) in 2 folder(s); `--folder FOLDER` lists one folder's files\nfolder\tfiles\tsize\n")
     expect(text.stdout).to.match(/^pub\t1\t2\.9 KiB$/m)
     const bad = await mb(['mirror', 'show', 'm.test', '--files', 'lost'], {env: tdb.env})
     expect(bad.code).to.equal(2)

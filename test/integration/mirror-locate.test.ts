@@ -118,7 +118,7 @@ describe(`mirrors located from their host (${backend})`, function () {
     expect(loopback.code).to.equal(1)
     expect(loopback.json().error).to.deep.include({code: 'LOCATION_UNKNOWN'})
     expect(loopback.json().error.message).to.equal(
-      'Cannot locate the mirror: 127.0.0.1 (127.0.0.1) -> no country known. Nothing was added; give --country, or add it without a location with --no-locate.',
+      'Cannot locate the mirror: 127.0.0.1 (127.0.0.1) -> no country known (loopback or private addresses, which GeoIP does not place). Nothing was added; give --country, or add it without a location with --no-locate.',
     )
     expect(await names()).to.deep.equal(['gb.test', 'multi.test'])
     const without = await mb(['mirror', 'add', 'loop.test', '--http-url', 'http://127.0.0.1:8080/', '--no-probe', '--no-locate', '--json'], {env})
@@ -144,7 +144,9 @@ describe(`mirrors located from their host (${backend})`, function () {
       ),
     )
     expect(lines).to.include('multi.test\tmulti.mirror.test\t(81.2.69.142, 2001:218::1) -> GB (EU), 51.5142,-0.0931\tnone\t-')
-    expect(lines.find((l) => l.startsWith('loop.test\t'))).to.equal('loop.test\t127.0.0.1\t127.0.0.1 (127.0.0.1) -> no country known: GeoIP knows no country\t-\t-')
+    expect(lines.find((l) => l.startsWith('loop.test\t'))).to.equal(
+      'loop.test\t127.0.0.1\t127.0.0.1 (127.0.0.1) -> no country known (loopback or private addresses, which GeoIP does not place): GeoIP knows no country\t-\t-',
+    )
     expect((await mb(['mirror', 'show', 'gb.test', '--json'], {env})).json()).to.include({country: 'DE'})
     const applied = await mb(['mirror', 'locate', 'gb.test', '--apply', '--json'], {env})
     expect(applied.code, applied.stderr).to.equal(0)

@@ -207,6 +207,18 @@ describe(`stats through mb serve (${backend})`, function () {
     expect(local[18]).to.equal('-')
   })
 
+  it('counts a metalink or mirror list by suffix for the file it describes, as by query', async () => {
+    const serve = await startServe(t, root, ['--stats-flush-interval', '60'])
+    running.push(serve)
+    for (const path of ['iso/big.iso.meta4', 'iso/big.iso.metalink', 'iso/big.iso.mirrorlist', 'iso/big.iso?meta4']) {
+      expect((await request(serve.url, path, {ip: GB})).status, path).to.equal(200)
+    }
+    expect(await serve.stop()).to.equal(0)
+    running.splice(0)
+    const files = (await mb(['stats', '--by', 'file', '--json'], {env: t.env})).json()
+    expect(byKey(files.rows)).to.deep.equal({'iso/big.iso': [0, 4]})
+  })
+
   it('exposes Prometheus metrics on the separate listener', async () => {
     const serve = await startServe(t, root, ['--metrics-listen', '127.0.0.1:0'])
     running.push(serve)

@@ -117,6 +117,9 @@ describe('mb config show names the file it used', () => {
     expect(json.file).to.equal(join(dir, 'mb', 'mb.yaml'))
     const none = await mb(['config', 'show'], {env: {MB_CONFIG: undefined, XDG_CONFIG_HOME: join(dir, 'nothing-here')}})
     expect(none.stdout.split('\n')[0]).to.equal('config file: none, defaults')
+    // An empty geoip is the bundled data, not "no GeoIP": the table says so, --json keeps [].
+    expect(none.stdout).to.match(/^geoip\t\(empty: the bundled GeoLite2 City data\)\tdefault$/m)
+    expect(json.settings.find((s: {key: string}) => s.key === 'geoip').value).to.deep.equal([])
   })
 
   it('exits 2 when MB_CONFIG names a missing file', async () => {

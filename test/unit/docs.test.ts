@@ -99,6 +99,21 @@ describe('README and docs/', () => {
     expect(missing).to.deep.equal([])
   })
 
+  it('command descriptions hold one line per paragraph (oclif wraps each line to the terminal, so a break inside one leaves ragged lines in --help)', () => {
+    const commands = join(ROOT, 'src', 'commands')
+    const wrapped: string[] = []
+    for (const file of filesBelow(commands, '.ts')) {
+      const description = /static override description = `([\s\S]*?)`\n/.exec(readFileSync(file, 'utf8'))?.[1] ?? ''
+      const lines = description.split('\n')
+      for (let i = 1; i < lines.length; i++) {
+        // A list item, an indented line or a table row may start a line of its own.
+        const continues = lines[i - 1].trim() !== '' && lines[i].trim() !== '' && !/^[\s|*-]/.test(lines[i]) && !/^[\s|]/.test(lines[i - 1])
+        if (continues) wrapped.push(`${relative(ROOT, file)}: ${lines[i].slice(0, 40)}`)
+      }
+    }
+    expect(wrapped).to.deep.equal([])
+  })
+
   it('the README links every docs page and holds no generated command reference', () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
     expect(readme).not.to.contain('<!-- commands -->')

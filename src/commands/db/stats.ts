@@ -7,10 +7,7 @@ import {humanBytes} from '../../lib/stats/render.js'
 export default class DbStats extends BaseCommand<typeof DbStats> {
   static override description = `Show each table's rows, size, dead rows and last vacuum and analyze
 
-The figures are PostgreSQL's own statistics (pg_class, pg_stat_user_tables), on PostgreSQL and
-on the embedded store alike; rows are the statistics' estimate unless --exact counts them.
-Many dead rows and an old last vacuum on file or mirror_file_stale say that autovacuum is not
-keeping up with the scans (docs/operations.md, "Database upkeep").`
+The figures are PostgreSQL's own statistics (pg_class, pg_stat_user_tables), on PostgreSQL and on the embedded store alike; rows are the statistics' estimate unless --exact counts them (a table never analyzed is counted when its heap is at most 16 MiB, else the planner guesses). Many dead rows and an old last vacuum on file or mirror_file_stale say that autovacuum is not keeping up with the scans (docs/operations.md, "Database upkeep").`
   static override examples = ['<%= config.bin %> db stats', '<%= config.bin %> db stats --exact --json']
 
   static override flags = {

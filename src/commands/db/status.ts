@@ -19,8 +19,7 @@ interface ReplicaStatus {
 export default class DbStatus extends BaseCommand<typeof DbStatus> {
   static override description = `Show which schema migrations are applied
 
-With database_read_url (MB_DATABASE_READ_URL) set, also the standby that \`mb serve\` reads
-its snapshot from, and how many seconds it trails the primary.`
+With database_read_url (MB_DATABASE_READ_URL) set, also the standby that \`mb serve\` reads its snapshot from, and how many seconds it trails the primary.`
   static override examples = ['<%= config.bin %> db status', '<%= config.bin %> db status --json']
 
   public async run(): Promise<{

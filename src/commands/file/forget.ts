@@ -9,11 +9,7 @@ import {trimLeadingSlashes} from '../../lib/text.js'
 export default class FileForget extends BaseCommand<typeof FileForget> {
   static override description = `Remove one file from the index, so that mb sends no client to it any more
 
-For a file that must go everywhere (a legal request), above all one the origin pruned that
-serve.mirror_only keeps redirecting: once forgotten, no redirect, metalink, torrent or mirror
-list names it, on every mb serve at its next snapshot refresh (seconds). The mirrors' copies
-are theirs to delete. Delete the file from the origin first: a file still in the tree comes
-back at the next mb index.`
+For a file that must go everywhere (a legal request), above all one the origin pruned that serve.mirror_only keeps redirecting: once forgotten, no redirect, metalink, torrent or mirror list names it, on every mb serve at its next snapshot refresh (seconds). The mirrors' copies are theirs to delete. Delete the file from the origin first: a file still in the tree comes back at the next mb index.`
   static override examples = ['<%= config.bin %> file forget archive/1.0/old.iso', '<%= config.bin %> file forget archive/1.0/old.iso --json']
 
   static override args = {

@@ -2,6 +2,7 @@ import {Flags} from '@oclif/core'
 import cliProgress from 'cli-progress'
 import {BaseCommand} from '../../base-command.js'
 import {UsageError} from '../../lib/errors.js'
+import {requireRoot} from '../../lib/origin/root.js'
 import {type IndexResult, indexOrigin} from '../../lib/origin/index.js'
 import {type HashIndexResult, hashIndex} from '../../lib/origin/hash.js'
 import {zsyncMinSize} from '../../lib/metalink/formats-config.js'
@@ -10,21 +11,11 @@ import {renderRecord} from '../../lib/output.js'
 export default class Index extends BaseCommand<typeof Index> {
   static override description = `Index the origin tree: record every file's path, size and mtime
 
-Walks the master tree (--root, MB_ROOT or config \`root\`) and brings the origin index in step:
-new files are added, changed files get their new size/mtime and lose their mirror set until the
-next scans confirm the new version, and files that are gone are dropped. Symlinks inside the
-root are followed (recorded under the link's path); symlinks pointing outside it are skipped
-with a warning. Re-runs write only what changed.
+Walks the master tree (--root, MB_ROOT or config \`root\`) and brings the origin index in step: new files are added, changed files get their new size/mtime and lose their mirror set until the next scans confirm the new version, and files that are gone are dropped. Symlinks inside the root are followed (recorded under the link's path); symlinks pointing outside it are skipped with a warning. Re-runs write only what changed.
 
-A walk that would keep fewer than index.min_ratio (default 0.5) of the files indexed before, as
-an unmounted tree or a wrong --root would, is refused (exit 1) and changes nothing; after a real
-mass deletion, --min-ratio 0 accepts it.
+A walk that would keep fewer than index.min_ratio (default 0.5) of the files indexed before, as an unmounted tree or a wrong --root would, is refused (exit 1) and changes nothing; after a real mass deletion, --min-ratio 0 accepts it.
 
-With --hashes, MD5, SHA-1, SHA-256 and piece hashes (for metalinks, hash files and Digest
-headers), SHA-1 pieces (for .torrent and magnet links) and, for files of at least
-\`zsync.min_size\` bytes, zsync block sums (for .zsync) are computed afterwards for every file
-whose size or mtime changed since it was last hashed or that lacks one of them, on --jobs
-threads (default: all cores), with a progress bar on a TTY.`
+With --hashes, MD5, SHA-1, SHA-256 and piece hashes (for metalinks, hash files and Digest headers), SHA-1 pieces (for .torrent and magnet links) and, for files of at least \`zsync.min_size\` bytes, zsync block sums (for .zsync) are computed afterwards for every file whose size or mtime changed since it was last hashed or that lacks one of them, on --jobs threads (default: all cores), with a progress bar on a TTY.`
 
   static override examples = [
     '<%= config.bin %> index --root /srv/pub',
@@ -49,8 +40,7 @@ threads (default: all cores), with a progress bar on a TTY.`
   }
 
   public async run(): Promise<IndexResult & {hashes?: HashIndexResult}> {
-    const root = this.mbConfig.root
-    if (!root) throw new UsageError('No origin root given. Pass --root DIR, set MB_ROOT, or set `root` in the config file.', 'ROOT_INVALID')
+    const root = requireRoot(this.mbConfig.root)
     if (this.flags.dir !== undefined && /(^|\/)\.\.(\/|$)/.test(this.flags.dir)) throw new UsageError(`--dir ${this.flags.dir} must be a path inside the root without '..'.`)
     const database = await this.openDb({create: true})
     const result = await indexOrigin(database.db, root, {

@@ -61,14 +61,14 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
     if (this.flags.folder === undefined) {
       const folders = await mirrorFileFolders(db, row, kind, scan)
       const total = folders.reduce((n, f) => n + f.files, 0)
-      this.print(
-        `${row.identifier}: ${total} ${kind} file(s) in ${folders.length} folder(s)\n` +
-          renderTable(folders, [
-            {header: 'folder', get: (f) => f.folder || '/'},
-            {header: 'files', get: (f) => String(f.files)},
-            {header: 'size', get: (f) => humanBytes(f.bytes)},
-          ]),
-      )
+      // The hint shares the summary line, so that the lines after it are the table's alone.
+      const hint = folders.length === 0 ? '' : `; \`--folder FOLDER\` lists one folder's files`
+      const table = renderTable(folders, [
+        {header: 'folder', get: (f) => f.folder || '/'},
+        {header: 'files', get: (f) => String(f.files)},
+        {header: 'size', get: (f) => humanBytes(f.bytes)},
+      ])
+      this.print(`${row.identifier}: ${total} ${kind} file(s) in ${folders.length} folder(s)${hint}${folders.length === 0 ? '' : `\n${table}`}`)
       return {mirror: row.identifier, kind, folders}
     }
     const folder = trimSlashes(this.flags.folder)

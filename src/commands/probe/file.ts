@@ -6,15 +6,9 @@ import {probeFile, type FileProbeResult} from '../../lib/probe/file.js'
 export default class ProbeFile extends BaseCommand<typeof ProbeFile> {
   static override description = `Ask every mirror that claims a file whether it serves it, and at which size
 
-The claiming mirrors are those in the file's mirror set (held at the last scan) plus those with
-a stale record. Each gets one GET with Range: bytes=0-0; the size comes from Content-Range (or
-Content-Length). Verdicts: ok (origin's size), stale (another size), missing (404/410),
-unknown_size, error (see the reason).
+The claiming mirrors are those in the file's mirror set (held at the last scan) plus those with a stale record. Each gets one GET with Range: bytes=0-0; the size comes from Content-Range (or Content-Length). Verdicts: ok (origin's size), stale (another size), missing (404/410), unknown_size, error (see the reason).
 
-With --hash, each copy of the origin's size is then fetched whole and hashed with the
-strongest digest the index holds of the file's current version (SHA-256, SHA-1 or MD5; run
-mb index --hashes first): corrupt when its bytes differ. The whole read must finish within
-probe.timeout seconds (--timeout); redirects are followed within the mirror's own host only.`
+With --hash, each copy of the origin's size is then fetched whole and hashed with the strongest digest the index holds of the file's current version (SHA-256, SHA-1 or MD5; run mb index --hashes first): corrupt when its bytes differ. The whole read must finish within probe.timeout seconds (--timeout); redirects are followed within the mirror's own host only.`
 
   static override examples = [
     '<%= config.bin %> probe file distribution/15.6/iso/netinst.iso',

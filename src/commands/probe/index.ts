@@ -12,40 +12,13 @@ import {checkMirrorContents, type ContentRound} from '../../lib/probe/content-ch
 export default class Probe extends BaseCommand<typeof Probe> {
   static override description = `Probe mirror health over HTTP and HTTPS, IPv4 and IPv6
 
-Each mirror's base URLs are checked over every address family their host resolves to, by
-requesting a known file (the smallest file the scan found on that mirror, or probe.sentinel)
-with GET and Range: bytes=0-0. Results go to the probe history; a mirror goes down after
-probe.fail_threshold consecutive failures and comes back after probe.ok_threshold successes
-(a protocol/family probed for the first time takes its first answer). A mirror that was down
-longer than probe.rescan_after_seconds needs a fresh scan before it gets redirects again.
-Down mirrors get no redirects. With no names, every enabled mirror is probed. Redirects are
-followed within the mirror's own host; to other hosts by probe.redirects: same_origin (the
-default: the check ends as redirect_offsite and the mirror is out of selection), public
-(followed, not to private/loopback addresses; the note names the other host) or any. With
-probe.user_agents, each check is also made with those User-Agents and fails when one is
-refused. Exit 0 when the round ran, whatever it found; with --fail-on-down, exit 1 when a
-mirror went from up to down in this round, or was up and failed every check of it (so the
-first failed round alerts, not only the one that takes it out), naming each on stderr (even
-with --quiet), so that cron mails it or a systemd unit fails (contrib/systemd/mb-alert@.service).
+Each mirror's base URLs are checked over every address family their host resolves to, by requesting a known file (the smallest file the scan found on that mirror, or probe.sentinel) with GET and Range: bytes=0-0. Results go to the probe history; a mirror goes down after probe.fail_threshold consecutive failures and comes back after probe.ok_threshold successes (a protocol/family probed for the first time takes its first answer). A mirror that was down longer than probe.rescan_after_seconds needs a fresh scan before it gets redirects again. Down mirrors get no redirects. With no names, every enabled mirror is probed. Redirects are followed within the mirror's own host; to other hosts by probe.redirects: same_origin (the default: the check ends as redirect_offsite and the mirror is out of selection), public (followed, not to private/loopback addresses; the note names the other host) or any. With probe.user_agents, each check is also made with those User-Agents and fails when one is refused. Exit 0 when the round ran, whatever it found; with --fail-on-down, exit 1 when a mirror went from up to down in this round, or was up and failed every check of it (so the first failed round alerts, not only the one that takes it out), naming each on stderr (even with --quiet), so that cron mails it or a systemd unit fails (contrib/systemd/mb-alert@.service).
 
-probe.on_change names a program run once per state transition of the round, with MB_MIRROR,
-MB_SCOPE (mirror, or a protocol/family such as https/ipv6), MB_PROTOCOL, MB_FAMILY,
-MB_OLD_STATE (up, down, or unknown on a first probe), MB_NEW_STATE, MB_REASON and MB_AT in
-its environment; each run may take probe.on_change_timeout seconds (10). A hook that fails
-is reported on stderr and changes nothing else.
+probe.on_change names a program run once per state transition of the round, with MB_MIRROR, MB_SCOPE (mirror, or a protocol/family such as https/ipv6), MB_PROTOCOL, MB_FAMILY, MB_OLD_STATE (up, down, or unknown on a first probe), MB_NEW_STATE, MB_REASON and MB_AT in its environment; each run may take probe.on_change_timeout seconds (10). A hook that fails is reported on stderr and changes nothing else.
 
---content checks the bytes instead (docs/operations.md, "Content checks"): for each mirror,
-copies of files with SHA-1 pieces (\`mb index --hashes\`), those found corrupt before first
-(the piece that failed), then those not yet checked whole (newest first, then the most
-downloaded), then those checked whole longest ago: each copy whole, every piece from where
-its last check stopped, fetched with ranged GETs within --budget bytes
-(probe.content_budget_bytes, 1 GiB) and compared with the index. A copy whose piece differs
-is recorded as corrupt and leaves the file's mirror set until a scan sees another size or
-mtime there or a later check passes. An answer that proves nothing (a 5xx, a redirect loop,
-a short or long body) records the copy as unchecked, with the reason.
+--content checks the bytes instead (docs/operations.md, "Content checks"): for each mirror, copies of files with SHA-1 pieces (\`mb index --hashes\`), those found corrupt before first (the piece that failed), then those not yet checked whole (newest first, then the most downloaded), then those checked whole longest ago: each copy whole, every piece from where its last check stopped, fetched with ranged GETs within --budget bytes (probe.content_budget_bytes, 1 GiB) and compared with the index. A copy whose piece differs is recorded as corrupt and leaves the file's mirror set until a scan sees another size or mtime there or a later check passes. An answer that proves nothing (a 5xx, a redirect loop, a short or long body) records the copy as unchecked, with the reason.
 
---format nagios prints one Nagios/Icinga plugin line and exits 0 OK, 1 WARNING, 2 CRITICAL,
-3 UNKNOWN, by the share of probed mirrors that are down (--warning / --critical, percent).`
+--format nagios prints one Nagios/Icinga plugin line and exits 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, by the share of probed mirrors that are down (--warning / --critical, percent).`
 
   static override examples = [
     '<%= config.bin %> probe',

@@ -19,22 +19,13 @@ interface SkippedMirror {
 export default class Scan extends BaseCommand<typeof Scan> {
   static override description = `Scan mirrors: list what each holds and record it in the origin index
 
-Each mirror is listed over rsync, then FTP, then HTTP, by the URLs it has, falling back to the
-next protocol when one fails. Files whose size (and mtime, within the listing's precision)
-match the origin count as held; other copies are recorded as stale. A scan that fails, runs out
-of time, or matches fewer than scan.min_ratio (default 0.5) of the files it matched before
-changes nothing but the mirror's last scan error. Exit 1 when any mirror failed.
+Each mirror is listed over rsync, then FTP, then HTTP, by the URLs it has, falling back to the next protocol when one fails. Files whose size (and mtime, within the listing's precision) match the origin count as held; other copies are recorded as stale. A scan that fails, runs out of time, or matches fewer than scan.min_ratio (default 0.5) of the files it matched before changes nothing but the mirror's last scan error. Exit 1 when any mirror failed.
 
-With --dir, a folder the mirror does not have (404/410, FTP 550 or rsync "No such file or
-directory" while its base URL answers) is an empty folder, not a failure: the mirror's copies
-there leave their mirror sets, and the line says "0 files (folder not on the mirror)". A base
-URL that does not answer either stays a failure.
+With --dir, a folder the mirror does not have (404/410, FTP 550 or rsync "No such file or directory" while its base URL answers) is an empty folder, not a failure: the mirror's copies there leave their mirror sets, and the line says "0 files (folder not on the mirror)". A base URL that does not answer either stays a failure.
 
-With --all and --protocol P, mirrors without a P URL are skipped and listed as such (exit 0
-when every scanned mirror succeeded); a mirror named on the command line must have one.
+With --all and --protocol P, mirrors without a P URL are skipped and listed as such (exit 0 when every scanned mirror succeeded); a mirror named on the command line must have one.
 
-rsync credentials: the user goes in the URL (rsync://user@host/module/); the password comes
-from RSYNC_PASSWORD or the file named by scan.rsync_password_file, and is never printed.`
+rsync credentials: the user goes in the URL (rsync://user@host/module/); the password comes from RSYNC_PASSWORD or the file named by scan.rsync_password_file, and is never printed.`
 
   static override examples = [
     '<%= config.bin %> scan ftp.example.de',

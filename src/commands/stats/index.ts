@@ -12,7 +12,7 @@ import {barChart, fillDays, htmlReport, humanBytes, sparkline, statsCsv} from '.
 export default class Stats extends BaseCommand<typeof Stats> {
   static override description = `Show download statistics from the daily and monthly aggregates
 
-A download is a GET answered by a redirect or by local delivery; Range continuations, HEADs, metalinks, hashes, mirror lists and 304s are counted as other requests. Dates are UTC days, inclusive. Monthly rollups (rows older than the daily retention) count whole when their month overlaps the range; --by day labels them YYYY-MM. With --limit, the groups beyond N are summed in one "(other)" row, so the rows always add up to the total.
+A download is a GET answered by a redirect or by local delivery; Range continuations, HEADs, metalinks, hashes, mirror lists, .torrent and .zsync files and 304s are counted as other requests, metalinks and the rest for the file they describe (PATH.meta4 as PATH). Dates are UTC days, inclusive. Monthly rollups (rows older than the daily retention) count whole when their month overlaps the range; --by day labels them YYYY-MM. With --limit, the groups beyond N are summed in one "(other)" row, so the rows always add up to the total.
 
 Below the table (and as rule_hits in --json), the requests each redirect rule answered in the date range (\`mb rule\`; --path and --mirror do not filter them), and (as demand_scans) the scans on demand of \`mb serve\` (scan.demand): folders scanned, mirror scans (failed ones apart) and the copies they found.`
 

@@ -200,12 +200,14 @@ function valueAt(tree: unknown, path: ReadonlyArray<string | number>): unknown {
  */
 function invalidSetting(issue: z.ZodIssue, tree: Tree, sources: Record<string, ConfigSource>): UsageError {
   const key = issue.path.join('.')
-  const source = sources[key] ?? sources[issue.path.slice(0, -1).join('.')]
+  // An unknown key has no source of its section's own, but the file it was read from is the key's.
+  const unknown = issue.code === 'unrecognized_keys' ? sources[[...issue.path, issue.keys[0]].join('.')] : undefined
+  const source = sources[key] ?? sources[issue.path.slice(0, -1).join('.')] ?? unknown
   const where =
     source?.startsWith('flag:') || source?.startsWith('env:')
       ? `Invalid value for ${source.slice(source.indexOf(':') + 1)} (setting ${key})`
       : source?.startsWith('file:')
-        ? `Invalid setting ${key} in ${source.slice(5)}`
+        ? `Invalid setting ${key || '(top level)'} in ${source.slice(5)}`
         : `Invalid setting ${key || '(top level)'}`
   const raw = valueAt(tree, issue.path)
   const received = raw === undefined || Number.isNaN(raw) ? undefined : typeof raw === 'number' && !Number.isFinite(raw) ? String(raw) : JSON.stringify(raw)

@@ -294,7 +294,8 @@ export class MetalinkRoutes {
     else if (target.kind === 'metalink') parts.metalink3 ??= Buffer.from(metalink3FilePart(doc))
     server.answerLater(ctx, () => {
       const sent = send(ctx, target.kind as DocumentKind, mctx, parts)
-      server.finish(ctx, sent.status, sent.outcome, {bytesSent: sent.bytesSent, fileSize: file.size, realm: selection.realm})
+      // Counted for the file it describes (`PATH.meta4` as `PATH?meta4`), not for a path of its own.
+      server.finish(ctx, sent.status, sent.outcome, {bytesSent: sent.bytesSent, fileSize: file.size, realm: selection.realm, path: file.path})
     })
   }
 
@@ -335,6 +336,6 @@ export class MetalinkRoutes {
     else if (changed) stored = {status: 404, reason: `/${file.path} changed on the origin since it was indexed; try again once it is re-indexed.`}
     else stored = kind === 'zsync' ? await formats.zsync(file) : await formats.torrent(file)
     const sent = sendFormat(ctx.req, ctx.res, kind, doc, stored, formats?.trackers ?? [])
-    this.server.finish(ctx, sent.status, sent.outcome, {bytesSent: sent.bytesSent, fileSize: file.size, realm: selection.realm})
+    this.server.finish(ctx, sent.status, sent.outcome, {bytesSent: sent.bytesSent, fileSize: file.size, realm: selection.realm, path: file.path})
   }
 }

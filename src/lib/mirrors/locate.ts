@@ -14,6 +14,7 @@ import {Resolver, lookup} from 'node:dns/promises'
 import {isIP} from 'node:net'
 import type {GeoResolver} from '../geo/geoip.js'
 import {MbError} from '../errors.js'
+import {isLocalAddress} from '../net.js'
 
 /** What locating a host found. Coordinates in degrees (WGS84). */
 export interface Location {
@@ -101,9 +102,14 @@ export async function locateHost(host: string, geo: GeoResolver): Promise<Locati
   return location
 }
 
-/** One line saying what was found: `81.2.69.142 -> GB (EU), 51.5142,-0.0931, AS 20712`. */
+/**
+ * One line saying what was found: `81.2.69.142 -> GB (EU), 51.5142,-0.0931, AS 20712`; a host
+ * whose addresses are all loopback or private (a mirror tried out on one machine) is said to
+ * be one, since no GeoIP database places such an address.
+ */
 export function describeLocation(l: Location): string {
-  const where = l.country ? `${l.country}${l.continent ? ` (${l.continent})` : ''}` : 'no country known'
+  const local = l.addresses.length > 0 && l.addresses.every(isLocalAddress)
+  const where = l.country ? `${l.country}${l.continent ? ` (${l.continent})` : ''}` : `no country known${local ? ' (loopback or private addresses, which GeoIP does not place)' : ''}`
   const coordinates = l.latitude !== null && l.longitude !== null ? `, ${l.latitude},${l.longitude}` : ''
   return `${l.host} (${l.addresses.join(', ')}) -> ${where}${coordinates}${l.asn !== null ? `, AS ${l.asn}` : ''}`
 }

@@ -19,7 +19,7 @@ import {join} from 'node:path'
 import {Worker} from 'node:worker_threads'
 import {type Selectable, sql} from 'kysely'
 import type {Database} from '../db/index.js'
-import {UsageError} from '../errors.js'
+import {rootNotDirectory} from './root.js'
 import {hashesOutdatedSql} from './freshness.js'
 import {zsyncParams, type ZsyncParams} from './zsync.js'
 import {inSubtree} from '../db/sql.js'
@@ -324,7 +324,7 @@ interface Todo {
 export async function hashIndex(database: Database, root: string, options: HashIndexOptions = {}): Promise<HashIndexResult> {
   const started = process.hrtime.bigint()
   const rootStat = await stat(root).catch(() => null)
-  if (!rootStat?.isDirectory()) throw new UsageError(`The origin root ${root} is not a readable directory; set \`root\` in the config or pass --root.`, 'ROOT_INVALID')
+  if (!rootStat?.isDirectory()) throw rootNotDirectory(root, rootStat ? 'not a directory' : 'it does not exist or cannot be read')
   const pieceHash = options.pieceHash ?? 'sha256'
   const jobs = Math.max(1, options.jobs ?? availableParallelism())
   const batchSize = options.batchSize ?? 100

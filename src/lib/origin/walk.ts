@@ -14,6 +14,7 @@ import type {Dir, Stats} from 'node:fs'
 import {opendir, realpath, stat} from 'node:fs/promises'
 import {dirname, join, relative, sep} from 'node:path'
 import {UsageError} from '../errors.js'
+import {rootNotDirectory} from './root.js'
 import {trimSlashes} from '../text.js'
 
 /** One regular file of the origin tree. */
@@ -119,7 +120,7 @@ async function resolveStart(root: string, subdir: string | undefined): Promise<{
     rootReal = await realpath(root)
     if (!(await stat(rootReal)).isDirectory()) throw new Error('not a directory')
   } catch (error) {
-    throw new UsageError(`The origin root ${root} is not a readable directory (${(error as Error).message}). Pass --root DIR or set MB_ROOT.`, 'ROOT_INVALID')
+    throw rootNotDirectory(root, (error as Error).message)
   }
   const start = trimSlashes(subdir ?? '')
   let startReal = rootReal

@@ -8,6 +8,7 @@ import type {PushConfig} from './config.js'
 import type {Database} from '../db/index.js'
 import type {MirrorRow} from '../db/schema.js'
 import {UsageError} from '../errors.js'
+import {requireRoot} from '../origin/root.js'
 import type {PushOptions} from './push.js'
 import type {IndexConfig} from '../origin/config.js'
 
@@ -29,11 +30,11 @@ export interface PushSettings {
  * @throws UsageError when `root` is not set, or push.large_max is below push.small_max
  */
 export function pushOptions(config: PushSettings): PushOptions {
-  if (!config.root) throw new UsageError('No origin root given: pass --root DIR (or set MB_ROOT / `root:` in the config file); `mb push` sends that tree.', 'ROOT_INVALID')
+  const root = requireRoot(config.root, '`mb push` sends that tree')
   const p = config.push
   if (p.large_max < p.small_max) throw new UsageError(`push.large_max (${p.large_max}) must be at least push.small_max (${p.small_max}).`)
   return {
-    root: config.root,
+    root,
     smallMax: p.small_max,
     largeMax: p.large_max,
     timeoutSeconds: p.timeout,

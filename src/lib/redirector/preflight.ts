@@ -8,6 +8,7 @@ import {dirname, join, resolve} from 'node:path'
 import type {Config} from '../config/index.js'
 import {SHARED_SOCKET_NAME} from '../db/pglite.js'
 import {UsageError} from '../errors.js'
+import {requireRoot, rootNotDirectory} from '../origin/root.js'
 
 /** Longest Unix socket path Linux accepts: `sun_path` is 108 bytes with the trailing NUL (unix(7)). */
 const MAX_SOCKET_PATH_BYTES = 107
@@ -55,8 +56,8 @@ function checkAccessLog(path: string): void {
 }
 
 /** The origin root, checked. @throws UsageError `ROOT_INVALID` when absent or not a directory */
-export function checkRoot(root: string | undefined): string {
-  if (!root) throw new UsageError('No origin root given: pass --root DIR (or set MB_ROOT / `root:` in the config file).', 'ROOT_INVALID')
-  if (!existsSync(root) || !statSync(root).isDirectory()) throw new UsageError(`The origin root ${root} is not a directory. Pass the tree that \`mb index\` walks with --root.`, 'ROOT_INVALID')
+export function checkRoot(given: string | undefined): string {
+  const root = requireRoot(given)
+  if (!existsSync(root) || !statSync(root).isDirectory()) throw rootNotDirectory(root, existsSync(root) ? 'not a directory' : 'it does not exist')
   return root
 }
