@@ -29,15 +29,23 @@ async function countingProxy(target: string): Promise<{port: number; seen: strin
       res.writeHead(502).end()
       return
     }
-    const upstream = http.request({host: url.hostname, port: url.port, path: url.pathname + url.search, method: req.method, headers: req.headers}, (r) => {
+    // A new connection per request (agent: false): an idle keep-alive connection of the
+    // process's shared agent may be closed by mb serve just as it is reused, a reset that
+    // would reach Chromium as a 502 on a loaded machine.
+    const upstream = http.request({host: url.hostname, port: url.port, path: url.pathname + url.search, method: req.method, headers: req.headers, agent: false}, (r) => {
       res.writeHead(r.statusCode ?? 502, r.headers)
+      r.on('error', () => res.destroy())
       r.pipe(res)
     })
-    upstream.on('error', () => res.writeHead(502).end())
+    upstream.on('error', () => (res.headersSent ? res.destroy() : res.writeHead(502).end()))
+    req.on('error', () => upstream.destroy())
     req.pipe(upstream)
   })
+  // Chromium closes its connections when it exits: a reset then is not the test's failure.
+  server.on('clientError', (_error, socket) => socket.destroy())
   server.on('connect', (req, socket) => {
     seen.push(`CONNECT ${req.url}`)
+    socket.on('error', () => {})
     socket.end('HTTP/1.1 502 Bad Gateway\r\n\r\n')
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
