@@ -21,6 +21,11 @@ export function isoSeconds(time: Date | number): string {
   return text
 }
 
+/** An ISO 8601 UTC timestamp text (`2026-11-29T16:00:00.123Z`) without its milliseconds, or null for null. */
+export function shortIso(value: string | null): string | null {
+  return value === null ? null : value.replace(/\.\d{3}Z$/, 'Z')
+}
+
 /** {@link isoSeconds} of a Unix time in seconds (the unit of `file.mtime`). */
 export function unixIso(seconds: number): string {
   return isoSeconds(seconds * 1000)

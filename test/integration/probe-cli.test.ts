@@ -129,6 +129,9 @@ describe(`mb probe CLI (${backend})`, () => {
     expect(show.stdout).to.match(/recent transitions:\n/)
     expect(show.stdout).to.match(/Z {2}mirror {6}up -> down {2}\(refused\)/)
     expect(show.stdout).to.match(/Z {2}http\/ipv4 {3}unknown -> down {2}\(refused\)/)
+    // The probe's checks as words, and times in whole seconds as the other fields are.
+    expect(show.stdout).to.match(/^status: +http\/ipv4 down since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(refused, \d+ failed in a row\)$/m)
+    expect(show.stdout).to.match(/^last_probe: +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/m)
   })
 
   it('exits 1 on an unknown mirror name, like mb mirror show, and changes nothing', async () => {

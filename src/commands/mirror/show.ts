@@ -7,6 +7,7 @@ import {renderRecord, renderTable} from '../../lib/output.js'
 import {FILE_KINDS, type FileKind, type FolderCount, type MirrorFile, mirrorFileFolders, mirrorFilesIn} from '../../lib/lookup/mirror-files.js'
 import {humanBytes} from '../../lib/stats/render.js'
 import {trimSlashes} from '../../lib/text.js'
+import {shortIso} from '../../lib/time.js'
 import {readOriginTrace} from '../../lib/sync/trace.js'
 import {type MirrorChecks, mirrorChecks} from '../../lib/probe/content-store.js'
 import {probeStateText, probeSummaries, probeSummaryJson, recentTransitions, renderTransitions, transitionJson, type ProbeSummaryJson} from '../../lib/probe/history.js'
@@ -49,7 +50,7 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
     const limit = threshold > 0 ? ` (the mirror is suspect from ${threshold}: probe.suspect_bad_copies)` : ' (probe.suspect_bad_copies is 0: never suspect for them)'
     const bad = `${badCopies === 0 ? '0' : `${badCopies}: content checks found these copies corrupt; they get no clients (\`mb file lookup\` names them per file)`}${limit}`
     this.print(
-      `${renderRecord([...mirrorRecord(mirror), ['bad_copies', bad], ['content_checks', checksText(checks)], ['probe', probeStateText(summary)], ['last_probe', summary.last_probe_at], ['probe_reason', summary.reason]])}\n${renderTransitions(transitions)}`,
+      `${renderRecord([...mirrorRecord(mirror), ['bad_copies', bad], ['content_checks', checksText(checks)], ['probe', probeStateText(summary)], ['last_probe', shortIso(summary.last_probe_at)], ['probe_reason', summary.reason]])}\n${renderTransitions(transitions)}`,
     )
     return {...mirror, bad_copies: badCopies, suspect_bad_copies: threshold, content_checks: checks, probe: {...summary, transitions: transitions.map(transitionJson)}}
   }

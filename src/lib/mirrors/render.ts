@@ -6,11 +6,22 @@
 import type {Column} from '../output.js'
 import type {PublicMirror} from './public.js'
 import {prefixOverride} from './location.js'
-import {shortDuration} from '../time.js'
+import {shortDuration, shortIso} from '../time.js'
 
-/** An ISO 8601 UTC timestamp without milliseconds, or null. */
-function shortTime(value: string | null): string | null {
-  return value === null ? null : value.replace(/\.\d{3}Z$/, 'Z')
+/**
+ * The probe's checks of `mirror.status` (see probe/state.ts), one per protocol and address
+ * family: `http/ipv4 down since 2026-12-07T14:04:07Z (refused, 1 failed in a row)`; null
+ * when never probed. A status of another shape is shown as its JSON.
+ */
+function checkLines(status: Record<string, unknown>): string | null {
+  const checks = status.checks
+  if (checks === undefined || checks === null) return Object.keys(status).length === 0 ? null : JSON.stringify(status)
+  if (typeof checks !== 'object') return JSON.stringify(status)
+  const lines = Object.entries(checks as Record<string, {up?: boolean; since?: string; reason?: string; ok_count?: number; fail_count?: number}>).map(([key, c]) => {
+    const run = c.up ? `${c.ok_count ?? 0} passed in a row` : `${c.fail_count ?? 0} failed in a row`
+    return `${key} ${c.up ? 'up' : 'down'} since ${shortIso(c.since ?? null) ?? '?'} (${c.reason ?? '?'}, ${run})`
+  })
+  return lines.length === 0 ? null : lines.join('; ')
 }
 
 /**
@@ -50,9 +61,9 @@ function yesNo(value: boolean | null): string | null {
 /** `mb mirror show`'s `suspect` line: since when the mirror is out of selection after a refused scan, and how it returns; `no` otherwise. */
 function suspect(m: PublicMirror): string {
   if (!m.scan_refused_at && m.bad_copies_suspect_at)
-    return `yes, since ${shortTime(m.bad_copies_suspect_at)}: content checks found too many corrupt copies (probe.suspect_bad_copies), so no client is sent here (bad_copies) until a content round finds fewer or \`mb mirror edit ${m.identifier} --trust-scan\``
+    return `yes, since ${shortIso(m.bad_copies_suspect_at)}: content checks found too many corrupt copies (probe.suspect_bad_copies), so no client is sent here (bad_copies) until a content round finds fewer or \`mb mirror edit ${m.identifier} --trust-scan\``
   if (!m.scan_refused_at) return 'no'
-  return `yes, since ${shortTime(m.scan_refused_at)}: the last scan was refused by the safety check, so no client is sent here (scan_refused) until a good \`mb scan ${m.identifier}\` or \`mb mirror edit ${m.identifier} --trust-scan\``
+  return `yes, since ${shortIso(m.scan_refused_at)}: the last scan was refused by the safety check, so no client is sent here (scan_refused) until a good \`mb scan ${m.identifier}\` or \`mb mirror edit ${m.identifier} --trust-scan\``
 }
 
 /** `up`, with the state of a mirror that redirects to another host (`probe.redirects: same_origin`) said as such. */
@@ -80,7 +91,7 @@ export const MIRROR_LIST_COLUMNS: Array<Column<PublicMirror>> = [
   {header: 'enabled', get: (m) => yesNo(m.enabled), priority: 5},
   {header: 'up', get: (m) => upState(m), priority: 5},
   {header: 'status_reason', get: (m) => m.status_reason, priority: 0.3},
-  {header: 'last_scan', get: (m) => shortTime(m.last_scan_at), priority: 0.7},
+  {header: 'last_scan', get: (m) => shortIso(m.last_scan_at), priority: 0.7},
   {header: 'scan_result', get: (m) => scanResult(m), priority: 0.4},
   {header: 'push_result', get: (m) => pushResult(m), priority: 0.35},
   {header: 'sync', get: (m) => syncState(m), priority: 0.45},
@@ -126,32 +137,32 @@ export const MIRROR_SHOW_FIELDS: Array<[label: string, get: (m: PublicMirror) =>
   ['up', (m) => upState(m)],
   ['ipv6', (m) => (m.ipv6 === null ? 'unknown' : yesNo(m.ipv6))],
   ['range_ok', (m) => (m.range_ok === null ? 'unknown' : m.range_ok ? 'yes' : 'no: answers Range with the whole file (200); ranged requests are not sent here')],
-  ['status', (m) => (Object.keys(m.status).length === 0 ? null : JSON.stringify(m.status))],
+  ['status', (m) => checkLines(m.status)],
   ['status_reason', (m) => m.status_reason],
-  ['status_changed_at', (m) => shortTime(m.status_changed_at)],
+  ['status_changed_at', (m) => shortIso(m.status_changed_at)],
   ['needs_rescan', (m) => yesNo(m.needs_rescan)],
-  ['maintenance_until', (m) => shortTime(m.maintenance_until)],
+  ['maintenance_until', (m) => shortIso(m.maintenance_until)],
   ['suspect', (m) => suspect(m)],
-  ['scan_refused_at', (m) => shortTime(m.scan_refused_at)],
-  ['bad_copies_suspect_at', (m) => shortTime(m.bad_copies_suspect_at)],
-  ['url_changed_at', (m) => (m.url_changed_at === null ? null : `${shortTime(m.url_changed_at)} (URL changed, awaiting scan)`)],
-  ['synced_at', (m) => shortTime(m.synced_at)],
+  ['scan_refused_at', (m) => shortIso(m.scan_refused_at)],
+  ['bad_copies_suspect_at', (m) => shortIso(m.bad_copies_suspect_at)],
+  ['url_changed_at', (m) => (m.url_changed_at === null ? null : `${shortIso(m.url_changed_at)} (URL changed, awaiting scan)`)],
+  ['synced_at', (m) => shortIso(m.synced_at)],
   ['sync_lag_seconds', (m) => (m.sync_lag_seconds === null ? null : `${m.sync_lag_seconds} (${syncState(m)})`)],
   ['sync_error', (m) => m.sync_error],
-  ['last_scan_at', (m) => shortTime(m.last_scan_at)],
-  ['last_scan_ok_at', (m) => shortTime(m.last_scan_ok_at)],
+  ['last_scan_at', (m) => shortIso(m.last_scan_at)],
+  ['last_scan_ok_at', (m) => shortIso(m.last_scan_ok_at)],
   ['last_scan_result', (m) => scanResult(m)],
   ['last_scan_error', (m) => m.last_scan_error],
   ['last_scan_protocol', (m) => m.last_scan_protocol],
   ['last_scan_files', (m) => m.last_scan_files],
   ['last_scan_matched', (m) => m.last_scan_matched],
   ['last_scan_seconds', (m) => m.last_scan_seconds],
-  ['last_push_at', (m) => shortTime(m.last_push_at)],
-  ['last_push_ok_at', (m) => shortTime(m.last_push_ok_at)],
+  ['last_push_at', (m) => shortIso(m.last_push_at)],
+  ['last_push_ok_at', (m) => shortIso(m.last_push_ok_at)],
   ['last_push_result', (m) => pushResult(m)],
   ['last_push_error', (m) => m.last_push_error],
-  ['created_at', (m) => shortTime(m.created_at)],
-  ['updated_at', (m) => shortTime(m.updated_at)],
+  ['created_at', (m) => shortIso(m.created_at)],
+  ['updated_at', (m) => shortIso(m.updated_at)],
 ]
 
 /** The `[label, value]` entries of one mirror for `renderRecord`. */

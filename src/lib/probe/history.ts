@@ -7,7 +7,7 @@ import type {DB} from '../db/schema.js'
 import type {Column} from '../output.js'
 import type {UnprobedPolicy} from '../select/config.js'
 import {parseStatus} from './state.js'
-import {isoSeconds} from '../time.js'
+import {isoSeconds, shortIso} from '../time.js'
 
 /** A recorded state change. `scope` is 'mirror' (the summary) or e.g. 'https/ipv6'. */
 export interface TransitionRecord {
@@ -137,7 +137,7 @@ export function probeStateText(p: ProbeSummaryJson): string {
 /** Columns that `mb mirror list` appends: probe state (per scheme, and how unprobed ones are treated), last probe time (UTC), reason. */
 export const PROBE_LIST_COLUMNS: Array<Column<{probe: ProbeSummaryJson}>> = [
   {header: 'probe', get: (m) => probeStateText(m.probe)},
-  {header: 'last_probe', get: (m) => (m.probe.last_probe_at ? m.probe.last_probe_at.replace(/\.\d{3}Z$/, 'Z') : null)},
+  {header: 'last_probe', get: (m) => shortIso(m.probe.last_probe_at)},
   {header: 'probe_reason', get: (m) => m.probe.reason},
 ]
 
