@@ -112,6 +112,8 @@ describe(`the page per mirror, GET /mirrors/NAME (${backend})`, function () {
     expect(second.entries.map((f: any) => f.path)).to.deep.equal(Array.from({length: 10}, (_, i) => `pub/many/f${String(10 + i).padStart(2, '0')}.iso`))
     expect((await json('?folder=pub/many&page=3&page_size=10')).entries).to.have.length(5)
     expect((await json('?folder=pub/many&page=9&page_size=10')).entries).to.deep.equal([])
+    // `?page=` alone pages by the page's own 100 rows, as its first page shows them.
+    expect(await json('?folder=pub/many&page=1')).to.deep.include({page: 1, page_size: 100, pages: 1})
     expect((await json('?folder=/&page_size=5')).entries).to.deep.equal([{path: 'top.iso', size: 7000, mtime: '2023-11-14T22:13:26Z'}])
     const stale = await json('?files=stale&folder=/pub/')
     expect(stale.entries).to.deep.equal([{path: 'pub/b.iso', size: 2000, mtime: '2023-11-14T22:13:21Z', mirror_size: 5, mirror_mtime: '2020-09-13T12:26:40Z'}])

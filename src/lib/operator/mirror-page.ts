@@ -4,8 +4,8 @@
  * the files it lacks, holds stale or holds corrupt (`?files=missing|stale|bad`, default
  * `missing`; ./mirror-view.ts) per folder with counts, or one folder's files
  * (`?folder=DIR`, '' or `/` for the top of the tree). Both lists are paged with the
- * overview's `?page=N&page_size=M` (./network-page.ts `parsePaging`); without them the first
- * {@link DEFAULT_PAGE_SIZE} rows come.
+ * overview's `?page=N&page_size=M` (./network-page.ts `parsePaging`), by
+ * {@link DEFAULT_PAGE_SIZE} rows when no `?page_size=` is given (`?page=2` alone included).
  *
  * HTML (self-contained, like the overview) or JSON with `Accept: application/json`:
  * `{mirror, files, total, bytes, page, page_size, pages, count, folders}` for the folders
@@ -71,7 +71,7 @@ function parseQuery(query: string | undefined): {kind: FileKind; folder: string 
     if ('error' in parsed) return {error: parsed.error.replace('?path=', '?folder=')}
     folder = parsed.subtree.replace(/\/$/, '')
   }
-  const paged = query ? parsePaging(queryValue(query, 'page'), queryValue(query, 'page_size')) : {paging: undefined}
+  const paged = query ? parsePaging(queryValue(query, 'page'), queryValue(query, 'page_size'), DEFAULT_PAGE_SIZE) : {paging: undefined}
   if ('error' in paged) return paged
   return {kind: (files ?? 'missing') as FileKind, folder, paging: paged.paging ?? {page: 1, size: DEFAULT_PAGE_SIZE}}
 }

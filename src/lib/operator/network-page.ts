@@ -426,14 +426,15 @@ export type Paging = {page: number; size: number} | undefined
 
 /**
  * `?page=N` (1-based) and `?page_size=M` of `/mirrors`: neither gives every row; `page`
- * alone pages by {@link DEFAULT_PAGE_SIZE}, `page_size` alone gives page 1.
+ * alone pages by `defaultSize` (the overview's {@link DEFAULT_PAGE_SIZE}; a mirror's page
+ * passes its own), `page_size` alone gives page 1.
  * @returns an error message (answer 400) for a value that is not a whole number in range
  */
-export function parsePaging(page: string | undefined, size: string | undefined): {paging: Paging} | {error: string} {
+export function parsePaging(page: string | undefined, size: string | undefined, defaultSize = DEFAULT_PAGE_SIZE): {paging: Paging} | {error: string} {
   if (page === undefined && size === undefined) return {paging: undefined}
   const n = page === undefined ? 1 : /^[1-9]\d{0,5}$/.test(page) ? Number(page) : Number.NaN
   if (Number.isNaN(n)) return {error: '?page= must be a whole number from 1 to 999999'}
-  const m = size === undefined ? DEFAULT_PAGE_SIZE : /^[1-9]\d{0,3}$/.test(size) && Number(size) <= MAX_PAGE_SIZE ? Number(size) : Number.NaN
+  const m = size === undefined ? defaultSize : /^[1-9]\d{0,3}$/.test(size) && Number(size) <= MAX_PAGE_SIZE ? Number(size) : Number.NaN
   if (Number.isNaN(m)) return {error: `?page_size= must be a whole number from 1 to ${MAX_PAGE_SIZE}`}
   return {paging: {page: n, size: m}}
 }
