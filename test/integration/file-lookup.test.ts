@@ -173,6 +173,10 @@ describe(`mb file lookup (${backend})`, () => {
   it('says when the origin serves the file itself', async () => {
     const small = await mb(['file', 'lookup', 'iso/SHA256SUMS', '--client-ip', '81.2.69.142', '--json'], {env})
     expect(small.json().files[0].explain).to.deep.include({realm: null, origin: {reason: 'small_file', detail: '200 bytes, below min_size 4096'}, ranked: []})
+    // No mirror to cycle through: the retry line says the repeats go to the origin too, not to "the next mirror".
+    const smallText = await mb(['file', 'lookup', 'iso/SHA256SUMS', '--client-ip', '81.2.69.142'], {env})
+    expect(smallText.stdout).to.contain('retry: attempt 1 goes to origin; no mirror is chosen for this client, so every repeated request goes there too')
+    expect(smallText.stdout).to.not.contain('never to the origin')
     const none = await mb(['file', 'lookup', 'docs/readme.txt', '--client-ip', '89.160.20.112', '--json'], {env})
     const e = none.json().files[0].explain
     expect(e.origin.reason).to.equal('no_mirror')

@@ -149,6 +149,8 @@ describe('redirect rules through mb serve', function () {
     expect(list.realms.flatMap((g) => g.mirrors.map((m) => m.identifier)).sort()).to.deep.equal(['mirror.example.cn', 'mirror2.example.cn'])
     const lookup = await mb(['file', 'lookup', 'store/cart.html', '--client-ip', GB, '--geoip', GEOIP, '--json'], {env})
     expect(lookup.json().files[0].explain.rule).to.deep.equal({name: 'intlstore', target: 'url', url: 'https://intlstore.example.org/cart.html', status: 302})
+    // The url rule answers repeats too: no mirror of the ranking is a retry's next stop.
+    expect(lookup.json().files[0].explain.retry).to.include({attempt: 1, goes_to: 'rule intlstore'})
     const human = await mb(['file', 'lookup', 'iso/big.iso', '--client-ip', CN, '--geoip', GEOIP], {env})
     expect(human.stdout).to.contain('rule cn matches: only its mirrors are ranked')
   })

@@ -74,7 +74,8 @@ export interface LookupExplain {
   /**
    * The retry rule of `mb serve` (docs/selection.md, "Retries"), or null when retries are off:
    * `attempt` (1 = a first request; `--attempt N`) goes to `goes_to`, a mirror's name, or
-   * `origin`; `rule` says it in words.
+   * when no mirror is ranked `origin` or `rule NAME` (the redirect rule that answers);
+   * `rule` says it in words.
    */
   retry: {window_seconds: number; attempt: number; goes_to: string; rule: string} | null
 }
@@ -344,21 +345,25 @@ function explain(context: SelectionContext, rules: RuleSet | undefined, attempt:
       note: c.note ?? null,
     })),
     excluded: s.excluded.map((e) => ({mirror: e.mirror.identifier, reason: e.reason, detail: e.detail})).sort((a, b) => a.mirror.localeCompare(b.mirror)),
-    retry: retryExplained(options.retryWindowSeconds, attempt, s.ranked, options.maxAlternatives),
+    // A `url` rule answers every request, repeats included, before any mirror is chosen.
+    retry: retryExplained(options.retryWindowSeconds, attempt, s.rule?.target === 'url' ? [] : s.ranked, options.maxAlternatives, s.rule?.target === 'url' ? `rule ${s.rule.name}` : 'origin'),
   }
 }
 
 /**
  * Where `attempt` goes among `ranked` under the retry rule (src/lib/select/retry.ts): the
  * attempt's member of the client's tier, among the first `linkCount` candidates (those a
- * redirect names), at least `TIER_CANDIDATES`; the origin only when no mirror is eligible.
- * Null when retries are off.
+ * redirect names), at least `TIER_CANDIDATES`; when no mirror is ranked, every attempt goes
+ * where the first went (`instead`: the origin, or the `url` redirect rule that answers before
+ * any selection), and the rule says so rather than describing a cycle there is not. Null when
+ * retries are off.
  */
-function retryExplained(windowSeconds: number, attempt: number, ranked: readonly Candidate[], linkCount: number): LookupExplain['retry'] {
+function retryExplained(windowSeconds: number, attempt: number, ranked: readonly Candidate[], linkCount: number, instead: string): LookupExplain['retry'] {
   if (windowSeconds <= 0) return null
   const named = ranked.slice(0, Math.max(TIER_CANDIDATES, linkCount))
   const size = tierSize(named)
-  return {window_seconds: windowSeconds, attempt, goes_to: size === 0 ? 'origin' : named[tierIndex(attempt, size)].mirror.identifier, rule: retryRule(windowSeconds)}
+  if (size === 0) return {window_seconds: windowSeconds, attempt, goes_to: instead, rule: 'no mirror is chosen for this client, so every repeated request goes there too (nothing to cycle through)'}
+  return {window_seconds: windowSeconds, attempt, goes_to: named[tierIndex(attempt, size)].mirror.identifier, rule: retryRule(windowSeconds)}
 }
 
 function safeUrl(m: SelectMirror, path: string, https: boolean): string | null {
