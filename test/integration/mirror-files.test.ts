@@ -64,4 +64,16 @@ describe(`mb mirror show --files (${backend})`, () => {
     const bad = await mb(['mirror', 'show', 'm.test', '--files', 'lost'], {env: tdb.env})
     expect(bad.code).to.equal(2)
   })
+
+  it('a folder with none of the kind says so without an empty table; a folder not in the tree is an error', async () => {
+    const none = await mb(['mirror', 'show', 'm.test', '--files', 'missing', '--folder', 'pub/sub'], {env: tdb.env})
+    expect(none.code, none.stderr).to.equal(0)
+    expect(none.stdout.trim()).to.equal('m.test: 0 missing file(s) in pub/sub, page 1 of 1')
+    const past = await mb(['mirror', 'show', 'm.test', '--files', 'missing', '--folder', 'pub', '--page', '3'], {env: tdb.env})
+    expect(past.stdout.trim()).to.equal('m.test: 1 missing file(s) in pub, page 3 of 1')
+    const typo = await mb(['mirror', 'show', 'm.test', '--files', 'missing', '--folder', 'pbu'], {env: tdb.env})
+    expect(typo.code).to.equal(1)
+    expect(typo.stderr).to.contain('No indexed file lies under /pbu.')
+    expect(typo.stdout).to.equal('')
+  })
 })

@@ -4,7 +4,8 @@ import {badCopyCount, resolveMirror} from '../../lib/mirrors/registry.js'
 import {type PublicMirror, publicMirror} from '../../lib/mirrors/public.js'
 import {mirrorRecord} from '../../lib/mirrors/render.js'
 import {renderRecord, renderTable} from '../../lib/output.js'
-import {FILE_KINDS, type FileKind, type FolderCount, type MirrorFile, mirrorFileFolders, mirrorFilesIn} from '../../lib/lookup/mirror-files.js'
+import {FILE_KINDS, type FileKind, type FolderCount, type MirrorFile, folderIndexed, mirrorFileFolders, mirrorFilesIn} from '../../lib/lookup/mirror-files.js'
+import {MbError} from '../../lib/errors.js'
 import {humanBytes} from '../../lib/stats/render.js'
 import {trimSlashes} from '../../lib/text.js'
 import {shortIso} from '../../lib/time.js'
@@ -75,16 +76,25 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
     const folder = trimSlashes(this.flags.folder)
     const size = this.flags['page-size']
     const {total, files} = await mirrorFilesIn(db, row, kind, scan, folder, this.flags.page, size)
+    // A mistyped folder lists nothing, which would read as "the mirror lacks nothing there".
+    if (total === 0 && !(await folderIndexed(db, folder)))
+      throw new MbError(`No indexed file lies under /${folder}. Give a folder of the tree (relative to the root), as \`mb mirror show ${row.identifier} --files ${kind}\` lists them.`, {
+        code: 'FILE_NOT_FOUND',
+      })
     const pages = Math.max(1, Math.ceil(total / size))
+    const summary = `${row.identifier}: ${total} ${kind} file(s) in ${folder || '/'}, page ${this.flags.page} of ${pages}`
+    // An empty page (none of that kind there, or a page past the last) prints no empty table.
     this.print(
-      `${row.identifier}: ${total} ${kind} file(s) in ${folder || '/'}, page ${this.flags.page} of ${pages}\n` +
-        renderTable(files, [
-          {header: 'path', get: (f) => f.path},
-          {header: 'size', get: (f) => String(f.size)},
-          {header: 'mtime (UTC)', get: (f) => f.mtime},
-          ...(kind === 'stale' ? [{header: 'mirror has', get: (f: MirrorFile) => `${f.mirror_size} bytes, ${f.mirror_mtime ?? 'no mtime'}`}] : []),
-          ...(kind === 'bad' ? [{header: 'bad piece', get: (f: MirrorFile) => `${f.piece} (found ${f.found_at})`}] : []),
-        ]),
+      files.length === 0
+        ? summary
+        : `${summary}\n` +
+            renderTable(files, [
+              {header: 'path', get: (f) => f.path},
+              {header: 'size', get: (f) => String(f.size)},
+              {header: 'mtime (UTC)', get: (f) => f.mtime},
+              ...(kind === 'stale' ? [{header: 'mirror has', get: (f: MirrorFile) => `${f.mirror_size} bytes, ${f.mirror_mtime ?? 'no mtime'}`}] : []),
+              ...(kind === 'bad' ? [{header: 'bad piece', get: (f: MirrorFile) => `${f.piece} (found ${f.found_at})`}] : []),
+            ]),
     )
     return {mirror: row.identifier, kind, folder, page: this.flags.page, pages, total, files}
   }

@@ -12,7 +12,7 @@
  */
 import {type Kysely, type RawBuilder, sql} from 'kysely'
 import type {DB} from '../db/schema.js'
-import {folderSql, inFolder} from '../db/sql.js'
+import {folderSql, inFolder, inSubtree} from '../db/sql.js'
 import {pathFilter} from '../glob.js'
 import {folderOf} from '../text.js'
 import {unixIso} from '../time.js'
@@ -163,6 +163,17 @@ export async function mirrorFileFolders(db: Kysely<DB>, mirror: MirrorScope, kin
     folders = [...counts.values()]
   }
   return folders.sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0))
+}
+
+/**
+ * Whether any indexed file lies under `folder` ('' = the top, always true): a folder of the
+ * tree, as opposed to a mistyped one, which lists no file of any kind.
+ * @throws whatever the driver throws
+ */
+export async function folderIndexed(db: Kysely<DB>, folder: string): Promise<boolean> {
+  if (folder === '') return true
+  const rows = await sql<{one: number}>`SELECT 1 AS one FROM file WHERE ${inSubtree(folder)} LIMIT 1`.execute(db)
+  return rows.rows.length > 0
 }
 
 /**
