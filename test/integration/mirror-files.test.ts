@@ -27,6 +27,12 @@ describe(`mb mirror show --files (${backend})`, () => {
       const m = await add('m.test', {exclude_patterns: ['**/*.src.rpm']})
       const other = await add('other.test')
       await seedHoldings(db, m, other)
+      // A content check of m.test's copy of pub/a.iso (1000 bytes, mtime 1,700,000,000), at a time with milliseconds.
+      const a = await db.selectFrom('file').select('id').where('path', '=', 'pub/a.iso').executeTakeFirstOrThrow()
+      await db
+        .insertInto('mirror_file_check')
+        .values({mirror_id: m, file_id: a.id, size: 1000, mtime: 1_700_000_000, next_piece: 0, checked_at: new Date('2026-12-01T10:00:00.123Z')} as any)
+        .execute()
     } finally {
       await database.close()
     }
@@ -75,5 +81,14 @@ describe(`mb mirror show --files (${backend})`, () => {
     expect(typo.code).to.equal(1)
     expect(typo.stderr).to.contain('No indexed file lies under /pbu.')
     expect(typo.stdout).to.equal('')
+  })
+
+  it('prints the times of corrupt copies and content checks in whole seconds, as every other time', async () => {
+    const bad = await mb(['mirror', 'show', 'm.test', '--files', 'bad', '--folder', 'pub/sub'], {env: tdb.env})
+    expect(bad.stdout).to.match(/^pub\/sub\/d\.iso\t5000\t2023-11-14T22:13:24Z\t3 \(found \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)$/m)
+    const lookup = await mb(['file', 'lookup', 'pub/a.iso'], {env: tdb.env})
+    expect(lookup.stdout).to.match(/^m\.test\t0\/0\t2026-12-01T10:00:00Z\t-\t-$/m)
+    const show = await mb(['mirror', 'show', 'm.test'], {env: tdb.env})
+    expect(show.stdout).to.match(/^content_checks: .*; last check 2026-12-01T10:00:00Z$/m)
   })
 })

@@ -3,7 +3,7 @@ import {BaseCommand} from '../../base-command.js'
 import {renderRecord, renderTable} from '../../lib/output.js'
 import {type FileLookup, lookupFiles} from '../../lib/lookup/files.js'
 import {outdatedCopy} from '../../lib/select/rules.js'
-import {unixIso} from '../../lib/time.js'
+import {shortIso, unixIso} from '../../lib/time.js'
 
 export default class FileLookupCommand extends BaseCommand<typeof FileLookupCommand> {
   static override description = `Show an indexed file: size, mtime, hashes, and the mirrors that hold it
@@ -152,9 +152,9 @@ function checkLines(f: FileLookup): string[] {
     renderTable(f.checks, [
       {header: 'mirror', get: (c) => c.identifier},
       {header: 'pieces read', get: (c) => `${c.pieces_read}/${c.pieces}`},
-      {header: 'checked (UTC)', get: (c) => c.checked_at},
-      {header: 'whole (UTC)', get: (c) => c.whole_at},
-      {header: 'unchecked', get: (c) => (c.unchecked_at === null ? null : `${c.unchecked_at}: ${c.unchecked_reason}`)},
+      {header: 'checked (UTC)', get: (c) => shortIso(c.checked_at)},
+      {header: 'whole (UTC)', get: (c) => shortIso(c.whole_at)},
+      {header: 'unchecked', get: (c) => (c.unchecked_at === null ? null : `${shortIso(c.unchecked_at)}: ${c.unchecked_reason}`)},
     ]),
   ]
 }

@@ -93,7 +93,7 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
               {header: 'size', get: (f) => String(f.size)},
               {header: 'mtime (UTC)', get: (f) => f.mtime},
               ...(kind === 'stale' ? [{header: 'mirror has', get: (f: MirrorFile) => `${f.mirror_size} bytes, ${f.mirror_mtime ?? 'no mtime'}`}] : []),
-              ...(kind === 'bad' ? [{header: 'bad piece', get: (f: MirrorFile) => `${f.piece} (found ${f.found_at})`}] : []),
+              ...(kind === 'bad' ? [{header: 'bad piece', get: (f: MirrorFile) => `${f.piece} (found ${shortIso(f.found_at ?? null)})`}] : []),
             ]),
     )
     return {mirror: row.identifier, kind, folder, page: this.flags.page, pages, total, files}
@@ -102,7 +102,7 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
 
 /** One line on what content checks read of the mirror's copies. */
 function checksText(c: MirrorChecks): string {
-  const last = c.last_checked_at === null ? 'never checked' : `last check ${c.last_checked_at}`
+  const last = c.last_checked_at === null ? 'never checked' : `last check ${shortIso(c.last_checked_at)}`
   const unchecked = c.unchecked > 0 ? `; ${c.unchecked} unchecked at their last check (${c.last_unchecked_reason})` : ''
   return `${c.checked_whole} of ${c.held} hashed copies checked whole (\`mb file lookup\` shows each); ${last}${unchecked}`
 }
