@@ -69,6 +69,10 @@ describe(`mb mirror show --files (${backend})`, () => {
     expect(text.stdout).to.match(/^pub\t1\t2\.9 KiB$/m)
     const bad = await mb(['mirror', 'show', 'm.test', '--files', 'lost'], {env: tdb.env})
     expect(bad.code).to.equal(2)
+    // The folders are not paged: --page without --folder is refused, not ignored.
+    const unpaged = await mb(['mirror', 'show', 'm.test', '--files', 'missing', '--page', '2'], {env: tdb.env})
+    expect(unpaged.code).to.equal(2)
+    expect(unpaged.stderr).to.contain('when using --page: --folder')
   })
 
   it('a folder with none of the kind says so without an empty table; a folder not in the tree is an error', async () => {

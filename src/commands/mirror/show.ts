@@ -35,8 +35,9 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
   static override flags = {
     files: Flags.string({description: 'instead of the mirror: the files it lacks (missing), holds stale or holds corrupt (bad), per folder with counts', options: [...FILE_KINDS]}),
     folder: Flags.string({description: 'with --files: the files directly in this folder (origin-relative), paged', dependsOn: ['files']}),
-    page: Flags.integer({description: 'with --folder: page N (1-based)', default: 1, min: 1, max: 1_000_000}),
-    'page-size': Flags.integer({description: 'with --folder: files per page', default: 100, min: 1, max: 10_000}),
+    // No oclif default: a flag with one counts as given, and dependsOn would refuse every call.
+    page: Flags.integer({description: 'with --folder: page N (1-based; default 1)', min: 1, max: 1_000_000, dependsOn: ['folder']}),
+    'page-size': Flags.integer({description: 'with --folder: files per page (default 100)', min: 1, max: 10_000, dependsOn: ['folder']}),
   }
 
   public async run(): Promise<ShownMirror | MirrorFiles> {
@@ -74,15 +75,16 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
       return {mirror: row.identifier, kind, folders}
     }
     const folder = trimSlashes(this.flags.folder)
-    const size = this.flags['page-size']
-    const {total, files} = await mirrorFilesIn(db, row, kind, scan, folder, this.flags.page, size)
+    const size = this.flags['page-size'] ?? 100
+    const page = this.flags.page ?? 1
+    const {total, files} = await mirrorFilesIn(db, row, kind, scan, folder, page, size)
     // A mistyped folder lists nothing, which would read as "the mirror lacks nothing there".
     if (total === 0 && !(await folderIndexed(db, folder)))
       throw new MbError(`No indexed file lies under /${folder}. Give a folder of the tree (relative to the root), as \`mb mirror show ${row.identifier} --files ${kind}\` lists them.`, {
         code: 'FILE_NOT_FOUND',
       })
     const pages = Math.max(1, Math.ceil(total / size))
-    const summary = `${row.identifier}: ${total} ${kind} file(s) in ${folder || '/'}, page ${this.flags.page} of ${pages}`
+    const summary = `${row.identifier}: ${total} ${kind} file(s) in ${folder || '/'}, page ${page} of ${pages}`
     // An empty page (none of that kind there, or a page past the last) prints no empty table.
     this.print(
       files.length === 0
@@ -96,7 +98,7 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
               ...(kind === 'bad' ? [{header: 'bad piece', get: (f: MirrorFile) => `${f.piece} (found ${shortIso(f.found_at ?? null)})`}] : []),
             ]),
     )
-    return {mirror: row.identifier, kind, folder, page: this.flags.page, pages, total, files}
+    return {mirror: row.identifier, kind, folder, page, pages, total, files}
   }
 }
 
