@@ -24,8 +24,9 @@ describe(`mb mirror show --files (${backend})`, () => {
             .returning('id')
             .executeTakeFirstOrThrow()
         ).id
-      const m = await add('m.test', {exclude_patterns: ['**/*.src.rpm']})
-      const other = await add('other.test')
+      const m = await add('m.test', {exclude_patterns: ['**/*.src.rpm'], last_scan_at: new Date('2026-12-01T09:00:00Z')})
+      const other = await add('other.test', {last_scan_at: new Date('2026-12-01T09:00:00Z')})
+      await add('new.test')
       await seedHoldings(db, m, other)
       // A content check of m.test's copy of pub/a.iso (1000 bytes, mtime 1,700,000,000), at a time with milliseconds.
       const a = await db.selectFrom('file').select('id').where('path', '=', 'pub/a.iso').executeTakeFirstOrThrow()
@@ -85,6 +86,15 @@ describe(`mb mirror show --files (${backend})`, () => {
     expect(typo.code).to.equal(1)
     expect(typo.stderr).to.contain('No indexed file lies under /pbu.')
     expect(typo.stdout).to.equal('')
+  })
+
+  it('says a mirror never scanned lacks every file because it was never scanned', async () => {
+    const r = await mb(['mirror', 'show', 'new.test', '--files', 'missing'], {env: tdb.env})
+    expect(r.stdout).to.contain('new.test: 7 missing file(s) in 3 folder(s) (never scanned: `mb scan new.test` finds what it holds);')
+    const folder = await mb(['mirror', 'show', 'new.test', '--files', 'missing', '--folder', 'pub/sub'], {env: tdb.env})
+    expect(folder.stdout).to.contain('new.test: 2 missing file(s) in pub/sub (never scanned: `mb scan new.test` finds what it holds), page 1 of 1\n')
+    const stale = await mb(['mirror', 'show', 'new.test', '--files', 'stale'], {env: tdb.env})
+    expect(stale.stdout).to.not.contain('never scanned')
   })
 
   it('prints the times of corrupt copies and content checks in whole seconds, as every other time', async () => {

@@ -61,6 +61,8 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
   private async files(db: Parameters<typeof resolveMirror>[0], kind: FileKind): Promise<MirrorFiles> {
     const row = await resolveMirror(db, this.args.name)
     const scan = {include: this.mbConfig.scan.include, exclude: this.mbConfig.scan.exclude}
+    // A mirror never scanned lacks everything as far as mb knows: say why, or it reads as an empty mirror.
+    const unscanned = kind === 'missing' && row.last_scan_at === null ? ` (never scanned: \`mb scan ${row.identifier}\` finds what it holds)` : ''
     if (this.flags.folder === undefined) {
       const folders = await mirrorFileFolders(db, row, kind, scan)
       const total = folders.reduce((n, f) => n + f.files, 0)
@@ -71,7 +73,7 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
         {header: 'files', get: (f) => String(f.files)},
         {header: 'size', get: (f) => humanBytes(f.bytes)},
       ])
-      this.print(`${row.identifier}: ${total} ${kind} file(s) in ${folders.length} folder(s)${hint}${folders.length === 0 ? '' : `\n${table}`}`)
+      this.print(`${row.identifier}: ${total} ${kind} file(s) in ${folders.length} folder(s)${unscanned}${hint}${folders.length === 0 ? '' : `\n${table}`}`)
       return {mirror: row.identifier, kind, folders}
     }
     const folder = trimSlashes(this.flags.folder)
@@ -84,7 +86,7 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
         code: 'FILE_NOT_FOUND',
       })
     const pages = Math.max(1, Math.ceil(total / size))
-    const summary = `${row.identifier}: ${total} ${kind} file(s) in ${folder || '/'}, page ${page} of ${pages}`
+    const summary = `${row.identifier}: ${total} ${kind} file(s) in ${folder || '/'}${unscanned}, page ${page} of ${pages}`
     // An empty page (none of that kind there, or a page past the last) prints no empty table.
     this.print(
       files.length === 0
