@@ -369,6 +369,8 @@ describe('the embedded store on disk (item 6)', function () {
       const refused = await mb(['scan', 'held.example'], {env})
       expect(refused.code).to.equal(1)
       expect(refused.stderr).to.contain('held.example is being scanned by another process right now; this scan was refused')
+      // Not a failure of the protocol tried: no "http: " before the reason.
+      expect(refused.stdout + refused.stderr).to.match(/held\.example: FAILED after [\d.]+ s: Mirror held\.example is being scanned/)
       release!()
       const dead = spawnSync(process.execPath, ['-e', 'console.log(process.pid)'], {encoding: 'utf8'})
       writeFileSync(join(locks, 'scan:1'), `${Number(dead.stdout)} 12345\n`)

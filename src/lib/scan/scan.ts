@@ -164,7 +164,8 @@ export async function scanMirror(database: Database, mirror: MirrorRow, options:
         }
       }
     }
-    const reason = attempts.map((a) => `${a.protocol}: ${a.error}`).join('; ')
+    // A scan refused for another one under way says so alone: no protocol failed.
+    const reason = busy ? attempts.at(-1)!.error! : attempts.map((a) => `${a.protocol}: ${a.error}`).join('; ')
     // A refused concurrent scan leaves the running one to record its own outcome.
     if (!busy && plan.recursive) await recordScanFailure(database.db, mirror.id, reason, tried, refused)
     return busy ? {...failed(mirror, reason, attempts, seconds()), busy} : failed(mirror, reason, attempts, seconds())
