@@ -282,6 +282,9 @@ describe(`mb mirror (${backend})`, () => {
     expect(set.json().maintenance_until).to.equal('2030-06-01T18:30:00.000Z')
     const show = await mb(['mirror', 'show', 'mirror.example.se'], {env})
     expect(show.stdout).to.match(/^maintenance_until: +2030-06-01T18:30:00Z$/m)
+    // A window already over is shown as over.
+    const past = await mb(['mirror', 'edit', 'mirror.example.se', '--maintenance-until', '2020-01-01T00:00:00Z'], {env})
+    expect(past.stdout).to.match(/^maintenance_until: +2020-01-01T00:00:00Z \(ended\)$/m)
     const ended = await mb(['mirror', 'edit', 'mirror.example.se', '--maintenance-until', 'none'], {env})
     expect(ended.code, ended.stderr).to.equal(0)
     expect(ended.stdout).to.contain('Updated mirror mirror.example.se: maintenance_until.')

@@ -141,7 +141,8 @@ export const MIRROR_SHOW_FIELDS: Array<[label: string, get: (m: PublicMirror) =>
   ['status_reason', (m) => m.status_reason],
   ['status_changed_at', (m) => shortIso(m.status_changed_at)],
   ['needs_rescan', (m) => yesNo(m.needs_rescan)],
-  ['maintenance_until', (m) => shortIso(m.maintenance_until)],
+  // A window in the past is over: say so, or the time reads as a mirror still in maintenance.
+  ['maintenance_until', (m) => (m.maintenance_until !== null && Date.parse(m.maintenance_until) <= Date.now() ? `${shortIso(m.maintenance_until)} (ended)` : shortIso(m.maintenance_until))],
   ['suspect', (m) => suspect(m)],
   ['scan_refused_at', (m) => shortIso(m.scan_refused_at)],
   ['bad_copies_suspect_at', (m) => shortIso(m.bad_copies_suspect_at)],
