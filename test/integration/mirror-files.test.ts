@@ -86,6 +86,10 @@ describe(`mb mirror show --files (${backend})`, () => {
     expect(typo.code).to.equal(1)
     expect(typo.stderr).to.contain('No indexed file lies under /pbu.')
     expect(typo.stdout).to.equal('')
+    // `..` is refused as mb mirror list --path and the page's ?folder= refuse it.
+    const dots = await mb(['mirror', 'show', 'm.test', '--files', 'missing', '--folder', 'pub/../pub'], {env: tdb.env})
+    expect(dots.code).to.equal(2)
+    expect(dots.stderr).to.contain('Bad --folder: the folder must be a directory of the tree, without empty, "." or ".." segments.')
   })
 
   it('says a mirror never scanned lacks every file because it was never scanned', async () => {

@@ -5,9 +5,9 @@ import {type PublicMirror, publicMirror} from '../../lib/mirrors/public.js'
 import {mirrorRecord} from '../../lib/mirrors/render.js'
 import {renderRecord, renderTable} from '../../lib/output.js'
 import {FILE_KINDS, type FileKind, type FolderCount, type MirrorFile, folderIndexed, mirrorFileFolders, mirrorFilesIn} from '../../lib/lookup/mirror-files.js'
-import {MbError} from '../../lib/errors.js'
+import {MbError, UsageError} from '../../lib/errors.js'
+import {parseSubtree} from '../../lib/operator/network-page.js'
 import {humanBytes} from '../../lib/stats/render.js'
-import {trimSlashes} from '../../lib/text.js'
 import {shortIso} from '../../lib/time.js'
 import {readOriginTrace} from '../../lib/sync/trace.js'
 import {type MirrorChecks, mirrorChecks} from '../../lib/probe/content-store.js'
@@ -76,7 +76,10 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
       this.print(`${row.identifier}: ${total} ${kind} file(s) in ${folders.length} folder(s)${unscanned}${hint}${folders.length === 0 ? '' : `\n${table}`}`)
       return {mirror: row.identifier, kind, folders}
     }
-    const folder = trimSlashes(this.flags.folder)
+    // As `mb mirror list --path` and the page's ?folder= read it: `..` and empty segments are refused.
+    const parsed = parseSubtree(this.flags.folder)
+    if ('error' in parsed) throw new UsageError(`Bad --folder: ${parsed.error.replace('?path=', 'the folder')}.`)
+    const folder = parsed.subtree.replace(/\/$/, '')
     const size = this.flags['page-size'] ?? 100
     const page = this.flags.page ?? 1
     const {total, files} = await mirrorFilesIn(db, row, kind, scan, folder, page, size)
