@@ -3,6 +3,9 @@
  * Names and globs the attack run got stored or matched (issue 36 item 10), through the
  * compiled CLI: each is refused with exit 2 and a message, and nothing changes.
  */
+import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
 import {expect} from 'chai'
 import {mb} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
@@ -21,6 +24,32 @@ describe(`attack-run refusals through the CLI (${backend})`, function () {
 
   after(async () => {
     await tdb?.drop()
+  })
+
+  it('refuses a --sign-secret-file that is a device without end, too large, empty or blank, naming the file, and changes nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mb-secret-'))
+    try {
+      writeFileSync(join(dir, 'large'), `${'x'.repeat(5000)}\n`)
+      writeFileSync(join(dir, 'empty'), '')
+      writeFileSync(join(dir, 'blank'), '\n\n  \n')
+      mkdirSync(join(dir, 'dir'))
+      const cases: Array<[string, string]> = [
+        ['/dev/zero', '--sign-secret-file /dev/zero holds more than 4096 bytes'],
+        [join(dir, 'large'), `--sign-secret-file ${join(dir, 'large')} holds more than 4096 bytes`],
+        [join(dir, 'empty'), `--sign-secret-file ${join(dir, 'empty')} holds no secret (it is empty or blank)`],
+        [join(dir, 'blank'), `--sign-secret-file ${join(dir, 'blank')} holds no secret (it is empty or blank)`],
+        [join(dir, 'dir'), `--sign-secret-file ${join(dir, 'dir')} cannot be read: EISDIR`],
+      ]
+      for (const [file, message] of cases) {
+        const r = await mb(['mirror', 'edit', 'm1', '--sign', 'nginx_secure_link_md5', '--sign-secret-file', file], {env})
+        expect(r.code, `${file}: ${r.stderr}`).to.equal(2)
+        expect(r.stderr).to.contain(message)
+      }
+      const show = (await mb(['mirror', 'show', 'm1', '--json'], {env})).json()
+      expect(show.sign_scheme).to.equal(null)
+    } finally {
+      rmSync(dir, {recursive: true, force: true})
+    }
   })
 
   it('refuses a mirror name that add refuses ("m1\\n") in add, edit, show, disable and remove, and changes nothing', async () => {
