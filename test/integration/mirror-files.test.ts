@@ -64,4 +64,22 @@ describe(`mb mirror show --files (${backend})`, () => {
     const bad = await mb(['mirror', 'show', 'm.test', '--files', 'lost'], {env: tdb.env})
     expect(bad.code).to.equal(2)
   })
+
+  it('refuses a --folder that can name no folder (exit 2) or names none of the index (exit 1), as ?folder= is 400 on the page', async () => {
+    for (const folder of ['..', 'pub/../..', './pub', 'pub//sub', 'a\\b', 'x'.repeat(1025)]) {
+      const r = await mb(['mirror', 'show', 'm.test', '--files', 'missing', '--folder', folder], {env: tdb.env})
+      expect(r.code, `${folder}: ${r.stderr}`).to.equal(2)
+      expect(r.stderr).to.match(/--folder ".*" (must be a directory of the tree|must not contain NUL or backslashes|is longer than 1024 bytes)/)
+    }
+    for (const folder of ['nosuch', 'pub/b.iso', 'pub/su']) {
+      const r = await mb(['mirror', 'show', 'm.test', '--files', 'stale', '--folder', folder, '--json'], {env: tdb.env})
+      expect(r.code, `${folder}: ${r.stderr}`).to.equal(1)
+      expect(r.json().error).to.deep.include({
+        code: 'FILE_NOT_FOUND',
+        message: `--folder ${JSON.stringify(folder)} is not a folder of the tree: the index holds no file in it (\`mb mirror show m.test --files stale\` lists the folders)`,
+      })
+    }
+    expect((await show('--files', 'missing', '--folder', '/')).total).to.equal(1)
+    expect((await show('--files', 'bad', '--folder', 'pub')).total).to.equal(0)
+  })
 })

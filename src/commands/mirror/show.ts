@@ -4,9 +4,10 @@ import {badCopyCount, resolveMirror} from '../../lib/mirrors/registry.js'
 import {type PublicMirror, publicMirror} from '../../lib/mirrors/public.js'
 import {mirrorRecord} from '../../lib/mirrors/render.js'
 import {renderRecord, renderTable} from '../../lib/output.js'
-import {FILE_KINDS, type FileKind, type FolderCount, type MirrorFile, mirrorFileFolders, mirrorFilesIn} from '../../lib/lookup/mirror-files.js'
+import {FILE_KINDS, type FileKind, type FolderCount, type MirrorFile, folderHoldsFiles, mirrorFileFolders, mirrorFilesIn} from '../../lib/lookup/mirror-files.js'
+import {MbError, UsageError} from '../../lib/errors.js'
 import {humanBytes} from '../../lib/stats/render.js'
-import {trimSlashes} from '../../lib/text.js'
+import {folderProblem, trimSlashes} from '../../lib/text.js'
 import {shortIso} from '../../lib/time.js'
 import {readOriginTrace} from '../../lib/sync/trace.js'
 import {type MirrorChecks, mirrorChecks} from '../../lib/probe/content-store.js'
@@ -72,7 +73,13 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
       this.print(`${row.identifier}: ${total} ${kind} file(s) in ${folders.length} folder(s)${hint}${folders.length === 0 ? '' : `\n${table}`}`)
       return {mirror: row.identifier, kind, folders}
     }
+    const problem = folderProblem(this.flags.folder)
+    if (problem !== undefined) throw new UsageError(`--folder ${JSON.stringify(this.flags.folder)} ${problem}`)
     const folder = trimSlashes(this.flags.folder)
+    if (folder !== '' && !(await folderHoldsFiles(db, folder)))
+      throw new MbError(`--folder ${JSON.stringify(folder)} is not a folder of the tree: the index holds no file in it (\`mb mirror show ${row.identifier} --files ${kind}\` lists the folders)`, {
+        code: 'FILE_NOT_FOUND',
+      })
     const size = this.flags['page-size']
     const {total, files} = await mirrorFilesIn(db, row, kind, scan, folder, this.flags.page, size)
     const pages = Math.max(1, Math.ceil(total / size))

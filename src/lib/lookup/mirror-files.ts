@@ -12,7 +12,7 @@
  */
 import {type Kysely, type RawBuilder, sql} from 'kysely'
 import type {DB} from '../db/schema.js'
-import {folderSql, inFolder} from '../db/sql.js'
+import {folderSql, inFolder, inSubtree} from '../db/sql.js'
 import {pathFilter} from '../glob.js'
 import {folderOf} from '../text.js'
 import {unixIso} from '../time.js'
@@ -199,4 +199,13 @@ export async function mirrorFilesIn(
     }
   }
   return {total, files}
+}
+
+/**
+ * Whether the index holds a file in `folder` or below it (origin-relative, no leading or
+ * trailing slash; '' = the whole tree): whether `--folder` names a folder of the tree.
+ */
+export async function folderHoldsFiles(db: Kysely<DB>, folder: string): Promise<boolean> {
+  const row = await sql<{one: number}>`SELECT 1 AS one FROM file WHERE ${inSubtree(folder)} LIMIT 1`.execute(db)
+  return row.rows.length > 0
 }

@@ -17,7 +17,7 @@
  * `pages`; HTML: links to the pages around it). Each row carries the mirror's public base
  * URLs by protocol, and its name links to its own page (`/mirrors/NAME`, ./mirror-page.ts).
  *
- * Bad input: a `?path=` longer than {@link MAX_PATH_BYTES}, with `..`, `.` or empty
+ * Bad input: a `?path=` longer than 1024 bytes (`MAX_FOLDER_BYTES`, ../text.ts), with `..`, `.` or empty
  * segments, NUL, or a backslash is 400; one that is not a directory of the tree is 404; a
  * `?page=` or `?page_size=` that is not a whole number in range is 400.
  */
@@ -29,11 +29,10 @@ import {buildOverview, type NetworkView, type Overview, type OverviewRow, overvi
 import {shortDuration} from '../time.js'
 import type {OriginShareRow} from '../stats/origin.js'
 import {humanBytes} from '../stats/render.js'
+import {folderProblem, trimSlashes} from '../text.js'
 
 /** How long a computed page is answered again (ms). */
 const PAGE_TTL_MS = 30_000
-/** Longest `?path=` accepted, in bytes (the tree's paths are far shorter). */
-const MAX_PATH_BYTES = 1024
 /** Pages kept at once (subtree x format x page). */
 const MAX_PAGES = 128
 /** Rows per page when `?page=` comes without `?page_size=`, and the most one page may hold. */
@@ -413,12 +412,10 @@ ${renderPager(overview)}<p>Share: files of ${overview.path ? `/${escapeHtml(over
  */
 export function parseSubtree(value: string | undefined): {subtree: string} | {error: string} {
   if (value === undefined) return {subtree: ''}
-  if (Buffer.byteLength(value) > MAX_PATH_BYTES) return {error: `?path= is longer than ${MAX_PATH_BYTES} bytes`}
-  if (/[\0\\]/.test(value)) return {error: '?path= must not contain NUL or backslashes'}
-  const trimmed = value.replace(/^\/+/, '').replace(/\/+$/, '')
-  if (trimmed === '') return {subtree: ''}
-  if (trimmed.split('/').some((s) => s === '' || s === '.' || s === '..')) return {error: '?path= must be a directory of the tree, without empty, "." or ".." segments'}
-  return {subtree: `${trimmed}/`}
+  const problem = folderProblem(value)
+  if (problem !== undefined) return {error: `?path= ${problem}`}
+  const trimmed = trimSlashes(value)
+  return {subtree: trimmed === '' ? '' : `${trimmed}/`}
 }
 
 /** Which rows of the overview a request asks for: all, or one page. */
