@@ -52,6 +52,30 @@ describe(`attack-run refusals through the CLI (${backend})`, function () {
     }
   })
 
+  it('forgets a file whose name holds glob characters (exact path), and refuses a glob that names no file', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'mb-forget-'))
+    try {
+      mkdirSync(join(root, 'q?dir'))
+      writeFileSync(join(root, 'q?dir', 'what?.txt'), 'q')
+      writeFileSync(join(root, 'b[1]{x}*.iso'), 'b')
+      writeFileSync(join(root, 'keep.iso'), 'k')
+      const index = await mb(['index', '--root', root], {env})
+      expect(index.code, index.stderr).to.equal(0)
+      for (const path of ['q?dir/what?.txt', 'b[1]{x}*.iso']) {
+        const r = await mb(['file', 'forget', path, '--json'], {env})
+        expect(r.code, `${path}: ${r.stderr}`).to.equal(0)
+        expect(r.json()).to.include({path, mirror_only: false})
+      }
+      const glob = await mb(['file', 'forget', '*.iso'], {env})
+      expect(glob.code).to.equal(2)
+      expect(glob.stderr).to.contain('No indexed file "*.iso": mb file forget takes one exact path, not a glob; nothing was changed')
+      const left = (await mb(['file', 'lookup', '*', '--json'], {env})).json()
+      expect(left.files.map((f: {path: string}) => f.path)).to.deep.equal(['keep.iso'])
+    } finally {
+      rmSync(root, {recursive: true, force: true})
+    }
+  })
+
   it('refuses a mirror name that add refuses ("m1\\n") in add, edit, show, disable and remove, and changes nothing', async () => {
     const add = await mb(['mirror', 'add', 'm2\n', '--http-url', 'http://m2.example/pub/', '--country', 'DE', '--no-probe'], {env})
     expect(add.code).to.equal(2)
