@@ -52,6 +52,37 @@ describe(`attack-run refusals through the CLI (${backend})`, function () {
     }
   })
 
+  it('clears --sign and --sign-secret-file by their flag names, as the refusal of an unknown --clear lists them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mb-secret-'))
+    try {
+      writeFileSync(join(dir, 'secret'), 'abcdefghijklmnopqrstuvwx\n')
+      const signed = await mb(
+        ['mirror', 'add', 'signed', '--http-url', 'http://signed.example/pub/', '--country', 'DE', '--no-probe', '--sign', 'nginx_secure_link_md5', '--sign-secret-file', join(dir, 'secret')],
+        {env},
+      )
+      expect(signed.code, signed.stderr).to.equal(0)
+      const unknown = await mb(['mirror', 'edit', 'signed', '--clear', 'nosuch'], {env})
+      expect(unknown.code).to.equal(2)
+      expect(unknown.stderr).to.contain(', sign, sign-secret-file.')
+      const secretOnly = await mb(['mirror', 'edit', 'signed', '--clear', 'sign-secret-file'], {env})
+      expect(secretOnly.code).to.equal(2)
+      expect(secretOnly.stderr).to.contain('--sign nginx_secure_link_md5 needs the secret the mirror checks')
+      const off = await mb(['mirror', 'edit', 'signed', '--clear', 'sign', '--clear', 'sign-secret-file'], {env})
+      expect(off.code, off.stderr).to.equal(0)
+      expect(off.stdout).to.contain('Updated mirror signed: sign_scheme, sign_secret.')
+      const database = await tdb.open()
+      try {
+        const row = await database.db.selectFrom('mirror').select(['sign_scheme', 'sign_secret']).where('identifier', '=', 'signed').executeTakeFirstOrThrow()
+        expect(row).to.deep.equal({sign_scheme: null, sign_secret: null})
+      } finally {
+        await database.close()
+      }
+    } finally {
+      await mb(['mirror', 'remove', 'signed', '--yes'], {env})
+      rmSync(dir, {recursive: true, force: true})
+    }
+  })
+
   it('forgets a file whose name holds glob characters (exact path), and refuses a glob that names no file', async () => {
     const root = mkdtempSync(join(tmpdir(), 'mb-forget-'))
     try {
