@@ -3,7 +3,8 @@
  * once the origin prunes a file under `select.min_size` or matching `select.origin_only`
  * (a checksum file, a repomd.xml beside the ISOs of an archive tree), `mb serve` redirects it
  * to the mirrors that hold it, and its metalink lists them, instead of a 404 from the origin
- * that no longer has it. Files still on the origin keep their origin exceptions.
+ * that no longer has it; `mb file lookup` explains it so. Files still on the origin keep
+ * their origin exceptions.
  */
 import {mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
@@ -68,6 +69,19 @@ describe(`mb serve: mirror-only files the origin delivered itself (${backend})`,
       expect(meta4.status, path).to.equal(200)
       expect(meta4.body.toString()).to.contain(`<url location="de" priority="1">http://m.example/pub/${path}</url>`)
     }
+  })
+
+  it('mb file lookup explains the redirect of a pruned small file, and the origin for one still held', async () => {
+    const env = {...tdb.env, MB_CONFIG: config}
+    const explain = async (path: string) => {
+      const r = await mb(['file', 'lookup', path, '--client-ip', '81.2.69.142', '--json'], {env})
+      expect(r.code, r.stderr).to.equal(0)
+      return r.json().files[0].explain
+    }
+    const pruned = await explain('archive/1.0/notes.txt')
+    expect(pruned.origin).to.equal(null)
+    expect(pruned.ranked[0].mirror).to.equal('m.example')
+    expect((await explain('archive/1.0/kept.txt')).origin).to.include({reason: 'small_file'})
   })
 
   it('keeps delivering a small file the origin still holds from the origin', async () => {
