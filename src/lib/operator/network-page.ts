@@ -18,7 +18,7 @@
  * URLs by protocol, and its name links to its own page (`/mirrors/NAME`, ./mirror-page.ts).
  *
  * Bad input: a `?path=` longer than 1024 bytes (`MAX_FOLDER_BYTES`, ../text.ts), with `..`, `.` or empty
- * segments, NUL, or a backslash is 400; one that is not a directory of the tree is 404; a
+ * segments, NUL, a backslash, or not percent-encoded UTF-8 is 400; one that is not a directory of the tree is 404; a
  * `?page=` or `?page_size=` that is not a whole number in range is 400.
  */
 import type {Route, RouteServices} from '../serve/delivery/route.js'
@@ -410,8 +410,9 @@ ${renderPager(overview)}<p>Share: files of ${overview.path ? `/${escapeHtml(over
  * trailing '/'.
  * @returns an error message (answer 400) for a value that can never name a directory of the tree
  */
-export function parseSubtree(value: string | undefined): {subtree: string} | {error: string} {
+export function parseSubtree(value: string | null | undefined): {subtree: string} | {error: string} {
   if (value === undefined) return {subtree: ''}
+  if (value === null) return {error: '?path= is not percent-encoded UTF-8'}
   const problem = folderProblem(value)
   if (problem !== undefined) return {error: `?path= ${problem}`}
   const trimmed = trimSlashes(value)
@@ -426,11 +427,11 @@ export type Paging = {page: number; size: number} | undefined
  * alone pages by {@link DEFAULT_PAGE_SIZE}, `page_size` alone gives page 1.
  * @returns an error message (answer 400) for a value that is not a whole number in range
  */
-export function parsePaging(page: string | undefined, size: string | undefined): {paging: Paging} | {error: string} {
+export function parsePaging(page: string | null | undefined, size: string | null | undefined): {paging: Paging} | {error: string} {
   if (page === undefined && size === undefined) return {paging: undefined}
-  const n = page === undefined ? 1 : /^[1-9]\d{0,5}$/.test(page) ? Number(page) : Number.NaN
+  const n = page === undefined ? 1 : /^[1-9]\d{0,5}$/.test(page ?? '') ? Number(page) : Number.NaN
   if (Number.isNaN(n)) return {error: '?page= must be a whole number from 1 to 999999'}
-  const m = size === undefined ? DEFAULT_PAGE_SIZE : /^[1-9]\d{0,3}$/.test(size) && Number(size) <= MAX_PAGE_SIZE ? Number(size) : Number.NaN
+  const m = size === undefined ? DEFAULT_PAGE_SIZE : /^[1-9]\d{0,3}$/.test(size ?? '') && Number(size) <= MAX_PAGE_SIZE ? Number(size) : Number.NaN
   if (Number.isNaN(m)) return {error: `?page_size= must be a whole number from 1 to ${MAX_PAGE_SIZE}`}
   return {paging: {page: n, size: m}}
 }
@@ -470,15 +471,15 @@ export function networkRoute(services: RouteServices, view: NetworkView): Route<
   }
 }
 
-/** Parameter `name` of a query, percent-decoded (the first); undefined when absent, NUL when badly encoded. */
-export function queryValue(query: string, name: string): string | undefined {
+/** Parameter `name` of a query, percent-decoded (the first); undefined when absent, null when badly encoded (`%zz`, not UTF-8). */
+export function queryValue(query: string, name: string): string | null | undefined {
   const prefix = `${name}=`
   for (const part of query.split('&')) {
     if (!part.startsWith(prefix)) continue
     try {
       return decodeURIComponent(part.slice(prefix.length))
     } catch {
-      return '\0'
+      return null
     }
   }
   return undefined
