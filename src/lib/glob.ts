@@ -67,7 +67,8 @@ export function globProblem(pattern: string): string | undefined {
  */
 export function originGlobProblem(pattern: string): string | undefined {
   if (pattern.trim() === '') return 'it is empty'
-  if (pattern.startsWith('/')) return `origin paths have no leading slash: write ${JSON.stringify(pattern.replace(/^\/+/, ''))}`
+  // '/' alone means the whole tree: its glob is '**' (an empty one is refused above).
+  if (pattern.startsWith('/')) return `origin paths have no leading slash: write ${JSON.stringify(pattern.replace(/^\/+/, '') || '**')}`
   if (pattern.split('/').some((segment) => segment === '.' || segment === '..')) return 'origin paths have no "." or ".." segment'
   return globProblem(pattern)
 }

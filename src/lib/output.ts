@@ -68,11 +68,26 @@ function fitColumns(cells: string[][], priorities: number[], width: number): {ke
   return {keep, widths}
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it finds
+const CONTROL = /[\x00-\x09\x0b-\x1f\x7f-\x9f]/
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it replaces
+const CONTROLS = /[\x00-\x09\x0b-\x1f\x7f-\x9f]/g
+
+/**
+ * `text` with each control character but LF (C0, DEL, C1) written as `\xHH`: a value such as
+ * an origin file's name (`a\x1b]0;…\x07`) is printed to an operator's terminal, where an
+ * escape sequence would retitle it, clear it or move the cursor, and a tab or CR would break
+ * the tab-separated lines.
+ */
+function visible(text: string): string {
+  return CONTROL.test(text) ? text.replace(CONTROLS, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`) : text
+}
+
 function cell(value: unknown): string {
   if (value === null || value === undefined) return '-'
   if (value instanceof Date) return isoSeconds(value)
-  if (Array.isArray(value)) return value.length === 0 ? '-' : value.join(',')
-  return String(value)
+  if (Array.isArray(value)) return value.length === 0 ? '-' : visible(value.join(','))
+  return visible(String(value))
 }
 
 /**

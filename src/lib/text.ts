@@ -7,6 +7,22 @@ export function trimSlashes(path: string): string {
   return path.replace(/^\/+|\/+$/g, '')
 }
 
+/** Bytes a folder of the tree named by a client or an operator may have at most. */
+const MAX_FOLDER_BYTES = 1024
+
+/**
+ * What keeps `value` from naming a folder of the tree (`/mirrors?path=`,
+ * `/mirrors/NAME?folder=`, `mb mirror show --folder`), as the end of a sentence naming the
+ * parameter; undefined when it may name one. Leading and trailing slashes are ignored.
+ */
+export function folderProblem(value: string): string | undefined {
+  if (Buffer.byteLength(value) > MAX_FOLDER_BYTES) return `is longer than ${MAX_FOLDER_BYTES} bytes`
+  if (/[\0\\]/.test(value)) return 'must not contain NUL or backslashes'
+  const trimmed = trimSlashes(value)
+  if (trimmed !== '' && trimmed.split('/').some((s) => s === '' || s === '.' || s === '..')) return 'must be a directory of the tree, without empty, "." or ".." segments'
+  return undefined
+}
+
 /** The path without leading slashes (`/pub/a.iso` → `pub/a.iso`), relative to a root. */
 export function trimLeadingSlashes(path: string): string {
   return path.replace(/^\/+/, '')

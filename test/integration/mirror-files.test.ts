@@ -84,12 +84,12 @@ describe(`mb mirror show --files (${backend})`, () => {
     expect(past.stdout.trim()).to.equal('m.test: 1 missing file(s) in pub, page 3 of 1')
     const typo = await mb(['mirror', 'show', 'm.test', '--files', 'missing', '--folder', 'pbu'], {env: tdb.env})
     expect(typo.code).to.equal(1)
-    expect(typo.stderr).to.contain('No indexed file lies under /pbu.')
+    expect(typo.stderr).to.contain('--folder "pbu" is not a folder of the tree: the index holds no file in it')
     expect(typo.stdout).to.equal('')
     // `..` is refused as mb mirror list --path and the page's ?folder= refuse it.
     const dots = await mb(['mirror', 'show', 'm.test', '--files', 'missing', '--folder', 'pub/../pub'], {env: tdb.env})
     expect(dots.code).to.equal(2)
-    expect(dots.stderr).to.contain('Bad --folder: the folder must be a directory of the tree, without empty, "." or ".." segments.')
+    expect(dots.stderr).to.contain('--folder "pub/../pub" must be a directory of the tree, without empty, "." or ".." segments')
   })
 
   it('says a mirror never scanned lacks every file because it was never scanned', async () => {
@@ -108,5 +108,23 @@ describe(`mb mirror show --files (${backend})`, () => {
     expect(lookup.stdout).to.match(/^m\.test\t0\/0\t2026-12-01T10:00:00Z\t-\t-$/m)
     const show = await mb(['mirror', 'show', 'm.test'], {env: tdb.env})
     expect(show.stdout).to.match(/^content_checks: .*; last check 2026-12-01T10:00:00Z$/m)
+  })
+
+  it('refuses a --folder that can name no folder (exit 2) or names none of the index (exit 1), as ?folder= is 400 on the page', async () => {
+    for (const folder of ['..', 'pub/../..', './pub', 'pub//sub', 'a\\b', 'x'.repeat(1025)]) {
+      const r = await mb(['mirror', 'show', 'm.test', '--files', 'missing', '--folder', folder], {env: tdb.env})
+      expect(r.code, `${folder}: ${r.stderr}`).to.equal(2)
+      expect(r.stderr).to.match(/--folder ".*" (must be a directory of the tree|must not contain NUL or backslashes|is longer than 1024 bytes)/)
+    }
+    for (const folder of ['nosuch', 'pub/b.iso', 'pub/su']) {
+      const r = await mb(['mirror', 'show', 'm.test', '--files', 'stale', '--folder', folder, '--json'], {env: tdb.env})
+      expect(r.code, `${folder}: ${r.stderr}`).to.equal(1)
+      expect(r.json().error).to.deep.include({
+        code: 'FILE_NOT_FOUND',
+        message: `--folder ${JSON.stringify(folder)} is not a folder of the tree: the index holds no file in it (\`mb mirror show m.test --files stale\` lists the folders)`,
+      })
+    }
+    expect((await show('--files', 'missing', '--folder', '/')).total).to.equal(1)
+    expect((await show('--files', 'bad', '--folder', 'pub')).total).to.equal(0)
   })
 })

@@ -217,7 +217,9 @@ describe(`the mirror network: per-mirror metrics and the overview page (${backen
     expect(missing.status).to.equal(404)
     expect(missing.body.toString()).to.equal('Not found: /nowhere/ is not a directory of the tree.\n')
     expect((await request(serve.port, '/mirrors?path=pub/big.bin')).status).to.equal(404)
-    expect((await request(serve.port, '/mirrors?path=%zz')).status).to.equal(400)
+    const malformed = await request(serve.port, '/mirrors?path=%zz')
+    expect(malformed.status).to.equal(400)
+    expect(malformed.body.toString()).to.equal('Bad request: ?path= is not percent-encoded UTF-8.\n')
   })
 
   it('renders the map and the table in headless Chromium without any external request', async function () {

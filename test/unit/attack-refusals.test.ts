@@ -5,7 +5,7 @@
  */
 import {expect} from 'chai'
 import {loadConfig} from '../../src/lib/config/index.js'
-import {globProblem} from '../../src/lib/glob.js'
+import {globProblem, originGlobProblem} from '../../src/lib/glob.js'
 import {normalizePatterns, validateIdentifier} from '../../src/lib/mirrors/validate.js'
 import {isBroadPrefix} from '../../src/lib/net.js'
 
@@ -78,6 +78,13 @@ describe('attack-run refusals', () => {
       expect(() => normalizePatterns('include_patterns', ['['])).to.throw(/Invalid --include "\[": not a valid glob pattern: a "\[" is not closed by "\]" \(write \\\[ for a literal bracket\)/)
       expect(() => normalizePatterns('exclude_patterns', ['*.iso', '*.{iso'])).to.throw(/Invalid --exclude "\*\.\{iso": not a valid glob pattern: a "\{" is not closed/)
       expect(normalizePatterns('push_include', ['*.iso', 'a\\[1\\]'])).to.deep.equal(['*.iso', 'a\\[1\\]'])
+    })
+
+    it('says which glob to write for one with a leading slash, "**" for "/" (the empty glob it would suggest is refused)', () => {
+      expect(originGlobProblem('/archive/**')).to.equal('origin paths have no leading slash: write "archive/**"')
+      expect(originGlobProblem('/')).to.equal('origin paths have no leading slash: write "**"')
+      expect(originGlobProblem('//')).to.equal('origin paths have no leading slash: write "**"')
+      expect(originGlobProblem('**')).to.equal(undefined)
     })
 
     it('refuses an invalid scan.include or scan.exclude', () => {

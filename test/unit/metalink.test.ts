@@ -144,6 +144,17 @@ describe('metalink documents', () => {
     expect(xmlEscape('a<b>&"c"')).to.equal('a&lt;b&gt;&amp;&quot;c&quot;')
   })
 
+  it('keeps a file name with tab, LF, CR or characters XML cannot hold in both formats well-formed and unchanged where XML allows', async () => {
+    const doc = buildDocument(options({path: 'dir/new\nline\tx\ry\u0001z\ud800.iso'}))
+    const meta4 = renderMeta4(doc)
+    expect(await valid(meta4)).to.equal(true)
+    expect(meta4).to.include('<file name="new&#10;line&#9;x&#13;y\ufffdz\ufffd.iso">')
+    const m3 = renderMetalink3(doc)
+    expect(m3).to.include('<file name="new&#10;line&#9;x&#13;y\ufffdz\ufffd.iso">')
+    expect(parser.parse(m3).metalink.files.file['@name']).to.be.a('string')
+    expect(xmlEscape('a\u0002b\nc')).to.equal('a\ufffdb\nc')
+  })
+
   it('writes the <url> lines of both formats as escaping each URL and location alone would, whether any of them needs it or none', () => {
     // The straightforward rendering, one escape per value: the tail must equal it byte for byte.
     const plainTail = (doc: ReturnType<typeof buildDocument>) =>
@@ -207,6 +218,8 @@ describe('metalink documents', () => {
     const doc = buildDocument(options())
     expect(hashFileBody(doc.hashes!, 'sha256', doc.name)).to.equal(`${hex('sha256')}  file.iso\n`)
     expect(hashFileBody(doc.hashes!, 'md5', doc.name)).to.equal(`${hex('md5')}  file.iso\n`)
+    // coreutils' escaped form for a name with a backslash, LF or CR: `sha256sum -c` reads it back.
+    expect(hashFileBody(doc.hashes!, 'sha256', 'a\\b\nc\rd.iso')).to.equal(`\\${hex('sha256')}  a\\\\b\\nc\\rd.iso\n`)
     const b64 = (algo: string) => createHash(algo).update(data).digest('base64')
     expect(digestHeader(doc.hashes!)).to.equal(`SHA-256=${b64('sha256')}, MD5=${b64('md5')}, SHA=${b64('sha1')}`)
     expect(describedByLink(doc.meta4Url)).to.equal('<https://dl.example.org/dir/file.iso.meta4>; rel=describedby; type="application/metalink4+xml"')

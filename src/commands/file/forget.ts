@@ -13,15 +13,20 @@ For a file that must go everywhere (a legal request), above all one the origin p
   static override examples = ['<%= config.bin %> file forget archive/1.0/old.iso', '<%= config.bin %> file forget archive/1.0/old.iso --json']
 
   static override args = {
-    path: Args.string({description: 'the indexed file, relative to the origin root (exact, no glob)', required: true}),
+    path: Args.string({description: 'the indexed file, relative to the origin root, exact (*, ?, [ and { are part of the name, not a glob)', required: true}),
   }
 
   public async run(): Promise<Forgotten> {
     const path = trimLeadingSlashes(this.args.path)
-    if (path === '' || /(^|\/)\.\.?(\/|$)/.test(path) || /[*?[{]/.test(path))
-      throw new UsageError(`${JSON.stringify(this.args.path)} is not a file path relative to the origin root (no glob, no "." or ".." segment).`)
+    if (path === '' || /(^|\/)\.\.?(\/|$)/.test(path)) throw new UsageError(`${JSON.stringify(this.args.path)} is not a file path relative to the origin root (no "." or ".." segment).`)
     const database = await this.openDb()
+    // Exact: a name of the tree may hold *, ?, [ or { (`what?.txt`), and such a file must be
+    // forgettable too; a glob that names no file is refused as one.
     const forgotten = await forgetFile(database.db, path)
+    if (forgotten === undefined && /[*?[{]/.test(path))
+      throw new UsageError(
+        `No indexed file ${JSON.stringify(path)}: mb file forget takes one exact path, not a glob; nothing was changed (\`mb file lookup '${path}'\` lists the files a glob matches).`,
+      )
     if (forgotten === undefined) throw new MbError(`No indexed file ${path}: nothing was changed (\`mb file lookup '*NAME*'\` lists what is indexed).`, {code: 'FILE_NOT_FOUND'})
     const root = this.mbConfig.root
     const still = root !== undefined && existsSync(join(root, path))

@@ -1,4 +1,4 @@
-import {readFileSync} from 'node:fs'
+import {closeSync, openSync, readSync} from 'node:fs'
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../base-command.js'
 import {addMirror, resolveMirror} from '../../lib/mirrors/registry.js'
@@ -53,7 +53,7 @@ export const mirrorFieldFlags = {
     description: 'sign every URL mb hands out for this mirror, as its nginx checks them: nginx_secure_link_md5 (secure_link_md5 "$secure_link_expires$uri SECRET"), or none',
     helpGroup: 'SELECTION',
   }),
-  'sign-secret-file': Flags.string({description: 'file holding the signing secret (at least 16 characters; a trailing newline is dropped)', helpGroup: 'SELECTION'}),
+  'sign-secret-file': Flags.string({description: 'file holding the signing secret on one line (at least 16 characters, at most 4096 bytes; a trailing newline is dropped)', helpGroup: 'SELECTION'}),
   'sign-ttl': Flags.string({description: 'seconds a signed URL stays valid, 60 to 604800 (default 21600)', helpGroup: 'SELECTION'}),
   'base-path': Flags.string({description: 'origin subtree this mirror carries at its base URL, e.g. pub/iso (default: whole tree)', helpGroup: 'SCAN'}),
   include: Flags.string({description: 'glob of origin paths the mirror carries; repeatable (edit: replaces the list)', multiple: true, helpGroup: 'SCAN'}),
@@ -70,17 +70,35 @@ export const mirrorFieldFlags = {
 
 type FieldFlags = {[K in keyof typeof mirrorFieldFlags]?: unknown}
 
+/** Bytes a `--sign-secret-file` may hold at most: a secret is one short line. */
+const MAX_SECRET_FILE_BYTES = 4096
+
 /**
  * The signing secret held in `file` (`--sign-secret-file`): on the command line it would
- * stay in the shell's history and in every process listing.
- * @throws UsageError naming the file when it cannot be read
+ * stay in the shell's history and in every process listing. At most
+ * {@link MAX_SECRET_FILE_BYTES} are read, so that a device such as /dev/zero or a large file
+ * named by mistake is refused instead of filling the memory.
+ * @throws UsageError naming the file when it cannot be read, is empty or is too large
  */
 function readSecretFile(file: string): string {
+  const buffer = Buffer.alloc(MAX_SECRET_FILE_BYTES + 1)
+  let length = 0
   try {
-    return readFileSync(file, 'utf8')
+    const fd = openSync(file, 'r')
+    try {
+      for (let n = -1; n !== 0 && length < buffer.length; length += n) n = readSync(fd, buffer, length, buffer.length - length, null)
+    } finally {
+      closeSync(fd)
+    }
   } catch (error) {
     throw new UsageError(`--sign-secret-file ${file} cannot be read: ${errorMessage(error)}`, 'INVALID_MIRROR_FIELD')
   }
+  if (length > MAX_SECRET_FILE_BYTES)
+    throw new UsageError(`--sign-secret-file ${file} holds more than ${MAX_SECRET_FILE_BYTES} bytes: give a file with the secret alone, on one line`, 'INVALID_MIRROR_FIELD')
+  const secret = buffer.toString('utf8', 0, length)
+  // An empty value clears a field (`--comment ''`); an empty file is a mistake, never a way to clear the secret.
+  if (secret.trim() === '') throw new UsageError(`--sign-secret-file ${file} holds no secret (it is empty or blank): put the secret in it, e.g. openssl rand -hex 24 > FILE`, 'INVALID_MIRROR_FIELD')
+  return secret
 }
 
 /** Maps parsed field flags to registry input (flags not given stay undefined). */

@@ -4,10 +4,10 @@ import {badCopyCount, resolveMirror} from '../../lib/mirrors/registry.js'
 import {type PublicMirror, publicMirror} from '../../lib/mirrors/public.js'
 import {mirrorRecord} from '../../lib/mirrors/render.js'
 import {renderRecord, renderTable} from '../../lib/output.js'
-import {FILE_KINDS, type FileKind, type FolderCount, type MirrorFile, folderIndexed, mirrorFileFolders, mirrorFilesIn} from '../../lib/lookup/mirror-files.js'
+import {FILE_KINDS, type FileKind, type FolderCount, type MirrorFile, folderHoldsFiles, mirrorFileFolders, mirrorFilesIn} from '../../lib/lookup/mirror-files.js'
 import {MbError, UsageError} from '../../lib/errors.js'
-import {parseSubtree} from '../../lib/operator/network-page.js'
 import {humanBytes} from '../../lib/stats/render.js'
+import {folderProblem, trimSlashes} from '../../lib/text.js'
 import {shortIso} from '../../lib/time.js'
 import {readOriginTrace} from '../../lib/sync/trace.js'
 import {type MirrorChecks, mirrorChecks} from '../../lib/probe/content-store.js'
@@ -76,18 +76,16 @@ export default class MirrorShow extends BaseCommand<typeof MirrorShow> {
       this.print(`${row.identifier}: ${total} ${kind} file(s) in ${folders.length} folder(s)${unscanned}${hint}${folders.length === 0 ? '' : `\n${table}`}`)
       return {mirror: row.identifier, kind, folders}
     }
-    // As `mb mirror list --path` and the page's ?folder= read it: `..` and empty segments are refused.
-    const parsed = parseSubtree(this.flags.folder)
-    if ('error' in parsed) throw new UsageError(`Bad --folder: ${parsed.error.replace('?path=', 'the folder')}.`)
-    const folder = parsed.subtree.replace(/\/$/, '')
+    const problem = folderProblem(this.flags.folder)
+    if (problem !== undefined) throw new UsageError(`--folder ${JSON.stringify(this.flags.folder)} ${problem}`)
+    const folder = trimSlashes(this.flags.folder)
+    if (folder !== '' && !(await folderHoldsFiles(db, folder)))
+      throw new MbError(`--folder ${JSON.stringify(folder)} is not a folder of the tree: the index holds no file in it (\`mb mirror show ${row.identifier} --files ${kind}\` lists the folders)`, {
+        code: 'FILE_NOT_FOUND',
+      })
     const size = this.flags['page-size'] ?? 100
     const page = this.flags.page ?? 1
     const {total, files} = await mirrorFilesIn(db, row, kind, scan, folder, page, size)
-    // A mistyped folder lists nothing, which would read as "the mirror lacks nothing there".
-    if (total === 0 && !(await folderIndexed(db, folder)))
-      throw new MbError(`No indexed file lies under /${folder}. Give a folder of the tree (relative to the root), as \`mb mirror show ${row.identifier} --files ${kind}\` lists them.`, {
-        code: 'FILE_NOT_FOUND',
-      })
     const pages = Math.max(1, Math.ceil(total / size))
     const summary = `${row.identifier}: ${total} ${kind} file(s) in ${folder || '/'}${unscanned}, page ${page} of ${pages}`
     // An empty page (none of that kind there, or a page past the last) prints no empty table.

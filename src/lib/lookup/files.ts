@@ -309,7 +309,8 @@ export async function lookupFiles(database: Database, config: GeoSettings & {roo
       checks: (checksByFile.get(Number(r.id)) ?? []).map(({mirror_id, ...c}) => ({identifier: mirrors.get(mirror_id)?.identifier ?? String(mirror_id), ...c})),
     }
     if (facts !== undefined && geo !== undefined) {
-      const file: SelectFile = {path: r.path, size, mtime, mirrors: r.mirrors.map(Number), stale, corrupt}
+      // A mirror-only file gets no origin exception: mb serve redirects it (serve/delivery/mirror-only.ts).
+      const file: SelectFile = {path: r.path, size, mtime, mirrors: r.mirrors.map(Number), stale, corrupt, originLacks: r.mirror_only === true}
       result.explain = explain(selectionContext(facts, geo, file, mirrors, selectOptions), rules, options.attempt ?? 1)
     }
     return result

@@ -166,17 +166,6 @@ export async function mirrorFileFolders(db: Kysely<DB>, mirror: MirrorScope, kin
 }
 
 /**
- * Whether any indexed file lies under `folder` ('' = the top, always true): a folder of the
- * tree, as opposed to a mistyped one, which lists no file of any kind.
- * @throws whatever the driver throws
- */
-export async function folderIndexed(db: Kysely<DB>, folder: string): Promise<boolean> {
-  if (folder === '') return true
-  const rows = await sql<{one: number}>`SELECT 1 AS one FROM file WHERE ${inSubtree(folder)} LIMIT 1`.execute(db)
-  return rows.rows.length > 0
-}
-
-/**
  * The files of `kind` for `mirror` directly in `folder` ('' = the top), page `page` (1-based)
  * of `size` files in path order, and how many there are in all. Paged by SQL where no glob
  * applies, else the folder is read `options.readRows` rows at a time, keeping the page's.
@@ -210,4 +199,13 @@ export async function mirrorFilesIn(
     }
   }
   return {total, files}
+}
+
+/**
+ * Whether the index holds a file in `folder` or below it (origin-relative, no leading or
+ * trailing slash; '' = the whole tree): whether `--folder` names a folder of the tree.
+ */
+export async function folderHoldsFiles(db: Kysely<DB>, folder: string): Promise<boolean> {
+  const row = await sql<{one: number}>`SELECT 1 AS one FROM file WHERE ${inSubtree(folder)} LIMIT 1`.execute(db)
+  return row.rows.length > 0
 }

@@ -13,12 +13,17 @@ import {META4_MEDIA_TYPE} from './meta4.js'
 /** Hash file kinds by their extension. */
 export type HashKind = 'sha256' | 'sha1' | 'md5'
 
+const HASH_LINE_ESCAPES: Record<string, string> = {'\\': '\\\\', '\n': '\\n', '\r': '\\r'}
+
 /**
  * The body of a hash file: `"<hex>  <name>\n"` where `name` is the file's basename (so the
- * file checks with `sha256sum -c` in the directory it was downloaded to).
+ * file checks with `sha256sum -c` in the directory it was downloaded to). A name with a
+ * backslash, LF or CR is written as coreutils 9 writes it: the line starts with a backslash
+ * and those characters are escaped as `\\`, `\n` and `\r`, so that the name stays on its line.
  */
 export function hashFileBody(hashes: DocumentHashes, kind: HashKind, name: string): string {
-  return `${hashes[kind]}  ${name}\n`
+  if (!/[\\\n\r]/.test(name)) return `${hashes[kind]}  ${name}\n`
+  return `\\${hashes[kind]}  ${name.replace(/[\\\n\r]/g, (c) => HASH_LINE_ESCAPES[c])}\n`
 }
 
 function hexToBase64(hex: string): string {

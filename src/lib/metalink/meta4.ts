@@ -37,12 +37,30 @@ const META4_NAMESPACE = 'urn:ietf:params:xml:ns:metalink'
 /** IANA hash names (RFC 5854 §4.2.4) for our piece algorithms. */
 const PIECE_TYPE = {sha256: 'sha-256', sha1: 'sha-1'} as const
 
-const XML_ESCAPES: Record<string, string> = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;'}
-const XML_SPECIAL = /[&<>"]/
+const XML_ESCAPES: Record<string, string> = {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', '\t': '&#9;', '\n': '&#10;', '\r': '&#13;'}
+/** Characters XML 1.0 cannot hold at all (§2.2): C0 controls but tab, LF and CR; U+FFFE, U+FFFF; lone surrogates. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the characters XML cannot hold are what it finds
+const NOT_XML = /[\0-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the characters XML cannot hold are what it finds
+const XML_SPECIAL = /[&<>"\0-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]/
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the characters XML cannot hold are what it finds
+const ATTRIBUTE_SPECIAL = /[&<>"\0-\x1f\ufffe\uffff\ud800-\udfff]/
 
-/** Escapes text for XML element content and double-quoted attributes. */
+/**
+ * Escapes text for XML element content and double-quoted attributes; a character XML cannot
+ * hold (a control character in a file name) becomes U+FFFD, so the document stays well-formed.
+ */
 export function xmlEscape(text: string): string {
-  return XML_SPECIAL.test(text) ? text.replace(/[&<>"]/g, (c) => XML_ESCAPES[c]) : text
+  return XML_SPECIAL.test(text) ? text.replace(NOT_XML, '\ufffd').replace(/[&<>"]/g, (c) => XML_ESCAPES[c]) : text
+}
+
+/**
+ * Escapes text for a double-quoted XML attribute whose value must survive as it is (a file
+ * name): as {@link xmlEscape}, and tab, LF and CR as character references, which a parser's
+ * attribute-value normalization (XML 1.0 §3.3.3) would otherwise turn into spaces.
+ */
+export function xmlAttribute(text: string): string {
+  return ATTRIBUTE_SPECIAL.test(text) ? text.replace(NOT_XML, '\ufffd').replace(/[&<>"\t\n\r]/g, (c) => XML_ESCAPES[c]) : text
 }
 
 /**
@@ -78,7 +96,7 @@ export function meta4Head(doc: MetalinkDocument): string {
   <generator>${xmlEscape(doc.generator)}</generator>
   <origin dynamic="true">${xmlEscape(doc.meta4Url)}</origin>
   <published>${isoSeconds(doc.published)}</published>
-  <file name="${xmlEscape(doc.name)}">
+  <file name="${xmlAttribute(doc.name)}">
 `
 }
 

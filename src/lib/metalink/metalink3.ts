@@ -6,7 +6,7 @@
  * `preference` from 100 down (the origin lowest).
  */
 import {clientPieces, type MetalinkDocument} from './document.js'
-import {plainUrls, xmlEscape} from './meta4.js'
+import {plainUrls, xmlAttribute, xmlEscape} from './meta4.js'
 
 export const METALINK3_MEDIA_TYPE = 'application/metalink+xml'
 const METALINK3_NAMESPACE = 'http://www.metalinker.org/'
@@ -49,7 +49,7 @@ export function metalink3Head(doc: MetalinkDocument): string {
   return `<?xml version="1.0" encoding="UTF-8"?>
 <metalink xmlns="${METALINK3_NAMESPACE}" version="3.0" type="dynamic" origin="${xmlEscape(doc.metalinkUrl)}" generator="${xmlEscape(doc.generator)}" pubdate="${doc.published.toUTCString()}">
   <files>
-    <file name="${xmlEscape(doc.name)}">
+    <file name="${xmlAttribute(doc.name)}">
 `
 }
 

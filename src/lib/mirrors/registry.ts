@@ -204,8 +204,9 @@ export async function addMirror(db: Kysely<DB>, input: MirrorInput, options: Wri
 function clearTargets(name: string): Array<keyof MirrorValues> {
   const key = name.trim().toLowerCase().replace(/^--/, '').replace(/-/g, '_')
   if (['lat', 'lon', 'latitude', 'longitude', 'location', 'coordinates'].includes(key)) return ['latitude', 'longitude']
-  const aliases: Record<string, keyof MirrorValues> = {prefix: 'prefixes', client_prefix: 'client_prefixes', include: 'include_patterns', exclude: 'exclude_patterns', push_include: 'push_include'}
-  const column = (aliases[key] ?? key) as keyof MirrorValues
+  // A flag's name (`sign`, `sign-secret-file`, `prefix`) names its column (`sign_scheme`, `sign_secret`, `prefixes`).
+  const byFlag = Object.entries(FIELD_FLAGS).find(([, flag]) => flag.slice(2).replace(/-/g, '_') === key)?.[0]
+  const column = (byFlag ?? key) as keyof MirrorValues
   if (!(column in CLEARABLE)) {
     const names = Object.keys(CLEARABLE).map((c) =>
       Object.entries(FIELD_FLAGS)

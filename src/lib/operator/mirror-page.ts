@@ -19,7 +19,7 @@
  * named `mirrors`) is served as it would be without this route. No credentials, prefixes, AS
  * numbers, admin names, e-mail addresses or comments are shown. Bad input is 400: a `?files=`
  * other than the three kinds, a `?folder=` that is not a folder of the tree (or with `..`,
- * NUL, backslash), a `?page=`/`?page_size=` out of range.
+ * NUL, backslash, or not percent-encoded UTF-8), a `?page=`/`?page_size=` out of range.
  */
 import {acceptsJson} from '../metalink/http.js'
 import type {Route, RouteServices} from '../serve/delivery/route.js'
@@ -63,7 +63,7 @@ function publicMirror(snapshot: Snapshot, name: string): SelectMirror | undefine
 /** The request's `?files=`, `?folder=` and paging, or the 400 message. */
 function parseQuery(query: string | undefined): {kind: FileKind; folder: string | undefined; paging: NonNullable<Paging>} | {error: string} {
   const files = query ? queryValue(query, 'files') : undefined
-  if (files !== undefined && !(FILE_KINDS as readonly string[]).includes(files)) return {error: `?files= must be one of ${FILE_KINDS.join(', ')}`}
+  if (files !== undefined && (files === null || !(FILE_KINDS as readonly string[]).includes(files))) return {error: `?files= must be one of ${FILE_KINDS.join(', ')}`}
   const folderValue = query ? queryValue(query, 'folder') : undefined
   let folder: string | undefined
   if (folderValue !== undefined) {

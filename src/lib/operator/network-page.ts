@@ -17,8 +17,8 @@
  * `pages`; HTML: links to the pages around it). Each row carries the mirror's public base
  * URLs by protocol, and its name links to its own page (`/mirrors/NAME`, ./mirror-page.ts).
  *
- * Bad input: a `?path=` longer than {@link MAX_PATH_BYTES}, with `..`, `.` or empty
- * segments, NUL, or a backslash is 400; one that is not a directory of the tree is 404; a
+ * Bad input: a `?path=` longer than 1024 bytes (`MAX_FOLDER_BYTES`, ../text.ts), with `..`, `.` or empty
+ * segments, NUL, a backslash, or not percent-encoded UTF-8 is 400; one that is not a directory of the tree is 404; a
  * `?page=` or `?page_size=` that is not a whole number in range is 400.
  */
 import type {Route, RouteServices} from '../serve/delivery/route.js'
@@ -29,11 +29,10 @@ import {buildOverview, type NetworkView, type Overview, type OverviewRow, overvi
 import {shortDuration} from '../time.js'
 import type {OriginShareRow} from '../stats/origin.js'
 import {humanBytes} from '../stats/render.js'
+import {folderProblem, trimSlashes} from '../text.js'
 
 /** How long a computed page is answered again (ms). */
 const PAGE_TTL_MS = 30_000
-/** Longest `?path=` accepted, in bytes (the tree's paths are far shorter). */
-const MAX_PATH_BYTES = 1024
 /** Pages kept at once (subtree x format x page). */
 const MAX_PAGES = 128
 /** Rows per page when `?page=` comes without `?page_size=`, and the most one page may hold. */
@@ -411,14 +410,13 @@ ${renderPager(overview)}<p>Share: files of ${overview.path ? `/${escapeHtml(over
  * trailing '/'.
  * @returns an error message (answer 400) for a value that can never name a directory of the tree
  */
-export function parseSubtree(value: string | undefined): {subtree: string} | {error: string} {
+export function parseSubtree(value: string | null | undefined): {subtree: string} | {error: string} {
   if (value === undefined) return {subtree: ''}
-  if (Buffer.byteLength(value) > MAX_PATH_BYTES) return {error: `?path= is longer than ${MAX_PATH_BYTES} bytes`}
-  if (/[\0\\]/.test(value)) return {error: '?path= must not contain NUL or backslashes'}
-  const trimmed = value.replace(/^\/+/, '').replace(/\/+$/, '')
-  if (trimmed === '') return {subtree: ''}
-  if (trimmed.split('/').some((s) => s === '' || s === '.' || s === '..')) return {error: '?path= must be a directory of the tree, without empty, "." or ".." segments'}
-  return {subtree: `${trimmed}/`}
+  if (value === null) return {error: '?path= is not percent-encoded UTF-8'}
+  const problem = folderProblem(value)
+  if (problem !== undefined) return {error: `?path= ${problem}`}
+  const trimmed = trimSlashes(value)
+  return {subtree: trimmed === '' ? '' : `${trimmed}/`}
 }
 
 /** Which rows of the overview a request asks for: all, or one page. */
@@ -430,11 +428,11 @@ export type Paging = {page: number; size: number} | undefined
  * passes its own), `page_size` alone gives page 1.
  * @returns an error message (answer 400) for a value that is not a whole number in range
  */
-export function parsePaging(page: string | undefined, size: string | undefined, defaultSize = DEFAULT_PAGE_SIZE): {paging: Paging} | {error: string} {
+export function parsePaging(page: string | null | undefined, size: string | null | undefined, defaultSize = DEFAULT_PAGE_SIZE): {paging: Paging} | {error: string} {
   if (page === undefined && size === undefined) return {paging: undefined}
-  const n = page === undefined ? 1 : /^[1-9]\d{0,5}$/.test(page) ? Number(page) : Number.NaN
+  const n = page === undefined ? 1 : /^[1-9]\d{0,5}$/.test(page ?? '') ? Number(page) : Number.NaN
   if (Number.isNaN(n)) return {error: '?page= must be a whole number from 1 to 999999'}
-  const m = size === undefined ? defaultSize : /^[1-9]\d{0,3}$/.test(size) && Number(size) <= MAX_PAGE_SIZE ? Number(size) : Number.NaN
+  const m = size === undefined ? defaultSize : /^[1-9]\d{0,3}$/.test(size ?? '') && Number(size) <= MAX_PAGE_SIZE ? Number(size) : Number.NaN
   if (Number.isNaN(m)) return {error: `?page_size= must be a whole number from 1 to ${MAX_PAGE_SIZE}`}
   return {paging: {page: n, size: m}}
 }
@@ -474,15 +472,15 @@ export function networkRoute(services: RouteServices, view: NetworkView): Route<
   }
 }
 
-/** Parameter `name` of a query, percent-decoded (the first); undefined when absent, NUL when badly encoded. */
-export function queryValue(query: string, name: string): string | undefined {
+/** Parameter `name` of a query, percent-decoded (the first); undefined when absent, null when badly encoded (`%zz`, not UTF-8). */
+export function queryValue(query: string, name: string): string | null | undefined {
   const prefix = `${name}=`
   for (const part of query.split('&')) {
     if (!part.startsWith(prefix)) continue
     try {
       return decodeURIComponent(part.slice(prefix.length))
     } catch {
-      return '\0'
+      return null
     }
   }
   return undefined

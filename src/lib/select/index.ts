@@ -29,7 +29,7 @@ export {outsideOwnTier} from './pools.js'
  *
  * 1. Origin exceptions first (./origin.ts; `origin` set, `realm` null, nothing ranked):
  *    files under `minSize`, origin-only patterns, excluded User-Agents, client CIDRs and
- *    MIME types.
+ *    MIME types; none for a file the origin lacks (`file.originLacks`).
  * 2. Eligibility of every mirror (./rules.ts, ./eligibility.ts; each failure is one
  *    {@link Exclusion}, first failing rule wins): enabled, up, score > 0, not in a
  *    maintenance window, inside its subtree, holds this version (`file.mirrors`; `stale`
@@ -68,7 +68,7 @@ export {outsideOwnTier} from './pools.js'
  */
 export function select(client: ClientInfo, file: SelectFile, mirrors: ReadonlyMap<number, SelectMirror>, options: SelectOptions, explain = true, limit = Infinity): Selection {
   const address = client.address ?? parseIp(client.ip)
-  const exception = originException(client, address, file, options)
+  const exception = file.originLacks ? undefined : originException(client, address, file, options)
   if (exception !== undefined) return {realm: null, ranked: [], excluded: [], origin: exception}
 
   const table = mirrors instanceof MirrorTable ? mirrors : new MirrorTable(mirrors.values())

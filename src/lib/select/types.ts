@@ -51,6 +51,12 @@ export interface SelectFile {
    * an exclusion can say "corrupt" instead of "not held".
    */
   corrupt?: ReadonlyMap<number, {piece: number; foundAt: number}>
+  /**
+   * Optional: the origin's tree no longer holds the file (a mirror-only file the origin
+   * pruned, `serve.mirror_only`), so no origin exception (step 1) applies: the origin could
+   * not deliver it, and the mirrors holding it are chosen as for any file.
+   */
+  originLacks?: boolean
 }
 
 /**

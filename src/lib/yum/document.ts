@@ -32,7 +32,7 @@
  * all URLs of one mirror share it. `protocol=` repeats `type=` because yum 3.2.20 read it.
  */
 import type {RepomdVersion} from '../origin/repomd.js'
-import {xmlEscape} from '../metalink/meta4.js'
+import {xmlAttribute, xmlEscape} from '../metalink/meta4.js'
 
 export const METALINK_MEDIA_TYPE = 'application/metalink+xml'
 const METALINK_NAMESPACE = 'http://www.metalinker.org/'
@@ -146,7 +146,7 @@ function scheme(url: string): string {
  * the `sources` in preference order (their URLs of the {@link REPO_PROTOCOLS} are written).
  */
 export function renderRepoMetalink(options: {name: string; current: RepomdVersion; alternates: readonly RepomdVersion[]; sources: readonly RepoSource[]; generator: string; now?: Date}): string {
-  let doc = `${header(options.generator, options.now ?? new Date())} <files>\n  <file name="${xmlEscape(options.name)}">\n`
+  let doc = `${header(options.generator, options.now ?? new Date())} <files>\n  <file name="${xmlAttribute(options.name)}">\n`
   doc += details(options.current, '  ')
   if (options.alternates.length > 0) {
     doc += '   <mm0:alternates>\n'

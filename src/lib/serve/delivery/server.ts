@@ -21,7 +21,6 @@ import {performance} from 'node:perf_hooks'
 import type {TLSSocket} from 'node:tls'
 import {isCountryCode} from '../../geo/countries.js'
 import type {GeoResolver} from '../../geo/geoip.js'
-import {selectUnderRule} from '../../rules/apply.js'
 import type {RuleMatch} from '../../rules/rule.js'
 import {escalationHeader, Verifier} from '../../verify/verifier.js'
 import {clientInfo, clientNetwork, outsideOwnTier} from '../../select/index.js'
@@ -47,6 +46,7 @@ import {answerRefusals} from './refusals.js'
 import {notModified} from './not-modified.js'
 import {DEFAULT_ORIGIN_BUDGET, OriginBudget} from './origin-budget.js'
 import {ORIGIN_FALLBACK_REASON} from './public-url.js'
+import {selectHeld} from './mirror-only.js'
 import {dropInvalidIfModifiedSince} from './conditional.js'
 
 /** A `302 Found` built and not written yet: its request, file, chosen mirror and header lines. */
@@ -233,11 +233,11 @@ export class MirrorServer implements RouteServices {
 
   /**
    * Selects mirrors for `file` and `client` from the request's snapshot: the one place the
-   * server calls the selection (src/lib/select).
+   * server calls the selection (src/lib/select); a mirror-only file gets no origin exception (./mirror-only.ts).
    * @param limit rank no more than this many candidates (the redirect uses only the first few)
    */
   selectMirrors(ctx: RequestContext, client: ClientInfo, file: FileEntry, explain: boolean, limit = Infinity): Selection {
-    return selectUnderRule(this.matchRule(ctx, client, file.path), client, file, ctx.snapshot.mirrors, this.selectOptions, explain, limit)
+    return selectHeld(this.matchRule(ctx, client, file.path), client, file, ctx.snapshot.mirrors, this.selectOptions, explain, limit, this, ctx)
   }
 
   /** The first redirect rule of the request's snapshot matching `path` and `client` (memoised on ctx; one test when there are none). */
