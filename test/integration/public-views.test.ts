@@ -119,6 +119,12 @@ describe(`public views of mb serve (${backend})`, function () {
       const bad = await get(serve, '/big.iso?country=ZZ')
       expect(bad.status).to.equal(400)
       expect(bad.body.toString()).to.include('?country= must be an ISO 3166-1 alpha-2 code')
+      // A value that is not percent-encoded UTF-8 is refused too, not taken as no ?country= at all.
+      for (const query of ['country=%zz', 'country=%FC', 'x=1&country=%']) {
+        const malformed = await get(serve, `/big.iso?${query}`)
+        expect(malformed.status, query).to.equal(400)
+        expect(malformed.body.toString(), query).to.include('?country= must be an ISO 3166-1 alpha-2 code')
+      }
     })
 
     it('honours ?country= from a configured client network behind the proxy', async () => {

@@ -32,7 +32,7 @@ import {ConnectionGuard} from './connections.js'
 import {type ListenTarget, listenOn} from './listen.js'
 import {fileOnDisk, type IndexCheck, openIndexCheck} from './index-check.js'
 import {LocalDelivery} from './local.js'
-import {parseTarget, queryParam} from './path.js'
+import {hasQueryFlag, parseTarget, queryParam} from './path.js'
 import type {FileEntry} from '../snapshot/file-entry.js'
 import type {Outcome, RequestObserver, RequestOutcome} from './outcome.js'
 import {answerRule, ruleOffIndex} from './rule-answer.js'
@@ -224,7 +224,7 @@ export class MirrorServer implements RouteServices {
       if (cc !== undefined) {
         country = cc.toUpperCase()
         if (!isCountryCode(country)) return undefined
-      }
+      } else if (hasQueryFlag(ctx.query, 'country')) return undefined // present, but not percent-encoded UTF-8 (`%zz`)
     }
     const headers = ctx.req.headers
     ctx.info = clientInfo({ip: c.ip, address: c.address, https: c.https, userAgent: headers['user-agent'], range: headers.range !== undefined, country}, this.geo)
