@@ -2,6 +2,9 @@
  * `mb mirror export --format mirmon`: mirmon's mirror list, `cc url [email]` per public URL
  * of each enabled mirror; credentials never leave, disabled mirrors only with --disabled.
  */
+import {mkdtemp, rm, writeFile} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
 import {expect} from 'chai'
 import {mb} from '../helpers/cli.js'
 import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
@@ -9,6 +12,7 @@ import {backend, createTestDatabase, type TestDatabase} from '../helpers/db.js'
 describe(`mb mirror export --format mirmon (${backend})`, function () {
   this.timeout(120_000)
   let t: TestDatabase
+  let secretDir: string | undefined
 
   before(async () => {
     t = await createTestDatabase()
@@ -31,10 +35,27 @@ describe(`mb mirror export --format mirmon (${backend})`, function () {
     ])
     await add(['private.example.org', '--http-url', 'http://private.example.org/m', '--ftp-url', 'ftp://user:secret@private.example.org/m/', '--country', 'US'])
     await add(['off.example.se', '--http-url', 'http://off.example.se/', '--country', 'SE', '--disabled'])
+    secretDir = await mkdtemp(join(tmpdir(), 'mb-export-'))
+    const secret = join(secretDir, 'sign-secret')
+    await writeFile(secret, 'a-secret-of-enough-length-1234567890')
+    await add([
+      'signed.example.fr',
+      '--https-url',
+      'https://signed.example.fr/pub/',
+      '--ftp-url',
+      'ftp://signed.example.fr/pub/',
+      '--country',
+      'FR',
+      '--sign',
+      'nginx_secure_link_md5',
+      '--sign-secret-file',
+      secret,
+    ])
   })
 
   after(async () => {
     await t?.drop()
+    if (secretDir) await rm(secretDir, {recursive: true, force: true})
   })
 
   it('writes one cc url email line per public URL of each enabled mirror', async () => {
@@ -46,6 +67,8 @@ describe(`mb mirror export --format mirmon (${backend})`, function () {
         'de https://ftp.example.de/pub/ admin@example.de',
         'de rsync://ftp.example.de/pub/ admin@example.de',
         'us http://private.example.org/m/',
+        // A signing mirror's HTTPS URL refuses unsigned requests; its FTP URL does not.
+        'fr ftp://signed.example.fr/pub/',
         '',
       ].join('\n'),
     )
@@ -56,7 +79,7 @@ describe(`mb mirror export --format mirmon (${backend})`, function () {
     const r = await mb(['mirror', 'export', '--format', 'mirmon', '--disabled', '--json'], {env: t.env})
     expect(r.code, r.stderr).to.equal(0)
     expect(r.json()).to.deep.include({country: 'se', url: 'http://off.example.se/', email: null})
-    expect(r.json()).to.have.length(5)
+    expect(r.json()).to.have.length(6)
     const bad = await mb(['mirror', 'export', '--format', 'csv'], {env: t.env})
     expect(bad.code).to.equal(2)
   })
