@@ -29,7 +29,8 @@ import type {SelectMirror} from '../select/types.js'
 import {FILE_KINDS, type FileKind, type FolderCount, type MirrorFile} from '../lookup/mirror-files.js'
 import {humanBytes} from '../stats/render.js'
 import {listedMirror, type NetworkView, type OverviewRow, overviewRow} from './network.js'
-import {OVERVIEW_HEADER, PAGE_STYLE, type Paging, overviewRowHtml, parsePaging, parseSubtree, queryValue} from './network-page.js'
+import {OVERVIEW_HEADER, PAGE_STYLE, type Paging, overviewRowHtml, parsePaging, parseSubtree} from './network-page.js'
+import {queryParam} from '../serve/delivery/path.js'
 import {sendNetworkPage} from './page-response.js'
 import type {MirrorFilesView} from './mirror-view.js'
 
@@ -62,16 +63,16 @@ function publicMirror(snapshot: Snapshot, name: string): SelectMirror | undefine
 
 /** The request's `?files=`, `?folder=` and paging, or the 400 message. */
 function parseQuery(query: string | undefined): {kind: FileKind; folder: string | undefined; paging: NonNullable<Paging>} | {error: string} {
-  const files = query ? queryValue(query, 'files') : undefined
+  const files = query ? queryParam(query, 'files') : undefined
   if (files !== undefined && (files === null || !(FILE_KINDS as readonly string[]).includes(files))) return {error: `?files= must be one of ${FILE_KINDS.join(', ')}`}
-  const folderValue = query ? queryValue(query, 'folder') : undefined
+  const folderValue = query ? queryParam(query, 'folder') : undefined
   let folder: string | undefined
   if (folderValue !== undefined) {
     const parsed = parseSubtree(folderValue)
     if ('error' in parsed) return {error: parsed.error.replace('?path=', '?folder=')}
     folder = parsed.subtree.replace(/\/$/, '')
   }
-  const paged = query ? parsePaging(queryValue(query, 'page'), queryValue(query, 'page_size'), DEFAULT_PAGE_SIZE) : {paging: undefined}
+  const paged = query ? parsePaging(queryParam(query, 'page'), queryParam(query, 'page_size'), DEFAULT_PAGE_SIZE) : {paging: undefined}
   if ('error' in paged) return paged
   return {kind: (files ?? 'missing') as FileKind, folder, paging: paged.paging ?? {page: 1, size: DEFAULT_PAGE_SIZE}}
 }

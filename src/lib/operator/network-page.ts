@@ -22,6 +22,7 @@
  * `?page=` or `?page_size=` that is not a whole number in range is 400.
  */
 import type {Route, RouteServices} from '../serve/delivery/route.js'
+import {queryParam} from '../serve/delivery/path.js'
 import {sendNetworkPage} from './page-response.js'
 import {escapeHtml} from '../serve/delivery/autoindex.js'
 import {acceptsJson} from '../metalink/http.js'
@@ -457,9 +458,9 @@ export function networkRoute(services: RouteServices, view: NetworkView): Route<
     name: 'mirrors',
     match: (ctx) => (ctx.path === 'mirrors' && !ctx.slash && ctx.file === undefined ? true : undefined),
     async handle(ctx) {
-      const parsed = parseSubtree(ctx.query ? queryValue(ctx.query, 'path') : undefined)
+      const parsed = parseSubtree(ctx.query ? queryParam(ctx.query, 'path') : undefined)
       if ('error' in parsed) return services.plain(ctx, 400, 'bad_request', `Bad request: ${parsed.error}.`)
-      const paged = ctx.query ? parsePaging(queryValue(ctx.query, 'page'), queryValue(ctx.query, 'page_size')) : {paging: undefined}
+      const paged = ctx.query ? parsePaging(queryParam(ctx.query, 'page'), queryParam(ctx.query, 'page_size')) : {paging: undefined}
       if ('error' in paged) return services.plain(ctx, 400, 'bad_request', `Bad request: ${paged.error}.`)
       if (parsed.subtree !== '') {
         const target = await services.resolveOnDisk(parsed.subtree.slice(0, -1))
@@ -470,18 +471,4 @@ export function networkRoute(services: RouteServices, view: NetworkView): Route<
       sendNetworkPage(services, ctx, body, json)
     },
   }
-}
-
-/** Parameter `name` of a query, percent-decoded (the first); undefined when absent, null when badly encoded (`%zz`, not UTF-8). */
-export function queryValue(query: string, name: string): string | null | undefined {
-  const prefix = `${name}=`
-  for (const part of query.split('&')) {
-    if (!part.startsWith(prefix)) continue
-    try {
-      return decodeURIComponent(part.slice(prefix.length))
-    } catch {
-      return null
-    }
-  }
-  return undefined
 }

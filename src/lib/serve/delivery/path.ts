@@ -81,10 +81,12 @@ export function parseTarget(target: string): ParsedTarget {
 }
 
 /**
- * Returns the value of query parameter `name` (decoded, first occurrence), '' when present
- * without a value, or undefined when absent or undecodable. `+` is not a space here.
+ * Returns the value of query parameter `name` (percent-decoded, RFC 3986 §2.1; the first
+ * occurrence), '' when present without a value, undefined when absent, and null when present
+ * but not percent-encoded UTF-8 (`%zz`, `%FC`), which callers refuse rather than take for
+ * absent. `+` is not a space here.
  */
-export function queryParam(query: string, name: string): string | undefined {
+export function queryParam(query: string, name: string): string | null | undefined {
   if (query.length === 0) return undefined
   for (const part of query.split('&')) {
     const eq = part.indexOf('=')
@@ -94,7 +96,7 @@ export function queryParam(query: string, name: string): string | undefined {
     try {
       return decodeURIComponent(part.slice(eq + 1))
     } catch {
-      return undefined
+      return null
     }
   }
   return undefined

@@ -32,7 +32,7 @@ import {ConnectionGuard} from './connections.js'
 import {type ListenTarget, listenOn} from './listen.js'
 import {fileOnDisk, type IndexCheck, openIndexCheck} from './index-check.js'
 import {LocalDelivery} from './local.js'
-import {hasQueryFlag, parseTarget, queryParam} from './path.js'
+import {parseTarget, queryParam} from './path.js'
 import type {FileEntry} from '../snapshot/file-entry.js'
 import type {Outcome, RequestObserver, RequestOutcome} from './outcome.js'
 import {answerRule, ruleOffIndex} from './rule-answer.js'
@@ -221,10 +221,9 @@ export class MirrorServer implements RouteServices {
     let country: string | undefined
     if (this.countryQuery !== undefined && ctx.query.length > 0 && ctx.query.includes('country=') && this.countryQuery.allows(c)) {
       const cc = queryParam(ctx.query, 'country')
-      if (cc !== undefined) {
-        country = cc.toUpperCase()
-        if (!isCountryCode(country)) return undefined
-      } else if (hasQueryFlag(ctx.query, 'country')) return undefined // present, but not percent-encoded UTF-8 (`%zz`)
+      country = cc?.toUpperCase()
+      // Not percent-encoded UTF-8 (null) is refused as an invalid code is, not taken for absent.
+      if (cc === null || (country !== undefined && !isCountryCode(country))) return undefined
     }
     const headers = ctx.req.headers
     ctx.info = clientInfo({ip: c.ip, address: c.address, https: c.https, userAgent: headers['user-agent'], range: headers.range !== undefined, country}, this.geo)
