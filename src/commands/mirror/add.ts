@@ -86,7 +86,12 @@ function readSecretFile(file: string): string {
   try {
     const fd = openSync(file, 'r')
     try {
-      for (let n = -1; n !== 0 && length < buffer.length; length += n) n = readSync(fd, buffer, length, buffer.length - length, null)
+      // One byte more than allowed tells a file that is too large; a device without end stops there too.
+      let n: number
+      do {
+        n = readSync(fd, buffer, length, buffer.length - length, null)
+        length += n
+      } while (n > 0 && length < buffer.length)
     } finally {
       closeSync(fd)
     }

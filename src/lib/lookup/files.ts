@@ -347,7 +347,10 @@ function explain(context: SelectionContext, rules: RuleSet | undefined, attempt:
     })),
     excluded: s.excluded.map((e) => ({mirror: e.mirror.identifier, reason: e.reason, detail: e.detail})).sort((a, b) => a.mirror.localeCompare(b.mirror)),
     // A `url` rule answers every request, repeats included, before any mirror is chosen.
-    retry: retryExplained(options.retryWindowSeconds, attempt, s.rule?.target === 'url' ? [] : s.ranked, options.maxAlternatives, s.rule?.target === 'url' ? `rule ${s.rule.name}` : 'origin'),
+    retry:
+      s.rule?.target === 'url'
+        ? retryExplained(options.retryWindowSeconds, attempt, [], 0, `rule ${s.rule.name}`)
+        : retryExplained(options.retryWindowSeconds, attempt, s.ranked, options.maxAlternatives, 'origin'),
   }
 }
 

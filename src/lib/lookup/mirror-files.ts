@@ -204,6 +204,7 @@ export async function mirrorFilesIn(
 /**
  * Whether the index holds a file in `folder` or below it (origin-relative, no leading or
  * trailing slash; '' = the whole tree): whether `--folder` names a folder of the tree.
+ * @throws whatever the driver throws
  */
 export async function folderHoldsFiles(db: Kysely<DB>, folder: string): Promise<boolean> {
   const row = await sql<{one: number}>`SELECT 1 AS one FROM file WHERE ${inSubtree(folder)} LIMIT 1`.execute(db)
